@@ -1,0 +1,33 @@
+"""The Data Investigation Board: hypotheses, evidence, links, verdicts and the event log
+in one SQLite file. See :class:`Board`."""
+
+from d2_notebook.board.board import DEFAULT_MAX_ROWS, Board
+from d2_notebook.board.records import (
+    ColumnSpec,
+    Event,
+    Evidence,
+    Hypothesis,
+    HypothesisStatus,
+    Investigation,
+    InvestigationState,
+    Link,
+    ModelCall,
+    Stance,
+    Verdict,
+)
+
+__all__ = [
+    "DEFAULT_MAX_ROWS",
+    "Board",
+    "ColumnSpec",
+    "Event",
+    "Evidence",
+    "Hypothesis",
+    "HypothesisStatus",
+    "Investigation",
+    "InvestigationState",
+    "Link",
+    "ModelCall",
+    "Stance",
+    "Verdict",
+]

@@ -1,0 +1,219 @@
+"""The typed records of the Data Investigation Board (PAPER §3.2).
+
+Records are frozen dataclasses: the board hands them out and takes their fields in,
+never live rows. Ids are short and human-readable (``H3``, ``E12``, ``I1``) and stable
+within one board file. Nothing is ever deleted: a change of state is a new value of a
+field plus an :class:`Event` in the append-only log.
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, field
+from enum import StrEnum
+from typing import Any
+
+
+class HypothesisStatus(StrEnum):
+    """Where a hypothesis stands. ``supported``/``contradicted``/``inconclusive`` are
+    verdicts; ``abandoned`` means it does not answer the question (kept for audit)."""
+
+    PROPOSED = "proposed"
+    INVESTIGATING = "investigating"
+    SUPPORTED = "supported"
+    CONTRADICTED = "contradicted"
+    INCONCLUSIVE = "inconclusive"
+    ABANDONED = "abandoned"
+
+    @property
+    def is_settled(self) -> bool:
+        """True once a verdict was given or the hypothesis was abandoned."""
+        return self in SETTLED_STATUSES
+
+
+SETTLED_STATUSES = frozenset(
+    {
+        HypothesisStatus.SUPPORTED,
+        HypothesisStatus.CONTRADICTED,
+        HypothesisStatus.INCONCLUSIVE,
+        HypothesisStatus.ABANDONED,
+    }
+)
+VERDICT_STATUSES = frozenset(
+    {HypothesisStatus.SUPPORTED, HypothesisStatus.CONTRADICTED, HypothesisStatus.INCONCLUSIVE}
+)
+
+
+class Stance(StrEnum):
+    """How a piece of evidence bears on a hypothesis."""
+
+    SUPPORTS = "supports"
+    CONTRADICTS = "contradicts"
+
+
+class InvestigationState(StrEnum):
+    """Life cycle of one investigation on a board."""
+
+    RUNNING = "running"
+    FINISHED = "finished"
+    INTERRUPTED = "interrupted"
+    FAILED = "failed"
+
+
+class _Record:
+    """Shared helpers: every record converts to a JSON-ready dict."""
+
+    def to_dict(self) -> dict[str, Any]:
+        """The record as plain JSON-ready values (enums as strings, tuples as lists)."""
+        return _plain(asdict(self))  # type: ignore[call-overload]
+
+
+def _plain(value: Any) -> Any:
+    if isinstance(value, StrEnum):
+        return value.value
+    if isinstance(value, dict):
+        return {k: _plain(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [_plain(v) for v in value]
+    return value
+
+
+@dataclass(frozen=True)
+class Investigation(_Record):
+    """One question asked of the data, with the settings it ran with."""
+
+    id: str
+    question: str
+    state: InvestigationState
+    settings: dict[str, Any]
+    created_at: str
+    updated_at: str
+    report: str | None = None
+    error: str | None = None
+
+
+@dataclass(frozen=True)
+class Hypothesis(_Record):
+    """A candidate answer. ``parent_id`` is set for refinements (H2 → H3, H4)."""
+
+    id: str
+    statement: str
+    status: HypothesisStatus
+    confidence: float | None
+    rationale: str
+    parent_id: str | None
+    author_role: str
+    author: str
+    round: int
+    investigation_id: str | None
+    created_at: str
+    updated_at: str
+    status_reason: str | None = None
+
+
+@dataclass(frozen=True)
+class ColumnSpec(_Record):
+    """One column of a stored query result: its name and pandas dtype.
+
+    ``na`` is the missing-value marker used in object columns (``"NA"`` for
+    ``pd.NA``, ``"None"``) so they read back identically; ``lossy`` is True when the
+    column held Python objects Arrow cannot store and was kept as text.
+    """
+
+    name: str
+    dtype: str
+    na: str | None = None
+    lossy: bool = False
+
+
+@dataclass(frozen=True)
+class Evidence(_Record):
+    """The result of one SQL query, recorded by the tool that ran it.
+
+    ``row_count`` is the true number of rows of the query; ``stored_rows`` how many
+    are on the board (fewer when ``truncated``). The rows themselves are read with
+    :meth:`Board.evidence_frame`.
+    """
+
+    id: str
+    sql: str
+    description: str
+    columns: tuple[ColumnSpec, ...]
+    row_count: int
+    stored_rows: int
+    truncated: bool
+    result_hash: str
+    author_role: str
+    author: str
+    duration_s: float | None
+    round: int
+    investigation_id: str | None
+    created_at: str
+    updated_at: str
+    redundant: bool = False
+    redundant_reason: str | None = None
+
+
+@dataclass(frozen=True)
+class Link(_Record):
+    """Evidence ``evidence_id`` supports or contradicts hypothesis ``hypothesis_id``."""
+
+    id: int
+    evidence_id: str
+    hypothesis_id: str
+    stance: Stance
+    rationale: str
+    author: str
+    created_at: str
+
+
+@dataclass(frozen=True)
+class Verdict(_Record):
+    """A judge's decision on one hypothesis, citing the evidence that decided it."""
+
+    id: int
+    hypothesis_id: str
+    status: HypothesisStatus
+    confidence: float
+    rationale: str
+    evidence_ids: tuple[str, ...]
+    author: str
+    round: int
+    investigation_id: str | None
+    created_at: str
+
+
+@dataclass(frozen=True)
+class ModelCall(_Record):
+    """One request to a language model and what came back (or the error).
+
+    ``request`` and ``response`` are the provider-neutral JSON forms of the model
+    layer; they are the replay source, the audit trail and the cost meter.
+    """
+
+    id: int
+    investigation_id: str | None
+    role: str
+    agent: str
+    model: str
+    request: dict[str, Any]
+    response: dict[str, Any] | None
+    error: str | None
+    input_tokens: int = 0
+    output_tokens: int = 0
+    cache_read_tokens: int = 0
+    cache_write_tokens: int = 0
+    cost_usd: float = 0.0
+    latency_s: float = 0.0
+    created_at: str = ""
+
+
+@dataclass(frozen=True)
+class Event(_Record):
+    """One entry of the append-only history. ``seq`` is gap-free and increasing."""
+
+    seq: int
+    time: str
+    actor: str
+    kind: str
+    payload: dict[str, Any] = field(default_factory=dict)
+    investigation_id: str | None = None

@@ -1,0 +1,97 @@
+"""A board as a readable text tree, for ``d2 board show`` and plain-text reprs.
+
+Pure functions of the board's records: no SQL against user data, no model calls.
+"""
+
+from __future__ import annotations
+
+import textwrap
+
+from d2_notebook.board.board import Board
+from d2_notebook.board.records import Evidence, Hypothesis, Link
+
+_STATUS_MARK = {
+    "proposed": "·",
+    "investigating": "…",
+    "supported": "✔",
+    "contradicted": "✘",
+    "inconclusive": "?",
+    "abandoned": "–",
+}
+
+
+def render_tree(board: Board, *, width: int = 100, include_redundant: bool = True) -> str:
+    """Investigations, then each hypothesis (refinements indented under their parent)
+    with its verdict and linked evidence, then evidence linked to nothing."""
+    lines: list[str] = []
+    for inv in board.list_investigations():
+        lines.append(f"Investigation {inv.id} [{inv.state.value}]: {inv.question}")
+    counts = board.counts()
+    lines.append(
+        f"{counts['hypotheses']} hypotheses, {counts['evidence']} evidence "
+        f"({counts['redundant_evidence']} redundant), {counts['links']} links, "
+        f"{counts['model_calls']} model calls"
+    )
+    hypotheses = board.list_hypotheses()
+    evidence = {e.id: e for e in board.list_evidence()}
+    links = board.list_links()
+    children: dict[str | None, list[Hypothesis]] = {}
+    for hyp in hypotheses:
+        children.setdefault(hyp.parent_id, []).append(hyp)
+
+    def walk(hyp: Hypothesis, depth: int) -> None:
+        indent = "    " * depth
+        lines.append("")
+        lines.append(_wrap(f"{indent}{_hypothesis_line(hyp)}", width, indent + "    "))
+        verdict = board.latest_verdict(hyp.id)
+        if verdict is not None:
+            cited = ", ".join(verdict.evidence_ids) or "no evidence"
+            text = f"{indent}    verdict: {verdict.rationale} [{cited}]"
+            lines.append(_wrap(text, width, indent + "      "))
+        elif hyp.status_reason:
+            text = f"{indent}    reason: {hyp.status_reason}"
+            lines.append(_wrap(text, width, indent + "      "))
+        own = [link for link in links if link.hypothesis_id == hyp.id]
+        for position, link in enumerate(own):
+            item = evidence[link.evidence_id]
+            if item.redundant and not include_redundant:
+                continue
+            branch = "└─" if position == len(own) - 1 else "├─"
+            lines.append(_wrap(f"{indent}    {branch} {_evidence_line(item, link)}", width,
+                               indent + "       "))
+        for child in children.get(hyp.id, []):
+            walk(child, depth + 1)
+
+    for root in children.get(None, []):
+        walk(root, 0)
+    linked = {link.evidence_id for link in links}
+    loose = [e for e in evidence.values() if e.id not in linked]
+    if loose:
+        lines.append("")
+        lines.append("Evidence not linked to a hypothesis:")
+        for item in loose:
+            if item.redundant and not include_redundant:
+                continue
+            lines.append(_wrap(f"    {_evidence_line(item, None)}", width, "       "))
+    return "\n".join(lines)
+
+
+def _hypothesis_line(hyp: Hypothesis) -> str:
+    mark = _STATUS_MARK[hyp.status.value]
+    confidence = "" if hyp.confidence is None else f" {hyp.confidence:.2f}"
+    return f"{mark} {hyp.id} [{hyp.status.value}{confidence}] {hyp.statement}"
+
+
+def _evidence_line(item: Evidence, link: Link | None) -> str:
+    rows = f"{item.row_count} row{'s' if item.row_count != 1 else ''}"
+    if item.truncated:
+        rows += f", {item.stored_rows} stored"
+    stance = f"{link.stance.value} " if link else ""
+    flags = " (redundant)" if item.redundant else ""
+    reading = f" — {link.rationale}" if link and link.rationale else ""
+    return f"{item.id} {stance}{item.description} ({rows}){flags}{reading}"
+
+
+def _wrap(text: str, width: int, subsequent_indent: str) -> str:
+    return textwrap.fill(text, width=width, subsequent_indent=subsequent_indent,
+                         break_long_words=False, break_on_hyphens=False)
