@@ -1,0 +1,163 @@
+"""Schema exploration: tables and views with row counts, columns with sample values.
+
+The functions here build their own SQL from catalog names (quoted identifiers) and run
+it through a ``query`` callable supplied by :class:`~d2_notebook.data.GuardedSQL`, so
+they share its locking and timeout. Output is deterministic: ordered by name, samples
+taken from the first rows in insertion order.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable
+from dataclasses import dataclass, replace
+
+import pandas as pd
+
+from d2_notebook.errors import QueryFailedError
+
+__all__ = ["ColumnInfo", "TableInfo", "catalog", "describe", "quote_ident", "summarize"]
+
+Query = Callable[[str], pd.DataFrame]
+
+_SIMPLE = re.compile(r"[a-z_][a-z0-9_]*")
+_SAMPLE_ROWS = 100
+_SAMPLE_CHARS = 30
+_CATALOG_SQL = """
+SELECT database_name, schema_name, table_name AS name, 'table' AS kind, temporary
+FROM duckdb_tables() WHERE NOT internal
+UNION ALL
+SELECT database_name, schema_name, view_name, 'view', temporary
+FROM duckdb_views() WHERE NOT internal
+ORDER BY temporary, database_name, schema_name, name
+"""
+
+
+@dataclass(frozen=True)
+class ColumnInfo:
+    """One column: name, DuckDB type, nullability and a few sample values (as text)."""
+
+    name: str
+    type: str
+    nullable: bool = True
+    samples: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class TableInfo:
+    """A table or view the user's connection can see.
+
+    Attributes:
+        name: How to write it in SQL: bare (quoted if needed) when it is in the default
+            database's or the temp ``main`` schema, else qualified.
+        kind: ``"table"`` or ``"view"`` (registered DataFrames are temporary views).
+        row_count: Exact ``count(*)``; ``None`` when not computed or when it failed.
+        columns: Filled by :func:`describe`, empty in listings.
+        database, schema, table: The catalog coordinates.
+    """
+
+    name: str
+    kind: str
+    row_count: int | None = None
+    columns: tuple[ColumnInfo, ...] = ()
+    database: str = ""
+    schema: str = ""
+    table: str = ""
+
+    @property
+    def ref(self) -> str:
+        """The fully qualified, quoted reference used in generated SQL."""
+        return ".".join(quote_ident(p) for p in (self.database, self.schema, self.table))
+
+
+def quote_ident(name: str) -> str:
+    """Quote an identifier for DuckDB unless it is plain lower-case."""
+    if _SIMPLE.fullmatch(name):
+        return name
+    return '"' + name.replace('"', '""') + '"'
+
+
+def catalog(query: Query) -> list[TableInfo]:
+    """List user tables and views (no row counts, no columns), ordered by name."""
+    current = str(query("SELECT current_database()").iat[0, 0])
+    infos = []
+    for row in query(_CATALOG_SQL).itertuples(index=False):
+        db, schema, table = str(row.database_name), str(row.schema_name), str(row.name)
+        if db in (current, "temp") and schema == "main":
+            name = quote_ident(table)
+        elif db in (current, "temp"):
+            name = f"{quote_ident(schema)}.{quote_ident(table)}"
+        else:
+            name = ".".join(quote_ident(p) for p in (db, schema, table))
+        infos.append(TableInfo(name, str(row.kind), None, (), db, schema, table))
+    return infos
+
+
+def count_rows(query: Query, info: TableInfo) -> int | None:
+    """Exact row count of a table or view, or ``None`` if counting failed."""
+    try:
+        return int(query(f"SELECT count(*) FROM {info.ref}").iat[0, 0])
+    except QueryFailedError:
+        return None
+
+
+def resolve(infos: list[TableInfo], table: str) -> TableInfo:
+    """Find a table by its SQL name or bare name (case-insensitive).
+
+    Raises:
+        QueryFailedError: No such table; the message lists the available names.
+    """
+    wanted = table.strip().lower()
+    for info in infos:
+        if wanted in (info.name.lower(), info.table.lower(), info.ref.lower()):
+            return info
+    names = ", ".join(i.name for i in infos) or "(none)"
+    raise QueryFailedError(f"no table or view named {table!r}; available: {names}")
+
+
+def describe(query: Query, info: TableInfo, n_samples: int = 3) -> TableInfo:
+    """Return ``info`` with its row count and columns (with up to ``n_samples`` values)."""
+    cols = query(
+        "SELECT column_name, data_type, is_nullable FROM duckdb_columns() "
+        f"WHERE database_name = {_lit(info.database)} AND schema_name = {_lit(info.schema)} "
+        f"AND table_name = {_lit(info.table)} ORDER BY column_index"
+    )
+    head = query(f"SELECT * FROM {info.ref} LIMIT {_SAMPLE_ROWS}") if n_samples > 0 else None
+    columns = []
+    for position, row in enumerate(cols.itertuples(index=False)):
+        samples: tuple[str, ...] = ()
+        if head is not None and position < len(head.columns):
+            samples = _samples(head.iloc[:, position], n_samples)
+        column = ColumnInfo(
+            str(row.column_name), str(row.data_type), bool(row.is_nullable), samples
+        )
+        columns.append(column)
+    return replace(info, row_count=count_rows(query, info), columns=tuple(columns))
+
+
+def summarize(tables: list[TableInfo]) -> str:
+    """Render described tables as compact, stable text for an LLM prompt."""
+    lines = [f"DuckDB database: {len(tables)} tables/views. Columns: name TYPE e.g. samples."]
+    for info in tables:
+        rows = "? rows" if info.row_count is None else f"{info.row_count} rows"
+        lines.append(f"{info.name} ({info.kind}, {rows})")
+        for col in info.columns:
+            example = f" e.g. {' | '.join(col.samples)}" if col.samples else ""
+            lines.append(f"  {quote_ident(col.name)} {col.type}{example}")
+    return "\n".join(lines)
+
+
+def _samples(series: pd.Series, n: int) -> tuple[str, ...]:
+    seen: list[str] = []
+    for value in series.dropna().tolist():
+        text = str(value)
+        text = text if len(text) <= _SAMPLE_CHARS else text[: _SAMPLE_CHARS - 1] + "…"
+        if text not in seen:
+            seen.append(text)
+        if len(seen) >= n:
+            break
+    return tuple(seen)
+
+
+def _lit(value: str) -> str:
+    return "'" + value.replace("'", "''") + "'"

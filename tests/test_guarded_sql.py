@@ -1,0 +1,246 @@
+"""GuardedSQL on real DuckDB: refusals leave the database unchanged, analytical queries
+run, user objects are visible, concurrency, read-only files, timeouts and truncation."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import time
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+
+import duckdb
+import pandas as pd
+import pytest
+
+from d2_notebook.data import GuardedSQL, QueryResult, TableInfo
+from d2_notebook.errors import QueryFailedError, QueryTimeoutError, UnsafeSQLError
+
+CORPUS = Path(__file__).parent / "sql_corpus"
+
+
+def load_corpus(name: str) -> list[str]:
+    """Statements of a corpus file: one per line, ``-- `` lines are comments."""
+    lines = (CORPUS / name).read_text().splitlines()
+    return [line for line in lines if line.strip() and not line.startswith("-- ")]
+
+
+HOSTILE = load_corpus("hostile.sql")
+LEGIT = load_corpus("legit.sql")
+
+SCHEMA = """
+CREATE TABLE patients (id INTEGER PRIMARY KEY, name VARCHAR, age INTEGER, city VARCHAR,
+                       admitted DATE);
+INSERT INTO patients VALUES (1, 'Ann', 72, 'Oslo', '2023-02-01'),
+    (2, 'Bob', 35, 'Rome', '2023-05-10'), (3, 'Cora', 64, 'Oslo', '2022-11-30'),
+    (4, 'Dan', 50, 'Lima', '2024-01-15');
+CREATE TABLE treatments (patient_id INTEGER, drug VARCHAR, outcome VARCHAR, dose DOUBLE);
+INSERT INTO treatments VALUES (1, 'A', 'recovered', 1.5), (2, 'B', 'died', 2.0),
+    (3, 'A', 'recovered', 1.0), (3, 'B', 'recovered', 0.5);
+CREATE VIEW old_patients AS SELECT * FROM patients WHERE age > 60;
+CREATE SEQUENCE seq;
+"""
+SLOW = "SELECT count(*) FROM range(100000000) a, range(100000) b"
+
+
+@pytest.fixture
+def workdir(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    (tmp_path / "data.csv").write_text("id,a\n1,2\n")
+    monkeypatch.chdir(tmp_path)
+    return tmp_path
+
+
+@pytest.fixture
+def con(workdir: Path) -> duckdb.DuckDBPyConnection:
+    connection = duckdb.connect()
+    connection.execute(SCHEMA)
+    return connection
+
+
+@pytest.fixture
+def db_file(workdir: Path) -> Path:
+    path = workdir / "cases.duckdb"
+    connection = duckdb.connect(str(path))
+    connection.execute(SCHEMA)
+    connection.close()
+    return path
+
+
+def snapshot(con: duckdb.DuckDBPyConnection, workdir: Path) -> tuple:
+    """Everything a refused statement could have changed."""
+    queries = [
+        "SELECT database_name, schema_name, table_name, sql FROM duckdb_tables() ORDER BY ALL",
+        "SELECT database_name, view_name FROM duckdb_views() WHERE NOT internal ORDER BY ALL",
+        "SELECT count(*) FROM duckdb_functions()",
+        "SELECT database_name, path FROM duckdb_databases() ORDER BY ALL",
+        "SELECT name, value FROM duckdb_settings() ORDER BY name",
+        "SELECT sequence_name, last_value FROM duckdb_sequences()",
+        "SELECT * FROM patients ORDER BY id",
+        "SELECT * FROM treatments ORDER BY ALL",
+    ]
+    return (tuple(con.execute(q).fetchall() for q in queries), sorted(os.listdir(workdir)))
+
+
+@pytest.mark.parametrize("sql", HOSTILE)
+def test_hostile_refused_and_database_unchanged(
+    sql: str, con: duckdb.DuckDBPyConnection, workdir: Path
+) -> None:
+    before = snapshot(con, workdir)
+    with pytest.raises(UnsafeSQLError):
+        GuardedSQL(con).run(sql.replace("{csv}", str(workdir / "data.csv")))
+    assert snapshot(con, workdir) == before
+
+
+@pytest.mark.parametrize("sql", LEGIT)
+def test_legit_query_runs(sql: str, con: duckdb.DuckDBPyConnection) -> None:
+    result = GuardedSQL(con).run(sql)
+    assert isinstance(result, QueryResult)
+    assert result.row_count == len(result.frame) > 0
+    assert not result.truncated
+
+
+def test_results_are_correct(con: duckdb.DuckDBPyConnection) -> None:
+    guard = GuardedSQL(con)
+    frame = guard.run("SELECT name FROM patients WHERE city = 'Oslo' ORDER BY name").frame
+    assert frame["name"].tolist() == ["Ann", "Cora"]
+    assert guard.run("SELECT 'x; DROP TABLE patients' AS s").frame.iat[0, 0].startswith("x;")
+
+
+def test_registered_dataframe_and_temp_table_visible(con: duckdb.DuckDBPyConnection) -> None:
+    con.register("visits", pd.DataFrame({"pid": [1, 1, 3], "ward": ["A", "B", "A"]}))
+    con.execute("CREATE TEMP TABLE flags AS SELECT 3 AS pid, true AS flagged")
+    guard = GuardedSQL(con)
+    result = guard.run(
+        "SELECT v.pid, count(*) AS n, any_value(f.flagged) AS flagged FROM visits v "
+        "LEFT JOIN flags f USING (pid) GROUP BY v.pid ORDER BY v.pid"
+    )
+    assert result.frame["n"].tolist() == [2, 1]
+    names = {t.name for t in guard.list_tables()}
+    assert {"visits", "flags", "patients", "treatments", "old_patients"} <= names
+
+
+def test_concurrent_runs_on_user_connection(con: duckdb.DuckDBPyConnection) -> None:
+    con.register("nums", pd.DataFrame({"k": range(100)}))
+    guard = GuardedSQL(con)
+
+    def work(k: int) -> tuple[int, int]:
+        out = []
+        for _ in range(5):
+            frame = guard.run(f"SELECT {k} AS k, count(*) AS n FROM nums WHERE k < {k * 10}").frame
+            out.append((int(frame.iat[0, 0]), int(frame.iat[0, 1])))
+        assert len(set(out)) == 1
+        return out[0]
+
+    with ThreadPoolExecutor(8) as pool:
+        results = list(pool.map(work, range(1, 9)))
+    assert results == [(k, min(k * 10, 100)) for k in range(1, 9)]
+
+
+def test_file_connection_is_read_only_and_concurrent(db_file: Path) -> None:
+    with GuardedSQL(db_file) as guard:
+        assert guard.owns_connection
+        with ThreadPoolExecutor(8) as pool:
+            counts = list(pool.map(lambda _: guard.run("SELECT count(*) FROM patients"), range(16)))
+        assert {int(r.frame.iat[0, 0]) for r in counts} == {4}
+        setting = guard.run("SELECT current_setting('enable_external_access') AS v")
+        assert not bool(setting.frame.iat[0, 0])
+        with pytest.raises(duckdb.Error):  # the database itself refuses writes
+            guard._con.cursor().execute("DELETE FROM patients")
+        with pytest.raises(duckdb.Error):  # ... and file access
+            guard._con.cursor().execute("SELECT * FROM read_csv('data.csv')")
+    check = duckdb.connect(str(db_file), read_only=True)
+    assert check.execute("SELECT count(*) FROM patients").fetchall() == [(4,)]
+
+
+def test_bad_path_is_clear_error(workdir: Path) -> None:
+    with pytest.raises(QueryFailedError, match="cannot open"):
+        GuardedSQL(workdir / "missing" / "nope.duckdb")
+
+
+@pytest.mark.parametrize("use_file", [False, True])
+def test_timeout_stops_query_and_connection_stays_usable(
+    use_file: bool, con: duckdb.DuckDBPyConnection, db_file: Path
+) -> None:
+    guard = GuardedSQL(db_file) if use_file else GuardedSQL(con, timeout_s=30)
+    start = time.monotonic()
+    with pytest.raises(QueryTimeoutError, match=r"longer than 0\.5 s"):
+        guard.run(SLOW, timeout_s=0.5)
+    assert time.monotonic() - start < 10
+    assert guard.run("SELECT count(*) AS n FROM patients").frame.iat[0, 0] == 4
+    default = GuardedSQL(con, timeout_s=0.5)
+    with pytest.raises(QueryTimeoutError):
+        default.run(SLOW)
+
+
+def test_truncation_keeps_true_row_count(con: duckdb.DuckDBPyConnection) -> None:
+    guard = GuardedSQL(con, max_rows=100)
+    result = guard.run("SELECT range AS i FROM range(25000) ORDER BY i")
+    assert result.truncated
+    assert result.row_count == 25000
+    assert len(result.frame) == 100
+    assert result.frame["i"].tolist() == list(range(100))
+    exact = guard.run("SELECT * FROM range(100)")
+    assert not exact.truncated and exact.row_count == 100
+    small = guard.run("SELECT * FROM patients -- note", max_rows=2)
+    assert small.truncated and small.row_count == 4 and len(small.frame) == 2
+    assert "4 rows" in small.preview()
+    empty = guard.run("SELECT * FROM patients WHERE false")
+    assert empty.row_count == 0 and empty.columns == ["id", "name", "age", "city", "admitted"]
+
+
+def test_preview_is_compact(con: duckdb.DuckDBPyConnection) -> None:
+    result = GuardedSQL(con).run("SELECT range AS i, repeat('x', 200) AS s FROM range(50)")
+    text = result.preview(max_rows=5, max_chars=600)
+    assert len(text) <= 600
+    assert "50 rows" in text and "45 more rows" in text
+    assert result.dtypes["i"] == "int64"
+
+
+def test_query_failed_keeps_connection_usable(con: duckdb.DuckDBPyConnection) -> None:
+    guard = GuardedSQL(con)
+    with pytest.raises(QueryFailedError, match="DESCRIBE"):
+        guard.run("SELECT nonexistent FROM patients")
+    with pytest.raises(QueryFailedError, match="SHOW TABLES"):
+        guard.run("SELECT * FROM nonexistent")
+    with pytest.raises(QueryFailedError, match="unknown function"):
+        guard.run("SELECT st_point(1, 2)")
+    assert guard.run("SELECT 1 AS one").frame.iat[0, 0] == 1
+
+
+def test_schema_helpers(con: duckdb.DuckDBPyConnection) -> None:
+    guard = GuardedSQL(con)
+    tables = {t.name: t for t in guard.list_tables()}
+    assert tables["patients"].row_count == 4 and tables["patients"].kind == "table"
+    assert tables["old_patients"].kind == "view" and tables["old_patients"].row_count == 2
+    info = guard.describe("patients")
+    assert isinstance(info, TableInfo)
+    assert [c.name for c in info.columns] == ["id", "name", "age", "city", "admitted"]
+    assert info.columns[1].type == "VARCHAR"
+    assert info.columns[1].samples == ("Ann", "Bob", "Cora")
+    assert guard.sample("treatments", 2).frame.shape == (2, 4)
+    with pytest.raises(QueryFailedError, match="available"):
+        guard.describe("nope")
+    summary = guard.schema_summary()
+    assert summary == guard.schema_summary()
+    assert "patients (table, 4 rows)" in summary
+    assert "name VARCHAR e.g. Ann | Bob | Cora" in summary
+
+
+def test_arun_from_asyncio(con: duckdb.DuckDBPyConnection) -> None:
+    guard = GuardedSQL(con)
+
+    async def main() -> list[QueryResult]:
+        return await asyncio.gather(*(guard.arun(f"SELECT {k} AS k") for k in range(6)))
+
+    results = asyncio.run(main())
+    assert [int(r.frame.iat[0, 0]) for r in results] == list(range(6))
+
+
+def test_user_settings_untouched(con: duckdb.DuckDBPyConnection) -> None:
+    before = con.execute("SELECT name, value FROM duckdb_settings() ORDER BY name").fetchall()
+    guard = GuardedSQL(con, timeout_s=0.5)
+    guard.run("SELECT * FROM patients")
+    with pytest.raises(QueryTimeoutError):
+        guard.run(SLOW)
+    after = con.execute("SELECT name, value FROM duckdb_settings() ORDER BY name").fetchall()
+    assert after == before

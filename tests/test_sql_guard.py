@@ -1,0 +1,85 @@
+"""Static checks of check_sql: hostile statements refused, analytical ones allowed."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from d2_notebook.data import check_sql
+from d2_notebook.errors import QueryFailedError, UnsafeSQLError
+
+CORPUS = Path(__file__).parent / "sql_corpus"
+
+
+def load_corpus(name: str) -> list[str]:
+    """Statements of a corpus file: one per line, ``-- `` lines are comments."""
+    lines = (CORPUS / name).read_text().splitlines()
+    return [line for line in lines if line.strip() and not line.startswith("-- ")]
+
+
+HOSTILE = load_corpus("hostile.sql")
+LEGIT = load_corpus("legit.sql")
+
+
+def test_corpus_sizes() -> None:
+    assert len(HOSTILE) >= 40
+    assert len(LEGIT) >= 25
+
+
+@pytest.mark.parametrize("sql", HOSTILE)
+def test_hostile_statement_is_refused(sql: str) -> None:
+    with pytest.raises(UnsafeSQLError) as info:
+        check_sql(sql.replace("{csv}", "/tmp/data.csv"))
+    message = str(info.value)
+    assert "refused" in message
+    assert "only one read-only statement per call" in message
+
+
+@pytest.mark.parametrize("sql", LEGIT)
+def test_legit_statement_is_allowed(sql: str) -> None:
+    assert check_sql(sql)
+
+
+@pytest.mark.parametrize(
+    ("sql", "expected"),
+    [
+        ("SELECT 1;", "SELECT 1"),
+        ("  SELECT 1 ;; ", "SELECT 1"),
+        ("SELECT 1 -- note", "SELECT 1"),
+        ("/* c */ SELECT 1", "SELECT 1"),
+        ("SELECT ';DROP TABLE t' AS s;", "SELECT ';DROP TABLE t' AS s"),
+        ("SELECT '--' AS s", "SELECT '--' AS s"),
+        ("CALL pragma_table_info('t')", "SELECT * FROM pragma_table_info('t')"),
+    ],
+)
+def test_normalized_statement(sql: str, expected: str) -> None:
+    assert check_sql(sql) == expected
+
+
+def test_string_with_semicolon_allowed_but_chained_statement_refused() -> None:
+    assert check_sql("SELECT ';DROP TABLE t'") == "SELECT ';DROP TABLE t'"
+    with pytest.raises(UnsafeSQLError, match="2 statements"):
+        check_sql("SELECT 1; DROP TABLE t")
+
+
+@pytest.mark.parametrize("sql", ["", "   ", ";", "-- only a comment"])
+def test_empty_input_refused(sql: str) -> None:
+    with pytest.raises(UnsafeSQLError):
+        check_sql(sql)
+
+
+def test_syntax_error_is_query_failed_with_hint() -> None:
+    with pytest.raises(QueryFailedError, match="Hint"):
+        check_sql("SELEC 1")
+
+
+def test_messages_name_the_reason() -> None:
+    with pytest.raises(UnsafeSQLError, match="writes data"):
+        check_sql("DELETE FROM t")
+    with pytest.raises(UnsafeSQLError, match="read_csv"):
+        check_sql("SELECT * FROM t JOIN read_csv('x') USING (id)")
+    with pytest.raises(UnsafeSQLError, match="looks like a file"):
+        check_sql("SELECT * FROM 'x.parquet'")
+    with pytest.raises(UnsafeSQLError, match="changes a setting"):
+        check_sql("SET threads = 1")
