@@ -6,6 +6,7 @@ from pathlib import Path
 
 import pytest
 
+import d2_notebook.llm
 from d2_notebook.board import Board
 
 
@@ -13,6 +14,7 @@ from d2_notebook.board import Board
 def _no_real_model_requests(monkeypatch: pytest.MonkeyPatch) -> None:
     """Any real model request in a test fails loudly instead of reaching an API."""
     monkeypatch.setenv("D2_BLOCK_MODEL_REQUESTS", "1")
+    monkeypatch.setattr(d2_notebook.llm, "ALLOW_MODEL_REQUESTS", False)
     monkeypatch.delenv("ANTHROPIC_API_KEY", raising=False)
     monkeypatch.delenv("OPENAI_API_KEY", raising=False)
 

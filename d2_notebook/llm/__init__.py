@@ -1,0 +1,85 @@
+"""The model layer: one small async protocol, providers behind it, offline models.
+
+``get_model("anthropic:claude-sonnet-4-6")`` or ``get_model("openai:llama3.1",
+base_url=...)`` gives a :class:`Model`; ``await model.request(ModelRequest(...))``
+gives a :class:`ModelResponse` of typed parts. Wrap a model in
+:class:`RecordingModel` to log every call on the board and :class:`BudgetedModel` to
+stop at a :class:`Budget`. Offline models live in :mod:`d2_notebook.llm.testing`.
+
+Set ``ALLOW_MODEL_REQUESTS = False`` on this module (tests do) to make every real
+provider fail with ``ModelRequestsBlockedError`` before any network I/O.
+"""
+
+from d2_notebook.llm.messages import (
+    AssistantMessage,
+    Message,
+    ModelRequest,
+    ModelResponse,
+    Part,
+    StopReason,
+    TextPart,
+    TokenUsage,
+    ToolCallPart,
+    ToolResult,
+    ToolSpec,
+    UserMessage,
+)
+from d2_notebook.llm.model import (
+    Model,
+    ProviderFactory,
+    get_model,
+    known_providers,
+    parse_model_name,
+    register_provider,
+)
+from d2_notebook.llm.pricing import PRICES, Cost, Price, PriceTable, cost_of, price_for, set_price
+from d2_notebook.llm.recording import RecordingModel
+from d2_notebook.llm.settings import (
+    allow_model_requests,
+    block_model_requests,
+    default_model_name,
+    model_requests_allowed,
+)
+from d2_notebook.llm.usage import Budget, BudgetedModel, ConcurrencyLimit, Usage, UsageTotals
+
+ALLOW_MODEL_REQUESTS: bool = True
+"""False blocks every real provider request (see :mod:`d2_notebook.llm.settings`)."""
+
+__all__ = [
+    "ALLOW_MODEL_REQUESTS",
+    "PRICES",
+    "AssistantMessage",
+    "Budget",
+    "BudgetedModel",
+    "ConcurrencyLimit",
+    "Cost",
+    "Message",
+    "Model",
+    "ModelRequest",
+    "ModelResponse",
+    "Part",
+    "Price",
+    "PriceTable",
+    "ProviderFactory",
+    "RecordingModel",
+    "StopReason",
+    "TextPart",
+    "TokenUsage",
+    "ToolCallPart",
+    "ToolResult",
+    "ToolSpec",
+    "Usage",
+    "UsageTotals",
+    "UserMessage",
+    "allow_model_requests",
+    "block_model_requests",
+    "cost_of",
+    "default_model_name",
+    "get_model",
+    "known_providers",
+    "model_requests_allowed",
+    "parse_model_name",
+    "price_for",
+    "register_provider",
+    "set_price",
+]
