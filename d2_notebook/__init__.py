@@ -5,8 +5,21 @@ collects SQL evidence for and against each, judges, refines and reports. Their s
 state, the Data Investigation Board, is a SQLite file (:class:`Board`).
 """
 
-from d2_notebook.board import Board
-
 __version__ = "0.1.0"
 
-__all__ = ["Board", "__version__"]
+from d2_notebook.board import Board
+from d2_notebook.detective import (
+    InvestigationResult,
+    InvestigationSettings,
+    investigate,
+    investigate_sync,
+)
+
+__all__ = [
+    "Board",
+    "InvestigationResult",
+    "InvestigationSettings",
+    "__version__",
+    "investigate",
+    "investigate_sync",
+]

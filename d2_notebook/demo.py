@@ -1,0 +1,190 @@
+"""The demo: the hospital database and PAPER's question, investigated by the team.
+
+With a configured model the team investigates for real. Without one,
+:class:`HospitalWalkthrough` — a scripted offline policy, clearly labelled as such —
+drives the same team through a short investigation: every query still runs through
+the guarded SQL against the generated database, every stance is read from the query
+result, and a real board is filled. It shows each mechanism once: several competing
+hypotheses, parallel collectors, a judge sending a confounded comparison back for
+more evidence, a refinement (Virexa → asthma / diabetes), the orchestrator asking for
+more hypotheses, and the reporter's redundancy marks and report.
+"""
+
+from __future__ import annotations
+
+import re
+
+from d2_notebook.datasets import hospital
+from d2_notebook.detective.policy import Action, TeamPolicy, Turn
+
+SCRIPTED_LABEL = "scripted walk-through (offline policy, no language model)"
+
+_FROM = ("FROM admissions a JOIN patients p USING (patient_id) "
+         "JOIN treatments t USING (admission_id) JOIN outcomes o USING (admission_id)")
+_DRUGS = [d for d in hospital.DRUGS if d != "Standard care"]
+
+
+def comparison_sql(drug: str, condition: str | None = None, *, by_severity: bool = False) -> str:
+    """Death rate of older patients on ``drug`` against standard care; the difference
+    (drug minus standard care) is the last column."""
+    where = "p.age >= 65"
+    if condition:
+        where += (" AND p.patient_id IN (SELECT patient_id FROM comorbidities "
+                  f"WHERE condition = '{condition}')")
+
+    def rate(name: str) -> str:
+        return f"avg(o.died::INTEGER) FILTER (WHERE t.drug = '{name}')"
+
+    group = "a.severity, " if by_severity else ""
+    return (f"SELECT {group}count(*) FILTER (WHERE t.drug = '{drug}') AS n_drug, "
+            "count(*) FILTER (WHERE t.drug = 'Standard care') AS n_care, "
+            f"round({rate(drug)}, 3) AS rate_drug, round({rate('Standard care')}, 3) AS rate_care, "
+            f"round({rate(drug)} - {rate('Standard care')}, 3) AS difference "
+            f"{_FROM} WHERE {where}"
+            + (" GROUP BY a.severity, a.severity_score ORDER BY a.severity_score"
+               if by_severity else ""))
+
+
+DOSE_SQL = ("SELECT t.dose_mg >= 500 AS high_dose, count(*) AS admissions, "
+            "round(avg(o.died::INTEGER), 3) AS death_rate "
+            f"{_FROM} WHERE p.age >= 65 AND t.drug = 'Solvanir' AND t.dose_mg IS NOT NULL "
+            "GROUP BY ALL ORDER BY ALL")
+
+OVERVIEW_SQL = ("SELECT t.drug, count(*) AS admissions, "
+                "round(avg(o.died::INTEGER), 3) AS death_rate "
+                f"{_FROM} WHERE p.age >= 65 GROUP BY t.drug ORDER BY death_rate")
+
+
+def last_numbers(preview: str) -> list[float]:
+    """The last number of every data row of a result preview."""
+    numbers = []
+    for line in preview.splitlines()[2:]:
+        match = re.search(r"(-?\d+(?:\.\d+)?)\s*$", line)
+        if match:
+            numbers.append(float(match.group(1)))
+    return numbers
+
+
+class HospitalWalkthrough(TeamPolicy):
+    """A scripted team for :data:`hospital.QUESTION` (see the module docstring)."""
+
+    label = SCRIPTED_LABEL
+
+    def hypothesizer(self, turn: Turn) -> list[Action] | str:
+        """First call: one overview query, then five competing hypotheses; when asked
+        for more: a dose hypothesis."""
+        if "asks for more hypotheses" in turn.first_message:
+            if turn.step == 0:
+                return [("run_sql", {"sql": DOSE_SQL, "purpose": "Death rate of older "
+                                     "patients on Solvanir, by dose above/below 500 mg"})]
+            return [("add_hypothesis", {
+                "statement": "Higher Solvanir doses (>= 500 mg) lower mortality for older "
+                             "patients", "rationale": "doses vary widely", "query_ids": ["Q1"]}),
+                    ("done", {"summary": "added a dose hypothesis"})]
+        if turn.step == 0:
+            return [("run_sql", {"sql": OVERVIEW_SQL, "purpose": "Death rate of older "
+                                 "patients by treatment"})]
+        statements = [f"{drug} lowers mortality for older COVID-19 patients" for drug in
+                      ("Virexa", "Corvalin", "Pulmorex", "Hydrazol")]
+        statements.insert(1, "The effect of Virexa on older patients depends on comorbidities")
+        return [("add_hypothesis", {"statement": s, "rationale": "a treatment given to older "
+                                    "patients in the overview", "query_ids": ["Q1"]})
+                for s in statements] + [("done", {"summary": "five candidates"})]
+
+    def orchestrator(self, turn: Turn) -> list[Action] | str:
+        """Ask once for dose hypotheses, then dispatch everything open, then finish."""
+        statements = " ".join(h.statement for h in turn.hypotheses())
+        if "dose" not in statements:
+            return [("request_hypotheses", {"guidance": "no hypothesis covers dose effects"})]
+        off_question = tuple(h.id for h in turn.hypotheses() if h.status == "proposed"
+                             and h.statement.startswith("Hydrazol"))
+        actions: list[Action] = [("abandon", {"hypothesis_id": h, "reason": "Hydrazol is not "
+                                  "used for older patients in this hospital's protocols"})
+                                 for h in off_question]
+        then = super().orchestrator(turn, skip=off_question)
+        return actions + (then if isinstance(then, list) else [])
+
+    def collector(self, turn: Turn) -> list[Action] | str:
+        """Run the comparison the hypothesis calls for; record each result with the
+        stance its numbers show; submit."""
+        statement = self._statement(turn)
+        if turn.step == 0:
+            return [("run_sql", {"sql": sql}) for sql in self._queries(turn, statement)]
+        actions: list[Action] = []
+        for query_id, result in zip(turn.query_ids(), turn.results, strict=False):
+            numbers = last_numbers(result.content.split(": ", 1)[1])
+            actions.append(("record_evidence", self._evidence(query_id, statement, numbers)))
+        return [*actions, ("submit_for_judgement", {"summary": "evidence recorded"})]
+
+    def judge(self, turn: Turn) -> list[Action] | str:
+        """Send an unstratified drug comparison back once (severity may confound it);
+        refine the comorbidity hypothesis; otherwise decide by the evidence's stances."""
+        statement = self._statement(turn)
+        evidence = [(s, e) for s, e in turn.linked_evidence()
+                    if "motivated this hypothesis" not in turn.evidence_line(e)]
+        plain_drug_claim = statement.endswith("lowers mortality for older COVID-19 patients")
+        stratified = any("per severity" in turn.evidence_line(e) for _, e in evidence)
+        if plain_drug_claim and not stratified and "is possible" in turn.first_message:
+            return [("request_more_evidence", {"hints": "compare within severity strata: "
+                                               "the drug may be given to milder cases"})]
+        cited = [e for _, e in evidence]
+        against = [e for s, e in evidence if s == "contradicts"]
+        verdict = {"status": "contradicted" if against else "supported",
+                   "confidence": 0.8 if against else 0.85, "evidence_ids": cited,
+                   "rationale": (f"{', '.join(against)} contradict it" if against else
+                                 f"{', '.join(cited)} support it within comparable patients")}
+        if "depends on comorbidities" in statement:
+            return [("refine", {**verdict, "children": [
+                {"statement": "Virexa helps older patients with asthma",
+                 "rationale": "the effect differs by comorbidity"},
+                {"statement": "Virexa helps older patients with diabetes",
+                 "rationale": "the effect differs by comorbidity"}]})]
+        return [("give_verdict", verdict)]
+
+    def reporter(self, turn: Turn) -> list[Action] | str:
+        """Mark the shared overview query redundant, then write the report."""
+        if turn.step == 0:
+            return [("mark_redundant", {"evidence_id": "E1", "reason": "exploration that "
+                                        "motivated every hypothesis; decides none"})]
+        return super().reporter(turn)
+
+    # --- helpers ---------------------------------------------------------------------------
+
+    @staticmethod
+    def _statement(turn: Turn) -> str:
+        return next(h.statement for h in turn.hypotheses() if h.id == turn.hypothesis_id)
+
+    @staticmethod
+    def _queries(turn: Turn, statement: str) -> list[str]:
+        drug = next((d for d in _DRUGS if d in statement), "Virexa")
+        if "dose" in statement:
+            return [DOSE_SQL]
+        if "depends on comorbidities" in statement:
+            return [comparison_sql(drug, "asthma"), comparison_sql(drug, "diabetes")]
+        condition = next((c for c in ("asthma", "diabetes") if c in statement), None)
+        by_severity = "SENT IT BACK" in turn.first_message
+        return [comparison_sql(drug, condition, by_severity=by_severity)]
+
+    @staticmethod
+    def _evidence(query_id: str, statement: str, numbers: list[float]) -> dict[str, object]:
+        if "dose" in statement:
+            low, high = ([*numbers, 0.0, 0.0])[:2]
+            helps = high < low - 0.03
+            description = "Death rate of older patients on Solvanir, high vs low dose"
+            reading = f"death rate {high:.3f} at >= 500 mg vs {low:.3f} below"
+        elif "depends" in statement:
+            helps = True
+            description = "Virexa vs standard care within one comorbidity, age 65+"
+            reading = f"difference in death rate: {numbers[0]:+.3f}" if numbers else "no rows"
+        else:
+            better = [n for n in numbers if n < -0.03]
+            helps = bool(numbers) and len(better) > len(numbers) / 2
+            strata = f" in {len(better)} of {len(numbers)} severity strata" if len(numbers) > 1 \
+                else ""
+            description = ("Death rate vs standard care, age 65+"
+                           + (", per severity" if len(numbers) > 1 else ""))
+            reading = (f"differences {', '.join(f'{n:+.3f}' for n in numbers)}"
+                       f"; lower{strata}" if helps else
+                       f"differences {', '.join(f'{n:+.3f}' for n in numbers)}; not lower")
+        return {"query_id": query_id, "description": description,
+                "stance": "supports" if helps else "contradicts", "reading": reading}

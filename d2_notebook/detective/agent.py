@@ -1,0 +1,116 @@
+"""One agent's turn: ask the model, run the tools it calls, repeat until it finishes.
+
+This is the tool loop every role shares. The model sees only what its role gives it
+(system prompt, a first message, its tools) plus its own turn's history. The loop
+ends when the model calls a turn-ending tool successfully, answers without a tool
+call (after one reminder), repeats itself, or reaches its step limit.
+"""
+
+from __future__ import annotations
+
+import json
+from collections import Counter
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+from d2_notebook.detective.sequencer import WriteSequencer
+from d2_notebook.detective.tools import Toolset
+from d2_notebook.llm import Message, Model, ModelRequest, ToolResult, UserMessage
+
+MAX_SAME_CALL = 3
+"""An agent making the same tool call this often is stopped (it is looping)."""
+
+
+@dataclass
+class AgentRun:
+    """How an agent's turn went.
+
+    Attributes:
+        ended_by: the turn-ending tool that succeeded, or None.
+        stopped: why the turn ended without one ("step limit", "repeating", ...).
+        final_text: the model's last text.
+        steps: model calls made.
+    """
+
+    agent: str
+    role: str
+    steps: int = 0
+    ended_by: str | None = None
+    stopped: str | None = None
+    final_text: str = ""
+    messages: list[Message] = field(default_factory=list)
+
+
+async def run_agent(
+    model: Model,
+    *,
+    role: str,
+    agent: str,
+    system: str,
+    first_message: str,
+    toolset: Toolset,
+    sequencer: WriteSequencer,
+    max_steps: int,
+    stuck: Callable[[], str | None] = lambda: None,
+    max_tokens: int = 4096,
+) -> AgentRun:
+    """Run one turn of ``agent`` and return how it went.
+
+    Args:
+        stuck: called after each step; a non-None reason stops the turn (used by the
+            SQL tools' repeated-query detection).
+
+    Model errors (API failures, budget exhausted) propagate to the caller.
+    """
+    run = AgentRun(agent=agent, role=role)
+    messages: list[Message] = [UserMessage(first_message)]
+    reminded = False
+    turn_enders = [s.name for s in toolset.specs if (t := toolset.get(s.name)) and t.ends_turn]
+    seen_calls: Counter[str] = Counter()
+    while run.steps < max_steps:
+        request = ModelRequest(system=system, messages=list(messages), tools=toolset.specs,
+                               max_tokens=max_tokens, role=role, agent=agent)
+        response = await model.request(request)
+        ticket = sequencer.take()  # synchronously after the response: arrival order
+        run.steps += 1
+        run.final_text = response.text or run.final_text
+        messages.append(response.to_message())
+        calls = response.tool_calls
+        if not calls:
+            await sequencer.skip(ticket)
+            if turn_enders and not reminded:
+                reminded = True
+                messages.append(UserMessage(
+                    "Continue with your tools. When your work is done, finish by calling "
+                    f"{' or '.join(turn_enders)}."
+                ))
+                continue
+            run.stopped = "answered without calling a tool"
+            break
+        results: list[ToolResult] = []
+        if toolset.writes_board(calls):
+            async with sequencer.turn(ticket):
+                for call in calls:
+                    results.append(await toolset.call(call))
+        else:
+            await sequencer.skip(ticket)
+            for call in calls:
+                results.append(await toolset.call(call))
+        messages.extend(results)
+        ended = [c.name for c, r in zip(calls, results, strict=True)
+                 if not r.is_error and (t := toolset.get(c.name)) is not None and t.ends_turn]
+        if ended:
+            run.ended_by = ended[-1]
+            break
+        for call in calls:
+            seen_calls[f"{call.name} {json.dumps(call.args, sort_keys=True)}"] += 1
+        reason = stuck()
+        if reason is None and max(seen_calls.values()) >= MAX_SAME_CALL:
+            reason = f"stopped: made the same tool call {MAX_SAME_CALL} times"
+        if reason is not None:
+            run.stopped = reason
+            break
+    else:
+        run.stopped = f"step limit ({max_steps} model calls) reached"
+    run.messages = messages
+    return run

@@ -1,0 +1,68 @@
+"""What the team shares while it works: the board, the data, the model and settings.
+
+Roles never talk to each other; they read and write the board through their tools.
+:class:`TeamContext` is the bundle the control loop hands to each role, and
+:class:`QueryLog` is one agent's private record of the queries it ran (``Q1``, ``Q2``
+...), from which evidence is recorded — so evidence rows are always the result the
+guarded SQL returned, never text a model wrote.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from d2_notebook.board import Board
+from d2_notebook.data import GuardedSQL, QueryResult
+from d2_notebook.detective.sequencer import WriteSequencer
+from d2_notebook.detective.settings import InvestigationSettings
+from d2_notebook.llm import Model
+
+
+@dataclass
+class TeamContext:
+    """Shared by every role of one investigation."""
+
+    board: Board
+    sql: GuardedSQL
+    model: Model
+    investigation_id: str
+    question: str
+    schema_summary: str
+    settings: InvestigationSettings
+    sequencer: WriteSequencer = field(default_factory=WriteSequencer)
+    round: int = 0
+
+
+@dataclass
+class QueryLog:
+    """The queries one agent ran in one turn, by query id, and which became evidence."""
+
+    results: dict[str, QueryResult] = field(default_factory=dict)
+    by_sql: dict[str, str] = field(default_factory=dict)
+    evidence_ids: dict[str, str] = field(default_factory=dict)
+    purposes: dict[str, str] = field(default_factory=dict)
+    repeats: int = 0
+
+    def add(self, sql: str, result: QueryResult, purpose: str = "") -> str:
+        """Keep ``result`` (and what it is for) under a new query id and return the id."""
+        query_id = f"Q{len(self.results) + 1}"
+        self.results[query_id] = result
+        if purpose:
+            self.purposes[query_id] = purpose
+        self.by_sql[normalize_sql(sql)] = query_id
+        return query_id
+
+    def previous(self, sql: str) -> str | None:
+        """The id of an earlier run of the same query, if any."""
+        return self.by_sql.get(normalize_sql(sql))
+
+    def stuck(self, max_repeats: int = 3) -> str | None:
+        """A reason to stop the agent when it keeps repeating queries."""
+        if self.repeats >= max_repeats:
+            return f"stopped: repeated the same query {self.repeats} times"
+        return None
+
+
+def normalize_sql(sql: str) -> str:
+    """Whitespace-insensitive form of a statement, for spotting repeats."""
+    return " ".join(sql.replace(";", " ").split())

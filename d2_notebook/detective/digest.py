@@ -1,0 +1,89 @@
+"""The board digest: the one compact, structured view of the board every agent reads.
+
+Agents never see each other's transcripts; they see this digest (PROMPTS.md: ids,
+statements, statuses, one line per evidence with its stance and row count). It is a
+pure function of the board, deterministic for a given board state.
+"""
+
+from __future__ import annotations
+
+from d2_notebook.board import Board, Evidence, Hypothesis, Link
+
+_MAX_TEXT = 240
+
+
+def board_digest(
+    board: Board,
+    *,
+    investigation_id: str | None = None,
+    focus: str | None = None,
+    include_redundant: bool = False,
+) -> str:
+    """Render the board for a prompt.
+
+    Args:
+        board: the board to describe.
+        investigation_id: only hypotheses and evidence of this investigation.
+        focus: a hypothesis id; when set, only that hypothesis, its parent and
+            children, and their evidence are shown (a collector's focused context).
+        include_redundant: also list evidence the reporter marked redundant.
+    """
+    hypotheses = board.list_hypotheses(investigation_id=investigation_id)
+    evidence = {
+        e.id: e
+        for e in board.list_evidence(investigation_id=investigation_id)
+        if include_redundant or not e.redundant
+    }
+    links = board.list_links()
+    if focus is not None:
+        keep = {focus}
+        focused = next((h for h in hypotheses if h.id == focus), None)
+        if focused is not None and focused.parent_id:
+            keep.add(focused.parent_id)
+        keep.update(h.id for h in hypotheses if h.parent_id == focus)
+        hypotheses = [h for h in hypotheses if h.id in keep]
+    lines = ["HYPOTHESES (id | status | confidence | statement):"]
+    if not hypotheses:
+        lines.append("  (none yet)")
+    for hyp in hypotheses:
+        lines.extend(_hypothesis_lines(board, hyp, links, evidence))
+    linked = {link.evidence_id for link in links}
+    loose = [e for e in evidence.values() if e.id not in linked]
+    if loose and focus is None:
+        lines.append("EVIDENCE NOT LINKED TO A HYPOTHESIS:")
+        lines.extend(f"  {_evidence_text(e)}" for e in loose)
+    return "\n".join(lines)
+
+
+def _hypothesis_lines(
+    board: Board, hyp: Hypothesis, links: list[Link], evidence: dict[str, Evidence]
+) -> list[str]:
+    confidence = "-" if hyp.confidence is None else f"{hyp.confidence:.2f}"
+    parent = f" (refines {hyp.parent_id})" if hyp.parent_id else ""
+    lines = [f"{hyp.id} | {hyp.status.value} | {confidence} | {_short(hyp.statement)}{parent}"]
+    if hyp.rationale:
+        lines.append(f"    rationale: {_short(hyp.rationale)}")
+    for link in links:
+        if link.hypothesis_id != hyp.id or link.evidence_id not in evidence:
+            continue
+        reading = f" — {_short(link.rationale, 160)}" if link.rationale else ""
+        lines.append(f"    {link.stance.value}: {_evidence_text(evidence[link.evidence_id])}"
+                     f"{reading}")
+    verdict = board.latest_verdict(hyp.id)
+    if verdict is not None:
+        cited = ", ".join(verdict.evidence_ids) or "none"
+        lines.append(f"    verdict ({verdict.status.value}, cites {cited}): "
+                     f"{_short(verdict.rationale)}")
+    elif hyp.status_reason:
+        lines.append(f"    note: {_short(hyp.status_reason)}")
+    return lines
+
+
+def _evidence_text(item: Evidence) -> str:
+    rows = f"{item.row_count} row{'s' if item.row_count != 1 else ''}"
+    return f"{item.id} ({rows}) {_short(item.description, 160)}"
+
+
+def _short(text: str, limit: int = _MAX_TEXT) -> str:
+    flat = " ".join(text.split())
+    return flat if len(flat) <= limit else flat[: limit - 1] + "…"

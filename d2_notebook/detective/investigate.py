@@ -1,0 +1,232 @@
+"""``investigate()``: run the Data Detective on a DuckDB database and get a result.
+
+The one entry point the CLI, the notebook magic and Python users share::
+
+    result = await investigate(con, "Which treatment is most effective for older COVID-19 "
+                               "patients?", board="covid.d2board", model="anthropic:...")
+    result.report, result.conclusions, result.board, result.usage
+
+It opens the data read-only, opens (or resumes) the board, wraps the model so every
+call is recorded on the board and counted against the budget, runs the control loop,
+and leaves the investigation ``finished``, ``interrupted`` (Ctrl-C, cancel) or
+``failed`` (an unrecoverable model error) — resumable in the last two cases.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+from typing import Any
+
+import duckdb
+
+from d2_notebook.board import Board, Evidence, Hypothesis, HypothesisStatus, Verdict
+from d2_notebook.data import GuardedSQL
+from d2_notebook.detective.context import TeamContext
+from d2_notebook.detective.loop import LOOP_ACTOR, ControlLoop
+from d2_notebook.detective.settings import InvestigationSettings
+from d2_notebook.errors import D2Error, InvalidRecordError
+from d2_notebook.llm import Budget, BudgetedModel, Model, RecordingModel, Usage, get_model
+from d2_notebook.llm.replay import ReplayModel
+
+Database = duckdb.DuckDBPyConnection | GuardedSQL | str | os.PathLike[str]
+
+
+@dataclass(frozen=True)
+class Conclusion:
+    """A supported hypothesis with its verdict and the evidence the verdict cites."""
+
+    hypothesis: Hypothesis
+    verdict: Verdict | None
+    evidence: list[Evidence]
+
+
+@dataclass
+class InvestigationResult:
+    """What an investigation produced. ``board`` holds the complete history.
+
+    ``answer`` is the structured answer every variant gives (for the benchmark):
+    ``{"answers": [...], "candidates_considered": [...]}``.
+    """
+
+    investigation_id: str
+    question: str
+    state: str
+    report: str
+    conclusions: list[Conclusion]
+    board: Board
+    usage: Usage
+    settings: InvestigationSettings
+    answer: dict[str, list[str]] = field(default_factory=dict)
+    stop_reason: str | None = None
+    queries: list[Any] = field(default_factory=list)
+
+    def _repr_markdown_(self) -> str:
+        return self.report
+
+
+async def investigate(
+    database: Database,
+    question: str | None,
+    *,
+    board: Board | str | os.PathLike[str] | None = None,
+    model: Model | str | None = None,
+    settings: InvestigationSettings | None = None,
+    resume: bool = False,
+    replay: Board | str | os.PathLike[str] | None = None,
+    **options: Any,
+) -> InvestigationResult:
+    """Investigate ``question`` over ``database`` with the agent team.
+
+    Args:
+        database: a DuckDB connection (used as is, read-only), a path to a DuckDB
+            file (opened read-only), or a :class:`GuardedSQL`.
+        question: the investigative objective; may be None when resuming.
+        board: where the board lives (a path, an open :class:`Board`, or None for an
+            in-memory board).
+        model: a model or a model name (``anthropic:...``, ``openai:...``); None uses
+            the configured default (``D2_MODEL``).
+        settings: team settings; keyword ``options`` (``collectors=``, ``max_rounds=``,
+            ``max_usd=``, ``variant=`` ...) override single fields.
+        resume: continue the board's last unfinished investigation.
+        replay: a board recorded earlier: re-run its investigation with its recorded
+            model responses (no API access), executing every query again.
+
+    Raises:
+        ModelConfigError: no model is configured (the message names the fix).
+        InvalidRecordError: bad settings, or nothing to resume.
+        ModelError: the model failed beyond retries (the board is left ``failed``).
+    """
+    recorded: Board | None = None
+    if replay is not None:
+        recorded = replay if isinstance(replay, Board) else _open_existing_board(replay)
+        source = recorded.list_investigations()[-1]
+        question = question or source.question
+        settings = InvestigationSettings.from_dict(source.settings)
+        model = ReplayModel(recorded, source.id, ordered=True)
+    opened = board if isinstance(board, Board) else Board.open(board or ":memory:")
+    investigation, settings = _start_or_resume(opened, question, settings, options, resume)
+    sql = database if isinstance(database, GuardedSQL) else GuardedSQL(
+        database, timeout_s=settings.sql_timeout_s, max_rows=opened.max_rows)
+    inner = model if model is not None and not isinstance(model, str) else get_model(model)
+    usage = Usage()
+    recording = RecordingModel(inner, opened, investigation.id)
+    full_budget = Budget(settings.max_calls, settings.max_tokens, settings.max_usd)
+    ctx = TeamContext(
+        board=opened, sql=sql, model=BudgetedModel(recording, _reserve(settings), usage),
+        investigation_id=investigation.id, question=investigation.question,
+        schema_summary=await asyncio.to_thread(sql.schema_summary), settings=settings,
+        round=_rounds_so_far(opened, investigation.id),
+    )
+    loop = ControlLoop(ctx, reporter_model=BudgetedModel(recording, full_budget, usage))
+    if _hypotheses(opened, investigation.id):
+        loop.hypothesizer_calls = 1
+    try:
+        report = await loop.run()
+    except BaseException as exc:
+        interrupted = isinstance(exc, KeyboardInterrupt | asyncio.CancelledError)
+        opened.set_investigation_state(
+            investigation.id, "interrupted" if interrupted else "failed", actor=LOOP_ACTOR,
+            error=f"{type(exc).__name__}: {exc}" if not interrupted else "interrupted")
+        raise
+    opened.set_investigation_state(investigation.id, "finished", actor=LOOP_ACTOR,
+                                   report=report)
+    return _result(opened, investigation.id, report, usage, settings, loop)
+
+
+def investigate_sync(
+    database: Database, question: str | None, **kwargs: Any
+) -> InvestigationResult:
+    """:func:`investigate` for scripts (runs its own event loop)."""
+    return asyncio.run(investigate(database, question, **kwargs))
+
+
+# --- starting and resuming -------------------------------------------------------------
+
+
+def _start_or_resume(board: Board, question: str | None, settings: InvestigationSettings | None,
+                     options: dict[str, Any], resume: bool) -> tuple[Any, InvestigationSettings]:
+    if not resume:
+        if not question or not question.strip():
+            raise InvalidRecordError("pass the question to investigate")
+        chosen = replace(settings or InvestigationSettings(), **options)
+        return board.start_investigation(question, chosen.to_dict(), actor="user"), chosen
+    unfinished = [i for i in board.list_investigations() if i.state.value != "finished"]
+    if not unfinished:
+        raise InvalidRecordError(
+            f"nothing to resume on {board.path}: it holds no unfinished investigation; "
+            "start a new one without --resume")
+    investigation = unfinished[-1]
+    if question and question.strip() != investigation.question.strip():
+        raise InvalidRecordError(
+            f"the board's investigation asks {investigation.question!r}; pass the same "
+            "question (or none) to resume it, or use a new board")
+    chosen = replace(settings or InvestigationSettings.from_dict(investigation.settings),
+                     **options)
+    board.set_investigation_state(investigation.id, "running", actor="user")
+    board.log_event("investigation.resumed", {"settings": chosen.to_dict()}, actor="user",
+                    investigation_id=investigation.id)
+    for hyp in _hypotheses(board, investigation.id):
+        if hyp.status is HypothesisStatus.INVESTIGATING:
+            board.set_status(hyp.id, HypothesisStatus.PROPOSED, actor=LOOP_ACTOR,
+                             reason="was being investigated when the run stopped; redone")
+    return board.get_investigation(investigation.id), chosen
+
+
+def _reserve(settings: InvestigationSettings) -> Budget:
+    """The collection phase's budget: the whole budget less the reporter's share."""
+    share = 1.0 - settings.reporter_reserve
+
+    def part(cap: float | None, whole: bool) -> Any:
+        if cap is None:
+            return None
+        return max(1, int(cap * share)) if whole else cap * share
+
+    return Budget(part(settings.max_calls, True), part(settings.max_tokens, True),
+                  part(settings.max_usd, False))
+
+
+def _rounds_so_far(board: Board, investigation_id: str) -> int:
+    return sum(1 for e in board.events(kinds=["round.started"])
+               if e.investigation_id == investigation_id)
+
+
+def _hypotheses(board: Board, investigation_id: str) -> list[Hypothesis]:
+    return board.list_hypotheses(investigation_id=investigation_id)
+
+
+def _open_existing_board(path: str | os.PathLike[str]) -> Board:
+    if not Path(path).is_file():
+        raise D2Error(f"no recorded board at {str(path)!r}; pass the board of an earlier run")
+    return Board.open(path)
+
+
+# --- the result ---------------------------------------------------------------------------
+
+
+def _result(board: Board, investigation_id: str, report: str, usage: Usage,
+            settings: InvestigationSettings, loop: ControlLoop) -> InvestigationResult:
+    hypotheses = _hypotheses(board, investigation_id)
+    conclusions = []
+    for hyp in hypotheses:
+        if hyp.status is not HypothesisStatus.SUPPORTED:
+            continue
+        verdict = board.latest_verdict(hyp.id)
+        cited = [board.get_evidence(e) for e in (verdict.evidence_ids if verdict else ())]
+        conclusions.append(Conclusion(hyp, verdict, cited))
+    if loop.answer is not None:
+        answer = loop.answer
+    else:
+        examined = {link.hypothesis_id for link in board.list_links()}
+        examined |= {v.hypothesis_id for v in board.list_verdicts()}
+        answer = {"answers": [c.hypothesis.statement for c in conclusions],
+                  "candidates_considered": [h.statement for h in hypotheses if h.id in examined]}
+    queries = list(loop.react_log.results.values()) if loop.react_log else []
+    investigation = board.get_investigation(investigation_id)
+    return InvestigationResult(
+        investigation_id=investigation_id, question=investigation.question,
+        state=investigation.state.value, report=report, conclusions=conclusions, board=board,
+        usage=usage, settings=settings, answer=answer, stop_reason=loop.stop_reason,
+        queries=queries)

@@ -1,0 +1,175 @@
+"""Offline team policies: deterministic Python "agents" that drive the whole team.
+
+A :class:`TeamPolicy` is the function behind a
+:class:`~d2_notebook.llm.testing.FunctionModel`: for each request it looks at which
+role and agent is asking and how far its turn has come, and answers with tool calls.
+Tests, the scripted demo, example notebooks and the benchmark harness write their
+policies as subclasses with one method per role; every query still runs through the
+guarded SQL and every write still goes through the team's tools.
+
+Each role method receives a :class:`Turn` and returns the tool calls to make, as
+``[("run_sql", {"sql": ...}), ...]``, or a string for a plain text answer.
+"""
+
+from __future__ import annotations
+
+import itertools
+import re
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+from d2_notebook.llm import (
+    AssistantMessage,
+    ModelRequest,
+    ModelResponse,
+    TextPart,
+    ToolCallPart,
+    ToolResult,
+    UserMessage,
+)
+from d2_notebook.llm.testing import FunctionModel
+
+Action = tuple[str, dict[str, Any]]
+
+_HYPOTHESIS_LINE = re.compile(r"^(H\d+) \| (\w+) \| ([^|]+) \| (.*)$", re.MULTILINE)
+_EVIDENCE_REF = re.compile(r"^\s+(supports|contradicts): (E\d+) ", re.MULTILINE)
+
+
+@dataclass(frozen=True)
+class BoardHypothesis:
+    """A hypothesis as a policy reads it from the digest."""
+
+    id: str
+    status: str
+    statement: str
+
+
+@dataclass
+class Turn:
+    """One request, seen from the policy: who asks, and what happened so far."""
+
+    request: ModelRequest
+
+    @property
+    def role(self) -> str:
+        """The asking agent's role (hypothesizer, orchestrator, collector, ...)."""
+        return self.request.role
+
+    @property
+    def agent(self) -> str:
+        """The asking agent's name (``collector-H3``, ``judge-H3`` ...)."""
+        return self.request.agent
+
+    @property
+    def hypothesis_id(self) -> str | None:
+        """The hypothesis a collector or judge works on."""
+        match = re.search(r"-(H\d+)$", self.agent)
+        return match.group(1) if match else None
+
+    @property
+    def step(self) -> int:
+        """How many model answers this turn already has (0 for the first request)."""
+        return sum(isinstance(m, AssistantMessage) for m in self.request.messages)
+
+    @property
+    def first_message(self) -> str:
+        """The text that opened the turn (the board digest and the task)."""
+        first = self.request.messages[0]
+        return first.text if isinstance(first, UserMessage) else ""
+
+    @property
+    def results(self) -> list[ToolResult]:
+        """Every tool result of this turn so far, in order."""
+        return [m for m in self.request.messages if isinstance(m, ToolResult)]
+
+    @property
+    def last_results(self) -> list[ToolResult]:
+        """The tool results of the previous answer."""
+        tail: list[ToolResult] = []
+        for message in reversed(self.request.messages):
+            if not isinstance(message, ToolResult):
+                break
+            tail.insert(0, message)
+        return tail
+
+    def query_ids(self) -> list[str]:
+        """Query ids (``Q1``...) that ``run_sql`` returned in this turn, in order."""
+        ids = []
+        for result in self.results:
+            match = re.match(r"(Q\d+): ", result.content)
+            if match and not result.is_error:
+                ids.append(match.group(1))
+        return ids
+
+    def hypotheses(self) -> list[BoardHypothesis]:
+        """The hypotheses listed in the digest that opened the turn."""
+        return [BoardHypothesis(m.group(1), m.group(2), m.group(4).strip())
+                for m in _HYPOTHESIS_LINE.finditer(self.first_message)]
+
+    def linked_evidence(self, hypothesis_id: str | None = None) -> list[tuple[str, str]]:
+        """``(stance, evidence id)`` pairs the digest lists under one hypothesis (default:
+        the turn's own)."""
+        wanted = hypothesis_id or self.hypothesis_id
+        section, current = [], None
+        for line in self.first_message.splitlines():
+            header = _HYPOTHESIS_LINE.match(line)
+            if header:
+                current = header.group(1)
+            elif current == wanted:
+                section.append(line)
+        return [(m.group(1), m.group(2)) for m in _EVIDENCE_REF.finditer("\n".join(section))]
+
+    def evidence_line(self, evidence_id: str) -> str:
+        """The digest line that lists ``evidence_id`` (with its reading), or ""."""
+        marker = f": {evidence_id} ("
+        return next((line for line in self.first_message.splitlines() if marker in line), "")
+
+
+class TeamPolicy:
+    """Base class: route each request to the method named after its role.
+
+    Subclasses implement ``hypothesizer``, ``orchestrator``, ``collector``, ``judge``,
+    ``reporter`` (and ``planner``, ``detective``, ``react`` for the variants) as
+    ``(turn) -> list[Action] | str``. The defaults give a sensible generic team.
+    """
+
+    label = "offline policy"
+
+    def __init__(self) -> None:
+        """Start the call-id counter (ids are deterministic per policy)."""
+        self._ids = itertools.count(1)
+
+    def model(self, name: str = "offline-policy", **options: Any) -> FunctionModel:
+        """A FunctionModel driven by this policy."""
+        return FunctionModel(self, name=name, **options)
+
+    def __call__(self, request: ModelRequest) -> ModelResponse:
+        """Answer one request (the FunctionModel's function)."""
+        turn = Turn(request)
+        handler: Callable[[Turn], list[Action] | str] | None = getattr(self, turn.role, None)
+        if handler is None:
+            return ModelResponse(parts=[TextPart(f"{self.label}: no policy for {turn.role}")])
+        actions = handler(turn)
+        if isinstance(actions, str):
+            return ModelResponse(parts=[TextPart(actions)], stop_reason="end_turn")
+        parts = [ToolCallPart(f"call_{turn.agent}_{turn.step}_{i}", name, dict(args))
+                 for i, (name, args) in enumerate(actions)]
+        return ModelResponse(parts=parts, stop_reason="tool_use")
+
+    # --- generic behaviour, overridable --------------------------------------------------
+
+    def orchestrator(self, turn: Turn, *, skip: tuple[str, ...] = ()) -> list[Action] | str:
+        """Dispatch every proposed hypothesis (but ``skip``); finish when none is open."""
+        waiting = [h.id for h in turn.hypotheses() if h.status == "proposed" and h.id not in skip]
+        if waiting:
+            return [("dispatch", {"hypothesis_ids": waiting})]
+        return [("finish", {"reason": "every hypothesis has a verdict"})]
+
+    def reporter(self, turn: Turn) -> list[Action] | str:
+        """Write a short report listing the supported hypotheses."""
+        supported = [h for h in turn.hypotheses() if h.status == "supported"]
+        lines = ["## Answer", ""] + [f"- {h.id}: {h.statement}" for h in supported]
+        if not supported:
+            lines.append("No hypothesis was supported.")
+        return [("write_report", {"markdown": "\n".join(lines)})]

@@ -1,0 +1,45 @@
+"""Reports built from the board alone, without a model.
+
+Used by the ``no_reporter`` variant, and whenever the reporter cannot run (its
+budget is spent). The same structure as the reporter's: the answer first, then each
+hypothesis with its verdict and evidence ids, then what was not examined.
+"""
+
+from __future__ import annotations
+
+from d2_notebook.board import Board, HypothesisStatus
+
+
+def fallback_report(board: Board, investigation_id: str, *, note: str = "") -> str:
+    """A Markdown report of the investigation's hypotheses, verdicts and evidence."""
+    question = board.get_investigation(investigation_id).question
+    hypotheses = board.list_hypotheses(investigation_id=investigation_id)
+    supported = [h for h in hypotheses if h.status is HypothesisStatus.SUPPORTED]
+    lines = [f"# {question}", "", "## Answer", ""]
+    if supported:
+        for hyp in supported:
+            verdict = board.latest_verdict(hyp.id)
+            cited = ", ".join(verdict.evidence_ids) if verdict else ""
+            confidence = f" (confidence {hyp.confidence:.2f})" if hyp.confidence is not None else ""
+            lines.append(f"- **{hyp.id}** {hyp.statement}{confidence} [{cited}]")
+    else:
+        lines.append("No hypothesis was supported by the evidence.")
+    lines += ["", "## Hypotheses", ""]
+    for hyp in hypotheses:
+        lines.append(f"### {hyp.id} — {hyp.status.value}: {hyp.statement}")
+        verdict = board.latest_verdict(hyp.id)
+        if verdict is not None:
+            lines.append(f"Verdict ({verdict.confidence:.2f}): {verdict.rationale}")
+        elif hyp.status_reason:
+            lines.append(f"Note: {hyp.status_reason}")
+        for link in board.list_links(hypothesis_id=hyp.id):
+            evidence = board.get_evidence(link.evidence_id)
+            if evidence.redundant:
+                continue
+            reading = f" — {link.rationale}" if link.rationale else ""
+            lines.append(f"- {link.stance.value}: {evidence.id} {evidence.description}"
+                         f" ({evidence.row_count} rows){reading}")
+        lines.append("")
+    if note:
+        lines += ["## Not examined", "", note, ""]
+    return "\n".join(lines).rstrip() + "\n"

@@ -1,0 +1,416 @@
+"""The team's tools: SQL for the roles that query, and the board tools of each role.
+
+Every factory takes the shared :class:`TeamContext` and returns :class:`Tool`s whose
+handlers write to the board with the calling agent's name. What each role may write
+is decided here: the orchestrator and judge get no SQL, collectors cannot judge
+(except in the ``no_judge`` variant), and evidence is recorded only from a query id
+the agent actually ran.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from d2_notebook.board import HypothesisStatus
+from d2_notebook.detective.context import QueryLog, TeamContext
+from d2_notebook.detective.tools import Tool, ToolError, tool
+
+_STRING = {"type": "string"}
+_IDS = {"type": "array", "items": {"type": "string"}}
+
+
+@dataclass
+class TurnOutcome:
+    """What an agent decided in its turn, for the control loop to act on."""
+
+    dispatched: list[str] = field(default_factory=list)
+    guidance: str | None = None
+    finished: str | None = None
+    hints: str | None = None
+    children: list[str] = field(default_factory=list)
+    verdict: str | None = None
+    report: str | None = None
+    answer: dict[str, Any] | None = None
+
+
+# --- SQL -------------------------------------------------------------------------
+
+
+def sql_tools(ctx: TeamContext, log: QueryLog) -> list[Tool]:
+    """``run_sql`` and ``describe_table`` over the guarded connection."""
+
+    async def run_sql(args: dict[str, Any]) -> str:
+        sql = args["sql"].strip()
+        earlier = log.previous(sql)
+        if earlier is not None:
+            log.repeats += 1
+            raise ToolError(f"you already ran this query as {earlier}; use that result "
+                            "instead of running it again")
+        result = await ctx.sql.arun(sql, timeout_s=ctx.settings.sql_timeout_s,
+                                    max_rows=ctx.board.max_rows)
+        query_id = log.add(sql, result, args.get("purpose", ""))
+        return f"{query_id}: {result.preview(max_rows=ctx.settings.preview_rows)}"
+
+    async def describe_table(args: dict[str, Any]) -> str:
+        info = await _in_thread(ctx.sql.describe, args["table"])
+        lines = [f"{info.name} ({info.kind}, {info.row_count} rows)"]
+        for column in info.columns:
+            samples = ", ".join(column.samples)
+            example = f"  e.g. {samples}" if samples else ""
+            lines.append(f"  {column.name} {column.type}{example}")
+        return "\n".join(lines)
+
+    return [
+        tool("run_sql",
+             "Run ONE read-only DuckDB SQL statement (SELECT/WITH/DESCRIBE/SUMMARIZE ...). "
+             "Returns a query id (Q1, Q2, ...) and a preview of the result. Writes, file "
+             "access and multiple statements are refused.",
+             {"sql": {"type": "string", "description": "one read-only statement"},
+              "purpose": {"type": "string", "description": "one line: what it computes"}},
+             run_sql, required=["sql"]),
+        tool("describe_table", "Columns, types, row count and sample values of one table.",
+             {"table": _STRING}, describe_table),
+    ]
+
+
+async def _in_thread(fn: Any, *args: Any) -> Any:
+    import asyncio
+
+    return await asyncio.to_thread(fn, *args)
+
+
+def _record(ctx: TeamContext, log: QueryLog, query_id: str, description: str, *,
+            role: str, agent: str) -> str:
+    """Evidence id for query ``query_id`` of this agent, recording it on first use."""
+    if query_id in log.evidence_ids:
+        return log.evidence_ids[query_id]
+    result = log.results.get(query_id)
+    if result is None:
+        known = ", ".join(log.results) or "none yet"
+        raise ToolError(f"unknown query id {query_id!r}; your queries so far: {known}. "
+                        "Run the query with run_sql first.")
+    evidence = ctx.board.add_evidence(
+        result.sql, result.frame, description=description,
+        row_count=result.row_count if result.row_count is not None else len(result.frame),
+        truncated=result.truncated, author_role=role, author=agent,
+        duration_s=result.duration_s, round=ctx.round, investigation_id=ctx.investigation_id,
+    )
+    log.evidence_ids[query_id] = evidence.id
+    return evidence.id
+
+
+# --- hypothesizer ------------------------------------------------------------------
+
+
+def hypothesis_tools(ctx: TeamContext, log: QueryLog, agent: str, role: str,
+                     outcome: TurnOutcome) -> list[Tool]:
+    """``add_hypothesis`` (with the exploration queries that motivated it) and ``done``."""
+
+    async def add_hypothesis(args: dict[str, Any]) -> str:
+        statement = args["statement"].strip()
+        if not statement:
+            raise ToolError("the statement is empty; state the hypothesis in one sentence")
+        for existing in ctx.board.list_hypotheses(investigation_id=ctx.investigation_id):
+            if _same_text(existing.statement, statement):
+                raise ToolError(f"{existing.id} already states this; add a different hypothesis")
+        query_ids = list(args.get("query_ids", []))
+        for query_id in query_ids:  # validate every id before writing anything
+            if query_id not in log.results:
+                raise ToolError(f"unknown query id {query_id!r}; run it with run_sql first")
+        hyp = ctx.board.add_hypothesis(
+            statement, rationale=args.get("rationale", ""), author_role=role, author=agent,
+            round=ctx.round, investigation_id=ctx.investigation_id,
+        )
+        cited = []
+        for query_id in query_ids:
+            result = log.results[query_id]
+            description = (log.purposes.get(query_id)
+                           or f"Exploration: {_first_line(result.sql)}")
+            evidence_id = _record(ctx, log, query_id, description, role=role, agent=agent)
+            ctx.board.link(evidence_id, hyp.id, "supports", "motivated this hypothesis",
+                           actor=agent)
+            cited.append(evidence_id)
+        outcome.children.append(hyp.id)
+        return f"added {hyp.id}" + (f" with evidence {', '.join(cited)}" if cited else "")
+
+    async def done(args: dict[str, Any]) -> str:
+        if not outcome.children:
+            raise ToolError("you have not added any hypothesis yet; add every candidate first")
+        return f"done: {len(outcome.children)} hypotheses added"
+
+    return [
+        tool("add_hypothesis",
+             "Add one competing, testable hypothesis to the board, citing the query ids "
+             "whose results motivated it (they are recorded as evidence).",
+             {"statement": {"type": "string", "description": "one sentence"},
+              "rationale": {"type": "string", "description": "why the data suggests it"},
+              "query_ids": {**_IDS, "description": "e.g. [\"Q2\"]"}},
+             add_hypothesis, required=["statement", "rationale"], writes_board=True),
+        tool("done", "Finish once every candidate the data supports is on the board.",
+             {"summary": _STRING}, done, ends_turn=True),
+    ]
+
+
+# --- orchestrator --------------------------------------------------------------------
+
+
+def orchestrator_tools(ctx: TeamContext, agent: str, outcome: TurnOutcome, *,
+                       can_ask_for_more: bool) -> list[Tool]:
+    """``dispatch``, ``abandon``, ``request_hypotheses`` and ``finish`` — no SQL."""
+
+    def open_hypotheses() -> list[str]:
+        return [h.id for h in ctx.board.list_hypotheses(investigation_id=ctx.investigation_id)
+                if not h.status.is_settled]
+
+    async def dispatch(args: dict[str, Any]) -> str:
+        ids = list(dict.fromkeys(args["hypothesis_ids"]))
+        if not ids:
+            raise ToolError("name at least one hypothesis id to dispatch")
+        for hyp_id in ids:
+            hyp = _hypothesis(ctx, hyp_id)
+            if hyp.status.is_settled:
+                raise ToolError(f"{hyp_id} is already {hyp.status.value}; dispatch open ones: "
+                                f"{', '.join(open_hypotheses()) or 'none'}")
+        for hyp_id in ids:
+            ctx.board.set_status(hyp_id, HypothesisStatus.INVESTIGATING, actor=agent,
+                                 reason=f"dispatched in round {ctx.round}")
+        outcome.dispatched.extend(ids)
+        return f"dispatched {', '.join(ids)} to evidence collectors"
+
+    async def abandon(args: dict[str, Any]) -> str:
+        hyp = _hypothesis(ctx, args["hypothesis_id"])
+        if hyp.status.is_settled:
+            raise ToolError(f"{hyp.id} is already {hyp.status.value}")
+        ctx.board.abandon(hyp.id, args["reason"], actor=agent)
+        return f"abandoned {hyp.id}"
+
+    async def request_hypotheses(args: dict[str, Any]) -> str:
+        if not can_ask_for_more:
+            raise ToolError("the hypothesizer has no calls left; dispatch or finish instead")
+        outcome.guidance = args["guidance"]
+        return "the hypothesizer will add more hypotheses"
+
+    async def finish(args: dict[str, Any]) -> str:
+        still_open = open_hypotheses()
+        if still_open:
+            raise ToolError(f"cannot finish: {', '.join(still_open)} have no verdict yet; "
+                            "dispatch or abandon them first")
+        outcome.finished = args["reason"]
+        return "investigation finished"
+
+    return [
+        tool("dispatch", "Send hypotheses to evidence collectors (in parallel). Ends your turn.",
+             {"hypothesis_ids": _IDS}, dispatch, ends_turn=True, writes_board=True),
+        tool("abandon", "Abandon a hypothesis that does not answer the objective or "
+             "duplicates another (name which in the reason).",
+             {"hypothesis_id": _STRING, "reason": _STRING}, abandon, writes_board=True),
+        tool("request_hypotheses", "Ask the hypothesizer for more hypotheses, with concrete "
+             "guidance on what is missing. Ends your turn.",
+             {"guidance": _STRING}, request_hypotheses, ends_turn=True),
+        tool("finish", "End the investigation; only when no open hypothesis is left.",
+             {"reason": _STRING}, finish, ends_turn=True),
+    ]
+
+
+# --- evidence collector ----------------------------------------------------------
+
+
+def evidence_tools(ctx: TeamContext, log: QueryLog, agent: str, role: str,
+                   hypothesis_id: str | None) -> list[Tool]:
+    """``record_evidence`` for one hypothesis (or any, when ``hypothesis_id`` is None)."""
+    properties: dict[str, Any] = {
+        "query_id": {"type": "string", "description": "the id run_sql returned, e.g. Q3"},
+        "description": {"type": "string", "description": "what the query computes"},
+        "stance": {"type": "string", "enum": ["supports", "contradicts"]},
+        "reading": {"type": "string", "description": "one sentence reading of the result"},
+    }
+    if hypothesis_id is None:
+        properties = {"hypothesis_id": _STRING, **properties}
+
+    async def record_evidence(args: dict[str, Any]) -> str:
+        target = hypothesis_id or args["hypothesis_id"]
+        _hypothesis(ctx, target)
+        evidence_id = _record(ctx, log, args["query_id"], args["description"], role=role,
+                              agent=agent)
+        ctx.board.link(evidence_id, target, args["stance"], args["reading"], actor=agent)
+        return f"recorded {evidence_id} ({args['stance']} {target})"
+
+    return [tool("record_evidence",
+                 "Record the result of one of your queries as evidence for or against the "
+                 "hypothesis. The board stores the real result of that query.",
+                 properties, record_evidence, writes_board=True)]
+
+
+def submit_tool(outcome: TurnOutcome, ctx: TeamContext, hypothesis_id: str) -> Tool:
+    """``submit_for_judgement``: the collector's turn-ending tool."""
+
+    async def submit(args: dict[str, Any]) -> str:
+        if not ctx.board.list_links(hypothesis_id=hypothesis_id):
+            raise ToolError(f"no evidence is linked to {hypothesis_id} yet; record evidence "
+                            "first (or record what shows it cannot be tested)")
+        outcome.finished = args["summary"]
+        return "submitted to the judge"
+
+    return tool("submit_for_judgement", "Hand the hypothesis to the judge. Ends your turn.",
+                {"summary": _STRING}, submit, ends_turn=True)
+
+
+# --- judge -----------------------------------------------------------------------------
+
+
+_VERDICT_PROPERTIES: dict[str, Any] = {
+    "status": {"type": "string", "enum": ["supported", "contradicted", "inconclusive"]},
+    "confidence": {"type": "number", "minimum": 0, "maximum": 1},
+    "rationale": {"type": "string", "description": "cites the deciding evidence ids"},
+    "evidence_ids": {**_IDS, "description": "the evidence that decides it"},
+}
+
+
+def verdict_tools(ctx: TeamContext, agent: str, outcome: TurnOutcome,
+                  hypothesis_id: str | None, *, can_send_back: bool,
+                  can_refine: bool) -> list[Tool]:
+    """``give_verdict``, and for the judge ``request_more_evidence`` and ``refine``."""
+    properties = dict(_VERDICT_PROPERTIES)
+    if hypothesis_id is None:
+        properties = {"hypothesis_id": _STRING, **properties}
+
+    def verdict(args: dict[str, Any]) -> str:
+        target = hypothesis_id or args["hypothesis_id"]
+        hyp = _hypothesis(ctx, target)
+        if hyp.status is HypothesisStatus.ABANDONED:
+            raise ToolError(f"{target} was abandoned; it needs no verdict")
+        linked = {link.evidence_id for link in ctx.board.list_links(hypothesis_id=target)}
+        cited = list(args["evidence_ids"])
+        foreign = [e for e in cited if e not in linked]
+        if foreign:
+            raise ToolError(f"{', '.join(foreign)} not linked to {target}; cite only its linked "
+                            f"evidence: {', '.join(sorted(linked)) or 'none'}")
+        ctx.board.add_verdict(target, args["status"], args["confidence"], args["rationale"],
+                              cited, author=agent, round=ctx.round)
+        outcome.verdict = args["status"]
+        return f"{target} is {args['status']}"
+
+    async def give_verdict(args: dict[str, Any]) -> str:
+        return verdict(args)
+
+    async def request_more(args: dict[str, Any]) -> str:
+        if not can_send_back:
+            raise ToolError("no more evidence rounds are left; give a verdict now")
+        outcome.hints = args["hints"]
+        return "sent back to the collector with your hints"
+
+    async def refine(args: dict[str, Any]) -> str:
+        children = args["children"]
+        if len(children) < 2:
+            raise ToolError("refine into at least two subgroup hypotheses")
+        for child in children:
+            if not str(child.get("statement", "")).strip():
+                raise ToolError("every child needs a statement")
+        result = verdict(args)
+        for child in children:
+            added = ctx.board.add_hypothesis(
+                child["statement"], rationale=child.get("rationale", ""),
+                parent_id=hypothesis_id, author_role="judge", author=agent,
+                round=ctx.round + 1, investigation_id=ctx.investigation_id)
+            outcome.children.append(added.id)
+        return f"{result}; refined into {', '.join(outcome.children)}"
+
+    tools = [tool("give_verdict", "Decide the hypothesis. Ends your turn.", properties,
+                  give_verdict, ends_turn=True, writes_board=True)]
+    if hypothesis_id is not None and can_refine:
+        tools.append(tool(
+            "request_more_evidence", "Send the hypothesis back for more evidence with concrete "
+            "hints. Ends your turn.", {"hints": _STRING}, request_more, ends_turn=True))
+        child = {"type": "object", "properties": {"statement": _STRING, "rationale": _STRING},
+                 "required": ["statement"]}
+        tools.append(tool(
+            "refine", "Give a verdict AND split the hypothesis into refined subgroup "
+            "hypotheses for the next round. Ends your turn.",
+            {**properties, "children": {"type": "array", "items": child}}, refine,
+            ends_turn=True, writes_board=True))
+    return tools
+
+
+# --- reporter ------------------------------------------------------------------------
+
+
+def reporter_tools(ctx: TeamContext, agent: str, outcome: TurnOutcome) -> list[Tool]:
+    """``mark_redundant`` and ``write_report``."""
+
+    async def mark_redundant(args: dict[str, Any]) -> str:
+        evidence = ctx.board.get_evidence(args["evidence_id"])
+        cited_by = [v.hypothesis_id for v in ctx.board.list_verdicts() if evidence.id in
+                    v.evidence_ids]
+        if cited_by:
+            raise ToolError(f"{evidence.id} is cited by the verdict on {', '.join(cited_by)}; "
+                            "keep it")
+        ctx.board.mark_redundant(evidence.id, args["reason"], actor=agent)
+        return f"{evidence.id} marked redundant"
+
+    async def write_report(args: dict[str, Any]) -> str:
+        report = args["markdown"].strip()
+        if not report:
+            raise ToolError("the report is empty")
+        outcome.report = report
+        return "report saved"
+
+    return [
+        tool("mark_redundant", "Mark evidence redundant (kept, but out of the audit graph).",
+             {"evidence_id": _STRING, "reason": _STRING}, mark_redundant, writes_board=True),
+        tool("write_report", "Save the final Markdown report. Ends your turn.",
+             {"markdown": _STRING}, write_report, ends_turn=True),
+    ]
+
+
+def abandon_tool(ctx: TeamContext, agent: str) -> Tool:
+    """``abandon`` for the single-agent variant."""
+
+    async def abandon(args: dict[str, Any]) -> str:
+        hyp = _hypothesis(ctx, args["hypothesis_id"])
+        ctx.board.abandon(hyp.id, args["reason"], actor=agent)
+        return f"abandoned {hyp.id}"
+
+    return tool("abandon", "Abandon a hypothesis that does not answer the objective.",
+                {"hypothesis_id": _STRING, "reason": _STRING}, abandon, writes_board=True)
+
+
+def final_answer_tool(outcome: TurnOutcome) -> Tool:
+    """``final_answer`` for the ``react_sql`` baseline: text plus the structured answer."""
+
+    async def final_answer(args: dict[str, Any]) -> str:
+        outcome.answer = {"answers": list(args["answers"]),
+                          "candidates_considered": list(args["candidates_considered"])}
+        outcome.report = args["answer_markdown"]
+        return "answer recorded"
+
+    return tool(
+        "final_answer", "Give your final answer. Ends the investigation.",
+        {"answer_markdown": _STRING,
+         "answers": {**_IDS, "description": "every answer you conclude (e.g. each culprit "
+                     "or each effective treatment), one per item"},
+         "candidates_considered": {**_IDS, "description": "every candidate you examined"}},
+        final_answer, ends_turn=True)
+
+
+# --- helpers ---------------------------------------------------------------------------
+
+
+def _hypothesis(ctx: TeamContext, hypothesis_id: str) -> Any:
+    from d2_notebook.errors import NotFoundError
+
+    try:
+        return ctx.board.get_hypothesis(hypothesis_id)
+    except NotFoundError:
+        known = ", ".join(h.id for h in ctx.board.list_hypotheses(
+            investigation_id=ctx.investigation_id)) or "none"
+        raise ToolError(f"unknown hypothesis {hypothesis_id!r}; hypotheses: {known}") from None
+
+
+def _same_text(a: str, b: str) -> bool:
+    return " ".join(a.lower().split()).rstrip(".") == " ".join(b.lower().split()).rstrip(".")
+
+
+def _first_line(sql: str, limit: int = 120) -> str:
+    flat = " ".join(sql.split())
+    return flat if len(flat) <= limit else flat[: limit - 1] + "…"

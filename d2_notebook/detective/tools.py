@@ -1,0 +1,157 @@
+"""Tools an agent may call, and how their calls are executed.
+
+A :class:`Tool` is a spec the model sees plus an async handler. A handler returns the
+text the model reads; it raises :class:`ToolError` for anything the model did wrong
+(bad SQL, unknown id, a missing argument) and that message goes back to the model as
+an ``is_error`` tool result — a tool error never crashes the run (STYLE.md, after
+pydantic-ai's ``ModelRetry``).
+
+A tool that *finishes* an agent's turn (``done``, ``finish``, ``give_verdict`` ...)
+sets :attr:`Tool.ends_turn`; the agent loop stops after the response that called it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable, Iterable, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from d2_notebook.errors import D2Error
+from d2_notebook.llm import ToolCallPart, ToolResult, ToolSpec
+
+Handler = Callable[[dict[str, Any]], Awaitable[str]]
+
+_JSON_TYPES: dict[str, tuple[type, ...]] = {
+    "string": (str,),
+    "integer": (int,),
+    "number": (int, float),
+    "boolean": (bool,),
+    "array": (list,),
+    "object": (dict,),
+}
+
+
+class ToolError(Exception):
+    """A tool call the model must fix; the message is returned to it as a tool error."""
+
+
+@dataclass(frozen=True)
+class Tool:
+    """One tool: what the model sees (``spec``), what runs (``handler``).
+
+    ``writes_board`` marks tools that change the board: their calls are executed in a
+    fixed global order so that a replayed run writes the same board (see
+    :mod:`d2_notebook.detective.sequencer`).
+    """
+
+    spec: ToolSpec
+    handler: Handler
+    ends_turn: bool = False
+    writes_board: bool = False
+
+    @property
+    def name(self) -> str:
+        """The tool's name as the model calls it."""
+        return self.spec.name
+
+
+def tool(
+    name: str,
+    description: str,
+    properties: Mapping[str, Mapping[str, Any]],
+    handler: Handler,
+    *,
+    required: Iterable[str] | None = None,
+    ends_turn: bool = False,
+    writes_board: bool = False,
+) -> Tool:
+    """Build a :class:`Tool` from a JSON-schema ``properties`` map.
+
+    ``required`` defaults to every property.
+    """
+    schema = {
+        "type": "object",
+        "properties": {key: dict(value) for key, value in properties.items()},
+        "required": list(properties if required is None else required),
+    }
+    return Tool(ToolSpec(name, description, schema), handler, ends_turn, writes_board)
+
+
+class Toolset:
+    """The tools one agent has, by name."""
+
+    def __init__(self, tools: Iterable[Tool]) -> None:
+        """Collect ``tools``; names must be unique."""
+        self._tools: dict[str, Tool] = {}
+        for item in tools:
+            if item.name in self._tools:
+                raise ValueError(f"two tools are named {item.name!r}")
+            self._tools[item.name] = item
+
+    @property
+    def specs(self) -> list[ToolSpec]:
+        """The specs to send with a request, in a stable order."""
+        return [item.spec for item in self._tools.values()]
+
+    def get(self, name: str) -> Tool | None:
+        """The tool called ``name``, or None."""
+        return self._tools.get(name)
+
+    def writes_board(self, calls: Iterable[ToolCallPart]) -> bool:
+        """True if any of ``calls`` may change the board."""
+        return any((t := self._tools.get(c.name)) is not None and t.writes_board for c in calls)
+
+    def ends_turn(self, calls: Iterable[ToolCallPart]) -> bool:
+        """True if any of ``calls`` is a turn-ending tool."""
+        return any((t := self._tools.get(c.name)) is not None and t.ends_turn for c in calls)
+
+    async def call(self, call: ToolCallPart) -> ToolResult:
+        """Run one tool call; faults the model can fix come back as ``is_error``."""
+        item = self._tools.get(call.name)
+        if item is None:
+            names = ", ".join(self._tools)
+            return ToolResult(call.id, f"unknown tool {call.name!r}; your tools are: {names}",
+                              is_error=True)
+        try:
+            _validate(call.args, item.spec.parameters)
+            content = await item.handler(dict(call.args))
+        except (ToolError, D2Error) as exc:
+            return ToolResult(call.id, str(exc), is_error=True)
+        return ToolResult(call.id, content)
+
+
+def _validate(args: Mapping[str, Any], schema: Mapping[str, Any]) -> None:
+    """Check required arguments, their JSON types and enums (the schema subset we use)."""
+    properties: Mapping[str, Any] = schema.get("properties", {})
+    missing = [name for name in schema.get("required", []) if name not in args]
+    if missing:
+        raise ToolError(f"missing argument(s): {', '.join(missing)}")
+    unknown = [name for name in args if name not in properties]
+    if unknown:
+        raise ToolError(
+            f"unknown argument(s): {', '.join(unknown)}; expected: {', '.join(properties)}"
+        )
+    for name, value in args.items():
+        _check_value(name, value, properties[name])
+
+
+def _check_value(name: str, value: Any, prop: Mapping[str, Any]) -> None:
+    expected = prop.get("type")
+    if expected in _JSON_TYPES:
+        ok = isinstance(value, _JSON_TYPES[expected])
+        if expected in ("integer", "number") and isinstance(value, bool):
+            ok = False
+        if not ok:
+            raise ToolError(f"argument {name!r} must be a JSON {expected}, got {value!r}")
+    if "enum" in prop and value not in prop["enum"]:
+        raise ToolError(f"argument {name!r} must be one of {prop['enum']}, got {value!r}")
+    if expected == "number" and not (prop.get("minimum", value) <= value <= prop.get("maximum",
+                                                                                     value)):
+        raise ToolError(
+            f"argument {name!r} must be between {prop.get('minimum')} and {prop.get('maximum')}"
+        )
+    if expected == "array" and "items" in prop:
+        for position, item in enumerate(value):
+            _check_value(f"{name}[{position}]", item, prop["items"])
+    if expected == "object" and "properties" in prop:
+        _validate(value, prop)
