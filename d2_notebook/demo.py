@@ -110,10 +110,16 @@ class HospitalWalkthrough(TeamPolicy):
         statement = self._statement(turn)
         if turn.step == 0:
             return [("run_sql", {"sql": sql}) for sql in self._queries(turn, statement)]
+        judges_itself = "you also give the verdict" in turn.first_message
+        if turn.step == 2 and judges_itself:  # the no_judge variant: decide from own stances
+            return [("give_verdict", self._verdict(turn.found(r"recorded (E\d+)"),
+                                                   turn.found(r"recorded E\d+ \((\w+)")))]
         actions: list[Action] = []
         for query_id, result in zip(turn.query_ids(), turn.results, strict=False):
             numbers = last_numbers(result.content.split(": ", 1)[1])
             actions.append(("record_evidence", self._evidence(query_id, statement, numbers)))
+        if judges_itself:
+            return actions
         return [*actions, ("submit_for_judgement", {"summary": "evidence recorded"})]
 
     def judge(self, turn: Turn) -> list[Action] | str:
@@ -127,12 +133,7 @@ class HospitalWalkthrough(TeamPolicy):
         if plain_drug_claim and not stratified and "is possible" in turn.first_message:
             return [("request_more_evidence", {"hints": "compare within severity strata: "
                                                "the drug may be given to milder cases"})]
-        cited = [e for _, e in evidence]
-        against = [e for s, e in evidence if s == "contradicts"]
-        verdict = {"status": "contradicted" if against else "supported",
-                   "confidence": 0.8 if against else 0.85, "evidence_ids": cited,
-                   "rationale": (f"{', '.join(against)} contradict it" if against else
-                                 f"{', '.join(cited)} support it within comparable patients")}
+        verdict = self._verdict([e for _, e in evidence], [s for s, _ in evidence])
         if "depends on comorbidities" in statement:
             return [("refine", {**verdict, "children": [
                 {"statement": "Virexa helps older patients with asthma",
@@ -148,7 +149,57 @@ class HospitalWalkthrough(TeamPolicy):
                                         "motivated every hypothesis; decides none"})]
         return super().reporter(turn)
 
+    # --- the variants' merged roles ------------------------------------------------------
+
+    def planner(self, turn: Turn) -> list[Action] | str:
+        """merged_planner: explore and add hypotheses, then steer like the orchestrator."""
+        if not turn.hypotheses():
+            if turn.step == 0:
+                return self.hypothesizer(turn)
+            if turn.step == 1:
+                return [a for a in self.hypothesizer(turn) if a[0] != "done"]
+            return [("dispatch", {"hypothesis_ids": turn.found(r"added (H\d+)")})]
+        return TeamPolicy.orchestrator(self, turn)
+
+    def detective(self, turn: Turn) -> list[Action] | str:
+        """single_agent_board: one agent adds, tests, judges and reports."""
+        drugs = ("Virexa", "Corvalin", "Pulmorex")
+        if turn.step == 0:
+            return [("add_hypothesis", {"statement": f"{d} lowers mortality for older COVID-19 "
+                                        "patients", "rationale": "a treatment in the data"})
+                    for d in drugs]
+        if turn.step == 1:
+            return [("run_sql", {"sql": comparison_sql(d, by_severity=True)}) for d in drugs]
+        if turn.step == 2:
+            hypotheses, queries = turn.found(r"added (H\d+)"), turn.query_ids()
+            return [("record_evidence", {"hypothesis_id": h, **self._evidence(
+                q, "per severity", last_numbers(r.content.split(": ", 1)[1]))})
+                for h, q, r in zip(hypotheses, queries, turn.results[3:], strict=False)]
+        if turn.step == 3:
+            stances = turn.found(r"recorded E\d+ \((\w+)")
+            return [("give_verdict", {"hypothesis_id": h, **self._verdict([e], [s])})
+                    for h, e, s in zip(turn.found(r"added (H\d+)"),
+                                       turn.found(r"recorded (E\d+)"), stances, strict=False)]
+        return [("write_report", {"markdown": "## Answer\n\nSee the verdicts on the board."})]
+
+    def react(self, turn: Turn) -> list[Action] | str:
+        """react_sql: query per drug and severity, then answer."""
+        if turn.step == 0:
+            return [("run_sql", {"sql": comparison_sql(d, by_severity=True)}) for d in _DRUGS]
+        better = [d for d, r in zip(_DRUGS, turn.results, strict=False)
+                  if sum(n < -0.03 for n in last_numbers(r.content.split(": ", 1)[1])) >= 3]
+        return [("final_answer", {"answer_markdown": f"Most effective: {', '.join(better)}",
+                                  "answers": better, "candidates_considered": list(_DRUGS)})]
+
     # --- helpers ---------------------------------------------------------------------------
+
+    @staticmethod
+    def _verdict(cited: list[str], stances: list[str]) -> dict[str, object]:
+        against = [e for e, s in zip(cited, stances, strict=False) if s == "contradicts"]
+        return {"status": "contradicted" if against else "supported",
+                "confidence": 0.8 if against else 0.85, "evidence_ids": cited,
+                "rationale": (f"{', '.join(against)} contradict it" if against else
+                              f"{', '.join(cited)} support it within comparable patients")}
 
     @staticmethod
     def _statement(turn: Turn) -> str:

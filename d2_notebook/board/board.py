@@ -379,11 +379,8 @@ class Board:
             raise InvalidRecordError(
                 f"evidence result must be a pandas DataFrame, got {type(result).__name__}"
             )
-        true_count = max(len(result), row_count or 0)
-        stored = result.iloc[: self.max_rows].reset_index(drop=True)
+        true_count, stored, blob, columns, digest = self._encode_result(result, row_count)
         truncated = truncated or len(result) > self.max_rows or true_count > len(stored)
-        blob, columns = encode_frame(stored)
-        digest = result_hash(blob, true_count)
         stamp = now()
         columns_text = rows.to_json_text([c.to_dict() for c in columns])
         with self._write() as conn:
@@ -406,6 +403,30 @@ class Board:
                 actor=author, investigation_id=investigation_id, time=stamp,
             )
         return self.get_evidence(ev_id)
+
+    def _encode_result(self, result: pd.DataFrame, row_count: int | None) -> tuple[
+            int, pd.DataFrame, bytes, tuple[Any, ...], str]:
+        true_count = max(len(result), row_count or 0)
+        stored = result.iloc[: self.max_rows].reset_index(drop=True)
+        blob, columns = encode_frame(stored)
+        return true_count, stored, blob, columns, result_hash(blob, true_count)
+
+    def find_evidence(
+        self,
+        sql: str,
+        result: pd.DataFrame,
+        *,
+        row_count: int | None = None,
+        investigation_id: str | None = None,
+    ) -> Evidence | None:
+        """Evidence already recorded for the same query (whitespace-insensitive) with the
+        same stored result, or None. Lets a redone step reuse evidence, not duplicate it."""
+        wanted = " ".join(sql.split())
+        digest = self._encode_result(result, row_count)[4]
+        for item in self.list_evidence(investigation_id=investigation_id):
+            if item.result_hash == digest and " ".join(item.sql.split()) == wanted:
+                return item
+        return None
 
     def get_evidence(self, evidence_id: str) -> Evidence:
         """The evidence record with this id (without its rows). Raises NotFoundError."""

@@ -70,14 +70,23 @@ async def run_agent(
     while run.steps < max_steps:
         request = ModelRequest(system=system, messages=list(messages), tools=toolset.specs,
                                max_tokens=max_tokens, role=role, agent=agent)
-        response = await model.request(request)
-        ticket = sequencer.take()  # synchronously after the response: arrival order
+        try:
+            response = await model.request(request)
+        except BaseException:
+            _release(sequencer, sequencer.held(agent))
+            raise
+        ticket = sequencer.held(agent)  # our turn to write, in arrival order
         run.steps += 1
         run.final_text = response.text or run.final_text
         messages.append(response.to_message())
         calls = response.tool_calls
+        try:
+            if not toolset.writes_board(calls):  # nothing to order: let others go on
+                ticket = _release(sequencer, ticket)
+            results: list[ToolResult] = [await toolset.call(call) for call in calls]
+        finally:
+            _release(sequencer, ticket)
         if not calls:
-            await sequencer.skip(ticket)
             if turn_enders and not reminded:
                 reminded = True
                 messages.append(UserMessage(
@@ -87,15 +96,6 @@ async def run_agent(
                 continue
             run.stopped = "answered without calling a tool"
             break
-        results: list[ToolResult] = []
-        if toolset.writes_board(calls):
-            async with sequencer.turn(ticket):
-                for call in calls:
-                    results.append(await toolset.call(call))
-        else:
-            await sequencer.skip(ticket)
-            for call in calls:
-                results.append(await toolset.call(call))
         messages.extend(results)
         ended = [c.name for c, r in zip(calls, results, strict=True)
                  if not r.is_error and (t := toolset.get(c.name)) is not None and t.ends_turn]
@@ -114,3 +114,9 @@ async def run_agent(
         run.stopped = f"step limit ({max_steps} model calls) reached"
     run.messages = messages
     return run
+
+
+def _release(sequencer: WriteSequencer, ticket: int | None) -> None:
+    """Release a held ticket (no-op for None); returns None so callers can clear it."""
+    if ticket is not None:
+        sequencer.release(ticket)

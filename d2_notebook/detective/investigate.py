@@ -26,6 +26,7 @@ from d2_notebook.board import Board, Evidence, Hypothesis, HypothesisStatus, Ver
 from d2_notebook.data import GuardedSQL
 from d2_notebook.detective.context import TeamContext
 from d2_notebook.detective.loop import LOOP_ACTOR, ControlLoop
+from d2_notebook.detective.sequencer import WriteSequencer
 from d2_notebook.detective.settings import InvestigationSettings
 from d2_notebook.errors import D2Error, InvalidRecordError
 from d2_notebook.llm import Budget, BudgetedModel, Model, RecordingModel, Usage, get_model
@@ -112,13 +113,14 @@ async def investigate(
         database, timeout_s=settings.sql_timeout_s, max_rows=opened.max_rows)
     inner = model if model is not None and not isinstance(model, str) else get_model(model)
     usage = Usage()
-    recording = RecordingModel(inner, opened, investigation.id)
+    sequencer = WriteSequencer()
+    recording = RecordingModel(inner, opened, investigation.id, before_record=sequencer.arrive)
     full_budget = Budget(settings.max_calls, settings.max_tokens, settings.max_usd)
     ctx = TeamContext(
         board=opened, sql=sql, model=BudgetedModel(recording, _reserve(settings), usage),
         investigation_id=investigation.id, question=investigation.question,
         schema_summary=await asyncio.to_thread(sql.schema_summary), settings=settings,
-        round=_rounds_so_far(opened, investigation.id),
+        sequencer=sequencer, round=_rounds_so_far(opened, investigation.id),
     )
     loop = ControlLoop(ctx, reporter_model=BudgetedModel(recording, full_budget, usage))
     if _hypotheses(opened, investigation.id):

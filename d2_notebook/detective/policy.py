@@ -102,6 +102,12 @@ class Turn:
                 ids.append(match.group(1))
         return ids
 
+    def found(self, pattern: str) -> list[str]:
+        """First groups of ``pattern`` in this turn's successful tool results, in order
+        (e.g. ``r"added (H\\d+)"`` gives the ids of hypotheses this turn added)."""
+        return [m.group(1) for r in self.results if not r.is_error
+                for m in re.finditer(pattern, r.content)]
+
     def hypotheses(self) -> list[BoardHypothesis]:
         """The hypotheses listed in the digest that opened the turn."""
         return [BoardHypothesis(m.group(1), m.group(2), m.group(4).strip())

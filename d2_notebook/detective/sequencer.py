@@ -1,59 +1,80 @@
 """A fixed order for board writes made by agents running in parallel.
 
 Collectors run concurrently, so without care the order of their board writes (and
-so the ids ``E7``, ``E8`` they receive) would depend on timing. The sequencer gives
-every model response a ticket in the order responses arrive — the order in which
-they are recorded on the board — and lets a response's board-writing tool calls run
-only after every earlier ticket has finished. Queries and model calls still overlap;
-only board writes are serialised.
+so the ids ``E7``, ``E8`` they receive, and the event log) would depend on timing.
+The sequencer hands every model response a ticket in the order responses arrive;
+the response's model-call record and its board-writing tool calls run only once
+every earlier ticket is released. Queries and model calls still overlap; only board
+writes are serialised.
 
 A replayed run answers requests in the recorded order
-(:class:`~d2_notebook.llm.testing.ReplayModel`), so tickets, writes and ids come out
-exactly as in the original run.
+(:class:`~d2_notebook.llm.testing.ReplayModel` with ``ordered=True``), so tickets,
+writes, ids and events come out exactly as in the original run.
+
+Protocol, per model call of agent A:
+``arrive(request)`` (awaited by the recording model once the response is there:
+takes a ticket and waits for the turn) → the call is recorded → the agent loop
+takes the ticket with ``held(A)``, runs the tools, and ``release``\\ s it.
 """
 
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator
-from contextlib import asynccontextmanager
+
+from d2_notebook.llm import ModelRequest
 
 
 class WriteSequencer:
-    """Tickets in arrival order; ``turn(ticket)`` waits for every earlier ticket."""
+    """Tickets in arrival order; a ticket's turn comes when all earlier are released."""
 
     def __init__(self) -> None:
         """Start with no tickets issued."""
         self._next = 0
-        self._done: set[int] = set()
-        self._low = 0  # every ticket below this is done
-        self._changed = asyncio.Condition()
+        self._low = 0  # every ticket below this is released
+        self._released: set[int] = set()
+        self._waiters: dict[int, asyncio.Future[None]] = {}
+        self._held: dict[str, int] = {}
 
     def take(self) -> int:
-        """Issue the next ticket. Call it synchronously, right after a response arrives."""
+        """Issue the next ticket (synchronously: its number is the arrival order)."""
         ticket = self._next
         self._next += 1
         return ticket
 
-    async def skip(self, ticket: int) -> None:
-        """Mark a ticket whose response writes nothing as done at once."""
-        await asyncio.shield(self._finish(ticket))
-
-    @asynccontextmanager
-    async def turn(self, ticket: int) -> AsyncIterator[None]:
-        """Wait until every earlier ticket is done, run the body, then mark this one done
-        (also when the body fails or is cancelled)."""
+    async def wait(self, ticket: int) -> None:
+        """Return once every ticket before ``ticket`` is released."""
+        if self._low >= ticket:
+            return
+        waiter = asyncio.get_running_loop().create_future()
+        self._waiters[ticket] = waiter
         try:
-            async with self._changed:
-                await self._changed.wait_for(lambda: self._low >= ticket)
-            yield
+            await waiter
         finally:
-            await asyncio.shield(self._finish(ticket))
+            self._waiters.pop(ticket, None)
 
-    async def _finish(self, ticket: int) -> None:
-        async with self._changed:
-            self._done.add(ticket)
-            while self._low in self._done:
-                self._done.discard(self._low)
-                self._low += 1
-            self._changed.notify_all()
+    def release(self, ticket: int) -> None:
+        """Mark ``ticket`` finished and wake the next ticket in line, if it waits."""
+        self._released.add(ticket)
+        while self._low in self._released:
+            self._released.discard(self._low)
+            self._low += 1
+        waiter = self._waiters.get(self._low)
+        if waiter is not None and not waiter.done():
+            waiter.set_result(None)
+
+    async def arrive(self, request: ModelRequest) -> None:
+        """A response for ``request.agent`` arrived: take a ticket and wait for its turn.
+
+        The ticket is held for the agent until :meth:`held` collects it.
+        """
+        ticket = self.take()
+        try:
+            await self.wait(ticket)
+        except BaseException:
+            self.release(ticket)
+            raise
+        self._held[request.agent] = ticket
+
+    def held(self, agent: str) -> int | None:
+        """Collect the ticket ``arrive`` holds for ``agent`` (None if there is none)."""
+        return self._held.pop(agent, None)

@@ -90,10 +90,15 @@ def _record(ctx: TeamContext, log: QueryLog, query_id: str, description: str, *,
         known = ", ".join(log.results) or "none yet"
         raise ToolError(f"unknown query id {query_id!r}; your queries so far: {known}. "
                         "Run the query with run_sql first.")
+    row_count = result.row_count if result.row_count is not None else len(result.frame)
+    existing = ctx.board.find_evidence(result.sql, result.frame, row_count=row_count,
+                                       investigation_id=ctx.investigation_id)
+    if existing is not None:  # e.g. redone after an interruption: reuse, never duplicate
+        log.evidence_ids[query_id] = existing.id
+        return existing.id
     evidence = ctx.board.add_evidence(
         result.sql, result.frame, description=description,
-        row_count=result.row_count if result.row_count is not None else len(result.frame),
-        truncated=result.truncated, author_role=role, author=agent,
+        row_count=row_count, truncated=result.truncated, author_role=role, author=agent,
         duration_s=result.duration_s, round=ctx.round, investigation_id=ctx.investigation_id,
     )
     log.evidence_ids[query_id] = evidence.id

@@ -9,6 +9,7 @@ cost, latency and, for a failure, the error as ``"<ErrorClass>: <message>"``.
 from __future__ import annotations
 
 import time
+from collections.abc import Awaitable, Callable
 from typing import Protocol
 
 from d2_notebook.llm.messages import ModelRequest, ModelResponse
@@ -36,6 +37,10 @@ class RecordingModel:
     Failed calls are recorded too (response None, error set) and the error is then
     re-raised unchanged. Cancellation (``asyncio.CancelledError``) is not recorded.
     If ``usage`` is given, successful calls are also counted there.
+
+    ``before_record`` (optional) is awaited after the model answered (or failed) and
+    before the call is written: a caller that orders board writes of parallel agents
+    uses it to write each call in its turn (see ``d2_notebook.detective.sequencer``).
     """
 
     def __init__(
@@ -46,6 +51,7 @@ class RecordingModel:
         *,
         usage: Usage | None = None,
         prices: PriceTable | None = None,
+        before_record: Callable[[ModelRequest], Awaitable[None]] | None = None,
     ) -> None:
         """Record calls of ``inner`` on ``board`` under ``investigation_id``."""
         self.inner = inner
@@ -54,6 +60,7 @@ class RecordingModel:
         self.investigation_id = investigation_id
         self.usage = usage
         self.prices = prices
+        self.before_record = before_record
 
     async def request(self, request: ModelRequest) -> ModelResponse:
         """Forward ``request``, record the outcome, return or re-raise it."""
@@ -61,6 +68,8 @@ class RecordingModel:
         try:
             response = await self.inner.request(request)
         except Exception as exc:
+            if self.before_record is not None:
+                await self.before_record(request)
             self.board.record_model_call(
                 role=request.role,
                 agent=request.agent,
@@ -73,6 +82,8 @@ class RecordingModel:
             )
             raise
         latency = time.perf_counter() - started
+        if self.before_record is not None:
+            await self.before_record(request)
         cost = cost_of(response.model or self.name, response.usage, self.prices)
         self.board.record_model_call(
             role=request.role,

@@ -1,0 +1,139 @@
+"""Replay reproduces a board; every variant runs; each role gets the right context."""
+
+from __future__ import annotations
+
+import asyncio
+import collections
+import random
+
+import duckdb
+import pytest
+
+from d2_notebook import investigate
+from d2_notebook.board import Board
+from d2_notebook.datasets import hospital
+from d2_notebook.demo import HospitalWalkthrough
+from d2_notebook.errors import ReplayDivergenceError
+from d2_notebook.llm import ModelRequest, ModelResponse
+
+QUESTION = hospital.QUESTION
+# Times differ between runs, and the model_calls rows honestly name the replay model.
+VOLATILE = {"created_at", "updated_at", "time", "duration_s", "latency_s", "model"}
+
+
+@pytest.fixture
+def con() -> duckdb.DuckDBPyConnection:
+    return hospital.create()
+
+
+def fingerprint(board: Board) -> dict[str, list]:
+    """Everything on a board except times and durations."""
+
+    def clean(record: dict) -> dict:
+        return {k: (clean(v) if isinstance(v, dict) else v) for k, v in record.items()
+                if k not in VOLATILE}
+
+    return {
+        "hypotheses": [clean(h.to_dict()) for h in board.list_hypotheses()],
+        "evidence": [clean(e.to_dict()) for e in board.list_evidence()],
+        "links": [clean(link.to_dict()) for link in board.list_links()],
+        "verdicts": [clean(v.to_dict()) for v in board.list_verdicts()],
+        "calls": [(c.agent, c.request, c.response) for c in board.list_model_calls()],
+        "events": [(e.seq, e.actor, e.kind, clean(e.payload)) for e in board.events()],
+    }
+
+
+class Jittery(HospitalWalkthrough):
+    """The walkthrough with random delays, so parallel agents finish in a random order."""
+
+    def __init__(self, seed: int) -> None:
+        super().__init__()
+        self.random = random.Random(seed)
+
+    async def __call__(self, request: ModelRequest) -> ModelResponse:  # type: ignore[override]
+        await asyncio.sleep(self.random.random() * 0.02)
+        return super().__call__(request)
+
+
+async def test_replay_reproduces_the_board(con, tmp_path):
+    recorded = tmp_path / "recorded.d2board"
+    original = await investigate(con, QUESTION, board=recorded, model=Jittery(1).model())
+    replayed = await investigate(con, None, board=tmp_path / "replayed.d2board",
+                                 replay=recorded)
+    assert replayed.state == "finished"
+    assert fingerprint(replayed.board) == fingerprint(original.board)
+    assert replayed.report == original.report
+
+
+async def test_replay_against_changed_data_reports_the_divergence(tmp_path):
+    recorded = tmp_path / "recorded.d2board"
+    await investigate(hospital.create(seed=7), QUESTION, board=recorded,
+                      model=HospitalWalkthrough().model())
+    # Another seed: other sample values in the schema summary, so the first call differs.
+    expected = r"agent 'hypothesizer', call #1: system differ"
+    with pytest.raises(ReplayDivergenceError, match=expected):
+        await investigate(hospital.create(seed=8), None, replay=recorded,
+                          board=tmp_path / "replayed.d2board")
+    with Board.open(tmp_path / "replayed.d2board") as board:
+        assert board.get_investigation("I1").state.value == "failed"
+
+
+def roles_called(board: Board) -> collections.Counter[str]:
+    return collections.Counter(c.role for c in board.list_model_calls())
+
+
+@pytest.mark.parametrize(
+    ("variant", "roles"),
+    [
+        ("full", {"hypothesizer", "orchestrator", "collector", "judge", "reporter"}),
+        ("no_reporter", {"hypothesizer", "orchestrator", "collector", "judge"}),
+        ("no_judge", {"hypothesizer", "orchestrator", "collector", "reporter"}),
+        ("merged_planner", {"planner", "collector", "judge", "reporter"}),
+        ("single_agent_board", {"detective"}),
+        ("react_sql", {"react"}),
+    ],
+)
+async def test_each_variant_runs_the_roles_it_should(con, variant, roles):
+    result = await investigate(con, QUESTION, model=HospitalWalkthrough().model(),
+                               variant=variant)
+    assert result.state == "finished"
+    assert set(roles_called(result.board)) == roles
+    assert "Pulmorex" in " ".join(result.answer["answers"])
+    assert result.answer["candidates_considered"]
+    board = result.board
+    if variant == "react_sql":
+        assert board.list_hypotheses() == [] and board.list_evidence() == []
+        assert len(result.queries) == 5 and result.report.startswith("Most effective")
+    if variant == "no_judge":
+        assert all(h.parent_id is None for h in board.list_hypotheses()), "no refinement"
+        authors = {v.author for v in board.list_verdicts()}
+        assert all(a.startswith("collector-") for a in authors)
+    if variant == "no_reporter":
+        assert not any(e.redundant for e in board.list_evidence())
+        assert "## Hypotheses" in result.report
+    if variant == "single_agent_board":
+        assert {v.author for v in board.list_verdicts()} == {"detective"}
+        assert len(board.list_links()) == 3
+
+
+async def test_roles_get_their_own_context_and_tools(con):
+    result = await investigate(con, QUESTION, model=HospitalWalkthrough().model())
+    calls = result.board.list_model_calls()
+    tools = {c.role: {t["name"] for t in c.request["tools"]} for c in calls}
+    assert "run_sql" in tools["hypothesizer"] and "run_sql" in tools["collector"]
+    for role in ("orchestrator", "judge", "reporter"):
+        assert not tools[role] & {"run_sql", "describe_table"}, f"{role} must not query"
+    assert "give_verdict" not in tools["collector"], "collectors never judge"
+    assert tools["judge"] == {"give_verdict", "request_more_evidence", "refine"}
+    for call in calls:
+        system = call.request["system"]
+        assert QUESTION in system, "the objective is stated verbatim"
+        assert "untrusted" in system and "patients (table, 5000 rows)" in system
+    # One system prompt per role: a stable, cacheable prefix shared by all its agents.
+    systems = collections.defaultdict(set)
+    for call in calls:
+        systems[call.role].add(call.request["system"])
+    assert all(len(s) == 1 for s in systems.values())
+    # A collector's digest shows its own hypothesis, not the other collectors' work.
+    first = next(c for c in calls if c.agent == "collector-H4").request["messages"][0]["text"]
+    assert "H4 | investigating" in first and "H1 |" not in first and "H3 |" not in first
