@@ -23,3 +23,13 @@ __all__ = [
     "investigate",
     "investigate_sync",
 ]
+
+
+def load_ipython_extension(ipython: object) -> None:
+    """``%load_ext d2_notebook``: register ``%%investigate`` and ``%%evidence``.
+
+    Imported lazily so that ``import d2_notebook`` does not load the notebook layer.
+    """
+    from d2_notebook.notebook import load_ipython_extension as load
+
+    load(ipython)

@@ -726,6 +726,13 @@ class Board:
         )
         return counts
 
+    def show(self) -> Any:
+        """The board as a notebook view: the live graph widget plus a static HTML
+        fallback (see :func:`d2_notebook.notebook.show`)."""
+        from d2_notebook.notebook import show
+
+        return show(self)
+
     # --- export and import (implemented in d2_notebook.board.export) ----------
 
     def to_json(self, *, indent: int | None = None) -> str:

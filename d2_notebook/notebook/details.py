@@ -1,0 +1,105 @@
+"""What a click on the graph shows: HTML panels for one hypothesis or one evidence.
+
+Everything comes from the board: the evidence table is the stored result
+(:meth:`Board.evidence_frame`), never a new query.
+"""
+
+from __future__ import annotations
+
+from html import escape
+
+import pandas as pd
+
+from d2_notebook.board import Board
+
+MAX_FRAME_ROWS = 500
+"""Rows of an evidence result rendered in the panel (pandas elides the middle beyond)."""
+
+
+def node_details_html(board: Board, node_id: str) -> str:
+    """The panel for ``"H<n>"`` or ``"E<n>"``; a short note for anything else."""
+    if node_id.startswith("H"):
+        return hypothesis_html(board, node_id)
+    if node_id.startswith("E"):
+        return evidence_html(board, node_id)
+    return f"<p>Nothing to show for {escape(node_id)}.</p>"
+
+
+def hypothesis_html(board: Board, hypothesis_id: str) -> str:
+    """Statement, status, verdict with confidence and rationale, and linked evidence."""
+    hyp = board.get_hypothesis(hypothesis_id)
+    verdict = board.latest_verdict(hyp.id)
+    parts = [f"<h4>{escape(hyp.id)}: {escape(hyp.statement)}</h4>",
+             f"<p><b>Status:</b> {escape(hyp.status.value)}"]
+    if hyp.confidence is not None:
+        parts.append(f" &middot; <b>confidence</b> {hyp.confidence:.0%}")
+    parts.append(f" &middot; proposed by {escape(hyp.author)} in round {hyp.round}")
+    if hyp.parent_id:
+        parts.append(f" &middot; refines {escape(hyp.parent_id)}")
+    parts.append("</p>")
+    if hyp.rationale:
+        parts.append(f"<p><b>Why proposed:</b> {escape(hyp.rationale)}</p>")
+    if verdict is not None:
+        cited = ", ".join(verdict.evidence_ids) or "no evidence"
+        parts.append(f"<p><b>Verdict ({escape(verdict.author)}):</b> "
+                     f"{escape(verdict.status.value)}, confidence {verdict.confidence:.0%}"
+                     f" &mdash; {escape(verdict.rationale)} <i>[{escape(cited)}]</i></p>")
+    elif hyp.status_reason:
+        parts.append(f"<p><b>Reason:</b> {escape(hyp.status_reason)}</p>")
+    links = board.list_links(hypothesis_id=hyp.id)
+    if links:
+        parts.append("<p><b>Evidence:</b></p><ul>")
+        for link in links:
+            item = board.get_evidence(link.evidence_id)
+            flag = " <i>(redundant)</i>" if item.redundant else ""
+            parts.append(f"<li><b>{escape(item.id)}</b> {escape(link.stance.value)}: "
+                         f"{escape(item.description)}{flag}"
+                         f"{' &mdash; ' + escape(link.rationale) if link.rationale else ''}"
+                         "</li>")
+        parts.append("</ul>")
+    else:
+        parts.append("<p>No evidence linked yet.</p>")
+    return "".join(parts)
+
+
+def evidence_html(board: Board, evidence_id: str) -> str:
+    """Description, highlighted SQL, each stance with its rationale, and the result."""
+    item = board.get_evidence(evidence_id)
+    rows = f"{item.row_count} row{'s' if item.row_count != 1 else ''}"
+    if item.truncated:
+        rows += f" ({item.stored_rows} stored on the board)"
+    parts = [f"<h4>{escape(item.id)}: {escape(item.description)}</h4>",
+             f"<p>{escape(rows)} &middot; by {escape(item.author)} ({escape(item.author_role)})"
+             f" in round {item.round}"]
+    if item.duration_s is not None:
+        parts.append(f" &middot; {item.duration_s:.2f} s")
+    parts.append("</p>")
+    if item.redundant:
+        parts.append(f"<p><i>Marked redundant: {escape(item.redundant_reason or '')}</i></p>")
+    parts.append(sql_html(item.sql))
+    links = board.list_links(evidence_id=item.id)
+    if links:
+        parts.append("<ul>")
+        for link in links:
+            parts.append(f"<li><b>{escape(link.stance.value)}</b> "
+                         f"{escape(link.hypothesis_id)}"
+                         f"{': ' + escape(link.rationale) if link.rationale else ''}</li>")
+        parts.append("</ul>")
+    parts.append(frame_html(board.evidence_frame(item.id)))
+    return "".join(parts)
+
+
+def frame_html(frame: pd.DataFrame) -> str:
+    """A stored result as an HTML table (the same call the tests compare with)."""
+    return frame.to_html(max_rows=MAX_FRAME_ROWS, border=0, classes="d2-frame")
+
+
+def sql_html(sql: str) -> str:
+    """SQL highlighted with inline styles (pygments), or plain ``<pre>`` without it."""
+    try:
+        from pygments import highlight
+        from pygments.formatters import HtmlFormatter
+        from pygments.lexers import SqlLexer
+    except ImportError:
+        return f"<pre>{escape(sql)}</pre>"
+    return highlight(sql, SqlLexer(), HtmlFormatter(noclasses=True, nobackground=True))

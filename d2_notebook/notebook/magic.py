@@ -1,0 +1,231 @@
+"""``%%investigate`` and ``%%evidence``: the notebook's entry points.
+
+The magics parse, configure and hand off: ``%%investigate`` to
+:func:`d2_notebook.detective.investigate` (with a live :class:`BoardView`),
+``%%evidence`` to :class:`GuardedSQL` and the board. Defaults come from ``%config``
+(``%config Investigate.model = "anthropic:..."``); state lives on the magics instance
+of one shell, never in module globals.
+"""
+
+from __future__ import annotations
+
+import shlex
+import sys
+from typing import Any
+
+from IPython.core.error import UsageError
+from IPython.core.magic import Magics, cell_magic, line_cell_magic, magics_class
+from IPython.core.magic_arguments import argument, magic_arguments
+from IPython.display import display
+from traitlets import Bool, Float, Int, Unicode
+
+from d2_notebook.board import Board
+from d2_notebook.data import GuardedSQL
+from d2_notebook.detective import VARIANTS, investigate
+from d2_notebook.errors import D2Error, NotFoundError
+from d2_notebook.notebook import human
+from d2_notebook.notebook.arguments import (
+    investigation_options,
+    resolve_database,
+    resolve_model,
+)
+from d2_notebook.notebook.paths import check_board_path, new_board_path
+from d2_notebook.notebook.running import InvestigationRun, start_run, with_follower
+from d2_notebook.notebook.views import BoardView, InvestigationView
+
+
+@magics_class
+class Investigate(Magics):
+    """The d2_notebook magics; their defaults are settable with ``%config``."""
+
+    model = Unicode(None, allow_none=True, config=True,
+                    help="Default model (provider:model-id); None uses $D2_MODEL.")
+    collectors = Int(None, allow_none=True, config=True, help="Evidence collectors at once.")
+    max_rounds = Int(None, allow_none=True, config=True, help="Rounds at most.")
+    budget_usd = Float(None, allow_none=True, config=True,
+                       help="Stop collecting before spending this many dollars.")
+    board_dir = Unicode(".", config=True, help="Folder for boards made without --board.")
+    widget = Bool(True, config=True, help="Show the live graph widget (else static HTML).")
+    follow_interval = Float(0.5, config=True, help="Seconds between board polls while live.")
+
+    def __init__(self, shell: Any = None, **kwargs: Any) -> None:
+        """Attach to ``shell``; remembers this session's last board and run."""
+        super().__init__(shell=shell, **kwargs)
+        self.last_board: Board | None = None
+        self.last_view: BoardView | None = None
+        self.last_run: InvestigationRun | None = None
+
+    # --- %%investigate ----------------------------------------------------------------
+
+    @magic_arguments()
+    @argument("connection", nargs="?", help="Name of a DuckDB connection in the notebook.")
+    @argument("--db", help="Path of a DuckDB file (opened read-only) instead of a connection.")
+    @argument("--board", help="Board file (.d2board); default: a new one in board_dir.")
+    @argument("--model", help="provider:model-id, or the name of a model object.")
+    @argument("--collectors", type=int, help="Evidence collectors at once.")
+    @argument("--max-rounds", type=int, help="Rounds at most.")
+    @argument("--budget-usd", type=float, help="Stop before spending this many dollars.")
+    @argument("--max-calls", type=int, help="Model calls at most.")
+    @argument("--max-seconds", type=float, help="Wall-time budget.")
+    @argument("--variant", choices=VARIANTS, help="Team configuration (ablations).")
+    @argument("--resume", action="store_true", help="Continue the board's unfinished run.")
+    @argument("--replay", metavar="BOARD", help="Re-run a recorded board without the API.")
+    @argument("--background", action="store_true", help="Return at once; run in background.")
+    @argument("--out", help="Bind the InvestigationResult to this name.")
+    @line_cell_magic
+    def investigate(self, line: str, cell: str | None = None) -> Any:
+        """Investigate the question in the cell body over a DuckDB connection (the line
+        form, ``%investigate con --resume --board B``, resumes or replays)."""
+        args = _parse(self.investigate, line)
+        question = (cell or "").strip() or None
+        if args.resume and args.replay:
+            raise UsageError("use --resume or --replay, not both")
+        if question is None and not (args.resume or args.replay):
+            raise UsageError("write the question in the cell body, below the %%investigate line")
+        if args.out is not None and not args.out.isidentifier():
+            raise UsageError(f"--out needs a Python name, got {args.out!r}")
+        database = resolve_database(self._namespace(), args.connection, args.db)
+        options = investigation_options(
+            _pick(args.collectors, self.collectors), _pick(args.max_rounds, self.max_rounds),
+            _pick(args.budget_usd, self.budget_usd), args.max_calls, args.max_seconds,
+            args.variant)
+        replay = _checked_replay(args.replay)
+        model = None if replay else resolve_model(self._namespace(), args.model or self.model)
+        board = self._open_board(args.board, question or "investigation", args.resume)
+        view = BoardView(board, interactive=self.widget)
+        handle = display(view, display_id=True)
+        self.last_board, self.last_view = board, view
+        coro = investigate(database, question, board=board, model=model, resume=args.resume,
+                           replay=replay, **options)
+        follow = view.widget.follow if self.widget else None
+        work = self._finish(with_follower(coro, follow), view, handle, args.out,
+                            report_errors=args.background)
+        run = self.last_run = start_run(work, background=args.background)
+        if args.background:
+            return run
+        try:
+            result = run.wait()
+        except KeyboardInterrupt:
+            print(f"Interrupted: {board.path} is left resumable; run the cell again with "
+                  f"--resume --board {board.path}", file=sys.stderr)
+            raise
+        except D2Error as exc:
+            raise UsageError(str(exc)) from None
+        return InvestigationView(result, show_graph=False)
+
+    async def _finish(self, work: Any, view: BoardView, handle: Any, out: str | None, *,
+                      report_errors: bool) -> Any:
+        """Run ``work``; then bind the result, redraw the static fallback, and in the
+        background report a failure in one line (a foreground run raises it instead)."""
+        try:
+            result = await work
+        except D2Error as exc:
+            if report_errors:
+                print(f"investigation stopped: {exc}", file=sys.stderr)
+            raise
+        finally:
+            view.refresh()
+            if handle is not None:
+                handle.update(view)
+        if out:
+            self.shell.user_ns[out] = result
+        return result
+
+    def _open_board(self, path: str | None, question: str, resume: bool) -> Board:
+        if path is None and resume:
+            if self.last_board is None:
+                raise UsageError("--resume needs --board PATH: the board of the run to resume")
+            return self.last_board
+        try:
+            location = check_board_path(path or new_board_path(self.board_dir, question))
+            if self.last_board is not None and self.last_board.path == str(location):
+                return self.last_board
+            return Board.open(location)
+        except D2Error as exc:
+            raise UsageError(str(exc)) from None
+
+    # --- %%evidence -------------------------------------------------------------------
+
+    @magic_arguments()
+    @argument("connection", nargs="?", help="Name of a DuckDB connection in the notebook.")
+    @argument("--db", help="Path of a DuckDB file instead of a connection.")
+    @argument("--for", dest="hypothesis", required=True, help="Hypothesis id, e.g. H2.")
+    @argument("--supports", metavar="WHY", help="The result supports it, because WHY.")
+    @argument("--contradicts", metavar="WHY", help="The result contradicts it, because WHY.")
+    @argument("--description", help="One sentence on what the query shows.")
+    @argument("--board", help="Board file (default: this session's last investigation).")
+    @cell_magic
+    def evidence(self, line: str, cell: str) -> Any:
+        """Run the cell's SQL (guarded, read-only) and add it to the board as evidence."""
+        args = _parse(self.evidence, line)
+        if (args.supports is None) == (args.contradicts is None):
+            raise UsageError('say how the result bears on the hypothesis: --supports "why" '
+                             'or --contradicts "why" (one of them)')
+        if not cell.strip():
+            raise UsageError("write the SQL query in the cell body")
+        stance = "supports" if args.supports is not None else "contradicts"
+        database = resolve_database(self._namespace(), args.connection, args.db)
+        board = self._evidence_board(args.board)
+        try:
+            board.get_hypothesis(args.hypothesis)
+        except NotFoundError:
+            known = ", ".join(h.id for h in board.list_hypotheses()) or "none yet"
+            raise UsageError(f"no hypothesis {args.hypothesis!r} on {board.path} "
+                             f"(hypotheses: {known})") from None
+        guard = database if isinstance(database, GuardedSQL) else GuardedSQL(database)
+        try:
+            result = guard.run(cell)
+            evidence, _link = human.add_evidence(
+                board, result, hypothesis_id=args.hypothesis, stance=stance,
+                rationale=args.supports or args.contradicts, description=args.description)
+        except D2Error as exc:
+            raise UsageError(str(exc)) from None
+        finally:
+            if guard is not database:
+                guard.close()
+        print(f"{evidence.id} {stance} {args.hypothesis} (added to {board.path})")
+        if self.last_view is not None and self.last_view.board is board:
+            self.last_view.refresh()
+        return result.frame
+
+    def _evidence_board(self, path: str | None) -> Board:
+        if path is None:
+            if self.last_board is None:
+                raise UsageError("no investigation in this session yet: pass --board PATH")
+            return self.last_board
+        if self.last_board is not None and self.last_board.path == path:
+            return self.last_board
+        from d2_notebook.notebook.paths import open_existing_board
+
+        try:
+            return open_existing_board(path)
+        except D2Error as exc:
+            raise UsageError(str(exc)) from None
+
+    def _namespace(self) -> dict[str, Any]:
+        """The user's variables, without IPython's own (In, Out, exit, ...)."""
+        hidden = getattr(self.shell, "user_ns_hidden", {})
+        return {k: v for k, v in self.shell.user_ns.items() if k not in hidden}
+
+
+def _parse(magic: Any, line: str) -> Any:
+    """Parse a magic line shell-style, so quoted text loses its quotes
+    (``--contradicts "older patients died as often"``)."""
+    try:
+        words = shlex.split(line)
+    except ValueError as exc:
+        raise UsageError(f"cannot read the magic line: {exc} (close the quotes)") from None
+    return magic.parser.parse_args(words)
+
+
+def _pick(given: Any, default: Any) -> Any:
+    return given if given is not None else default
+
+
+def _checked_replay(path: str | None) -> str | None:
+    from pathlib import Path
+
+    if path is not None and not Path(path).expanduser().is_file():
+        raise UsageError(f"no recorded board at {path!r}; --replay needs the .d2board file "
+                         "of an earlier run")
+    return path

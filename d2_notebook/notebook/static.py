@@ -1,0 +1,179 @@
+"""Static renderings of a board: header, inline SVG of the graph, Markdown.
+
+They are what a saved notebook shows where widgets do not run (GitHub, nbviewer,
+nbconvert): the SVG is drawn from the same elements and positions as the live widget.
+"""
+
+from __future__ import annotations
+
+import textwrap
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from html import escape
+
+from d2_notebook.board import Board, HypothesisStatus
+from d2_notebook.notebook import style
+from d2_notebook.notebook.graph import GraphModel, GraphNode, board_elements
+
+MARGIN = 30.0
+
+
+@dataclass(frozen=True)
+class BoardSummary:
+    """The numbers of the header line."""
+
+    question: str
+    state: str
+    statuses: dict[str, int]
+    evidence: int
+    redundant: int
+    model_calls: int
+    tokens: int
+    cost_usd: float
+    elapsed_s: float | None
+
+
+def summarize(board: Board) -> BoardSummary:
+    """Read the header numbers from the board (the last investigation, all records).
+
+    Tokens and dollars add up the ``model_call.recorded`` events, which carry the same
+    numbers as :meth:`Board.list_model_calls` without loading every prompt.
+    """
+    investigations = board.list_investigations()
+    latest = investigations[-1] if investigations else None
+    counts = board.counts()
+    calls = board.events(kinds=["model_call.recorded"])
+    tokens = sum(int(e.payload.get("input_tokens") or 0) + int(e.payload.get("output_tokens")
+                                                               or 0) for e in calls)
+    cost = sum(float(e.payload.get("cost_usd") or 0.0) for e in calls)
+    elapsed = None
+    if latest is not None:
+        start = datetime.fromisoformat(latest.created_at)
+        end = (datetime.now(UTC) if latest.state.value == "running"
+               else datetime.fromisoformat(latest.updated_at))
+        elapsed = (end - start).total_seconds()
+    return BoardSummary(
+        question=latest.question if latest else "(no investigation yet)",
+        state=latest.state.value if latest else "empty",
+        statuses={s.value: counts[s.value] for s in HypothesisStatus if counts[s.value]},
+        evidence=counts["evidence"], redundant=counts["redundant_evidence"],
+        model_calls=counts["model_calls"], tokens=tokens, cost_usd=cost, elapsed_s=elapsed)
+
+
+def summary_line(summary: BoardSummary) -> str:
+    """One plain-text line: hypotheses by status, evidence, calls, tokens, dollars, time."""
+    statuses = ", ".join(f"{n} {s}" for s, n in summary.statuses.items()) or "none"
+    elapsed = "" if summary.elapsed_s is None else f" · {summary.elapsed_s:.0f} s"
+    return (f"hypotheses: {statuses} · {summary.evidence} evidence "
+            f"({summary.redundant} redundant) · {summary.model_calls} model calls · "
+            f"{summary.tokens:,} tokens · ${summary.cost_usd:.4f}{elapsed}")
+
+
+def header_html(board: Board) -> str:
+    """The header shown above the graph: question, state and the summary line."""
+    summary = summarize(board)
+    return (f"<div><b>{escape(summary.question)}</b> "
+            f"<code>[{escape(summary.state)}]</code><br>"
+            f"<span>{escape(summary_line(summary))}</span></div>")
+
+
+def board_svg(board: Board, include_redundant: bool = False) -> str:
+    """The audit graph as a self-contained inline SVG (no scripts, no external CSS)."""
+    return model_svg(board_elements(board, include_redundant))
+
+
+def model_svg(model: GraphModel) -> str:
+    """Draw a :class:`GraphModel` at its computed positions."""
+    if not model.nodes:
+        return "<p><i>The board is empty.</i></p>"
+    xs = [n.position[0] for n in model.nodes.values()]
+    ys = [n.position[1] for n in model.nodes.values()]
+    left = min(xs) - style.HYPOTHESIS_WIDTH / 2 - MARGIN
+    top = min(ys) - style.HYPOTHESIS_HEIGHT / 2 - MARGIN
+    width = max(xs) - left + style.HYPOTHESIS_WIDTH / 2 + MARGIN
+    height = max(ys) - top + style.HYPOTHESIS_HEIGHT / 2 + MARGIN
+    parts = [f'<svg xmlns="http://www.w3.org/2000/svg" width="{width:.0f}" '
+             f'height="{height:.0f}" viewBox="{left:.0f} {top:.0f} {width:.0f} {height:.0f}" '
+             'font-family="sans-serif">']
+    for kind, color in style.EDGE_COLORS.items():
+        parts.append(f'<marker id="arrow-{kind}" viewBox="0 0 10 10" refX="10" refY="5" '
+                     'markerWidth="7" markerHeight="7" orient="auto-start-reverse">'
+                     f'<path d="M 0 0 L 10 5 L 0 10 z" fill="{color}"/></marker>')
+    for edge in model.edges.values():
+        a = model.nodes[edge.source].position
+        dash = ' stroke-dasharray="5,3"' if edge.kind == "refines" else ""
+        end = _border_point(model.nodes[edge.target], a)
+        parts.append(f'<line x1="{a[0]:.0f}" y1="{a[1]:.0f}" x2="{end[0]:.0f}" '
+                     f'y2="{end[1]:.0f}" stroke="{style.EDGE_COLORS[edge.kind]}" '
+                     f'stroke-width="1.5"{dash} marker-end="url(#arrow-{edge.kind})">'
+                     f'<title>{escape(edge.id)} {escape(edge.kind)}</title></line>')
+    for node in model.nodes.values():
+        parts.append(_node_svg(node))
+    parts.append("</svg>")
+    return "".join(parts)
+
+
+def board_html(board: Board, include_redundant: bool = False) -> str:
+    """Header, graph and legend as one HTML fragment."""
+    legend = " ".join(
+        f'<span style="background:{c};padding:0 6px;border:1px solid #999">{s}</span>'
+        for s, c in style.STATUS_COLORS.items())
+    return (f"{header_html(board)}<div style='overflow:auto'>"
+            f"{board_svg(board, include_redundant)}</div><div style='font-size:smaller'>"
+            f"{legend} &middot; evidence → hypothesis: "
+            f"<span style='color:{style.EDGE_COLORS['supports']}'>supports</span> / "
+            f"<span style='color:{style.EDGE_COLORS['contradicts']}'>contradicts</span>"
+            "</div>")
+
+
+def board_markdown(board: Board) -> str:
+    """The board as Markdown: question, summary line and a table of hypotheses."""
+    summary = summarize(board)
+    lines = [f"**{summary.question}** `[{summary.state}]`", "", summary_line(summary), "",
+             "| id | status | confidence | statement | evidence |", "|---|---|---|---|---|"]
+    for hyp in board.list_hypotheses():
+        links = board.list_links(hypothesis_id=hyp.id)
+        cited = ", ".join(f"{lk.evidence_id} {lk.stance.value}" for lk in links)
+        confidence = "" if hyp.confidence is None else f"{hyp.confidence:.0%}"
+        statement = hyp.statement.replace("|", "\\|")
+        lines.append(f"| {hyp.id} | {hyp.status.value} | {confidence} | {statement} | "
+                     f"{cited} |")
+    return "\n".join(lines)
+
+
+def _node_svg(node: GraphNode) -> str:
+    x, y = node.position
+    title = f"<title>{escape(str(node.data.get('tooltip', node.id)))}</title>"
+    if node.kind == "evidence":
+        r = style.EVIDENCE_SIZE / 2
+        color = style.HUMAN_COLOR if "human" in node.classes else style.EVIDENCE_COLOR
+        opacity = f' opacity="{style.REDUNDANT_OPACITY}"' if "redundant" in node.classes else ""
+        return (f'<g{opacity}><circle cx="{x:.0f}" cy="{y:.0f}" r="{r:.0f}" fill="{color}">'
+                f'{title}</circle><text x="{x:.0f}" y="{y + 3:.0f}" font-size="9" '
+                f'fill="#fff" text-anchor="middle">{escape(node.label)}</text></g>')
+    status = str(node.data.get("status", "proposed"))
+    w, h = style.HYPOTHESIS_WIDTH, style.HYPOTHESIS_HEIGHT
+    dash = ' stroke-dasharray="4,3"' if status == "abandoned" else ""
+    lines = textwrap.wrap(node.label, 30)[:3]
+    first = y - (len(lines) - 1) * 6 + 3
+    text = "".join(f'<tspan x="{x:.0f}" y="{first + i * 12:.0f}">{escape(line)}</tspan>'
+                   for i, line in enumerate(lines))
+    return (f'<g><rect x="{x - w / 2:.0f}" y="{y - h / 2:.0f}" width="{w}" height="{h}" '
+            f'rx="6" fill="{style.STATUS_COLORS.get(status, "#ccc")}" stroke="#616161"{dash}>'
+            f'{title}</rect><text font-size="10" text-anchor="middle" fill="#212121">{text}'
+            "</text></g>")
+
+
+def _border_point(node: GraphNode, origin: tuple[float, float]) -> tuple[float, float]:
+    """Where the line from ``origin`` to ``node``'s centre meets its outline."""
+    x, y = node.position
+    dx, dy = x - origin[0], y - origin[1]
+    if dx == 0 and dy == 0:
+        return x, y
+    if node.kind == "evidence":
+        scale = (style.EVIDENCE_SIZE / 2) / (dx * dx + dy * dy) ** 0.5
+    else:
+        half_w, half_h = style.HYPOTHESIS_WIDTH / 2, style.HYPOTHESIS_HEIGHT / 2
+        scale = min(half_w / abs(dx) if dx else float("inf"),
+                    half_h / abs(dy) if dy else float("inf"))
+    return x - dx * min(scale, 1.0), y - dy * min(scale, 1.0)

@@ -1,0 +1,123 @@
+"""Displayable objects: a board (live widget + static fallback) and an investigation result.
+
+Both implement ``_repr_mimebundle_``: JupyterLab shows the widget, while GitHub,
+nbviewer and nbconvert fall back to the ``text/html`` (inline SVG) or ``text/markdown``
+rendering stored beside it, so a saved notebook reads well without a kernel.
+"""
+
+from __future__ import annotations
+
+import os
+from html import escape
+from typing import Any
+
+from d2_notebook.board import Board
+from d2_notebook.notebook.static import board_html, board_markdown, board_svg, header_html
+
+WIDGET_MIME = "application/vnd.jupyter.widget-view+json"
+
+
+class BoardView:
+    """A board to display: the live :class:`BoardWidget` plus a static fallback.
+
+    The widget is created on first display (or first access of :attr:`widget`), so a
+    view built outside a kernel costs nothing.
+    """
+
+    def __init__(self, board: Board, *, show_redundant: bool = True,
+                 interactive: bool = True) -> None:
+        """Wrap ``board``; ``interactive=False`` renders the static fallback only."""
+        self.board = board
+        self.show_redundant = show_redundant
+        self.interactive = interactive
+        self._widget: Any = None
+
+    @property
+    def widget(self) -> Any:
+        """The live widget (a :class:`~d2_notebook.notebook.widget.BoardWidget`)."""
+        if self._widget is None:
+            from d2_notebook.notebook.widget import BoardWidget
+
+            self._widget = BoardWidget(self.board, show_redundant=self.show_redundant)
+        return self._widget
+
+    def refresh(self) -> None:
+        """Bring the widget (if created) up to date with the board."""
+        if self._widget is not None:
+            self._widget.refresh()
+
+    def __repr__(self) -> str:
+        return f"BoardView({self.board.path!r})"
+
+    def _repr_html_(self) -> str:
+        return board_html(self.board)
+
+    def _repr_markdown_(self) -> str:
+        return board_markdown(self.board)
+
+    def _repr_mimebundle_(self, include: Any = None, exclude: Any = None) -> dict[str, Any]:
+        bundle: dict[str, Any] = {
+            "text/plain": f"{self!r}\n{board_markdown(self.board)}",
+            "text/html": board_html(self.board),
+            "text/markdown": board_markdown(self.board),
+        }
+        if self.interactive:
+            bundle.update(_widget_bundle(self.widget))
+        return bundle
+
+
+class InvestigationView:
+    """An :class:`~d2_notebook.detective.InvestigationResult` to display: the report and
+    (unless ``show_graph=False``) the audit graph."""
+
+    def __init__(self, result: Any, *, show_graph: bool = True) -> None:
+        """Wrap ``result``; the magic passes ``show_graph=False`` when the live board is
+        already shown above."""
+        self.result = result
+        self.show_graph = show_graph
+
+    def __repr__(self) -> str:
+        return (f"InvestigationView({self.result.investigation_id}, "
+                f"state={self.result.state!r})")
+
+    def _repr_mimebundle_(self, include: Any = None, exclude: Any = None) -> dict[str, Any]:
+        result = self.result
+        stop = f"\n\n*Stopped early: {result.stop_reason}*" if result.stop_reason else ""
+        markdown = f"{result.report}{stop}"
+        html = f"<div>{markdown_to_html(markdown)}</div>"
+        if self.show_graph:
+            html = (f"{header_html(result.board)}{html}<h4>Audit graph</h4>"
+                    f"{board_svg(result.board)}")
+            markdown += "\n\n" + board_markdown(result.board)
+        return {"text/plain": f"{self!r}\n{markdown}", "text/markdown": markdown,
+                "text/html": html}
+
+
+def show(board: Board | str | os.PathLike[str], *, show_redundant: bool = True) -> BoardView:
+    """A displayable view of a board (an open one, or the path of a board file).
+
+    Raises:
+        BoardError: the path is not a board file.
+    """
+    from d2_notebook.notebook.paths import open_existing_board
+
+    opened = board if isinstance(board, Board) else open_existing_board(board)
+    return BoardView(opened, show_redundant=show_redundant)
+
+
+def markdown_to_html(text: str) -> str:
+    """Markdown as HTML with mistune when installed (it ships with JupyterLab's
+    nbconvert), else the text in a ``<pre>``. Raw HTML in a model-written report is
+    escaped, not rendered."""
+    try:
+        import mistune
+    except ImportError:
+        return f"<pre>{escape(text)}</pre>"
+    render = mistune.create_markdown(escape=True, plugins=["table", "strikethrough"])
+    return str(render(text))
+
+
+def _widget_bundle(widget: Any) -> dict[str, Any]:
+    """The widget's own mime bundle (the widget-view mimetype and its plain text)."""
+    bundle = widget._repr_mimebundle_()
+    return {k: v for k, v in (bundle or {}).items() if k != "text/plain"}

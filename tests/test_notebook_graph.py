@@ -1,0 +1,117 @@
+"""The board → graph conversion, the diff and the layout: pure functions on real boards."""
+
+from __future__ import annotations
+
+import time
+
+import pandas as pd
+
+from d2_notebook.board import Board
+from d2_notebook.notebook import board_elements, board_markdown, board_svg, diff
+
+FRAME = pd.DataFrame({"age_group": ["65+", "<65"], "deaths": [12, 3]})
+
+
+def small_board(board: Board) -> None:
+    """H1 supported by E1, contradicted by E2; H2 abandoned; H3 refines H1."""
+    inv = board.start_investigation("Which drug works?", {}, actor="user")
+    h1 = board.add_hypothesis("Pulmorex lowers deaths", investigation_id=inv.id)
+    board.add_hypothesis("Hydrazol lowers deaths", investigation_id=inv.id)
+    e1 = board.add_evidence("SELECT 1", FRAME, description="deaths by drug")
+    e2 = board.add_evidence("SELECT 2", FRAME, description="deaths by severity")
+    board.link(e1.id, h1.id, "supports", "fewer deaths", actor="collector-1")
+    board.link(e2.id, h1.id, "contradicts", "confounded", actor="collector-1")
+    board.set_status(h1.id, "supported", actor="judge", confidence=0.8)
+    board.abandon("H2", "off topic", actor="orchestrator")
+    board.add_hypothesis("Pulmorex lowers deaths in severe cases", parent_id=h1.id)
+
+
+def test_statuses_become_classes_and_ids_are_stable(board: Board) -> None:
+    small_board(board)
+    model = board_elements(board)
+    assert list(model.nodes) == ["H1", "H2", "H3", "E1", "E2"]
+    assert model.nodes["H1"].classes == "hypothesis supported"
+    assert model.nodes["H2"].classes == "hypothesis abandoned"
+    assert model.nodes["H3"].classes == "hypothesis proposed"
+    assert model.nodes["E1"].classes == "evidence"
+    assert model.nodes["H1"].label.startswith("H1: Pulmorex")
+    assert set(model.edges) == {"H1->H3", "E1->H1", "E2->H1"}
+    assert model.edges["E1->H1"].kind == "supports"
+    assert model.edges["E2->H1"].classes == "contradicts"
+    assert (model.edges["H1->H3"].source, model.edges["H1->H3"].target) == ("H1", "H3")
+
+
+def test_redundant_evidence_is_dimmed_or_left_out(board: Board) -> None:
+    small_board(board)
+    board.mark_redundant("E2", "same as E1", actor="reporter")
+    shown = board_elements(board, include_redundant=True)
+    hidden = board_elements(board, include_redundant=False)
+    assert "redundant" in shown.nodes["E2"].classes
+    assert "E2" not in hidden.nodes and "E2->H1" not in hidden.edges
+    changes = diff(shown, hidden)
+    assert changes.removed_nodes == ["E2"] and changes.removed_edges == ["E2->H1"]
+    assert hidden.nodes["E1"].position == shown.nodes["E1"].position
+
+
+def test_diff_reports_additions_and_in_place_updates(board: Board) -> None:
+    small_board(board)
+    before = board_elements(board)
+    board.set_status("H3", "investigating", actor="orchestrator")
+    e3 = board.add_evidence("SELECT 3", FRAME, description="severe cases")
+    board.link(e3.id, "H3", "supports", "holds", actor="collector-2")
+    after = board_elements(board)
+    changes = diff(before, after)
+    assert [n.id for n in changes.added_nodes] == ["E3"]
+    assert [n.id for n in changes.updated_nodes] == ["H3"]
+    assert changes.updated_nodes[0].classes == "hypothesis investigating"
+    assert [e.id for e in changes.added_edges] == ["E3->H3"]
+    assert not changes.removed_nodes and not changes.removed_edges
+    assert diff(after, board_elements(board)).empty
+
+
+def test_positions_are_deterministic_and_do_not_move_when_nodes_arrive(board: Board,
+                                                                       tmp_path) -> None:
+    small_board(board)
+    first = {n.id: n.position for n in board_elements(board).nodes.values()}
+    with Board.open(tmp_path / "twin.d2board") as twin:
+        small_board(twin)
+        assert {n.id: n.position for n in board_elements(twin).nodes.values()} == first
+    board.add_hypothesis("Solvanir works at 800 mg")
+    e3 = board.add_evidence("SELECT 3", FRAME, description="dose")
+    board.link(e3.id, "H1", "supports", "more", actor="collector-3")
+    board.link("E1", "H4", "contradicts", "no", actor="collector-3")
+    later = {n.id: n.position for n in board_elements(board).nodes.values()}
+    assert {k: later[k] for k in first} == first
+    assert later["H4"][0] > max(x for x, _ in first.values())  # a new column on the right
+    assert later["H3"][1] > later["H1"][1]  # refinements sit a level below their parent
+    assert later["E3"][0] == later["E1"][0] and later["E3"][1] > later["E1"][1]
+
+
+def test_static_svg_and_markdown_draw_the_same_graph(board: Board) -> None:
+    small_board(board)
+    svg = board_svg(board, include_redundant=True)
+    assert svg.startswith("<svg") and svg.endswith("</svg>")
+    for node_id in ("H1", "H2", "H3", "E1", "E2"):
+        assert f">{node_id}" in svg
+    assert 'stroke-dasharray="4,3"' in svg  # the abandoned hypothesis
+    markdown = board_markdown(board)
+    assert "| H1 | supported | 80% | Pulmorex lowers deaths | E1 supports, E2 contradicts |" in (
+        markdown)
+
+
+def test_three_hundred_nodes_build_quickly(board: Board) -> None:
+    inv = board.start_investigation("Big board", {}, actor="user")
+    for i in range(60):
+        parent = f"H{i - 19}" if i >= 20 else None
+        hyp = board.add_hypothesis(f"hypothesis {i}", parent_id=parent, investigation_id=inv.id)
+        for j in range(4):
+            item = board.add_evidence(f"SELECT {j}", FRAME, description=f"evidence {j}")
+            board.link(item.id, hyp.id, "supports" if j % 2 else "contradicts", "",
+                       actor="collector")
+    started = time.perf_counter()
+    model = board_elements(board)
+    svg = board_svg(board)
+    elapsed = time.perf_counter() - started
+    assert len(model.nodes) == 300 and len(model.edges) == 280
+    assert svg.count("<circle") == 240
+    print(f"300 nodes: elements + svg in {elapsed * 1000:.1f} ms")
