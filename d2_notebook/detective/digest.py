@@ -87,3 +87,28 @@ def _evidence_text(item: Evidence) -> str:
 def _short(text: str, limit: int = _MAX_TEXT) -> str:
     flat = " ".join(text.split())
     return flat if len(flat) <= limit else flat[: limit - 1] + "…"
+
+
+def evidence_details(
+    board: Board, evidence_ids: list[str], *, max_rows: int = 10, max_chars: int = 12_000
+) -> str:
+    """The SQL and stored result rows of some evidence, for roles that weigh evidence
+    without querying (judge, reporter). Read from the board, never re-queried."""
+    blocks: list[str] = []
+    used = 0
+    for evidence_id in evidence_ids:
+        item = board.get_evidence(evidence_id)
+        stances = [f"{link.stance.value} {link.hypothesis_id}"
+                   for link in board.list_links(evidence_id=evidence_id)]
+        frame = board.evidence_frame(evidence_id).head(max_rows)
+        table = frame.to_string(index=False, max_colwidth=40) if len(frame.columns) else "(none)"
+        shown = f"first {len(frame)} of {item.row_count}" if item.row_count > len(frame) else (
+            f"{item.row_count}")
+        block = (f"[{item.id}] {_short(item.description, 160)} ({', '.join(stances)})\n"
+                 f"SQL: {_short(item.sql, 600)}\nResult ({shown} rows):\n{table}")
+        if used + len(block) > max_chars:
+            blocks.append(f"[{item.id}] ... (details left out: the prompt is full)")
+            continue
+        blocks.append(block)
+        used += len(block)
+    return "\n\n".join(blocks)

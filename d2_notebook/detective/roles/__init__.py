@@ -14,7 +14,7 @@ from importlib import resources
 
 from d2_notebook.detective.agent import AgentRun, run_agent
 from d2_notebook.detective.context import QueryLog, TeamContext
-from d2_notebook.detective.digest import board_digest
+from d2_notebook.detective.digest import board_digest, evidence_details
 from d2_notebook.detective.team_tools import (
     TurnOutcome,
     abandon_tool,
@@ -135,6 +135,9 @@ async def judge(ctx: TeamContext, hypothesis_id: str, *, can_send_back: bool) ->
     first = (f"HYPOTHESIS TO JUDGE: {hypothesis_id}\n"
              f"Sending it back for more evidence is {send_back}."
              f"\n\nTHE BOARD NOW:\n{_digest(ctx, hypothesis_id)}")
+    linked = [link.evidence_id for link in ctx.board.list_links(hypothesis_id=hypothesis_id)]
+    if linked:
+        first += f"\n\nTHE LINKED EVIDENCE IN FULL:\n{evidence_details(ctx.board, linked)}"
     tools = verdict_tools(ctx, agent, outcome, hypothesis_id, can_send_back=can_send_back,
                           can_refine=True)
     await _turn(ctx, role="judge", agent=agent, role_file="judge", first=first, tools=tools)
@@ -146,6 +149,12 @@ async def write_report(ctx: TeamContext, *, unexamined_note: str,
     """Mark redundant evidence and write the report."""
     outcome = TurnOutcome()
     first = f"THE BOARD NOW:\n{_digest(ctx)}"
+    cited = list(dict.fromkeys(e for v in ctx.board.list_verdicts()
+                               if v.investigation_id == ctx.investigation_id
+                               for e in v.evidence_ids))
+    if cited:
+        first += ("\n\nTHE EVIDENCE THE VERDICTS CITE:\n"
+                  + evidence_details(ctx.board, cited, max_rows=5))
     if unexamined_note:
         first += f"\n\nLEFT UNEXAMINED: {unexamined_note}"
     await _turn(ctx, role="reporter", agent=agent, role_file="reporter", first=first,
