@@ -236,9 +236,10 @@ async def test_resume_without_anything_to_resume_names_the_fix(con, board_path):
         await investigate(con, "  ", model=HospitalWalkthrough().model())
 
 
-async def test_no_model_configured_names_the_fix(con):
+async def test_no_model_configured_names_the_fix_and_touches_no_board(con, board_path):
     with pytest.raises(ModelConfigError, match="ANTHROPIC_API_KEY"):
-        await investigate(con, QUESTION)
+        await investigate(con, QUESTION, board=board_path)
+    assert not board_path.exists()
 
 
 async def test_bad_settings_are_refused(con):

@@ -107,11 +107,21 @@ async def investigate(
         question = question or source.question
         settings = InvestigationSettings.from_dict(source.settings)
         model = ReplayModel(recorded, source.id, ordered=True)
-    opened = board if isinstance(board, Board) else Board.open(board or ":memory:")
-    investigation, settings = _start_or_resume(opened, question, settings, options, resume)
-    sql = database if isinstance(database, GuardedSQL) else GuardedSQL(
-        database, timeout_s=settings.sql_timeout_s, max_rows=opened.max_rows)
+    # Everything that can fail on bad input fails before the board is touched.
     inner = model if model is not None and not isinstance(model, str) else get_model(model)
+    own_sql = not isinstance(database, GuardedSQL)
+    sql = database if isinstance(database, GuardedSQL) else GuardedSQL(database)
+    try:
+        opened = board if isinstance(board, Board) else Board.open(board or ":memory:")
+        investigation, settings = _start_or_resume(opened, question, settings, options, resume)
+        return await _run(opened, sql, investigation, settings, inner)
+    finally:
+        if own_sql:
+            sql.close()  # closes only a connection it opened itself from a path
+
+
+async def _run(opened: Board, sql: GuardedSQL, investigation: Any,
+               settings: InvestigationSettings, inner: Model) -> InvestigationResult:
     usage = Usage()
     sequencer = WriteSequencer()
     recording = RecordingModel(inner, opened, investigation.id, before_record=sequencer.arrive)
