@@ -7,6 +7,7 @@ Commands are registered in :data:`COMMANDS` (name -> (help, add_arguments, run))
 from __future__ import annotations
 
 import argparse
+import asyncio
 import os
 import sys
 import time
@@ -14,6 +15,9 @@ from collections.abc import Callable
 from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
 
+from benchmark.policies import POLICIES
+from benchmark.runner import RunConfig, ensure_cases, run_benchmark
+from benchmark.tables import render
 from d2_notebook.datasets.sql_city import (
     generate_case,
     load_gold,
@@ -21,6 +25,8 @@ from d2_notebook.datasets.sql_city import (
     standard_tiers,
     write_case,
 )
+from d2_notebook.detective import VARIANTS
+from d2_notebook.errors import ModelConfigError
 
 
 def _one_case(args: tuple[str, int, int, str]) -> dict:
@@ -62,10 +68,60 @@ def run_generate(args: argparse.Namespace) -> int:
     return 1 if failed else 0
 
 
+def add_run_args(parser: argparse.ArgumentParser) -> None:
+    """Arguments of ``run``."""
+    parser.add_argument("--cases-dir", type=Path, default=Path(".benchmark-cache/cases"),
+                        help="case directory; the standard set is generated there if it "
+                             "holds no cases (default .benchmark-cache/cases)")
+    parser.add_argument("--variants", default=",".join(VARIANTS),
+                        help=f"comma-separated variants (default: all: {','.join(VARIANTS)})")
+    parser.add_argument("--model", help="model name, e.g. anthropic:claude-sonnet-4-5 "
+                                        "(ANTHROPIC_BASE_URL is honoured)")
+    parser.add_argument("--policy", choices=sorted(POLICIES),
+                        help="offline policy instead of a model (reads the gold; for tests)")
+    parser.add_argument("--cases", default="all",
+                        help="all | N (first N) | comma-separated case ids (default all)")
+    parser.add_argument("--jobs", type=int, default=4, help="investigations at once (default 4)")
+    parser.add_argument("--out", type=Path, default=Path("benchmark-results"),
+                        help="results directory (default benchmark-results)")
+    parser.add_argument("--max-usd", type=float, help="dollar budget per investigation")
+    parser.add_argument("--seed", type=int, default=0, help="seed when generating cases")
+
+
+def run_run(args: argparse.Namespace) -> int:
+    """Run cases x variants (resumable), then print Table 1 and Table 2."""
+    if args.model is None and args.policy is None:
+        print("error: no model: pass --model <name> (e.g. anthropic:claude-sonnet-4-5), "
+              "or --policy oracle|greedy to run offline", file=sys.stderr)
+        return 2
+    if args.model is not None and args.policy is not None:
+        print("error: pass either --model or --policy, not both", file=sys.stderr)
+        return 2
+    ensure_cases(args.cases_dir, seed=args.seed)
+    options = {} if args.max_usd is None else {"max_usd": args.max_usd}
+    config = RunConfig(cases_dir=args.cases_dir, out=args.out,
+                       variants=[v.strip() for v in args.variants.split(",") if v.strip()],
+                       cases=args.cases, model=args.model, policy=args.policy,
+                       jobs=args.jobs, options=options)
+    start = time.perf_counter()
+    try:
+        summary = asyncio.run(run_benchmark(config, progress=print))
+    except (ValueError, ModelConfigError) as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+    print(f"\n{summary.ran} investigations run, {summary.skipped} already done, "
+          f"{summary.failed} failed, in {time.perf_counter() - start:.1f} s; "
+          f"results in {args.out}\n")
+    print(render(summary.records))
+    return 1 if summary.failed else 0
+
+
 COMMANDS: dict[str, tuple[str, Callable[[argparse.ArgumentParser], None],
                           Callable[[argparse.Namespace], int]]] = {
     "generate": ("generate the SQL City cases and self-check them",
                  add_generate_args, run_generate),
+    "run": ("run the Data Detective (variants) on the cases and print the tables",
+            add_run_args, run_run),
 }
 
 

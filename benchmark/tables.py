@@ -1,0 +1,77 @@
+"""PAPER's tables from result records: Table 1 (by difficulty) and Table 2 (ablations).
+
+Values are percentages (mean over cases). Cost and wall time are means per case.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from benchmark.metrics import TIER_ORDER, CaseScore, aggregate
+from d2_notebook.detective import VARIANTS
+
+TABLE1_TITLE = "Table 1. Correctness / Completeness / Verifiability ease (%) by difficulty"
+TABLE2_TITLE = "Table 2. Ablation study (mean over all cases)"
+TABLE2_HEADER = ("variant", "n", "correctness", "completeness", "verifiability",
+                 "hyp F1", "ev F1", "$/case", "s/case")
+
+
+def _pct(value: float) -> str:
+    return f"{100 * value:.0f}"
+
+
+def _variants(records: Sequence[dict[str, Any]]) -> list[str]:
+    present = {r["variant"] for r in records}
+    return [v for v in VARIANTS if v in present] + sorted(present - set(VARIANTS))
+
+
+def _complete(records: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
+    return [r for r in records if r.get("complete")]
+
+
+def table1(records: Sequence[dict[str, Any]]) -> str:
+    """Correctness/completeness/verifiability per tier (rows) and variant (columns)."""
+    records = _complete(records)
+    variants = _variants(records)
+    scores = [CaseScore(**r["scores"]) for r in records]
+    cells = {(row["system"], row["tier"]): row
+             for row in aggregate(scores, by=("system", "tier"))}
+    tiers = [t for t in TIER_ORDER if any(s.tier == t for s in scores)] + ["all"]
+    width = max([14, *(len(v) + 2 for v in variants)])
+    lines = [TABLE1_TITLE, f"{'tier':<10}" + "".join(f"{v:>{width}}" for v in variants)]
+    for tier in tiers:
+        line = f"{tier:<10}"
+        for variant in variants:
+            row = cells.get((variant, tier))
+            text = "-" if row is None else "/".join(
+                _pct(row[m]) for m in ("correctness", "completeness", "verifiability"))
+            text = text if row is None else f"{text} (n={row['n']})"
+            line += f"{text:>{width}}"
+        lines.append(line)
+    return "\n".join(lines)
+
+
+def table2(records: Sequence[dict[str, Any]]) -> str:
+    """Mean metrics, cost and wall time per variant over all cases."""
+    records = _complete(records)
+    lines = [TABLE2_TITLE, f"{TABLE2_HEADER[0]:<20}" + "".join(f"{h:>14}" for h in
+                                                                TABLE2_HEADER[1:])]
+    for variant in _variants(records):
+        mine = [r for r in records if r["variant"] == variant]
+        scores = [CaseScore(**r["scores"]) for r in mine]
+        row = aggregate(scores, by="system", total=False)[0]
+        cost = sum(r["usage"]["cost_usd"] for r in mine) / len(mine)
+        seconds = sum(r["seconds"] for r in mine) / len(mine)
+        values = [str(row["n"]), *(_pct(row[m]) for m in (
+            "correctness", "completeness", "verifiability", "hypothesis_f1", "evidence_f1")),
+            f"{cost:.3f}", f"{seconds:.1f}"]
+        lines.append(f"{variant:<20}" + "".join(f"{v:>14}" for v in values))
+    return "\n".join(lines)
+
+
+def render(records: Sequence[dict[str, Any]]) -> str:
+    """Both tables, separated by a blank line."""
+    if not _complete(records):
+        return "no complete results yet"
+    return table1(records) + "\n\n" + table2(records)
