@@ -15,7 +15,6 @@ from collections.abc import Callable
 from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
 
-from benchmark.policies import POLICIES
 from benchmark.runner import RunConfig, ensure_cases, run_benchmark
 from benchmark.tables import render
 from d2_notebook.datasets.sql_city import (
@@ -27,6 +26,7 @@ from d2_notebook.datasets.sql_city import (
 )
 from d2_notebook.detective import VARIANTS
 from d2_notebook.errors import ModelConfigError
+from d2_notebook.sql_city_walkthrough import POLICIES
 
 
 def _one_case(args: tuple[str, int, int, str]) -> dict:

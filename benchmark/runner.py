@@ -19,12 +19,12 @@ from typing import Any
 
 from benchmark.adapter import PeopleIndex, system_answer
 from benchmark.metrics import CaseScore, score_case, score_dict
-from benchmark.policies import POLICIES
 from d2_notebook.board import Board
 from d2_notebook.data import GuardedSQL
 from d2_notebook.datasets.sql_city import Gold, generate_standard_set, load_gold
 from d2_notebook.detective import VARIANTS, investigate
 from d2_notebook.errors import ModelConfigError
+from d2_notebook.sql_city_walkthrough import POLICIES
 
 
 @dataclass

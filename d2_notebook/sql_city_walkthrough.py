@@ -1,4 +1,7 @@
-"""Offline policies for SQL City cases: scripted "agents" that read the gold file.
+"""Offline policies for SQL City murder cases: scripted "agents" that read the gold file.
+
+Used by the benchmark harness and by the teaching notebook, whose offline detective
+is :data:`CaseWalkthrough` (the oracle), labelled as scripted.
 
 They drive the real team (every variant) through the real tools, and every query runs
 as real SQL against the case database, so the harness, the adapter and the metrics are
@@ -211,3 +214,7 @@ class GreedyPolicy(GoldPolicy):
 
 POLICIES = {"oracle": OraclePolicy, "greedy": GreedyPolicy}
 """Offline policies by their ``--policy`` name."""
+
+
+CaseWalkthrough = OraclePolicy
+"""The scripted detective of the teaching notebook: it follows the case's gold file."""
