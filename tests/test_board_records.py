@@ -168,3 +168,15 @@ def test_open_refuses_a_missing_folder_and_non_sqlite_file(tmp_path):
     junk.write_text("not a database at all " * 100)
     with pytest.raises(BoardError, match="cannot open board"):
         Board.open(junk)
+
+
+def test_find_evidence_matches_the_same_query_and_result_only(board):
+    inv = board.start_investigation("q")
+    frame = pd.DataFrame({"x": [1, 2]})
+    stored = board.add_evidence("SELECT x\n  FROM t", frame, description="d",
+                                investigation_id=inv.id)
+    assert board.find_evidence("SELECT x FROM t", frame, investigation_id=inv.id) == stored
+    assert board.find_evidence("SELECT x FROM t", pd.DataFrame({"x": [1, 3]}),
+                               investigation_id=inv.id) is None
+    assert board.find_evidence("SELECT y FROM t", frame, investigation_id=inv.id) is None
+    assert board.find_evidence("SELECT x FROM t", frame) is None, "other investigation"

@@ -422,11 +422,14 @@ class Board:
         """Evidence already recorded for the same query (whitespace-insensitive) with the
         same stored result, or None. Lets a redone step reuse evidence, not duplicate it."""
         wanted = " ".join(sql.split())
+        found = self._query("SELECT id, sql, result_hash FROM evidence"
+                            " WHERE investigation_id IS ?", (investigation_id,))
+        same_sql = [r for r in found if " ".join(r["sql"].split()) == wanted]
+        if not same_sql:  # the common case: no result to encode and hash
+            return None
         digest = self._encode_result(result, row_count)[4]
-        for item in self.list_evidence(investigation_id=investigation_id):
-            if item.result_hash == digest and " ".join(item.sql.split()) == wanted:
-                return item
-        return None
+        match = next((r["id"] for r in same_sql if r["result_hash"] == digest), None)
+        return None if match is None else self.get_evidence(match)
 
     def get_evidence(self, evidence_id: str) -> Evidence:
         """The evidence record with this id (without its rows). Raises NotFoundError."""

@@ -142,14 +142,12 @@ class GuardedSQL:
             QueryTimeoutError: It ran past the time limit and was interrupted.
         """
         checked = analyze_sql(sql)
-        count_sql = None
-        if checked.kind == "SELECT":
-            count_sql = check_sql(f"SELECT count(*) FROM (\n{checked.sql}\n)")
+        countable = checked.kind == "SELECT"
         return self._execute(
             checked.sql,
             timeout_s=_valid_timeout(self.timeout_s if timeout_s is None else timeout_s),
             max_rows=_valid_max_rows(self.max_rows if max_rows is None else max_rows),
-            count_sql=count_sql,
+            countable=countable,
             functions=checked.functions,
         )
 
@@ -215,7 +213,7 @@ class GuardedSQL:
         *,
         timeout_s: float,
         max_rows: int,
-        count_sql: str | None = None,
+        countable: bool = False,
         functions: frozenset[str] = frozenset(),
     ) -> QueryResult:
         with self._session() as con:
@@ -227,8 +225,8 @@ class GuardedSQL:
                     con.execute(sql)
                     frame, truncated = fetch_capped(con, max_rows)
                     row_count: int | None = len(frame)
-                    if truncated:
-                        row_count = count_rows(con, count_sql)
+                    if truncated:  # only then is the true count worth a second query
+                        row_count = count_rows(con, _count_sql(sql) if countable else None)
                 if watchdog.fired:  # never return rows an interrupt may have cut short
                     raise duckdb.InterruptException("interrupted by the time limit")
             except duckdb.Error as exc:
@@ -252,6 +250,11 @@ class GuardedSQL:
                 "extensions that are not loaded are not available (the SQL tool never "
                 "installs or loads extensions)."
             )
+
+
+def _count_sql(sql: str) -> str:
+    """``count(*)`` over an already checked SELECT, checked again as a whole."""
+    return check_sql(f"SELECT count(*) FROM (\n{sql}\n)")
 
 
 def _valid_timeout(timeout_s: float) -> float:
