@@ -90,7 +90,12 @@ def _short(text: str, limit: int = _MAX_TEXT) -> str:
 
 
 def evidence_details(
-    board: Board, evidence_ids: list[str], *, max_rows: int = 10, max_chars: int = 12_000
+    board: Board,
+    evidence_ids: list[str],
+    *,
+    max_rows: int = 10,
+    max_chars: int = 12_000,
+    max_sql: int = 600,
 ) -> str:
     """The SQL and stored result rows of some evidence, for roles that weigh evidence
     without querying (judge, reporter). Read from the board, never re-queried."""
@@ -105,7 +110,7 @@ def evidence_details(
         shown = f"first {len(frame)} of {item.row_count}" if item.row_count > len(frame) else (
             f"{item.row_count}")
         block = (f"[{item.id}] {_short(item.description, 160)} ({', '.join(stances)})\n"
-                 f"SQL: {_short(item.sql, 600)}\nResult ({shown} rows):\n{table}")
+                 f"SQL: {_short(item.sql, max_sql)}\nResult ({shown} rows):\n{table}")
         if used + len(block) > max_chars:
             blocks.append(f"[{item.id}] ... (details left out: the prompt is full)")
             continue

@@ -154,7 +154,8 @@ async def write_report(ctx: TeamContext, *, unexamined_note: str,
                                for e in v.evidence_ids))
     if cited:
         first += ("\n\nTHE EVIDENCE THE VERDICTS CITE:\n"
-                  + evidence_details(ctx.board, cited, max_rows=5))
+                  + evidence_details(ctx.board, cited, max_rows=3, max_chars=5_000,
+                                     max_sql=240))
     if unexamined_note:
         first += f"\n\nLEFT UNEXAMINED: {unexamined_note}"
     await _turn(ctx, role="reporter", agent=agent, role_file="reporter", first=first,
