@@ -138,3 +138,20 @@ def test_a_failing_migration_leaves_the_file_as_it_was(board_path):
     assert board_migrations.schema_version(conn) == 2
     assert conn.execute("SELECT name FROM sqlite_master WHERE name = 'x'").fetchone() is None
     conn.close()
+
+
+def test_processes_creating_the_same_new_board_at_once_all_succeed(board_path):
+    import subprocess
+    import sys
+
+    script = ("import sys; from d2_notebook.board import Board; "
+              "b = Board.open(sys.argv[1]); b.add_hypothesis('from ' + sys.argv[2]); b.close()")
+    processes = [subprocess.Popen([sys.executable, "-c", script, str(board_path), str(i)],
+                                  stderr=subprocess.PIPE, text=True) for i in range(6)]
+    errors = [p.communicate(timeout=60)[1] for p in processes]
+    assert [p.returncode for p in processes] == [0] * 6, errors
+    with Board.open(board_path) as board:
+        assert sorted(h.id for h in board.list_hypotheses()) == sorted(f"H{i}" for i in
+                                                                      range(1, 7))
+    with sqlite3.connect(board_path) as conn:
+        assert [v for v, _, _ in board_migrations.applied_migrations(conn)] == [1, 2]

@@ -172,6 +172,9 @@ def migrate(
             continue
         # executescript() commits first; run the statements in one explicit transaction.
         conn.execute("BEGIN IMMEDIATE")
+        if schema_version(conn) >= migration.version:  # another process got here first
+            conn.execute("ROLLBACK")
+            continue
         try:
             if migration.version == 1:
                 conn.execute(
