@@ -6,9 +6,14 @@ status 1), never a traceback.
 
 from __future__ import annotations
 
+import asyncio
 import functools
+import shlex
 import sys
+import tempfile
+import time
 from collections.abc import Callable
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -16,8 +21,15 @@ import click
 
 from d2_notebook import __version__
 from d2_notebook.board import Board
+from d2_notebook.board.records import Event
 from d2_notebook.board.render import render_tree
-from d2_notebook.errors import D2Error
+from d2_notebook.datasets import hospital
+from d2_notebook.demo import HospitalWalkthrough
+from d2_notebook.detective.investigate import InvestigationResult, investigate
+from d2_notebook.detective.settings import VARIANTS
+from d2_notebook.errors import D2Error, ModelConfigError
+from d2_notebook.llm import Model, get_model
+from d2_notebook.progress import ProgressView, format_cost, format_tokens
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -91,6 +103,224 @@ def board_import(json_path: Path, board_path: Path) -> None:
     """Rebuild a board file from a JSON export (into a new path)."""
     Board.from_json(json_path.read_text(encoding="utf-8"), board_path).close()
     click.echo(f"imported {json_path} into {board_path}")
+
+
+# --- investigate and demo ------------------------------------------------------------
+
+
+@dataclass
+class _Run:
+    """One investigation the CLI starts: what to pass to ``investigate()`` and how to
+    tell the user to resume it."""
+
+    database: Path
+    question: str | None
+    board_path: Path
+    model: Model | None
+    options: dict[str, Any] = field(default_factory=dict)
+    resume: bool = False
+    replay: Path | None = None
+    quiet: bool = False
+
+    def resume_command(self) -> str:
+        database, board = shlex.quote(str(self.database)), shlex.quote(str(self.board_path))
+        return f"d2 investigate {database} --board {board} --resume"
+
+
+async def _investigate_live(run: _Run, board: Board, view: ProgressView | None,
+                            since: int) -> InvestigationResult:
+    """Run the investigation with the progress view following the board in the same loop."""
+    stop = asyncio.Event()
+    watcher = asyncio.create_task(view.watch(board, stop, since=since)) if view else None
+    try:
+        return await investigate(str(run.database), run.question, board=board, model=run.model,
+                                 resume=run.resume, replay=run.replay, **run.options)
+    finally:
+        stop.set()
+        if watcher is not None:
+            await watcher
+
+
+def _execute(run: _Run, board: Board) -> InvestigationResult:
+    """Investigate on ``board``, showing progress; map faults to exits that name the fix.
+
+    Raises:
+        click.ClickException: a d2 error (with the resume hint when the run had started).
+        SystemExit: 130 after Ctrl-C (the board is left ``interrupted``, resumable).
+    """
+    view = None
+    if not run.quiet:
+        view = ProgressView.for_terminal()
+        if run.resume:
+            view.state.apply(_events_of_unfinished(board))
+    try:
+        return asyncio.run(_investigate_live(run, board, view, board.last_seq()))
+    except KeyboardInterrupt:
+        click.echo(f"\ninterrupted; the board is saved: resume with `{run.resume_command()}`",
+                   err=True)
+        sys.exit(130)
+    except D2Error as exc:
+        states = [i.state.value for i in board.list_investigations()]
+        if states and states[-1] in {"failed", "interrupted"}:
+            raise click.ClickException(
+                f"{exc}\nthe board is saved: resume with `{run.resume_command()}`") from exc
+        raise click.ClickException(str(exc)) from exc
+
+
+def _events_of_unfinished(board: Board) -> list[Event]:
+    """The history of the investigation ``--resume`` will continue (for the counts)."""
+    unfinished = [i.id for i in board.list_investigations() if i.state.value != "finished"]
+    if not unfinished:
+        return []
+    return [e for e in board.events() if e.investigation_id == unfinished[-1]]
+
+
+def _print_summary(result: InvestigationResult, board_path: Path) -> None:
+    usage = result.usage
+    unpriced = f" ({usage.unpriced_calls} unpriced)" if usage.unpriced_calls else ""
+    click.echo(f"investigation {result.investigation_id} {result.state}: {usage.calls} model "
+               f"calls, {format_tokens(usage.total_tokens)} tokens, "
+               f"{format_cost(usage.cost_usd)}{unpriced}; board: {board_path}")
+    if result.stop_reason:
+        click.echo(f"collection stopped early: {result.stop_reason}")
+    click.echo(f"see the board: d2 board show {board_path}")
+
+
+def _default_board_path() -> Path:
+    stamp = time.strftime("%Y%m%d-%H%M%S")
+    path, n = Path(f"investigation-{stamp}.d2board"), 1
+    while path.exists():
+        n += 1
+        path = Path(f"investigation-{stamp}-{n}.d2board")
+    return path
+
+
+@main.command("investigate")
+@click.argument("db_path", type=click.Path(exists=True, dir_okay=False, path_type=Path))
+@click.argument("question", required=False)
+@click.option("--board", "board_path", type=click.Path(dir_okay=False, path_type=Path),
+              help="The board file (default: investigation-<time>.d2board here).")
+@click.option("--model", help="provider:model-id, e.g. anthropic:claude-sonnet-4-6 "
+              "(default: $D2_MODEL or Anthropic).")
+@click.option("--collectors", type=click.IntRange(min=1), help="Evidence collectors at once.")
+@click.option("--max-rounds", type=click.IntRange(min=1), help="Rounds at most.")
+@click.option("--budget-usd", type=click.FloatRange(min=0, min_open=True),
+              help="Stop collecting before spending this many dollars.")
+@click.option("--max-calls", type=click.IntRange(min=1), help="Model calls at most.")
+@click.option("--max-seconds", type=click.FloatRange(min=0, min_open=True),
+              help="Wall-time budget.")
+@click.option("--variant", type=click.Choice(VARIANTS), help="Team configuration (ablations).")
+@click.option("--resume", is_flag=True, help="Continue the board's interrupted investigation.")
+@click.option("--replay", type=click.Path(exists=True, dir_okay=False, path_type=Path),
+              help="Re-run a recorded board's investigation with its recorded model answers.")
+@click.option("-q", "--quiet", is_flag=True, help="Print only the report.")
+@friendly_errors
+def investigate_command(db_path: Path, question: str | None, board_path: Path | None,
+                        model: str | None, collectors: int | None, max_rounds: int | None,
+                        budget_usd: float | None, max_calls: int | None,
+                        max_seconds: float | None, variant: str | None, resume: bool,
+                        replay: Path | None, quiet: bool) -> None:
+    """Investigate QUESTION over a DuckDB file with the agent team.
+
+    DB_PATH is opened read-only. The team's progress is shown as it happens, then the
+    report and where the board is.
+    """
+    if resume and replay:
+        raise click.UsageError("use --resume or --replay, not both")
+    if not (question and question.strip()) and not (resume or replay):
+        raise click.UsageError("pass the QUESTION to investigate (it may be left out only "
+                               "with --resume or --replay)")
+    if resume and board_path is None:
+        raise click.UsageError("--resume needs --board PATH: the board of the run to resume")
+    if resume and board_path is not None and not board_path.is_file():
+        raise click.UsageError(f"no board at {str(board_path)!r} to resume; pass the board "
+                               "of the interrupted run")
+    options = {name: value for name, value in (
+        ("collectors", collectors), ("max_rounds", max_rounds), ("max_usd", budget_usd),
+        ("max_calls", max_calls), ("max_seconds", max_seconds), ("variant", variant))
+        if value is not None}
+    resolved = None if replay else get_model(model)
+    run = _Run(db_path, question, board_path or _default_board_path(), resolved, options,
+               resume=resume, replay=replay, quiet=quiet)
+    if not quiet:
+        click.echo(f"board: {run.board_path}")
+    with Board.open(run.board_path) as opened:
+        result = _execute(run, opened)
+        if quiet:
+            click.echo(result.report)
+            return
+        click.echo("")
+        click.echo(result.report.rstrip())
+        click.echo("")
+        _print_summary(result, run.board_path)
+
+
+@main.command("demo")
+@click.option("--model", help="Investigate for real with this model (provider:model-id).")
+@click.option("--board", "board_path", type=click.Path(dir_okay=False, path_type=Path),
+              help="A new board file (default: demo.d2board here, replaced each run).")
+@click.option("--db", "db_path", type=click.Path(dir_okay=False, path_type=Path),
+              help="Keep the generated hospital database at this path (default: a temp dir).")
+@click.option("--collectors", type=click.IntRange(min=1), help="Evidence collectors at once.")
+@friendly_errors
+def demo_command(model: str | None, board_path: Path | None, db_path: Path | None,
+                 collectors: int | None) -> None:
+    """Investigate a generated COVID-19 hospital (offline without a model).
+
+    With --model or a configured default model the team investigates for real; without
+    one a scripted walk-through, labelled as such, drives the same team: every query
+    still runs and a real board is filled.
+    """
+    chosen, scripted = _demo_model(model)
+    board_path = _fresh_demo_board(board_path)
+    with tempfile.TemporaryDirectory(prefix="d2-demo-") as scratch:
+        database = db_path or Path(scratch) / "hospital.duckdb"
+        hospital.create(database).close()
+        click.echo("\n".join(hospital.describe().splitlines()[:3]))
+        click.echo(f"database: {database if db_path else 'temporary (pass --db PATH to keep it)'}")
+        if scripted:
+            click.echo(f"\n*** {SCRIPTED_NOTICE} ***\n")
+        click.echo(f"board: {board_path}")
+        options = {"collectors": collectors} if collectors else {}
+        run = _Run(database, hospital.QUESTION, board_path, chosen, options)
+        with Board.open(board_path) as opened:
+            result = _execute(run, opened)
+            click.echo("")
+            click.echo(result.report.rstrip())
+            click.echo("")
+            click.echo(render_tree(opened))
+            click.echo("")
+            _print_summary(result, board_path)
+    if scripted:
+        click.echo(f"\n*** {SCRIPTED_NOTICE} ***")
+
+
+SCRIPTED_NOTICE = ("scripted walk-through — no language model was used; set ANTHROPIC_API_KEY "
+                   "or pass --model to investigate for real")
+
+
+def _demo_model(name: str | None) -> tuple[Model, bool]:
+    """The model the demo uses and whether it is the scripted walk-through."""
+    if name is not None:
+        return get_model(name), False
+    try:
+        return get_model(None), False
+    except ModelConfigError:
+        return HospitalWalkthrough().model(), True
+
+
+def _fresh_demo_board(path: Path | None) -> Path:
+    """The demo writes a new board: it replaces its own default file, never the user's."""
+    if path is not None:
+        if path.exists():
+            raise click.ClickException(
+                f"board {str(path)!r} already exists; pass a new --board path (the demo "
+                "writes a fresh board)")
+        return path
+    default = Path("demo.d2board")
+    for stale in (default, Path("demo.d2board-wal"), Path("demo.d2board-shm")):
+        stale.unlink(missing_ok=True)
+    return default
 
 
 if __name__ == "__main__":  # pragma: no cover

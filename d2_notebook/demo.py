@@ -50,6 +50,11 @@ DOSE_SQL = ("SELECT t.dose_mg >= 500 AS high_dose, count(*) AS admissions, "
             f"{_FROM} WHERE p.age >= 65 AND t.drug = 'Solvanir' AND t.dose_mg IS NOT NULL "
             "GROUP BY ALL ORDER BY ALL")
 
+DOSE_BANDS_SQL = ("SELECT round(t.dose_mg / 200) * 200 AS dose_band_mg, count(*) AS admissions, "
+                  "round(avg(o.died::INTEGER), 3) AS death_rate "
+                  f"{_FROM} WHERE p.age >= 65 AND t.drug = 'Solvanir' AND t.dose_mg IS NOT NULL "
+                  "GROUP BY ALL ORDER BY ALL")
+
 OVERVIEW_SQL = ("SELECT t.drug, count(*) AS admissions, "
                 "round(avg(o.died::INTEGER), 3) AS death_rate "
                 f"{_FROM} WHERE p.age >= 65 GROUP BY t.drug ORDER BY death_rate")
@@ -128,6 +133,7 @@ class HospitalWalkthrough(TeamPolicy):
         statement = self._statement(turn)
         evidence = [(s, e) for s, e in turn.linked_evidence()
                     if "motivated this hypothesis" not in turn.evidence_line(e)]
+        evidence = evidence or turn.linked_evidence()  # cite something, never nothing
         plain_drug_claim = statement.endswith("lowers mortality for older COVID-19 patients")
         stratified = any("per severity" in turn.evidence_line(e) for _, e in evidence)
         if plain_drug_claim and not stratified and "is possible" in turn.first_message:
@@ -209,7 +215,7 @@ class HospitalWalkthrough(TeamPolicy):
     def _queries(turn: Turn, statement: str) -> list[str]:
         drug = next((d for d in _DRUGS if d in statement), "Virexa")
         if "dose" in statement:
-            return [DOSE_SQL]
+            return [DOSE_BANDS_SQL]
         if "depends on comorbidities" in statement:
             return [comparison_sql(drug, "asthma"), comparison_sql(drug, "diabetes")]
         condition = next((c for c in ("asthma", "diabetes") if c in statement), None)
@@ -219,10 +225,11 @@ class HospitalWalkthrough(TeamPolicy):
     @staticmethod
     def _evidence(query_id: str, statement: str, numbers: list[float]) -> dict[str, object]:
         if "dose" in statement:
-            low, high = ([*numbers, 0.0, 0.0])[:2]
-            helps = high < low - 0.03
-            description = "Death rate of older patients on Solvanir, high vs low dose"
-            reading = f"death rate {high:.3f} at >= 500 mg vs {low:.3f} below"
+            lowest, highest = (numbers or [0.0])[0], (numbers or [0.0])[-1]
+            helps = highest < lowest - 0.03
+            description = "Death rate of older patients on Solvanir by 200 mg dose band"
+            reading = (f"death rate falls from {lowest:.3f} in the lowest band to "
+                       f"{highest:.3f} in the highest" if helps else "no fall with dose")
         elif "depends" in statement:
             helps = True
             description = "Virexa vs standard care within one comorbidity, age 65+"
