@@ -1,0 +1,258 @@
+"""Investigations, hypotheses and verdicts on the board."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from typing import Any
+
+from d2_notebook.board import rows
+from d2_notebook.board.records import (
+    VERDICT_STATUSES,
+    Hypothesis,
+    HypothesisStatus,
+    Investigation,
+    InvestigationState,
+    Verdict,
+)
+from d2_notebook.board.store import BoardStore, check_confidence, investigation_of, now, parse_enum
+from d2_notebook.errors import InvalidRecordError
+
+
+class HypothesisRecords(BoardStore):
+    """Board methods for investigations, hypotheses and the judge's verdicts."""
+
+    # --- investigations ------------------------------------------------------
+
+    def start_investigation(
+        self, question: str, settings: Mapping[str, Any] | None = None, *, actor: str = "user"
+    ) -> Investigation:
+        """Record a new investigation of ``question`` in state ``running``."""
+        if not question.strip():
+            raise InvalidRecordError("an investigation needs a question; pass a non-empty one")
+        stamp = now()
+        with self._write() as conn:
+            num, inv_id = self._next_id(conn, "investigations")
+            conn.execute(
+                "INSERT INTO investigations (num, id, question, state, settings, created_at,"
+                " updated_at) VALUES (?, ?, ?, ?, ?, ?, ?)",
+                (num, inv_id, question, "running", rows.to_json_text(dict(settings or {})),
+                 stamp, stamp),
+            )
+            self._append_event(
+                conn, "investigation.started",
+                {"id": inv_id, "question": question, "settings": dict(settings or {})},
+                actor=actor, investigation_id=inv_id, time=stamp,
+            )
+        return self.get_investigation(inv_id)
+
+    def get_investigation(self, investigation_id: str) -> Investigation:
+        """The investigation with this id. Raises NotFoundError."""
+        row = self._one("SELECT * FROM investigations WHERE id = ?", (investigation_id,),
+                        f"investigation {investigation_id!r}")
+        return rows.investigation(row)
+
+    def list_investigations(self) -> list[Investigation]:
+        """Every investigation on the board, oldest first."""
+        found = self._query("SELECT * FROM investigations ORDER BY num")
+        return [rows.investigation(r) for r in found]
+
+    def set_investigation_state(
+        self,
+        investigation_id: str,
+        state: InvestigationState | str,
+        *,
+        actor: str,
+        error: str | None = None,
+        report: str | None = None,
+    ) -> Investigation:
+        """Move an investigation to ``state``; optionally store its error or report."""
+        state = parse_enum(InvestigationState, state, "investigation state")
+        stamp = now()
+        with self._write() as conn:
+            self._require(conn, "investigations", investigation_id)
+            conn.execute(
+                "UPDATE investigations SET state = ?, error = COALESCE(?, error),"
+                " report = COALESCE(?, report), updated_at = ? WHERE id = ?",
+                (state.value, error, report, stamp, investigation_id),
+            )
+            payload: dict[str, Any] = {"id": investigation_id, "state": state.value}
+            if error is not None:
+                payload["error"] = error
+            if report is not None:
+                payload["report_chars"] = len(report)
+            self._append_event(conn, "investigation.state", payload, actor=actor,
+                               investigation_id=investigation_id, time=stamp)
+        return self.get_investigation(investigation_id)
+
+    # --- hypotheses ----------------------------------------------------------
+
+    def add_hypothesis(
+        self,
+        statement: str,
+        *,
+        rationale: str = "",
+        parent_id: str | None = None,
+        author_role: str = "user",
+        author: str = "user",
+        round: int = 0,
+        investigation_id: str | None = None,
+        confidence: float | None = None,
+    ) -> Hypothesis:
+        """Add a hypothesis in status ``proposed``; returns it with its new id (``H<n>``).
+
+        Raises:
+            InvalidRecordError: empty statement or a confidence outside 0–1.
+            NotFoundError: ``parent_id`` or ``investigation_id`` is not on the board.
+        """
+        if not statement.strip():
+            raise InvalidRecordError("a hypothesis needs a statement; pass a non-empty one")
+        check_confidence(confidence)
+        stamp = now()
+        with self._write() as conn:
+            if parent_id is not None:
+                self._require(conn, "hypotheses", parent_id)
+            if investigation_id is not None:
+                self._require(conn, "investigations", investigation_id)
+            num, hyp_id = self._next_id(conn, "hypotheses")
+            conn.execute(
+                "INSERT INTO hypotheses (num, id, statement, status, confidence, rationale,"
+                " parent_id, author_role, author, round, investigation_id, created_at,"
+                " updated_at) VALUES (?, ?, ?, 'proposed', ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                (num, hyp_id, statement, confidence, rationale, parent_id, author_role, author,
+                 round, investigation_id, stamp, stamp),
+            )
+            self._append_event(
+                conn, "hypothesis.added",
+                {"id": hyp_id, "statement": statement, "parent_id": parent_id,
+                 "rationale": rationale, "round": round, "author_role": author_role},
+                actor=author, investigation_id=investigation_id, time=stamp,
+            )
+        return self.get_hypothesis(hyp_id)
+
+    def get_hypothesis(self, hypothesis_id: str) -> Hypothesis:
+        """The hypothesis with this id. Raises NotFoundError."""
+        row = self._one("SELECT * FROM hypotheses WHERE id = ?", (hypothesis_id,),
+                        f"hypothesis {hypothesis_id!r}")
+        return rows.hypothesis(row)
+
+    def list_hypotheses(
+        self,
+        *,
+        status: HypothesisStatus | str | Iterable[HypothesisStatus | str] | None = None,
+        investigation_id: str | None = None,
+    ) -> list[Hypothesis]:
+        """Hypotheses in id order, optionally only those with ``status`` (one or several)."""
+        sql, params = "SELECT * FROM hypotheses WHERE 1 = 1", []
+        if status is not None:
+            wanted = [status] if isinstance(status, str) else list(status)
+            values = [parse_enum(HypothesisStatus, s, "hypothesis status").value for s in wanted]
+            sql += f" AND status IN ({', '.join('?' * len(values))})"
+            params.extend(values)
+        if investigation_id is not None:
+            sql += " AND investigation_id = ?"
+            params.append(investigation_id)
+        return [rows.hypothesis(r) for r in self._query(sql + " ORDER BY num", params)]
+
+    def set_status(
+        self,
+        hypothesis_id: str,
+        status: HypothesisStatus | str,
+        *,
+        actor: str,
+        reason: str | None = None,
+        confidence: float | None = None,
+    ) -> Hypothesis:
+        """Change a hypothesis' status (and confidence), recording why."""
+        status = parse_enum(HypothesisStatus, status, "hypothesis status")
+        check_confidence(confidence)
+        stamp = now()
+        with self._write() as conn:
+            self._require(conn, "hypotheses", hypothesis_id)
+            conn.execute(
+                "UPDATE hypotheses SET status = ?, status_reason = ?,"
+                " confidence = COALESCE(?, confidence), updated_at = ? WHERE id = ?",
+                (status.value, reason, confidence, stamp, hypothesis_id),
+            )
+            self._append_event(
+                conn, "hypothesis.status",
+                {"id": hypothesis_id, "status": status.value, "reason": reason,
+                 "confidence": confidence},
+                actor=actor, investigation_id=investigation_of(conn, "hypotheses", hypothesis_id),
+                time=stamp,
+            )
+        return self.get_hypothesis(hypothesis_id)
+
+    def abandon(self, hypothesis_id: str, reason: str, *, actor: str) -> Hypothesis:
+        """Abandon a hypothesis (it stays on the board, with the reason)."""
+        if not reason.strip():
+            raise InvalidRecordError("say why the hypothesis is abandoned: pass a reason")
+        return self.set_status(
+            hypothesis_id, HypothesisStatus.ABANDONED, actor=actor, reason=reason
+        )
+
+    # --- verdicts ------------------------------------------------------------
+
+    def add_verdict(
+        self,
+        hypothesis_id: str,
+        status: HypothesisStatus | str,
+        confidence: float,
+        rationale: str,
+        evidence_ids: Iterable[str],
+        *,
+        author: str,
+        round: int = 0,
+    ) -> Verdict:
+        """Record a verdict and move the hypothesis to its status and confidence.
+
+        Raises:
+            InvalidRecordError: status is not a verdict, confidence outside 0–1.
+            NotFoundError: the hypothesis or a cited evidence id is not on the board.
+        """
+        status = parse_enum(HypothesisStatus, status, "verdict")
+        if status not in VERDICT_STATUSES:
+            raise InvalidRecordError(
+                f"a verdict is supported, contradicted or inconclusive, not {status.value!r}"
+            )
+        check_confidence(confidence)
+        cited = list(dict.fromkeys(evidence_ids))
+        stamp = now()
+        with self._write() as conn:
+            self._require(conn, "hypotheses", hypothesis_id)
+            for ev_id in cited:
+                self._require(conn, "evidence", ev_id)
+            inv_id = investigation_of(conn, "hypotheses", hypothesis_id)
+            cursor = conn.execute(
+                "INSERT INTO verdicts (hypothesis_id, status, confidence, rationale, evidence_ids,"
+                " author, round, investigation_id, created_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                (hypothesis_id, status.value, confidence, rationale, rows.to_json_text(cited),
+                 author, round, inv_id, stamp),
+            )
+            conn.execute(
+                "UPDATE hypotheses SET status = ?, confidence = ?, status_reason = ?,"
+                " updated_at = ? WHERE id = ?",
+                (status.value, confidence, rationale, stamp, hypothesis_id),
+            )
+            verdict_id = int(cursor.lastrowid or 0)
+            self._append_event(
+                conn, "verdict.added",
+                {"id": verdict_id, "hypothesis_id": hypothesis_id, "status": status.value,
+                 "confidence": confidence, "rationale": rationale, "evidence_ids": cited},
+                actor=author, investigation_id=inv_id, time=stamp,
+            )
+            return rows.verdict(
+                conn.execute("SELECT * FROM verdicts WHERE id = ?", (verdict_id,)).fetchone()
+            )
+
+    def list_verdicts(self, *, hypothesis_id: str | None = None) -> list[Verdict]:
+        """Verdicts in the order they were given (a hypothesis may have several)."""
+        sql, params = "SELECT * FROM verdicts", []
+        if hypothesis_id is not None:
+            sql += " WHERE hypothesis_id = ?"
+            params.append(hypothesis_id)
+        return [rows.verdict(r) for r in self._query(sql + " ORDER BY id", params)]
+
+    def latest_verdict(self, hypothesis_id: str) -> Verdict | None:
+        """The most recent verdict on a hypothesis, or None."""
+        verdicts = self.list_verdicts(hypothesis_id=hypothesis_id)
+        return verdicts[-1] if verdicts else None

@@ -1,0 +1,270 @@
+"""The board file itself: opening, the write transaction every change goes through,
+the append-only event log and the overview counts.
+
+Record-specific methods live in mixins (:mod:`.hypotheses`, :mod:`.evidence`,
+:mod:`.model_calls`) that :class:`~d2_notebook.board.Board` combines.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import sqlite3
+import threading
+from collections.abc import AsyncIterator, Iterable, Iterator, Mapping
+from contextlib import contextmanager
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any, Self
+
+from d2_notebook.board import rows
+from d2_notebook.board.migrations import migrate
+from d2_notebook.board.records import (
+    Event,
+    HypothesisStatus,
+)
+from d2_notebook.errors import BoardError, InvalidRecordError, NotFoundError
+
+DEFAULT_MAX_ROWS = 10_000
+"""How many rows of a query result a board stores by default (the rest are counted)."""
+_ID_PREFIX = {"hypotheses": "H", "evidence": "E", "investigations": "I"}
+
+
+def now() -> str:
+    """The current UTC time as ISO-8601 text, the board's timestamp format."""
+    return datetime.now(UTC).isoformat(timespec="microseconds")
+
+
+class BoardStore:
+    """The SQLite file of a board and the plumbing every record type shares.
+
+    Open one with :meth:`Board.open`; use it as a context manager or call
+    :meth:`close`. All methods are safe to call from several threads at once.
+    """
+
+    def __init__(self, conn: sqlite3.Connection, path: str, *, max_rows: int) -> None:
+        """Wrap an open, migrated connection. Use :meth:`open` instead."""
+        self._conn = conn
+        self._path = path
+        self._lock = threading.RLock()
+        self.max_rows = max_rows
+
+    # --- opening and closing -------------------------------------------------
+
+    @classmethod
+    def open(cls, path: str | Path = ":memory:", *, max_rows: int = DEFAULT_MAX_ROWS) -> Self:
+        """Create or reopen the board at ``path`` (``":memory:"`` for a throwaway one).
+
+        An older board file is migrated to the current schema on open.
+
+        Raises:
+            BoardFormatError: the file is not a board, or was written by a newer version.
+            BoardError: the file cannot be opened (missing folder, no permission).
+        """
+        if max_rows < 1:
+            raise InvalidRecordError(f"max_rows must be at least 1, got {max_rows}")
+        location = str(path)
+        if location != ":memory:":
+            parent = Path(location).expanduser().resolve().parent
+            if not parent.is_dir():
+                raise BoardError(
+                    f"cannot create board {location!r}: folder {str(parent)!r} does not exist"
+                )
+        try:
+            conn = sqlite3.connect(
+                location, isolation_level=None, check_same_thread=False, timeout=30.0
+            )
+            conn.row_factory = sqlite3.Row
+            conn.execute("PRAGMA busy_timeout = 30000")
+            if location != ":memory:":
+                conn.execute("PRAGMA journal_mode = WAL")
+                conn.execute("PRAGMA synchronous = NORMAL")
+            conn.execute("PRAGMA foreign_keys = ON")
+            migrate(conn)
+        except sqlite3.DatabaseError as exc:
+            raise BoardError(
+                f"cannot open board {location!r}: {exc}; pass the path of a d2 board "
+                "file or of a new file"
+            ) from exc
+        return cls(conn, location, max_rows=max_rows)
+
+    @property
+    def path(self) -> str:
+        """The file the board lives in (``":memory:"`` for an in-memory board)."""
+        return self._path
+
+    def close(self) -> None:
+        """Close the file. The board must not be used afterwards."""
+        with self._lock:
+            self._conn.close()
+
+    def __enter__(self) -> Self:
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        self.close()
+
+    def __repr__(self) -> str:
+        return f"Board({self._path!r})"
+
+    # --- the plumbing every write goes through -------------------------------
+
+    @contextmanager
+    def _write(self) -> Iterator[sqlite3.Connection]:
+        with self._lock:
+            self._conn.execute("BEGIN IMMEDIATE")
+            try:
+                yield self._conn
+            except BaseException:
+                self._conn.execute("ROLLBACK")
+                raise
+            self._conn.execute("COMMIT")
+
+    def _query(self, sql: str, params: Iterable[Any] = ()) -> list[sqlite3.Row]:
+        with self._lock:
+            return self._conn.execute(sql, tuple(params)).fetchall()
+
+    def _one(self, sql: str, params: Iterable[Any], what: str) -> sqlite3.Row:
+        found = self._query(sql, params)
+        if not found:
+            raise NotFoundError(f"{what} is not on this board ({self._path})")
+        return found[0]
+
+    @staticmethod
+    def _next_id(conn: sqlite3.Connection, table: str) -> tuple[int, str]:
+        num = conn.execute(f"SELECT COALESCE(MAX(num), 0) + 1 FROM {table}").fetchone()[0]
+        return num, f"{_ID_PREFIX[table]}{num}"
+
+    @staticmethod
+    def _append_event(
+        conn: sqlite3.Connection,
+        kind: str,
+        payload: Mapping[str, Any],
+        *,
+        actor: str,
+        investigation_id: str | None,
+        time: str,
+    ) -> int:
+        cursor = conn.execute(
+            "INSERT INTO events (time, actor, kind, payload, investigation_id) "
+            "VALUES (?, ?, ?, ?, ?)",
+            (time, actor, kind, rows.to_json_text(dict(payload)), investigation_id),
+        )
+        return int(cursor.lastrowid or 0)
+
+    def _require(self, conn: sqlite3.Connection, table: str, record_id: str) -> None:
+        if conn.execute(f"SELECT 1 FROM {table} WHERE id = ?", (record_id,)).fetchone() is None:
+            kind = {"hypotheses": "hypothesis", "evidence": "evidence"}.get(table, "record")
+            raise NotFoundError(f"{kind} {record_id!r} is not on this board")
+
+
+    # --- the event log -------------------------------------------------------
+
+    def log_event(
+        self,
+        kind: str,
+        payload: Mapping[str, Any] | None = None,
+        *,
+        actor: str,
+        investigation_id: str | None = None,
+    ) -> Event:
+        """Append an event that changes no record (a round started, a collector ran)."""
+        stamp = now()
+        with self._write() as conn:
+            seq = self._append_event(conn, kind, payload or {}, actor=actor,
+                                     investigation_id=investigation_id, time=stamp)
+        return Event(seq=seq, time=stamp, actor=actor, kind=kind, payload=dict(payload or {}),
+                     investigation_id=investigation_id)
+
+    def events(
+        self, since: int = 0, *, kinds: Iterable[str] | None = None, limit: int | None = None
+    ) -> list[Event]:
+        """Events with ``seq > since`` in order; the whole history for ``since=0``."""
+        sql, params = "SELECT * FROM events WHERE seq > ?", [since]
+        if kinds is not None:
+            wanted = list(kinds)
+            sql += f" AND kind IN ({', '.join('?' * len(wanted))})"
+            params.extend(wanted)
+        sql += " ORDER BY seq"
+        if limit is not None:
+            sql += " LIMIT ?"
+            params.append(limit)
+        return [rows.event(r) for r in self._query(sql, params)]
+
+    def last_seq(self) -> int:
+        """The sequence number of the newest event (0 for an empty board): a cheap
+        way for a live view to learn whether anything changed."""
+        return int(self._query("SELECT COALESCE(MAX(seq), 0) FROM events")[0][0])
+
+    async def follow(
+        self, since: int = 0, *, interval: float = 0.25, stop: asyncio.Event | None = None
+    ) -> AsyncIterator[list[Event]]:
+        """Yield each new batch of events as it appears, polling every ``interval`` s.
+
+        Ends when ``stop`` is set (after yielding what arrived before it). Used by the
+        notebook widget and the CLI progress view.
+        """
+        seq = since
+        while True:
+            stopping = stop is not None and stop.is_set()
+            if self.last_seq() > seq:
+                batch = self.events(since=seq)
+                seq = batch[-1].seq
+                yield batch
+            if stopping:
+                return
+            await asyncio.sleep(interval)
+
+    # --- overview ------------------------------------------------------------
+
+    def counts(self) -> dict[str, int]:
+        """Numbers for a header line: hypotheses by status, evidence, links, calls..."""
+        counts: dict[str, int] = {status.value: 0 for status in HypothesisStatus}
+        for row in self._query("SELECT status, count(*) AS n FROM hypotheses GROUP BY status"):
+            counts[row["status"]] = row["n"]
+        for table in ("hypotheses", "evidence", "links", "verdicts", "model_calls", "events"):
+            counts[table] = int(self._query(f"SELECT count(*) FROM {table}")[0][0])
+        counts["redundant_evidence"] = int(
+            self._query("SELECT count(*) FROM evidence WHERE redundant = 1")[0][0]
+        )
+        return counts
+
+
+    def _raw_rows(self, table: str) -> list[dict[str, Any]]:
+        """Every row of a table as a dict, in key order (for export)."""
+        key = {"events": "seq"}.get(table, "id" if table in {"links", "verdicts",
+                                                              "model_calls"} else "num")
+        return [dict(r) for r in self._query(f"SELECT * FROM {table} ORDER BY {key}")]
+
+    def _insert_raw(self, table: str, records: list[dict[str, Any]]) -> None:
+        """Insert exported rows verbatim, in one transaction, with no events added."""
+        if not records:
+            return
+        with self._write() as conn:
+            for record in records:
+                names = list(record)
+                conn.execute(
+                    f"INSERT INTO {table} ({', '.join(names)}) "
+                    f"VALUES ({', '.join('?' * len(names))})",
+                    [record[n] for n in names],
+                )
+
+
+
+
+def parse_enum(enum_type: type, value: Any, what: str) -> Any:
+    try:
+        return enum_type(value)
+    except ValueError:
+        allowed = ", ".join(member.value for member in enum_type)
+        raise InvalidRecordError(f"unknown {what} {value!r}; use one of: {allowed}") from None
+
+
+def check_confidence(confidence: float | None) -> None:
+    if confidence is not None and not 0.0 <= confidence <= 1.0:
+        raise InvalidRecordError(f"confidence must be between 0 and 1, got {confidence}")
+
+
+def investigation_of(conn: sqlite3.Connection, table: str, record_id: str) -> str | None:
+    sql = f"SELECT investigation_id FROM {table} WHERE id = ?"
+    row = conn.execute(sql, (record_id,)).fetchone()
+    return None if row is None else row[0]
