@@ -82,9 +82,10 @@ def test_positions_are_deterministic_and_do_not_move_when_nodes_arrive(board: Bo
     board.link("E1", "H4", "contradicts", "no", actor="collector-3")
     later = {n.id: n.position for n in board_elements(board).nodes.values()}
     assert {k: later[k] for k in first} == first
-    assert later["H4"][0] > max(x for x, _ in first.values())  # a new column on the right
-    assert later["H3"][1] > later["H1"][1]  # refinements sit a level below their parent
-    assert later["E3"][0] == later["E1"][0] and later["E3"][1] > later["E1"][1]
+    assert later["H4"][1] > max(y for _, y in first.values())  # a new row at the bottom
+    assert later["H3"][0] > later["H1"][0]  # refinements are indented under their parent
+    # Evidence lines up to the right of its first hypothesis, in link order.
+    assert later["E3"][1] == later["E1"][1] and later["E3"][0] > later["E1"][0]
 
 
 def test_static_svg_and_markdown_draw_the_same_graph(board: Board) -> None:

@@ -13,8 +13,9 @@ from typing import Any
 
 from d2_notebook.board import Board, Evidence, Hypothesis, Link
 from d2_notebook.notebook.layout import Position, positions
+from d2_notebook.notebook.style import STATUS_COLORS
 
-LABEL_CHARS = 38
+LABEL_CHARS = 64
 """Hypothesis labels are cut to this many characters of the statement."""
 
 
@@ -121,7 +122,7 @@ def hypothesis_node(hyp: Hypothesis, position: Position) -> GraphNode:
     status = hyp.status.value
     classes = f"hypothesis {status}" + (" human" if hyp.author_role == "human" else "")
     confidence = "" if hyp.confidence is None else f" ({hyp.confidence:.0%})"
-    data = {"kind": "hypothesis", "status": status,
+    data = {"kind": "hypothesis", "status": status, "color": STATUS_COLORS[status],
             "tooltip": f"{hyp.id} [{status}{confidence}] {hyp.statement}"}
     return GraphNode(hyp.id, "hypothesis", f"{hyp.id}: {_cut(hyp.statement)}", classes,
                      position, data)

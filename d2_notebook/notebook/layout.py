@@ -3,11 +3,11 @@
 The live widget uses cytoscape's ``preset`` layout with these positions, and the static
 SVG draws the same ones, so both pictures agree and nothing jumps when nodes arrive:
 
-- every hypothesis owns a column, in id order (ids only grow, so a new hypothesis
-  opens a new column on the right); its row is its depth in the refinement tree;
-- evidence is stacked under the first hypothesis it was linked to, in the order of
-  those links (a new link appends to the bottom of the stack);
-- evidence linked to nothing waits in a column left of the hypotheses.
+- every hypothesis owns a row, in id order (ids only grow, so a new hypothesis opens
+  a new row at the bottom); refinements are indented by their depth in the tree;
+- evidence is lined up to the right of the first hypothesis it was linked to, in the
+  order of those links (a new link appends to the right end of the row);
+- evidence linked to nothing waits in a row above the hypotheses.
 
 Positions depend only on records that never change once written (ids, parents, the
 first link of each evidence), which is what keeps existing nodes in place.
@@ -19,16 +19,16 @@ from collections.abc import Sequence
 
 from d2_notebook.board import Evidence, Hypothesis, Link
 
-COLUMN_WIDTH = 190.0
-"""Horizontal distance between hypothesis columns."""
-LEVEL_HEIGHT = 110.0
-"""Vertical distance between refinement levels."""
-EVIDENCE_GAP = 80.0
-"""Distance from a hypothesis to the first evidence stacked under it."""
-EVIDENCE_STEP = 46.0
-"""Distance between stacked evidence nodes."""
-EVIDENCE_SHIFT = 34.0
-"""Evidence sits a little to the right of its hypothesis, so edges stay visible."""
+ROW_HEIGHT = 72.0
+"""Vertical distance between hypothesis rows."""
+INDENT = 36.0
+"""Horizontal indent per refinement level."""
+EVIDENCE_GAP = 170.0
+"""Distance from a hypothesis' centre to the first evidence of its row."""
+EVIDENCE_STEP = 40.0
+"""Distance between evidence nodes in a row."""
+EVIDENCE_DROP = 14.0
+"""Evidence sits a little below its hypothesis' centre, so edges between rows stay visible."""
 
 Position = tuple[float, float]
 
@@ -61,19 +61,19 @@ def positions(
     hiding them moves nothing)."""
     placed: dict[str, Position] = {}
     depths = hypothesis_depths(hypotheses)
-    for column, hyp in enumerate(hypotheses):
-        placed[hyp.id] = (column * COLUMN_WIDTH, depths[hyp.id] * LEVEL_HEIGHT)
+    for row, hyp in enumerate(hypotheses):
+        placed[hyp.id] = (depths[hyp.id] * INDENT, row * ROW_HEIGHT)
     homes = evidence_homes(links)
-    stacked: dict[str, int] = {}
+    lined_up: dict[str, int] = {}
     for link in sorted(links, key=lambda item: item.id):
         home = homes[link.evidence_id]
         if link.evidence_id in placed or home != link.hypothesis_id or home not in placed:
             continue
-        slot = stacked.get(home, 0)
-        stacked[home] = slot + 1
+        slot = lined_up.get(home, 0)
+        lined_up[home] = slot + 1
         x, y = placed[home]
-        placed[link.evidence_id] = (x + EVIDENCE_SHIFT, y + EVIDENCE_GAP + slot * EVIDENCE_STEP)
+        placed[link.evidence_id] = (x + EVIDENCE_GAP + slot * EVIDENCE_STEP, y + EVIDENCE_DROP)
     loose = [item for item in evidence if item.id not in placed]
     for slot, item in enumerate(loose):
-        placed[item.id] = (-COLUMN_WIDTH, EVIDENCE_GAP + slot * EVIDENCE_STEP)
+        placed[item.id] = (EVIDENCE_GAP + slot * EVIDENCE_STEP, -ROW_HEIGHT)
     return placed

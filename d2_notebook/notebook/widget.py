@@ -96,6 +96,8 @@ class BoardWidget(widgets.VBox):
             new_edges = [_edge_widget(edge) for edge in changes.added_edges]
             self._edges.update(zip((e.id for e in changes.added_edges), new_edges, strict=True))
             graph.add_edges(new_edges, directed=True)
+        if changes.added_nodes:  # re-fit the view (positions are preset: nothing moves)
+            self.graph.set_layout(**PRESET_LAYOUT)
 
     async def follow(self, stop: asyncio.Event | None = None, interval: float = 0.5) -> None:
         """Refresh whenever new events appear on the board, until ``stop`` is set
