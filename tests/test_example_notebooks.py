@@ -1,0 +1,96 @@
+"""The example notebooks run top to bottom offline, in a fresh kernel and folder.
+
+Without ``ANTHROPIC_API_KEY`` notebook 01 investigates with the scripted
+``HospitalWalkthrough`` and notebook 02's detective is the scripted ``CaseWalkthrough``
+(both say so); both must finish without an error.
+"""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+import pytest
+
+nbformat = pytest.importorskip("nbformat")
+nbclient = pytest.importorskip("nbclient")
+
+from d2_notebook.demo import SCRIPTED_LABEL  # noqa: E402
+
+NOTEBOOKS = Path(__file__).resolve().parent.parent / "example_notebooks"
+WIDGET_MIME = "application/vnd.jupyter.widget-view+json"
+
+
+def run_notebook(name: str, folder: Path, monkeypatch: pytest.MonkeyPatch):
+    """Execute a copy of ``name`` in ``folder`` with no API key in the kernel's env."""
+    monkeypatch.delenv("ANTHROPIC_API_KEY", raising=False)
+    monkeypatch.delenv("D2_MODEL", raising=False)
+    shutil.copy(NOTEBOOKS / name, folder / name)
+    notebook = nbformat.read(folder / name, as_version=4)
+    client = nbclient.NotebookClient(notebook, timeout=300, kernel_name="python3",
+                                     resources={"metadata": {"path": str(folder)}})
+    client.execute()  # raises CellExecutionError on the first failing cell
+    return notebook
+
+
+def texts(notebook) -> str:
+    """Every stream and every text/plain, text/markdown or text/html output, joined."""
+    parts = []
+    for cell in notebook.cells:
+        for output in cell.get("outputs", []):
+            if output["output_type"] == "stream":
+                parts.append(output["text"])
+            elif output["output_type"] == "error":
+                parts.append(f"ERROR {output['ename']}: {output['evalue']}")
+            else:
+                data = output.get("data", {})
+                parts.extend(str(data.get(m, "")) for m in
+                             ("text/plain", "text/markdown", "text/html"))
+    return "\n".join(parts)
+
+
+def mimes(notebook) -> set[str]:
+    return {mime for cell in notebook.cells for output in cell.get("outputs", [])
+            for mime in output.get("data", {})}
+
+
+@pytest.mark.parametrize("name", ["01_covid_treatments.ipynb", "02_sql_murder_mystery.ipynb"])
+def test_notebooks_are_stored_without_outputs(name: str) -> None:
+    notebook = nbformat.read(NOTEBOOKS / name, as_version=4)
+    nbformat.validate(notebook)
+    for cell in notebook.cells:
+        if cell.cell_type == "code":
+            assert cell.outputs == [] and cell.execution_count is None, cell.source[:60]
+
+
+def test_covid_notebook_runs_offline(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    notebook = run_notebook("01_covid_treatments.ipynb", tmp_path, monkeypatch)
+    text = texts(notebook)
+    assert "ERROR" not in text
+    assert f"*** {SCRIPTED_LABEL} ***" in text            # the run says it is scripted
+    assert "## Answer" in text                             # the report's heading
+    assert "H4: Pulmorex lowers mortality for older COVID-19 patients" in text
+    assert "board file: which-treatment-is-most-effective" in text
+    assert "difference" in text                            # an evidence frame is shown
+    assert WIDGET_MIME in mimes(notebook)                  # the live board widget
+    boards = list(tmp_path.glob("*.d2board"))
+    assert len(boards) == 1, boards
+
+
+def test_murder_notebook_runs_offline(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    notebook = run_notebook("02_sql_murder_mystery.ipynb", tmp_path, monkeypatch)
+    text = texts(notebook)
+    assert "ERROR" not in text
+    assert "A murder happened in SQL City on 2018-04-11" in text
+    assert "I saw the killer." in text                     # the student's own queries
+    for line in ("E1 supports H1", "E2 contradicts H2", "E3 contradicts H3"):
+        assert line in text                                # %%evidence cells
+    assert "*** scripted walk-through: " in text           # the offline detective, labelled
+    assert "## Answer" in text                             # the detective's report
+    assert "detective's conclusions: Raymond Carter (person 16388)" in text
+    assert "murderer(s): Raymond Carter" in text
+    assert "your supported hypotheses: Raymond Carter (16388) is the murderer" in text
+    assert WIDGET_MIME in mimes(notebook)                  # the student's board
+    assert (tmp_path / "student.d2board").is_file()
+    assert len(list(tmp_path.glob("a-murder-happened-*.d2board"))) == 1
+    assert (tmp_path / "cases" / "sqlcity-s0-000.duckdb").is_file()
