@@ -33,6 +33,7 @@ from d2_notebook.llm.testing import FunctionModel
 Action = tuple[str, dict[str, Any]]
 
 _HYPOTHESIS_LINE = re.compile(r"^(H\d+) \| (\w+) \| ([^|]+) \| (.*)$", re.MULTILINE)
+_REFINES = re.compile(r" \(refines H\d+\)$")
 _EVIDENCE_REF = re.compile(r"^\s+(supports|contradicts): (E\d+) ", re.MULTILINE)
 
 
@@ -110,7 +111,8 @@ class Turn:
 
     def hypotheses(self) -> list[BoardHypothesis]:
         """The hypotheses listed in the digest that opened the turn."""
-        return [BoardHypothesis(m.group(1), m.group(2), m.group(4).strip())
+        return [BoardHypothesis(m.group(1), m.group(2),
+                                _REFINES.sub("", m.group(4)).strip())
                 for m in _HYPOTHESIS_LINE.finditer(self.first_message)]
 
     def linked_evidence(self, hypothesis_id: str | None = None) -> list[tuple[str, str]]:
@@ -173,9 +175,32 @@ class TeamPolicy:
         return [("finish", {"reason": "every hypothesis has a verdict"})]
 
     def reporter(self, turn: Turn) -> list[Action] | str:
-        """Write a short report listing the supported hypotheses."""
-        supported = [h for h in turn.hypotheses() if h.status == "supported"]
-        lines = ["## Answer", ""] + [f"- {h.id}: {h.statement}" for h in supported]
-        if not supported:
-            lines.append("No hypothesis was supported.")
+        """Write the report from the digest: the answer (every supported hypothesis with
+        the evidence its verdict cites), then each hypothesis with its verdict."""
+        hypotheses = turn.hypotheses()
+        verdicts = {h.id: self._verdict_line(turn, h.id) for h in hypotheses}
+        supported = [h for h in hypotheses if h.status == "supported"]
+        lines = ["## Answer", ""]
+        lines += [f"- **{h.id}** {h.statement} [{self._cited(verdicts[h.id])}]"
+                  for h in supported] or ["No hypothesis was supported by the evidence."]
+        lines += ["", "## Hypotheses", ""]
+        for hyp in hypotheses:
+            lines.append(f"- **{hyp.id}** ({hyp.status}) {hyp.statement}"
+                         + (f" — {verdicts[hyp.id]}" if verdicts[hyp.id] else ""))
         return [("write_report", {"markdown": "\n".join(lines)})]
+
+    @staticmethod
+    def _verdict_line(turn: Turn, hypothesis_id: str) -> str:
+        """The digest's verdict (or note) line under one hypothesis, without its label."""
+        current = None
+        for line in turn.first_message.splitlines():
+            header = _HYPOTHESIS_LINE.match(line)
+            if header:
+                current = header.group(1)
+            elif current == hypothesis_id and line.strip().startswith(("verdict", "note:")):
+                return line.split(": ", 1)[1] if ": " in line else line.strip()
+        return ""
+
+    @staticmethod
+    def _cited(verdict_line: str) -> str:
+        return ", ".join(re.findall(r"\bE\d+\b", verdict_line)) or "no evidence cited"
