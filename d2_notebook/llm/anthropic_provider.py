@@ -27,13 +27,12 @@ from d2_notebook.llm.messages import (
     ToolResult,
     UserMessage,
 )
-from d2_notebook.llm.retry import is_retryable_status, with_retries
-from d2_notebook.llm.usage import ConcurrencyLimit
+from d2_notebook.llm.remote import RemoteModel
 
 CACHE_CONTROL = {"type": "ephemeral"}
 
 
-class AnthropicModel:
+class AnthropicModel(RemoteModel):
     """A Claude model behind ``AsyncAnthropic``.
 
     Args:
@@ -52,6 +51,9 @@ class AnthropicModel:
         ModelConfigError: no API key is configured.
     """
 
+    key_env = "ANTHROPIC_API_KEY"
+    url_env = "ANTHROPIC_BASE_URL"
+
     def __init__(
         self,
         model_id: str = "",
@@ -66,12 +68,9 @@ class AnthropicModel:
         http_client: httpx2.AsyncClient | None = None,
     ) -> None:
         self.model_id = model_id or settings.DEFAULT_ANTHROPIC_MODEL
-        self.name = f"anthropic:{self.model_id}"
-        self.max_retries = max_retries
-        self.timeout = timeout
-        self.retry_base_delay = retry_base_delay
-        self.retry_max_delay = retry_max_delay
-        self._limit = ConcurrencyLimit(max_concurrency)
+        super().__init__(f"anthropic:{self.model_id}", max_retries=max_retries, timeout=timeout,
+                         max_concurrency=max_concurrency, retry_base_delay=retry_base_delay,
+                         retry_max_delay=retry_max_delay)
         api_key = api_key or os.environ.get("ANTHROPIC_API_KEY") or None
         auth_token = None if api_key else os.environ.get("ANTHROPIC_AUTH_TOKEN") or None
         if not api_key and not auth_token:
@@ -92,63 +91,23 @@ class AnthropicModel:
     def __repr__(self) -> str:
         return f"AnthropicModel({self.model_id!r}, base_url={self.base_url!r})"
 
-    async def request(self, request: ModelRequest) -> ModelResponse:
-        """Send ``request`` to the Messages API.
+    def _params(self, request: ModelRequest) -> dict[str, Any]:
+        return to_anthropic_params(request, self.model_id)
 
-        Raises:
-            ModelRequestsBlockedError: real requests are blocked (before any I/O).
-            ModelConfigError: the key was refused, or the model id is unknown.
-            ModelAPIError: any other API error, after retries where they apply.
-        """
-        settings.check_model_requests_allowed(self.name)
-        params = to_anthropic_params(request, self.model_id)
-        async with self._limit:
-            try:
-                message = await with_retries(
-                    lambda: self._client.messages.create(**params, timeout=self.timeout),
-                    retryable=_retryable,
-                    max_retries=self.max_retries,
-                    base_delay=self.retry_base_delay,
-                    max_delay=self.retry_max_delay,
-                )
-            except anthropic.APIError as exc:
-                raise self._friendly_error(exc) from exc
-        return from_anthropic_message(message)
+    async def _send(self, params: dict[str, Any]) -> Any:
+        return await self._client.messages.create(**params, timeout=self.timeout)
 
-    def _friendly_error(self, exc: anthropic.APIError) -> Exception:
-        """Map an SDK error to a d2 error whose message says what to do."""
-        where = f"{self.name} at {self._client.base_url}"
-        if isinstance(exc, anthropic.APIConnectionError):
-            return ModelAPIError(
-                f"cannot reach {where} after {self.max_retries + 1} attempts: {exc.message}; "
-                "check your network or ANTHROPIC_BASE_URL"
-            )
-        status = getattr(exc, "status_code", None)
-        detail = getattr(exc, "api_message", None) or exc.message
-        if status == 401:
-            return ModelConfigError(
-                f"the API key was refused by {where}; check ANTHROPIC_API_KEY ({detail})"
-            )
-        if status == 403:
-            return ModelConfigError(
-                f"the API key may not use {where}; check the key's workspace ({detail})"
-            )
-        if status == 404:
-            return ModelConfigError(
-                f"{where} does not know model {self.model_id!r}; check --model ({detail})"
-            )
-        if is_retryable_status(status):
-            return ModelAPIError(
-                f"{where} failed with HTTP {status} after {self.max_retries + 1} attempts: "
-                f"{detail}; try again later or lower the concurrency"
-            )
-        return ModelAPIError(f"{where} refused the request (HTTP {status}): {detail}")
+    def _parse(self, raw: Any) -> ModelResponse:
+        return from_anthropic_message(raw)
 
+    def _is_api_error(self, exc: Exception) -> bool:
+        return isinstance(exc, anthropic.APIError)
 
-def _retryable(exc: Exception) -> bool:
-    if isinstance(exc, anthropic.APIConnectionError):  # includes timeouts
-        return True
-    return isinstance(exc, anthropic.APIStatusError) and is_retryable_status(exc.status_code)
+    def _is_connection_error(self, exc: Exception) -> bool:
+        return isinstance(exc, anthropic.APIConnectionError)  # includes timeouts
+
+    def _where(self) -> str:
+        return f"{self.name} at {self._client.base_url}"
 
 
 # --- mapping -------------------------------------------------------------------------

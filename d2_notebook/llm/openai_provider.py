@@ -27,8 +27,7 @@ from d2_notebook.llm.messages import (
     ToolResult,
     UserMessage,
 )
-from d2_notebook.llm.retry import is_retryable_status, with_retries
-from d2_notebook.llm.usage import ConcurrencyLimit
+from d2_notebook.llm.remote import RemoteModel
 
 FINISH_REASONS = {
     "stop": "end_turn",
@@ -49,7 +48,7 @@ def _import_openai() -> Any:
     return openai
 
 
-class OpenAIModel:
+class OpenAIModel(RemoteModel):
     """A model behind an OpenAI-compatible chat-completions endpoint.
 
     Args:
@@ -64,6 +63,9 @@ class OpenAIModel:
         ModelConfigError: ``openai`` is not installed, no model id, or no key and
             no base URL.
     """
+
+    key_env = "OPENAI_API_KEY"
+    url_env = "OPENAI_BASE_URL"
 
     def __init__(
         self,
@@ -84,12 +86,9 @@ class OpenAIModel:
                 "name the model served by your OpenAI-compatible server, e.g. openai:llama3.1"
             )
         self.model_id = model_id
-        self.name = f"openai:{model_id}"
-        self.max_retries = max_retries
-        self.timeout = timeout
-        self.retry_base_delay = retry_base_delay
-        self.retry_max_delay = retry_max_delay
-        self._limit = ConcurrencyLimit(max_concurrency)
+        super().__init__(f"openai:{model_id}", max_retries=max_retries, timeout=timeout,
+                         max_concurrency=max_concurrency, retry_base_delay=retry_base_delay,
+                         retry_max_delay=retry_max_delay)
         self.base_url = base_url or os.environ.get("OPENAI_BASE_URL") or None
         api_key = api_key or os.environ.get("OPENAI_API_KEY") or None
         if api_key is None and self.base_url is None:
@@ -108,57 +107,23 @@ class OpenAIModel:
     def __repr__(self) -> str:
         return f"OpenAIModel({self.model_id!r}, base_url={self.base_url!r})"
 
-    async def request(self, request: ModelRequest) -> ModelResponse:
-        """Send ``request`` as a chat completion.
+    def _params(self, request: ModelRequest) -> dict[str, Any]:
+        return to_openai_params(request, self.model_id)
 
-        Raises:
-            ModelRequestsBlockedError: real requests are blocked (before any I/O).
-            ModelConfigError: the key was refused, or the model is unknown.
-            ModelAPIError: any other API error, after retries where they apply.
-        """
-        settings.check_model_requests_allowed(self.name)
-        params = to_openai_params(request, self.model_id)
-        async with self._limit:
-            try:
-                completion = await with_retries(
-                    lambda: self._client.chat.completions.create(**params, timeout=self.timeout),
-                    retryable=self._retryable,
-                    max_retries=self.max_retries,
-                    base_delay=self.retry_base_delay,
-                    max_delay=self.retry_max_delay,
-                )
-            except self._openai.APIError as exc:
-                raise self._friendly_error(exc) from exc
-        return from_openai_completion(completion)
+    async def _send(self, params: dict[str, Any]) -> Any:
+        return await self._client.chat.completions.create(**params, timeout=self.timeout)
 
-    def _retryable(self, exc: Exception) -> bool:
-        if isinstance(exc, self._openai.APIConnectionError):
-            return True
-        return isinstance(exc, self._openai.APIStatusError) and is_retryable_status(
-            exc.status_code
-        )
+    def _parse(self, raw: Any) -> ModelResponse:
+        return from_openai_completion(raw)
 
-    def _friendly_error(self, exc: Any) -> Exception:
-        where = f"{self.name} at {self._client.base_url}"
-        if isinstance(exc, self._openai.APIConnectionError):
-            return ModelAPIError(
-                f"cannot reach {where} after {self.max_retries + 1} attempts: {exc.message}; "
-                "is the server running? check OPENAI_BASE_URL"
-            )
-        status = getattr(exc, "status_code", None)
-        if status == 401:
-            return ModelConfigError(f"the API key was refused by {where}; check OPENAI_API_KEY")
-        if status == 404:
-            return ModelConfigError(
-                f"{where} does not serve model {self.model_id!r}; check --model "
-                f"({exc.message})"
-            )
-        if is_retryable_status(status):
-            return ModelAPIError(
-                f"{where} failed with HTTP {status} after {self.max_retries + 1} attempts: "
-                f"{exc.message}; try again later or lower the concurrency"
-            )
-        return ModelAPIError(f"{where} refused the request (HTTP {status}): {exc.message}")
+    def _is_api_error(self, exc: Exception) -> bool:
+        return isinstance(exc, self._openai.APIError)
+
+    def _is_connection_error(self, exc: Exception) -> bool:
+        return isinstance(exc, self._openai.APIConnectionError)
+
+    def _where(self) -> str:
+        return f"{self.name} at {self._client.base_url}"
 
 
 # --- mapping -------------------------------------------------------------------------
