@@ -131,9 +131,7 @@ class HospitalWalkthrough(TeamPolicy):
         """Send an unstratified drug comparison back once (severity may confound it);
         refine the comorbidity hypothesis; otherwise decide by the evidence's stances."""
         statement = self._statement(turn)
-        evidence = [(s, e) for s, e in turn.linked_evidence()
-                    if "motivated this hypothesis" not in turn.evidence_line(e)]
-        evidence = evidence or turn.linked_evidence()  # cite something, never nothing
+        evidence = turn.linked_evidence()
         plain_drug_claim = statement.endswith("lowers mortality for older COVID-19 patients")
         stratified = any("per severity" in turn.evidence_line(e) for _, e in evidence)
         if plain_drug_claim and not stratified and "is possible" in turn.first_message:
@@ -151,8 +149,9 @@ class HospitalWalkthrough(TeamPolicy):
     def reporter(self, turn: Turn) -> list[Action] | str:
         """Mark the shared overview query redundant, then write the report."""
         if turn.step == 0:
-            return [("mark_redundant", {"evidence_id": "E1", "reason": "exploration that "
-                                        "motivated every hypothesis; decides none"})]
+            return [("mark_redundant", {"evidence_id": e, "reason": "exploration that "
+                                        "motivated hypotheses; decides none"})
+                    for e in turn.motivating_evidence()[:1]]
         return super().reporter(turn)
 
     # --- the variants' merged roles ------------------------------------------------------

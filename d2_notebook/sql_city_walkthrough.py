@@ -26,7 +26,6 @@ from d2_notebook.datasets.sql_city import Gold
 from d2_notebook.detective.policy import Action, TeamPolicy, Turn
 
 _PERSON = re.compile(r"\(person (\d+)\)")
-_MOTIVATED = "motivated this hypothesis"
 
 
 class GoldPolicy(TeamPolicy):
@@ -96,14 +95,11 @@ class GoldPolicy(TeamPolicy):
     def judge(self, turn: Turn) -> list[Action] | str:
         """Supported for murderers, contradicted for the others, citing linked evidence."""
         pid = self._pid(turn, turn.hypothesis_id)
-        linked = [(s, e) for s, e in turn.linked_evidence()
-                  if _MOTIVATED not in turn.evidence_line(e)]
-        return [("give_verdict", self._verdict(pid, linked))]
+        return [("give_verdict", self._verdict(pid, turn.linked_evidence()))]
 
     def reporter(self, turn: Turn) -> list[Action] | str:
         """Mark the exploratory evidence redundant, then write the report."""
-        exploratory = sorted({m.group(1) for m in re.finditer(
-            r": (E\d+) \(.*" + _MOTIVATED, turn.first_message)}, key=lambda e: int(e[1:]))
+        exploratory = turn.motivating_evidence()
         if turn.step == 0 and exploratory:
             return [("mark_redundant", {"evidence_id": e, "reason": "exploration that "
                                         "motivated every hypothesis; decides none"})

@@ -50,9 +50,9 @@ def test_oracle_scores_full_marks_on_the_full_team(oracle_run: tuple) -> None:
     for s in _scores(summary, "full"):
         assert s["correctness"] == 1.0 and s["completeness"] == 1.0
         assert s["verifiability"] >= 0.9
-    # without the reporter the exploratory evidence stays in the graph: less verifiable
-    full = sum(s["verifiability"] for s in _scores(summary, "full"))
-    assert sum(s["verifiability"] for s in _scores(summary, "no_reporter")) < full
+    # The team without a reporter still finds and analyses everyone.
+    for s in _scores(summary, "no_reporter"):
+        assert s["correctness"] == 1.0 and s["completeness"] == 1.0
 
 
 def test_react_sql_answer_is_adapted_without_edges(oracle_run: tuple) -> None:

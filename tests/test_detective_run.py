@@ -154,5 +154,7 @@ async def test_report_and_structured_answer(con):
     assert "## Answer" in result.report and "## Hypotheses" in result.report
     assert "Pulmorex lowers mortality for older COVID-19 patients" in result.answer["answers"]
     considered = result.answer["candidates_considered"]
-    assert "Hydrazol lowers mortality for older COVID-19 patients" in considered
+    assert "Corvalin lowers mortality for older COVID-19 patients" in considered
+    # Abandoned without evidence: proposed, but never analysed.
+    assert "Hydrazol lowers mortality for older COVID-19 patients" not in considered
     assert result.board.get_hypothesis("H1").status is HypothesisStatus.CONTRADICTED

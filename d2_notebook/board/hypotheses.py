@@ -97,13 +97,18 @@ class HypothesisRecords(BoardStore):
         round: int = 0,
         investigation_id: str | None = None,
         confidence: float | None = None,
+        motivated_by: Iterable[str] = (),
     ) -> Hypothesis:
         """Add a hypothesis in status ``proposed``; returns it with its new id (``H<n>``).
 
+        ``motivated_by`` names the exploration evidence that suggested it.
+
         Raises:
             InvalidRecordError: empty statement or a confidence outside 0–1.
-            NotFoundError: ``parent_id`` or ``investigation_id`` is not on the board.
+            NotFoundError: ``parent_id``, ``investigation_id`` or a ``motivated_by``
+                evidence id is not on the board.
         """
+        motivating = list(dict.fromkeys(motivated_by))
         if not statement.strip():
             raise InvalidRecordError("a hypothesis needs a statement; pass a non-empty one")
         check_confidence(confidence)
@@ -113,18 +118,22 @@ class HypothesisRecords(BoardStore):
                 self._require(conn, "hypotheses", parent_id)
             if investigation_id is not None:
                 self._require(conn, "investigations", investigation_id)
+            for evidence_id in motivating:
+                self._require(conn, "evidence", evidence_id)
             num, hyp_id = self._next_id(conn, "hypotheses")
             conn.execute(
                 "INSERT INTO hypotheses (num, id, statement, status, confidence, rationale,"
-                " parent_id, author_role, author, round, investigation_id, created_at,"
-                " updated_at) VALUES (?, ?, ?, 'proposed', ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                " parent_id, author_role, author, round, investigation_id, motivated_by,"
+                " created_at, updated_at)"
+                " VALUES (?, ?, ?, 'proposed', ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
                 (num, hyp_id, statement, confidence, rationale, parent_id, author_role, author,
-                 round, investigation_id, stamp, stamp),
+                 round, investigation_id, rows.to_json_text(motivating), stamp, stamp),
             )
             self._append_event(
                 conn, "hypothesis.added",
                 {"id": hyp_id, "statement": statement, "parent_id": parent_id,
-                 "rationale": rationale, "round": round, "author_role": author_role},
+                 "rationale": rationale, "round": round, "author_role": author_role,
+                 "motivated_by": motivating},
                 actor=author, investigation_id=investigation_id, time=stamp,
             )
         return self.get_hypothesis(hyp_id)

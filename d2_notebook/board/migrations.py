@@ -139,6 +139,13 @@ MIGRATIONS: tuple[Migration, ...] = (
         CREATE INDEX events_by_kind ON events(kind, seq);
         """,
     ),
+    Migration(
+        3,
+        "the exploration evidence that motivated each hypothesis",
+        """
+        ALTER TABLE hypotheses ADD COLUMN motivated_by TEXT NOT NULL DEFAULT '[]';
+        """,
+    ),
 )
 
 

@@ -93,7 +93,9 @@ class Investigation(_Record):
 
 @dataclass(frozen=True)
 class Hypothesis(_Record):
-    """A candidate answer. ``parent_id`` is set for refinements (H2 → H3, H4)."""
+    """A candidate answer. ``parent_id`` is set for refinements (H2 → H3, H4);
+    ``motivated_by`` lists the exploration evidence that suggested it (context, not a
+    test of it: tests are links)."""
 
     id: str
     statement: str
@@ -108,6 +110,7 @@ class Hypothesis(_Record):
     created_at: str
     updated_at: str
     status_reason: str | None = None
+    motivated_by: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)

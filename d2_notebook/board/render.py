@@ -43,6 +43,8 @@ def render_tree(board: Board, *, width: int = 100, include_redundant: bool = Tru
         indent = "    " * depth
         lines.append("")
         lines.append(_wrap(f"{indent}{_hypothesis_line(hyp)}", width, indent + "    "))
+        if hyp.motivated_by:
+            lines.append(f"{indent}    motivated by: {', '.join(hyp.motivated_by)}")
         verdict = board.latest_verdict(hyp.id)
         if verdict is not None:
             cited = ", ".join(verdict.evidence_ids) or "no evidence"

@@ -54,6 +54,7 @@ def hypothesis(row: sqlite3.Row) -> Hypothesis:
         created_at=row["created_at"],
         updated_at=row["updated_at"],
         status_reason=row["status_reason"],
+        motivated_by=tuple(json.loads(row["motivated_by"])),
     )
 
 

@@ -63,6 +63,8 @@ def _hypothesis_lines(
     lines = [f"{hyp.id} | {hyp.status.value} | {confidence} | {_short(hyp.statement)}{parent}"]
     if hyp.rationale:
         lines.append(f"    rationale: {_short(hyp.rationale)}")
+    if hyp.motivated_by:
+        lines.append(f"    motivated by (exploration, not a test): {', '.join(hyp.motivated_by)}")
     for link in links:
         if link.hypothesis_id != hyp.id or link.evidence_id not in evidence:
             continue

@@ -128,6 +128,14 @@ class Turn:
                 section.append(line)
         return [(m.group(1), m.group(2)) for m in _EVIDENCE_REF.finditer("\n".join(section))]
 
+    def motivating_evidence(self) -> list[str]:
+        """Exploration evidence ids the digest lists as having motivated hypotheses."""
+        ids: list[str] = []
+        for line in self.first_message.splitlines():
+            if line.strip().startswith("motivated by"):
+                ids += [e for e in re.findall(r"\bE\d+\b", line) if e not in ids]
+        return sorted(ids, key=lambda e: int(e[1:]))
+
     def evidence_line(self, evidence_id: str) -> str:
         """The digest line that lists ``evidence_id`` (with its reading), or ""."""
         marker = f": {evidence_id} ("

@@ -123,21 +123,18 @@ def hypothesis_tools(ctx: TeamContext, log: QueryLog, agent: str, role: str,
         for query_id in query_ids:  # validate every id before writing anything
             if query_id not in log.results:
                 raise ToolError(f"unknown query id {query_id!r}; run it with run_sql first")
-        hyp = ctx.board.add_hypothesis(
-            statement, rationale=args.get("rationale", ""), author_role=role, author=agent,
-            round=ctx.round, investigation_id=ctx.investigation_id,
-        )
         cited = []
-        for query_id in query_ids:
+        for query_id in query_ids:  # recorded as evidence: the context it came from
             result = log.results[query_id]
             description = (log.purposes.get(query_id)
                            or f"Exploration: {_first_line(result.sql)}")
-            evidence_id = _record(ctx, log, query_id, description, role=role, agent=agent)
-            ctx.board.link(evidence_id, hyp.id, "supports", "motivated this hypothesis",
-                           actor=agent)
-            cited.append(evidence_id)
+            cited.append(_record(ctx, log, query_id, description, role=role, agent=agent))
+        hyp = ctx.board.add_hypothesis(
+            statement, rationale=args.get("rationale", ""), author_role=role, author=agent,
+            round=ctx.round, investigation_id=ctx.investigation_id, motivated_by=cited,
+        )
         outcome.children.append(hyp.id)
-        return f"added {hyp.id}" + (f" with evidence {', '.join(cited)}" if cited else "")
+        return f"added {hyp.id}" + (f", motivated by {', '.join(cited)}" if cited else "")
 
     async def done(args: dict[str, Any]) -> str:
         if not outcome.children:

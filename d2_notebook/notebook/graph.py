@@ -107,6 +107,12 @@ def elements_from_records(
             edge_id = f"{hyp.parent_id}->{hyp.id}"
             model.edges[edge_id] = GraphEdge(edge_id, hyp.parent_id, hyp.id, "refines",
                                              "refines", {"kind": "refines"})
+    for hyp in hypotheses:  # exploration that suggested a hypothesis: context, not a test
+        for evidence_id in hyp.motivated_by:
+            if evidence_id in model.nodes and hyp.id in model.nodes:
+                edge_id = f"{evidence_id}~>{hyp.id}"
+                model.edges[edge_id] = GraphEdge(edge_id, evidence_id, hyp.id, "motivates",
+                                                 "motivates", {"kind": "motivates"})
     for link in links:
         if link.evidence_id not in model.nodes or link.hypothesis_id not in model.nodes:
             continue

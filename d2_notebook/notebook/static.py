@@ -101,7 +101,8 @@ def model_svg(model: GraphModel) -> str:
                      f'<path d="M 0 0 L 10 5 L 0 10 z" fill="{color}"/></marker>')
     for edge in model.edges.values():
         a = model.nodes[edge.source].position
-        dash = ' stroke-dasharray="5,3"' if edge.kind == "refines" else ""
+        dash = {"refines": ' stroke-dasharray="5,3"',
+                "motivates": ' stroke-dasharray="2,3"'}.get(edge.kind, "")
         end = _border_point(model.nodes[edge.target], a)
         parts.append(f'<line x1="{a[0]:.0f}" y1="{a[1]:.0f}" x2="{end[0]:.0f}" '
                      f'y2="{end[1]:.0f}" stroke="{style.EDGE_COLORS[edge.kind]}" '

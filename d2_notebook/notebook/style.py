@@ -14,7 +14,8 @@ STATUS_COLORS = {
 }
 """Fill colour of a hypothesis node by status."""
 
-EDGE_COLORS = {"supports": "#43a047", "contradicts": "#e53935", "refines": "#757575"}
+EDGE_COLORS = {"supports": "#43a047", "contradicts": "#e53935", "refines": "#757575",
+               "motivates": "#bdbdbd"}
 EVIDENCE_COLOR = "#607d8b"
 HUMAN_COLOR = "#8e24aa"
 REDUNDANT_OPACITY = 0.3
@@ -49,6 +50,7 @@ def cytoscape_style() -> list[dict[str, Any]]:
             "width": 2, "curve-style": "bezier", "target-arrow-shape": "triangle",
             "arrow-scale": 0.8}},
         {"selector": "edge.refines", "style": {"line-style": "dashed"}},
+        {"selector": "edge.motivates", "style": {"line-style": "dotted", "width": 1}},
     ]
     for kind, color in EDGE_COLORS.items():
         style.append({"selector": f"edge.{kind}",
