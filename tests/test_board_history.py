@@ -111,7 +111,7 @@ def test_an_old_board_opens_and_is_migrated(board_path):
         assert board.get_hypothesis("H1").statement == "old"
         assert board.add_hypothesis("new").id == "H2"
     with sqlite3.connect(board_path) as conn:
-        assert [v for v, _, _ in board_migrations.applied_migrations(conn)] == [1, 2]
+        assert [v for v, _, _ in board_migrations.applied_migrations(conn)] == [1, 2, 3]
 
 
 def test_a_future_migration_applies_on_open(board_path):
@@ -131,11 +131,11 @@ def test_a_future_migration_applies_on_open(board_path):
 def test_a_failing_migration_leaves_the_file_as_it_was(board_path):
     Board.open(board_path).close()
     broken = (*board_migrations.MIGRATIONS,
-              board_migrations.Migration(3, "broken", "CREATE TABLE x (a); SELECT * FROM nope"))
+              board_migrations.Migration(4, "broken", "CREATE TABLE x (a); SELECT * FROM nope"))
     conn = sqlite3.connect(board_path, isolation_level=None)
     with pytest.raises(sqlite3.OperationalError):
         board_migrations.migrate(conn, broken)
-    assert board_migrations.schema_version(conn) == 2
+    assert board_migrations.schema_version(conn) == 3
     assert conn.execute("SELECT name FROM sqlite_master WHERE name = 'x'").fetchone() is None
     conn.close()
 
@@ -154,4 +154,4 @@ def test_processes_creating_the_same_new_board_at_once_all_succeed(board_path):
         assert sorted(h.id for h in board.list_hypotheses()) == sorted(f"H{i}" for i in
                                                                       range(1, 7))
     with sqlite3.connect(board_path) as conn:
-        assert [v for v, _, _ in board_migrations.applied_migrations(conn)] == [1, 2]
+        assert [v for v, _, _ in board_migrations.applied_migrations(conn)] == [1, 2, 3]
