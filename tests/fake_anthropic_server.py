@@ -31,7 +31,7 @@ from d2_notebook.llm import (
 Policy = Callable[[ModelRequest], ModelResponse]
 
 _ROLES = [
-    ("YOUR ROLE: Hypothesizer.", "YOUR ROLE: Orchestrator.", "planner"),
+    ("YOUR ROLE: Planner", None, "planner"),
     ("YOUR ROLE: Hypothesizer.", None, "hypothesizer"),
     ("YOUR ROLE: Orchestrator.", None, "orchestrator"),
     ("YOUR ROLE: Evidence collector", None, "collector"),

@@ -97,6 +97,11 @@ async def run_agent(
             run.stopped = "answered without calling a tool"
             break
         messages.extend(results)
+        if response.stop_reason == "max_tokens":
+            messages.append(UserMessage(
+                f"Your last answer was cut off at the output limit ({max_tokens} tokens), so "
+                "a tool call in it may be incomplete. Make it shorter, or split the work "
+                "over several calls."))
         ended = [c.name for c, r in zip(calls, results, strict=True)
                  if not r.is_error and (t := toolset.get(c.name)) is not None and t.ends_turn]
         if ended:

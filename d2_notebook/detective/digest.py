@@ -108,7 +108,7 @@ def evidence_details(
         stances = [f"{link.stance.value} {link.hypothesis_id}"
                    for link in board.list_links(evidence_id=evidence_id)]
         frame = board.evidence_frame(evidence_id).head(max_rows)
-        table = frame.to_string(index=False, max_colwidth=40) if len(frame.columns) else "(none)"
+        table = frame.to_string(index=False, max_colwidth=200) if len(frame.columns) else "(none)"
         shown = f"first {len(frame)} of {item.row_count}" if item.row_count > len(frame) else (
             f"{item.row_count}")
         block = (f"[{item.id}] {_short(item.description, 160)} ({', '.join(stances)})\n"

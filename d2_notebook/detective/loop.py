@@ -85,10 +85,13 @@ class ControlLoop:
     async def _decide(self, merged: bool) -> roles.TurnOutcome:
         if merged:
             return await roles.plan_merged(self.ctx)
+        dispatched: list[str] = []  # a dispatch made alongside a request for more counts
         while True:
             can_ask = self.hypothesizer_calls < self.ctx.settings.max_hypothesizer_calls
             decision = await roles.orchestrate(self.ctx, can_ask_for_more=can_ask)
+            dispatched += [h for h in decision.dispatched if h not in dispatched]
             if decision.guidance is None:
+                decision.dispatched = dispatched
                 return decision
             await self._hypothesize(decision.guidance)
 
@@ -164,6 +167,11 @@ class ControlLoop:
         if self.stop_reason:
             self.ctx.board.log_event("collection.stopped", {"reason": self.stop_reason},
                                      actor=LOOP_ACTOR, investigation_id=self.ctx.investigation_id)
+            for hyp in self._open():  # in-flight work ended: back to the queue, with why
+                if hyp.status is HypothesisStatus.INVESTIGATING:
+                    self.ctx.board.set_status(
+                        hyp.id, HypothesisStatus.PROPOSED, actor=LOOP_ACTOR,
+                        reason=f"not examined to the end: {self.stop_reason}")
 
     async def _report(self, *, use_reporter: bool) -> str:
         ctx = self.ctx

@@ -30,6 +30,9 @@ class InvestigationSettings:
         collectors: evidence collectors running at once.
         max_rounds: orchestrator rounds (dispatch → collect → judge) at most.
         max_steps: model calls one agent may make in one turn (tool-call iterations).
+        max_steps_alone: model calls of the single-agent variants (``react_sql``,
+            ``single_agent_board``), which do every job in one turn: a fair baseline
+            gets about what the whole team would use.
         max_evidence_returns: times a judge may send a hypothesis back for more evidence.
         max_hypothesizer_calls: times the hypothesizer runs (first pass included).
         max_calls, max_tokens, max_usd: the model budget for the whole investigation.
@@ -43,6 +46,7 @@ class InvestigationSettings:
     collectors: int = 4
     max_rounds: int = 4
     max_steps: int = 12
+    max_steps_alone: int = 80
     max_evidence_returns: int = 1
     max_hypothesizer_calls: int = 2
     max_calls: int | None = None
@@ -59,8 +63,8 @@ class InvestigationSettings:
             raise InvalidRecordError(
                 f"unknown variant {self.variant!r}; use one of: {', '.join(VARIANTS)}"
             )
-        for name in ("collectors", "max_rounds", "max_steps", "max_hypothesizer_calls",
-                     "preview_rows"):
+        for name in ("collectors", "max_rounds", "max_steps", "max_steps_alone",
+                     "max_hypothesizer_calls", "preview_rows"):
             if getattr(self, name) < 1:
                 raise InvalidRecordError(f"{name} must be at least 1, got {getattr(self, name)}")
         if not 0.0 <= self.reporter_reserve < 1.0:

@@ -109,8 +109,12 @@ def _record(ctx: TeamContext, log: QueryLog, query_id: str, description: str, *,
 
 
 def hypothesis_tools(ctx: TeamContext, log: QueryLog, agent: str, role: str,
-                     outcome: TurnOutcome) -> list[Tool]:
-    """``add_hypothesis`` (with the exploration queries that motivated it) and ``done``."""
+                     outcome: TurnOutcome, *, may_add_none: bool = False) -> list[Tool]:
+    """``add_hypothesis`` (with the exploration queries that motivated it) and ``done``.
+
+    ``may_add_none``: ``done`` is accepted without a new hypothesis (a second, guided
+    call may find that the board already covers everything).
+    """
 
     async def add_hypothesis(args: dict[str, Any]) -> str:
         statement = args["statement"].strip()
@@ -137,7 +141,7 @@ def hypothesis_tools(ctx: TeamContext, log: QueryLog, agent: str, role: str,
         return f"added {hyp.id}" + (f", motivated by {', '.join(cited)}" if cited else "")
 
     async def done(args: dict[str, Any]) -> str:
-        if not outcome.children:
+        if not outcome.children and not may_add_none:
             raise ToolError("you have not added any hypothesis yet; add every candidate first")
         return f"done: {len(outcome.children)} hypotheses added"
 
@@ -252,10 +256,15 @@ def submit_tool(outcome: TurnOutcome, ctx: TeamContext, hypothesis_id: str) -> T
             raise ToolError(f"no evidence is linked to {hypothesis_id} yet; record evidence "
                             "first (or record what shows it cannot be tested)")
         outcome.finished = args["summary"]
+        ctx.board.log_event("collector.submitted",
+                            {"hypothesis_id": hypothesis_id, "summary": args["summary"]},
+                            actor=f"collector-{hypothesis_id}",
+                            investigation_id=ctx.investigation_id)
         return "submitted to the judge"
 
-    return tool("submit_for_judgement", "Hand the hypothesis to the judge. Ends your turn.",
-                {"summary": _STRING}, submit, ends_turn=True)
+    return tool("submit_for_judgement", "Hand the hypothesis to the judge with a short summary "
+                "(what you tested, what you could not). Ends your turn.",
+                {"summary": _STRING}, submit, ends_turn=True, writes_board=True)
 
 
 # --- judge -----------------------------------------------------------------------------
@@ -284,6 +293,10 @@ def verdict_tools(ctx: TeamContext, agent: str, outcome: TurnOutcome,
             raise ToolError(f"{target} was abandoned; it needs no verdict")
         linked = {link.evidence_id for link in ctx.board.list_links(hypothesis_id=target)}
         cited = list(args["evidence_ids"])
+        if not cited and args["status"] != "inconclusive":
+            raise ToolError(f"a {args['status']} verdict must cite the evidence that decides "
+                            f"it: {', '.join(sorted(linked)) or 'no evidence is linked yet'}; "
+                            "with no deciding evidence the verdict is inconclusive")
         foreign = [e for e in cited if e not in linked]
         if foreign:
             raise ToolError(f"{', '.join(foreign)} not linked to {target}; cite only its linked "

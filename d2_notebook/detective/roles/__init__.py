@@ -47,14 +47,14 @@ def system_prompt(ctx: TeamContext, role_file: str) -> str:
 
 
 async def _turn(ctx: TeamContext, *, role: str, agent: str, role_file: str, first: str,
-                tools: list[Tool], log: QueryLog | None = None,
-                system: str | None = None) -> AgentRun:
+                tools: list[Tool], log: QueryLog | None = None, system: str | None = None,
+                max_steps: int | None = None, max_tokens: int = 4096) -> AgentRun:
     stuck = log.stuck if log is not None else (lambda: None)
     return await run_agent(
         ctx.model, role=role, agent=agent,
         system=system if system is not None else system_prompt(ctx, role_file),
         first_message=first, toolset=Toolset(tools), sequencer=ctx.sequencer,
-        max_steps=ctx.settings.max_steps, stuck=stuck,
+        max_steps=max_steps or ctx.settings.max_steps, stuck=stuck, max_tokens=max_tokens,
     )
 
 
@@ -70,8 +70,9 @@ async def hypothesize(ctx: TeamContext, *, guidance: str | None = None,
     first += (f"The orchestrator asks for more hypotheses: {guidance}" if guidance else
               "Explore the data and add every competing hypothesis it supports.")
     await _turn(ctx, role="hypothesizer", agent=agent, role_file="hypothesizer", first=first,
-                tools=sql_tools(ctx, log) + hypothesis_tools(ctx, log, agent, "hypothesizer",
-                                                             outcome), log=log)
+                tools=sql_tools(ctx, log) + hypothesis_tools(
+                    ctx, log, agent, "hypothesizer", outcome, may_add_none=bool(guidance)),
+                log=log)
     return outcome
 
 
@@ -90,20 +91,13 @@ async def orchestrate(ctx: TeamContext, *, can_ask_for_more: bool,
 async def plan_merged(ctx: TeamContext, *, agent: str = "planner") -> TurnOutcome:
     """The ``merged_planner`` variant: one agent explores, adds hypotheses and steers."""
     outcome, log = TurnOutcome(), QueryLog()
-    system = "\n\n".join([
-        instructions("shared").format(question=ctx.question),
-        instructions("hypothesizer").replace("call done with a one-line summary",
-                                             "dispatch them"),
-        instructions("orchestrator"),
-        "DATABASE SCHEMA (DuckDB):\n" + ctx.schema_summary,
-    ])
     first = (f"Round {ctx.round} of at most {ctx.settings.max_rounds}.\n\n"
              f"THE BOARD NOW:\n{_digest(ctx)}\n\nAdd hypotheses if needed, then decide.")
     tools = (sql_tools(ctx, log) + hypothesis_tools(ctx, log, agent, "planner", outcome)[:1]
              + orchestrator_tools(ctx, agent, outcome, can_ask_for_more=False)[:2]
              + orchestrator_tools(ctx, agent, outcome, can_ask_for_more=False)[3:])
-    await _turn(ctx, role="planner", agent=agent, role_file="", first=first, tools=tools,
-                log=log, system=system)
+    await _turn(ctx, role="planner", agent=agent, role_file="planner", first=first,
+                tools=tools, log=log)
     return outcome
 
 
@@ -135,6 +129,10 @@ async def judge(ctx: TeamContext, hypothesis_id: str, *, can_send_back: bool) ->
     first = (f"HYPOTHESIS TO JUDGE: {hypothesis_id}\n"
              f"Sending it back for more evidence is {send_back}."
              f"\n\nTHE BOARD NOW:\n{_digest(ctx, hypothesis_id)}")
+    submitted = [e.payload["summary"] for e in ctx.board.events(kinds=["collector.submitted"])
+                 if e.payload.get("hypothesis_id") == hypothesis_id]
+    if submitted:
+        first += f"\n\nTHE COLLECTOR'S SUMMARY: {submitted[-1]}"
     linked = [link.evidence_id for link in ctx.board.list_links(hypothesis_id=hypothesis_id)]
     if linked:
         first += f"\n\nTHE LINKED EVIDENCE IN FULL:\n{evidence_details(ctx.board, linked)}"
@@ -159,7 +157,7 @@ async def write_report(ctx: TeamContext, *, unexamined_note: str,
     if unexamined_note:
         first += f"\n\nLEFT UNEXAMINED: {unexamined_note}"
     await _turn(ctx, role="reporter", agent=agent, role_file="reporter", first=first,
-                tools=reporter_tools(ctx, agent, outcome))
+                tools=reporter_tools(ctx, agent, outcome), max_tokens=8192)
     return outcome
 
 
@@ -178,7 +176,8 @@ async def investigate_alone(ctx: TeamContext, *, agent: str = "detective") -> Tu
              for t in tools]
     first = f"THE BOARD NOW:\n{_digest(ctx)}\n\nInvestigate."
     await _turn(ctx, role="detective", agent=agent, role_file="single_agent", first=first,
-                tools=tools, log=log)
+                tools=tools, log=log, max_steps=ctx.settings.max_steps_alone,
+                max_tokens=8192)
     return outcome
 
 
@@ -190,5 +189,5 @@ async def react_baseline(ctx: TeamContext, *, agent: str = "react") -> tuple[Tur
               + "\n\nDATABASE SCHEMA (DuckDB):\n" + ctx.schema_summary)
     await _turn(ctx, role="react", agent=agent, role_file="", first=ctx.question,
                 tools=[*sql_tools(ctx, log)[:1], final_answer_tool(outcome)], log=log,
-                system=system)
+                system=system, max_steps=ctx.settings.max_steps_alone, max_tokens=8192)
     return outcome, log
