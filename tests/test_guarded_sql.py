@@ -189,11 +189,43 @@ def test_truncation_keeps_true_row_count(con: duckdb.DuckDBPyConnection) -> None
 
 
 def test_preview_is_compact(con: duckdb.DuckDBPyConnection) -> None:
-    result = GuardedSQL(con).run("SELECT range AS i, repeat('x', 200) AS s FROM range(50)")
+    result = GuardedSQL(con).run("SELECT range AS i, repeat('x', 20) AS s FROM range(50)")
     text = result.preview(max_rows=5, max_chars=600)
     assert len(text) <= 600
     assert "50 rows" in text and "45 more rows" in text
+    assert "cut" not in text
     assert result.dtypes["i"] == "int64"
+
+
+def test_preview_shows_long_text_and_says_when_cells_are_cut(
+    con: duckdb.DuckDBPyConnection,
+) -> None:
+    guard = GuardedSQL(con)
+    transcript = "the patient said " + "y" * 283  # 300 characters: shown whole by default
+    shown = guard.run(f"SELECT 1 AS id, '{transcript}' AS interview").preview()
+    assert transcript in shown and "were cut" not in shown
+    long = guard.run("SELECT 1 AS id, repeat('z', 450) || 'END' AS interview").preview()
+    assert "z" * 390 in long and "END" not in long
+    assert long.splitlines()[-1] == (
+        "(cells longer than 400 characters were cut; select that column alone, or use "
+        "substr(col, 401, 400), to read the rest)"
+    )
+    narrow = guard.run("SELECT repeat('q', 60) AS s").preview(max_colwidth=50)
+    assert "longer than 50 characters" in narrow and "substr(col, 51, 50)" in narrow
+
+
+def test_preview_says_when_max_chars_cut_rows(con: duckdb.DuckDBPyConnection) -> None:
+    result = GuardedSQL(con).run("SELECT range AS i, repeat('x', 200) AS s FROM range(50)")
+    text = result.preview(max_rows=5, max_chars=900)
+    assert len(text) <= 900
+    lines = text.splitlines()
+    assert lines[0] == "50 rows x 2 columns"
+    assert lines[-1].startswith("... preview cut at 900 characters: 2 of 50 rows shown in full")
+    assert len(lines) == 1 + 1 + 2 + 1  # header, column names, 2 whole rows, the note
+    default = result.preview()
+    assert len(default) <= 8000 and "preview cut" not in default
+    tiny = result.preview(max_rows=5, max_chars=300)
+    assert len(tiny) <= 300 and "0 of 50 rows shown in full" in tiny
 
 
 def test_query_failed_keeps_connection_usable(con: duckdb.DuckDBPyConnection) -> None:
@@ -244,3 +276,60 @@ def test_user_settings_untouched(con: duckdb.DuckDBPyConnection) -> None:
         guard.run(SLOW)
     after = con.execute("SELECT name, value FROM duckdb_settings() ORDER BY name").fetchall()
     assert after == before
+
+
+# --- types that only an extension provides are refused, never auto-installed -------
+
+EXTENSION_TYPE_QUERIES = [
+    "SELECT '1.2.3.4'::INET AS x",
+    "SELECT CAST('1.2.3.4' AS INET) AS x",
+    "SELECT TRY_CAST(name AS INET) FROM patients",
+    "SELECT INET '1.2.3.4'",
+    "SELECT CAST(NULL AS STRUCT(a INET, b INTEGER))",
+    "SELECT CAST(NULL AS MAP(VARCHAR, INET))",
+    "SELECT CAST(NULL AS INET[])",
+    "SELECT list_transform(['1.2.3.4'], s -> s::INET)",
+    "EXPLAIN SELECT '1.2.3.4'::INET",
+    "SELECT * FROM (SELECT '1.2.3.4'::\"inet\" AS x)",
+    "SELECT from_json('{\"a\": \"1.2.3.4\"}', '{\"a\": \"INET\"}')",
+    "SELECT json_transform_strict('[\"1.2.3.4\"]', '[\"STRUCT(x INET)\"]')",
+]
+
+
+def _extension_flags(con: duckdb.DuckDBPyConnection) -> list[tuple]:
+    return con.execute(
+        "SELECT extension_name, loaded, installed FROM duckdb_extensions() ORDER BY 1"
+    ).fetchall()
+
+
+@pytest.mark.parametrize("sql", EXTENSION_TYPE_QUERIES)
+def test_unknown_type_refused_without_installing_an_extension(
+    sql: str, con: duckdb.DuckDBPyConnection
+) -> None:
+    before = _extension_flags(con)
+    with pytest.raises(QueryFailedError) as info:
+        GuardedSQL(con).run(sql)
+    message = str(info.value)
+    assert "unknown type(s): INET" in message
+    assert "never installs or loads extensions" in message
+    assert _extension_flags(con) == before
+
+
+def test_unknown_type_refused_on_fresh_connection_and_nothing_installed() -> None:
+    fresh = duckdb.connect()
+    before = _extension_flags(fresh)
+    with pytest.raises(QueryFailedError, match=r"unknown type\(s\): INET"):
+        GuardedSQL(fresh).run("SELECT '1.2.3.4'::INET")
+    after = _extension_flags(fresh)
+    assert after == before
+    assert ("inet", False, False) in {(n, loaded, inst) for n, loaded, inst in after}
+    assert GuardedSQL(fresh).run("SELECT '1'::INTEGER AS x").frame["x"].tolist() == [1]
+
+
+def test_user_defined_types_are_known(con: duckdb.DuckDBPyConnection) -> None:
+    guard = GuardedSQL(con)
+    assert guard.run("SELECT 1::INTEGER AS x").row_count == 1  # fills the type cache
+    con.execute("CREATE TYPE band AS ENUM ('young', 'old')")  # created after the cache
+    result = guard.run("SELECT CASE WHEN age > 60 THEN 'old' ELSE 'young' END::band AS b "
+                       "FROM patients ORDER BY id")
+    assert result.frame["b"].astype(str).tolist() == ["old", "young", "old", "young"]

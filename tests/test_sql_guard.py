@@ -7,6 +7,7 @@ from pathlib import Path
 import pytest
 
 from d2_notebook.data import check_sql
+from d2_notebook.data.sql_guard import analyze_sql
 from d2_notebook.errors import QueryFailedError, UnsafeSQLError
 
 CORPUS = Path(__file__).parent / "sql_corpus"
@@ -83,3 +84,31 @@ def test_messages_name_the_reason() -> None:
         check_sql("SELECT * FROM 'x.parquet'")
     with pytest.raises(UnsafeSQLError, match="changes a setting"):
         check_sql("SET threads = 1")
+
+
+@pytest.mark.parametrize(
+    ("sql", "types"),
+    [
+        ("SELECT 1", set()),
+        ("SELECT '1.2.3.4'::INET AS x", {"inet"}),
+        ("SELECT TRY_CAST('{}' AS JSON)", {"json"}),
+        ("SELECT INET '1.2.3.4'", {"inet"}),
+        ("SELECT CAST(1 AS DECIMAL(10, 2)), 1::INT, 'a'::TEXT", {"decimal", "integer", "text"}),
+        ("SELECT CAST(NULL AS STRUCT(a INET, b INTEGER[]))", {"struct", "inet", "list", "integer"}),
+        ("SELECT CAST(NULL AS MAP(VARCHAR, INET))", {"map", "varchar", "inet"}),
+        ("SELECT [1]::INT[3]", {"array", "integer"}),
+        ("SELECT CAST('a' AS ENUM('a', 'b'))", {"enum"}),
+        ("SELECT list_transform([1], x -> x::INET)", {"inet"}),
+        ("EXPLAIN SELECT 1::UUID", {"uuid"}),
+        ("WITH t AS (SELECT 1::HUGEINT AS h) SELECT h::BLOB FROM t", {"hugeint", "blob"}),
+    ],
+)
+def test_types_named_by_a_statement(sql: str, types: set[str]) -> None:
+    assert analyze_sql(sql).types == types
+
+
+def test_json_structure_types_are_collected_and_must_be_literal() -> None:
+    sql = """SELECT from_json(j, '{"a": "INET", "b": ["STRUCT(x UUID)"]}') FROM t"""
+    assert analyze_sql(sql).types == {"inet", "struct", "uuid"}
+    with pytest.raises(UnsafeSQLError, match="must be a JSON string literal"):
+        analyze_sql("SELECT json_transform(j, s) FROM t")

@@ -18,8 +18,10 @@ tables):
 
 Timeouts: a timer thread calls ``interrupt()`` on the connection/cursor running the
 query; the timeout error is raised and the connection stays usable. No setting is
-changed. Functions that do not exist in the database are refused before running, so
-DuckDB never auto-installs or auto-loads an extension on the agent's behalf.
+changed. Functions and types (casts such as ``x::INET``, typed literals, nested
+``STRUCT``/``MAP``/list element types) that do not exist in the database are refused
+before running, so DuckDB never auto-installs or auto-loads an extension on the agent's
+behalf.
 """
 
 from __future__ import annotations
@@ -86,6 +88,7 @@ class GuardedSQL:
         self.timeout_s = _valid_timeout(timeout_s)
         self.max_rows = _valid_max_rows(max_rows)
         self._functions: frozenset[str] = frozenset()
+        self._types: frozenset[str] = frozenset()
         self._cursor_lock = threading.Lock()
         if isinstance(source, duckdb.DuckDBPyConnection):
             self._con, self._owned, self._lock = source, False, _lock_for(source)
@@ -149,6 +152,7 @@ class GuardedSQL:
             max_rows=_valid_max_rows(self.max_rows if max_rows is None else max_rows),
             countable=countable,
             functions=checked.functions,
+            types=checked.types,
         )
 
     async def arun(
@@ -215,6 +219,7 @@ class GuardedSQL:
         max_rows: int,
         countable: bool = False,
         functions: frozenset[str] = frozenset(),
+        types: frozenset[str] = frozenset(),
     ) -> QueryResult:
         with self._session() as con:
             start = time.perf_counter()
@@ -222,6 +227,7 @@ class GuardedSQL:
             try:
                 with watchdog:
                     self._require_functions(con, functions)
+                    self._require_types(con, types)
                     con.execute(sql)
                     frame, truncated = fetch_capped(con, max_rows)
                     row_count: int | None = len(frame)
@@ -249,6 +255,20 @@ class GuardedSQL:
                 f"unknown function(s): {', '.join(missing)}. Check the name; functions of "
                 "extensions that are not loaded are not available (the SQL tool never "
                 "installs or loads extensions)."
+            )
+
+    def _require_types(self, con: duckdb.DuckDBPyConnection, names: frozenset[str]) -> None:
+        if names <= self._types:
+            return
+        rows = con.execute("SELECT DISTINCT lower(type_name) FROM duckdb_types()")
+        self._types = frozenset(r[0] for r in rows.fetchall())
+        missing = sorted(names - self._types)
+        if missing:
+            raise QueryFailedError(
+                f"unknown type(s): {', '.join(t.upper() for t in missing)}. Use a built-in "
+                "type (VARCHAR, INTEGER, DOUBLE, DATE, TIMESTAMP, ...); types of extensions "
+                "that are not loaded are not available (the SQL tool never installs or "
+                "loads extensions)."
             )
 
 

@@ -40,27 +40,67 @@ class QueryResult:
         """Column name -> pandas dtype name."""
         return {str(c): str(t) for c, t in self.frame.dtypes.items()}
 
-    def preview(self, max_rows: int = 20, max_chars: int = 4000, max_colwidth: int = 40) -> str:
+    def preview(
+        self, max_rows: int = 20, max_chars: int = 8000, max_colwidth: int = 400
+    ) -> str:
         """Render a compact, deterministic text table for a language model.
 
         Args:
             max_rows: Rows shown at most (the first ones).
-            max_chars: Hard cap on the length of the returned text.
-            max_colwidth: Cell text longer than this is cut.
+            max_chars: Hard cap on the length of the returned text; when it cuts rows
+                off, the last line says how many rows were shown out of how many.
+            max_colwidth: Cell text longer than this is cut; a note then says how to
+                read the rest.
 
         Returns:
-            A header line with the row count, the table, and a note when rows were cut.
+            A header line with the row count, the table, and notes when rows or cells
+            were cut.
         """
         total = self.row_count if self.row_count is not None else f"more than {len(self.frame)}"
         header = f"{total} rows x {len(self.frame.columns)} columns"
         if self.frame.empty:
             return f"{header}\ncolumns: {', '.join(self.columns) or '(none)'}"[:max_chars]
         shown = self.frame.head(max_rows)
-        body = shown.to_string(index=False, max_colwidth=max_colwidth)
+        table = shown.to_string(index=False, max_colwidth=max_colwidth).split("\n")
+        long_cells = [
+            any(len(str(v)) > max_colwidth for v in row) for row in shown.itertuples(index=False)
+        ]
         hidden = (self.row_count if self.row_count is not None else len(self.frame)) - len(shown)
-        note = f"\n... {hidden} more rows not shown" if hidden > 0 or self.truncated else ""
-        text = f"{header}\n{body}{note}"
-        if len(text) > max_chars:
-            cut = f"\n... (preview cut at {max_chars} chars)"
-            text = text[: max(0, max_chars - len(cut))] + cut
-        return text
+        more = f"... {hidden} more rows not shown" if hidden > 0 or self.truncated else ""
+        text = _join(header, table, more, _cell_note(long_cells, max_colwidth))
+        if len(text) <= max_chars:
+            return text
+        # Too long: keep the rows that fit whole, then say what was left out (last line).
+        for kept in range(len(shown) - 1, 0, -1):
+            note = _cell_note(long_cells[:kept], max_colwidth)
+            text = _join(header, table[: kept + 1], note, _cut_note(max_chars, kept, total))
+            if len(text) <= max_chars:
+                return text
+        # Not even one row fits: show the start of the first one.
+        note, cut = _cell_note(long_cells[:1], max_colwidth), _cut_note(max_chars, 0, total)
+        room = max(0, max_chars - len(_join(header, note, cut)) - 5)
+        partial = "\n".join(table[:2])[:room] + " ..."
+        return _join(header, partial, note, cut)[:max_chars]
+
+
+def _cut_note(max_chars: int, kept: int, total: int | str) -> str:
+    return (
+        f"... preview cut at {max_chars} characters: {kept} of {total} rows shown in full; "
+        "select fewer rows or columns to see more"
+    )
+
+
+def _cell_note(long_cells: list[bool], max_colwidth: int) -> str:
+    if not any(long_cells):
+        return ""
+    return (
+        f"(cells longer than {max_colwidth} characters were cut; select that column alone, "
+        f"or use substr(col, {max_colwidth + 1}, {max_colwidth}), to read the rest)"
+    )
+
+
+def _join(*parts: str | list[str]) -> str:
+    lines: list[str] = []
+    for part in parts:
+        lines.extend(part if isinstance(part, list) else [part] if part else [])
+    return "\n".join(lines)

@@ -13,6 +13,12 @@ must be allowed:
   SHOW/DESCRIBE, and table functions from :data:`ALLOWED_TABLE_FUNCTIONS` only;
 - scalar functions: anything except :data:`DENIED_SCALAR_FUNCTIONS`.
 
+The names of the functions called and of the types used (every ``"class": "TYPE"`` node:
+cast targets such as ``x::INET``/``CAST(x AS JSON)``/typed literals ``INET '1.2.3.4'``,
+and nested ones inside ``STRUCT(a INET)``, ``MAP(K, V)``, ``T[]``/``T[3]``, ``UNION``)
+are returned too, so that the runner can refuse names the database does not know
+before DuckDB tries to auto-install an extension for them.
+
 EXPLAIN [ANALYZE] is allowed when the statement it wraps passes; ``CALL f(...)`` is
 rewritten to ``SELECT * FROM f(...)`` and checked as such; PRAGMA is allowed for the
 names in :data:`ALLOWED_PRAGMAS` with at most one string argument. Every other statement
@@ -60,6 +66,9 @@ ALLOWED_PRAGMAS: frozenset[str] = frozenset({
     "database_list", "database_size", "version", "platform", "collations", "functions",
 })  # fmt: skip
 
+_JSON_STRUCTURE_FUNCTIONS = frozenset({
+    "json_transform", "json_transform_strict", "from_json", "from_json_strict",
+})  # fmt: skip
 _QUERY_NODES = frozenset({"SELECT_NODE", "SET_OPERATION_NODE", "RECURSIVE_CTE_NODE", "CTE_NODE"})
 _TABLE_REFS = frozenset({
     "BASE_TABLE", "TABLE_FUNCTION", "SUBQUERY", "JOIN", "EXPRESSION_LIST", "EMPTY",
@@ -95,11 +104,14 @@ class CheckedSQL:
             ``CALL f(x)`` rewritten to ``SELECT * FROM f(x)``).
         kind: ``"SELECT"``, ``"EXPLAIN"`` or ``"PRAGMA"``.
         functions: Lower-cased names of every function the statement calls.
+        types: Lower-cased names of every type the statement names (casts, typed
+            literals and the element/field types nested in them).
     """
 
     sql: str
     kind: str
     functions: frozenset[str]
+    types: frozenset[str] = frozenset()
 
 
 def check_sql(sql: str) -> str:
@@ -126,13 +138,14 @@ def analyze_sql(sql: str) -> CheckedSQL:
     kind = statements[0].type.name
     text = _normalize(statements[0].query)
     if kind == "SELECT":
-        return CheckedSQL(text, "SELECT", _check_tree(text))
+        functions, types = _check_tree(text)
+        return CheckedSQL(text, "SELECT", functions, types)
     if kind == "EXPLAIN":
         match = _EXPLAIN.fullmatch(text)
         inner = analyze_sql(match.group(1)) if match else None
         if inner is None or inner.kind != "SELECT":
             _refuse("EXPLAIN may only wrap a SELECT", "EXPLAIN the SELECT alone")
-        return CheckedSQL(text, "EXPLAIN", inner.functions)
+        return CheckedSQL(text, "EXPLAIN", inner.functions, inner.types)
     if kind == "PRAGMA":
         match = _PRAGMA.fullmatch(text)
         if not match or match.group(1).lower() not in ALLOWED_PRAGMAS:
@@ -195,31 +208,67 @@ def _serialize(text: str) -> dict:
     return tree
 
 
-def _check_tree(text: str) -> frozenset[str]:
+def _check_tree(text: str) -> tuple[frozenset[str], frozenset[str]]:
     functions: set[str] = set()
-    _walk(_serialize(text), functions)
-    return frozenset(functions)
+    types: set[str] = set()
+    _walk(_serialize(text), functions, types)
+    return frozenset(functions), frozenset(types)
 
 
-def _walk(node: object, functions: set[str]) -> None:
+def _walk(node: object, functions: set[str], types: set[str]) -> None:
     if isinstance(node, list):
         for item in node:
-            _walk(item, functions)
+            _walk(item, functions, types)
         return
     if not isinstance(node, dict):
         return
     if "class" in node:
+        if node["class"] == "TYPE" and node.get("type_name"):
+            types.add(str(node["type_name"]).lower())
         if isinstance(node.get("function_name"), str):
             name = node["function_name"].lower()
             functions.add(name)
             if name in DENIED_SCALAR_FUNCTIONS or name.startswith("__internal"):
                 _refuse(f"function {name}() reads files, settings or state", "remove it")
+            if name in _JSON_STRUCTURE_FUNCTIONS:
+                types.update(_structure_types(name, node.get("arguments") or []))
     elif "modifiers" in node and node.get("type") not in _QUERY_NODES:
         _refuse(f"a {node.get('type')} inside the query would change data", "use SELECT only")
     elif "alias" in node and "sample" in node:
         _check_table_ref(node)
     for value in node.values():
-        _walk(value, functions)
+        _walk(value, functions, types)
+
+
+def _structure_types(name: str, arguments: list) -> set[str]:
+    """Type names inside the JSON structure argument of ``from_json`` and friends."""
+    if len(arguments) < 2:
+        return set()
+    argument = arguments[1].get("expression") if isinstance(arguments[1], dict) else None
+    literal = (argument or {}).get("literal") or {}
+    try:
+        if (argument or {}).get("class") != "CONSTANT" or literal.get("kind") != "STRING":
+            raise ValueError("not a string literal")
+        structure = json.loads(literal.get("text", ""))
+    except ValueError:
+        _refuse(
+            f"the structure argument of {name}() must be a JSON string literal",
+            "write the structure inline, e.g. '{\"a\": \"VARCHAR\"}'",
+        )
+    leaves: list[str] = []
+    pending = [structure]
+    while pending:
+        item = pending.pop()
+        if isinstance(item, str):
+            leaves.append(item)
+        elif isinstance(item, dict):
+            pending.extend(item.values())
+        elif isinstance(item, list):
+            pending.extend(item)
+    types: set[str] = set()
+    for leaf in leaves:
+        _walk(_serialize(f"SELECT NULL::{leaf}"), set(), types)
+    return types
 
 
 def _check_table_ref(ref: dict) -> None:

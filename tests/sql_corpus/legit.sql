@@ -45,3 +45,12 @@ SELECT id::VARCHAR || '-' || upper(name) AS label FROM patients
 SELECT * FROM patients SEMI JOIN treatments ON id = patient_id
 SELECT [x * 2 FOR x IN [1, 2, 3]] AS doubled, list_transform([1, 2], lambda y: y + 1) AS plus
 SELECT current_date, current_setting('threads') IS NOT NULL AS has_threads
+SELECT CAST(age AS DECIMAL(10,2)) AS a, age::INT AS b, age::INTEGER AS c, TRY_CAST(name AS BIGINT) AS d FROM patients
+SELECT name::TEXT AS t, CAST(name AS VARCHAR(20)) AS v, admitted::TIMESTAMP AS ts, CAST(admitted AS DATE) AS d FROM patients
+SELECT '2024-01-01 10:00'::TIMESTAMP WITH TIME ZONE AS tz, INTERVAL '2 days' AS i, '1 hour'::INTERVAL AS j, 'ab'::BLOB AS b
+SELECT gen_random_uuid()::UUID IS NOT NULL AS u, 1::HUGEINT AS h, 'true'::BOOLEAN AS bo, 1::DOUBLE AS d, 1::FLOAT AS f, 1::DOUBLE PRECISION AS dp
+SELECT [1, 2]::VARCHAR[] AS l, [1, 2]::INTEGER[2] AS arr, CAST([[1]] AS BIGINT[][]) AS l2
+SELECT {'a': 1, 'b': 'x'}::STRUCT(a BIGINT, b VARCHAR) AS s, MAP {'k': 1}::MAP(VARCHAR, INTEGER) AS m
+SELECT CAST(outcome AS ENUM('recovered', 'died')) AS o, TRY_CAST('{"a": 1}' AS JSON) AS j FROM treatments
+SELECT age::NUMERIC(5, 1) AS n, age::SMALLINT AS s, age::UBIGINT AS u, DATE '2024-02-01' - admitted AS days FROM patients
+SELECT from_json('{"a": 1, "b": [2]}', '{"a": "INTEGER", "b": ["BIGINT"]}') AS j, json_transform('[1]', '["DOUBLE"]') AS k
