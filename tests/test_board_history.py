@@ -155,3 +155,102 @@ def test_processes_creating_the_same_new_board_at_once_all_succeed(board_path):
                                                                       range(1, 7))
     with sqlite3.connect(board_path) as conn:
         assert [v for v, _, _ in board_migrations.applied_migrations(conn)] == [1, 2, 3]
+
+
+# --- import is all-or-nothing, malformed documents are BoardFormatError -------------
+
+
+def _exported(board: Board) -> dict:
+    _small_investigation(board)
+    return json.loads(board.to_json())
+
+
+def test_import_with_a_dangling_link_leaves_no_board_and_can_be_retried(board, tmp_path):
+    document = _exported(board)
+    broken = dict(document, evidence=[])  # the link (and verdict) now point at nothing
+    target = tmp_path / "copy.d2board"
+    with pytest.raises(BoardFormatError) as info:
+        Board.from_json(json.dumps(broken), target)
+    assert "links record 1 refers to missing evidence 'E1'" in str(info.value)
+    assert not target.exists(), "a failed import into a new path leaves no file behind"
+    with Board.from_json(json.dumps(document), target) as copy:  # retry succeeds
+        assert copy.to_json() == board.to_json()
+
+
+def test_failed_import_into_an_empty_board_leaves_it_empty(board, tmp_path):
+    document = _exported(board)
+    target = tmp_path / "empty.d2board"
+    Board.open(target).close()
+    broken = dict(document, links=[dict(document["links"][0], hypothesis_id="H99")])
+    with pytest.raises(BoardFormatError, match="refers to missing hypotheses 'H99'"):
+        Board.from_json(broken, target)
+    with Board.open(target) as empty:
+        assert empty.counts()["hypotheses"] == 0 and empty.last_seq() == 0
+    Board.from_json(document, target).close()  # re-importable
+
+
+@pytest.mark.parametrize(
+    ("mutate", "message"),
+    [
+        (lambda d: "{not json", "not JSON: "),
+        (lambda d: "[1, 2]", "not a d2 board export"),
+        (lambda d: json.dumps(dict(d, evidence=[{k: v for k, v in d["evidence"][0].items()
+                                                 if k != "result"}])),
+         "a record of evidence lacks the field 'result'"),
+        (lambda d: json.dumps(dict(d, hypotheses=["H1"])), "malformed hypotheses records"),
+        (lambda d: json.dumps(dict(d, evidence=[dict(d["evidence"][0], result="@@@")])),
+         "malformed evidence records"),
+        (lambda d: json.dumps(dict(d, links=[dict(d["links"][0], bogus=1)])),
+         "links record 1 has unknown field(s) 'bogus'"),
+        (lambda d: json.dumps(dict(d, hypotheses=d["hypotheses"] * 2)),
+         "hypotheses record 'H1' breaks a constraint"),
+        (lambda d: json.dumps(dict(d, max_rows="lots")), "max_rows must be a whole number"),
+    ],
+)
+def test_malformed_documents_are_board_format_errors(board, tmp_path, mutate, message):
+    text = mutate(_exported(board))
+    target = tmp_path / "copy.d2board"
+    with pytest.raises(BoardFormatError) as info:
+        Board.from_json(text, target)
+    assert message in str(info.value)
+    assert not target.exists()
+
+
+# --- export is one consistent snapshot while others write ---------------------------
+
+
+@pytest.mark.parametrize("writer_kind", ["same board object", "second connection"])
+def test_export_while_writing_always_imports_cleanly(board, board_path, tmp_path, writer_kind):
+    import threading
+
+    board.add_hypothesis("h")
+    writer_board = board if writer_kind == "same board object" else Board.open(board_path)
+    stop = threading.Event()
+    errors: list[BaseException] = []
+
+    def write() -> None:
+        try:
+            i = 0
+            while not stop.is_set():
+                ev = writer_board.add_evidence(f"SELECT {i}", pd.DataFrame({"n": [i]}),
+                                                description=f"row {i}")
+                writer_board.link(ev.id, "H1", "supports", "because", actor="writer")
+                i += 1
+        except BaseException as exc:  # pragma: no cover - reported below
+            errors.append(exc)
+
+    thread = threading.Thread(target=write)
+    thread.start()
+    try:
+        for n in range(25):
+            document = json.loads(board.to_json())
+            evidence = {e["id"] for e in document["evidence"]}
+            assert {link["evidence_id"] for link in document["links"]} <= evidence
+            Board.from_json(document, tmp_path / f"copy{n}.d2board").close()
+    finally:
+        stop.set()
+        thread.join()
+        if writer_board is not board:
+            writer_board.close()
+    assert not errors
+    assert board.counts()["links"] > 0

@@ -87,3 +87,34 @@ def test_import_into_a_busy_board_names_the_fix(tmp_path):
     result = CliRunner().invoke(main, ["board", "import", str(json_path), str(path)])
     assert result.exit_code == 1
     assert "import into a new path" in result.output
+
+
+def test_import_of_a_non_json_file_is_one_line_and_leaves_no_board(tmp_path):
+    json_path = tmp_path / "notes.txt"
+    json_path.write_text("this is not an export\n")
+    target = tmp_path / "copy.d2board"
+    result = CliRunner().invoke(main, ["board", "import", str(json_path), str(target)])
+    assert result.exit_code == 1
+    assert result.output.startswith("Error: not JSON: ")
+    assert len(result.output.strip().splitlines()) == 1
+    assert not target.exists()
+
+
+def test_import_with_a_dangling_link_is_one_line_and_can_be_retried(tmp_path):
+    path = tmp_path / "b.d2board"
+    _build(path)
+    with Board.open(path) as original:
+        document = json.loads(original.to_json())
+    good, bad = tmp_path / "good.json", tmp_path / "bad.json"
+    good.write_text(json.dumps(document))
+    bad.write_text(json.dumps(dict(document, evidence=document["evidence"][1:])))  # drop E1
+    target = tmp_path / "copy.d2board"
+    result = CliRunner().invoke(main, ["board", "import", str(bad), str(target)])
+    assert result.exit_code == 1
+    assert len(result.output.strip().splitlines()) == 1
+    assert "links record 1 refers to missing evidence 'E1'" in result.output
+    assert not target.exists()
+    retried = CliRunner().invoke(main, ["board", "import", str(good), str(target)])
+    assert retried.exit_code == 0, retried.output
+    with Board.open(target) as copy:
+        assert copy.counts()["links"] == 2 and copy.counts()["evidence"] == 3

@@ -27,15 +27,20 @@ TABLES = ("investigations", "hypotheses", "evidence", "links", "verdicts", "mode
 
 
 def board_to_json(board: Board, *, indent: int | None = None) -> str:
-    """Serialize every table of ``board`` (see module docstring)."""
+    """Serialize every table of ``board`` (see module docstring).
+
+    All tables are read in one read transaction, so the document is a consistent
+    snapshot even while other threads or processes write to the board.
+    """
     document: dict[str, Any] = {
         "format": FORMAT_NAME,
         "json_schema_version": JSON_SCHEMA_VERSION,
         "board_schema_version": MIGRATIONS[-1].version,
         "max_rows": board.max_rows,
     }
+    snapshot = board._snapshot_rows(TABLES)
     for table in TABLES:
-        records = board._raw_rows(table)
+        records = snapshot[table]
         if table == "evidence":
             for record in records:
                 record["result"] = base64.b64encode(record["result"]).decode("ascii")
@@ -48,12 +53,45 @@ def board_from_json(
 ) -> Board:
     """Create a board at ``path`` holding exactly what ``document`` describes.
 
+    Every table is inserted in one transaction: a failed import leaves nothing behind
+    (a new file is removed again; an existing empty board stays empty), so it can be
+    retried.
+
     Raises:
-        BoardFormatError: not a d2 board export, a newer JSON layout, or ``path``
-            already holds a board with records (import never merges).
+        BoardFormatError: not JSON, not a d2 board export, a newer JSON layout, a
+            malformed or inconsistent record (e.g. a link to missing evidence), or
+            ``path`` already holds a board with records (import never merges).
     """
-    data = json.loads(document) if isinstance(document, str) else dict(document)
-    if data.get("format") != FORMAT_NAME:
+    max_rows, tables = _parse(document)
+    location = str(path)
+    existed = location == ":memory:" or Path(location).expanduser().exists()
+    board = board_type.open(path, max_rows=max_rows)
+    try:
+        if board.last_seq() or board.list_hypotheses() or board.list_evidence():
+            raise BoardFormatError(
+                f"{path} already holds a board; import into a new path (imports never merge)"
+            )
+        board._insert_raw(tables)
+    except BaseException:
+        board.close()
+        if not existed:
+            for suffix in ("", "-wal", "-shm", "-journal"):
+                Path(location + suffix).expanduser().unlink(missing_ok=True)
+        raise
+    return board
+
+
+def _parse(document: str | Mapping[str, Any]) -> tuple[int, dict[str, list[dict[str, Any]]]]:
+    """Check the document's envelope and decode its records (no database involved)."""
+    try:
+        data = json.loads(document) if isinstance(document, str | bytes) else dict(document)
+    except json.JSONDecodeError as exc:
+        raise BoardFormatError(
+            f"not JSON: {exc}; pass a file written by `d2 board export --json`"
+        ) from exc
+    except (TypeError, ValueError) as exc:
+        raise BoardFormatError(f"not a JSON object: {exc}") from exc
+    if not isinstance(data, dict) or data.get("format") != FORMAT_NAME:
         raise BoardFormatError("this JSON is not a d2 board export (missing format 'd2-board')")
     version = data.get("json_schema_version")
     if not isinstance(version, int) or version > JSON_SCHEMA_VERSION:
@@ -61,16 +99,20 @@ def board_from_json(
             f"board JSON version {version!r} is newer than this d2_notebook understands "
             f"({JSON_SCHEMA_VERSION}); upgrade with `pip install -U d2-notebook`"
         )
-    board = board_type.open(path, max_rows=int(data.get("max_rows", 10_000)))
-    if board.last_seq() or board.list_hypotheses() or board.list_evidence():
-        board.close()
-        raise BoardFormatError(
-            f"{path} already holds a board; import into a new path (imports never merge)"
-        )
+    tables: dict[str, list[dict[str, Any]]] = {}
     for table in TABLES:
-        records = [dict(r) for r in data.get(table, [])]
-        if table == "evidence":
-            for record in records:
-                record["result"] = base64.b64decode(record["result"])
-        board._insert_raw(table, records)
-    return board
+        try:
+            records = [dict(r) for r in data.get(table) or []]
+            if table == "evidence":
+                for record in records:
+                    record["result"] = base64.b64decode(record["result"], validate=True)
+        except KeyError as exc:
+            raise BoardFormatError(f"a record of {table} lacks the field {exc}") from exc
+        except (TypeError, ValueError) as exc:  # binascii.Error is a ValueError
+            raise BoardFormatError(f"malformed {table} records: {exc}") from exc
+        tables[table] = records
+    try:
+        max_rows = int(data.get("max_rows", 10_000))
+    except (TypeError, ValueError) as exc:
+        raise BoardFormatError(f"max_rows must be a whole number: {exc}") from exc
+    return max_rows, tables

@@ -22,7 +22,7 @@ from d2_notebook.board.records import (
     Event,
     HypothesisStatus,
 )
-from d2_notebook.errors import BoardError, InvalidRecordError, NotFoundError
+from d2_notebook.errors import BoardError, BoardFormatError, InvalidRecordError, NotFoundError
 
 DEFAULT_MAX_ROWS = 10_000
 """How many rows of a query result a board stores by default (the rest are counted)."""
@@ -231,24 +231,81 @@ class BoardStore:
 
     def _raw_rows(self, table: str) -> list[dict[str, Any]]:
         """Every row of a table as a dict, in key order (for export)."""
-        key = {"events": "seq"}.get(table, "id" if table in {"links", "verdicts",
-                                                              "model_calls"} else "num")
-        return [dict(r) for r in self._query(f"SELECT * FROM {table} ORDER BY {key}")]
+        return self._snapshot_rows([table])[table]
 
-    def _insert_raw(self, table: str, records: list[dict[str, Any]]) -> None:
-        """Insert exported rows verbatim, in one transaction, with no events added."""
-        if not records:
-            return
+    def _snapshot_rows(self, tables: Iterable[str]) -> dict[str, list[dict[str, Any]]]:
+        """Every row of each table, all read in ONE read transaction (for export).
+
+        The lock keeps this process's writers out, and the transaction gives a single
+        snapshot of the file against other connections and processes (WAL), so a link
+        is never exported without the evidence and hypothesis it points to.
+        """
+        out: dict[str, list[dict[str, Any]]] = {}
+        with self._lock:
+            self._conn.execute("BEGIN")
+            try:
+                for table in tables:
+                    key = {"events": "seq"}.get(
+                        table, "id" if table in {"links", "verdicts", "model_calls"} else "num"
+                    )
+                    found = self._conn.execute(f"SELECT * FROM {table} ORDER BY {key}")
+                    out[table] = [dict(r) for r in found.fetchall()]
+            finally:
+                self._conn.execute("COMMIT")
+        return out
+
+    def _insert_raw(self, tables: Mapping[str, list[dict[str, Any]]]) -> None:
+        """Insert exported rows verbatim, every table in ONE transaction, no events added.
+
+        Raises:
+            BoardFormatError: a record has unknown columns, refers to a missing record
+                or breaks a constraint; nothing was inserted.
+        """
         with self._write() as conn:
-            for record in records:
-                names = list(record)
-                conn.execute(
-                    f"INSERT INTO {table} ({', '.join(names)}) "
-                    f"VALUES ({', '.join('?' * len(names))})",
-                    [record[n] for n in names],
-                )
+            for table, records in tables.items():
+                columns = {r[1] for r in conn.execute(f"PRAGMA table_info({table})")}
+                for record in records:
+                    names = list(record)
+                    unknown = sorted(set(names) - columns)
+                    if unknown:
+                        raise BoardFormatError(
+                            f"{_describe(table, record)} has unknown field(s) "
+                            f"{', '.join(map(repr, unknown))}"
+                        )
+                    try:
+                        conn.execute(
+                            f"INSERT INTO {table} ({', '.join(names)}) "
+                            f"VALUES ({', '.join('?' * len(names))})",
+                            [record[n] for n in names],
+                        )
+                    except sqlite3.IntegrityError as exc:
+                        problem = _integrity_problem(conn, table, record, exc)
+                        raise BoardFormatError(problem) from exc
+                    except (sqlite3.DatabaseError, sqlite3.InterfaceError) as exc:
+                        raise BoardFormatError(f"{_describe(table, record)}: {exc}") from exc
 
 
+def _describe(table: str, record: Mapping[str, Any]) -> str:
+    key = record.get("id", record.get("seq", "?"))
+    return f"{table} record {key!r}"
+
+
+def _integrity_problem(
+    conn: sqlite3.Connection, table: str, record: Mapping[str, Any], exc: sqlite3.Error
+) -> str:
+    """Name the missing record a failed insert points to, if that is the problem."""
+    for ref in conn.execute(f"PRAGMA foreign_key_list({table})").fetchall():
+        ref_table, column, ref_column = ref[2], ref[3], ref[4] or "id"
+        value = record.get(column)
+        if value is None:
+            continue
+        found = conn.execute(f"SELECT 1 FROM {ref_table} WHERE {ref_column} = ?", (value,))
+        if found.fetchone() is None:
+            return (
+                f"{_describe(table, record)} refers to missing {ref_table} {value!r} "
+                f"(field {column}): {exc}"
+            )
+    return f"{_describe(table, record)} breaks a constraint: {exc}"
 
 
 def parse_enum(enum_type: type, value: Any, what: str) -> Any:
