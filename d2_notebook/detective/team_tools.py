@@ -1,4 +1,4 @@
-"""The team's tools: SQL for the roles that query, and the board tools of each role.
+"""The board tools of each role (the SQL tools are in :mod:`.sql_tools`).
 
 Every factory takes the shared :class:`TeamContext` and returns :class:`Tool`s whose
 handlers write to the board with the calling agent's name. What each role may write
@@ -14,6 +14,7 @@ from typing import Any
 
 from d2_notebook.board import HypothesisStatus
 from d2_notebook.detective.context import QueryLog, TeamContext
+from d2_notebook.detective.sql_tools import first_line, record_query
 from d2_notebook.detective.tools import Tool, ToolError, tool
 
 _STRING = {"type": "string"}
@@ -32,77 +33,6 @@ class TurnOutcome:
     verdict: str | None = None
     report: str | None = None
     answer: dict[str, Any] | None = None
-
-
-# --- SQL -------------------------------------------------------------------------
-
-
-def sql_tools(ctx: TeamContext, log: QueryLog) -> list[Tool]:
-    """``run_sql`` and ``describe_table`` over the guarded connection."""
-
-    async def run_sql(args: dict[str, Any]) -> str:
-        sql = args["sql"].strip()
-        earlier = log.previous(sql)
-        if earlier is not None:
-            log.repeats += 1
-            raise ToolError(f"you already ran this query as {earlier}; use that result "
-                            "instead of running it again")
-        result = await ctx.sql.arun(sql, timeout_s=ctx.settings.sql_timeout_s,
-                                    max_rows=ctx.board.max_rows)
-        query_id = log.add(sql, result, args.get("purpose", ""))
-        return f"{query_id}: {result.preview(max_rows=ctx.settings.preview_rows)}"
-
-    async def describe_table(args: dict[str, Any]) -> str:
-        info = await _in_thread(ctx.sql.describe, args["table"])
-        lines = [f"{info.name} ({info.kind}, {info.row_count} rows)"]
-        for column in info.columns:
-            samples = ", ".join(column.samples)
-            example = f"  e.g. {samples}" if samples else ""
-            lines.append(f"  {column.name} {column.type}{example}")
-        return "\n".join(lines)
-
-    return [
-        tool("run_sql",
-             "Run ONE read-only DuckDB SQL statement (SELECT/WITH/DESCRIBE/SUMMARIZE ...). "
-             "Returns a query id (Q1, Q2, ...) and a preview of the result. Writes, file "
-             "access and multiple statements are refused.",
-             {"sql": {"type": "string", "description": "one read-only statement"},
-              "purpose": {"type": "string", "description": "one line: what it computes"}},
-             run_sql, required=["sql"]),
-        tool("describe_table", "Columns, types, row count and sample values of one table.",
-             {"table": _STRING}, describe_table),
-    ]
-
-
-async def _in_thread(fn: Any, *args: Any) -> Any:
-    import asyncio
-
-    return await asyncio.to_thread(fn, *args)
-
-
-def _record(ctx: TeamContext, log: QueryLog, query_id: str, description: str, *,
-            role: str, agent: str) -> str:
-    """Evidence id for query ``query_id`` of this agent, recording it on first use."""
-    if query_id in log.evidence_ids:
-        return log.evidence_ids[query_id]
-    result = log.results.get(query_id)
-    if result is None:
-        known = ", ".join(log.results) or "none yet"
-        raise ToolError(f"unknown query id {query_id!r}; your queries so far: {known}. "
-                        "Run the query with run_sql first.")
-    row_count = result.row_count if result.row_count is not None else len(result.frame)
-    existing = ctx.board.find_evidence(result.sql, result.frame, row_count=row_count,
-                                       investigation_id=ctx.investigation_id)
-    if existing is not None:  # e.g. redone after an interruption: reuse, never duplicate
-        log.evidence_ids[query_id] = existing.id
-        return existing.id
-    evidence = ctx.board.add_evidence(
-        result.sql, result.frame, description=description,
-        row_count=row_count, truncated=result.truncated, author_role=role, author=agent,
-        duration_s=result.duration_s, round=ctx.round, investigation_id=ctx.investigation_id,
-    )
-    log.evidence_ids[query_id] = evidence.id
-    return evidence.id
 
 
 # --- hypothesizer ------------------------------------------------------------------
@@ -131,8 +61,8 @@ def hypothesis_tools(ctx: TeamContext, log: QueryLog, agent: str, role: str,
         for query_id in query_ids:  # recorded as evidence: the context it came from
             result = log.results[query_id]
             description = (log.purposes.get(query_id)
-                           or f"Exploration: {_first_line(result.sql)}")
-            cited.append(_record(ctx, log, query_id, description, role=role, agent=agent))
+                           or f"Exploration: {first_line(result.sql)}")
+            cited.append(record_query(ctx, log, query_id, description, role=role, agent=agent))
         hyp = ctx.board.add_hypothesis(
             statement, rationale=args.get("rationale", ""), author_role=role, author=agent,
             round=ctx.round, investigation_id=ctx.investigation_id, motivated_by=cited,
@@ -237,7 +167,7 @@ def evidence_tools(ctx: TeamContext, log: QueryLog, agent: str, role: str,
     async def record_evidence(args: dict[str, Any]) -> str:
         target = hypothesis_id or args["hypothesis_id"]
         _hypothesis(ctx, target)
-        evidence_id = _record(ctx, log, args["query_id"], args["description"], role=role,
+        evidence_id = record_query(ctx, log, args["query_id"], args["description"], role=role,
                               agent=agent)
         ctx.board.link(evidence_id, target, args["stance"], args["reading"], actor=agent)
         return f"recorded {evidence_id} ({args['stance']} {target})"
@@ -426,6 +356,3 @@ def _same_text(a: str, b: str) -> bool:
     return " ".join(a.lower().split()).rstrip(".") == " ".join(b.lower().split()).rstrip(".")
 
 
-def _first_line(sql: str, limit: int = 120) -> str:
-    flat = " ".join(sql.split())
-    return flat if len(flat) <= limit else flat[: limit - 1] + "…"

@@ -15,6 +15,7 @@ from importlib import resources
 from d2_notebook.detective.agent import AgentRun, run_agent
 from d2_notebook.detective.context import QueryLog, TeamContext
 from d2_notebook.detective.digest import board_digest, evidence_details
+from d2_notebook.detective.sql_tools import sql_tools
 from d2_notebook.detective.team_tools import (
     TurnOutcome,
     abandon_tool,
@@ -23,7 +24,6 @@ from d2_notebook.detective.team_tools import (
     hypothesis_tools,
     orchestrator_tools,
     reporter_tools,
-    sql_tools,
     submit_tool,
     verdict_tools,
 )

@@ -1,0 +1,90 @@
+"""The SQL tools of the roles that query (hypothesizer, collectors, single agents).
+
+``run_sql`` runs one statement through the guarded SQL and keeps the result under a
+query id (``Q3``) in the agent's :class:`QueryLog`; evidence is later recorded from
+that id, so an evidence row is always what the guarded SQL returned.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Any
+
+from d2_notebook.detective.context import QueryLog, TeamContext
+from d2_notebook.detective.tools import Tool, ToolError, tool
+
+_STRING = {"type": "string"}
+
+
+def sql_tools(ctx: TeamContext, log: QueryLog) -> list[Tool]:
+    """``run_sql`` and ``describe_table`` over the guarded connection."""
+
+    async def run_sql(args: dict[str, Any]) -> str:
+        sql = args["sql"].strip()
+        earlier = log.previous(sql)
+        if earlier is not None:
+            log.repeats += 1
+            raise ToolError(f"you already ran this query as {earlier}; use that result "
+                            "instead of running it again")
+        result = await ctx.sql.arun(sql, timeout_s=ctx.settings.sql_timeout_s,
+                                    max_rows=ctx.board.max_rows)
+        query_id = log.add(sql, result, args.get("purpose", ""))
+        return f"{query_id}: {result.preview(max_rows=ctx.settings.preview_rows)}"
+
+    async def describe_table(args: dict[str, Any]) -> str:
+        info = await _in_thread(ctx.sql.describe, args["table"])
+        lines = [f"{info.name} ({info.kind}, {info.row_count} rows)"]
+        for column in info.columns:
+            samples = ", ".join(column.samples)
+            example = f"  e.g. {samples}" if samples else ""
+            lines.append(f"  {column.name} {column.type}{example}")
+        return "\n".join(lines)
+
+    return [
+        tool("run_sql",
+             "Run ONE read-only DuckDB SQL statement (SELECT/WITH/DESCRIBE/SUMMARIZE ...). "
+             "Returns a query id (Q1, Q2, ...) and a preview of the result. Writes, file "
+             "access and multiple statements are refused.",
+             {"sql": {"type": "string", "description": "one read-only statement"},
+              "purpose": {"type": "string", "description": "one line: what it computes"}},
+             run_sql, required=["sql"]),
+        tool("describe_table", "Columns, types, row count and sample values of one table.",
+             {"table": _STRING}, describe_table),
+    ]
+
+
+async def _in_thread(fn: Any, *args: Any) -> Any:
+    return await asyncio.to_thread(fn, *args)
+
+
+def record_query(ctx: TeamContext, log: QueryLog, query_id: str, description: str, *,
+            role: str, agent: str) -> str:
+    """Evidence id for query ``query_id`` of this agent, recording it on first use."""
+    if query_id in log.evidence_ids:
+        return log.evidence_ids[query_id]
+    result = log.results.get(query_id)
+    if result is None:
+        known = ", ".join(log.results) or "none yet"
+        raise ToolError(f"unknown query id {query_id!r}; your queries so far: {known}. "
+                        "Run the query with run_sql first.")
+    row_count = result.row_count if result.row_count is not None else len(result.frame)
+    existing = ctx.board.find_evidence(result.sql, result.frame, row_count=row_count,
+                                       investigation_id=ctx.investigation_id)
+    if existing is not None:  # e.g. redone after an interruption: reuse, never duplicate
+        log.evidence_ids[query_id] = existing.id
+        return existing.id
+    evidence = ctx.board.add_evidence(
+        result.sql, result.frame, description=description,
+        row_count=row_count, truncated=result.truncated, author_role=role, author=agent,
+        duration_s=result.duration_s, round=ctx.round, investigation_id=ctx.investigation_id,
+    )
+    log.evidence_ids[query_id] = evidence.id
+    return evidence.id
+
+
+
+
+def first_line(sql: str, limit: int = 120) -> str:
+    flat = " ".join(sql.split())
+    return flat if len(flat) <= limit else flat[: limit - 1] + "…"
+
