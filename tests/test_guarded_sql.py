@@ -333,3 +333,21 @@ def test_user_defined_types_are_known(con: duckdb.DuckDBPyConnection) -> None:
     result = guard.run("SELECT CASE WHEN age > 60 THEN 'old' ELSE 'young' END::band AS b "
                        "FROM patients ORDER BY id")
     assert result.frame["b"].astype(str).tolist() == ["old", "young", "old", "young"]
+
+
+def test_the_shared_deadline_thread_runs_due_callbacks_once_and_forgets_cancelled_ones():
+    import threading
+    import time
+
+    from d2_notebook.data import execution
+
+    deadlines = execution._Deadlines()
+    fired: list[int] = []
+    done = threading.Event()
+    for i in range(200):  # queries that finish in time: scheduled, then cancelled
+        deadlines.cancel(deadlines.schedule(30, lambda i=i: fired.append(i)))
+    deadlines.schedule(0.05, lambda: (fired.append(-1), done.set()))
+    assert done.wait(5)
+    time.sleep(0.05)
+    assert fired == [-1]
+    assert deadlines._pending == set()

@@ -2,8 +2,12 @@
 
 from __future__ import annotations
 
+import heapq
+import itertools
 import math
 import threading
+import time
+from collections.abc import Callable
 
 import duckdb
 import pandas as pd
@@ -13,16 +17,69 @@ __all__ = ["Watchdog", "count_rows", "fetch_capped", "with_hint"]
 _VECTOR_ROWS = 2048
 
 
+class _Deadlines:
+    """One daemon thread that runs callbacks at their deadlines (shared by every query).
+
+    A thread per query cost about 0.7 ms to start and stop, a third of the guard's
+    overhead on short queries; one long-lived thread with a heap costs microseconds.
+    """
+
+    def __init__(self) -> None:
+        self._heap: list[tuple[float, int, Callable[[], None]]] = []
+        self._pending: set[int] = set()  # scheduled, neither run nor cancelled
+        self._ids = itertools.count()
+        self._wake = threading.Condition()
+        self._thread: threading.Thread | None = None
+
+    def schedule(self, delay_s: float, callback: Callable[[], None]) -> int:
+        """Run ``callback`` in ``delay_s`` seconds unless cancelled; returns a handle."""
+        with self._wake:
+            handle = next(self._ids)
+            heapq.heappush(self._heap, (time.monotonic() + delay_s, handle, callback))
+            self._pending.add(handle)
+            if self._thread is None or not self._thread.is_alive():
+                self._thread = threading.Thread(target=self._run, name="d2-sql-deadlines",
+                                                daemon=True)
+                self._thread.start()
+            self._wake.notify()
+        return handle
+
+    def cancel(self, handle: int) -> None:
+        """Forget a scheduled callback (no-op if it already ran)."""
+        with self._wake:
+            self._pending.discard(handle)
+
+    def _run(self) -> None:
+        while True:
+            with self._wake:
+                while self._heap and self._heap[0][1] not in self._pending:
+                    heapq.heappop(self._heap)  # cancelled: drop it
+                if not self._heap:
+                    self._wake.wait()
+                    continue
+                deadline, handle, callback = self._heap[0]
+                wait = deadline - time.monotonic()
+                if wait > 0:
+                    self._wake.wait(wait)
+                    continue
+                heapq.heappop(self._heap)
+                self._pending.discard(handle)
+            callback()
+
+
+_DEADLINES = _Deadlines()
+
+
 class Watchdog:
     """Interrupt ``con`` if the ``with`` block is still running after ``timeout_s``."""
 
     def __init__(self, con: duckdb.DuckDBPyConnection, timeout_s: float) -> None:
         self.fired = False
         self._con = con
+        self._timeout_s = timeout_s
         self._done = False
         self._state = threading.Lock()
-        self._timer = threading.Timer(timeout_s, self._fire)
-        self._timer.daemon = True
+        self._handle: int | None = None
 
     def _fire(self) -> None:
         with self._state:
@@ -31,13 +88,14 @@ class Watchdog:
                 self._con.interrupt()
 
     def __enter__(self) -> Watchdog:
-        self._timer.start()
+        self._handle = _DEADLINES.schedule(self._timeout_s, self._fire)
         return self
 
     def __exit__(self, *exc_info: object) -> None:
         with self._state:
             self._done = True
-        self._timer.cancel()
+        if self._handle is not None:
+            _DEADLINES.cancel(self._handle)
 
 
 def fetch_capped(con: duckdb.DuckDBPyConnection, max_rows: int) -> tuple[pd.DataFrame, bool]:
