@@ -247,3 +247,33 @@ async def test_bad_settings_are_refused(con):
         await investigate(con, QUESTION, model=HospitalWalkthrough().model(), variant="best")
     with pytest.raises(InvalidRecordError, match="collectors must be at least 1"):
         await investigate(con, QUESTION, model=HospitalWalkthrough().model(), collectors=0)
+
+
+async def test_resume_after_finishing_takes_human_additions_into_account(con, board_path):
+    first = await investigate(con, QUESTION, board=board_path,
+                              model=HospitalWalkthrough().model())
+    pulmorex = next(h for h in first.board.list_hypotheses() if h.statement.startswith("Pulmorex"))
+    assert pulmorex.status is HypothesisStatus.SUPPORTED
+    # A student adds evidence against a settled hypothesis, and a hypothesis of her own.
+    frame = con.execute("SELECT 1 AS deaths_in_my_ward").df()
+    evidence = first.board.add_evidence("SELECT 1 AS deaths_in_my_ward", frame,
+                                        description="my ward's count", author_role="human",
+                                        investigation_id="I1")
+    first.board.link(evidence.id, pulmorex.id, "contradicts", "my ward saw no benefit",
+                     actor="student")
+    mine = first.board.add_hypothesis("Solvanir lowers mortality for older COVID-19 patients",
+                                      author_role="human", author="student",
+                                      investigation_id="I1")
+    first.board.close()
+
+    again = await investigate(con, None, board=board_path, resume=True,
+                              model=HospitalWalkthrough().model())
+    board = again.board
+    assert again.state == "finished" and again.investigation_id == "I1"
+    reopened = board.get_hypothesis(pulmorex.id)
+    assert reopened.status is HypothesisStatus.CONTRADICTED, "judged again with her evidence"
+    assert evidence.id in board.latest_verdict(pulmorex.id).evidence_ids
+    assert board.get_hypothesis(mine.id).status.is_settled, "her hypothesis was examined"
+    reasons = [e.payload["reason"] for e in board.events(kinds=["hypothesis.status"])
+               if e.payload["id"] == pulmorex.id and e.payload["status"] == "proposed"]
+    assert reasons == [f"new evidence {evidence.id} since its verdict; judged again"]

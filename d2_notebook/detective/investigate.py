@@ -26,6 +26,7 @@ from d2_notebook.board import Board, Evidence, Hypothesis, HypothesisStatus, Ver
 from d2_notebook.data import GuardedSQL
 from d2_notebook.detective.context import TeamContext
 from d2_notebook.detective.loop import LOOP_ACTOR, ControlLoop
+from d2_notebook.detective.resume import resume_investigation
 from d2_notebook.detective.sequencer import WriteSequencer
 from d2_notebook.detective.settings import InvestigationSettings
 from d2_notebook.errors import D2Error, InvalidRecordError
@@ -113,15 +114,17 @@ async def investigate(
     sql = database if isinstance(database, GuardedSQL) else GuardedSQL(database)
     try:
         opened = board if isinstance(board, Board) else Board.open(board or ":memory:")
-        investigation, settings = _start_or_resume(opened, question, settings, options, resume)
-        return await _run(opened, sql, investigation, settings, inner)
+        investigation, settings, reopened = _start_or_resume(opened, question, settings,
+                                                             options, resume)
+        return await _run(opened, sql, investigation, settings, inner, reopened)
     finally:
         if own_sql:
             sql.close()  # closes only a connection it opened itself from a path
 
 
 async def _run(opened: Board, sql: GuardedSQL, investigation: Any,
-               settings: InvestigationSettings, inner: Model) -> InvestigationResult:
+               settings: InvestigationSettings, inner: Model,
+               reopened: bool) -> InvestigationResult:
     usage = Usage()
     sequencer = WriteSequencer()
     recording = RecordingModel(inner, opened, investigation.id, before_record=sequencer.arrive)
@@ -132,7 +135,10 @@ async def _run(opened: Board, sql: GuardedSQL, investigation: Any,
         schema_summary=await asyncio.to_thread(sql.schema_summary), settings=settings,
         sequencer=sequencer, round=_rounds_so_far(opened, investigation.id),
     )
-    loop = ControlLoop(ctx, reporter_model=BudgetedModel(recording, full_budget, usage))
+    # A finished investigation reopened for new material gets a fresh round budget.
+    round_limit = ctx.round + settings.max_rounds if reopened else settings.max_rounds
+    loop = ControlLoop(ctx, reporter_model=BudgetedModel(recording, full_budget, usage),
+                       round_limit=round_limit)
     if _hypotheses(opened, investigation.id):
         loop.hypothesizer_calls = 1
     try:
@@ -159,32 +165,14 @@ def investigate_sync(
 
 
 def _start_or_resume(board: Board, question: str | None, settings: InvestigationSettings | None,
-                     options: dict[str, Any], resume: bool) -> tuple[Any, InvestigationSettings]:
-    if not resume:
-        if not question or not question.strip():
-            raise InvalidRecordError("pass the question to investigate")
-        chosen = replace(settings or InvestigationSettings(), **options)
-        return board.start_investigation(question, chosen.to_dict(), actor="user"), chosen
-    unfinished = [i for i in board.list_investigations() if i.state.value != "finished"]
-    if not unfinished:
-        raise InvalidRecordError(
-            f"nothing to resume on {board.path}: it holds no unfinished investigation; "
-            "start a new one without --resume")
-    investigation = unfinished[-1]
-    if question and question.strip() != investigation.question.strip():
-        raise InvalidRecordError(
-            f"the board's investigation asks {investigation.question!r}; pass the same "
-            "question (or none) to resume it, or use a new board")
-    chosen = replace(settings or InvestigationSettings.from_dict(investigation.settings),
-                     **options)
-    board.set_investigation_state(investigation.id, "running", actor="user")
-    board.log_event("investigation.resumed", {"settings": chosen.to_dict()}, actor="user",
-                    investigation_id=investigation.id)
-    for hyp in _hypotheses(board, investigation.id):
-        if hyp.status is HypothesisStatus.INVESTIGATING:
-            board.set_status(hyp.id, HypothesisStatus.PROPOSED, actor=LOOP_ACTOR,
-                             reason="was being investigated when the run stopped; redone")
-    return board.get_investigation(investigation.id), chosen
+                     options: dict[str, Any], resume: bool,
+                     ) -> tuple[Any, InvestigationSettings, bool]:
+    if resume:
+        return resume_investigation(board, question, settings, options)
+    if not question or not question.strip():
+        raise InvalidRecordError("pass the question to investigate")
+    chosen = replace(settings or InvestigationSettings(), **options)
+    return board.start_investigation(question, chosen.to_dict(), actor="user"), chosen, False
 
 
 def _reserve(settings: InvestigationSettings) -> Budget:

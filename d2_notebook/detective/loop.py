@@ -37,9 +37,12 @@ class ControlLoop:
     ``reporter_model`` is the model with the reporter's reserved budget.
     """
 
-    def __init__(self, ctx: TeamContext, *, reporter_model: Any) -> None:
-        """Prepare to run; nothing happens until :meth:`run`."""
+    def __init__(self, ctx: TeamContext, *, reporter_model: Any,
+                 round_limit: int | None = None) -> None:
+        """Prepare to run; nothing happens until :meth:`run`. Rounds stop at
+        ``round_limit`` (default: the settings' ``max_rounds``)."""
         self.ctx = ctx
+        self.round_limit = round_limit or ctx.settings.max_rounds
         self.reporter_model = reporter_model
         self.stop_reason: str | None = None
         self.hypothesizer_calls = 0
@@ -65,7 +68,7 @@ class ControlLoop:
         ctx, merged = self.ctx, self.ctx.settings.variant == "merged_planner"
         if not merged and not self._hypotheses():
             await self._hypothesize(None)
-        while ctx.round < ctx.settings.max_rounds:
+        while ctx.round < self.round_limit:
             ctx.round += 1
             ctx.board.log_event("round.started", {"round": ctx.round}, actor=LOOP_ACTOR,
                                 investigation_id=ctx.investigation_id)

@@ -1,0 +1,83 @@
+"""Continuing an investigation that is already on a board (``--resume``).
+
+Two cases:
+
+- the run stopped (``interrupted`` or ``failed``): settled hypotheses stay settled,
+  hypotheses that were in flight go back to ``proposed`` and are redone; rounds
+  continue from where they were;
+- the run ``finished`` and someone (a student, an analyst) has since added hypotheses
+  or evidence to the board: the investigation reopens, new hypotheses are queued, and
+  every settled hypothesis that received new evidence after its verdict goes back to
+  ``proposed`` so it is judged again; it gets a fresh round budget.
+
+A finished investigation with nothing new is refused with a message naming the fix.
+"""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from typing import Any
+
+from d2_notebook.board import Board, HypothesisStatus, Investigation
+from d2_notebook.detective.loop import LOOP_ACTOR
+from d2_notebook.detective.settings import InvestigationSettings
+from d2_notebook.errors import InvalidRecordError
+
+
+def resume_investigation(
+    board: Board, question: str | None, settings: InvestigationSettings | None,
+    options: dict[str, Any],
+) -> tuple[Investigation, InvestigationSettings, bool]:
+    """Reopen the board's last investigation; returns it, its settings, and whether it
+    was finished (and so gets a fresh round budget)."""
+    investigations = board.list_investigations()
+    if not investigations:
+        raise InvalidRecordError(f"nothing to resume on {board.path}: it holds no "
+                                 "investigation; start one without --resume")
+    investigation = investigations[-1]
+    if question and question.strip() != investigation.question.strip():
+        raise InvalidRecordError(
+            f"the board's investigation asks {investigation.question!r}; pass the same "
+            "question (or none) to resume it, or use a new board")
+    finished = investigation.state.value == "finished"
+    additions = _added_since_finished(board, investigation.id) if finished else []
+    if finished and not additions:
+        raise InvalidRecordError(
+            f"nothing to resume on {board.path}: investigation {investigation.id} is "
+            "finished and nothing was added since; add hypotheses or evidence first "
+            "(e.g. %%evidence), or start a new investigation without --resume")
+    chosen = replace(settings or InvestigationSettings.from_dict(investigation.settings),
+                     **options)
+    board.set_investigation_state(investigation.id, "running", actor="user")
+    board.log_event("investigation.resumed",
+                    {"settings": chosen.to_dict(), "reopened": finished,
+                     "additions": [e.kind for e in additions]},
+                    actor="user", investigation_id=investigation.id)
+    for hyp in board.list_hypotheses(investigation_id=investigation.id):
+        if hyp.status is HypothesisStatus.INVESTIGATING:
+            board.set_status(hyp.id, HypothesisStatus.PROPOSED, actor=LOOP_ACTOR,
+                             reason="was being investigated when the run stopped; redone")
+    for hyp_id, evidence_id in _new_evidence_on_settled(board, additions):
+        board.set_status(hyp_id, HypothesisStatus.PROPOSED, actor=LOOP_ACTOR,
+                         reason=f"new evidence {evidence_id} since its verdict; judged again")
+    return board.get_investigation(investigation.id), chosen, finished
+
+
+def _added_since_finished(board: Board, investigation_id: str) -> list[Any]:
+    """Hypotheses and links added after the investigation last finished."""
+    finished_at = max((e.seq for e in board.events(kinds=["investigation.state"])
+                       if e.investigation_id == investigation_id
+                       and e.payload.get("state") == "finished"), default=0)
+    return [e for e in board.events(since=finished_at, kinds=["hypothesis.added",
+                                                              "link.added"])]
+
+
+def _new_evidence_on_settled(board: Board, additions: list[Any]) -> list[tuple[str, str]]:
+    reopened: dict[str, str] = {}
+    for event in additions:
+        if event.kind != "link.added":
+            continue
+        hyp = board.get_hypothesis(event.payload["hypothesis_id"])
+        if hyp.status.is_settled and hyp.status is not HypothesisStatus.ABANDONED:
+            reopened.setdefault(hyp.id, event.payload["evidence_id"])
+    return list(reopened.items())
