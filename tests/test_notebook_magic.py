@@ -141,9 +141,10 @@ def test_background_returns_a_handle_and_wait_gives_the_result(shell, tmp_path: 
     handle = run(shell, "%%investigate con --board bg.d2board --model team --out res2 "
                         "--background\nWhich treatment?")
     assert isinstance(handle, InvestigationRun)
+    assert shell.user_ns["res2"] is handle, "--out binds the handle at once"
     result = handle.wait()
     assert handle.done and handle.result is result and handle.error is None
-    assert result.state == "finished" and shell.user_ns["res2"] is result
+    assert result.state == "finished"
 
 
 def test_line_magic_resumes_an_interrupted_board(shell, tmp_path: Path) -> None:

@@ -71,7 +71,8 @@ class Investigate(Magics):
     @argument("--resume", action="store_true", help="Continue the board's unfinished run.")
     @argument("--replay", metavar="BOARD", help="Re-run a recorded board without the API.")
     @argument("--background", action="store_true", help="Return at once; run in background.")
-    @argument("--out", help="Bind the InvestigationResult to this name.")
+    @argument("--out", help="Bind the InvestigationResult to this name (with --background: "
+              "the run handle, at once).")
     @line_cell_magic
     def investigate(self, line: str, cell: str | None = None) -> Any:
         """Investigate the question in the cell body over a DuckDB connection (the line
@@ -98,10 +99,15 @@ class Investigate(Magics):
         coro = investigate(database, question, board=board, model=model, resume=args.resume,
                            replay=replay, **options)
         follow = view.widget.follow if self.widget else None
-        work = self._finish(with_follower(coro, follow), view, handle, args.out,
+        # --out binds the result; in the background it binds the run handle at once
+        # (its .wait() and .result give the result), so the next cell can use it.
+        work = self._finish(with_follower(coro, follow), view, handle,
+                            None if args.background else args.out,
                             report_errors=args.background)
         run = self.last_run = start_run(work, background=args.background)
         if args.background:
+            if args.out is not None:
+                self.shell.user_ns[args.out] = run
             return run
         try:
             result = run.wait()
