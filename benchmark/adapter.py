@@ -113,18 +113,22 @@ def react_answer(result: Any, people: PeopleIndex) -> SystemAnswer:
     answers = [str(a) for a in structured.get("answers", [])]
     considered = [str(c) for c in structured.get("candidates_considered", [])]
     answer = SystemAnswer()
-    accused: set[str] = set()
-    for i, text in enumerate(answers, start=1):
+    answer.accused = {people.person(text) or text for text in answers}
+    # Its answer names the hypotheses: one per candidate it names.
+    hypothesis_of: dict[str, str] = {}
+    for i, text in enumerate(dict.fromkeys([*answers, *considered]), start=1):
         person = people.person(text)
-        accused.add(person or text)
+        hypothesis_of[text] = f"A{i}"
         answer.hypotheses.append(Hypothesis(f"A{i}", f"{text} is a murderer.", person))
-    answer.accused = accused
-    for text in dict.fromkeys([*answers, *considered]):
-        person = people.person(text) or text
-        verdict = "accused" if person in accused else "cleared"
-        answer.suspects_considered.append(ConsideredSuspect(person, verdict, 0))
+        verdict = "accused" if (person or text) in answer.accused else "cleared"
+        answer.suspects_considered.append(ConsideredSuspect(person or text, verdict, 0))
     for i, query in enumerate(result.queries, start=1):
         answer.evidence.append(Evidence(f"Q{i}", query.sql, frame_rows(query.frame), ""))
+    # Links only where the agent stated them (its final answer's "evidence").
+    for item in structured.get("evidence", []):
+        target = hypothesis_of.get(item["candidate"])
+        if target is not None:
+            answer.edges.append(Edge(item["query_id"], target, item["stance"]))
     return answer
 
 

@@ -144,8 +144,15 @@ class GoldPolicy(TeamPolicy):
                                       for n, _ in self.evidence_for(s["id"])))
             return [("run_sql", {"sql": sql}) for sql in sqls]
         accused = [s["name"] for s in self.suspects() if s["id"] in self.murderers]
+        sqls = list(dict.fromkeys(n["sql"] for s in self.suspects()
+                                  for n, _ in self.evidence_for(s["id"])))
+        query_of = dict(zip(sqls, turn.query_ids(), strict=False))
+        stated = [{"query_id": query_of[node["sql"]], "candidate": s["name"], "stance": stance}
+                  for s in self.suspects() for node, stance in self.evidence_for(s["id"])
+                  if node["sql"] in query_of]
         return [("final_answer", {"answer_markdown": self._report_text(), "answers": accused,
-                                  "candidates_considered": [s["name"] for s in self.suspects()]})]
+                                  "candidates_considered": [s["name"] for s in self.suspects()],
+                                  "evidence": stated})]
 
     # --- helpers ---------------------------------------------------------------------------
 

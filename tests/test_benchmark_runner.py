@@ -55,15 +55,32 @@ def test_oracle_scores_full_marks_on_the_full_team(oracle_run: tuple) -> None:
         assert s["correctness"] == 1.0 and s["completeness"] == 1.0
 
 
-def test_react_sql_answer_is_adapted_without_edges(oracle_run: tuple) -> None:
+def test_react_sql_graph_is_what_its_answer_states(oracle_run: tuple) -> None:
     _, summary = oracle_run
     for record in (r for r in summary.records if r["variant"] == "react_sql"):
         gold = load_gold(_gold_path(oracle_run, record["case_id"]))
         assert set(record["accused"]) == {str(m["id"]) for m in gold.murderers}
         assert record["scores"]["correctness"] == 1.0
         assert record["scores"]["completeness"] == 1.0
-        assert record["scores"]["verifiability"] == 0.0  # no board, no edges
+        # The oracle baseline states which query bears on whom: those are its edges.
+        assert record["scores"]["verifiability"] == 1.0
         assert record["scores"]["evidence_f1"] > 0.5  # its queries are evidence nodes
+
+
+def test_react_sql_without_stated_links_has_no_edges() -> None:
+    from types import SimpleNamespace
+
+    import pandas as pd
+
+    from benchmark.adapter import react_answer
+
+    query = SimpleNamespace(sql="SELECT 1", frame=pd.DataFrame({"x": [1]}))
+    result = SimpleNamespace(answer={"answers": ["Ann Lee"], "candidates_considered": ["Bo Li"]},
+                             queries=[query])
+    answer = react_answer(result, PeopleIndex([("1", "Ann Lee"), ("2", "Bo Li")]))
+    assert answer.edges == [] and [e.id for e in answer.evidence] == ["Q1"]
+    assert [h.suspect for h in answer.hypotheses] == ["1", "2"]
+    assert answer.accused == {"1"}
 
 
 def test_result_json_shape(oracle_run: tuple) -> None:

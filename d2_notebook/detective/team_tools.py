@@ -320,22 +320,37 @@ def abandon_tool(ctx: TeamContext, agent: str) -> Tool:
                 {"hypothesis_id": _STRING, "reason": _STRING}, abandon, writes_board=True)
 
 
-def final_answer_tool(outcome: TurnOutcome) -> Tool:
-    """``final_answer`` for the ``react_sql`` baseline: text plus the structured answer."""
+def final_answer_tool(outcome: TurnOutcome, log: QueryLog) -> Tool:
+    """``final_answer`` for the ``react_sql`` baseline: text plus the structured answer,
+    and (optionally) which of its queries support or contradict which candidate."""
 
     async def final_answer(args: dict[str, Any]) -> str:
+        links = list(args.get("evidence", []))
+        unknown = [item["query_id"] for item in links if item["query_id"] not in log.results]
+        if unknown:
+            raise ToolError(f"unknown query id(s) {', '.join(unknown)}; your queries: "
+                            f"{', '.join(log.results) or 'none'}")
         outcome.answer = {"answers": list(args["answers"]),
-                          "candidates_considered": list(args["candidates_considered"])}
+                          "candidates_considered": list(args["candidates_considered"]),
+                          "evidence": [{**item, "sql": log.results[item["query_id"]].sql}
+                                       for item in links]}
         outcome.report = args["answer_markdown"]
         return "answer recorded"
 
+    link = {"type": "object", "required": ["query_id", "candidate", "stance"],
+            "properties": {"query_id": _STRING, "candidate": _STRING,
+                           "stance": {"type": "string", "enum": ["supports", "contradicts"]}}}
     return tool(
         "final_answer", "Give your final answer. Ends the investigation.",
         {"answer_markdown": _STRING,
          "answers": {**_IDS, "description": "every answer you conclude (e.g. each culprit "
                      "or each effective treatment), one per item"},
-         "candidates_considered": {**_IDS, "description": "every candidate you examined"}},
-        final_answer, ends_turn=True)
+         "candidates_considered": {**_IDS, "description": "every candidate you examined"},
+         "evidence": {"type": "array", "items": link,
+                      "description": "optional: which of your queries (ids from run_sql) "
+                      "support or contradict which candidate"}},
+        final_answer, required=["answer_markdown", "answers", "candidates_considered"],
+        ends_turn=True)
 
 
 # --- helpers ---------------------------------------------------------------------------

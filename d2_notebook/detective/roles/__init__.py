@@ -188,6 +188,6 @@ async def react_baseline(ctx: TeamContext, *, agent: str = "react") -> tuple[Tur
     system = (instructions("react_sql").format(question=ctx.question)
               + "\n\nDATABASE SCHEMA (DuckDB):\n" + ctx.schema_summary)
     await _turn(ctx, role="react", agent=agent, role_file="", first=ctx.question,
-                tools=[*sql_tools(ctx, log)[:1], final_answer_tool(outcome)], log=log,
+                tools=[*sql_tools(ctx, log)[:1], final_answer_tool(outcome, log)], log=log,
                 system=system, max_steps=ctx.settings.max_steps_alone, max_tokens=8192)
     return outcome, log
