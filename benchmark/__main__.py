@@ -75,7 +75,7 @@ def add_run_args(parser: argparse.ArgumentParser) -> None:
                              "holds no cases (default .benchmark-cache/cases)")
     parser.add_argument("--variants", default=",".join(VARIANTS),
                         help=f"comma-separated variants (default: all: {','.join(VARIANTS)})")
-    parser.add_argument("--model", help="model name, e.g. anthropic:claude-sonnet-4-5 "
+    parser.add_argument("--model", help="model name, e.g. anthropic:claude-sonnet-4-6 "
                                         "(ANTHROPIC_BASE_URL is honoured)")
     parser.add_argument("--policy", choices=sorted(POLICIES),
                         help="offline policy instead of a model (reads the gold; for tests)")
@@ -91,7 +91,7 @@ def add_run_args(parser: argparse.ArgumentParser) -> None:
 def run_run(args: argparse.Namespace) -> int:
     """Run cases x variants (resumable), then print Table 1 and Table 2."""
     if args.model is None and args.policy is None:
-        print("error: no model: pass --model <name> (e.g. anthropic:claude-sonnet-4-5), "
+        print("error: no model: pass --model <name> (e.g. anthropic:claude-sonnet-4-6), "
               "or --policy oracle|greedy to run offline", file=sys.stderr)
         return 2
     if args.model is not None and args.policy is not None:

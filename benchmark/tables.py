@@ -38,7 +38,7 @@ def table1(records: Sequence[dict[str, Any]]) -> str:
     cells = {(row["system"], row["tier"]): row
              for row in aggregate(scores, by=("system", "tier"))}
     tiers = [t for t in TIER_ORDER if any(s.tier == t for s in scores)] + ["all"]
-    width = max([14, *(len(v) + 2 for v in variants)])
+    width = max([20, *(len(v) + 2 for v in variants)])  # cells read "100/100/100 (n=12)"
     lines = [TABLE1_TITLE, f"{'tier':<10}" + "".join(f"{v:>{width}}" for v in variants)]
     for tier in tiers:
         line = f"{tier:<10}"

@@ -201,10 +201,19 @@ class HospitalWalkthrough(TeamPolicy):
     @staticmethod
     def _verdict(cited: list[str], stances: list[str]) -> dict[str, object]:
         against = [e for e, s in zip(cited, stances, strict=False) if s == "contradicts"]
+        backing = [e for e in cited if e not in against]
+
+        def says(ids: list[str], verb: str) -> str:
+            return f"{', '.join(ids)} {verb}{'s' if len(ids) == 1 else ''} it"
+
+        if against:
+            rationale = says(against, "contradict") + (
+                f"; {says(backing, 'support')} only in a cruder comparison" if backing else "")
+        else:
+            rationale = says(cited, "support") + " within comparable patients"
         return {"status": "contradicted" if against else "supported",
                 "confidence": 0.8 if against else 0.85, "evidence_ids": cited,
-                "rationale": (f"{', '.join(against)} contradict it" if against else
-                              f"{', '.join(cited)} support it within comparable patients")}
+                "rationale": rationale}
 
     @staticmethod
     def _statement(turn: Turn) -> str:

@@ -132,3 +132,13 @@ def test_standard_set_generates_and_self_checks(tmp_path: Path, capsys) -> None:
     assert len(list(tmp_path.glob("*.duckdb"))) == 50
     assert "50 cases" in capsys.readouterr().out
     assert time.perf_counter() - start < 60
+
+
+def test_each_case_has_a_description_file_that_leaks_no_answer(tmp_path):
+    case = generate_case(11, 2, "medium")
+    paths = write_case(case, tmp_path)
+    description = paths["description"].read_text(encoding="utf-8").strip()
+    assert description == case.gold.description
+    assert "SQL City" in description
+    for person in (*case.gold.murderers, *case.gold.suspects):
+        assert person["name"] not in description

@@ -63,7 +63,9 @@ def summarize(board: Board) -> BoardSummary:
 def summary_line(summary: BoardSummary) -> str:
     """One plain-text line: hypotheses by status, evidence, calls, tokens, dollars, time."""
     statuses = ", ".join(f"{n} {s}" for s, n in summary.statuses.items()) or "none"
-    elapsed = "" if summary.elapsed_s is None else f" · {summary.elapsed_s:.0f} s"
+    elapsed = "" if summary.elapsed_s is None else (
+        f" · {summary.elapsed_s:.1f} s" if summary.elapsed_s < 10 else
+        f" · {summary.elapsed_s:.0f} s")
     return (f"hypotheses: {statuses} · {summary.evidence} evidence "
             f"({summary.redundant} redundant) · {summary.model_calls} model calls · "
             f"{summary.tokens:,} tokens · ${summary.cost_usd:.4f}{elapsed}")

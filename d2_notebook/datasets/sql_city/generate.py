@@ -147,9 +147,11 @@ def _gold(con: duckdb.DuckDBPyConnection, seed: int, index: int, tier: str,
 
 
 def write_case(case: Case, out_dir: str | Path) -> dict[str, Path]:
-    """Write ``<case_id>.duckdb`` and ``<case_id>.json`` (gold, incl. description).
+    """Write ``<case_id>.duckdb``, ``<case_id>.txt`` (the case description given to
+    systems: date, city, what happened — nothing more) and ``<case_id>.json`` (the gold
+    file, which repeats the description).
 
-    Overwrites existing files. Returns ``{"db": path, "gold": path}``.
+    Overwrites existing files. Returns ``{"db": path, "description": path, "gold": path}``.
     """
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
@@ -164,7 +166,9 @@ def write_case(case: Case, out_dir: str | Path) -> dict[str, Path]:
     finally:
         con.close()
     gold_path.write_text(case.gold.to_json(), encoding="utf-8")
-    return {"db": db_path, "gold": gold_path}
+    description_path = out / f"{case.case_id}.txt"
+    description_path.write_text(case.gold.description + "\n", encoding="utf-8")
+    return {"db": db_path, "description": description_path, "gold": gold_path}
 
 
 def generate_standard_set(out_dir: str | Path, seed: int = 0, n: int = 50
