@@ -16,6 +16,9 @@ from d2_notebook.board.records import (
 from d2_notebook.board.store import BoardStore, investigation_of, now, parse_enum
 from d2_notebook.errors import InvalidRecordError
 
+FRAME_CACHE_SIZE = 64
+"""How many decoded evidence results a board keeps in memory."""
+
 
 class EvidenceRecords(BoardStore):
     """Board methods for evidence and links."""
@@ -127,10 +130,24 @@ class EvidenceRecords(BoardStore):
 
     def evidence_frame(self, evidence_id: str) -> pd.DataFrame:
         """The stored result of evidence ``evidence_id`` as a DataFrame equal to the one
-        recorded (same columns, dtypes and values; at most ``max_rows`` rows)."""
+        recorded (same columns, dtypes and values; at most ``max_rows`` rows).
+
+        Results never change once written, so recently read ones are kept decoded; each
+        call returns a copy the caller may change freely.
+        """
+        with self._lock:
+            cached = self._frames.get(evidence_id)
+            if cached is not None:
+                self._frames.move_to_end(evidence_id)
+                return cached.copy()
         row = self._one("SELECT columns, result FROM evidence WHERE id = ?", (evidence_id,),
                         f"evidence {evidence_id!r}")
-        return decode_frame(row["result"], rows.columns_from_text(row["columns"]))
+        frame = decode_frame(row["result"], rows.columns_from_text(row["columns"]))
+        with self._lock:
+            self._frames[evidence_id] = frame
+            while len(self._frames) > FRAME_CACHE_SIZE:
+                self._frames.popitem(last=False)
+        return frame.copy()
 
     def mark_redundant(self, evidence_id: str, reason: str, *, actor: str) -> Evidence:
         """Mark evidence as redundant for the audit graph (it is kept, not deleted)."""

@@ -10,11 +10,14 @@ from __future__ import annotations
 import asyncio
 import sqlite3
 import threading
+from collections import OrderedDict
 from collections.abc import AsyncIterator, Iterable, Iterator, Mapping
 from contextlib import contextmanager
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, Self
+
+import pandas as pd
 
 from d2_notebook.board import rows
 from d2_notebook.board.migrations import migrate
@@ -47,6 +50,8 @@ class BoardStore:
         self._path = path
         self._lock = threading.RLock()
         self.max_rows = max_rows
+        # Decoded evidence results (never change once written), most recent last.
+        self._frames: OrderedDict[str, pd.DataFrame] = OrderedDict()
 
     # --- opening and closing -------------------------------------------------
 

@@ -8,6 +8,7 @@ pure function of the board, deterministic for a given board state.
 from __future__ import annotations
 
 from d2_notebook.board import Board, Evidence, Hypothesis, Link
+from d2_notebook.data.results import text_table
 
 _MAX_TEXT = 240
 
@@ -108,7 +109,7 @@ def evidence_details(
         stances = [f"{link.stance.value} {link.hypothesis_id}"
                    for link in board.list_links(evidence_id=evidence_id)]
         frame = board.evidence_frame(evidence_id).head(max_rows)
-        table = frame.to_string(index=False, max_colwidth=200) if len(frame.columns) else "(none)"
+        table = "\n".join(text_table(frame, 200)[0]) if len(frame.columns) else "(none)"
         shown = f"first {len(frame)} of {item.row_count}" if item.row_count > len(frame) else (
             f"{item.row_count}")
         block = (f"[{item.id}] {_short(item.description, 160)} ({', '.join(stances)})\n"
