@@ -120,13 +120,9 @@ class EvidenceRecords(BoardStore):
         self, *, include_redundant: bool = True, investigation_id: str | None = None
     ) -> list[Evidence]:
         """Evidence in id order; ``include_redundant=False`` gives the audit view."""
-        sql, params = "SELECT * FROM evidence WHERE 1 = 1", []
-        if not include_redundant:
-            sql += " AND redundant = 0"
-        if investigation_id is not None:
-            sql += " AND investigation_id = ?"
-            params.append(investigation_id)
-        return [rows.evidence(r) for r in self._query(sql + " ORDER BY num", params)]
+        found = self._select("evidence", "num", investigation_id=investigation_id,
+                             redundant=None if include_redundant else 0)
+        return [rows.evidence(r) for r in found]
 
     def evidence_frame(self, evidence_id: str) -> pd.DataFrame:
         """The stored result of evidence ``evidence_id`` as a DataFrame equal to the one
@@ -218,11 +214,5 @@ class EvidenceRecords(BoardStore):
         self, *, hypothesis_id: str | None = None, evidence_id: str | None = None
     ) -> list[Link]:
         """Links in the order they were made, optionally for one hypothesis or evidence."""
-        sql, params = "SELECT * FROM links WHERE 1 = 1", []
-        if hypothesis_id is not None:
-            sql += " AND hypothesis_id = ?"
-            params.append(hypothesis_id)
-        if evidence_id is not None:
-            sql += " AND evidence_id = ?"
-            params.append(evidence_id)
-        return [rows.link(r) for r in self._query(sql + " ORDER BY id", params)]
+        found = self._select("links", "id", hypothesis_id=hypothesis_id, evidence_id=evidence_id)
+        return [rows.link(r) for r in found]

@@ -151,16 +151,13 @@ class HypothesisRecords(BoardStore):
         investigation_id: str | None = None,
     ) -> list[Hypothesis]:
         """Hypotheses in id order, optionally only those with ``status`` (one or several)."""
-        sql, params = "SELECT * FROM hypotheses WHERE 1 = 1", []
-        if status is not None:
-            wanted = [status] if isinstance(status, str) else list(status)
-            values = [parse_enum(HypothesisStatus, s, "hypothesis status").value for s in wanted]
-            sql += f" AND status IN ({', '.join('?' * len(values))})"
-            params.extend(values)
-        if investigation_id is not None:
-            sql += " AND investigation_id = ?"
-            params.append(investigation_id)
-        return [rows.hypothesis(r) for r in self._query(sql + " ORDER BY num", params)]
+        found = [rows.hypothesis(r) for r in
+                 self._select("hypotheses", "num", investigation_id=investigation_id)]
+        if status is None:
+            return found
+        wanted = [status] if isinstance(status, str) else list(status)
+        statuses = {parse_enum(HypothesisStatus, s, "hypothesis status") for s in wanted}
+        return [h for h in found if h.status in statuses]
 
     def set_status(
         self,
@@ -255,11 +252,8 @@ class HypothesisRecords(BoardStore):
 
     def list_verdicts(self, *, hypothesis_id: str | None = None) -> list[Verdict]:
         """Verdicts in the order they were given (a hypothesis may have several)."""
-        sql, params = "SELECT * FROM verdicts", []
-        if hypothesis_id is not None:
-            sql += " WHERE hypothesis_id = ?"
-            params.append(hypothesis_id)
-        return [rows.verdict(r) for r in self._query(sql + " ORDER BY id", params)]
+        found = self._select("verdicts", "id", hypothesis_id=hypothesis_id)
+        return [rows.verdict(r) for r in found]
 
     def latest_verdict(self, hypothesis_id: str) -> Verdict | None:
         """The most recent verdict on a hypothesis, or None."""

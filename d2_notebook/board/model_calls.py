@@ -63,11 +63,5 @@ class ModelCallRecords(BoardStore):
         self, *, investigation_id: str | None = None, agent: str | None = None
     ) -> list[ModelCall]:
         """Model calls in the order they were made, optionally for one agent."""
-        sql, params = "SELECT * FROM model_calls WHERE 1 = 1", []
-        if investigation_id is not None:
-            sql += " AND investigation_id = ?"
-            params.append(investigation_id)
-        if agent is not None:
-            sql += " AND agent = ?"
-            params.append(agent)
-        return [rows.model_call(r) for r in self._query(sql + " ORDER BY id", params)]
+        found = self._select("model_calls", "id", investigation_id=investigation_id, agent=agent)
+        return [rows.model_call(r) for r in found]

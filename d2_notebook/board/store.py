@@ -128,6 +128,14 @@ class BoardStore:
         with self._lock:
             return self._conn.execute(sql, tuple(params)).fetchall()
 
+    def _select(self, table: str, order: str, **equal: Any) -> list[sqlite3.Row]:
+        """Rows of ``table`` in ``order`` whose columns equal the given values (a value
+        of None means no filter on that column)."""
+        where = [(column, value) for column, value in equal.items() if value is not None]
+        clause = " AND ".join(f"{column} = ?" for column, _ in where) or "1 = 1"
+        return self._query(f"SELECT * FROM {table} WHERE {clause} ORDER BY {order}",
+                           [value for _, value in where])
+
     def _one(self, sql: str, params: Iterable[Any], what: str) -> sqlite3.Row:
         found = self._query(sql, params)
         if not found:
