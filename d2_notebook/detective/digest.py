@@ -112,7 +112,8 @@ def evidence_details(
         table = "\n".join(text_table(frame, 200)[0]) if len(frame.columns) else "(none)"
         shown = f"first {len(frame)} of {item.row_count}" if item.row_count > len(frame) else (
             f"{item.row_count}")
-        block = (f"[{item.id}] {_short(item.description, 160)} ({', '.join(stances)})\n"
+        bears = f" ({', '.join(stances)})" if stances else ""
+        block = (f"[{item.id}] {_short(item.description, 160)}{bears}\n"
                  f"SQL: {_short(item.sql, max_sql)}\nResult ({shown} rows):\n{table}")
         if used + len(block) > max_chars:
             blocks.append(f"[{item.id}] ... (details left out: the prompt is full)")

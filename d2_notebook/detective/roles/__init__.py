@@ -107,6 +107,10 @@ async def collect(ctx: TeamContext, hypothesis_id: str, *, hints: str | None = N
     agent = f"collector-{hypothesis_id}"
     outcome, log = TurnOutcome(), QueryLog()
     first = f"YOUR HYPOTHESIS: {hypothesis_id}\n\nTHE BOARD NOW:\n{_digest(ctx, hypothesis_id)}"
+    motivating = list(ctx.board.get_hypothesis(hypothesis_id).motivated_by)
+    if motivating:
+        first += ("\n\nTHE EXPLORATION THAT SUGGESTED IT (context, not yet evidence for it):\n"
+                  + evidence_details(ctx.board, motivating, max_chars=3_000))
     if hints:
         first += f"\n\nTHE JUDGE SENT IT BACK WITH THESE HINTS: {hints}"
     tools = sql_tools(ctx, log) + evidence_tools(ctx, log, agent, "collector", hypothesis_id)
