@@ -9,13 +9,13 @@ policy as the FunctionModel would.
 
 from __future__ import annotations
 
-import json
+import itertools
 import re
-import threading
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
+
+from json_server import json_server
 
 from d2_notebook.llm import (
     AssistantMessage,
@@ -108,34 +108,13 @@ def to_wire_response(response: ModelResponse, model: str, number: int) -> dict[s
 @contextmanager
 def fake_anthropic(policy: Policy) -> Iterator[dict[str, Any]]:
     """Serve ``policy`` on 127.0.0.1; yields ``{"url": ..., "requests": [...]}``."""
-    state: dict[str, Any] = {"requests": [], "lock": threading.Lock()}
+    count = itertools.count(1)
 
-    class Handler(BaseHTTPRequestHandler):
-        def do_POST(self) -> None:
-            body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
-            with state["lock"]:
-                state["requests"].append(body)
-                number = len(state["requests"])
-            if not self.path.startswith("/v1/messages"):
-                self.send_error(404)
-                return
-            reply = to_wire_response(policy(to_model_request(body)), body["model"], number)
-            payload = json.dumps(reply).encode()
-            self.send_response(200)
-            self.send_header("Content-Type", "application/json")
-            self.send_header("Content-Length", str(len(payload)))
-            self.end_headers()
-            self.wfile.write(payload)
+    def reply(body: dict[str, Any]) -> dict[str, Any] | None:
+        if not body["_path"].startswith("/v1/messages"):
+            return None
+        number = next(count)
+        return to_wire_response(policy(to_model_request(body)), body["model"], number)
 
-        def log_message(self, *args: object) -> None:  # keep test output quiet
-            pass
-
-    server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    state["url"] = f"http://127.0.0.1:{server.server_address[1]}"
-    try:
-        yield state
-    finally:
-        server.shutdown()
-        server.server_close()
+    with json_server(reply) as (url, requests):
+        yield {"url": url, "requests": requests}

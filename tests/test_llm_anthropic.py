@@ -3,14 +3,13 @@
 from __future__ import annotations
 
 import asyncio
-import http.server
 import json
-import threading
 from collections.abc import Callable, Iterator
 from typing import Any
 
 import httpx2
 import pytest
+from json_server import json_server
 
 import d2_notebook.llm as llm
 from d2_notebook.errors import ModelAPIError, ModelConfigError, ModelRequestsBlockedError
@@ -242,31 +241,9 @@ async def test_concurrency_cap_limits_requests_in_flight(allowed: None) -> None:
 @pytest.fixture
 def local_server() -> Iterator[tuple[str, list[dict], Callable[[dict], dict]]]:
     """A Messages-API lookalike on 127.0.0.1; yields (base_url, bodies, set_answer)."""
-    bodies: list[dict] = []
     answer: dict[str, Any] = {"fn": lambda body: message_json([{"type": "text", "text": "ok"}])}
-
-    class Handler(http.server.BaseHTTPRequestHandler):
-        def do_POST(self) -> None:
-            body = json.loads(self.rfile.read(int(self.headers["content-length"])))
-            body["_path"], body["_auth"] = self.path, self.headers.get("authorization")
-            bodies.append(body)
-            data = json.dumps(answer["fn"](body)).encode()
-            self.send_response(200)
-            self.send_header("content-type", "application/json")
-            self.send_header("content-length", str(len(data)))
-            self.end_headers()
-            self.wfile.write(data)
-
-        def log_message(self, *args: object) -> None:
-            pass
-
-    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    yield (f"http://127.0.0.1:{server.server_address[1]}", bodies,
-           lambda fn: answer.update(fn=fn))
-    server.shutdown()
-    server.server_close()
+    with json_server(lambda body: answer["fn"](body)) as (url, bodies):
+        yield url, bodies, lambda fn: answer.update(fn=fn)
 
 
 async def test_get_model_talks_to_any_messages_api_server(

@@ -2,14 +2,14 @@
 
 from __future__ import annotations
 
-import http.server
+import itertools
 import json
-import threading
 from collections.abc import Iterator
 from typing import Any
 
 import httpx2
 import pytest
+from json_server import json_server
 
 import d2_notebook.llm as llm
 from d2_notebook.errors import ModelAPIError, ModelConfigError, ModelRequestsBlockedError
@@ -124,28 +124,13 @@ def test_needs_a_model_id_and_a_server() -> None:
 
 @pytest.fixture
 def local_server() -> Iterator[tuple[str, list[dict]]]:
-    bodies: list[dict] = []
+    calls = itertools.count(1)
 
-    class Handler(http.server.BaseHTTPRequestHandler):
-        def do_POST(self) -> None:
-            body = json.loads(self.rfile.read(int(self.headers["content-length"])))
-            bodies.append({**body, "_path": self.path})
-            answer = TOOL_CALL if len(bodies) == 1 else completion({"content": "H2 holds"})
-            data = json.dumps(answer).encode()
-            self.send_response(200)
-            self.send_header("content-type", "application/json")
-            self.send_header("content-length", str(len(data)))
-            self.end_headers()
-            self.wfile.write(data)
+    def reply(body: dict) -> dict:
+        return TOOL_CALL if next(calls) == 1 else completion({"content": "H2 holds"})
 
-        def log_message(self, *args: object) -> None:
-            pass
-
-    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-    threading.Thread(target=server.serve_forever, daemon=True).start()
-    yield f"http://127.0.0.1:{server.server_address[1]}/v1", bodies
-    server.shutdown()
-    server.server_close()
+    with json_server(reply) as (url, bodies):
+        yield f"{url}/v1", bodies
 
 
 async def test_get_model_talks_to_a_local_openai_compatible_server(
