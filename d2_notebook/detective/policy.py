@@ -84,16 +84,6 @@ class Turn:
         """Every tool result of this turn so far, in order."""
         return [m for m in self.request.messages if isinstance(m, ToolResult)]
 
-    @property
-    def last_results(self) -> list[ToolResult]:
-        """The tool results of the previous answer."""
-        tail: list[ToolResult] = []
-        for message in reversed(self.request.messages):
-            if not isinstance(message, ToolResult):
-                break
-            tail.insert(0, message)
-        return tail
-
     def query_ids(self) -> list[str]:
         """Query ids (``Q1``...) that ``run_sql`` returned in this turn, in order."""
         ids = []

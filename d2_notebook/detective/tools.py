@@ -101,10 +101,6 @@ class Toolset:
         """True if any of ``calls`` may change the board."""
         return any((t := self._tools.get(c.name)) is not None and t.writes_board for c in calls)
 
-    def ends_turn(self, calls: Iterable[ToolCallPart]) -> bool:
-        """True if any of ``calls`` is a turn-ending tool."""
-        return any((t := self._tools.get(c.name)) is not None and t.ends_turn for c in calls)
-
     async def call(self, call: ToolCallPart) -> ToolResult:
         """Run one tool call; faults the model can fix come back as ``is_error``."""
         item = self._tools.get(call.name)
