@@ -15,6 +15,7 @@ from collections.abc import Callable
 from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
 
+from benchmark.insightbench.cli import add_load_args, run_load
 from benchmark.runner import RunConfig, ensure_cases, run_benchmark
 from benchmark.tables import render
 from d2_notebook.datasets.sql_city import (
@@ -122,6 +123,8 @@ COMMANDS: dict[str, tuple[str, Callable[[argparse.ArgumentParser], None],
                  add_generate_args, run_generate),
     "run": ("run the Data Detective (variants) on the cases and print the tables",
             add_run_args, run_run),
+    "insightbench-load": ("load InsightBench tasks into DuckDB files and print their questions",
+                          add_load_args, run_load),
 }
 
 
