@@ -15,7 +15,14 @@ from collections.abc import Callable
 from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
 
-from benchmark.insightbench.cli import add_load_args, run_load
+from benchmark.insightbench.cli import (
+    add_load_args,
+    add_score_args,
+    run_insightbench_command,
+    run_load,
+    run_score_command,
+)
+from benchmark.insightbench.cli import add_run_args as add_insightbench_args
 from benchmark.runner import RunConfig, ensure_cases, run_benchmark
 from benchmark.tables import render
 from d2_notebook.datasets.sql_city import (
@@ -125,6 +132,10 @@ COMMANDS: dict[str, tuple[str, Callable[[argparse.ArgumentParser], None],
             add_run_args, run_run),
     "insightbench-load": ("load InsightBench tasks into DuckDB files and print their questions",
                           add_load_args, run_load),
+    "insightbench": ("run InsightBench tasks x variants, score the insights, print the table",
+                     add_insightbench_args, run_insightbench_command),
+    "insightbench-score": ("score finished boards of InsightBench tasks (no investigation)",
+                           add_score_args, run_score_command),
 }
 
 
