@@ -152,3 +152,36 @@ def test_bad_invocations_name_the_fix(tmp_path: Path) -> None:
     unknown = _cli("insightbench", "--tasks", tasks, "--policy", "oracle", "--only",
                    "flag-999", "--out", str(tmp_path))
     assert unknown.returncode == 2 and "unknown task ids: flag-999" in unknown.stderr
+
+
+def test_a_judge_outage_keeps_the_proxy_scores_and_is_rescored_next_run(
+        tmp_path: Path) -> None:
+    from d2_notebook.errors import ModelAPIError
+
+    config = _config(tmp_path, variants=["react_sql"], tasks="flag-21")
+    calls: list[ModelRequest] = []
+    grading = _grading_judge(calls)
+
+    def down(_: ModelRequest):
+        raise ModelAPIError("judge server unreachable after 4 retries")
+    first = asyncio.run(run_insightbench(config, judge=InsightJudge(
+        FunctionModel(down, name="grading-judge"), JudgeCache(config.out / "judge-cache"))))
+    (record,) = first.records
+    assert "judge server unreachable" in record["judge_error"]
+    assert record["scores"]["proxy_recall"] > 0 and record["scores"]["judge_recall"] is None
+    again = asyncio.run(run_insightbench(config, judge=InsightJudge(
+        grading, JudgeCache(config.out / "judge-cache"))))
+    assert (again.ran, again.rescored) == (0, 1)
+    assert again.records[0]["judge_error"] is None
+    assert again.records[0]["scores"]["judge_recall"] == pytest.approx(2 / 3)
+
+
+def test_the_claim_check_rate_of_each_report_is_recorded(tmp_path: Path) -> None:
+    pytest.importorskip("d2_notebook.detective.claim_check",
+                        reason="claim_check not merged yet")
+    summary = asyncio.run(run_insightbench(_config(tmp_path, tasks="flag-1")))
+    for record in summary.records:
+        check = record["scores"]["claim_check"]
+        assert check is not None and check["numbers_checked"] >= 0
+        assert check["unverified_rate"] is None or 0 <= check["unverified_rate"] <= 1
+    assert "unverified" in table(summary.records)

@@ -90,7 +90,7 @@ def test_an_audit_graph_establishing_every_gold_fact_scores_high_whatever_its_sq
         answer = oracle_answer(gold)
         rewritten = []
         for item in answer.evidence:
-            rows = [list(row) + ["an extra column", 42] for row in item.rows]
+            rows = [[*row, "an extra column", 42] for row in item.rows]
             for row in rows:
                 shuffle.shuffle(row)
             rewritten.append(Evidence(item.id, f"WITH x AS (SELECT 1) -- {case}", rows,
@@ -98,3 +98,25 @@ def test_an_audit_graph_establishing_every_gold_fact_scores_high_whatever_its_sq
         score = score_case(replace(answer, evidence=rewritten), gold)
         assert score.verifiability >= 0.99, case
         assert score.evidence_f1 >= 0.99, case
+
+
+def test_replaying_a_team_board_offline_reproduces_its_scores(
+        rescored: dict, tmp_path: Path) -> None:
+    from benchmark.adapter import board_answer
+    from d2_notebook.board import Board
+    from d2_notebook.detective import investigate
+
+    case = "sqlcity-s0-038"
+    _, gold, _, recorded = rescored[(case, "full")]
+    db = tmp_path / f"{case}.duckdb"
+    write_case(generate_case(0, 38, gold.tier), tmp_path)
+    source = tmp_path / "recorded.d2board"
+    shutil.copy(shared_dir("real-boards", f"{case}--full.d2board"), source)
+    with Board.open(source) as board:
+        result = asyncio.run(investigate(db, None, replay=board,
+                                         board=tmp_path / "replayed.d2board"))
+        answer = board_answer(result.board, result.investigation_id,
+                              PeopleIndex.from_database(db))
+        result.board.close()
+    assert result.state == "finished"
+    assert score_case(answer, gold, system="full") == recorded
