@@ -120,3 +120,27 @@ def test_replaying_a_team_board_offline_reproduces_its_scores(
         result.board.close()
     assert result.state == "finished"
     assert score_case(answer, gold, system="full") == recorded
+
+
+def test_the_rescore_command_prints_the_tables_and_leaves_the_boards_alone(
+        tmp_path: Path) -> None:
+    import hashlib
+    import subprocess
+    import sys
+
+    from tests.shared_dir import REPO
+
+    boards = shared_dir("real-boards")
+    digests = {p.name: hashlib.sha256(p.read_bytes()).hexdigest()
+               for p in boards.glob("*.d2board")}
+    done = subprocess.run([sys.executable, "-m", "benchmark", "rescore", "--boards",
+                           str(boards), "--cases-dir", str(tmp_path)], cwd=REPO,
+                          capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr
+    assert "sqlcity-s0-012--full.d2board: correctness 1.00 completeness 1.00" in done.stdout
+    assert "Table 1." in done.stdout and "compl. F1" in done.stdout
+    assert digests == {p.name: hashlib.sha256(p.read_bytes()).hexdigest()
+                       for p in boards.glob("*.d2board")}
+    empty = subprocess.run([sys.executable, "-m", "benchmark", "rescore", "--boards",
+                            str(tmp_path / "none")], cwd=REPO, capture_output=True, text=True)
+    assert empty.returncode == 2 and "no boards" in empty.stderr

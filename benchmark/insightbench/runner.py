@@ -21,7 +21,6 @@ import os
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from datetime import datetime
 from pathlib import Path
 from typing import Any
 
@@ -30,6 +29,7 @@ from benchmark.insightbench.judge import InsightJudge, JudgeCache
 from benchmark.insightbench.policies import policy_for
 from benchmark.insightbench.scoring import TaskScore, claim_check_rate, score_report
 from benchmark.insightbench.tasks import InsightTask, find_tasks, load_into_duckdb
+from benchmark.rescore import seconds_between, usage_from_board
 from d2_notebook.board import Board
 from d2_notebook.data import GuardedSQL
 from d2_notebook.detective import investigate
@@ -142,25 +142,6 @@ async def _score(task: InsightTask, report: str, judge: InsightJudge | None,
         return await score_report(task, report, claim_check=check), error
 
 
-def usage_from_board(board: Board, investigation_id: str) -> dict[str, Any]:
-    """Calls, tokens and cost of an investigation, from its recorded model calls."""
-    calls = board.list_model_calls(investigation_id=investigation_id)
-    return {"calls": len(calls), "input_tokens": sum(c.input_tokens for c in calls),
-            "output_tokens": sum(c.output_tokens for c in calls),
-            "cache_read_tokens": sum(c.cache_read_tokens for c in calls),
-            "cache_write_tokens": sum(c.cache_write_tokens for c in calls),
-            "cost_usd": sum(c.cost_usd for c in calls),
-            "unpriced_calls": sum(1 for c in calls if c.cost_usd == 0 and c.response)}
-
-
-def _seconds(started: str, ended: str) -> float:
-    try:
-        return round((datetime.fromisoformat(ended)
-                      - datetime.fromisoformat(started)).total_seconds(), 3)
-    except ValueError:
-        return 0.0
-
-
 async def score_board(board_file: Path, task: InsightTask, judge: InsightJudge | None,
                       out: Path) -> dict[str, Any]:
     """A result record for the last investigation of a finished board (no model run)."""
@@ -183,7 +164,7 @@ async def score_board(board_file: Path, task: InsightTask, judge: InsightJudge |
             "variant": variant_name(investigation.settings.get("variant", "full")),
             "model": ", ".join(models) or None, "policy": None,
             "state": getattr(state, "value", state), "stop_reason": None,
-            "seconds": _seconds(investigation.created_at, investigation.updated_at),
+            "seconds": seconds_between(investigation.created_at, investigation.updated_at),
             "usage": usage, "report": report, "scores": score.to_dict(), "judge_error": error,
             "board": board_ref, "investigation_id": investigation.id, "complete": True}
 
