@@ -185,3 +185,18 @@ def test_the_claim_check_rate_of_each_report_is_recorded(tmp_path: Path) -> None
         assert check is not None and check["numbers_checked"] >= 0
         assert check["unverified_rate"] is None or 0 <= check["unverified_rate"] <= 1
     assert "unverified" in table(summary.records)
+
+
+def test_a_missing_board_fails_its_rescore_and_keeps_the_earlier_scores(
+        tmp_path: Path) -> None:
+    config = _config(tmp_path, variants=["react_sql"], tasks="flag-1")
+    asyncio.run(run_insightbench(config))
+    (config.out / "boards" / "flag-1--react_sql.d2board").unlink()
+    lines: list[str] = []
+    calls: list[ModelRequest] = []
+    summary = asyncio.run(run_insightbench(config, judge=InsightJudge(_grading_judge(calls)),
+                                           progress=lines.append))
+    assert (summary.rescored, summary.failed, len(summary.records)) == (0, 1, 1)
+    assert any("re-score FAILED FileNotFoundError: no board at" in line for line in lines)
+    assert not (config.out / "boards" / "flag-1--react_sql.d2board").exists()
+    assert summary.records[0]["scores"]["judge_model"] is None

@@ -100,7 +100,7 @@ def test_an_audit_graph_establishing_every_gold_fact_scores_high_whatever_its_sq
         assert score.evidence_f1 >= 0.99, case
 
 
-def test_replaying_a_team_board_offline_reproduces_its_scores(
+def test_replaying_a_team_board_offline_reproduces_its_report_and_scores(
         rescored: dict, tmp_path: Path) -> None:
     from benchmark.adapter import board_answer
     from d2_notebook.board import Board
@@ -113,12 +113,14 @@ def test_replaying_a_team_board_offline_reproduces_its_scores(
     source = tmp_path / "recorded.d2board"
     shutil.copy(shared_dir("real-boards", f"{case}--full.d2board"), source)
     with Board.open(source) as board:
+        recorded_report = board.list_investigations()[-1].report
         result = asyncio.run(investigate(db, None, replay=board,
                                          board=tmp_path / "replayed.d2board"))
         answer = board_answer(result.board, result.investigation_id,
                               PeopleIndex.from_database(db))
         result.board.close()
     assert result.state == "finished"
+    assert result.report == recorded_report  # the reporter's output, reproduced offline
     assert score_case(answer, gold, system="full") == recorded
 
 

@@ -144,10 +144,20 @@ async def _score(task: InsightTask, report: str, judge: InsightJudge | None,
 
 async def score_board(board_file: Path, task: InsightTask, judge: InsightJudge | None,
                       out: Path) -> dict[str, Any]:
-    """A result record for the last investigation of a finished board (no model run)."""
+    """A result record for the last investigation of a finished board (no model run).
+
+    Raises:
+        FileNotFoundError: there is no board at ``board_file``.
+        ValueError: the board holds no investigation.
+    """
+    if not board_file.is_file():
+        raise FileNotFoundError(f"no board at {board_file}")
     board = await asyncio.to_thread(Board.open, board_file)
     try:
-        investigation = board.list_investigations()[-1]
+        investigations = board.list_investigations()
+        if not investigations:
+            raise ValueError(f"{board_file} holds no investigation")
+        investigation = investigations[-1]
         report = investigation.report or ""
         score, error = await _score(task, report, judge, board, investigation.id)
         usage = usage_from_board(board, investigation.id)
@@ -257,7 +267,7 @@ async def run_insightbench(config: InsightRunConfig, *, judge: InsightJudge | No
         databases[task.task_id] = await asyncio.to_thread(
             load_into_duckdb, task, config.out / "databases")
     limit = asyncio.Semaphore(max(1, config.jobs))
-    failed = 0
+    failed = rescore_failed = 0
 
     async def one(task: InsightTask, variant: str) -> None:
         nonlocal failed
@@ -278,8 +288,16 @@ async def run_insightbench(config: InsightRunConfig, *, judge: InsightJudge | No
         say(describe(record))
 
     async def again(task: InsightTask, old: dict[str, Any]) -> None:
+        nonlocal rescore_failed
         async with limit:
-            new = await score_board(config.out / old["board"], task, judge, config.out)
+            try:
+                new = await score_board(config.out / old["board"], task, judge, config.out)
+            except Exception as exc:  # e.g. the board was deleted: keep the old scores
+                rescore_failed += 1
+                records.append(old)
+                say(f"{task.task_id} {old['variant']}: re-score FAILED "
+                    f"{type(exc).__name__}: {exc} (kept the earlier scores)")
+                return
         record = {**old, "scores": new["scores"], "judge_error": new["judge_error"],
                   "report": new["report"]}
         write_result(result_path(config.out, f"{task.task_id}--{old['variant']}"), record)
@@ -290,8 +308,9 @@ async def run_insightbench(config: InsightRunConfig, *, judge: InsightJudge | No
     order = {(t.task_id, v): i for i, (t, v) in enumerate(
         (t, v) for t in tasks for v in config.variants)}
     records.sort(key=lambda r: order.get((r["task_id"], r["variant"]), 0))
-    return InsightRunSummary(records, ran=len(todo) - failed, rescored=len(rescore),
-                             skipped=skipped, failed=failed)
+    return InsightRunSummary(records, ran=len(todo) - failed,
+                             rescored=len(rescore) - rescore_failed, skipped=skipped,
+                             failed=failed + rescore_failed)
 
 
 def match_task(board_file: Path, question: str, tasks: list[InsightTask]) -> InsightTask:
