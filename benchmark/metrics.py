@@ -1,6 +1,6 @@
 """Benchmark metrics: correctness, completeness and verifiability ease (see README.md).
 
-Self-contained on purpose (standard library + scipy): a :class:`SystemAnswer` can be
+Self-contained on purpose (standard library only): a :class:`SystemAnswer` can be
 built by any adapter, and a gold file may be a ``Gold`` object or its JSON dict.
 """
 
