@@ -30,11 +30,12 @@ def plot_recall_vs_cost(records: Sequence[dict[str, Any]],
     key = "judge_recall" if judged else "proxy_recall"
     figure, axes = plt.subplots(figsize=(6.4, 4.4))
     try:
-        for variant, row in means.items():
+        for i, (variant, row) in enumerate(means.items()):
             x, y = row["cost_usd"] or 0.0, 100 * (row[key] or 0.0)
             axes.scatter([x], [y], s=60)
+            # Staggered labels stay readable when variants land on the same point.
             axes.annotate(f"{variant} (n={row['n']})", (x, y), textcoords="offset points",
-                          xytext=(6, 4), fontsize=9)
+                          xytext=(6, 4 - 12 * i), fontsize=9)
         axes.set_xlabel("cost per task (USD)")
         axes.set_ylabel(f"insight recall, {'LLM judge' if judged else 'ROUGE-1 proxy'} (%)")
         axes.set_ylim(0, 105)
