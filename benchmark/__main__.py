@@ -15,6 +15,15 @@ from collections.abc import Callable
 from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
 
+from benchmark.insightbench.cli import (
+    add_load_args,
+    add_score_args,
+    run_insightbench_command,
+    run_load,
+    run_score_command,
+)
+from benchmark.insightbench.cli import add_run_args as add_insightbench_args
+from benchmark.rescore import rescore_boards
 from benchmark.runner import RunConfig, ensure_cases, run_benchmark
 from benchmark.tables import render
 from d2_notebook.datasets.sql_city import (
@@ -116,12 +125,41 @@ def run_run(args: argparse.Namespace) -> int:
     return 1 if summary.failed else 0
 
 
+def add_rescore_args(parser: argparse.ArgumentParser) -> None:
+    """Arguments of ``rescore``."""
+    parser.add_argument("--boards", required=True, type=Path,
+                        help="folder of recorded <case>--<variant>.d2board files")
+    parser.add_argument("--cases-dir", type=Path, default=Path(".benchmark-cache/cases"),
+                        help="case directory; missing cases are generated there "
+                             "(default .benchmark-cache/cases)")
+
+
+def run_rescore(args: argparse.Namespace) -> int:
+    """Score recorded boards with the current metrics and print Table 1 and Table 2."""
+    try:
+        records = asyncio.run(rescore_boards(args.boards, args.cases_dir, progress=print))
+    except ValueError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+    print()
+    print(render(records))
+    return 0
+
+
 COMMANDS: dict[str, tuple[str, Callable[[argparse.ArgumentParser], None],
                           Callable[[argparse.Namespace], int]]] = {
     "generate": ("generate the SQL City cases and self-check them",
                  add_generate_args, run_generate),
     "run": ("run the Data Detective (variants) on the cases and print the tables",
             add_run_args, run_run),
+    "rescore": ("score recorded SQL City boards with the current metrics (offline)",
+                add_rescore_args, run_rescore),
+    "insightbench-load": ("load InsightBench tasks into DuckDB files and print their questions",
+                          add_load_args, run_load),
+    "insightbench": ("run InsightBench tasks x variants, score the insights, print the table",
+                     add_insightbench_args, run_insightbench_command),
+    "insightbench-score": ("score finished boards of InsightBench tasks (no investigation)",
+                           add_score_args, run_score_command),
 }
 
 

@@ -26,6 +26,7 @@ import pandas as pd
 from benchmark.metrics import ConsideredSuspect, Edge, Evidence, Hypothesis, SystemAnswer
 from d2_notebook.board import Board
 from d2_notebook.data import GuardedSQL
+from d2_notebook.detective import VARIANTS
 
 _ID_MENTION = re.compile(r"\b(?:person|id)\s*(?:id\s*)?[#:=]?\s*(\d+)\b", re.IGNORECASE)
 
@@ -132,8 +133,27 @@ def react_answer(result: Any, people: PeopleIndex) -> SystemAnswer:
     return answer
 
 
+def parse_variants(spec: str) -> list[str]:
+    """Variant names from a comma-separated list (the benchmarks' ``--variants``).
+
+    Raises:
+        ValueError: an unknown variant; the message lists the known ones.
+    """
+    names = [v.strip() for v in spec.split(",") if v.strip()]
+    unknown = [v for v in names if v not in VARIANTS]
+    if unknown or not names:
+        raise ValueError(f"unknown variants {unknown or [spec]}; use some of: "
+                         f"{', '.join(VARIANTS)}")
+    return names
+
+
+def variant_name(variant: Any) -> str:
+    """The name of a variant as stored in settings (a string, or an enum's value)."""
+    return str(getattr(variant, "value", variant))
+
+
 def system_answer(result: Any, people: PeopleIndex) -> SystemAnswer:
     """The answer of any variant from its ``InvestigationResult``."""
-    if result.settings.variant == "react_sql":
+    if variant_name(result.settings.variant) == "react_sql":
         return react_answer(result, people)
     return board_answer(result.board, result.investigation_id, people)

@@ -1,26 +1,31 @@
 """Benchmark metrics: correctness, completeness and verifiability ease (see README.md).
 
-Self-contained on purpose (standard library + scipy): a :class:`SystemAnswer` can be
+Self-contained on purpose (standard library only): a :class:`SystemAnswer` can be
 built by any adapter, and a gold file may be a ``Gold`` object or its JSON dict.
 """
 
 from __future__ import annotations
 
 import datetime as dt
-import difflib
 import re
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
-import numpy as np
-from scipy.optimize import linear_sum_assignment
+from benchmark.evidence_match import coverage, normalised_rows, soft_prf
 
-THRESHOLD = 0.5
-"""Minimum similarity for a matched hypothesis or evidence pair."""
+IN_SCOPE = 0.5
+"""A system hypothesis at least this similar to some gold hypothesis is in scope: its
+edges count for the edge precision (the others are counted as extra edges)."""
+ESTABLISHED = 0.5
+"""Coverage at which an evidence counts as establishing a gold fact, for two decisions
+only: the net stance of an evidence that establishes several facts of one hypothesis,
+and whether an evidence is context (establishes a gold node that has no edges).
+Credit itself is the coverage, never cut at this value."""
 STANCES = ("supports", "contradicts")
 TIER_ORDER = ("easy", "medium", "hard", "very_hard")
-METRICS = ("correctness", "completeness", "verifiability", "hypothesis_f1", "evidence_f1")
+METRICS = ("correctness", "completeness", "verifiability", "hypothesis_f1", "evidence_f1",
+           "completeness_f1", "extra_suspects", "edge_precision", "edge_recall", "extra_edges")
 
 
 @dataclass(frozen=True)
@@ -73,7 +78,13 @@ class SystemAnswer:
 
 @dataclass(frozen=True)
 class CaseScore:
-    """Scores of one system on one case; all values in [0, 1]."""
+    """Scores of one system on one case; all values in [0, 1] but the counts.
+
+    ``completeness`` is recall over the gold suspects, ``completeness_f1`` the paper's
+    F1, ``extra_suspects`` the analysed people outside the gold suspects;
+    ``verifiability`` is the soft edge F1 (``edge_precision``, ``edge_recall``) and
+    ``extra_edges`` counts edges on hypotheses about nobody in the gold.
+    """
 
     case_id: str
     tier: str
@@ -85,6 +96,11 @@ class CaseScore:
     verifiability: float
     hypothesis_f1: float
     evidence_f1: float
+    completeness_f1: float = 0.0
+    extra_suspects: int = 0
+    edge_precision: float = 0.0
+    edge_recall: float = 0.0
+    extra_edges: int = 0
 
 
 def _get(gold: Any, key: str) -> Any:
@@ -104,16 +120,6 @@ def prf(predicted: set, gold: set) -> tuple[float, float, float]:
     p = tp / len(predicted) if predicted else 0.0
     r = tp / len(gold) if gold else 0.0
     return p, r, (2 * p * r / (p + r) if p + r else 0.0)
-
-
-def count_f1(matched: int, n_sys: int, n_gold: int) -> float:
-    """F1 from counts: precision ``matched/n_sys``, recall ``matched/n_gold``; 0/0 -> 1.0."""
-    if n_sys == 0 and n_gold == 0:
-        return 1.0
-    if matched == 0:
-        return 0.0
-    p, r = matched / n_sys, matched / n_gold
-    return 2 * p * r / (p + r)
 
 
 class People:
@@ -143,10 +149,12 @@ def jaccard(a: set, b: set) -> float:
 
 def norm_cell(value: Any) -> str:
     """Canonical text of a result cell: numbers, dates, NULLs and strings normalised."""
-    if value is None:
+    if value is None or type(value).__name__ in ("NAType", "NaTType"):
         return "null"
     if isinstance(value, bool):
         return str(value).lower()
+    if isinstance(value, float) and value != value:  # NaN: a missing value
+        return "null"
     if isinstance(value, int | float):
         return str(int(value)) if float(value).is_integer() else f"{float(value):.6g}"
     if isinstance(value, dt.datetime) and value.time() == dt.time(0):
@@ -156,46 +164,11 @@ def norm_cell(value: Any) -> str:
     return norm_text(value)
 
 
-def row_set(rows: Iterable[Sequence[Any]]) -> set[tuple[str, ...]]:
-    """Rows as a set of tuples of normalised cells, sorted within the row (column order free)."""
-    return {tuple(sorted(norm_cell(v) for v in row)) for row in rows}
-
-
-def sql_tokens(sql: str) -> list[str]:
-    """SQL tokens after casefolding (identifiers, numbers, quoted strings, symbols)."""
-    text = sql.casefold().strip().rstrip(";")
-    return re.findall(r"'[^']*'|[a-z_][a-z0-9_]*|\d+(?:\.\d+)?|[^\s\w]", text)
-
-
 def hypothesis_similarity(sys: Hypothesis, gold: Hypothesis, people: People) -> float:
     """1/0 when both name a suspect (same/different person), else token-set Jaccard of text."""
     if sys.suspect and gold.suspect:
         return float(people.resolve(sys.suspect) == people.resolve(gold.suspect))
     return jaccard(tokens(sys.text), tokens(gold.text))
-
-
-def evidence_similarity(sys: Evidence, gold: Evidence) -> float:
-    """Max of: row Jaccard, SQL token sequence ratio, description token-set Jaccard."""
-    rows = jaccard(row_set(sys.rows), row_set(gold.rows))
-    a, b = sql_tokens(sys.sql), sql_tokens(gold.sql)
-    sql = difflib.SequenceMatcher(None, a, b, autojunk=False).ratio() if a and b else 0.0
-    return max(rows, sql, jaccard(tokens(sys.description), tokens(gold.description)))
-
-
-def match(sys_nodes: Sequence[Any], gold_nodes: Sequence[Any], sim: Any,
-          threshold: float = THRESHOLD) -> dict[str, str]:
-    """Max-similarity one-to-one matching ``{system id: gold id}`` (pairs below threshold dropped).
-
-    Nodes are sorted by id before the cost matrix is built, so ties break deterministically.
-    """
-    s_nodes = sorted(sys_nodes, key=lambda n: n.id)
-    g_nodes = sorted(gold_nodes, key=lambda n: n.id)
-    if not s_nodes or not g_nodes:
-        return {}
-    scores = np.array([[sim(s, g) for g in g_nodes] for s in s_nodes], dtype=float)
-    rows, cols = linear_sum_assignment(scores, maximize=True)
-    return {s_nodes[i].id: g_nodes[j].id for i, j in zip(rows, cols, strict=True)
-            if scores[i, j] >= threshold}
 
 
 def gold_graph(gold: Any) -> tuple[list[Hypothesis], list[Evidence], list[Edge]]:
@@ -206,18 +179,103 @@ def gold_graph(gold: Any) -> tuple[list[Hypothesis], list[Evidence], list[Edge]]
             [Edge(e["evidence"], e["hypothesis"], e["stance"]) for e in g["edges"]])
 
 
-def graph_scores(answer: SystemAnswer, gold: Any) -> tuple[float, float, float]:
-    """(edge F1 = verifiability ease, hypothesis node F1, evidence node F1)."""
+@dataclass(frozen=True)
+class GraphScores:
+    """The audit graph's scores against the gold graph (see README.md, Metrics).
+
+    Attributes:
+        verifiability: soft edge F1 over the in-scope system edges.
+        edge_precision, edge_recall: its two halves.
+        hypothesis_f1: soft hypothesis node F1.
+        evidence_f1: soft evidence node F1 (evidence matched by the facts it establishes).
+        extra_edges: system edges on hypotheses about nobody in the gold (not scored).
+    """
+
+    verifiability: float
+    edge_precision: float
+    edge_recall: float
+    hypothesis_f1: float
+    evidence_f1: float
+    extra_edges: int
+
+
+def _anchors(gold: Any, edges: Sequence[Edge], hypotheses: Sequence[Hypothesis]
+             ) -> dict[str, frozenset[str]]:
+    """Per gold evidence id: the normalised id and name of the suspects it is linked to."""
+    names = {str(p["id"]): p["name"] for p in [*_get(gold, "suspects"), *_get(gold, "murderers")]}
+    suspect_of = {h.id: str(h.suspect) for h in hypotheses if h.suspect}
+    out: dict[str, set[str]] = {}
+    for edge in edges:
+        person = suspect_of.get(edge.hypothesis)
+        if person is not None:
+            cells = {norm_cell(int(person)) if person.isdigit() else norm_text(person)}
+            if person in names:
+                cells.add(norm_text(names[person]))
+            out.setdefault(edge.evidence, set()).update(cells)
+    return {k: frozenset(v) for k, v in out.items()}
+
+
+def _cites_context(cover: Mapping[str, float], context: set[str]) -> bool:
+    """Whether an evidence establishes a gold context node (report, interview...) best."""
+    if not cover:
+        return False
+    best = max(cover, key=lambda g: (cover[g], g))
+    return best in context and cover[best] >= ESTABLISHED
+
+
+def _edge_credit(evidence: str, hypothesis: str, stance: str, gold_edge: Edge,
+                 gold_edges: Sequence[Edge], cover: Mapping[str, Mapping[str, float]],
+                 h_sim: Mapping[str, Mapping[str, float]]) -> float:
+    """Credit of one system edge for one gold edge (see :func:`graph_scores`)."""
+    established = cover.get(evidence, {})
+    weight = established.get(gold_edge.evidence, 0.0) * h_sim.get(hypothesis, {}).get(
+        gold_edge.hypothesis, 0.0)
+    if weight == 0.0:
+        return 0.0
+    facts = [g for g in gold_edges if g.hypothesis == gold_edge.hypothesis
+             and established.get(g.evidence, 0.0) >= ESTABLISHED]
+    if len(facts) > 1:  # one evidence, several facts: its stance is their net stance
+        wanted = "contradicts" if any(g.stance == "contradicts" for g in facts) else "supports"
+    else:
+        wanted = gold_edge.stance
+    return weight if stance == wanted else 0.0
+
+
+def graph_scores(answer: SystemAnswer, gold: Any) -> GraphScores:
+    """Score the audit graph: evidence by the facts it establishes, edges softly.
+
+    An edge's credit against a gold edge is (how much of the gold evidence's fact the
+    system evidence establishes) x (how well the hypotheses match), when the stance is
+    right: the gold edge's stance, or, for an evidence that establishes several facts of
+    the hypothesis, their net stance (contradicts if any of them contradicts). Recall
+    averages each gold edge's best credit; precision each scored system edge's. Not
+    scored (counted as extra): edges on hypotheses about nobody in the gold, and edges
+    citing context evidence (what best matches a gold node without edges: the report,
+    a witness's interview).
+    """
     people = People(gold)
     g_hyp, g_ev, g_edges = gold_graph(gold)
-    h_map = match(answer.hypotheses, g_hyp, lambda s, g: hypothesis_similarity(s, g, people))
-    e_map = match(answer.evidence, g_ev, evidence_similarity)
-    sys_edges = {(e.evidence, e.hypothesis, e.stance.casefold()) for e in answer.edges}
-    mapped = {(e_map[e], h_map[h], st) for e, h, st in sys_edges if e in e_map and h in h_map}
-    gold_edges = {(e.evidence, e.hypothesis, e.stance) for e in g_edges}
-    return (count_f1(len(mapped & gold_edges), len(sys_edges), len(gold_edges)),
-            count_f1(len(h_map), len(answer.hypotheses), len(g_hyp)),
-            count_f1(len(e_map), len(answer.evidence), len(g_ev)))
+    anchors = _anchors(gold, g_edges, g_hyp)
+    gold_rows = {g.id: normalised_rows(g.rows, norm_cell) for g in g_ev}
+    cover = {s.id: {g.id: coverage(gold_rows[g.id], normalised_rows(s.rows, norm_cell),
+                                   anchors.get(g.id, frozenset())) for g in g_ev}
+             for s in answer.evidence}
+    h_sim = {s.id: {g.id: hypothesis_similarity(s, g, people) for g in g_hyp}
+             for s in answer.hypotheses}
+    sys_edges = sorted({(e.evidence, e.hypothesis, e.stance.casefold()) for e in answer.edges})
+    context = {g.id for g in g_ev} - {g.evidence for g in g_edges}
+    scored = [(e, h, st) for e, h, st in sys_edges
+              if max(h_sim.get(h, {}).values(), default=0.0) >= IN_SCOPE
+              and not _cites_context(cover.get(e, {}), context)]
+    credit = [[_edge_credit(e, h, stance, g, g_edges, cover, h_sim) for g in g_edges]
+              for e, h, stance in scored]
+    precision, recall, verifiability = soft_prf(credit, len(g_edges))
+    hyp_f1 = soft_prf([[h_sim[s.id][g.id] for g in g_hyp] for s in answer.hypotheses],
+                      len(g_hyp))[2]
+    ev_f1 = soft_prf([[cover[s.id][g.id] for g in g_ev] for s in answer.evidence],
+                     len(g_ev))[2]
+    return GraphScores(verifiability, precision, recall, hyp_f1, ev_f1,
+                       len(sys_edges) - len(scored))
 
 
 def score_case(answer: SystemAnswer, gold: Any, system: str = "") -> CaseScore:
@@ -229,10 +287,12 @@ def score_case(answer: SystemAnswer, gold: Any, system: str = "") -> CaseScore:
     p, r, correctness = prf(accused, murderers)
     analysed = {people.resolve(s.suspect) for s in answer.suspects_considered
                 if s.verdict or s.n_evidence > 0}
-    completeness = prf(analysed, suspects)[2]
-    verifiability, hyp_f1, ev_f1 = graph_scores(answer, gold)
+    _, completeness, completeness_f1 = prf(analysed, suspects)
+    graph = graph_scores(answer, gold)
     return CaseScore(_get(gold, "case_id"), _get(gold, "tier"), system, correctness, p, r,
-                     completeness, verifiability, hyp_f1, ev_f1)
+                     completeness, graph.verifiability, graph.hypothesis_f1,
+                     graph.evidence_f1, completeness_f1, len(analysed - suspects),
+                     graph.edge_precision, graph.edge_recall, graph.extra_edges)
 
 
 def aggregate(scores: Iterable[CaseScore], by: str | Sequence[str] = "tier",

@@ -1,6 +1,8 @@
 """PAPER's tables from result records: Table 1 (by difficulty) and Table 2 (ablations).
 
-Values are percentages (mean over cases). Cost and wall time are means per case.
+Values are percentages (mean over cases). Completeness is recall over the gold suspects;
+Table 2 also gives the paper's completeness F1 and the mean count of extra suspects
+analysed. Cost and wall time are means per case.
 """
 
 from __future__ import annotations
@@ -13,8 +15,8 @@ from d2_notebook.detective import VARIANTS
 
 TABLE1_TITLE = "Table 1. Correctness / Completeness / Verifiability ease (%) by difficulty"
 TABLE2_TITLE = "Table 2. Ablation study (mean over all cases)"
-TABLE2_HEADER = ("variant", "n", "correctness", "completeness", "verifiability",
-                 "hyp F1", "ev F1", "$/case", "s/case")
+TABLE2_HEADER = ("variant", "n", "correctness", "completeness", "compl. F1", "extra susp.",
+                 "verifiability", "hyp F1", "ev F1", "$/case", "s/case")
 
 
 def _pct(value: float) -> str:
@@ -63,9 +65,10 @@ def table2(records: Sequence[dict[str, Any]]) -> str:
         row = aggregate(scores, by="system", total=False)[0]
         cost = sum(r["usage"]["cost_usd"] for r in mine) / len(mine)
         seconds = sum(r["seconds"] for r in mine) / len(mine)
-        values = [str(row["n"]), *(_pct(row[m]) for m in (
-            "correctness", "completeness", "verifiability", "hypothesis_f1", "evidence_f1")),
-            f"{cost:.3f}", f"{seconds:.1f}"]
+        values = [str(row["n"]), _pct(row["correctness"]), _pct(row["completeness"]),
+                  _pct(row["completeness_f1"]), f"{row['extra_suspects']:.1f}",
+                  *(_pct(row[m]) for m in ("verifiability", "hypothesis_f1", "evidence_f1")),
+                  f"{cost:.3f}", f"{seconds:.1f}"]
         lines.append(f"{variant:<20}" + "".join(f"{v:>14}" for v in values))
     return "\n".join(lines)
 

@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 import itertools
+from collections import Counter
 
 import pytest
 
+from benchmark.evidence_match import coverage, row_score, soft_prf
 from benchmark.metrics import (
     CaseScore,
     ConsideredSuspect,
@@ -14,7 +16,6 @@ from benchmark.metrics import (
     Hypothesis,
     SystemAnswer,
     aggregate,
-    match,
     oracle_answer,
     prf,
     score_case,
@@ -74,7 +75,19 @@ def test_completeness_counts_only_analysed_suspects() -> None:
         ConsideredSuspect("Cy Fox"),  # neither verdict nor evidence: not analysed
         ConsideredSuspect("Zed Unknown", verdict="innocent"),
     ])
-    assert score_case(answer, tiny_gold()).completeness == pytest.approx(2 / 3)
+    score = score_case(answer, tiny_gold())
+    assert score.completeness == pytest.approx(2 / 3)  # recall: 2 of the 3 gold suspects
+    assert score.completeness_f1 == pytest.approx(2 / 3)  # P 2/3 (Zed is extra), R 2/3
+    assert score.extra_suspects == 1
+
+
+def test_ruling_out_extra_people_costs_no_completeness() -> None:
+    answer = SystemAnswer(suspects_considered=[
+        *(ConsideredSuspect(n, verdict="cleared") for n in ("Ann Lee", "Bob Stone", "Cy Fox")),
+        *(ConsideredSuspect(f"Extra {i}", verdict="cleared") for i in range(5))])
+    score = score_case(answer, tiny_gold())
+    assert score.completeness == 1.0 and score.extra_suspects == 5
+    assert score.completeness_f1 == pytest.approx(2 * (3 / 8) / (1 + 3 / 8))  # the paper's
 
 
 def test_verifiability_exact_value() -> None:
@@ -83,12 +96,68 @@ def test_verifiability_exact_value() -> None:
         evidence=[Evidence("x", "select plate_number from drivers_license", [["0H42W2", 1,
                                                                               "ann lee"]]),
                   Evidence("y", description="plate of Bob Stone")],
-        edges=[Edge("x", "a", "supports"), Edge("y", "b", "supports")])  # 2nd: wrong stance
+        edges=[Edge("x", "a", "supports"), Edge("y", "b", "supports")])  # y: no rows
     s = score_case(answer, tiny_gold())
-    # 1 of 2 system edges is a gold edge, 1 of 3 gold edges found: P=1/2, R=1/3.
+    # x establishes gold E1 (column order free) and links it right: credit 1; y has no
+    # rows, so it establishes nothing: credit 0. P = 1/2, R = 1/3 of the gold edges.
+    assert (s.edge_precision, s.edge_recall) == (0.5, pytest.approx(1 / 3))
     assert s.verifiability == pytest.approx(0.4)
-    assert s.hypothesis_f1 == pytest.approx(0.8)  # 2 matched of 2 system / 3 gold
-    assert s.evidence_f1 == pytest.approx(0.8)
+    assert s.hypothesis_f1 == pytest.approx(0.8)  # 2 of 2 system, 2 of 3 gold
+    assert s.evidence_f1 == pytest.approx(2 * 0.5 * (1 / 3) / (0.5 + 1 / 3))
+
+
+def test_evidence_is_matched_by_the_fact_its_rows_establish() -> None:
+    gold = [("1", "ann lee", "0h42w2")]
+    anchors = frozenset({"1", "ann lee"})
+    other_query = [("0h42w2", "x", "ann lee", "1", "blue"), ("9", "someone", "zzz")]
+    assert coverage(gold, other_query, anchors) == 1.0  # other SQL, order, extra columns
+    assert coverage(gold, [("1", "ann lee")], anchors) == 0.0  # only who, not the fact
+    assert coverage(gold, [("7", "bob", "0h42w2")], anchors) == 0.0  # someone else's plate
+    two = [("1", "ann lee", "female", "white")]
+    assert coverage(two, [("ann lee", "female", "red")], anchors) == 0.5  # soft, no cliff
+    assert row_score(("3", "cy fox", "null", "null"), Counter(["3", "0", "null"]),
+                     frozenset({"3", "cy fox"})) == 1.0  # a missing record: NULL, 0, false
+    assert coverage([], [("1",)]) == 0.0 and coverage(gold, [], anchors) == 0.0
+    assert soft_prf([], 0) == (1.0, 1.0, 1.0) and soft_prf([], 2) == (0.0, 0.0, 0.0)
+
+
+def test_a_rewritten_audit_graph_that_establishes_every_fact_scores_one() -> None:
+    gold = tiny_gold()
+    answer = oracle_answer(gold)
+    answer.evidence = [Evidence(e.id, "SELECT whatever FROM elsewhere",
+                                [[*reversed(row), "extra column"] for row in e.rows],
+                                "my own words") for e in answer.evidence]
+    s = score_case(answer, gold)
+    assert (s.verifiability, s.evidence_f1) == (1.0, 1.0)
+
+
+def test_one_evidence_of_several_facts_must_carry_their_net_stance() -> None:
+    gold = tiny_gold()
+    gold["graph"]["evidence"].append({"id": "E4", "sql": GYM_SQL.format(2),
+                                      "rows": [[2, "Bob Stone", "22ABC", "gold"]],
+                                      "description": "gym of Bob"})
+    gold["graph"]["edges"].append({"evidence": "E4", "hypothesis": "H2", "stance": "supports"})
+    profile = Evidence("p", rows=[[2, "Bob Stone", "0H42X2", "22ABC", "gold"]])
+    bob = Hypothesis("b", "Bob Stone did it", "2")
+    right = score_case(SystemAnswer(hypotheses=[bob], evidence=[profile],
+                                    edges=[Edge("p", "b", "contradicts")]), gold)
+    wrong = score_case(SystemAnswer(hypotheses=[bob], evidence=[profile],
+                                    edges=[Edge("p", "b", "supports")]), gold)
+    assert right.edge_precision == 1.0 and right.edge_recall == pytest.approx(2 / 4)
+    assert wrong.verifiability == 0.0  # one of its facts clears Bob: "supports" is wrong
+
+
+def test_edges_outside_the_gold_or_on_context_are_counted_not_scored() -> None:
+    gold = tiny_gold()
+    gold["graph"]["evidence"].append({"id": "E0", "sql": "SELECT * FROM interview",
+                                      "rows": [[99, "I saw a plate with 0H42"]],
+                                      "description": "the interview"})
+    answer = oracle_answer(gold)
+    answer.hypotheses.append(Hypothesis("Z", "Zed Unknown did it", "Zed Unknown"))
+    answer.evidence.append(Evidence("I", rows=[[99, "Witness", "I saw a plate with 0H42"]]))
+    answer.edges += [Edge("E1", "Z", "supports"), Edge("I", "H1", "supports")]
+    s = score_case(answer, gold)
+    assert s.extra_edges == 2 and s.verifiability == 1.0
 
 
 def test_oracle_scores_one() -> None:
@@ -102,7 +171,8 @@ def test_greedy_answer_has_low_completeness() -> None:
                           suspects_considered=[ConsideredSuspect("Ann Lee", "guilty", 1)])
     s = score_case(greedy, tiny_gold())
     assert s.correctness == 1.0
-    assert s.completeness == pytest.approx(0.5)
+    assert s.completeness == pytest.approx(1 / 3)  # recall: 1 of 3 suspects
+    assert s.completeness_f1 == pytest.approx(0.5)  # the paper's F1: P 1, R 1/3
 
 
 def test_empty_answer_scores_zero() -> None:
@@ -121,18 +191,16 @@ def test_wall_of_text_has_no_verifiability() -> None:
     assert s.evidence_f1 == 0.0
 
 
-def test_matching_tie_breaks_do_not_depend_on_input_order() -> None:
-    gold = [Evidence("E1", PLATE_SQL.format(1))]
-    twins = [Evidence(i, PLATE_SQL.format(1)) for i in ("b", "a", "c")]
-    results = {tuple(match(list(p), gold, lambda s, g: 1.0).items())
-               for p in itertools.permutations(twins)}
-    assert len(results) == 1
+def test_scores_do_not_depend_on_input_order() -> None:
+    twins = [Evidence(i, PLATE_SQL.format(1), [[1, "Ann Lee", "0H42W2"]]) for i in "bac"]
+    hyp = [Hypothesis("h", "", "1")]
+    first = None
     for perm in itertools.permutations(twins):
-        answer = SystemAnswer(evidence=list(perm), hypotheses=[Hypothesis("h", "", "1")],
+        answer = SystemAnswer(evidence=list(perm), hypotheses=hyp,
                               edges=[Edge("a", "h", "supports")])
-        assert score_case(answer, tiny_gold()) == score_case(
-            SystemAnswer(evidence=twins, hypotheses=answer.hypotheses, edges=answer.edges),
-            tiny_gold())
+        score = score_case(answer, tiny_gold())
+        first = first or score
+        assert score == first
 
 
 def test_aggregate_means_by_tier_and_system() -> None:

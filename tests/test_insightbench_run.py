@@ -1,0 +1,202 @@
+"""A whole offline InsightBench run: two dev tasks, the real team under a scripted policy,
+through the runner, the scorers, the table and the plot; resuming; scoring boards."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from benchmark.insightbench.judge import InsightJudge, JudgeCache
+from benchmark.insightbench.runner import (
+    InsightRunConfig,
+    load_result,
+    result_path,
+    run_insightbench,
+    score_boards,
+)
+from benchmark.insightbench.tables import table, variant_means
+from d2_notebook.llm import ModelRequest
+from d2_notebook.llm.testing import FunctionModel, text
+from tests.shared_dir import REPO, shared_dir
+
+TASKS = "flag-1,flag-21"
+
+
+def _config(tmp_path: Path, **overrides) -> InsightRunConfig:
+    fields = {"tasks_dir": shared_dir("insightbench-dev"), "out": tmp_path / "out",
+              "variants": ["full", "react_sql"], "tasks": TASKS, "policy": "half", "jobs": 2}
+    return InsightRunConfig(**{**fields, **overrides})
+
+
+def _grading_judge(calls: list[ModelRequest]) -> FunctionModel:
+    """A judge that gives 1 when the insight's text is in the report, else 0."""
+    def grade(request: ModelRequest):
+        calls.append(request)
+        prompt = request.messages[0].text
+        insight = prompt.split("GROUND-TRUTH INSIGHT:\n", 1)[1].split("\n\n", 1)[0]
+        report = prompt.split("<<<REPORT\n", 1)[1]
+        return text(json.dumps({"score": 1 if insight in report else 0, "reason": "checked",
+                                "contradictions": []}))
+    return FunctionModel(grade, name="grading-judge")
+
+
+def test_two_tasks_run_offline_end_to_end_and_resume(tmp_path: Path) -> None:
+    config = _config(tmp_path)
+    lines: list[str] = []
+    summary = asyncio.run(run_insightbench(config, progress=lines.append))
+    assert (summary.ran, summary.failed, summary.skipped) == (4, 0, 0)
+    by_key = {(r["task_id"], r["variant"]): r for r in summary.records}
+    assert set(by_key) == {(t, v) for t in ("flag-1", "flag-21") for v in ("full", "react_sql")}
+    for (task_id, variant), record in by_key.items():
+        assert record["state"] == "finished" and record["complete"]
+        assert (config.out / record["board"]).is_file()
+        assert record["usage"]["calls"] > 0
+        per_insight = record["scores"]["insights"]
+        # half: flag-1 states 3 of its 6 insights, flag-21 2 of 3; each stated one whole.
+        stated = sum(i["proxy"]["rouge1_recall"] == 1.0 for i in per_insight)
+        assert stated == {"flag-1": 3, "flag-21": 2}[task_id], (task_id, variant)
+    assert len(lines) == 4
+    assert (config.out / "databases" / "flag-21.duckdb").is_file()
+    means = variant_means(summary.records)
+    assert set(means) == {"full", "react_sql"} and means["full"]["n"] == 2
+    rendered = table(summary.records)
+    assert "proxy recall" in rendered and "Ratio to react_sql" in rendered
+    assert means["full"]["calls"] > means["react_sql"]["calls"]
+
+    again = asyncio.run(run_insightbench(config))
+    assert (again.ran, again.skipped) == (0, 4)
+
+
+def test_an_interrupted_result_runs_again(tmp_path: Path) -> None:
+    config = _config(tmp_path, variants=["react_sql"], tasks="flag-1")
+    asyncio.run(run_insightbench(config))
+    path = result_path(config.out, "flag-1--react_sql")
+    path.write_text(json.dumps({"task_id": "flag-1", "variant": "react_sql",
+                                "complete": False, "error": "boom"}))
+    summary = asyncio.run(run_insightbench(config))
+    assert summary.ran == 1 and load_result(path) is not None
+
+
+def test_a_judge_added_later_rescores_from_the_boards_without_investigating(
+        tmp_path: Path) -> None:
+    config = _config(tmp_path, tasks="flag-21")
+    asyncio.run(run_insightbench(config))
+    calls: list[ModelRequest] = []
+    judge = InsightJudge(_grading_judge(calls), JudgeCache(config.out / "judge-cache"))
+    summary = asyncio.run(run_insightbench(config, judge=judge))
+    assert (summary.ran, summary.rescored) == (0, 2)
+    assert len(calls) == 2 * 3  # 2 variants x 3 insights
+    for record in summary.records:
+        assert record["scores"]["judge_model"] == "grading-judge"
+        assert record["scores"]["judge_recall"] == pytest.approx(2 / 3)
+    steady = asyncio.run(run_insightbench(config, judge=judge))
+    assert (steady.rescored, steady.skipped, len(calls)) == (0, 2, 6)
+
+
+def test_finished_boards_from_elsewhere_are_scored_by_their_question(tmp_path: Path) -> None:
+    config = _config(tmp_path, tasks="flag-1", policy="oracle")
+    asyncio.run(run_insightbench(config))
+    boards = tmp_path / "collected"
+    boards.mkdir()
+    shutil.copy(config.out / "boards" / "flag-1--full.d2board", boards / "run-7.d2board")
+    calls: list[ModelRequest] = []
+    judge = InsightJudge(_grading_judge(calls))
+    records = asyncio.run(score_boards(boards, shared_dir("insightbench-dev"),
+                                       tmp_path / "scored", judge))
+    (record,) = records
+    assert (record["task_id"], record["variant"]) == ("flag-1", "full")
+    assert record["scores"]["judge_recall"] == 1.0 and record["usage"]["calls"] > 0
+    assert (tmp_path / "scored" / "results" / "run-7.json").is_file()
+    with pytest.raises(ValueError, match="no boards"):
+        asyncio.run(score_boards(tmp_path / "nothing", shared_dir("insightbench-dev"),
+                                 tmp_path / "scored", None))
+
+
+def _cli(*args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([sys.executable, "-m", "benchmark", *args], cwd=REPO,
+                          capture_output=True, text=True)
+
+
+def test_the_command_prints_the_table_and_saves_json_and_png(tmp_path: Path) -> None:
+    out = tmp_path / "cli"
+    done = _cli("insightbench", "--tasks", str(shared_dir("insightbench-dev")), "--only",
+                TASKS, "--policy", "oracle", "--out", str(out), "--jobs", "2")
+    assert done.returncode == 0, done.stderr
+    assert "InsightBench: insight recall and cost per variant" in done.stdout
+    assert "react_sql" in done.stdout and "Ratio to react_sql" in done.stdout
+    saved = json.loads((out / "results.json").read_text())
+    assert saved["variants"]["full"]["proxy_recall"] == 1.0
+    assert (out / "recall_vs_cost.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    rescored = _cli("insightbench", "--tasks", str(shared_dir("insightbench-dev")),
+                    "--out", str(out), "--score-only")
+    assert rescored.returncode == 0, rescored.stderr
+    assert rescored.stdout.count("proxy recall 1.00") == 4
+
+
+def test_bad_invocations_name_the_fix(tmp_path: Path) -> None:
+    tasks = str(shared_dir("insightbench-dev"))
+    neither = _cli("insightbench", "--tasks", tasks, "--out", str(tmp_path))
+    assert neither.returncode == 2 and "--policy oracle|half" in neither.stderr
+    bad_variant = _cli("insightbench", "--tasks", tasks, "--policy", "oracle",
+                       "--variants", "full,fastest", "--out", str(tmp_path))
+    assert bad_variant.returncode == 2 and "unknown variants ['fastest']" in bad_variant.stderr
+    no_key = _cli("insightbench", "--tasks", tasks, "--policy", "oracle", "--judge-model",
+                  "anthropic:claude-sonnet-4-6", "--out", str(tmp_path))
+    assert no_key.returncode == 2 and "ANTHROPIC_API_KEY" in no_key.stderr
+    unknown = _cli("insightbench", "--tasks", tasks, "--policy", "oracle", "--only",
+                   "flag-999", "--out", str(tmp_path))
+    assert unknown.returncode == 2 and "unknown task ids: flag-999" in unknown.stderr
+
+
+def test_a_judge_outage_keeps_the_proxy_scores_and_is_rescored_next_run(
+        tmp_path: Path) -> None:
+    from d2_notebook.errors import ModelAPIError
+
+    config = _config(tmp_path, variants=["react_sql"], tasks="flag-21")
+    calls: list[ModelRequest] = []
+    grading = _grading_judge(calls)
+
+    def down(_: ModelRequest):
+        raise ModelAPIError("judge server unreachable after 4 retries")
+    first = asyncio.run(run_insightbench(config, judge=InsightJudge(
+        FunctionModel(down, name="grading-judge"), JudgeCache(config.out / "judge-cache"))))
+    (record,) = first.records
+    assert "judge server unreachable" in record["judge_error"]
+    assert record["scores"]["proxy_recall"] > 0 and record["scores"]["judge_recall"] is None
+    again = asyncio.run(run_insightbench(config, judge=InsightJudge(
+        grading, JudgeCache(config.out / "judge-cache"))))
+    assert (again.ran, again.rescored) == (0, 1)
+    assert again.records[0]["judge_error"] is None
+    assert again.records[0]["scores"]["judge_recall"] == pytest.approx(2 / 3)
+
+
+def test_the_claim_check_rate_of_each_report_is_recorded(tmp_path: Path) -> None:
+    pytest.importorskip("d2_notebook.detective.claim_check",
+                        reason="claim_check not merged yet")
+    summary = asyncio.run(run_insightbench(_config(tmp_path, tasks="flag-1")))
+    for record in summary.records:
+        check = record["scores"]["claim_check"]
+        assert check is not None and check["numbers_checked"] >= 0
+        assert check["unverified_rate"] is None or 0 <= check["unverified_rate"] <= 1
+    assert "unverified" in table(summary.records)
+
+
+def test_a_missing_board_fails_its_rescore_and_keeps_the_earlier_scores(
+        tmp_path: Path) -> None:
+    config = _config(tmp_path, variants=["react_sql"], tasks="flag-1")
+    asyncio.run(run_insightbench(config))
+    (config.out / "boards" / "flag-1--react_sql.d2board").unlink()
+    lines: list[str] = []
+    calls: list[ModelRequest] = []
+    summary = asyncio.run(run_insightbench(config, judge=InsightJudge(_grading_judge(calls)),
+                                           progress=lines.append))
+    assert (summary.rescored, summary.failed, len(summary.records)) == (0, 1, 1)
+    assert any("re-score FAILED FileNotFoundError: no board at" in line for line in lines)
+    assert not (config.out / "boards" / "flag-1--react_sql.d2board").exists()
+    assert summary.records[0]["scores"]["judge_model"] is None

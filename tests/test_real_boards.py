@@ -1,0 +1,148 @@
+"""The SQL City metrics, calibrated on boards recorded with a real model (shared/real-boards).
+
+Four standard cases, each investigated by the team (``full``) and the single agent
+(``react_sql``). The cases are regenerated from the ids in the boards' result JSONs; the
+boards are re-scored offline (``react_sql`` by replaying its recorded calls).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import random
+import re
+import shutil
+from dataclasses import replace
+from pathlib import Path
+
+import pytest
+
+from benchmark.adapter import PeopleIndex
+from benchmark.metrics import Evidence, SystemAnswer, oracle_answer, score_case
+from benchmark.rescore import answer_from_board
+from d2_notebook.datasets.sql_city import generate_case, load_gold, write_case
+from tests.shared_dir import shared_dir
+
+
+@pytest.fixture(scope="module")
+def rescored(tmp_path_factory: pytest.TempPathFactory) -> dict:
+    """``{(case, variant): (stored record, gold, answer, new score)}`` for every board."""
+    boards = shared_dir("real-boards")
+    work = tmp_path_factory.mktemp("real-boards")
+    out = {}
+    for result in sorted(boards.glob("*.json")):
+        record = json.loads(result.read_text())
+        seed, index = map(int, re.fullmatch(r"sqlcity-s(\d+)-(\d+)", record["case_id"]).groups())
+        db = work / f"{record['case_id']}.duckdb"
+        if not db.exists():
+            write_case(generate_case(seed, index, record["tier"]), work)
+        gold = load_gold(work / f"{record['case_id']}.json")
+        assert gold.case_id == record["case_id"]
+        board = work / result.with_suffix(".d2board").name
+        shutil.copy(result.with_suffix(".d2board"), board)  # the shared copy stays as is
+        _, answer = asyncio.run(answer_from_board(board, db, PeopleIndex.from_database(db)))
+        out[(record["case_id"], record["variant"])] = (
+            record, gold, answer, score_case(answer, gold, system=record["variant"]))
+    assert len(out) == 8
+    return out
+
+
+def test_correctness_is_unchanged_by_the_new_metrics(rescored: dict) -> None:
+    for (case, variant), (record, _, _, score) in rescored.items():
+        assert score.correctness == pytest.approx(record["scores"]["correctness"]), (case,
+                                                                                      variant)
+
+
+def test_the_teams_audit_graphs_now_earn_verifiability(rescored: dict) -> None:
+    team = [s for (_, variant), (_, _, _, s) in rescored.items() if variant == "full"]
+    # Under the 0.5-cliff metrics these four boards scored 0.00-0.02.
+    assert all(s.verifiability >= 0.3 for s in team), [s.verifiability for s in team]
+    assert sum(s.verifiability for s in team) / len(team) >= 0.4
+    assert all(s.edge_recall >= 0.4 for s in team)
+
+
+def test_a_text_only_report_of_the_same_runs_scores_near_zero(rescored: dict) -> None:
+    for (case, variant), (_, gold, answer, score) in rescored.items():
+        text_only = SystemAnswer(accused=answer.accused,
+                                 suspects_considered=answer.suspects_considered,
+                                 hypotheses=answer.hypotheses)
+        stripped = score_case(text_only, gold)
+        assert stripped.verifiability <= 0.05, (case, variant)
+        assert stripped.correctness == score.correctness  # same conclusions, no audit trail
+        assert score.verifiability - stripped.verifiability >= 0.3, (case, variant)
+
+
+def test_completeness_is_recall_with_extra_suspects_counted_apart(rescored: dict) -> None:
+    _, _, _, medium = rescored[("sqlcity-s0-012", "full")]
+    # The team analysed every gold suspect and ruled out five more people.
+    assert medium.completeness == 1.0 and medium.extra_suspects == 5
+    assert medium.completeness_f1 == pytest.approx(0.615, abs=0.01)  # the paper's F1
+    for (case, variant), (record, _, _, score) in rescored.items():
+        assert score.completeness >= record["scores"]["completeness"] - 1e-9, (case, variant)
+
+
+def test_an_audit_graph_establishing_every_gold_fact_scores_high_whatever_its_sql(
+        rescored: dict) -> None:
+    shuffle = random.Random(0)
+    for (case, variant), (_, gold, _, _) in rescored.items():
+        if variant != "full":
+            continue
+        answer = oracle_answer(gold)
+        rewritten = []
+        for item in answer.evidence:
+            rows = [[*row, "an extra column", 42] for row in item.rows]
+            for row in rows:
+                shuffle.shuffle(row)
+            rewritten.append(Evidence(item.id, f"WITH x AS (SELECT 1) -- {case}", rows,
+                                      "described in other words"))
+        score = score_case(replace(answer, evidence=rewritten), gold)
+        assert score.verifiability >= 0.99, case
+        assert score.evidence_f1 >= 0.99, case
+
+
+def test_replaying_a_team_board_offline_reproduces_its_report_and_scores(
+        rescored: dict, tmp_path: Path) -> None:
+    from benchmark.adapter import board_answer
+    from d2_notebook.board import Board
+    from d2_notebook.detective import investigate
+
+    case = "sqlcity-s0-038"
+    _, gold, _, recorded = rescored[(case, "full")]
+    db = tmp_path / f"{case}.duckdb"
+    write_case(generate_case(0, 38, gold.tier), tmp_path)
+    source = tmp_path / "recorded.d2board"
+    shutil.copy(shared_dir("real-boards", f"{case}--full.d2board"), source)
+    with Board.open(source) as board:
+        recorded_report = board.list_investigations()[-1].report
+        result = asyncio.run(investigate(db, None, replay=board,
+                                         board=tmp_path / "replayed.d2board"))
+        answer = board_answer(result.board, result.investigation_id,
+                              PeopleIndex.from_database(db))
+        result.board.close()
+    assert result.state == "finished"
+    assert result.report == recorded_report  # the reporter's output, reproduced offline
+    assert score_case(answer, gold, system="full") == recorded
+
+
+def test_the_rescore_command_prints_the_tables_and_leaves_the_boards_alone(
+        tmp_path: Path) -> None:
+    import hashlib
+    import subprocess
+    import sys
+
+    from tests.shared_dir import REPO
+
+    boards = shared_dir("real-boards")
+    digests = {p.name: hashlib.sha256(p.read_bytes()).hexdigest()
+               for p in boards.glob("*.d2board")}
+    done = subprocess.run([sys.executable, "-m", "benchmark", "rescore", "--boards",
+                           str(boards), "--cases-dir", str(tmp_path)], cwd=REPO,
+                          capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr
+    assert "sqlcity-s0-012--full.d2board: correctness 1.00 completeness 1.00" in done.stdout
+    assert "Table 1." in done.stdout and "compl. F1" in done.stdout
+    assert digests == {p.name: hashlib.sha256(p.read_bytes()).hexdigest()
+                       for p in boards.glob("*.d2board")}
+    empty = subprocess.run([sys.executable, "-m", "benchmark", "rescore", "--boards",
+                            str(tmp_path / "none")], cwd=REPO, capture_output=True, text=True)
+    assert empty.returncode == 2 and "no boards" in empty.stderr
