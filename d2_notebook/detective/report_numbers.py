@@ -139,25 +139,29 @@ def numbers_in_text(text: str) -> list[float]:
 
 
 def matches_any(number: ReportNumber, values: np.ndarray) -> bool:
-    """Whether any of ``values`` (stored result values) is what ``number`` reports.
+    """Whether any of ``values`` (stored result values) is what ``number`` reports
+    (see :func:`match_mask`)."""
+    return bool(match_mask(number, values).any())
+
+
+def match_mask(number: ReportNumber, values: np.ndarray) -> np.ndarray:
+    """Which of ``values`` (stored result values) are what ``number`` reports.
 
     Allowed: rounding or truncation to the precision the report wrote, the sign left
     out ("fell by 0.12" for -0.12), percent forms (23.7% for 0.237 or for 23.7), a rate
     written as a fraction of a percentage column (0.237 for 23.7), and k/million/billion.
     """
-    if values.size == 0:
-        return False
-    magnitudes = np.abs(values.astype(float, copy=False))
+    magnitudes = np.abs(np.asarray(values, dtype=float))
+    found = np.zeros(magnitudes.shape, dtype=bool)
     forms = [magnitudes / number.multiplier]
     if number.percent:
         forms.append(magnitudes * 100)
     elif number.decimals and number.value < 1:
         forms.append(magnitudes / 100)
     unit = 10.0 ** -number.decimals
-    for form in forms:
-        slack = 1e-9 * np.maximum(1.0, form)
-        rounded = np.abs(form - number.value) <= unit / 2 + slack
-        truncated = np.abs(np.floor(form / unit + 1e-9) * unit - number.value) <= slack
-        if bool(np.any(rounded | truncated)):
-            return True
-    return False
+    with np.errstate(invalid="ignore"):
+        for form in forms:
+            slack = 1e-9 * np.maximum(1.0, form)
+            found |= np.abs(form - number.value) <= unit / 2 + slack
+            found |= np.abs(np.floor(form / unit + 1e-9) * unit - number.value) <= slack
+    return found
