@@ -208,3 +208,25 @@ def test_the_context_window_setting_is_validated() -> None:
     assert InvestigationSettings(context_window_tokens=32_000).context_window_tokens == 32_000
     with pytest.raises(InvalidRecordError, match="context_window_tokens must be at least 1000"):
         InvestigationSettings(context_window_tokens=10)
+
+
+async def test_a_transcript_reaches_the_querying_agent_whole(board) -> None:
+    con = duckdb.connect()
+    transcript = _transcript(250, CLUE)
+    con.execute("CREATE TABLE interview (person_id INTEGER, transcript VARCHAR)")
+    con.execute("INSERT INTO interview VALUES (1, ?), (2, 'nothing')", [transcript])
+    seen: list[str] = []
+
+    def collector(request: ModelRequest) -> ModelResponse:
+        if len(request.messages) == 1:
+            return tool_call("run_sql", {"sql": "SELECT * FROM interview"})
+        seen.append(request.messages[-1].content)  # type: ignore[union-attr]
+        return tool_call("submit_for_judgement", {"summary": "read"})
+
+    investigation = board.start_investigation("Who was there?")
+    ctx = TeamContext(board=board, sql=GuardedSQL(con), model=FunctionModel(collector),
+                      investigation_id=investigation.id, question=investigation.question,
+                      schema_summary="interview", settings=InvestigationSettings())
+    hyp = board.add_hypothesis("The courier was there", investigation_id=investigation.id)
+    await roles.collect(ctx, hyp.id)
+    assert len(transcript) > 1_500 and transcript in seen[0]
