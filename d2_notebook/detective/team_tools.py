@@ -377,8 +377,8 @@ def final_answer_tool(outcome: TurnOutcome, log: QueryLog) -> Tool:
         "final_answer", "Give your final answer. Ends the investigation. Refused when an "
         "evidence item names a query id run_sql did not return to you.",
         {"answer_markdown": _STRING,
-         "answers": {**_IDS, "description": "every answer you conclude (e.g. each culprit "
-                     "or each effective treatment), one per item"},
+         "answers": {**_IDS, "description": "every answer you conclude (each candidate "
+                     "the evidence bears out), one per item"},
          "candidates_considered": {**_IDS, "description": "every candidate you examined"},
          "evidence": {"type": "array", "items": link,
                       "description": "optional: which of your queries (ids from run_sql) "
