@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from enum import IntEnum
+from functools import cached_property
 
 import pandas as pd
 
@@ -126,11 +127,17 @@ class _Piece:
         lines += self._rows(shape)
         return "\n".join(lines)
 
+    @cached_property
+    def _claim_rows(self) -> list[int]:
+        """The rows that carry the claims, strongest first (as many as any shape shows)."""
+        most = max(shape.claim_rows for shape in _SHAPES.values())
+        return claim_rows(self.frame, self.claims, most)
+
     def _rows(self, shape: _Shape) -> list[str]:
         total = len(self.frame)
         head = list(range(min(shape.head, total)))
         tail = list(range(max(len(head), total - shape.tail), total))
-        carrying = [p for p in claim_rows(self.frame, self.claims, shape.claim_rows)
+        carrying = [p for p in self._claim_rows[: shape.claim_rows]
                     if p not in head and p not in tail]
         if not (head or tail or carrying):
             return ["(no row carries a number or name of the readings)"]

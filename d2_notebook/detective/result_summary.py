@@ -75,7 +75,7 @@ def claim_rows(frame: pd.DataFrame, claims: Iterable[str], limit: int) -> list[i
     apart and is not counted.
     """
     text = "\n".join(claims)
-    lowered = text.lower()
+    phrases = _phrases(text.lower())
     numbers = [n for n in find_numbers(text) if n.kind is NumberKind.QUANTITY]
     words = {w.lower() for w in _WORD.findall(text)} - _COMMON
     if frame.empty or limit < 1 or not (numbers or words):
@@ -90,10 +90,15 @@ def claim_rows(frame: pd.DataFrame, claims: Iterable[str], limit: int) -> list[i
             masks += [(2, match_mask(number, values)) for number in numbers]
             continue
         cells = column.astype(str).str.lower()
-        short = [cell for cell in cells.unique() if len(cell) <= LONG_CELL]
-        whole = {c for c in short if len(c) >= 3
-                 and re.search(rf"(?<!\w){re.escape(c)}(?!\w)", lowered)}
-        by_word = {c for c in short if words & {w.lower() for w in _WORD.findall(c)}}
+        unique = pd.Series(cells.unique(), dtype="string[pyarrow]")
+        unique = unique[unique.str.len() <= LONG_CELL]
+        spaced = (unique.str.replace(r"[^\w.]+", " ", regex=True)
+                  .str.replace(r"\.( |$)", " ", regex=True).str.strip())
+        whole = unique[spaced.isin(phrases) & (unique.str.len() >= 3)]
+        pattern = "|".join(re.escape(w) for w in sorted(words))
+        named = spaced.str.contains(rf"(?:^| )(?:{pattern})(?: |$)", regex=True) if words \
+            else pd.Series(False, index=spaced.index)
+        by_word = unique[named.fillna(False).astype(bool)]
         masks += [(1, cells.isin(whole).to_numpy()), (1, cells.isin(by_word).to_numpy())]
     telling = [weight * m for weight, m in masks
                if m.any() and (len(frame) <= 20 or m.mean() <= COMMON_SHARE)]
@@ -102,6 +107,14 @@ def claim_rows(frame: pd.DataFrame, claims: Iterable[str], limit: int) -> list[i
     score = np.sum(telling, axis=0)
     strongest = np.argsort(-score, kind="stable")
     return [int(i) for i in strongest[:limit] if score[i] > 0]
+
+
+def _phrases(text: str, longest: int = 8) -> set[str]:
+    """Every run of up to ``longest`` consecutive words of ``text``, space-joined (a
+    cell the text names is one of them)."""
+    words = re.sub(r"\.( |$)", " ", re.sub(r"[^\w.]+", " ", text)).split()
+    return {" ".join(words[i:i + n]) for n in range(1, longest + 1)
+            for i in range(len(words) - n + 1)}
 
 
 def render_rows(frame: pd.DataFrame, positions: list[int] | None = None) -> str:

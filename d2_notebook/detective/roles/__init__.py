@@ -9,6 +9,7 @@ and never see each other's transcripts.
 
 from __future__ import annotations
 
+import asyncio
 from functools import cache
 from importlib import resources
 
@@ -58,6 +59,12 @@ async def _turn(ctx: TeamContext, *, role: str, agent: str, role_file: str, firs
         first_message=first, toolset=Toolset(tools), sequencer=ctx.sequencer,
         max_steps=max_steps or ctx.settings.max_steps, stuck=stuck, max_tokens=max_tokens,
     )
+
+
+async def _evidence(ctx: TeamContext, evidence_ids: list[str], budget: int) -> str:
+    """:func:`evidence_details` off the event loop (summarising large results takes time)."""
+    return await asyncio.to_thread(evidence_details, ctx.board, evidence_ids,
+                                   budget_tokens=budget)
 
 
 def _digest(ctx: TeamContext, focus: str | None = None) -> str:
@@ -124,8 +131,7 @@ async def collect(ctx: TeamContext, hypothesis_id: str, *, hints: str | None = N
         budget = evidence_budget(ctx, system=system_prompt(ctx, "collector"), tools=tools,
                                  first_message=first, max_output_tokens=4096, share=0.1)
         first += ("\n\nTHE EXPLORATION THAT SUGGESTED IT (context, not yet evidence for it):\n"
-                  + evidence_details(ctx.board, list(hypothesis.motivated_by),
-                                     budget_tokens=budget))
+                  + await _evidence(ctx, list(hypothesis.motivated_by), budget))
     await _turn(ctx, role="collector", agent=agent, role_file="collector", first=first,
                 tools=tools, log=log)
     return outcome
@@ -151,7 +157,7 @@ async def judge(ctx: TeamContext, hypothesis_id: str, *, can_send_back: bool) ->
         budget = evidence_budget(ctx, system=system_prompt(ctx, "judge"), tools=tools,
                                  first_message=first, max_output_tokens=4096)
         first += ("\n\nTHE LINKED EVIDENCE (every piece; large results summarised):\n"
-                  + evidence_details(ctx.board, linked, budget_tokens=budget))
+                  + await _evidence(ctx, linked, budget))
     await _turn(ctx, role="judge", agent=agent, role_file="judge", first=first, tools=tools)
     return outcome
 
@@ -171,7 +177,7 @@ async def write_report(ctx: TeamContext, *, unexamined_note: str,
         budget = evidence_budget(ctx, system=system_prompt(ctx, "reporter"), tools=tools,
                                  first_message=first, max_output_tokens=8192)
         first += ("\n\nTHE EVIDENCE THE VERDICTS CITE (every piece; large results "
-                  "summarised):\n" + evidence_details(ctx.board, cited, budget_tokens=budget))
+                  "summarised):\n" + await _evidence(ctx, cited, budget))
     await _turn(ctx, role="reporter", agent=agent, role_file="reporter", first=first,
                 tools=tools, max_tokens=8192)
     return outcome
