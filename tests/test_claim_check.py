@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import re
+
 import pandas as pd
 import pytest
 
@@ -41,8 +43,8 @@ def test_numbers_in_rounding_and_percent_forms_are_found() -> None:
     assert check.unverified == ()
     assert check.unverified_rate == 0.0
     assert "(unverified)" not in check.marked_report
-    assert check.marked_report.endswith("*Claim check: all 6 numbers were found in the "
-                                        "evidence.*\n")
+    assert check.marked_report.endswith("*Claim check: every one of 6 numbers was found "
+                                        "in the evidence.*\n")
 
 
 def test_invented_numbers_are_marked_and_counted() -> None:
@@ -55,6 +57,8 @@ def test_invented_numbers_are_marked_and_counted() -> None:
         "9.5%", "A cuts deaths to 23.7% [E1], and B to 9.5% in 3,120 patients [E1].", ("E1",))
     assert f"9.5%{MARK} in 3,120{MARK} patients" in check.marked_report
     assert "2 of 3 numbers were not found" in check.marked_report
+    one = check_claims("## Answer\nB: 9.5% [E1].\n", {"E1": RATES}, [])
+    assert "1 of 1 number was not found" in one.marked_report
 
 
 def test_a_number_is_looked_up_only_in_the_evidence_its_sentence_cites() -> None:
@@ -215,3 +219,12 @@ async def test_the_sql_only_baseline_is_checked_against_its_own_queries() -> Non
     assert result.claim_check.numbers_checked == 2
     read_back = check_board_report(result.board)  # from the tool results it read
     assert [c.number for c in read_back.unverified] == ["0.4321"]
+
+
+async def test_budget_figures_the_system_wrote_are_not_claims() -> None:
+    result = await investigate(hospital.create(), hospital.QUESTION,
+                               model=HospitalWalkthrough().model(), max_calls=14,
+                               max_rounds=3)
+    assert "Not examined" in result.report and result.stop_reason
+    assert re.search(r"1[0-4] of max_calls=1[0-4]", result.report)
+    assert result.unverified_claims == 0, result.claim_check.unverified

@@ -8,7 +8,8 @@ cites, and in the verdict texts. Where to look:
    sentence, else of its line, else of its section (the text under one heading);
 2. when none of these cites anything the check knows, every evidence of the report;
 3. always the verdict texts (and, from a board, the objective, the hypothesis
-   statements and the evidence SQL: restating them is not a claim).
+   statements, the evidence SQL, the settings and why collection stopped: restating
+   them is not a claim).
 
 A quantity matches a stored value at the precision the report wrote it (rounded or
 truncated; sign, percent and k/million forms allowed); with a cited evidence, a
@@ -22,6 +23,7 @@ first).
 
 from __future__ import annotations
 
+import json
 import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
@@ -177,7 +179,8 @@ def check_report(board: Board, investigation_id: str, report: str, *,
     The evidence is the investigation's evidence on the board, plus ``queries`` (the
     results of the ``react_sql`` baseline's queries, by query id, which are not board
     evidence). The verdict texts are the verdicts' rationales and confidences, the
-    objective, the hypothesis statements and the evidence SQL. Without evidence or
+    objective, the hypothesis statements, the evidence SQL, and what the system itself
+    wrote: the settings (budgets, limits) and why collection stopped. Without evidence or
     ``queries`` (a ``react_sql`` board read back later), the report is checked against
     the query results its agent read: the tool results of its recorded model calls.
     """
@@ -185,7 +188,10 @@ def check_report(board: Board, investigation_id: str, report: str, *,
     evidence = board.list_evidence(investigation_id=investigation_id)
     frames = {e.id: board.evidence_frame(e.id) for e in evidence}
     frames.update(queries or {})
-    texts = [investigation.question, *(e.sql for e in evidence)]
+    texts = [investigation.question, *(e.sql for e in evidence),
+             json.dumps(investigation.settings)]
+    texts += [str(event.payload.get("reason", "")) for event in board.events(
+        kinds=["collection.stopped"]) if event.investigation_id == investigation_id]
     texts += [h.statement for h in board.list_hypotheses(investigation_id=investigation_id)]
     for verdict in board.list_verdicts():
         if verdict.investigation_id == investigation_id:
@@ -269,11 +275,13 @@ def _marked(report: str, unverified: list[ReportNumber], checked: int) -> str:
         marked = marked[:number.end] + MARK + marked[number.end:]
     if not checked:
         return marked
+    numbers = f"{checked} number{'s' if checked != 1 else ''}"
     if unverified:
-        summary = (f"*Claim check: {len(unverified)} of {checked} numbers were not found in "
-                   "the evidence they cite or the verdicts; they are marked (unverified).*")
+        were = "was" if len(unverified) == 1 else "were"
+        summary = (f"*Claim check: {len(unverified)} of {numbers} {were} not found in the "
+                   "evidence cited or the verdicts; marked (unverified).*")
     else:
-        summary = f"*Claim check: all {checked} numbers were found in the evidence.*"
+        summary = f"*Claim check: every one of {numbers} was found in the evidence.*"
     return marked.rstrip("\n") + f"\n\n---\n{summary}\n"
 
 
