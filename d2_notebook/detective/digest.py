@@ -2,13 +2,15 @@
 
 Agents never see each other's transcripts; they see this digest (PROMPTS.md: ids,
 statements, statuses, one line per evidence with its stance and row count). It is a
-pure function of the board, deterministic for a given board state.
+pure function of the board, deterministic for a given board state. Hypothesis
+statements are shown whole (``add_hypothesis`` keeps them to one sentence); other
+texts are shortened at a word boundary, never inside a word.
 """
 
 from __future__ import annotations
 
 from d2_notebook.board import Board, Evidence, Hypothesis, Link
-from d2_notebook.data.results import text_table
+from d2_notebook.detective.evidence_view import cut_at_word
 
 _MAX_TEXT = 240
 
@@ -61,7 +63,8 @@ def _hypothesis_lines(
 ) -> list[str]:
     confidence = "-" if hyp.confidence is None else f"{hyp.confidence:.2f}"
     parent = f" (refines {hyp.parent_id})" if hyp.parent_id else ""
-    lines = [f"{hyp.id} | {hyp.status.value} | {confidence} | {_short(hyp.statement)}{parent}"]
+    statement = " ".join(hyp.statement.split())
+    lines = [f"{hyp.id} | {hyp.status.value} | {confidence} | {statement}{parent}"]
     if hyp.rationale:
         lines.append(f"    rationale: {_short(hyp.rationale)}")
     if hyp.motivated_by:
@@ -88,36 +91,4 @@ def _evidence_text(item: Evidence) -> str:
 
 
 def _short(text: str, limit: int = _MAX_TEXT) -> str:
-    flat = " ".join(text.split())
-    return flat if len(flat) <= limit else flat[: limit - 1] + "…"
-
-
-def evidence_details(
-    board: Board,
-    evidence_ids: list[str],
-    *,
-    max_rows: int = 10,
-    max_chars: int = 12_000,
-    max_sql: int = 600,
-) -> str:
-    """The SQL and stored result rows of some evidence, for roles that weigh evidence
-    without querying (judge, reporter). Read from the board, never re-queried."""
-    blocks: list[str] = []
-    used = 0
-    for evidence_id in evidence_ids:
-        item = board.get_evidence(evidence_id)
-        stances = [f"{link.stance.value} {link.hypothesis_id}"
-                   for link in board.list_links(evidence_id=evidence_id)]
-        frame = board.evidence_frame(evidence_id).head(max_rows)
-        table = "\n".join(text_table(frame, 200)[0]) if len(frame.columns) else "(none)"
-        shown = f"first {len(frame)} of {item.row_count}" if item.row_count > len(frame) else (
-            f"{item.row_count}")
-        bears = f" ({', '.join(stances)})" if stances else ""
-        block = (f"[{item.id}] {_short(item.description, 160)}{bears}\n"
-                 f"SQL: {_short(item.sql, max_sql)}\nResult ({shown} rows):\n{table}")
-        if used + len(block) > max_chars:
-            blocks.append(f"[{item.id}] ... (details left out: the prompt is full)")
-            continue
-        blocks.append(block)
-        used += len(block)
-    return "\n\n".join(blocks)
+    return cut_at_word(text, limit)

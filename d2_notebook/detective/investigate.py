@@ -24,6 +24,7 @@ import duckdb
 
 from d2_notebook.board import Board, Evidence, Hypothesis, HypothesisStatus, Verdict
 from d2_notebook.data import GuardedSQL
+from d2_notebook.detective.claim_check import ClaimCheck, check_report
 from d2_notebook.detective.context import TeamContext
 from d2_notebook.detective.loop import LOOP_ACTOR, ControlLoop
 from d2_notebook.detective.resume import resume_investigation
@@ -50,7 +51,9 @@ class InvestigationResult:
     """What an investigation produced. ``board`` holds the complete history.
 
     ``answer`` is the structured answer every variant gives (for the benchmark):
-    ``{"answers": [...], "candidates_considered": [...]}``.
+    ``{"answers": [...], "candidates_considered": [...]}``. ``claim_check`` looked every
+    number of the report up in the evidence it cites (``report`` has the unverified
+    ones marked); ``unverified_claims`` counts those not found.
     """
 
     investigation_id: str
@@ -64,6 +67,12 @@ class InvestigationResult:
     answer: dict[str, list[str]] = field(default_factory=dict)
     stop_reason: str | None = None
     queries: list[Any] = field(default_factory=list)
+    claim_check: ClaimCheck = field(default_factory=lambda: ClaimCheck(0, (), ""))
+
+    @property
+    def unverified_claims(self) -> int:
+        """Numbers of the report found neither in the evidence it cites nor the verdicts."""
+        return len(self.claim_check.unverified)
 
     def _repr_markdown_(self) -> str:
         return self.report
@@ -149,9 +158,12 @@ async def _run(opened: Board, sql: GuardedSQL, investigation: Any,
             investigation.id, "interrupted" if interrupted else "failed", actor=LOOP_ACTOR,
             error=f"{type(exc).__name__}: {exc}" if not interrupted else "interrupted")
         raise
+    queries = {q: r.frame for q, r in loop.react_log.results.items()} if loop.react_log else {}
+    check = check_report(opened, investigation.id, report, queries=queries)
     opened.set_investigation_state(investigation.id, "finished", actor=LOOP_ACTOR,
-                                   report=report)
-    return _result(opened, investigation.id, report, usage, settings, loop)
+                                   report=check.marked_report)
+    result = _result(opened, investigation.id, check.marked_report, usage, settings, loop)
+    return replace(result, claim_check=check)
 
 
 def investigate_sync(

@@ -40,6 +40,9 @@ class InvestigationSettings:
         reporter_reserve: share of the call/token/dollar budget kept for the reporter.
         preview_rows: rows of a query result shown to a model.
         sql_timeout_s: per-query time limit.
+        context_window_tokens: the model's context window in tokens, against which
+            prompts are budgeted; None uses the model's known window
+            (:func:`d2_notebook.llm.context_window`).
         variant: one of :data:`VARIANTS`.
     """
 
@@ -56,6 +59,7 @@ class InvestigationSettings:
     reporter_reserve: float = 0.15
     preview_rows: int = 20
     sql_timeout_s: float = 30.0
+    context_window_tokens: int | None = None
     variant: str = "full"
 
     def __post_init__(self) -> None:
@@ -67,6 +71,10 @@ class InvestigationSettings:
                      "max_hypothesizer_calls", "preview_rows"):
             if getattr(self, name) < 1:
                 raise InvalidRecordError(f"{name} must be at least 1, got {getattr(self, name)}")
+        if self.context_window_tokens is not None and self.context_window_tokens < 1_000:
+            raise InvalidRecordError(
+                f"context_window_tokens must be at least 1000, got {self.context_window_tokens}; "
+                "pass the model's context window in tokens, or None for its known window")
         if not 0.0 <= self.reporter_reserve < 1.0:
             raise InvalidRecordError("reporter_reserve must be in [0, 1)")
 

@@ -14,6 +14,10 @@ from d2_notebook.detective.context import QueryLog, TeamContext
 from d2_notebook.detective.tools import Tool, ToolError, tool
 
 _STRING = {"type": "string"}
+PREVIEW_CELL_CHARS = 4_000
+"""Text cells up to this length (an interview, a note) reach the querying agent whole."""
+PREVIEW_CHARS = 16_000
+"""A preview longer than this keeps the rows that fit whole and says how to see more."""
 
 
 def sql_tools(ctx: TeamContext, log: QueryLog) -> list[Tool]:
@@ -29,7 +33,9 @@ def sql_tools(ctx: TeamContext, log: QueryLog) -> list[Tool]:
         result = await ctx.sql.arun(sql, timeout_s=ctx.settings.sql_timeout_s,
                                     max_rows=ctx.board.max_rows)
         query_id = log.add(sql, result, args.get("purpose", ""))
-        return f"{query_id}: {result.preview(max_rows=ctx.settings.preview_rows)}"
+        preview = result.preview(max_rows=ctx.settings.preview_rows, max_chars=PREVIEW_CHARS,
+                                 max_colwidth=PREVIEW_CELL_CHARS)
+        return f"{query_id}: {preview}"
 
     async def describe_table(args: dict[str, Any]) -> str:
         info = await _in_thread(ctx.sql.describe, args["table"])

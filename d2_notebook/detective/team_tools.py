@@ -78,12 +78,18 @@ def hypothesis_tools(ctx: TeamContext, log: QueryLog, agent: str, role: str,
     return [
         tool("add_hypothesis",
              "Add one competing, testable hypothesis to the board, citing the query ids "
-             "whose results motivated it (they are recorded as evidence).",
-             {"statement": {"type": "string", "description": "one sentence"},
+             "whose results motivated it (they are recorded as evidence). Refused when the "
+             "statement is empty or repeats a hypothesis already on the board, or when a "
+             "query id is not one run_sql returned to you.",
+             {"statement": {"type": "string", "minLength": 1,
+                            "description": "one sentence, not already on the board"},
               "rationale": {"type": "string", "description": "why the data suggests it"},
-              "query_ids": {**_IDS, "description": "e.g. [\"Q2\"]"}},
+              "query_ids": {**_IDS, "description": "ids run_sql returned to you, e.g. "
+                            "[\"Q2\"]"}},
              add_hypothesis, required=["statement", "rationale"], writes_board=True),
-        tool("done", "Finish once every candidate the data supports is on the board.",
+        tool("done", "Finish once every candidate the data supports is on the board. Ends "
+             "your turn." + ("" if may_add_none else " Refused until you have added at "
+                             "least one hypothesis."),
              {"summary": _STRING}, done, ends_turn=True),
     ]
 
@@ -136,15 +142,24 @@ def orchestrator_tools(ctx: TeamContext, agent: str, outcome: TurnOutcome, *,
         return "investigation finished"
 
     return [
-        tool("dispatch", "Send hypotheses to evidence collectors (in parallel). Ends your turn.",
-             {"hypothesis_ids": _IDS}, dispatch, ends_turn=True, writes_board=True),
+        tool("dispatch", "Send hypotheses to evidence collectors (in parallel). Ends your "
+             "turn. Name at least one; only hypotheses without a verdict (proposed or "
+             "investigating) can be dispatched.",
+             {"hypothesis_ids": {**_IDS, "minItems": 1}}, dispatch, ends_turn=True,
+             writes_board=True),
         tool("abandon", "Abandon a hypothesis that does not answer the objective or "
-             "duplicates another (name which in the reason).",
+             "duplicates another (name which in the reason). Only a hypothesis without a "
+             "verdict can be abandoned.",
              {"hypothesis_id": _STRING, "reason": _STRING}, abandon, writes_board=True),
         tool("request_hypotheses", "Ask the hypothesizer for more hypotheses, with concrete "
-             "guidance on what is missing. Ends your turn.",
+             "guidance on what is missing. Ends your turn. " + (
+                 "Possible while the hypothesizer has calls left (it has now)."
+                 if can_ask_for_more else
+                 "Refused now: the hypothesizer has no calls left; dispatch or finish."),
              {"guidance": _STRING}, request_hypotheses, ends_turn=True),
-        tool("finish", "End the investigation; only when no open hypothesis is left.",
+        tool("finish", "End the investigation. Refused while any hypothesis that is not "
+             "abandoned has no verdict (the message names them): dispatch or abandon those "
+             "first.",
              {"reason": _STRING}, finish, ends_turn=True),
     ]
 
@@ -174,7 +189,9 @@ def evidence_tools(ctx: TeamContext, log: QueryLog, agent: str, role: str,
 
     return [tool("record_evidence",
                  "Record the result of one of your queries as evidence for or against the "
-                 "hypothesis. The board stores the real result of that query.",
+                 "hypothesis. The board stores the real result of that query. Refused "
+                 "when the query id is not one run_sql returned to you in this turn"
+                 + (" or the hypothesis id is unknown." if hypothesis_id is None else "."),
                  properties, record_evidence, writes_board=True)]
 
 
@@ -193,7 +210,8 @@ def submit_tool(outcome: TurnOutcome, ctx: TeamContext, hypothesis_id: str) -> T
         return "submitted to the judge"
 
     return tool("submit_for_judgement", "Hand the hypothesis to the judge with a short summary "
-                "(what you tested, what you could not). Ends your turn.",
+                "(what you tested, what you could not). Ends your turn. Refused until at "
+                "least one evidence is linked to the hypothesis.",
                 {"summary": _STRING}, submit, ends_turn=True, writes_board=True)
 
 
@@ -204,7 +222,9 @@ _VERDICT_PROPERTIES: dict[str, Any] = {
     "status": {"type": "string", "enum": ["supported", "contradicted", "inconclusive"]},
     "confidence": {"type": "number", "minimum": 0, "maximum": 1},
     "rationale": {"type": "string", "description": "cites the deciding evidence ids"},
-    "evidence_ids": {**_IDS, "description": "the evidence that decides it"},
+    "evidence_ids": {**_IDS, "description": "the evidence that decides it: only evidence "
+                     "linked to this hypothesis; at least one unless the status is "
+                     "inconclusive"},
 }
 
 
@@ -261,19 +281,29 @@ def verdict_tools(ctx: TeamContext, agent: str, outcome: TurnOutcome,
             outcome.children.append(added.id)
         return f"{result}; refined into {', '.join(outcome.children)}"
 
-    tools = [tool("give_verdict", "Decide the hypothesis. Ends your turn.", properties,
-                  give_verdict, ends_turn=True, writes_board=True)]
+    rules = ("A supported or contradicted verdict must cite at least one evidence id; cite "
+             "only evidence linked to the hypothesis; an abandoned hypothesis takes no "
+             "verdict.")
+    tools = [tool("give_verdict", f"Decide the hypothesis. Ends your turn. {rules}",
+                  properties, give_verdict, ends_turn=True, writes_board=True)]
     if hypothesis_id is not None and can_refine:
         tools.append(tool(
             "request_more_evidence", "Send the hypothesis back for more evidence with concrete "
-            "hints. Ends your turn.", {"hints": _STRING}, request_more, ends_turn=True))
-        child = {"type": "object", "properties": {"statement": _STRING, "rationale": _STRING},
-                 "required": ["statement"]}
+            "hints. Ends your turn. " + ("Possible now (your first message says so)."
+                                         if can_send_back else "Refused now: no evidence "
+                                         "rounds are left; give a verdict or refine."),
+            {"hints": _STRING}, request_more, ends_turn=True))
+        child = {"type": "object", "required": ["statement"],
+                 "properties": {"statement": {"type": "string", "minLength": 1,
+                                              "description": "one testable sentence"},
+                                "rationale": _STRING}}
         tools.append(tool(
             "refine", "Give a verdict AND split the hypothesis into refined subgroup "
-            "hypotheses for the next round. Ends your turn.",
-            {**properties, "children": {"type": "array", "items": child}}, refine,
-            ends_turn=True, writes_board=True))
+            "hypotheses for the next round. Ends your turn. Needs at least two children, "
+            f"each with a non-empty statement. {rules}",
+            {**properties, "children": {"type": "array", "items": child, "minItems": 2,
+                                        "description": "at least two subgroup hypotheses"}},
+            refine, ends_turn=True, writes_board=True))
     return tools
 
 
@@ -301,9 +331,12 @@ def reporter_tools(ctx: TeamContext, agent: str, outcome: TurnOutcome) -> list[T
         return "report saved"
 
     return [
-        tool("mark_redundant", "Mark evidence redundant (kept, but out of the audit graph).",
+        tool("mark_redundant", "Mark evidence redundant (kept, but out of the audit graph). "
+             "Refused for evidence a verdict cites.",
              {"evidence_id": _STRING, "reason": _STRING}, mark_redundant, writes_board=True),
-        tool("write_report", "Save the final Markdown report. Ends your turn.",
+        tool("write_report", "Save the final Markdown report. Ends your turn. Refused when "
+             "empty. Every number in it is then looked up in the evidence its sentence "
+             "cites (and the verdicts); numbers not found are marked unverified.",
              {"markdown": _STRING}, write_report, ends_turn=True),
     ]
 
@@ -341,10 +374,11 @@ def final_answer_tool(outcome: TurnOutcome, log: QueryLog) -> Tool:
             "properties": {"query_id": _STRING, "candidate": _STRING,
                            "stance": {"type": "string", "enum": ["supports", "contradicts"]}}}
     return tool(
-        "final_answer", "Give your final answer. Ends the investigation.",
+        "final_answer", "Give your final answer. Ends the investigation. Refused when an "
+        "evidence item names a query id run_sql did not return to you.",
         {"answer_markdown": _STRING,
-         "answers": {**_IDS, "description": "every answer you conclude (e.g. each culprit "
-                     "or each effective treatment), one per item"},
+         "answers": {**_IDS, "description": "every answer you conclude (each candidate "
+                     "the evidence bears out), one per item"},
          "candidates_considered": {**_IDS, "description": "every candidate you examined"},
          "evidence": {"type": "array", "items": link,
                       "description": "optional: which of your queries (ids from run_sql) "

@@ -117,7 +117,8 @@ class Toolset:
 
 
 def _validate(args: Mapping[str, Any], schema: Mapping[str, Any]) -> None:
-    """Check required arguments, their JSON types and enums (the schema subset we use)."""
+    """Check required arguments, their JSON types, enums, ranges, ``minItems`` and
+    ``minLength`` (the schema subset we use)."""
     properties: Mapping[str, Any] = schema.get("properties", {})
     missing = [name for name in schema.get("required", []) if name not in args]
     if missing:
@@ -146,6 +147,11 @@ def _check_value(name: str, value: Any, prop: Mapping[str, Any]) -> None:
         raise ToolError(
             f"argument {name!r} must be between {prop.get('minimum')} and {prop.get('maximum')}"
         )
+    if expected == "array" and len(value) < prop.get("minItems", 0):
+        raise ToolError(f"argument {name!r} needs at least {prop['minItems']} item(s), got "
+                        f"{len(value)}")
+    if expected == "string" and len(value.strip()) < prop.get("minLength", 0):
+        raise ToolError(f"argument {name!r} must not be empty")
     if expected == "array" and "items" in prop:
         for position, item in enumerate(value):
             _check_value(f"{name}[{position}]", item, prop["items"])

@@ -10,6 +10,13 @@ Set ``ALLOW_MODEL_REQUESTS = False`` on this module (tests do) to make every rea
 provider fail with ``ModelRequestsBlockedError`` before any network I/O.
 """
 
+from d2_notebook.llm.context_window import (
+    CONTEXT_WINDOWS,
+    ContextWindowTable,
+    context_window,
+    estimate_tokens,
+    set_context_window,
+)
 from d2_notebook.llm.messages import (
     AssistantMessage,
     Message,
@@ -47,11 +54,13 @@ ALLOW_MODEL_REQUESTS: bool = True
 
 __all__ = [
     "ALLOW_MODEL_REQUESTS",
+    "CONTEXT_WINDOWS",
     "PRICES",
     "AssistantMessage",
     "Budget",
     "BudgetedModel",
     "ConcurrencyLimit",
+    "ContextWindowTable",
     "Cost",
     "Message",
     "Model",
@@ -73,13 +82,16 @@ __all__ = [
     "UserMessage",
     "allow_model_requests",
     "block_model_requests",
+    "context_window",
     "cost_of",
     "default_model_name",
+    "estimate_tokens",
     "get_model",
     "known_providers",
     "model_requests_allowed",
     "parse_model_name",
     "price_for",
     "register_provider",
+    "set_context_window",
     "set_price",
 ]

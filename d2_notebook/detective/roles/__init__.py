@@ -9,12 +9,15 @@ and never see each other's transcripts.
 
 from __future__ import annotations
 
+import asyncio
 from functools import cache
 from importlib import resources
 
 from d2_notebook.detective.agent import AgentRun, run_agent
 from d2_notebook.detective.context import QueryLog, TeamContext
-from d2_notebook.detective.digest import board_digest, evidence_details
+from d2_notebook.detective.digest import board_digest
+from d2_notebook.detective.evidence_view import evidence_details
+from d2_notebook.detective.prompt_budget import evidence_budget
 from d2_notebook.detective.sql_tools import sql_tools
 from d2_notebook.detective.team_tools import (
     TurnOutcome,
@@ -56,6 +59,12 @@ async def _turn(ctx: TeamContext, *, role: str, agent: str, role_file: str, firs
         first_message=first, toolset=Toolset(tools), sequencer=ctx.sequencer,
         max_steps=max_steps or ctx.settings.max_steps, stuck=stuck, max_tokens=max_tokens,
     )
+
+
+async def _evidence(ctx: TeamContext, evidence_ids: list[str], budget: int) -> str:
+    """:func:`evidence_details` off the event loop (summarising large results takes time)."""
+    return await asyncio.to_thread(evidence_details, ctx.board, evidence_ids,
+                                   budget_tokens=budget)
 
 
 def _digest(ctx: TeamContext, focus: str | None = None) -> str:
@@ -106,11 +115,9 @@ async def collect(ctx: TeamContext, hypothesis_id: str, *, hints: str | None = N
     """Gather evidence for and against one hypothesis (and, in ``no_judge``, decide)."""
     agent = f"collector-{hypothesis_id}"
     outcome, log = TurnOutcome(), QueryLog()
-    first = f"YOUR HYPOTHESIS: {hypothesis_id}\n\nTHE BOARD NOW:\n{_digest(ctx, hypothesis_id)}"
-    motivating = list(ctx.board.get_hypothesis(hypothesis_id).motivated_by)
-    if motivating:
-        first += ("\n\nTHE EXPLORATION THAT SUGGESTED IT (context, not yet evidence for it):\n"
-                  + evidence_details(ctx.board, motivating, max_chars=3_000))
+    hypothesis = ctx.board.get_hypothesis(hypothesis_id)
+    first = (f"YOUR HYPOTHESIS: {hypothesis_id}: {hypothesis.statement}"
+             f"\n\nTHE BOARD NOW:\n{_digest(ctx, hypothesis_id)}")
     if hints:
         first += f"\n\nTHE JUDGE SENT IT BACK WITH THESE HINTS: {hints}"
     tools = sql_tools(ctx, log) + evidence_tools(ctx, log, agent, "collector", hypothesis_id)
@@ -120,6 +127,11 @@ async def collect(ctx: TeamContext, hypothesis_id: str, *, hints: str | None = N
                                can_refine=False)
     else:
         tools.append(submit_tool(outcome, ctx, hypothesis_id))
+    if hypothesis.motivated_by:  # a tenth of the room: the turn grows with its own queries
+        budget = evidence_budget(ctx, system=system_prompt(ctx, "collector"), tools=tools,
+                                 first_message=first, max_output_tokens=4096, share=0.1)
+        first += ("\n\nTHE EXPLORATION THAT SUGGESTED IT (context, not yet evidence for it):\n"
+                  + await _evidence(ctx, list(hypothesis.motivated_by), budget))
     await _turn(ctx, role="collector", agent=agent, role_file="collector", first=first,
                 tools=tools, log=log)
     return outcome
@@ -130,7 +142,8 @@ async def judge(ctx: TeamContext, hypothesis_id: str, *, can_send_back: bool) ->
     agent = f"judge-{hypothesis_id}"
     outcome = TurnOutcome()
     send_back = "possible" if can_send_back else "no longer possible"
-    first = (f"HYPOTHESIS TO JUDGE: {hypothesis_id}\n"
+    statement = ctx.board.get_hypothesis(hypothesis_id).statement
+    first = (f"HYPOTHESIS TO JUDGE: {hypothesis_id}: {statement}\n"
              f"Sending it back for more evidence is {send_back}."
              f"\n\nTHE BOARD NOW:\n{_digest(ctx, hypothesis_id)}")
     submitted = [e.payload["summary"] for e in ctx.board.events(kinds=["collector.submitted"])
@@ -138,10 +151,13 @@ async def judge(ctx: TeamContext, hypothesis_id: str, *, can_send_back: bool) ->
     if submitted:
         first += f"\n\nTHE COLLECTOR'S SUMMARY: {submitted[-1]}"
     linked = [link.evidence_id for link in ctx.board.list_links(hypothesis_id=hypothesis_id)]
-    if linked:
-        first += f"\n\nTHE LINKED EVIDENCE IN FULL:\n{evidence_details(ctx.board, linked)}"
     tools = verdict_tools(ctx, agent, outcome, hypothesis_id, can_send_back=can_send_back,
                           can_refine=True)
+    if linked:
+        budget = evidence_budget(ctx, system=system_prompt(ctx, "judge"), tools=tools,
+                                 first_message=first, max_output_tokens=4096)
+        first += ("\n\nTHE LINKED EVIDENCE (every piece; large results summarised):\n"
+                  + await _evidence(ctx, linked, budget))
     await _turn(ctx, role="judge", agent=agent, role_file="judge", first=first, tools=tools)
     return outcome
 
@@ -154,14 +170,16 @@ async def write_report(ctx: TeamContext, *, unexamined_note: str,
     cited = list(dict.fromkeys(e for v in ctx.board.list_verdicts()
                                if v.investigation_id == ctx.investigation_id
                                for e in v.evidence_ids))
-    if cited:
-        first += ("\n\nTHE EVIDENCE THE VERDICTS CITE:\n"
-                  + evidence_details(ctx.board, cited, max_rows=3, max_chars=5_000,
-                                     max_sql=240))
     if unexamined_note:
         first += f"\n\nLEFT UNEXAMINED: {unexamined_note}"
+    tools = reporter_tools(ctx, agent, outcome)
+    if cited:
+        budget = evidence_budget(ctx, system=system_prompt(ctx, "reporter"), tools=tools,
+                                 first_message=first, max_output_tokens=8192)
+        first += ("\n\nTHE EVIDENCE THE VERDICTS CITE (every piece; large results "
+                  "summarised):\n" + await _evidence(ctx, cited, budget))
     await _turn(ctx, role="reporter", agent=agent, role_file="reporter", first=first,
-                tools=reporter_tools(ctx, agent, outcome), max_tokens=8192)
+                tools=tools, max_tokens=8192)
     return outcome
 
 

@@ -1,0 +1,296 @@
+"""The claim check: is every number in a report in the evidence it cites?
+
+After the report is written, each number in it (see :mod:`.report_numbers` for what
+counts as one) is looked up in the stored result rows of the evidence its sentence
+cites, and in the verdict texts. Where to look:
+
+1. the evidence ids (``E4``; ``Q3`` for the SQL-only baseline) of the number's
+   sentence, else of its line, else of its section (the text under one heading);
+2. when none of these cites anything the check knows, every evidence of the report;
+3. always the verdict texts (and, from a board, the objective, the hypothesis
+   statements, the evidence SQL, the settings and why collection stopped: restating
+   them is not a claim).
+
+A quantity matches a stored value at the precision the report wrote it (rounded or
+truncated; sign, percent and k/million forms allowed); with a cited evidence, a
+quantity of two or more significant digits may also be the difference, ratio or
+relative change of two of its values. Years match a value, a date part or a text
+cell; dates and times match as written. Numbers not found are marked
+"*(unverified)*" in :attr:`ClaimCheck.marked_report`, which ends with a one-line
+summary. Checking a marked report again gives the same result (marks are removed
+first).
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+
+import numpy as np
+import pandas as pd
+
+from d2_notebook.board import Board
+from d2_notebook.detective.report_numbers import (
+    NumberKind,
+    ReportNumber,
+    find_numbers,
+    matches_any,
+    numbers_in_text,
+)
+
+MARK = " *(unverified)*"
+"""What follows an unverified number in the marked report."""
+_FOOTER = re.compile(r"\n*---\n\*Claim check:[^\n]*\*\n*\Z")
+_CITATION = re.compile(r"\b[EQ]\d+\b")
+_HEADING = re.compile(r"^#{1,6}\s", re.MULTILINE)
+_SENTENCE_END = re.compile(r"[.!?](?=\s|$)")
+_MAX_DERIVED_VALUES = 200
+
+
+@dataclass(frozen=True)
+class UnverifiedClaim:
+    """A number of the report found neither in the evidence it cites nor in the verdicts.
+
+    Attributes:
+        number: the number as written ("23.7%").
+        sentence: the sentence it is in.
+        cited: the evidence ids that were searched because the text cites them (empty
+            when nothing was cited and every evidence was searched).
+    """
+
+    number: str
+    sentence: str
+    cited: tuple[str, ...]
+
+
+@dataclass(frozen=True)
+class ClaimCheck:
+    """The result of checking one report.
+
+    Attributes:
+        numbers_checked: numbers in the report that state a claim.
+        unverified: those not found, in order of appearance.
+        marked_report: the report with each unverified number marked, and a summary line.
+    """
+
+    numbers_checked: int
+    unverified: tuple[UnverifiedClaim, ...]
+    marked_report: str
+
+    @property
+    def unverified_rate(self) -> float:
+        """Share of checked numbers that are unverified; 0.0 when nothing was checked."""
+        return len(self.unverified) / self.numbers_checked if self.numbers_checked else 0.0
+
+
+@dataclass
+class _Source:
+    """What one evidence (or the verdict texts) offers to look numbers up in."""
+
+    values: np.ndarray
+    text: str
+    _derived: np.ndarray | None = field(default=None, repr=False)
+
+    @classmethod
+    def of_frame(cls, frame: pd.DataFrame) -> _Source:
+        numbers: list[np.ndarray] = []
+        texts: list[str] = []
+        for name in frame.columns:
+            column = frame[name]
+            if pd.api.types.is_bool_dtype(column):
+                texts.append(" ".join(map(str, column)))
+            elif pd.api.types.is_numeric_dtype(column):
+                numbers.append(column.dropna().to_numpy(dtype=float))
+            elif pd.api.types.is_datetime64_any_dtype(column):
+                stamps = column.dropna()
+                numbers.append(stamps.dt.year.to_numpy(dtype=float))
+                texts.append(" ".join(map(str, stamps)))
+            else:
+                cells = " ".join(str(v) for v in column.dropna())
+                texts.append(cells)
+                numbers.append(np.array(numbers_in_text(cells), dtype=float))
+        values = np.concatenate(numbers) if numbers else np.empty(0)
+        return cls(values[np.isfinite(values)], "\n".join([" ".join(map(str, frame.columns)),
+                                                          *texts]))
+
+    @classmethod
+    def of_texts(cls, texts: Iterable[str]) -> _Source:
+        joined = "\n".join(texts)
+        return cls(np.array(numbers_in_text(joined), dtype=float), joined)
+
+    def derived(self) -> np.ndarray:
+        """Differences, ratios and relative changes of pairs of its distinct values."""
+        if self._derived is None:
+            distinct = np.unique(self.values)[:_MAX_DERIVED_VALUES]
+            a, b = np.meshgrid(distinct, distinct)
+            with np.errstate(divide="ignore", invalid="ignore"):
+                pairs = np.concatenate([(a - b).ravel(), (a / b).ravel(), ((a - b) / b).ravel()])
+            self._derived = pairs[np.isfinite(pairs)]
+        return self._derived
+
+
+def check_claims(report: str, evidence_frames: Mapping[str, pd.DataFrame],
+                 verdict_texts: Iterable[str]) -> ClaimCheck:
+    """Look every number of ``report`` up in the evidence it cites and the verdict texts.
+
+    Args:
+        report: the Markdown report (marks of an earlier check are removed first).
+        evidence_frames: the stored result rows of each evidence, by id.
+        verdict_texts: texts whose numbers count as found (verdict rationales, ...).
+
+    Returns:
+        The count of numbers checked, the unverified ones and the marked report.
+    """
+    clean = strip_marks(report)
+    sources = {key: _Source.of_frame(frame) for key, frame in evidence_frames.items()}
+    verdicts = _Source.of_texts(verdict_texts)
+    numbers = find_numbers(clean)
+    unverified: list[tuple[ReportNumber, UnverifiedClaim]] = []
+    for number in numbers:
+        cited, explicit = _where_to_look(clean, number, sources)
+        if not _found(number, [sources[c] for c in cited], verdicts, explicit):
+            unverified.append((number, UnverifiedClaim(
+                number.text, _sentence(clean, number), tuple(cited) if explicit else ())))
+    return ClaimCheck(len(numbers), tuple(claim for _, claim in unverified),
+                      _marked(clean, [n for n, _ in unverified], len(numbers)))
+
+
+def check_board_report(board: Board, investigation_id: str | None = None) -> ClaimCheck:
+    """:func:`check_claims` on the stored report of an investigation (default: the last).
+
+    See :func:`check_report` for what the report is checked against. An investigation
+    without a report (or a board without investigations) gives an empty check.
+    """
+    investigations = board.list_investigations()
+    if investigation_id is None and investigations:
+        investigation_id = investigations[-1].id
+    if investigation_id is None:
+        return ClaimCheck(0, (), "")
+    report = board.get_investigation(investigation_id).report
+    return check_report(board, investigation_id, report) if report else ClaimCheck(0, (), "")
+
+
+def check_report(board: Board, investigation_id: str, report: str, *,
+                 queries: Mapping[str, pd.DataFrame] | None = None) -> ClaimCheck:
+    """:func:`check_claims` on ``report``, a report of investigation ``investigation_id``.
+
+    The evidence is the investigation's evidence on the board, plus ``queries`` (the
+    results of the ``react_sql`` baseline's queries, by query id, which are not board
+    evidence). The verdict texts are the verdicts' rationales and confidences, the
+    objective, the hypothesis statements, the evidence SQL, and what the system itself
+    wrote: the settings (budgets, limits) and why collection stopped. Without evidence or
+    ``queries`` (a ``react_sql`` board read back later), the report is checked against
+    the query results its agent read: the tool results of its recorded model calls.
+    """
+    investigation = board.get_investigation(investigation_id)
+    evidence = board.list_evidence(investigation_id=investigation_id)
+    frames = {e.id: board.evidence_frame(e.id) for e in evidence}
+    frames.update(queries or {})
+    texts = [investigation.question, *(e.sql for e in evidence),
+             json.dumps(investigation.settings)]
+    texts += [str(event.payload.get("reason", "")) for event in board.events(
+        kinds=["collection.stopped"]) if event.investigation_id == investigation_id]
+    texts += [h.statement for h in board.list_hypotheses(investigation_id=investigation_id)]
+    for verdict in board.list_verdicts():
+        if verdict.investigation_id == investigation_id:
+            texts += [verdict.rationale, f"confidence {verdict.confidence:.2f}"]
+    if not frames:
+        texts += _tool_results(board, investigation_id)
+    return check_claims(report, frames, texts)
+
+
+def strip_marks(report: str) -> str:
+    """``report`` without the marks and the summary line of an earlier check."""
+    return _FOOTER.sub("\n", report.replace(MARK, "")).rstrip("\n") + (
+        "\n" if report.endswith("\n") else "")
+
+
+# --- looking up ----------------------------------------------------------------------------
+
+
+def _where_to_look(report: str, number: ReportNumber,
+                   sources: Mapping[str, _Source]) -> tuple[list[str], bool]:
+    """The cited evidence ids to search (and whether the text cites them), else all."""
+    for start, end in (_sentence_span(report, number), _line_span(report, number),
+                       _section_span(report, number)):
+        cited = [c for c in dict.fromkeys(_CITATION.findall(report[start:end])) if c in sources]
+        if cited:
+            return cited, True
+    return list(sources), False
+
+
+def _found(number: ReportNumber, sources: list[_Source], verdicts: _Source,
+           explicit: bool) -> bool:
+    everything = [*sources, verdicts]
+    if number.kind is NumberKind.DATE:
+        return any(number.text in s.text for s in everything)
+    if any(matches_any(number, s.values) for s in everything):
+        return True
+    if number.kind is NumberKind.YEAR:
+        year = re.compile(rf"(?<!\d){int(number.value)}(?!\d)")
+        return any(year.search(s.text) for s in everything)
+    return (explicit and number.significant_digits >= 2
+            and any(matches_any(number, s.derived()) for s in sources))
+
+
+# --- where a number is ---------------------------------------------------------------------
+
+
+def _line_span(report: str, number: ReportNumber) -> tuple[int, int]:
+    start = report.rfind("\n", 0, number.start) + 1
+    end = report.find("\n", number.end)
+    return start, len(report) if end < 0 else end
+
+
+def _sentence_span(report: str, number: ReportNumber) -> tuple[int, int]:
+    line_start, line_end = _line_span(report, number)
+    start = line_start
+    for end in _SENTENCE_END.finditer(report, line_start, line_end):
+        if end.end() > number.end:
+            return start, end.end()
+        start = end.end()
+    return start, line_end
+
+
+def _section_span(report: str, number: ReportNumber) -> tuple[int, int]:
+    starts = [m.start() for m in _HEADING.finditer(report)]
+    start = max([s for s in starts if s <= number.start], default=0)
+    end = min([s for s in starts if s > number.start], default=len(report))
+    return start, end
+
+
+def _sentence(report: str, number: ReportNumber) -> str:
+    start, end = _sentence_span(report, number)
+    return " ".join(report[start:end].split()).lstrip("-*# ")
+
+
+# --- the marked report -----------------------------------------------------------------------
+
+
+def _marked(report: str, unverified: list[ReportNumber], checked: int) -> str:
+    marked = report
+    for number in sorted(unverified, key=lambda n: n.end, reverse=True):
+        marked = marked[:number.end] + MARK + marked[number.end:]
+    if not checked:
+        return marked
+    numbers = f"{checked} number{'s' if checked != 1 else ''}"
+    if unverified:
+        were = "was" if len(unverified) == 1 else "were"
+        summary = (f"*Claim check: {len(unverified)} of {numbers} {were} not found in the "
+                   "evidence cited or the verdicts; marked (unverified).*")
+    else:
+        summary = f"*Claim check: every one of {numbers} was found in the evidence.*"
+    return marked.rstrip("\n") + f"\n\n---\n{summary}\n"
+
+
+def _tool_results(board: Board, investigation_id: str) -> list[str]:
+    """The query results a board-less agent read: ``run_sql`` tool results it was sent."""
+    texts: dict[str, None] = {}
+    for call in board.list_model_calls(investigation_id=investigation_id):
+        for message in call.request.get("messages", []):
+            content = message.get("content", "") if message.get("role") == "tool" else ""
+            if re.match(r"Q\d+:", content):
+                texts[content] = None
+    return list(texts)

@@ -1,0 +1,169 @@
+"""Evidence for the roles that weigh it without querying (judges, the reporter).
+
+:func:`evidence_details` renders the SQL and stored rows of some evidence within a
+token budget, and never leaves a piece out: when the evidence does not fit, the
+largest pieces are told in less detail (whole rows → a summary → a brief summary →
+the statistics and the claim rows), one step at a time, until it fits or every piece
+is at its shortest. Read from the board, never re-queried.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from enum import IntEnum
+from functools import cached_property
+
+import pandas as pd
+
+from d2_notebook.board import Board, Evidence
+from d2_notebook.detective.result_summary import claim_rows, column_statistics, render_rows
+from d2_notebook.llm import estimate_tokens
+
+WHOLE_ROWS = 60
+"""Results of at most this many stored rows are shown whole when the budget allows."""
+
+
+class Detail(IntEnum):
+    """How much of one evidence's result a prompt shows, least first."""
+
+    MINIMAL = 0  # column statistics and the two strongest claim rows
+    BRIEF = 1    # + a few claim rows, head and tail
+    SUMMARY = 2  # + up to 20 claim rows, 5 head and 5 tail rows
+    WHOLE = 3    # every stored row
+
+
+@dataclass(frozen=True)
+class _Shape:
+    claim_rows: int
+    head: int
+    tail: int
+    top_values: int
+    sql_chars: int | None
+
+
+_SHAPES = {
+    Detail.SUMMARY: _Shape(20, 5, 5, 5, None),
+    Detail.BRIEF: _Shape(5, 2, 1, 3, 1_200),
+    Detail.MINIMAL: _Shape(2, 0, 0, 3, 400),
+}
+
+
+def evidence_details(board: Board, evidence_ids: list[str], *,
+                     budget_tokens: int | None = None) -> str:
+    """The SQL and stored rows of every evidence in ``evidence_ids``, within a budget.
+
+    Args:
+        board: where the evidence is.
+        evidence_ids: the evidence to show, in this order (repeats shown once).
+        budget_tokens: tokens the text may take (estimated, see
+            :func:`d2_notebook.llm.estimate_tokens`); None: everything at full detail.
+
+    Returns:
+        One block per evidence. No evidence is ever left out; if even the shortest
+        form of all of them exceeds the budget, the text says so at the end.
+    """
+    pieces = [_Piece.of(board, e) for e in dict.fromkeys(evidence_ids)]
+    levels = [p.best_detail for p in pieces]
+    texts = [p.render(level) for p, level in zip(pieces, levels, strict=True)]
+    sizes = [estimate_tokens(t) for t in texts]
+    while budget_tokens is not None and sum(sizes) > budget_tokens:
+        shrinkable = [i for i, level in enumerate(levels) if level > Detail.MINIMAL]
+        if not shrinkable:
+            texts.append("(every piece is shown at its shortest: the evidence exceeds this "
+                         "prompt's evidence budget, but none is left out)")
+            break
+        largest = max(shrinkable, key=lambda i: sizes[i])
+        levels[largest] = Detail(levels[largest] - 1)
+        texts[largest] = pieces[largest].render(levels[largest])
+        sizes[largest] = estimate_tokens(texts[largest])
+    return "\n\n".join(texts)
+
+
+@dataclass(frozen=True)
+class _Piece:
+    """One evidence with what is said about it (its stances and the claim texts)."""
+
+    item: Evidence
+    frame: pd.DataFrame
+    stances: tuple[str, ...]
+    claims: tuple[str, ...]
+
+    @classmethod
+    def of(cls, board: Board, evidence_id: str) -> _Piece:
+        item = board.get_evidence(evidence_id)
+        links = board.list_links(evidence_id=evidence_id)
+        claims = [item.description, *(link.rationale for link in links)]
+        for link in links:
+            claims.append(board.get_hypothesis(link.hypothesis_id).statement)
+        claims += [v.rationale for v in board.list_verdicts() if evidence_id in v.evidence_ids]
+        return cls(item, board.evidence_frame(evidence_id),
+                   tuple(f"{link.stance.value} {link.hypothesis_id}" for link in links),
+                   tuple(claims))
+
+    @property
+    def best_detail(self) -> Detail:
+        return Detail.WHOLE if len(self.frame) <= WHOLE_ROWS else Detail.SUMMARY
+
+    def render(self, detail: Detail) -> str:
+        item = self.item
+        bears = f" ({', '.join(self.stances)})" if self.stances else ""
+        shape = _SHAPES.get(detail)
+        sql = " ".join(item.sql.split())
+        if shape is not None and shape.sql_chars is not None:
+            sql = cut_at_word(sql, shape.sql_chars)
+        lines = [f"[{item.id}] {' '.join(item.description.split())}{bears}", f"SQL: {sql}"]
+        size = (f"{item.row_count:,} row{'s' if item.row_count != 1 else ''} x "
+                f"{len(self.frame.columns)} columns")
+        stored = len(self.frame)
+        if shape is None or len(self.frame.columns) == 0:
+            lines.append(f"Result ({size}, all shown):" if stored == item.row_count
+                         else f"Result ({size}; the {stored:,} stored rows):")
+            lines.append(render_rows(self.frame) if len(self.frame.columns) else "(none)")
+            return "\n".join(lines)
+        kept = f"; {stored:,} stored" if stored < item.row_count else ""
+        lines.append(f"Result ({size}{kept}), summarised. Columns, over the {stored:,} "
+                     "stored rows:")
+        lines += column_statistics(self.frame, top=shape.top_values)
+        lines += self._rows(shape)
+        return "\n".join(lines)
+
+    @cached_property
+    def _claim_rows(self) -> list[int]:
+        """The rows that carry the claims, strongest first (as many as any shape shows)."""
+        most = max(shape.claim_rows for shape in _SHAPES.values())
+        return claim_rows(self.frame, self.claims, most)
+
+    def _rows(self, shape: _Shape) -> list[str]:
+        total = len(self.frame)
+        head = list(range(min(shape.head, total)))
+        tail = list(range(max(len(head), total - shape.tail), total))
+        carrying = [p for p in self._claim_rows[: shape.claim_rows]
+                    if p not in head and p not in tail]
+        if not (head or tail or carrying):
+            return ["(no row carries a number or name of the readings)"]
+        parts = []
+        if head:
+            parts.append(f"{_span(head)} (first)")
+        if carrying:
+            parts.append(f"{', '.join(str(p + 1) for p in sorted(carrying))} (they carry the "
+                         "numbers or names of the readings)")
+        if tail:
+            parts.append(f"{_span(tail)} (last)")
+        return [f"Rows shown: {'; '.join(parts)}:",
+                render_rows(self.frame, sorted({*head, *carrying, *tail}))]
+
+
+def _span(positions: list[int]) -> str:
+    first, last = positions[0] + 1, positions[-1] + 1
+    return f"row {first}" if first == last else f"rows {first}-{last}"
+
+
+def cut_at_word(text: str, limit: int) -> str:
+    """``text`` if it fits in ``limit`` characters, else its longest prefix that ends at
+    a word boundary, with "…"; never a word cut in two."""
+    flat = " ".join(text.split())
+    if len(flat) <= limit:
+        return flat
+    head = flat[: limit + 1]
+    cut = head.rsplit(" ", 1)[0] if " " in head else flat.split(" ", 1)[0]
+    return cut.rstrip(",;:") + " …"

@@ -1,0 +1,167 @@
+"""Numbers as a report writes them, and the values they may stand for.
+
+The claim check (:mod:`.claim_check`) needs to read "23.7%", "1,234", "0.5x",
+"1.2 million", "2020-03-01" and "2021" out of Markdown, and to tell a claim from a
+label: evidence and hypothesis ids (``E4``, ``H3``, ``Q7``), codes that mix letters
+and digits (``COVID-19``, ``A12B``), list numbering (``1.``), compound adjectives
+(``30-day``) and code spans are not claims.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from enum import Enum
+
+import numpy as np
+
+_MULTIPLIERS = {"k": 1e3, "thousand": 1e3, "mn": 1e6, "million": 1e6,
+                "bn": 1e9, "billion": 1e9}
+
+_NUMBER = re.compile(
+    r"""
+    (?<![\w.,/:\-−+])                       # not inside a word, an id or another number
+    (?P<sign>[-−+](?=\d|\.\d))?
+    (?P<digits>\d{1,3}(?:,\d{3})+(?:\.\d+)?|\d+(?:\.\d+)?|\.\d+)
+    (?P<unit>\s?%|\s?percent\b|\s?per\ cent\b|\s?pp\b|\s?(?:percentage\ )?points?\b
+        |\s?pts\b|\s?(?:k|thousand|mn|million|bn|billion)\b|x(?![\w])|×)?
+    (?![\w]|[-/:]\d|-[A-Za-z]|\.\d)          # not followed by a word, a code or a date part
+    """,
+    re.VERBOSE | re.IGNORECASE,
+)
+_DATE = re.compile(
+    r"(?<![\w-])\d{4}-\d{2}-\d{2}(?:[ T]\d{2}:\d{2}(?::\d{2})?)?(?![\w-])"
+    r"|(?<![\w:])\d{1,2}:\d{2}(?::\d{2})?(?![\w:])"
+)
+_CODE = re.compile(r"```.*?```|`[^`\n]*`", re.DOTALL)
+_LIST_MARKER = re.compile(r"^(\s*(?:#+\s*)?)\d+[.)](?=\s)", re.MULTILINE)
+SMALL_COUNT = 10
+"""Bare integers up to this are counting words ("3 hypotheses", "2 rounds"), not claims."""
+
+
+class NumberKind(Enum):
+    """How a number in a report is read and looked up."""
+
+    QUANTITY = "quantity"  # compared numerically, with rounding and percent forms
+    YEAR = "year"          # 1900-2100 written bare: a value or a date part
+    DATE = "date"          # 2020-03-01, 14:30: looked up as written
+
+
+@dataclass(frozen=True)
+class ReportNumber:
+    """One number in a report.
+
+    Attributes:
+        text: as written, with its unit ("23.7%").
+        start, end: where it is in the report.
+        kind: how it is looked up.
+        value: the number (without percent scaling or sign); 0 for dates.
+        decimals: digits after the decimal point as written (its precision).
+        percent: written as a percentage ("%", "percent", "pp", "points").
+        multiplier: 1, or 1e3/1e6/1e9 for "k", "million", "billion".
+    """
+
+    text: str
+    start: int
+    end: int
+    kind: NumberKind
+    value: float = 0.0
+    decimals: int = 0
+    percent: bool = False
+    multiplier: float = 1.0
+
+    @property
+    def significant_digits(self) -> int:
+        """Digits that carry information (``0.05`` has 1, ``23.7`` has 3)."""
+        digits = re.sub(r"\D", "", f"{self.value:.{self.decimals}f}")
+        return len(digits.lstrip("0")) or 1
+
+
+def blank_out(report: str) -> str:
+    """``report`` with code spans and list numbering replaced by spaces (same length),
+    so positions found in the result are positions in the report."""
+    def spaces(match: re.Match[str]) -> str:
+        return re.sub(r"\S", " ", match.group(0))
+
+    text = _CODE.sub(spaces, report)
+    return _LIST_MARKER.sub(lambda m: m.group(1) + " " * (len(m.group(0)) - len(m.group(1))),
+                           text)
+
+
+def find_numbers(report: str) -> list[ReportNumber]:
+    """Every number in ``report`` that states a claim, in order of appearance.
+
+    Skipped: code spans, list numbering, ids and codes, compound adjectives
+    ("30-day") and bare integers up to :data:`SMALL_COUNT`.
+    """
+    text = blank_out(report)
+    found: list[ReportNumber] = []
+    taken: list[tuple[int, int]] = []
+    for match in _DATE.finditer(text):
+        found.append(ReportNumber(match.group(0), match.start(), match.end(), NumberKind.DATE))
+        taken.append((match.start(), match.end()))
+    for match in _NUMBER.finditer(text):
+        if any(start <= match.start() < end for start, end in taken):
+            continue
+        number = _parse(match)
+        if number is not None:
+            found.append(number)
+    return sorted(found, key=lambda n: n.start)
+
+
+def _parse(match: re.Match[str]) -> ReportNumber | None:
+    digits = match.group("digits")
+    unit = (match.group("unit") or "").strip().lower()
+    value = float(digits.replace(",", ""))
+    decimals = len(digits.split(".", 1)[1]) if "." in digits else 0
+    percent = unit in {"%", "percent", "per cent", "pp", "point", "points", "pts",
+                       "percentage point", "percentage points"}
+    multiplier = _MULTIPLIERS.get(unit, 1.0)
+    text = match.group(0).rstrip()
+    bare_integer = decimals == 0 and not unit and "," not in digits
+    if bare_integer and 1900 <= value <= 2100:
+        return ReportNumber(text, match.start(), match.start() + len(text), NumberKind.YEAR,
+                            value)
+    if bare_integer and value <= SMALL_COUNT:
+        return None
+    return ReportNumber(text, match.start(), match.start() + len(text), NumberKind.QUANTITY,
+                        value, decimals, percent, multiplier)
+
+
+def numbers_in_text(text: str) -> list[float]:
+    """The plain values of every number written in ``text`` (for evidence text cells and
+    verdict texts: "the plate had 42 in it" gives 42.0)."""
+    values = []
+    for match in _NUMBER.finditer(text):
+        digits = match.group("digits").replace(",", "")
+        values.append(float(digits))
+    return values
+
+
+def matches_any(number: ReportNumber, values: np.ndarray) -> bool:
+    """Whether any of ``values`` (stored result values) is what ``number`` reports
+    (see :func:`match_mask`)."""
+    return bool(match_mask(number, values).any())
+
+
+def match_mask(number: ReportNumber, values: np.ndarray) -> np.ndarray:
+    """Which of ``values`` (stored result values) are what ``number`` reports.
+
+    Allowed: rounding or truncation to the precision the report wrote, the sign left
+    out ("fell by 0.12" for -0.12), percent forms (23.7% for 0.237 or for 23.7), a rate
+    written as a fraction of a percentage column (0.237 for 23.7), and k/million/billion.
+    """
+    magnitudes = np.abs(np.asarray(values, dtype=float))
+    found = np.zeros(magnitudes.shape, dtype=bool)
+    forms = [magnitudes / number.multiplier]
+    if number.percent:
+        forms.append(magnitudes * 100)
+    elif number.decimals and number.value < 1:
+        forms.append(magnitudes / 100)
+    unit = 10.0 ** -number.decimals
+    with np.errstate(invalid="ignore"):
+        for form in forms:
+            slack = 1e-9 * np.maximum(1.0, form)
+            found |= np.abs(form - number.value) <= unit / 2 + slack
+            found |= np.abs(np.floor(form / unit + 1e-9) * unit - number.value) <= slack
+    return found

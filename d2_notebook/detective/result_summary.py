@@ -1,0 +1,153 @@
+"""A stored query result, told to a model that weighs it without querying.
+
+Small results are shown whole. A large one is summarised instead of cut: statistics
+of every column, the rows that carry the claim made about it (rows whose cells hold a
+number or a name that the readings, the verdicts or the hypothesis state), and its
+head and tail. Cells are never cut: a transcript or a note is shown whole, as a
+record under its row, so a clue at its end still reaches the judge.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable
+
+import numpy as np
+import pandas as pd
+
+from d2_notebook.data.results import text_table
+from d2_notebook.detective.report_numbers import NumberKind, find_numbers, match_mask
+
+LONG_CELL = 120
+"""Cells longer than this are shown as records under their row, not in the table."""
+COMMON_SHARE = 0.1
+"""A number or name found in more than this share of the rows tells no row apart."""
+_WORD = re.compile(r"[^\W\d_][\w-]{2,}")
+_COMMON = frozenset({"the", "and", "for", "with", "from", "that", "this", "than", "those",
+    "these", "into", "over", "under", "not", "are", "was", "were", "has", "have", "had", "its",
+    "their", "per", "all", "any", "each", "more", "less", "most", "least", "only", "rate",
+    "rates", "count", "counts", "group", "groups", "higher", "lower", "same", "other",
+    "between", "within", "without", "evidence", "supports", "contradicts", "hypothesis",
+    "result", "results", "row", "rows", "value", "values"})
+
+
+def column_statistics(frame: pd.DataFrame, *, top: int = 5) -> list[str]:
+    """One line per column: its kind and what its values are (over the given rows)."""
+    lines = []
+    for name in frame.columns:
+        column = frame[name]
+        missing = int(column.isna().sum())
+        gaps = f"; {missing} missing" if missing else ""
+        values = column.dropna()
+        if values.empty:
+            lines.append(f"  {name}: all missing")
+        elif pd.api.types.is_bool_dtype(column):
+            lines.append(f"  {name} (true/false): {int(values.astype(bool).sum())} true, "
+                         f"{int((~values.astype(bool)).sum())} false{gaps}")
+        elif pd.api.types.is_numeric_dtype(column):
+            numbers = values.astype(float)
+            lines.append(f"  {name} (number): min {_num(numbers.min())}, median "
+                         f"{_num(numbers.median())}, mean {_num(numbers.mean())}, max "
+                         f"{_num(numbers.max())}, {numbers.nunique()} distinct{gaps}")
+        elif pd.api.types.is_datetime64_any_dtype(column):
+            lines.append(f"  {name} (time): from {values.min()} to {values.max()}, "
+                         f"{values.nunique()} distinct{gaps}")
+        else:
+            texts = values.astype(str)
+            counts = texts.value_counts().head(top)
+            if int(texts.str.len().max()) > LONG_CELL:
+                lines.append(f"  {name} (text): {texts.nunique()} distinct, up to "
+                             f"{int(texts.str.len().max())} characters{gaps}")
+                continue
+            common = ", ".join(f"{v} ({c})" for v, c in counts.items())
+            lines.append(f"  {name} (text): {texts.nunique()} distinct; most common: "
+                         f"{common}{gaps}")
+    return lines
+
+
+def claim_rows(frame: pd.DataFrame, claims: Iterable[str], limit: int) -> list[int]:
+    """Positions of the rows that carry the claims, the strongest first, at most ``limit``.
+
+    A row carries a claim when a cell holds a number the claim texts state (at the
+    precision they state it; these weigh double) or a name they mention (a short text
+    cell the texts contain as words, or one of whose words they use). A number or name
+    found in more than :data:`COMMON_SHARE` of the rows of a larger result tells no row
+    apart and is not counted.
+    """
+    text = "\n".join(claims)
+    phrases = _phrases(text.lower())
+    numbers = [n for n in find_numbers(text) if n.kind is NumberKind.QUANTITY]
+    words = {w.lower() for w in _WORD.findall(text)} - _COMMON
+    if frame.empty or limit < 1 or not (numbers or words):
+        return []
+    masks: list[tuple[int, np.ndarray]] = []
+    for name in frame.columns:
+        column = frame[name]
+        if pd.api.types.is_bool_dtype(column) or pd.api.types.is_datetime64_any_dtype(column):
+            continue
+        if pd.api.types.is_numeric_dtype(column):
+            values = column.to_numpy(dtype=float, na_value=np.nan)
+            masks += [(2, match_mask(number, values)) for number in numbers]
+            continue
+        cells = column.astype(str).str.lower()
+        unique = pd.Series(cells.unique(), dtype="string[pyarrow]")
+        unique = unique[unique.str.len() <= LONG_CELL]
+        spaced = (unique.str.replace(r"[^\w.]+", " ", regex=True)
+                  .str.replace(r"\.( |$)", " ", regex=True).str.strip())
+        whole = unique[spaced.isin(phrases) & (unique.str.len() >= 3)]
+        pattern = "|".join(re.escape(w) for w in sorted(words))
+        named = spaced.str.contains(rf"(?:^| )(?:{pattern})(?: |$)", regex=True) if words \
+            else pd.Series(False, index=spaced.index)
+        by_word = unique[named.fillna(False).astype(bool)]
+        masks += [(1, cells.isin(whole).to_numpy()), (1, cells.isin(by_word).to_numpy())]
+    telling = [weight * m for weight, m in masks
+               if m.any() and (len(frame) <= 20 or m.mean() <= COMMON_SHARE)]
+    if not telling:
+        return []
+    score = np.sum(telling, axis=0)
+    strongest = np.argsort(-score, kind="stable")
+    return [int(i) for i in strongest[:limit] if score[i] > 0]
+
+
+def _phrases(text: str, longest: int = 8) -> set[str]:
+    """Every run of up to ``longest`` consecutive words of ``text``, space-joined (a
+    cell the text names is one of them)."""
+    words = re.sub(r"\.( |$)", " ", re.sub(r"[^\w.]+", " ", text)).split()
+    return {" ".join(words[i:i + n]) for n in range(1, longest + 1)
+            for i in range(len(words) - n + 1)}
+
+
+def render_rows(frame: pd.DataFrame, positions: list[int] | None = None) -> str:
+    """Rows of ``frame`` as text: a table, with any long cell whole beneath its row.
+
+    ``positions`` (0-based) selects rows and numbers them ("row" column, 1-based);
+    None shows every row unnumbered.
+    """
+    if not len(frame.columns):
+        return "(no columns)"
+    shown = frame if positions is None else frame.iloc[positions]
+    if positions is not None:
+        shown = shown.assign(**{"row": [p + 1 for p in positions]})
+        shown = shown[["row", *frame.columns]]
+    long_columns = [c for c in shown.columns if shown[c].dtype == object
+                    and shown[c].astype(str).str.len().max() > LONG_CELL]
+    table, _ = text_table(shown.drop(columns=long_columns), max_colwidth=10**9)
+    if not long_columns:
+        return "\n".join(table)
+    lines = [table[0]] if table[0] else []
+    for number, (line, (_, row)) in enumerate(zip(table[1:], shown.iterrows(), strict=True), 1):
+        lines.append(line or f"record {number}:")
+        lines.extend(f"    {column}: {_cell(row[column])}" for column in long_columns)
+    return "\n".join(lines)
+
+
+def _cell(value: object) -> str:
+    if value is None or (isinstance(value, float) and value != value) or value is pd.NA:
+        return "NULL"
+    return str(value)
+
+
+def _num(value: float) -> str:
+    if abs(value) >= 1e12 or (value and abs(value) < 1e-4):
+        return f"{value:.4g}"
+    return f"{value:.6f}".rstrip("0").rstrip(".") or "0"

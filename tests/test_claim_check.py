@@ -1,0 +1,230 @@
+"""The claim check: every number of a report is looked up in the evidence it cites."""
+
+from __future__ import annotations
+
+import re
+
+import pandas as pd
+import pytest
+
+from d2_notebook import investigate
+from d2_notebook.board import Board
+from d2_notebook.datasets import hospital
+from d2_notebook.demo import HospitalWalkthrough
+from d2_notebook.detective.claim_check import (
+    MARK,
+    ClaimCheck,
+    UnverifiedClaim,
+    check_board_report,
+    check_claims,
+)
+from d2_notebook.detective.policy import Action, Turn
+from d2_notebook.detective.report_numbers import NumberKind, find_numbers
+
+RATES = pd.DataFrame({
+    "treatment": ["A", "B", "care"],
+    "patients": [1234, 877, 2410],
+    "death_rate": [0.2371, 0.1204, 0.412],
+    "first_seen": pd.to_datetime(["2020-03-01 14:30:00", "2020-04-11 00:00:00",
+                                  "2021-01-05 00:00:00"]),
+})
+NOTES = pd.DataFrame({"note": ["The witness saw a car with 42 on its plate at 9 pm."]})
+
+
+def _unverified(check: ClaimCheck) -> list[str]:
+    return [claim.number for claim in check.unverified]
+
+
+def test_numbers_in_rounding_and_percent_forms_are_found() -> None:
+    report = ("## Answer\nA cuts deaths to 23.7% against 41.2% under care (1,234 patients, "
+              "0.237 vs 0.41) [E1]. B: 12% [E1].\n")
+    check = check_claims(report, {"E1": RATES}, [])
+    assert check.numbers_checked == 6
+    assert check.unverified == ()
+    assert check.unverified_rate == 0.0
+    assert "(unverified)" not in check.marked_report
+    assert check.marked_report.endswith("*Claim check: every one of 6 numbers was found "
+                                        "in the evidence.*\n")
+
+
+def test_invented_numbers_are_marked_and_counted() -> None:
+    report = "## Answer\nA cuts deaths to 23.7% [E1], and B to 9.5% in 3,120 patients [E1].\n"
+    check = check_claims(report, {"E1": RATES}, [])
+    assert _unverified(check) == ["9.5%", "3,120"]
+    assert check.numbers_checked == 3
+    assert check.unverified_rate == pytest.approx(2 / 3)
+    assert check.unverified[0] == UnverifiedClaim(
+        "9.5%", "A cuts deaths to 23.7% [E1], and B to 9.5% in 3,120 patients [E1].", ("E1",))
+    assert f"9.5%{MARK} in 3,120{MARK} patients" in check.marked_report
+    assert "2 of 3 numbers were not found" in check.marked_report
+    one = check_claims("## Answer\nB: 9.5% [E1].\n", {"E1": RATES}, [])
+    assert "1 of 1 number was not found" in one.marked_report
+
+
+def test_a_number_is_looked_up_only_in_the_evidence_its_sentence_cites() -> None:
+    other = pd.DataFrame({"x": [55.5]})
+    report = "## Answer\nThe rate is 55.5 [E1]. Elsewhere it is 55.5 [E2].\n"
+    check = check_claims(report, {"E1": RATES, "E2": other}, [])
+    assert [c.cited for c in check.unverified] == [("E1",)]
+
+
+def test_uncited_sentences_fall_back_to_their_line_then_section_then_all_evidence() -> None:
+    report = ("## H1 — supported [E2]\nThe rate is 55.5.\n\n## Answer\n"
+              "Patients: 877.\n")
+    check = check_claims(report, {"E1": RATES, "E2": pd.DataFrame({"x": [55.5]})}, [])
+    assert check.unverified == ()
+    wrong = check_claims("## H1 [E2]\nPatients: 877.\n", {"E1": RATES,
+                                                       "E2": pd.DataFrame({"x": [55.5]})}, [])
+    assert _unverified(wrong) == ["877"]
+
+
+def test_verdict_texts_count_as_found() -> None:
+    report = "## Answer\nH2 is supported with confidence 0.85; the margin is 18 points.\n"
+    check = check_claims(report, {}, ["confidence 0.85", "a margin of 18 points"])
+    assert check.unverified == ()
+    assert check.numbers_checked == 2
+
+
+def test_differences_and_ratios_of_cited_values_are_found() -> None:
+    report = "## Answer\nA's risk is 0.58 of care's, 17.5 points lower [E1].\n"
+    check = check_claims(report, {"E1": RATES}, [])
+    assert check.unverified == ()
+
+
+def test_ids_codes_list_numbers_small_counts_and_code_are_not_claims() -> None:
+    report = ("## Answer\n1. H3 and E4 (COVID-19, code A12B, 30-day deaths): 2 hypotheses, "
+              "`SELECT 4242`.\n")
+    assert find_numbers(report) == []
+    assert check_claims(report, {}, []).numbers_checked == 0
+    assert check_claims(report, {}, []).marked_report == report
+
+
+def test_years_and_dates_are_looked_up_as_dates() -> None:
+    report = ("## Answer\nFirst seen 2020-03-01 at 14:30, the last in 2021 [E1]; "
+              "none in 2019 or on 2020-02-02 [E1].\n")
+    kinds = [n.kind for n in find_numbers(report)]
+    assert kinds == [NumberKind.DATE, NumberKind.DATE, NumberKind.YEAR, NumberKind.YEAR,
+                     NumberKind.DATE]
+    check = check_claims(report, {"E1": RATES}, [])
+    assert _unverified(check) == ["2019", "2020-02-02"]
+
+
+def test_numbers_in_text_cells_are_found() -> None:
+    report = "## Answer\nThe witness saw 42 on the plate [E3]; she said 17 [E3].\n"
+    check = check_claims(report, {"E3": NOTES}, [])
+    assert _unverified(check) == ["17"]
+
+
+def test_k_and_million_forms_and_signs() -> None:
+    frame = pd.DataFrame({"revenue": [1_187_433.0, 2_480.0], "change": [-0.12, 0.3]})
+    report = "## Answer\nRevenue 1.19 million and 2.5k; it fell by 0.12 [E1].\n"
+    assert check_claims(report, {"E1": frame}, []).unverified == ()
+
+
+def test_checking_a_marked_report_again_gives_the_same_result() -> None:
+    report = "## Answer\nA: 23.7% [E1]; B: 9.5% [E1].\n"
+    first = check_claims(report, {"E1": RATES}, [])
+    again = check_claims(first.marked_report, {"E1": RATES}, [])
+    assert again == first
+
+
+def test_empty_report_checks_nothing() -> None:
+    check = check_claims("", {"E1": RATES}, [])
+    assert check == ClaimCheck(0, (), "")
+    assert check.unverified_rate == 0.0
+
+
+def _finished(board: Board, report: str) -> str:
+    investigation = board.start_investigation("Which treatment works for patients over 65?")
+    evidence = board.add_evidence("SELECT treatment, patients, death_rate, first_seen FROM t",
+                                  RATES, description="rates", investigation_id=investigation.id)
+    hyp = board.add_hypothesis("A lowers deaths by a third", investigation_id=investigation.id)
+    board.link(evidence.id, hyp.id, "supports", "A lowest", actor="collector")
+    board.add_verdict(hyp.id, "supported", 0.8, f"{evidence.id}: 23.7% vs 41.2%",
+                      [evidence.id], author="judge")
+    board.set_investigation_state(investigation.id, "finished", actor="detective",
+                                  report=report.replace("EV", evidence.id))
+    return investigation.id
+
+
+def test_board_report_is_checked_against_its_evidence_and_verdicts(board: Board) -> None:
+    investigation_id = _finished(
+        board, "## Answer\nA (confidence 0.80) for patients over 65: 23.7% [EV], "
+               "in 4,000 patients [EV].\n")
+    check = check_board_report(board, investigation_id)
+    assert _unverified(check) == ["4,000"]
+    assert check.numbers_checked == 4
+    assert check_board_report(board) == check  # the last investigation by default
+
+
+def test_board_without_report_or_investigation_checks_nothing(board: Board) -> None:
+    assert check_board_report(board) == ClaimCheck(0, (), "")
+    board.start_investigation("q")
+    assert check_board_report(board).numbers_checked == 0
+
+
+def test_board_without_evidence_uses_the_query_results_its_agent_read(board: Board) -> None:
+    investigation = board.start_investigation("q")
+    request = {"messages": [{"role": "user", "text": "q"},
+                            {"role": "tool", "tool_call_id": "c1", "is_error": False,
+                             "content": "Q1: 1 rows x 1 columns\nrate\n0.4127"}]}
+    board.record_model_call(role="react", agent="react", model="scripted", request=request,
+                            response=None, investigation_id=investigation.id)
+    board.set_investigation_state(investigation.id, "finished", actor="detective",
+                                  report="## Answer\nThe rate is 41.3% (Q1), not 50.5%.\n")
+    assert _unverified(check_board_report(board)) == ["50.5%"]
+
+
+class _InventingReporter(HospitalWalkthrough):
+    """The walkthrough, whose reporter adds one number no evidence holds."""
+
+    def reporter(self, turn: Turn) -> list[Action] | str:
+        actions = super().reporter(turn)
+        if isinstance(actions, list) and actions and actions[0][0] == "write_report":
+            markdown = actions[0][1]["markdown"] + "\n\nDeaths fell by 37.25% overall [E5].\n"
+            return [("write_report", {"markdown": markdown})]
+        return actions
+
+
+async def test_every_investigation_report_is_checked_and_marked() -> None:
+    result = await investigate(hospital.create(), hospital.QUESTION,
+                               model=_InventingReporter().model())
+    assert result.unverified_claims == 1
+    assert result.claim_check.unverified[0].number == "37.25%"
+    assert result.claim_check.unverified[0].cited == ("E5",)
+    assert f"37.25%{MARK}" in result.report
+    stored = result.board.get_investigation(result.investigation_id).report
+    assert stored == result.report
+    assert check_board_report(result.board) == result.claim_check
+
+
+class _QuotingBaseline(HospitalWalkthrough):
+    """The walkthrough's SQL-only agent, quoting one number of its Q1 and one of none."""
+
+    def react(self, turn: Turn) -> list[Action] | str:
+        actions = super().react(turn)
+        if turn.step == 0 or isinstance(actions, str):
+            return actions
+        first = turn.results[0].content.split("\n")[-1].split()[-1]  # a value of Q1's rows
+        name, args = actions[0]
+        markdown = f"{args['answer_markdown']}: a difference of {first} (Q1), not 0.4321."
+        return [(name, {**args, "answer_markdown": markdown})]
+
+
+async def test_the_sql_only_baseline_is_checked_against_its_own_queries() -> None:
+    result = await investigate(hospital.create(), hospital.QUESTION,
+                               model=_QuotingBaseline().model(), variant="react_sql")
+    assert result.board.list_evidence() == []
+    assert [c.number for c in result.claim_check.unverified] == ["0.4321"]
+    assert result.claim_check.numbers_checked == 2
+    read_back = check_board_report(result.board)  # from the tool results it read
+    assert [c.number for c in read_back.unverified] == ["0.4321"]
+
+
+async def test_budget_figures_the_system_wrote_are_not_claims() -> None:
+    result = await investigate(hospital.create(), hospital.QUESTION,
+                               model=HospitalWalkthrough().model(), max_calls=14,
+                               max_rounds=3)
+    assert "Not examined" in result.report and result.stop_reason
+    assert re.search(r"1[0-4] of max_calls=1[0-4]", result.report)
+    assert result.unverified_claims == 0, result.claim_check.unverified

@@ -1,0 +1,47 @@
+"""Each role prompt says what PROMPTS.md asks of that role."""
+
+from __future__ import annotations
+
+import pytest
+
+from d2_notebook.detective.roles import instructions
+
+NEVER = {
+    "hypothesizer": "never collect detailed evidence and never judge",
+    "orchestrator": "never run SQL and never judge",
+    "collector": "You never give the verdict",
+    "judge": "You never run SQL",
+    "reporter": "You never run SQL and never invent evidence",
+}
+ASKS = {
+    "hypothesizer": ["EVERY candidate", "every dimension the data has", "related tables",
+                     "distinguishable by data"],
+    "orchestrator": ["ONLY the board digest", "duplicates another", "coverage looks thin",
+                     "every hypothesis that is not abandoned has a verdict"],
+    "collector": ["against the hypothesis as hard as", "compare like with like", "sample sizes",
+                  "stance", "one-sentence reading"],
+    "judge": ["ONLY the evidence linked", "Read all of it", "names what would change the "
+              "verdict", "concrete hints", "differs between subgroups", "refined child"],
+    "reporter": ["ALL supported hypotheses", "## Not examined", "mark_redundant",
+                 "marked unverified"],
+}
+
+
+@pytest.mark.parametrize("role", sorted(NEVER))
+def test_each_role_states_its_single_job_and_what_it_never_does(role: str) -> None:
+    text = instructions(role)
+    assert "single job" in text
+    assert NEVER[role] in text
+
+
+@pytest.mark.parametrize("role", sorted(ASKS))
+def test_each_role_says_what_prompts_md_asks_of_it(role: str) -> None:
+    text = instructions(role)
+    for phrase in ASKS[role]:
+        assert phrase in text, f"{role}.txt must say {phrase!r}"
+
+
+def test_shared_rules_state_the_objective_and_the_citation_rules() -> None:
+    shared = instructions("shared")
+    assert "{question}" in shared and "untrusted" in shared
+    assert "cites evidence ids" in shared and "did not come from a query result" in shared

@@ -1,0 +1,94 @@
+"""Tool schemas state every constraint their tools enforce."""
+
+from __future__ import annotations
+
+import duckdb
+import pytest
+
+from d2_notebook.board import Board
+from d2_notebook.data import GuardedSQL
+from d2_notebook.detective.context import QueryLog, TeamContext
+from d2_notebook.detective.settings import InvestigationSettings
+from d2_notebook.detective.team_tools import (
+    TurnOutcome,
+    evidence_tools,
+    hypothesis_tools,
+    orchestrator_tools,
+    reporter_tools,
+    submit_tool,
+    verdict_tools,
+)
+from d2_notebook.detective.tools import Toolset
+from d2_notebook.llm import ToolCallPart
+from d2_notebook.llm.testing import FunctionModel, text
+
+
+@pytest.fixture
+def ctx(board: Board) -> TeamContext:
+    investigation = board.start_investigation("q")
+    return TeamContext(board=board, sql=GuardedSQL(duckdb.connect()),
+                       model=FunctionModel(lambda r: text("")),
+                       investigation_id=investigation.id, question="q", schema_summary="",
+                       settings=InvestigationSettings())
+
+
+def _specs(tools: list) -> dict[str, object]:
+    return {t.name: t.spec for t in tools}
+
+
+async def test_refine_states_and_enforces_two_children(ctx: TeamContext) -> None:
+    hyp = ctx.board.add_hypothesis("h", investigation_id=ctx.investigation_id)
+    tools = verdict_tools(ctx, "judge", TurnOutcome(), hyp.id, can_send_back=True,
+                          can_refine=True)
+    refine = _specs(tools)["refine"]
+    assert "at least two children" in refine.description
+    assert refine.parameters["properties"]["children"]["minItems"] == 2
+    assert "at least one evidence id" in refine.description
+    result = await Toolset(tools).call(ToolCallPart("c1", "refine", {
+        "status": "supported", "confidence": 0.5, "rationale": "r", "evidence_ids": [],
+        "children": [{"statement": "only one"}]}))
+    assert result.is_error and "at least 2" in result.content
+    empty = await Toolset(tools).call(ToolCallPart("c2", "refine", {
+        "status": "inconclusive", "confidence": 0.5, "rationale": "r", "evidence_ids": [],
+        "children": [{"statement": "a"}, {"statement": "  "}]}))
+    assert empty.is_error and "must not be empty" in empty.content
+
+
+def test_every_refusal_is_stated_in_the_tool_description(ctx: TeamContext) -> None:
+    hyp = ctx.board.add_hypothesis("h", investigation_id=ctx.investigation_id)
+    log, outcome = QueryLog(), TurnOutcome()
+    specs = _specs([
+        *hypothesis_tools(ctx, log, "hyp", "hypothesizer", outcome),
+        *orchestrator_tools(ctx, "orch", outcome, can_ask_for_more=False),
+        *evidence_tools(ctx, log, "col", "collector", hyp.id),
+        submit_tool(outcome, ctx, hyp.id),
+        *verdict_tools(ctx, "judge", outcome, hyp.id, can_send_back=False, can_refine=True),
+        *reporter_tools(ctx, "rep", outcome),
+    ])
+    stated = {
+        "add_hypothesis": ["empty", "repeats a hypothesis", "query id"],
+        "done": ["at least one hypothesis"],
+        "dispatch": ["at least one", "without a verdict"],
+        "abandon": ["without a verdict"],
+        "request_hypotheses": ["Refused now", "no calls left"],
+        "finish": ["Refused while", "no verdict"],
+        "record_evidence": ["run_sql returned"],
+        "submit_for_judgement": ["at least one evidence"],
+        "give_verdict": ["at least one evidence id", "only evidence linked", "abandoned"],
+        "request_more_evidence": ["Refused now", "no evidence rounds"],
+        "mark_redundant": ["a verdict cites"],
+        "write_report": ["empty", "unverified"],
+    }
+    for name, phrases in stated.items():
+        for phrase in phrases:
+            assert phrase in specs[name].description, f"{name} must say {phrase!r}"
+    assert specs["dispatch"].parameters["properties"]["hypothesis_ids"]["minItems"] == 1
+
+
+def test_descriptions_follow_what_is_possible_now(ctx: TeamContext) -> None:
+    outcome = TurnOutcome()
+    can = _specs(orchestrator_tools(ctx, "o", outcome, can_ask_for_more=True))
+    assert "it has now" in can["request_hypotheses"].description
+    guided = _specs(hypothesis_tools(ctx, QueryLog(), "h", "hypothesizer", outcome,
+                                     may_add_none=True))
+    assert "Refused" not in guided["done"].description
