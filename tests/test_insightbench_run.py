@@ -177,8 +177,6 @@ def test_a_judge_outage_keeps_the_proxy_scores_and_is_rescored_next_run(
 
 
 def test_the_claim_check_rate_of_each_report_is_recorded(tmp_path: Path) -> None:
-    pytest.importorskip("d2_notebook.detective.claim_check",
-                        reason="claim_check not merged yet")
     summary = asyncio.run(run_insightbench(_config(tmp_path, tasks="flag-1")))
     for record in summary.records:
         check = record["scores"]["claim_check"]

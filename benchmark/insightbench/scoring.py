@@ -4,7 +4,7 @@
 offline proxy (always) and the LLM judge's grade (when a judge is given); the report's
 contradictions of the ground truth (judge); and the claim-check rate — the share of
 numbers in the report not found in the evidence it cites — from
-``d2_notebook.detective.claim_check`` when that module is installed (else None).
+``d2_notebook.detective.claim_check``.
 """
 
 from __future__ import annotations
@@ -17,6 +17,7 @@ from benchmark.insightbench.judge import InsightJudge, Judgement, judge_recall, 
 from benchmark.insightbench.proxy import ProxyInsightScore, proxy_recall, score_insight
 from benchmark.insightbench.tasks import InsightTask
 from d2_notebook.board import Board
+from d2_notebook.detective.claim_check import check_board_report
 
 
 @dataclass(frozen=True)
@@ -126,20 +127,11 @@ class TaskScore:
         }
 
 
-def claim_check_rate(board: Board, investigation_id: str) -> ClaimCheckRate | None:
-    """The claim check of the board's report, or None when the checker is not installed.
-
-    Uses ``d2_notebook.detective.claim_check.check_board_report(board, investigation_id)
-    -> ClaimCheck`` (``numbers_checked``, ``unverified``).
-    """
-    try:
-        from d2_notebook.detective.claim_check import check_board_report
-    except ImportError:
-        return None
+def claim_check_rate(board: Board, investigation_id: str) -> ClaimCheckRate:
+    """The claim check of the board's report (numbers checked, numbers not found in the
+    evidence they cite), from :func:`d2_notebook.detective.claim_check.check_board_report`."""
     check = check_board_report(board, investigation_id)
-    unverified = check.unverified
-    count = unverified if isinstance(unverified, int) else len(unverified)
-    return ClaimCheckRate(int(check.numbers_checked), int(count))
+    return ClaimCheckRate(check.numbers_checked, len(check.unverified))
 
 
 async def score_report(task: InsightTask, report: str, *, judge: InsightJudge | None = None,
