@@ -1,0 +1,13 @@
+"""Analysis tools: SQL we generate, one pass over every candidate dimension, with tests.
+
+``segment_scan``, ``compare_within`` and ``trend`` take a :class:`~d2_notebook.data.GuardedSQL`
+and the keyword arguments of their tool schemas (:data:`TOOL_SPECS`), run one generated
+statement through the guard and return an :class:`AnalysisResult` (a ``QueryResult``:
+``sql`` is the generated statement, ``frame`` the rows, ``summary`` the text a model reads,
+``flags`` the typed findings).
+"""
+
+from d2_notebook.data.analysis.result import AnalysisResult, AnalysisTool, Flag, FlagKind
+from d2_notebook.data.analysis.segment_scan import segment_scan
+
+__all__ = ["AnalysisResult", "AnalysisTool", "Flag", "FlagKind", "segment_scan"]

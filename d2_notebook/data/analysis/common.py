@@ -1,0 +1,125 @@
+"""What the three tools share: reading inputs into a plan, running the pass, reading moments."""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+import pandas as pd
+
+from d2_notebook.data.analysis import inputs
+from d2_notebook.data.analysis.inputs import Source
+from d2_notebook.data.analysis.plan import TOTAL, Plan, build_plan, scan_sql
+from d2_notebook.data.analysis.stats import Moments
+from d2_notebook.data.dimensions import Catalog, candidate_dimensions, read_catalog
+
+if TYPE_CHECKING:
+    from d2_notebook.data.guarded_sql import GuardedSQL
+
+__all__ = ["Pass", "Prepared", "check_settings", "prepare", "run_pass"]
+
+_PASS_ROWS = 1_000_000
+
+
+@dataclass(frozen=True)
+class Prepared:
+    """Checked inputs and the dimension plan of one tool call."""
+
+    catalog: Catalog
+    source: Source
+    value_sql: str
+    where: str | None
+    plan: Plan
+
+
+@dataclass(frozen=True)
+class Pass:
+    """The moments returned by one pass, keyed by (dimension index, value, *by values)."""
+
+    sql: str
+    moments: dict[tuple, Moments]
+    duration_s: float
+
+    def total(self, *by: object) -> Moments:
+        """The all-rows moments (for the given ``by`` values)."""
+        return self.moments.get((TOTAL, None, *by), Moments(0, 0, 0))
+
+
+def check_settings(min_support: int, alpha: float) -> None:
+    """Refuse settings the statistics cannot honour (a clear message naming the fix)."""
+    if not isinstance(min_support, int) or min_support < 2:
+        raise ValueError(f"min_support must be an integer >= 2, got {min_support!r}")
+    if not 0 < alpha < 1:
+        raise ValueError(f"alpha must be between 0 and 1 (e.g. 0.01), got {alpha!r}")
+
+
+def prepare(
+    sql: GuardedSQL,
+    *,
+    source: str,
+    metric: str,
+    where: str | None,
+    dimensions: list[str] | None,
+    exclude: tuple[str, ...] = (),
+    max_levels: int = 30,
+    with_dimensions: bool = True,
+) -> Prepared:
+    """Check the inputs, find the candidate dimensions and plan the pass.
+
+    Args:
+        exclude: Further SQL expressions over the source whose columns are not used as
+            dimensions (the exposure of ``compare_within``).
+        with_dimensions: False for tools that split by no dimension (``trend``).
+
+    Raises:
+        ValueError, UnsafeSQLError, QueryFailedError: Bad input (the message names it).
+    """
+    if dimensions is not None and (isinstance(dimensions, str) or not isinstance(
+            dimensions, list | tuple)):
+        raise ValueError("dimensions must be a list of column expressions or dimension names")
+    catalog = read_catalog(sql)
+    parsed = inputs.parse_source(source, catalog)
+    value_sql = inputs.metric_value(metric)
+    condition = inputs.optional_where(where)
+    excluded = inputs.metric_columns(value_sql, parsed)
+    for expression in exclude:
+        excluded |= inputs.metric_columns(expression, parsed)
+    candidates = candidate_dimensions(sql, max_levels=max_levels, catalog=catalog) \
+        if with_dimensions else []
+    requested = list(dimensions) if dimensions is not None else None
+    tables = {table for _, table in parsed.aliases}
+    outcome_tables = frozenset(t for t, _ in excluded) if len(tables) > 1 else frozenset()
+    plan = build_plan(catalog, parsed, candidates, requested if with_dimensions else [],
+                      excluded, outcome_tables)
+    pieces = {"metric": value_sql}
+    pieces.update({f"dimension {e!r}": e for e, a in plan.row_columns
+                   if a.startswith("__d") and plan.dimensions[int(a[3:])].dimension is None})
+    inputs.require_binds(sql, parsed, condition, pieces)
+    return Prepared(catalog, parsed, value_sql, condition, plan)
+
+
+def run_pass(
+    sql: GuardedSQL,
+    prepared: Prepared,
+    *,
+    extra: tuple[tuple[str, str], ...] = (),
+    by: tuple[str, ...] = (),
+) -> Pass:
+    """Run the one-pass statement through the guard and key its rows."""
+    statement = scan_sql(prepared.plan, prepared.value_sql, prepared.source, prepared.where,
+                         extra, by)
+    start = time.perf_counter()
+    frame = sql.run(statement, max_rows=_PASS_ROWS).frame
+    return Pass(statement, _moments(frame, len(by)), time.perf_counter() - start)
+
+
+def _moments(frame: pd.DataFrame, n_by: int) -> dict[tuple, Moments]:
+    found: dict[tuple, Moments] = {}
+    for row in frame.itertuples(index=False, name=None):
+        dim, value, *rest = row
+        keys, (n, s1, s2) = rest[:n_by], rest[n_by:]
+        value = None if pd.isna(value) else str(value)
+        key = (int(dim), value, *(None if pd.isna(k) else k for k in keys))
+        found[key] = Moments(float(n or 0), float(s1 or 0.0), float(s2 or 0.0))
+    return found

@@ -1,0 +1,259 @@
+"""The one SQL pass behind every analysis tool: which dimensions, reached how, in one query.
+
+From the source's tables the plan follows the join graph: along N:1 (and 1:1) edges to
+parent tables, whose columns become attributes of each source row (``LEFT JOIN`` on a
+unique key never duplicates rows), and from every reached table to its 1:N child tables,
+whose values become membership flags ("has comorbidities.condition = asthma"). The
+query is::
+
+    WITH __rows AS (SELECT <value> AS __v, <dims> AS __dN, <keys> AS __kN, <extra>
+                    FROM <source> WHERE <where>),
+         __base AS MATERIALIZED (SELECT __rows.*-columns, <parent attributes>
+                                 FROM __rows LEFT JOIN <parent> AS __rN ON ...)
+    SELECT <dim> AS __dim, __dN::VARCHAR AS __value, <by>, count(__v), sum(__v), sum(__v*__v)
+    FROM __base GROUP BY __dN, <by>
+    UNION ALL ...  -- one branch per dimension, one per 1:N attribute, one for the total
+
+so the source is read once whatever the number of dimensions. Every branch returns the
+moments (n, Σv, Σv²) the statistics need; a group's complement is the total minus it.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from d2_notebook.data.analysis.inputs import Source
+from d2_notebook.data.dimensions import Catalog, Dimension
+from d2_notebook.data.keys import JoinEdge
+from d2_notebook.data.schema import quote_ident
+
+__all__ = ["Plan", "PlannedDimension", "build_plan", "scan_sql"]
+
+TOTAL = -1
+
+
+@dataclass(frozen=True)
+class PlannedDimension:
+    """A dimension as one analysis reaches it.
+
+    Attributes:
+        name: The name shown to models (``patients.sex``; ``has comorbidities.condition``
+            for a 1:N attribute; the expression itself for a requested expression).
+        dimension: The catalog dimension, or None for a requested SQL expression.
+        membership: True for a 1:N attribute: each value is a flag "has <value>".
+    """
+
+    name: str
+    dimension: Dimension | None
+    membership: bool = False
+
+
+@dataclass(frozen=True)
+class Plan:
+    """Dimensions and the SQL pieces that compute them (see the module docstring)."""
+
+    dimensions: tuple[PlannedDimension, ...]
+    row_columns: tuple[tuple[str, str], ...]  # (expression over the source, __alias)
+    base_columns: tuple[tuple[str, str], ...]  # (expression over __rows / __rN, __alias)
+    joins: tuple[str, ...]
+    branches: tuple[tuple[int, str, str], ...]  # (dimension index, kind, SQL piece)
+
+
+def build_plan(
+    catalog: Catalog,
+    source: Source,
+    candidates: list[Dimension],
+    requested: list[str] | None,
+    excluded: set[tuple[str, str]],
+    outcome_tables: frozenset[str] = frozenset(),
+) -> Plan:
+    """Plan the candidate dimensions reachable from ``source`` (or the requested ones).
+
+    Args:
+        catalog: Tables and join graph.
+        source: The parsed FROM clause.
+        candidates: The database's candidate dimensions.
+        requested: Dimension names (as listed by the candidates, ``has ...`` for 1:N
+            attributes) or SQL expressions over the source; None means every candidate.
+        excluded: ``(table, lower-cased column)`` pairs never used (the metric's own
+            columns, the exposure).
+        outcome_tables: Tables whose columns are left out of the default scan: the
+            tables the metric reads, when the source joins several tables (their other
+            columns are recorded with the outcome, e.g. a discharge date beside a death,
+            and "explain" it trivially). Requested dimensions may still name them.
+    """
+    builder = _Builder(catalog, source)
+    reachable = builder.reach()
+    by_table: dict[str, list[Dimension]] = {}
+    for dimension in candidates:
+        if (dimension.table, dimension.column.lower()) not in excluded:
+            by_table.setdefault(dimension.table, []).append(dimension)
+    offered: list[tuple[PlannedDimension, str, str]] = []  # (planned, table, alias or key)
+    for table, (how, ref) in reachable.items():
+        for dimension in by_table.get(table, []):
+            name = f"has {dimension.name}" if how == "member" else dimension.name
+            offered.append((PlannedDimension(name, dimension, how == "member"), how, ref))
+    if requested is None:
+        chosen = [o for o in offered if o[0].dimension.table not in outcome_tables]
+    else:
+        names = {planned.name.lower(): (planned, how, ref) for planned, how, ref in offered}
+        names.update({p.dimension.name.lower(): (p, h, r) for p, h, r in offered if p.dimension})
+        chosen = []
+        for text in requested:
+            if not isinstance(text, str) or not text.strip():
+                raise ValueError("dimensions must be a list of non-empty strings")
+            hit = names.get(text.strip().lower())
+            chosen.append(hit or (PlannedDimension(text.strip(), None), "expr", text.strip()))
+    for planned, how, ref in chosen:
+        builder.add(planned, how, ref)
+    return builder.plan()
+
+
+def scan_sql(plan: Plan, value_sql: str, source: Source, where: str | None,
+             extra: tuple[tuple[str, str], ...] = (), by: tuple[str, ...] = (),
+             total: bool = True) -> str:
+    """The whole one-pass statement.
+
+    Args:
+        extra: ``(expression over the source, alias)`` columns carried to every branch.
+        by: Aliases of ``extra`` columns every branch also groups by.
+        total: Include the all-rows branch (grouped by ``by`` only).
+    """
+    rows = [f"({value_sql})::DOUBLE AS __v", *(f"{e} AS {a}" for e, a in plan.row_columns),
+            *(f"{e} AS {a}" for e, a in extra)]
+    condition = f"\n  WHERE ({where})" if where else ""
+    keep = ["__rows.__v", *(f"__rows.{a}" for _, a in plan.row_columns),
+            *(f"__rows.{a}" for _, a in extra), *(f"{e} AS {a}" for e, a in plan.base_columns)]
+    joins = "".join(f"\n  {j}" for j in plan.joins)
+    group_by = "".join(f", {b}" for b in by)
+    moments = "count(__v) AS n, sum(__v) AS s1, sum(__v * __v) AS s2"
+    branches = []
+    if total:
+        grouped = f" GROUP BY {', '.join(by)}" if by else ""
+        branches.append(f"SELECT {TOTAL} AS __dim, NULL::VARCHAR AS __value{group_by}, {moments}"
+                        f" FROM __base{grouped}")
+    for index, kind, piece in plan.branches:
+        if kind == "column":
+            branches.append(f"SELECT {index} AS __dim, {piece}::VARCHAR AS __value{group_by}, "
+                            f"{moments} FROM __base GROUP BY {piece}{group_by}")
+        else:
+            branches.append(f"SELECT {index} AS __dim, __m{index}.__a::VARCHAR AS __value"
+                            f"{group_by}, {moments} FROM __base JOIN {piece} GROUP BY "
+                            f"__m{index}.__a{group_by}")
+    return (
+        f"WITH __rows AS (\n  SELECT {', '.join(rows)}\n  FROM {source.sql}{condition}\n),\n"
+        f"__base AS MATERIALIZED (\n  SELECT {', '.join(keep)}\n  FROM __rows{joins}\n)\n"
+        + "\nUNION ALL\n".join(branches)
+    )
+
+
+class _Builder:
+    """Accumulates the pieces of a plan while dimensions are added."""
+
+    def __init__(self, catalog: Catalog, source: Source) -> None:
+        self._catalog, self._source = catalog, source
+        self._dimensions: list[PlannedDimension] = []
+        self._rows: list[tuple[str, str]] = []
+        self._base: list[tuple[str, str]] = []
+        self._joins: list[str] = []
+        self._branches: list[tuple[int, str, str]] = []
+        self._ref: dict[str, str] = {}  # reached table -> how to write its columns in __base
+        self._paths: dict[str, tuple[JoinEdge, str]] = {}  # parent -> (edge, child table)
+        self._members: dict[str, tuple[JoinEdge, str]] = {}  # 1:N child -> (edge, parent)
+        self._joined: set[str] = set()
+        self._keys: dict[str, str] = {}
+
+    def reach(self) -> dict[str, tuple[str, str]]:
+        """Table -> ("source" | "parent" | "member", its alias) for every reachable table."""
+        reached: dict[str, tuple[str, str]] = {}
+        for alias, table in self._source.aliases:
+            reached.setdefault(table, ("source", alias))
+        queue = list(reached)
+        while queue:
+            table = queue.pop(0)
+            for edge in self._catalog.graph.edges:
+                if edge.child == table and edge.parent not in reached:
+                    reached[edge.parent] = ("parent", f"__r{len(self._paths)}")
+                    self._paths[edge.parent] = (edge, table)
+                    queue.append(edge.parent)
+                elif edge.parent == table and edge.child not in reached and edge.one_to_one:
+                    reached[edge.child] = ("parent", f"__r{len(self._paths)}")
+                    self._paths[edge.child] = (edge, table)
+                    queue.append(edge.child)
+        for table in list(reached):
+            for edge in self._catalog.graph.edges:
+                if edge.parent == table and edge.child not in reached and not edge.one_to_one:
+                    reached[edge.child] = ("member", edge.child)
+                    self._members.setdefault(edge.child, (edge, table))
+        for table, (how, alias) in reached.items():
+            if how != "member":
+                self._ref[table] = alias
+        self._how = reached
+        return reached
+
+    def add(self, planned: PlannedDimension, how: str, ref: str) -> None:
+        index = len(self._dimensions)
+        self._dimensions.append(planned)
+        alias = f"__d{index}"
+        if how == "expr":
+            self._rows.append((ref, alias))
+            self._branches.append((index, "column", alias))
+        elif how == "source":
+            self._rows.append((planned.dimension.expression(ref), alias))
+            self._branches.append((index, "column", alias))
+        elif how == "parent":
+            self._join(planned.dimension.table)
+            self._base.append((planned.dimension.expression(ref), alias))
+            self._branches.append((index, "column", alias))
+        else:
+            edge, parent = self._members[planned.dimension.table]
+            keys = [self._key(parent, c) for c in edge.parent_columns]
+            child = "__c"
+            pairs = [f"__m{index}.{quote_ident(c)} = __base.{k}"
+                     for c, k in zip(edge.child_columns, keys, strict=True)]
+            columns = ", ".join(f"{child}.{quote_ident(c)}" for c in edge.child_columns)
+            info = self._catalog.table(planned.dimension.table)
+            piece = (f"(SELECT DISTINCT {columns}, {planned.dimension.expression(child)} AS __a "
+                     f"FROM {info.ref} AS {child}) AS __m{index} ON {' AND '.join(pairs)}")
+            self._branches.append((index, "member", piece))
+
+    def plan(self) -> Plan:
+        return Plan(tuple(self._dimensions), tuple(self._rows), tuple(self._base),
+                    tuple(self._joins), tuple(self._branches))
+
+    def _join(self, table: str) -> None:
+        """LEFT JOIN ``table`` (and the parents on its path) into ``__base``."""
+        if table in self._joined or self._how[table][0] == "source":
+            return
+        edge, via = self._paths[table]
+        self._join(via)
+        if edge.parent == table:  # N:1 from the table we came from
+            mine, theirs = edge.parent_columns, edge.child_columns
+        else:  # 1:1 child reached from its parent
+            mine, theirs = edge.child_columns, edge.parent_columns
+        pairs = [f"{self._ref[table]}.{quote_ident(m)} = {self._column(via, t)}"
+                 for m, t in zip(mine, theirs, strict=True)]
+        info = self._catalog.table(table)
+        self._joins.append(f"LEFT JOIN {info.ref} AS {self._ref[table]} ON {' AND '.join(pairs)}")
+        self._joined.add(table)
+
+    def _column(self, table: str, column: str) -> str:
+        """How ``__base``'s FROM clause reads ``table.column`` (a carried key or a join)."""
+        if self._how[table][0] == "source":
+            return f"__rows.{self._key(table, column)}"
+        return f"{self._ref[table]}.{quote_ident(column)}"
+
+    def _key(self, table: str, column: str) -> str:
+        """An alias for ``table.column`` in ``__base`` (carried from the source or joined)."""
+        wanted = (table, column.lower())
+        name = self._keys.get(f"{wanted}")
+        if name:
+            return name
+        name = f"__k{len(self._keys)}"
+        self._keys[f"{wanted}"] = name
+        if self._how[table][0] == "source":
+            self._rows.append((f"{self._ref[table]}.{quote_ident(column)}", name))
+        else:
+            self._join(table)
+            self._base.append((f"{self._ref[table]}.{quote_ident(column)}", name))
+        return name
