@@ -14,6 +14,7 @@ on a system sample of about that many rows (counts of distinct values near
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from dataclasses import dataclass
 from enum import Enum
 from typing import TYPE_CHECKING
@@ -162,7 +163,7 @@ def candidate_dimensions(
     return dimensions
 
 
-def _query(sql: GuardedSQL):  # noqa: ANN202 - a Query callable
+def _query(sql: GuardedSQL) -> Callable[[str], pd.DataFrame]:
     def run(text: str) -> pd.DataFrame:
         return sql.run(text, max_rows=1_000_000).frame
 
