@@ -7,7 +7,8 @@ statement through the guard and return an :class:`AnalysisResult` (a ``QueryResu
 ``flags`` the typed findings).
 """
 
+from d2_notebook.data.analysis.compare_within import compare_within
 from d2_notebook.data.analysis.result import AnalysisResult, AnalysisTool, Flag, FlagKind
 from d2_notebook.data.analysis.segment_scan import segment_scan
 
-__all__ = ["AnalysisResult", "AnalysisTool", "Flag", "FlagKind", "segment_scan"]
+__all__ = ["AnalysisResult", "AnalysisTool", "Flag", "FlagKind", "compare_within", "segment_scan"]

@@ -61,15 +61,16 @@ def prepare(
     metric: str,
     where: str | None,
     dimensions: list[str] | None,
-    exclude: tuple[str, ...] = (),
+    exclude: dict[str, str] | None = None,
     max_levels: int = 30,
     with_dimensions: bool = True,
 ) -> Prepared:
     """Check the inputs, find the candidate dimensions and plan the pass.
 
     Args:
-        exclude: Further SQL expressions over the source whose columns are not used as
-            dimensions (the exposure of ``compare_within``).
+        exclude: Further inputs, ``{input name: SQL expression over the source}``
+            (the exposure, the time column), bound like the metric; their columns are
+            not used as dimensions.
         with_dimensions: False for tools that split by no dimension (``trend``).
 
     Raises:
@@ -83,7 +84,8 @@ def prepare(
     value_sql = inputs.metric_value(metric)
     condition = inputs.optional_where(where)
     excluded = inputs.metric_columns(value_sql, parsed)
-    for expression in exclude:
+    exclude = exclude or {}
+    for expression in exclude.values():
         excluded |= inputs.metric_columns(expression, parsed)
     candidates = candidate_dimensions(sql, max_levels=max_levels, catalog=catalog) \
         if with_dimensions else []
@@ -92,7 +94,7 @@ def prepare(
     outcome_tables = frozenset(t for t, _ in excluded) if len(tables) > 1 else frozenset()
     plan = build_plan(catalog, parsed, candidates, requested if with_dimensions else [],
                       excluded, outcome_tables)
-    pieces = {"metric": value_sql}
+    pieces = {"metric": value_sql, **exclude}
     pieces.update({f"dimension {e!r}": e for e, a in plan.row_columns
                    if a.startswith("__d") and plan.dimensions[int(a[3:])].dimension is None})
     inputs.require_binds(sql, parsed, condition, pieces)
