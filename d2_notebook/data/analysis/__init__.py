@@ -10,5 +10,18 @@ statement through the guard and return an :class:`AnalysisResult` (a ``QueryResu
 from d2_notebook.data.analysis.compare_within import compare_within
 from d2_notebook.data.analysis.result import AnalysisResult, AnalysisTool, Flag, FlagKind
 from d2_notebook.data.analysis.segment_scan import segment_scan
+from d2_notebook.data.analysis.specs import TOOL_SPECS, AnalysisToolSpec, spec_for
+from d2_notebook.data.analysis.trend import trend
 
-__all__ = ["AnalysisResult", "AnalysisTool", "Flag", "FlagKind", "compare_within", "segment_scan"]
+__all__ = [
+    "TOOL_SPECS",
+    "AnalysisResult",
+    "AnalysisTool",
+    "AnalysisToolSpec",
+    "Flag",
+    "FlagKind",
+    "compare_within",
+    "segment_scan",
+    "spec_for",
+    "trend",
+]
