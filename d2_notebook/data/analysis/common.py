@@ -84,6 +84,7 @@ def prepare(
     value_sql = inputs.metric_value(metric)
     condition = inputs.optional_where(where)
     excluded = inputs.metric_columns(value_sql, parsed)
+    metric_tables = frozenset(t for t, _ in excluded)
     exclude = exclude or {}
     for expression in exclude.values():
         excluded |= inputs.metric_columns(expression, parsed)
@@ -91,7 +92,7 @@ def prepare(
         if with_dimensions else []
     requested = list(dimensions) if dimensions is not None else None
     tables = {table for _, table in parsed.aliases}
-    outcome_tables = frozenset(t for t, _ in excluded) if len(tables) > 1 else frozenset()
+    outcome_tables = metric_tables if len(tables) > 1 else frozenset()
     plan = build_plan(catalog, parsed, candidates, requested if with_dimensions else [],
                       excluded, outcome_tables)
     pieces = {"metric": value_sql, **exclude}

@@ -92,6 +92,7 @@ def metric_value(metric: str) -> str:
     """
     text = _required(metric, "metric", _METRIC_FIX)
     prefix = "SELECT "
+    check_sql(prefix + text)
     node = select_node(prefix + text)
     select_list = node.get("select_list") or []
     top = select_list[0] if len(select_list) == 1 else {}
@@ -114,8 +115,12 @@ def metric_value(metric: str) -> str:
                 f"metric {metric!r} nests an aggregate, window or subquery inside the mean; "
                 f"{_METRIC_FIX}"
             )
-    start = int(argument["query_location"]) - len(prefix)
-    return text[start: start + int(argument["query_location_length"])]
+    # Operators and casts report the operator's position, so cut the call's own span.
+    start = int(top["query_location"]) - len(prefix)
+    span = text[start: start + int(top["query_location_length"])]
+    if "(" not in span or ")" not in span:
+        raise ValueError(f"metric {metric!r} could not be read; {_METRIC_FIX}")
+    return span[span.index("(") + 1: span.rindex(")")].strip()
 
 
 def metric_columns(value_sql: str, source: Source) -> set[tuple[str, str]]:
