@@ -17,9 +17,14 @@ from d2_notebook.data.dimensions import Catalog, candidate_dimensions, read_cata
 if TYPE_CHECKING:
     from d2_notebook.data.guarded_sql import GuardedSQL
 
-__all__ = ["Pass", "Prepared", "check_settings", "prepare", "run_pass"]
+__all__ = ["DEFAULT_ALPHA", "Pass", "Prepared", "check_settings", "prepare", "run_pass"]
 
 _PASS_ROWS = 1_000_000
+#: Default level of every tool's flags. One call runs tens to hundreds of tests and each
+#: flag draws a model's attention, so pure noise should almost never raise one: at 0.001
+#: about one call in a thousand on noise flags anything (q-values are in the rows, so
+#: near misses stay visible).
+DEFAULT_ALPHA = 0.001
 
 
 @dataclass(frozen=True)

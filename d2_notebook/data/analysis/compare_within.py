@@ -27,7 +27,14 @@ from typing import TYPE_CHECKING
 
 import pandas as pd
 
-from d2_notebook.data.analysis.common import Pass, Prepared, check_settings, prepare, run_pass
+from d2_notebook.data.analysis.common import (
+    DEFAULT_ALPHA,
+    Pass,
+    Prepared,
+    check_settings,
+    prepare,
+    run_pass,
+)
 from d2_notebook.data.analysis.inputs import literal
 from d2_notebook.data.analysis.result import AnalysisResult, AnalysisTool, Flag, FlagKind, capped
 from d2_notebook.data.analysis.stats import (
@@ -78,7 +85,7 @@ def compare_within(
     where: str | None = None,
     dimensions: list[str] | None = None,
     min_support: int = 30,
-    alpha: float = 0.01,
+    alpha: float = DEFAULT_ALPHA,
     max_levels: int = 30,
     top: int = 8,
 ) -> AnalysisResult:

@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING
 
 import pandas as pd
 
-from d2_notebook.data.analysis.common import check_settings, prepare, run_pass
+from d2_notebook.data.analysis.common import DEFAULT_ALPHA, check_settings, prepare, run_pass
 from d2_notebook.data.analysis.result import AnalysisResult, AnalysisTool, Flag, FlagKind, capped
 from d2_notebook.data.analysis.stats import Z95, Moments, benjamini_hochberg, compare
 from d2_notebook.data.analysis.text import describe_value, figure, segment_label
@@ -37,7 +37,7 @@ def segment_scan(
     where: str | None = None,
     dimensions: list[str] | None = None,
     min_support: int = 30,
-    alpha: float = 0.01,
+    alpha: float = DEFAULT_ALPHA,
     max_levels: int = 30,
     top: int = 10,
 ) -> AnalysisResult:

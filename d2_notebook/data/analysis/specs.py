@@ -12,6 +12,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+from d2_notebook.data.analysis.common import DEFAULT_ALPHA
 from d2_notebook.data.analysis.compare_within import compare_within
 from d2_notebook.data.analysis.result import AnalysisResult, AnalysisTool
 from d2_notebook.data.analysis.segment_scan import segment_scan
@@ -65,8 +66,9 @@ _SETTINGS = {
     "min_support": {"type": "integer", "minimum": 2, "default": 30, "description": (
         "Fewest rows a group needs to be flagged (default 30).")},
     "alpha": {"type": "number", "exclusiveMinimum": 0, "exclusiveMaximum": 1,
-              "default": 0.01, "description": (
-                  "False-discovery level over all the tests of one call (default 0.01).")},
+              "default": DEFAULT_ALPHA, "description": (
+                  "False-discovery level over all the tests of one call (default "
+                  f"{DEFAULT_ALPHA:g}).")},
 }
 _VALUE = {"type": ["string", "number", "boolean"]}
 

@@ -7,9 +7,10 @@ extra day-to-day dispersion):
 
 - **trend**: slope of a straight line, per period of the chosen grain, with its 95%
   interval (t distribution);
-- **change points**: up to two breaks, each a new level and slope from a period boundary
-  on, searched greedily; a break counts when the nested-model F test, Bonferroni
-  corrected for the number of boundaries tried, passes;
+- **change points**: up to two breaks, each a new level and slope from a bucket on
+  (up to 200 evenly spaced candidates, none in the first or last two periods), searched
+  greedily; a break counts when the nested-model F test, Bonferroni corrected for the
+  number of candidates tried, passes;
 - **season**: month of year, day of week and hour of day (those the data spans at least
   1.5 cycles of), each tested as a set of dummies added to the trend model (nested F
   test, Bonferroni over the candidates); the strongest is reported;
@@ -30,7 +31,7 @@ import numpy as np
 import pandas as pd
 from scipy import stats
 
-from d2_notebook.data.analysis.common import check_settings, prepare, run_pass
+from d2_notebook.data.analysis.common import DEFAULT_ALPHA, check_settings, prepare, run_pass
 from d2_notebook.data.analysis.result import AnalysisResult, AnalysisTool, Flag, FlagKind, capped
 from d2_notebook.data.analysis.text import figure
 
@@ -45,6 +46,7 @@ GRAINS: dict[str, tuple[str, float]] = {  # name -> (pandas period code, length 
 }  # fmt: skip
 COLUMNS = ["period", "kind", "n", "metric", "ci_low", "ci_high", "fitted"]
 _MAX_PERIODS = 60
+_MAX_BREAK_CANDIDATES = 200  # break times tried (evenly spaced buckets, 2 periods in)
 _SEASONS = {  # name -> (grouping of bucket times, cycle length in days, buckets needed)
     "month_of_year": (lambda t: t.month, 365.25, "D"),
     "day_of_week": (lambda t: t.dayofweek, 7.0, "D"),
@@ -70,7 +72,7 @@ def trend(
     grain: str | None = None,
     where: str | None = None,
     periods: int = 3,
-    alpha: float = 0.01,
+    alpha: float = DEFAULT_ALPHA,
     min_support: int = 2,
 ) -> AnalysisResult:
     """The metric per period of ``grain`` with slope, change points, season and projection.
@@ -192,21 +194,22 @@ def _breaks(base: np.ndarray, t: np.ndarray, y: np.ndarray, w: np.ndarray,
             period: pd.Series, alpha: float) -> list[float]:
     """Up to two break times (in grain units), each kept when its Bonferroni test passes."""
     starts = sorted(set(period))
-    first = period.min()
-    candidates = [t[(period == s).to_numpy()].min() for s in starts[2:-2] if s != first]
+    inner = (period >= starts[2]).to_numpy() & (period <= starts[-3]).to_numpy()
+    positions = np.unique(t[inner]) if len(starts) > 4 else np.array([])
+    step = max(1, math.ceil(len(positions) / _MAX_BREAK_CANDIDATES))
+    candidates = list(positions[::step])
     breaks: list[float] = []
     for _ in range(2):
         current = np.column_stack([base, *_break_columns(t, breaks)])
         small = _wls(current, y, w)
-        best, best_p = None, 1.0
+        best, best_fit = None, None  # the least residual sum of squares (p may underflow)
         for tau in candidates:
             if tau in breaks or current.shape[0] <= current.shape[1] + 4:
                 continue
-            p = _nested_p(small, _wls(np.column_stack([current, *_break_columns(t, [tau])]),
-                                      y, w), 2)
-            if p < best_p:
-                best, best_p = tau, p
-        if best is None or best_p * max(1, len(candidates)) >= alpha:
+            fit = _wls(np.column_stack([current, *_break_columns(t, [tau])]), y, w)
+            if best_fit is None or fit.rss < best_fit.rss:
+                best, best_fit = tau, fit
+        if best is None or _nested_p(small, best_fit, 2) * max(1, len(candidates)) >= alpha:
             break
         breaks.append(best)
     return sorted(breaks)
@@ -220,14 +223,15 @@ def _season(buckets: pd.DataFrame, design: np.ndarray, y: np.ndarray, w: np.ndar
     tested = [name for name, (_, cycle, need) in _SEASONS.items()
               if span >= 1.5 * cycle and (need == "D" or hourly)]
     small = _wls(design, y, w)
-    best, best_p = None, 1.0
+    best, best_p, best_f = None, 1.0, -1.0
     for name in tested:
         dummies = _season_dummies(times, name, sorted(set(_SEASONS[name][0](times.dt))))
         if not dummies or len(y) <= design.shape[1] + len(dummies) + 2:
             continue
-        p = _nested_p(small, _wls(np.column_stack([design, *dummies]), y, w), len(dummies))
-        if p < best_p:
-            best, best_p = name, p
+        big = _wls(np.column_stack([design, *dummies]), y, w)
+        f = ((small.rss - big.rss) / len(dummies)) / max(big.rss / big.dof, 1e-300)
+        if f > best_f:  # the F statistic ranks candidates even when p underflows to 0
+            best, best_p, best_f = name, _nested_p(small, big, len(dummies)), f
     if best is None or best_p * max(1, len(tested)) >= alpha:
         return None, best_p
     return best, best_p * len(tested)
@@ -262,7 +266,8 @@ def _flags(linear: _Fit, fit: _Fit, breaks: list[float], season: str | None,
     origin = buckets["t"].min()
     length = GRAINS[grain][1]
     for i, tau in enumerate(breaks):
-        when = (origin + pd.Timedelta(days=tau * length)).to_period(GRAINS[grain][0])
+        when = _period_label((origin + pd.Timedelta(days=tau * length)).to_period(
+            GRAINS[grain][0]).start_time, grain)
         before = fit.coef[1] + sum(fit.coef[3 + 2 * j] for j in range(i))
         after = before + fit.coef[3 + 2 * i]
         flags.append(Flag(FlagKind.CHANGE_POINT, None, (
