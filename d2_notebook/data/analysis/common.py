@@ -97,7 +97,9 @@ def prepare(
         if with_dimensions else []
     requested = list(dimensions) if dimensions is not None else None
     tables = {table for _, table in parsed.aliases}
-    outcome_tables = metric_tables if len(tables) > 1 else frozenset()
+    outcome_tables = frozenset(  # a 1:1 satellite of another source table: its outcomes
+        e.child for e in catalog.graph.edges
+        if e.one_to_one and e.child in metric_tables and e.parent in tables - {e.child})
     plan = build_plan(catalog, parsed, candidates, requested if with_dimensions else [],
                       excluded, outcome_tables)
     pieces = {"metric": value_sql, **exclude}

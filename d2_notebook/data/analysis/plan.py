@@ -77,10 +77,11 @@ def build_plan(
             attributes) or SQL expressions over the source; None means every candidate.
         excluded: ``(table, lower-cased column)`` pairs never used (the metric's own
             columns, the exposure).
-        outcome_tables: Tables whose columns are left out of the default scan: the
-            tables the metric reads, when the source joins several tables (their other
-            columns are recorded with the outcome, e.g. a discharge date beside a death,
-            and "explain" it trivially). Requested dimensions may still name them.
+        outcome_tables: Tables whose columns are left out of the default scan: tables
+            the metric reads that hold one row per row of another source table (1:1, as
+            an outcomes table beside admissions); their other columns are recorded with
+            the outcome (a discharge date beside a death) and "explain" it trivially.
+            Requested dimensions may still name them.
     """
     builder = _Builder(catalog, source)
     reachable = builder.reach()

@@ -77,10 +77,10 @@ _CANDIDATES = (
     "tables and of every table reachable by key (N:1 joins add attributes; 1:N tables "
     "become membership flags 'has <table.column> = <value>'), numeric columns cut into "
     "five quantile bins, and date parts (year, quarter, month, month of year, day of "
-    "week, hour). When the source joins several tables, the other columns of the "
-    "tables the metric reads are left out (they are recorded with the outcome) unless "
-    "named in dimensions. The generated SQL runs read-only through the SQL guard, in "
-    "one pass, and is stored as evidence like any query."
+    "week, hour). The other columns of a table the metric reads that is joined 1:1 to "
+    "another source table (an outcomes table) are left out (they are recorded with the "
+    "outcome) unless named in dimensions. The generated SQL runs read-only through the "
+    "SQL guard, in one pass, and is stored as evidence like any query."
 )
 
 TOOL_SPECS: tuple[AnalysisToolSpec, ...] = (
