@@ -195,7 +195,7 @@ def optional_where(where: str | None) -> str | None:
     text = str(where).strip()
     if text.lower().startswith("where "):
         text = text[6:].strip()
-    check_sql(f"SELECT 1 WHERE ({text})")
+    check_sql(f"SELECT 1 WHERE {text}")  # a second statement after ';' is refused here
     node = select_node(f"SELECT 1 WHERE ({text})")
     if node.get("type") != "SELECT_NODE" or _has_more_than_from(node):
         raise ValueError(f"where must be one boolean expression, got {where!r}")

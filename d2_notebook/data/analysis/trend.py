@@ -49,7 +49,7 @@ _MAX_PERIODS = 60
 _MAX_BREAK_CANDIDATES = 200  # break times tried (evenly spaced buckets, 2 periods in)
 _SEASONS = {  # name -> (grouping of bucket times, cycle length in days, buckets needed)
     "month_of_year": (lambda t: t.month, 365.25, "D"),
-    "day_of_week": (lambda t: t.dayofweek, 7.0, "D"),
+    "day_of_week": (lambda t: t.day_of_week, 7.0, "D"),
     "hour": (lambda t: t.hour, 1.0, "h"),
 }
 _DAY_NAMES = ("Monday", "Tuesday", "Wednesday", "Thursday", "Friday", "Saturday", "Sunday")
