@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from enum import Enum
 from typing import TYPE_CHECKING
 
@@ -136,7 +136,18 @@ class Catalog:
 def read_catalog(sql: GuardedSQL) -> Catalog:
     """Tables (with columns and row counts) and the join graph, through ``sql``'s guard."""
     query = _query(sql)
-    tables = tuple(sql.describe(info.name, n_samples=0) for info in sql.list_tables())
+    columns: dict[tuple[str, str, str], list[ColumnInfo]] = {}
+    for row in query(
+        "SELECT database_name, schema_name, table_name, column_name, data_type, is_nullable "
+        "FROM duckdb_columns() WHERE NOT internal ORDER BY database_name, schema_name, "
+        "table_name, column_index"
+    ).itertuples(index=False):
+        columns.setdefault((row[0], row[1], row[2]), []).append(
+            ColumnInfo(str(row[3]), str(row[4]), bool(row[5])))
+    tables = tuple(
+        replace(info, columns=tuple(columns.get((info.database, info.schema, info.table), ())))
+        for info in sql.list_tables()
+    )
     return Catalog(tables, join_graph(query, list(tables)))
 
 
