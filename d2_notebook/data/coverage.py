@@ -239,7 +239,7 @@ class _Reader:
                 if not any(n.get("class") in ("FUNCTION", "WINDOW") and _is_aggregate(n)
                            for n in iter_nodes(expression)):
                     self.groups |= self._columns(expression, scopes)
-        for inner in iter_nodes(select_list):
+        for inner in iter_nodes([select_list, node.get("qualify"), node.get("having")]):
             if inner.get("class") == "WINDOW":
                 for partition in inner.get("partitions") or []:
                     self.groups |= self._columns(partition, scopes)
