@@ -6,16 +6,19 @@ unique key never duplicates rows), and from every reached table to its 1:N child
 whose values become membership flags ("has comorbidities.condition = asthma"). The
 query is::
 
-    WITH __rows AS (SELECT <value> AS __v, <dims> AS __dN, <keys> AS __kN, <extra>
-                    FROM <source> WHERE <where>),
-         __base AS MATERIALIZED (SELECT __rows.*-columns, <parent attributes>
-                                 FROM __rows LEFT JOIN <parent> AS __rN ON ...)
+    WITH __rows AS NOT MATERIALIZED (SELECT <value> AS __v, <dims> AS __dN, <keys> AS __kN,
+                                     <extra> FROM <source> WHERE <where>),
+         __keyed AS MATERIALIZED (SELECT <keys>, <by>, count(__v), sum(__v), sum(__v*__v)
+                                  FROM __rows GROUP BY <keys>, <by>),
+         __base AS (SELECT __keyed.*, <parent attributes> FROM __keyed LEFT JOIN <parent> ...)
     SELECT <dim> AS __dim, __dN::VARCHAR AS __value, <by>, count(__v), sum(__v), sum(__v*__v)
-    FROM __base GROUP BY __dN, <by>
+    FROM __rows GROUP BY __dN, <by>
     UNION ALL ...  -- one branch per dimension, one per 1:N attribute, one for the total
 
-so the source is read once whatever the number of dimensions. Every branch returns the
-moments (n, Σv, Σv²) the statistics need; a group's complement is the total minus it.
+The moments (n, Σv, Σv²) are additive, so parent attributes and memberships are read
+from ``__keyed`` (the rows summed per join key: as many rows as distinct keys, not as
+source rows) and the source is scanned by column, never copied. A group's complement is
+the total minus the group.
 """
 
 from __future__ import annotations
@@ -123,29 +126,40 @@ def scan_sql(plan: Plan, value_sql: str, source: Source, where: str | None,
     rows = [f"({value_sql})::DOUBLE AS __v", *(f"{e} AS {a}" for e, a in plan.row_columns),
             *(f"{e} AS {a}" for e, a in extra)]
     condition = f"\n  WHERE ({where})" if where else ""
-    keep = ["__rows.__v", *(f"__rows.{a}" for _, a in plan.row_columns),
-            *(f"__rows.{a}" for _, a in extra), *(f"{e} AS {a}" for e, a in plan.base_columns)]
-    joins = "".join(f"\n  {j}" for j in plan.joins)
     group_by = "".join(f", {b}" for b in by)
     moments = "count(__v) AS n, sum(__v) AS s1, sum(__v * __v) AS s2"
+    summed = "sum(__n) AS n, sum(__s1) AS s1, sum(__s2) AS s2"
+    ctes = [f"__rows AS NOT MATERIALIZED (\n  SELECT {', '.join(rows)}\n  FROM {source.sql}"
+            f"{condition}\n)"]
     branches = []
     if total:
         grouped = f" GROUP BY {', '.join(by)}" if by else ""
         branches.append(f"SELECT {TOTAL} AS __dim, NULL::VARCHAR AS __value{group_by}, {moments}"
-                        f" FROM __base{grouped}")
+                        f" FROM __rows{grouped}")
+    if any(kind != "column" for _, kind, _ in plan.branches):
+        keys = [a for _, a in plan.row_columns if a.startswith("__k")]
+        carried = [*keys, *by]
+        ctes.append(
+            f"__keyed AS MATERIALIZED (\n  SELECT {', '.join(carried)}, count(__v) AS __n, "
+            f"sum(__v) AS __s1, sum(__v * __v) AS __s2\n  FROM __rows GROUP BY "
+            f"{', '.join(carried)}\n)")
+        keep = [*(f"__keyed.{a}" for a in carried), "__keyed.__n", "__keyed.__s1",
+                "__keyed.__s2", *(f"{e} AS {a}" for e, a in plan.base_columns)]
+        joins = "".join(f"\n  {j}" for j in plan.joins)
+        ctes.append(f"__base AS NOT MATERIALIZED (\n  SELECT {', '.join(keep)}\n  FROM __keyed"
+                    f"{joins}\n)")
     for index, kind, piece in plan.branches:
         if kind == "column":
             branches.append(f"SELECT {index} AS __dim, {piece}::VARCHAR AS __value{group_by}, "
-                            f"{moments} FROM __base GROUP BY {piece}{group_by}")
+                            f"{moments} FROM __rows GROUP BY {piece}{group_by}")
+        elif kind == "parent":
+            branches.append(f"SELECT {index} AS __dim, {piece}::VARCHAR AS __value{group_by}, "
+                            f"{summed} FROM __base GROUP BY {piece}{group_by}")
         else:
             branches.append(f"SELECT {index} AS __dim, __m{index}.__a::VARCHAR AS __value"
-                            f"{group_by}, {moments} FROM __base JOIN {piece} GROUP BY "
+                            f"{group_by}, {summed} FROM __base JOIN {piece} GROUP BY "
                             f"__m{index}.__a{group_by}")
-    return (
-        f"WITH __rows AS (\n  SELECT {', '.join(rows)}\n  FROM {source.sql}{condition}\n),\n"
-        f"__base AS MATERIALIZED (\n  SELECT {', '.join(keep)}\n  FROM __rows{joins}\n)\n"
-        + "\nUNION ALL\n".join(branches)
-    )
+    return "WITH " + ",\n".join(ctes) + "\n" + "\nUNION ALL\n".join(branches)
 
 
 class _Builder:
@@ -205,7 +219,7 @@ class _Builder:
         elif how == "parent":
             self._join(planned.dimension.table)
             self._base.append((planned.dimension.expression(ref), alias))
-            self._branches.append((index, "column", alias))
+            self._branches.append((index, "parent", alias))
         else:
             edge, parent = self._members[planned.dimension.table]
             keys = [self._key(parent, c) for c in edge.parent_columns]
@@ -241,7 +255,7 @@ class _Builder:
     def _column(self, table: str, column: str) -> str:
         """How ``__base``'s FROM clause reads ``table.column`` (a carried key or a join)."""
         if self._how[table][0] == "source":
-            return f"__rows.{self._key(table, column)}"
+            return f"__keyed.{self._key(table, column)}"
         return f"{self._ref[table]}.{quote_ident(column)}"
 
     def _key(self, table: str, column: str) -> str:
