@@ -13,6 +13,7 @@ on a system sample of about that many rows (counts of distinct values near
 
 from __future__ import annotations
 
+import itertools
 import re
 from collections.abc import Callable
 from dataclasses import dataclass, replace
@@ -43,6 +44,7 @@ _NUMERIC = re.compile(r"(TINY|SMALL|BIG|HUGE|U)?INT(EGER)?|DOUBLE|FLOAT|REAL|DEC
                       r"|USMALLINT|UINTEGER|UBIGINT")
 _TEXTLIKE = re.compile(r"VARCHAR|BOOLEAN|ENUM.*|CHAR.*")
 _TIMESTAMP = re.compile(r"TIMESTAMP.*")
+_DAY_NAMES = ("Monday", "Tuesday", "Wednesday", "Thursday", "Friday", "Saturday", "Sunday")
 
 
 class DimensionKind(Enum):
@@ -64,15 +66,25 @@ class DatePart(Enum):
     HOUR = "hour"
 
     def sql(self, ref: str) -> str:
-        """The part of the column reference ``ref`` as a SQL expression."""
+        """The part of the column reference ``ref`` as a number (cheap to group by)."""
         return {
             DatePart.YEAR: f"year({ref})",
-            DatePart.QUARTER: f"strftime({ref}, '%Y') || '-Q' || quarter({ref})",
-            DatePart.MONTH: f"strftime({ref}, '%Y-%m')",
+            DatePart.QUARTER: f"year({ref}) * 10 + quarter({ref})",
+            DatePart.MONTH: f"year({ref}) * 100 + month({ref})",
             DatePart.MONTH_OF_YEAR: f"month({ref})",
-            DatePart.DAY_OF_WEEK: f"isodow({ref}) || '-' || dayname({ref})",
+            DatePart.DAY_OF_WEEK: f"isodow({ref})",
             DatePart.HOUR: f"hour({ref})",
         }[self]
+
+    def label(self, key: str) -> str:
+        """SQL turning a grouped :meth:`sql` value into its label (``2021-Q3``, ``1-Monday``)."""
+        days = ", ".join(f"'{d}'" for d in _DAY_NAMES)
+        return {
+            DatePart.QUARTER: f"({key} // 10)::VARCHAR || '-Q' || ({key} % 10)::VARCHAR",
+            DatePart.MONTH: f"({key} // 100)::VARCHAR || '-' || lpad(({key} % 100)::VARCHAR, 2,"
+                            " '0')",
+            DatePart.DAY_OF_WEEK: f"{key}::VARCHAR || '-' || [{days}][{key}]",
+        }.get(self, f"{key}::VARCHAR")
 
 
 @dataclass(frozen=True)
@@ -108,13 +120,29 @@ class Dimension:
         return self.column_name
 
     def expression(self, alias: str) -> str:
-        """The dimension as SQL over ``alias``, the table's alias in a query."""
+        """The dimension as SQL over ``alias``, the table's alias in a query.
+
+        Date parts and bins are numbers (cheap to group by); :meth:`label` turns a
+        grouped value into the text models read.
+        """
         ref = f"{alias}.{quote_ident(self.column)}"
         if self.part is not None:
             return self.part.sql(ref)
         if self.kind is DimensionKind.BINS:
-            return _bins_sql(ref, self.edges)
+            whens = " ".join(f"WHEN {ref} < {edge!r} THEN {i}" for i, edge in enumerate(self.edges))
+            return f"CASE WHEN {ref} IS NULL THEN NULL {whens} ELSE {len(self.edges)} END"
         return ref
+
+    def label(self, key: str) -> str:
+        """SQL turning a grouped :meth:`expression` value into its label text."""
+        if self.part is not None:
+            return self.part.label(key)
+        if self.kind is DimensionKind.BINS:
+            texts = [f"{e:g}" for e in self.edges]
+            labels = [f"< {texts[0]}", *(f"[{a}, {b})" for a, b in itertools.pairwise(texts)),
+                      f">= {texts[-1]}"]
+            return f"[{', '.join(repr(x) for x in labels)}][{key} + 1]"
+        return f"{key}::VARCHAR"
 
 
 @dataclass(frozen=True)
@@ -250,12 +278,3 @@ def _dimensions(
 def _looks_like_id(name: str) -> bool:
     lowered = name.lower()
     return lowered == "id" or lowered.endswith(("_id", "-id", " id"))
-
-
-def _bins_sql(ref: str, edges: tuple[float, ...]) -> str:
-    """``CASE`` labelling each value with its bin, e.g. ``'[65, 72)'``."""
-    texts = [f"{e:g}" for e in edges]
-    whens = [f"WHEN {ref} < {edges[0]!r} THEN '< {texts[0]}'"]
-    for high, low_text, high_text in zip(edges[1:], texts, texts[1:], strict=False):
-        whens.append(f"WHEN {ref} < {high!r} THEN '[{low_text}, {high_text})'")
-    return f"CASE WHEN {ref} IS NULL THEN NULL {' '.join(whens)} ELSE '>= {texts[-1]}' END"

@@ -50,6 +50,10 @@ class PlannedDimension:
     dimension: Dimension | None
     membership: bool = False
 
+    def label(self, key: str) -> str:
+        """SQL turning the grouped value ``key`` into the text models read."""
+        return self.dimension.label(key) if self.dimension else f"{key}::VARCHAR"
+
 
 @dataclass(frozen=True)
 class Plan:
@@ -149,16 +153,17 @@ def scan_sql(plan: Plan, value_sql: str, source: Source, where: str | None,
         ctes.append(f"__base AS NOT MATERIALIZED (\n  SELECT {', '.join(keep)}\n  FROM __keyed"
                     f"{joins}\n)")
     for index, kind, piece in plan.branches:
+        label = plan.dimensions[index].label
         if kind == "column":
-            branches.append(f"SELECT {index} AS __dim, {piece}::VARCHAR AS __value{group_by}, "
+            branches.append(f"SELECT {index} AS __dim, {label(piece)} AS __value{group_by}, "
                             f"{moments} FROM __rows GROUP BY {piece}{group_by}")
         elif kind == "parent":
-            branches.append(f"SELECT {index} AS __dim, {piece}::VARCHAR AS __value{group_by}, "
+            branches.append(f"SELECT {index} AS __dim, {label(piece)} AS __value{group_by}, "
                             f"{summed} FROM __base GROUP BY {piece}{group_by}")
         else:
-            branches.append(f"SELECT {index} AS __dim, __m{index}.__a::VARCHAR AS __value"
-                            f"{group_by}, {summed} FROM __base JOIN {piece} GROUP BY "
-                            f"__m{index}.__a{group_by}")
+            value = label(f"__m{index}.__a")
+            branches.append(f"SELECT {index} AS __dim, {value} AS __value{group_by}, {summed} "
+                            f"FROM __base JOIN {piece} GROUP BY __m{index}.__a{group_by}")
     return "WITH " + ",\n".join(ctes) + "\n" + "\nUNION ALL\n".join(branches)
 
 
