@@ -10,7 +10,7 @@ import pandas as pd
 
 from d2_notebook.data.analysis import inputs
 from d2_notebook.data.analysis.inputs import Source
-from d2_notebook.data.analysis.plan import TOTAL, Plan, build_plan, scan_sql
+from d2_notebook.data.analysis.plan import PACK, TOTAL, Plan, build_plan, pack_columns, scan_sql
 from d2_notebook.data.analysis.stats import Moments
 from d2_notebook.data.dimensions import Catalog, candidate_dimensions, read_catalog
 
@@ -121,15 +121,25 @@ def run_pass(
                          extra, by)
     start = time.perf_counter()
     frame = sql.run(statement, max_rows=_PASS_ROWS).frame
-    return Pass(statement, _moments(frame, len(by)), time.perf_counter() - start)
+    packs = pack_columns(prepared.plan)
+    return Pass(statement, _moments(frame, len(by), packs), time.perf_counter() - start)
 
 
-def _moments(frame: pd.DataFrame, n_by: int) -> dict[tuple, Moments]:
+def _moments(frame: pd.DataFrame, n_by: int, packs: list[list[int]]) -> dict[tuple, Moments]:
+    """Moments keyed by (dimension, value, *by); packs' joint cells summed to marginals."""
+    width = max([1, *(len(p) for p in packs)])
     found: dict[tuple, Moments] = {}
     for row in frame.itertuples(index=False, name=None):
-        dim, value, *rest = row
-        keys, (n, s1, s2) = rest[:n_by], rest[n_by:]
-        value = None if pd.isna(value) else str(value)
-        key = (int(dim), value, *(None if pd.isna(k) else k for k in keys))
-        found[key] = Moments(float(n or 0), float(s1 or 0.0), float(s2 or 0.0))
+        dim, values = int(row[0]), row[1: 1 + width]
+        keys = tuple(None if pd.isna(k) else k for k in row[1 + width: 1 + width + n_by])
+        n, s1, s2 = row[1 + width + n_by:]
+        moments = Moments(float(n or 0), float(s1 or 0.0), float(s2 or 0.0))
+        labels = [None if pd.isna(v) else str(v) for v in values]
+        if dim <= PACK:
+            targets = list(zip(packs[PACK - dim], labels, strict=False))
+        else:
+            targets = [(dim, labels[0])]
+        for index, label in targets:
+            key = (index, label, *keys)
+            found[key] = found[key] + moments if key in found else moments
     return found

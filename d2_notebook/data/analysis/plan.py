@@ -11,9 +11,11 @@ query is::
          __keyed AS MATERIALIZED (SELECT <keys>, <by>, count(__v), sum(__v), sum(__v*__v)
                                   FROM __rows GROUP BY <keys>, <by>),
          __base AS (SELECT __keyed.*, <parent attributes> FROM __keyed LEFT JOIN <parent> ...)
-    SELECT <dim> AS __dim, __dN::VARCHAR AS __value, <by>, count(__v), sum(__v), sum(__v*__v)
-    FROM __rows GROUP BY __dN, <by>
-    UNION ALL ...  -- one branch per dimension, one per 1:N attribute, one for the total
+    SELECT <pack> AS __dim, <label of __dA>, <label of __dB>, ..., <by>, count(__v), sum(__v),
+           sum(__v*__v) FROM __rows GROUP BY __dA, __dB, ..., <by>
+    UNION ALL ...  -- one branch per pack of source dimensions (joint cells, see
+                   -- pack_columns), one per parent attribute, one per 1:N attribute,
+                   -- one for the total
 
 The moments (n, Σv, Σv²) are additive, so parent attributes and memberships are read
 from ``__keyed`` (the rows summed per join key: as many rows as distinct keys, not as
@@ -30,9 +32,11 @@ from d2_notebook.data.dimensions import Catalog, Dimension
 from d2_notebook.data.keys import JoinEdge
 from d2_notebook.data.schema import quote_ident
 
-__all__ = ["Plan", "PlannedDimension", "build_plan", "scan_sql"]
+__all__ = ["PACK", "TOTAL", "Plan", "PlannedDimension", "build_plan", "pack_columns", "scan_sql"]
 
 TOTAL = -1
+PACK = -100  # __dim of the n-th pack of source dimensions is PACK - n
+PACK_CELLS = 2048
 
 
 @dataclass(frozen=True)
@@ -127,19 +131,32 @@ def scan_sql(plan: Plan, value_sql: str, source: Source, where: str | None,
         by: Aliases of ``extra`` columns every branch also groups by.
         total: Include the all-rows branch (grouped by ``by`` only).
     """
+    packs = pack_columns(plan)
+    width = max([1, *(len(p) for p in packs)])
     rows = [f"({value_sql})::DOUBLE AS __v", *(f"{e} AS {a}" for e, a in plan.row_columns),
             *(f"{e} AS {a}" for e, a in extra)]
     condition = f"\n  WHERE ({where})" if where else ""
     group_by = "".join(f", {b}" for b in by)
     moments = "count(__v) AS n, sum(__v) AS s1, sum(__v * __v) AS s2"
     summed = "sum(__n) AS n, sum(__s1) AS s1, sum(__s2) AS s2"
+
+    def values(*labels: str) -> str:
+        padded = [*labels, *["NULL::VARCHAR"] * (width - len(labels))]
+        return ", ".join(f"{v} AS __value{i}" for i, v in enumerate(padded))
+
     ctes = [f"__rows AS NOT MATERIALIZED (\n  SELECT {', '.join(rows)}\n  FROM {source.sql}"
             f"{condition}\n)"]
     branches = []
     if total:
         grouped = f" GROUP BY {', '.join(by)}" if by else ""
-        branches.append(f"SELECT {TOTAL} AS __dim, NULL::VARCHAR AS __value{group_by}, {moments}"
+        branches.append(f"SELECT {TOTAL} AS __dim, {values()}{group_by}, {moments}"
                         f" FROM __rows{grouped}")
+    pieces = {index: piece for index, _, piece in plan.branches}
+    for number, pack in enumerate(packs):
+        labels = [plan.dimensions[i].label(pieces[i]) for i in pack]
+        keys = ", ".join(pieces[i] for i in pack)
+        branches.append(f"SELECT {PACK - number} AS __dim, {values(*labels)}{group_by}, "
+                        f"{moments} FROM __rows GROUP BY {keys}{group_by}")
     if any(kind != "column" for _, kind, _ in plan.branches):
         keys = [a for _, a in plan.row_columns if a.startswith("__k")]
         carried = [*keys, *by]
@@ -154,17 +171,40 @@ def scan_sql(plan: Plan, value_sql: str, source: Source, where: str | None,
                     f"{joins}\n)")
     for index, kind, piece in plan.branches:
         label = plan.dimensions[index].label
-        if kind == "column":
-            branches.append(f"SELECT {index} AS __dim, {label(piece)} AS __value{group_by}, "
-                            f"{moments} FROM __rows GROUP BY {piece}{group_by}")
-        elif kind == "parent":
-            branches.append(f"SELECT {index} AS __dim, {label(piece)} AS __value{group_by}, "
+        if kind == "parent":
+            branches.append(f"SELECT {index} AS __dim, {values(label(piece))}{group_by}, "
                             f"{summed} FROM __base GROUP BY {piece}{group_by}")
-        else:
+        elif kind == "member":
             value = label(f"__m{index}.__a")
-            branches.append(f"SELECT {index} AS __dim, {value} AS __value{group_by}, {summed} "
+            branches.append(f"SELECT {index} AS __dim, {values(value)}{group_by}, {summed} "
                             f"FROM __base JOIN {piece} GROUP BY __m{index}.__a{group_by}")
     return "WITH " + ",\n".join(ctes) + "\n" + "\nUNION ALL\n".join(branches)
+
+
+def pack_columns(plan: Plan) -> list[list[int]]:
+    """Source-level dimensions grouped together in one GROUP BY each (joint cells).
+
+    Grouping by several low-cardinality columns at once reads the rows once for all of
+    them; the marginals are sums of the joint cells (moments add up). A pack holds
+    dimensions whose level counts (plus one for NULL) multiply to at most
+    :data:`PACK_CELLS`; a requested expression, of unknown cardinality, stays alone.
+    """
+    packs: list[list[int]] = []
+    cells: list[int] = []
+    for index, kind, _ in plan.branches:
+        if kind != "column":
+            continue
+        dimension = plan.dimensions[index].dimension
+        levels = dimension.levels + 1 if dimension is not None else PACK_CELLS
+        for number, size in enumerate(cells):
+            if size * levels <= PACK_CELLS:
+                packs[number].append(index)
+                cells[number] *= levels
+                break
+        else:
+            packs.append([index])
+            cells.append(levels)
+    return packs
 
 
 class _Builder:
