@@ -34,6 +34,7 @@ def test_finds_the_planted_segment_carried_by_a_1_to_n_table(sql: GuardedSQL) ->
     assert veteran["metric"] == pytest.approx(2 * veteran["rest_metric"], rel=0.2)
     assert veteran["ci_low"] < veteran["difference"] < veteran["ci_high"]
     assert veteran["ci_low"] > 0.1
+    assert 0 < veteran["metric_low"] < veteran["metric"] < veteran["metric_high"] < 1  # Wilson
     # the other tags carry nothing
     for tag in ("student", "senior", "family"):
         assert not _row(result, "has tags.tag", tag)["flagged"]

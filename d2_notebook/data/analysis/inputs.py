@@ -22,7 +22,8 @@ from d2_notebook.errors import QueryFailedError
 if TYPE_CHECKING:
     from d2_notebook.data.guarded_sql import GuardedSQL
 
-__all__ = ["Source", "literal", "metric_value", "parse_source", "require_binds"]
+__all__ = ["Source", "literal", "metric_columns", "metric_value", "optional_where",
+           "parse_source", "require_binds"]
 
 _MEANS = frozenset({"avg", "mean"})
 _METRIC_FIX = (

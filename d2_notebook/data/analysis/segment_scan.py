@@ -2,7 +2,8 @@
 
 Each segment (a value of a dimension, or membership "has <value>" of a 1:N attribute) is
 compared with the rest of the population: difference of means, its 95% interval and a
-two-sided z test. The p-values of all segments are corrected together
+two-sided z test; the segment's own metric gets a 95% interval too (Wilson's for a 0/1
+metric, normal otherwise). The p-values of all segments are corrected together
 (Benjamini–Hochberg); a segment is flagged when its q-value is below ``alpha`` and both
 it and the rest have at least ``min_support`` rows. Rows are ranked by a sample-size
 aware score: the end of the interval nearest zero (``|difference| - 1.96·SE``, floored at
@@ -17,7 +18,13 @@ import pandas as pd
 
 from d2_notebook.data.analysis.common import DEFAULT_ALPHA, check_settings, prepare, run_pass
 from d2_notebook.data.analysis.result import AnalysisResult, AnalysisTool, Flag, FlagKind, capped
-from d2_notebook.data.analysis.stats import Z95, Moments, benjamini_hochberg, compare
+from d2_notebook.data.analysis.stats import (
+    Z95,
+    Moments,
+    benjamini_hochberg,
+    compare,
+    wilson_interval,
+)
 from d2_notebook.data.analysis.text import describe_value, figure, segment_label
 
 if TYPE_CHECKING:
@@ -25,7 +32,8 @@ if TYPE_CHECKING:
 
 __all__ = ["segment_scan"]
 
-COLUMNS = ["dimension", "value", "n", "metric", "rest_n", "rest_metric", "difference",
+COLUMNS = ["dimension", "value", "n", "metric", "metric_low", "metric_high", "rest_n",
+           "rest_metric", "difference",
            "ci_low", "ci_high", "p_value", "q_value", "score", "flagged"]
 
 
@@ -70,6 +78,7 @@ def segment_scan(
     scan = run_pass(sql, prepared)
     total = scan.total()
     pooled = total.var if total.var > 0 else None
+    binary = total.n > 0 and abs(total.s2 - total.s1) <= 1e-9 * max(1.0, total.s1)
     rows: list[dict] = []
     for (index, value), group in scan.moments.items():
         if index < 0:
@@ -79,9 +88,12 @@ def segment_scan(
         if group.n == 0 or rest.n == 0:
             continue
         test = compare(group, rest, pooled_var=pooled)
+        low, high = (wilson_interval(group.s1, group.n) if binary
+                     else (group.mean - Z95 * group.se, group.mean + Z95 * group.se))
         rows.append({
             "dimension": planned.name, "value": describe_value(value), "n": int(group.n),
-            "metric": group.mean, "rest_n": int(rest.n), "rest_metric": rest.mean,
+            "metric": group.mean, "metric_low": low, "metric_high": high,
+            "rest_n": int(rest.n), "rest_metric": rest.mean,
             "difference": test.difference, "ci_low": test.low, "ci_high": test.high,
             "p_value": test.p_value,
             "score": max(0.0, abs(test.difference) - Z95 * test.se),

@@ -22,6 +22,7 @@ __all__ = [
     "chi_square_independence",
     "cochran_q",
     "compare",
+    "means_differ",
     "wilson_interval",
 ]
 
