@@ -1,8 +1,8 @@
 """Speed of the analysis tools: ``python -m benchmark.perf_analysis [--rows N] [--repeat K]``.
 
 A fact table of ``--rows`` rows (default 10 million) with 12 categorical columns and a
-date over three years, a customers table (100,000 rows, 3 attributes, declared primary
-key and foreign key) and a 1:N ``tags`` table: 20 candidate dimensions reachable from the
+date over three years, a customers table (100,000 rows at 10 M, 3 attributes, declared
+primary key and foreign key) and a 1:N ``tags`` table: 20 candidate dimensions reachable from the
 facts (12 columns + 4 date parts + 3 customer attributes + 1 membership). Each tool runs
 ``--repeat`` times on a warm database; the figure is the median wall time of the whole
 call (catalog, profiling, the one-pass query, statistics), with the one pass alone beside
@@ -30,23 +30,27 @@ METRIC = "avg(CASE WHEN f.converted THEN 1 ELSE 0 END)"
 
 
 def build(rows: int) -> duckdb.DuckDBPyConnection:
-    """The benchmark database (deterministic: values are hashes of the row number)."""
+    """The benchmark database (deterministic: values are hashes of the row number).
+
+    Customers: one per 100 fact rows, at most 100,000; tags: 1.5 per customer.
+    """
+    customers = min(100_000, max(100, rows // 100))
     con = duckdb.connect()
     con.execute("CREATE TABLE customers (customer_id INTEGER PRIMARY KEY, region VARCHAR, "
                 "tier VARCHAR, segment INTEGER)")
     con.execute("INSERT INTO customers SELECT i, 'r' || (hash(i) % 6), 't' || (hash(i * 7) % 3),"
-                " (hash(i * 13) % 5)::INTEGER FROM range(1, 100001) t(i)")
+                f" (hash(i * 13) % 5)::INTEGER FROM range(1, {customers + 1}) t(i)")
     con.execute("CREATE TABLE tags (customer_id INTEGER REFERENCES customers (customer_id), "
                 "tag VARCHAR)")
-    con.execute("INSERT INTO tags SELECT 1 + hash(i) % 100000, 'g' || (i % 8) "
-                "FROM range(150000) t(i)")
+    con.execute(f"INSERT INTO tags SELECT 1 + hash(i) % {customers}, 'g' || (i % 8) "
+                f"FROM range({customers * 3 // 2}) t(i)")
     columns = ", ".join(f"d{k} {'VARCHAR' if k % 2 else 'SMALLINT'}" for k in range(12))
     con.execute(f"CREATE TABLE facts (customer_id INTEGER REFERENCES customers (customer_id), "
                 f"{columns}, day DATE, converted BOOLEAN)")
     values = ", ".join(
         (f"'v' || (hash(i * {k + 3}) % {3 + k})" if k % 2 else f"(hash(i * {k + 3}) % {3 + k})")
         for k in range(12))
-    con.execute(f"INSERT INTO facts SELECT 1 + hash(i * 31) % 100000, {values}, "
+    con.execute(f"INSERT INTO facts SELECT 1 + hash(i * 31) % {customers}, {values}, "
                 "DATE '2021-01-01' + (hash(i * 17) % 1095)::INTEGER, hash(i * 41) % 10 < 3 "
                 f"FROM range({rows}) t(i)")
     return con
