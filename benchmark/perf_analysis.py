@@ -2,7 +2,7 @@
 
 A fact table of ``--rows`` rows (default 10 million) with 12 categorical columns and a
 date over three years, a customers table (100,000 rows at 10 M, 3 attributes, declared
-primary key and foreign key) and a 1:N ``tags`` table: 20 candidate dimensions reachable from the
+primary key and foreign key) and a 1:N ``tags`` table: 20 candidate dimensions scanned from the
 facts (12 columns + 4 date parts + 3 customer attributes + 1 membership). Each tool runs
 ``--repeat`` times on a warm database; the figure is the median wall time of the whole
 call (catalog, profiling, the one-pass query, statistics), with the one pass alone beside
