@@ -38,7 +38,7 @@ from contextlib import contextmanager
 import duckdb
 import pandas as pd
 
-from d2_notebook.data import schema
+from d2_notebook.data import keys, schema
 from d2_notebook.data.execution import Watchdog, count_rows, fetch_capped, with_hint
 from d2_notebook.data.results import QueryResult
 from d2_notebook.data.schema import TableInfo
@@ -187,10 +187,11 @@ class GuardedSQL:
         """Compact text description of every table and view for an LLM prompt.
 
         Deterministic for unchanged data (ordered by name, samples from the first rows),
-        so it can be prompt-cached.
+        so it can be prompt-cached. Ends with the join graph: declared foreign keys, else
+        keys inferred from shared column names and contained values (``data/keys.py``).
         """
         tables = [schema.describe(self._query, i, n_samples) for i in schema.catalog(self._query)]
-        return schema.summarize(tables)
+        return schema.summarize(tables, keys.join_graph(self._query, tables).describe())
 
     # --- internals ----------------------------------------------------------------------
 

@@ -135,8 +135,14 @@ def describe(query: Query, info: TableInfo, n_samples: int = 3) -> TableInfo:
     return replace(info, row_count=count_rows(query, info), columns=tuple(columns))
 
 
-def summarize(tables: list[TableInfo]) -> str:
-    """Render described tables as compact, stable text for an LLM prompt."""
+def summarize(tables: list[TableInfo], joins: str = "") -> str:
+    """Render described tables as compact, stable text for an LLM prompt.
+
+    Args:
+        tables: Described tables (columns and row counts).
+        joins: The join graph as text (:meth:`~d2_notebook.data.keys.JoinGraph.describe`),
+            appended after the tables when not empty.
+    """
     lines = [f"DuckDB database: {len(tables)} tables/views. Columns: name TYPE e.g. samples."]
     for info in tables:
         rows = "? rows" if info.row_count is None else f"{info.row_count} rows"
@@ -144,6 +150,8 @@ def summarize(tables: list[TableInfo]) -> str:
         for col in info.columns:
             example = f" e.g. {' | '.join(col.samples)}" if col.samples else ""
             lines.append(f"  {quote_ident(col.name)} {col.type}{example}")
+    if joins:
+        lines.append(joins)
     return "\n".join(lines)
 
 

@@ -1,0 +1,145 @@
+"""What the three tools share: reading inputs into a plan, running the pass, reading moments."""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+import pandas as pd
+
+from d2_notebook.data.analysis import inputs
+from d2_notebook.data.analysis.inputs import Source
+from d2_notebook.data.analysis.plan import PACK, TOTAL, Plan, build_plan, pack_columns, scan_sql
+from d2_notebook.data.analysis.stats import Moments
+from d2_notebook.data.dimensions import Catalog, candidate_dimensions, read_catalog
+
+if TYPE_CHECKING:
+    from d2_notebook.data.guarded_sql import GuardedSQL
+
+__all__ = ["DEFAULT_ALPHA", "Pass", "Prepared", "check_settings", "prepare", "run_pass"]
+
+_PASS_ROWS = 1_000_000
+#: Default level of every tool's flags. One call runs tens to hundreds of tests and each
+#: flag draws a model's attention, so pure noise should almost never raise one: at 0.001
+#: about one call in a thousand on noise flags anything (q-values are in the rows, so
+#: near misses stay visible).
+DEFAULT_ALPHA = 0.001
+
+
+@dataclass(frozen=True)
+class Prepared:
+    """Checked inputs and the dimension plan of one tool call."""
+
+    catalog: Catalog
+    source: Source
+    value_sql: str
+    where: str | None
+    plan: Plan
+
+
+@dataclass(frozen=True)
+class Pass:
+    """The moments returned by one pass, keyed by (dimension index, value, *by values)."""
+
+    sql: str
+    moments: dict[tuple, Moments]
+    duration_s: float
+
+    def total(self, *by: object) -> Moments:
+        """The all-rows moments (for the given ``by`` values)."""
+        return self.moments.get((TOTAL, None, *by), Moments(0, 0, 0))
+
+
+def check_settings(min_support: int, alpha: float) -> None:
+    """Refuse settings the statistics cannot honour (a clear message naming the fix)."""
+    if not isinstance(min_support, int) or min_support < 2:
+        raise ValueError(f"min_support must be an integer >= 2, got {min_support!r}")
+    if not 0 < alpha < 1:
+        raise ValueError(f"alpha must be between 0 and 1 (e.g. 0.01), got {alpha!r}")
+
+
+def prepare(
+    sql: GuardedSQL,
+    *,
+    source: str,
+    metric: str,
+    where: str | None,
+    dimensions: list[str] | None,
+    exclude: dict[str, str] | None = None,
+    max_levels: int = 30,
+    with_dimensions: bool = True,
+) -> Prepared:
+    """Check the inputs, find the candidate dimensions and plan the pass.
+
+    Args:
+        exclude: Further inputs, ``{input name: SQL expression over the source}``
+            (the exposure, the time column), bound like the metric; their columns are
+            not used as dimensions.
+        with_dimensions: False for tools that split by no dimension (``trend``).
+
+    Raises:
+        ValueError, UnsafeSQLError, QueryFailedError: Bad input (the message names it).
+    """
+    if dimensions is not None and (isinstance(dimensions, str) or not isinstance(
+            dimensions, list | tuple)):
+        raise ValueError("dimensions must be a list of column expressions or dimension names")
+    catalog = read_catalog(sql)
+    parsed = inputs.parse_source(source, catalog)
+    value_sql = inputs.metric_value(metric)
+    condition = inputs.optional_where(where)
+    excluded = inputs.metric_columns(value_sql, parsed)
+    metric_tables = frozenset(t for t, _ in excluded)
+    exclude = exclude or {}
+    for expression in exclude.values():
+        excluded |= inputs.metric_columns(expression, parsed)
+    candidates = candidate_dimensions(sql, max_levels=max_levels, catalog=catalog) \
+        if with_dimensions else []
+    requested = list(dimensions) if dimensions is not None else None
+    tables = {table for _, table in parsed.aliases}
+    outcome_tables = frozenset(  # a 1:1 satellite of another source table: its outcomes
+        e.child for e in catalog.graph.edges
+        if e.one_to_one and e.child in metric_tables and e.parent in tables - {e.child})
+    plan = build_plan(catalog, parsed, candidates, requested if with_dimensions else [],
+                      excluded, outcome_tables)
+    pieces = {"metric": value_sql, **exclude}
+    pieces.update({f"dimension {e!r}": e for e, a in plan.row_columns
+                   if a.startswith("__d") and plan.dimensions[int(a[3:])].dimension is None})
+    inputs.require_binds(sql, parsed, condition, pieces)
+    return Prepared(catalog, parsed, value_sql, condition, plan)
+
+
+def run_pass(
+    sql: GuardedSQL,
+    prepared: Prepared,
+    *,
+    extra: tuple[tuple[str, str], ...] = (),
+    by: tuple[str, ...] = (),
+) -> Pass:
+    """Run the one-pass statement through the guard and key its rows."""
+    statement = scan_sql(prepared.plan, prepared.value_sql, prepared.source, prepared.where,
+                         extra, by)
+    start = time.perf_counter()
+    frame = sql.run(statement, max_rows=_PASS_ROWS).frame
+    packs = pack_columns(prepared.plan)
+    return Pass(statement, _moments(frame, len(by), packs), time.perf_counter() - start)
+
+
+def _moments(frame: pd.DataFrame, n_by: int, packs: list[list[int]]) -> dict[tuple, Moments]:
+    """Moments keyed by (dimension, value, *by); packs' joint cells summed to marginals."""
+    width = max([1, *(len(p) for p in packs)])
+    found: dict[tuple, Moments] = {}
+    for row in frame.itertuples(index=False, name=None):
+        dim, values = int(row[0]), row[1: 1 + width]
+        keys = tuple(None if pd.isna(k) else k for k in row[1 + width: 1 + width + n_by])
+        n, s1, s2 = row[1 + width + n_by:]
+        moments = Moments(float(n or 0), float(s1 or 0.0), float(s2 or 0.0))
+        labels = [None if pd.isna(v) else str(v) for v in values]
+        if dim <= PACK:
+            targets = list(zip(packs[PACK - dim], labels, strict=False))
+        else:
+            targets = [(dim, labels[0])]
+        for index, label in targets:
+            key = (index, label, *keys)
+            found[key] = found[key] + moments if key in found else moments
+    return found

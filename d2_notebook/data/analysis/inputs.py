@@ -1,0 +1,225 @@
+"""Reading and checking the inputs of the analysis tools (source, metric, where, ...).
+
+Each piece a model hands over is parsed with DuckDB's parser and must be exactly what it
+claims to be: ``source`` a FROM clause, ``metric`` one mean ``avg(<per-row expression>)``,
+``where`` one boolean expression. The composed statement then passes the SQL guard
+(a write smuggled into any piece is refused with :class:`~d2_notebook.errors.UnsafeSQLError`)
+and is bound by DuckDB once with ``LIMIT 0``, so that an unknown column is reported with
+the input it came from.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+from d2_notebook.data.dimensions import Catalog
+from d2_notebook.data.parse_tree import iter_nodes, select_node
+from d2_notebook.data.sql_guard import check_sql
+from d2_notebook.errors import QueryFailedError
+
+if TYPE_CHECKING:
+    from d2_notebook.data.guarded_sql import GuardedSQL
+
+__all__ = ["Source", "literal", "metric_columns", "metric_value", "optional_where",
+           "parse_source", "require_binds"]
+
+_MEANS = frozenset({"avg", "mean"})
+_METRIC_FIX = (
+    "write the metric as one mean over rows, avg(<per-row expression>): a rate as "
+    "avg(CASE WHEN <condition> THEN 1 ELSE 0 END), a mean as avg(<numeric column>)"
+)
+
+
+@dataclass(frozen=True)
+class Source:
+    """The FROM clause of an analysis and the catalog tables it names.
+
+    Attributes:
+        sql: The FROM clause as given (without the ``FROM`` keyword).
+        aliases: ``(alias, table name)`` for each catalog table in it, in order; a table
+            without an alias is its own alias.
+    """
+
+    sql: str
+    aliases: tuple[tuple[str, str], ...]
+
+    def alias_of(self, table: str) -> str | None:
+        """The first alias of catalog table ``table`` in the source, if it is there."""
+        return next((alias for alias, name in self.aliases if name == table), None)
+
+    def table_of(self, alias: str) -> str | None:
+        """The catalog table behind ``alias`` (case-insensitive), if any."""
+        wanted = alias.lower()
+        return next((name for a, name in self.aliases if a.lower() == wanted), None)
+
+
+def parse_source(source: str, catalog: Catalog) -> Source:
+    """Parse a table name or FROM clause (joins and aliases allowed).
+
+    Raises:
+        ValueError: Empty, not a FROM clause, or it names no table of the database.
+        UnsafeSQLError / QueryFailedError: It does not pass the guard or does not parse.
+    """
+    text = _required(source, "source", "a table name or a FROM clause, e.g. 'orders o JOIN "
+                     "customers c USING (customer_id)'")
+    if text.lower().startswith("from "):
+        text = text[5:].strip()
+    check_sql(f"SELECT 1 FROM {text}")
+    node = select_node(f"SELECT 1 FROM {text}")
+    if node.get("type") != "SELECT_NODE" or _has_more_than_from(node):
+        raise ValueError(
+            f"source must be only a FROM clause (tables, joins, aliases), got {source!r}; put "
+            "filters in 'where' and leave out SELECT, GROUP BY, ORDER BY and LIMIT"
+        )
+    aliases: list[tuple[str, str]] = []
+    for ref in _base_tables(node["from_table"]):
+        info = catalog.table(ref["table_name"])
+        if info is not None:
+            aliases.append((ref.get("alias") or ref["table_name"], info.name))
+    if not aliases:
+        names = ", ".join(t.name for t in catalog.tables) or "(none)"
+        raise ValueError(f"source {source!r} names no table of the database; tables: {names}")
+    return Source(text, tuple(aliases))
+
+
+def metric_value(metric: str) -> str:
+    """The per-row expression inside ``avg(...)``: the value the tools sum and square.
+
+    Raises:
+        ValueError: Not exactly one ``avg``/``mean`` of a per-row expression (the message
+            says how to write a rate or a mean).
+    """
+    text = _required(metric, "metric", _METRIC_FIX)
+    prefix = "SELECT "
+    check_sql(prefix + text)
+    node = select_node(prefix + text)
+    select_list = node.get("select_list") or []
+    top = select_list[0] if len(select_list) == 1 else {}
+    if (
+        node.get("type") != "SELECT_NODE" or _has_more_than_from(node) or node.get("from_table",
+        {}).get("type") not in (None, "EMPTY", "EMPTY_FROM") or top.get("class") != "FUNCTION"
+        or str(top.get("function_name", "")).lower() not in _MEANS
+        or len(top.get("arguments") or []) != 1 or top.get("distinct") or top.get("filter")
+    ):
+        raise ValueError(f"metric {metric!r} is not one mean over rows; {_METRIC_FIX}")
+    argument = top["arguments"][0]
+    argument = argument.get("expression", argument)
+    for inner in iter_nodes(argument):
+        if inner.get("class") in ("WINDOW", "SUBQUERY") or (
+            inner.get("class") == "FUNCTION"
+            and str(inner.get("function_name", "")).lower() in _MEANS | {"sum", "count", "min",
+                                                                        "max", "count_star"}
+        ):
+            raise ValueError(
+                f"metric {metric!r} nests an aggregate, window or subquery inside the mean; "
+                f"{_METRIC_FIX}"
+            )
+    # Operators and casts report the operator's position, so cut the call's own span.
+    start = int(top["query_location"]) - len(prefix)
+    span = text[start: start + int(top["query_location_length"])]
+    if "(" not in span or ")" not in span:
+        raise ValueError(f"metric {metric!r} could not be read; {_METRIC_FIX}")
+    return span[span.index("(") + 1: span.rindex(")")].strip()
+
+
+def metric_columns(value_sql: str, source: Source) -> set[tuple[str, str]]:
+    """``(table, lower-cased column)`` pairs the per-row metric value reads."""
+    node = select_node(f"SELECT {value_sql}")
+    found: set[tuple[str, str]] = set()
+    for inner in iter_nodes(node):
+        if inner.get("class") != "COLUMN_REF":
+            continue
+        names = [str(n) for n in inner.get("column_names") or []]
+        if len(names) >= 2:
+            table = source.table_of(names[-2])
+            if table:
+                found.add((table, names[-1].lower()))
+        elif names:
+            found.update((table, names[0].lower()) for _, table in source.aliases)
+    return found
+
+
+def require_binds(sql: GuardedSQL, source: Source, where: str | None,
+                  pieces: dict[str, str]) -> None:
+    """Bind every piece once (``LIMIT 0``); on failure name the input that does not bind.
+
+    Args:
+        pieces: Input name (``"metric"``, ``"dimension 'x'"``, ...) -> SQL expression.
+
+    Raises:
+        QueryFailedError: DuckDB's message, which input it came from and how to fix it.
+    """
+    condition = f" WHERE ({where})" if where else ""
+    select = ", ".join(f"({expr})" for expr in pieces.values()) or "1"
+    try:
+        sql.run(f"SELECT {select} FROM {source.sql}{condition} LIMIT 0", max_rows=0)
+        return
+    except QueryFailedError as exc:
+        failure = exc
+    aliases = ", ".join(f"{a} = {t}" for a, t in source.aliases)
+    for name, expr in [("where", "1"), *pieces.items()]:
+        test_condition = condition if name == "where" else ""
+        try:
+            sql.run(f"SELECT ({expr}) FROM {source.sql}{test_condition} LIMIT 0", max_rows=0)
+        except QueryFailedError as exc:
+            raise QueryFailedError(
+                f"the {name} does not bind to the source: {str(exc).splitlines()[0]}\n"
+                f"Hint: use columns of the source's tables (aliases: {aliases}); "
+                "DESCRIBE <table> lists them."
+            ) from exc
+    raise failure
+
+
+def literal(value: object) -> str:
+    """A SQL literal for a JSON value (string, number, boolean).
+
+    Raises:
+        ValueError: Another type, or a number that is not finite.
+    """
+    if isinstance(value, bool):
+        return "TRUE" if value else "FALSE"
+    if isinstance(value, int):
+        return str(value)
+    if isinstance(value, float) and math.isfinite(value):
+        return repr(value)
+    if isinstance(value, str):
+        return "'" + value.replace("'", "''") + "'"
+    raise ValueError(f"value {value!r} must be a string, a number or a boolean")
+
+
+def optional_where(where: str | None) -> str | None:
+    """``where`` stripped, checked to be one boolean expression, or None when empty."""
+    if where is None or not str(where).strip():
+        return None
+    text = str(where).strip()
+    if text.lower().startswith("where "):
+        text = text[6:].strip()
+    check_sql(f"SELECT 1 WHERE {text}")  # a second statement after ';' is refused here
+    node = select_node(f"SELECT 1 WHERE ({text})")
+    if node.get("type") != "SELECT_NODE" or _has_more_than_from(node):
+        raise ValueError(f"where must be one boolean expression, got {where!r}")
+    return text
+
+
+def _required(value: object, name: str, fix: str) -> str:
+    if not isinstance(value, str) or not value.strip():
+        raise ValueError(f"{name} is required: {fix}")
+    return value.strip()
+
+
+def _has_more_than_from(node: dict) -> bool:
+    """Anything beyond SELECT list, FROM and WHERE: GROUP BY, HAVING, ORDER, LIMIT, CTEs."""
+    return bool(
+        node.get("group_expressions") or node.get("having") or node.get("modifiers")
+        or node.get("qualify") or node.get("sample") or (node.get("cte_map") or {}).get("map")
+    )
+
+
+def _base_tables(ref: dict) -> list[dict]:
+    if ref.get("type") == "BASE_TABLE":
+        return [ref]
+    if ref.get("type") == "JOIN":
+        return _base_tables(ref["left"]) + _base_tables(ref["right"])
+    return []

@@ -1,0 +1,319 @@
+"""The one SQL pass behind every analysis tool: which dimensions, reached how, in one query.
+
+From the source's tables the plan follows the join graph: along N:1 (and 1:1) edges to
+parent tables, whose columns become attributes of each source row (``LEFT JOIN`` on a
+unique key never duplicates rows), and from every reached table to its 1:N child tables,
+whose values become membership flags ("has comorbidities.condition = asthma"). The
+query is::
+
+    WITH __rows AS NOT MATERIALIZED (SELECT <value> AS __v, <dims> AS __dN, <keys> AS __kN,
+                                     <extra> FROM <source> WHERE <where>),
+         __keyed AS MATERIALIZED (SELECT <keys>, <by>, count(__v), sum(__v), sum(__v*__v)
+                                  FROM __rows GROUP BY <keys>, <by>),
+         __base AS (SELECT __keyed.*, <parent attributes> FROM __keyed LEFT JOIN <parent> ...)
+    SELECT <pack> AS __dim, <label of __dA>, <label of __dB>, ..., <by>, count(__v), sum(__v),
+           sum(__v*__v) FROM __rows GROUP BY __dA, __dB, ..., <by>
+    UNION ALL ...  -- one branch per pack of source dimensions (joint cells, see
+                   -- pack_columns), one per parent attribute, one per 1:N attribute,
+                   -- one for the total
+
+The moments (n, Σv, Σv²) are additive, so parent attributes and memberships are read
+from ``__keyed`` (the rows summed per join key: as many rows as distinct keys, not as
+source rows) and the source is scanned by column, never copied. A group's complement is
+the total minus the group.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from d2_notebook.data.analysis.inputs import Source
+from d2_notebook.data.dimensions import Catalog, Dimension
+from d2_notebook.data.keys import JoinEdge
+from d2_notebook.data.schema import quote_ident
+
+__all__ = ["PACK", "TOTAL", "Plan", "PlannedDimension", "build_plan", "pack_columns", "scan_sql"]
+
+TOTAL = -1
+PACK = -100  # __dim of the n-th pack of source dimensions is PACK - n
+PACK_CELLS = 2048
+
+
+@dataclass(frozen=True)
+class PlannedDimension:
+    """A dimension as one analysis reaches it.
+
+    Attributes:
+        name: The name shown to models (``patients.sex``; ``has comorbidities.condition``
+            for a 1:N attribute; the expression itself for a requested expression).
+        dimension: The catalog dimension, or None for a requested SQL expression.
+        membership: True for a 1:N attribute: each value is a flag "has <value>".
+    """
+
+    name: str
+    dimension: Dimension | None
+    membership: bool = False
+
+    def label(self, key: str) -> str:
+        """SQL turning the grouped value ``key`` into the text models read."""
+        return self.dimension.label(key) if self.dimension else f"{key}::VARCHAR"
+
+
+@dataclass(frozen=True)
+class Plan:
+    """Dimensions and the SQL pieces that compute them (see the module docstring)."""
+
+    dimensions: tuple[PlannedDimension, ...]
+    row_columns: tuple[tuple[str, str], ...]  # (expression over the source, __alias)
+    base_columns: tuple[tuple[str, str], ...]  # (expression over __rows / __rN, __alias)
+    joins: tuple[str, ...]
+    branches: tuple[tuple[int, str, str], ...]  # (dimension index, kind, SQL piece)
+
+
+def build_plan(
+    catalog: Catalog,
+    source: Source,
+    candidates: list[Dimension],
+    requested: list[str] | None,
+    excluded: set[tuple[str, str]],
+    outcome_tables: frozenset[str] = frozenset(),
+) -> Plan:
+    """Plan the candidate dimensions reachable from ``source`` (or the requested ones).
+
+    Args:
+        catalog: Tables and join graph.
+        source: The parsed FROM clause.
+        candidates: The database's candidate dimensions.
+        requested: Dimension names (as listed by the candidates, ``has ...`` for 1:N
+            attributes) or SQL expressions over the source; None means every candidate.
+        excluded: ``(table, lower-cased column)`` pairs never used (the metric's own
+            columns, the exposure).
+        outcome_tables: Tables whose columns are left out of the default scan: tables
+            the metric reads that hold one row per row of another source table (1:1, as
+            an outcomes table beside admissions); their other columns are recorded with
+            the outcome (a discharge date beside a death) and "explain" it trivially.
+            Requested dimensions may still name them.
+    """
+    builder = _Builder(catalog, source)
+    reachable = builder.reach()
+    by_table: dict[str, list[Dimension]] = {}
+    for dimension in candidates:
+        if (dimension.table, dimension.column.lower()) not in excluded:
+            by_table.setdefault(dimension.table, []).append(dimension)
+    offered: list[tuple[PlannedDimension, str, str]] = []  # (planned, table, alias or key)
+    for table, (how, ref) in reachable.items():
+        for dimension in by_table.get(table, []):
+            name = f"has {dimension.name}" if how == "member" else dimension.name
+            offered.append((PlannedDimension(name, dimension, how == "member"), how, ref))
+    if requested is None:
+        chosen = [o for o in offered if o[0].dimension.table not in outcome_tables]
+    else:
+        names = {planned.name.lower(): (planned, how, ref) for planned, how, ref in offered}
+        names.update({p.dimension.name.lower(): (p, h, r) for p, h, r in offered if p.dimension})
+        chosen = []
+        for text in requested:
+            if not isinstance(text, str) or not text.strip():
+                raise ValueError("dimensions must be a list of non-empty strings")
+            hit = names.get(text.strip().lower())
+            chosen.append(hit or (PlannedDimension(text.strip(), None), "expr", text.strip()))
+    for planned, how, ref in chosen:
+        builder.add(planned, how, ref)
+    return builder.plan()
+
+
+def scan_sql(plan: Plan, value_sql: str, source: Source, where: str | None,
+             extra: tuple[tuple[str, str], ...] = (), by: tuple[str, ...] = (),
+             total: bool = True) -> str:
+    """The whole one-pass statement.
+
+    Args:
+        extra: ``(expression over the source, alias)`` columns carried to every branch.
+        by: Aliases of ``extra`` columns every branch also groups by.
+        total: Include the all-rows branch (grouped by ``by`` only).
+    """
+    packs = pack_columns(plan)
+    width = max([1, *(len(p) for p in packs)])
+    rows = [f"({value_sql})::DOUBLE AS __v", *(f"{e} AS {a}" for e, a in plan.row_columns),
+            *(f"{e} AS {a}" for e, a in extra)]
+    condition = f"\n  WHERE ({where})" if where else ""
+    group_by = "".join(f", {b}" for b in by)
+    moments = "count(__v) AS n, sum(__v) AS s1, sum(__v * __v) AS s2"
+    summed = "sum(__n) AS n, sum(__s1) AS s1, sum(__s2) AS s2"
+
+    def values(*labels: str) -> str:
+        padded = [*labels, *["NULL::VARCHAR"] * (width - len(labels))]
+        return ", ".join(f"{v} AS __value{i}" for i, v in enumerate(padded))
+
+    ctes = [f"__rows AS NOT MATERIALIZED (\n  SELECT {', '.join(rows)}\n  FROM {source.sql}"
+            f"{condition}\n)"]
+    branches = []
+    if total:
+        grouped = f" GROUP BY {', '.join(by)}" if by else ""
+        branches.append(f"SELECT {TOTAL} AS __dim, {values()}{group_by}, {moments}"
+                        f" FROM __rows{grouped}")
+    pieces = {index: piece for index, _, piece in plan.branches}
+    for number, pack in enumerate(packs):
+        labels = [plan.dimensions[i].label(pieces[i]) for i in pack]
+        keys = ", ".join(pieces[i] for i in pack)
+        branches.append(f"SELECT {PACK - number} AS __dim, {values(*labels)}{group_by}, "
+                        f"{moments} FROM __rows GROUP BY {keys}{group_by}")
+    if any(kind != "column" for _, kind, _ in plan.branches):
+        keys = [a for _, a in plan.row_columns if a.startswith("__k")]
+        carried = [*keys, *by]
+        ctes.append(
+            f"__keyed AS MATERIALIZED (\n  SELECT {', '.join(carried)}, count(__v) AS __n, "
+            f"sum(__v) AS __s1, sum(__v * __v) AS __s2\n  FROM __rows GROUP BY "
+            f"{', '.join(carried)}\n)")
+        keep = [*(f"__keyed.{a}" for a in carried), "__keyed.__n", "__keyed.__s1",
+                "__keyed.__s2", *(f"{e} AS {a}" for e, a in plan.base_columns)]
+        joins = "".join(f"\n  {j}" for j in plan.joins)
+        ctes.append(f"__base AS NOT MATERIALIZED (\n  SELECT {', '.join(keep)}\n  FROM __keyed"
+                    f"{joins}\n)")
+    for index, kind, piece in plan.branches:
+        label = plan.dimensions[index].label
+        if kind == "parent":
+            branches.append(f"SELECT {index} AS __dim, {values(label(piece))}{group_by}, "
+                            f"{summed} FROM __base GROUP BY {piece}{group_by}")
+        elif kind == "member":
+            value = label(f"__m{index}.__a")
+            branches.append(f"SELECT {index} AS __dim, {values(value)}{group_by}, {summed} "
+                            f"FROM __base JOIN {piece} GROUP BY __m{index}.__a{group_by}")
+    return "WITH " + ",\n".join(ctes) + "\n" + "\nUNION ALL\n".join(branches)
+
+
+def pack_columns(plan: Plan) -> list[list[int]]:
+    """Source-level dimensions grouped together in one GROUP BY each (joint cells).
+
+    Grouping by several low-cardinality columns at once reads the rows once for all of
+    them; the marginals are sums of the joint cells (moments add up). A pack holds
+    dimensions whose level counts (plus one for NULL) multiply to at most
+    :data:`PACK_CELLS`; a requested expression, of unknown cardinality, stays alone.
+    """
+    packs: list[list[int]] = []
+    cells: list[int] = []
+    for index, kind, _ in plan.branches:
+        if kind != "column":
+            continue
+        dimension = plan.dimensions[index].dimension
+        levels = dimension.levels + 1 if dimension is not None else PACK_CELLS
+        for number, size in enumerate(cells):
+            if size * levels <= PACK_CELLS:
+                packs[number].append(index)
+                cells[number] *= levels
+                break
+        else:
+            packs.append([index])
+            cells.append(levels)
+    return packs
+
+
+class _Builder:
+    """Accumulates the pieces of a plan while dimensions are added."""
+
+    def __init__(self, catalog: Catalog, source: Source) -> None:
+        self._catalog, self._source = catalog, source
+        self._dimensions: list[PlannedDimension] = []
+        self._rows: list[tuple[str, str]] = []
+        self._base: list[tuple[str, str]] = []
+        self._joins: list[str] = []
+        self._branches: list[tuple[int, str, str]] = []
+        self._ref: dict[str, str] = {}  # reached table -> how to write its columns in __base
+        self._paths: dict[str, tuple[JoinEdge, str]] = {}  # parent -> (edge, child table)
+        self._members: dict[str, tuple[JoinEdge, str]] = {}  # 1:N child -> (edge, parent)
+        self._joined: set[str] = set()
+        self._keys: dict[str, str] = {}
+
+    def reach(self) -> dict[str, tuple[str, str]]:
+        """Table -> ("source" | "parent" | "member", its alias) for every reachable table."""
+        reached: dict[str, tuple[str, str]] = {}
+        for alias, table in self._source.aliases:
+            reached.setdefault(table, ("source", alias))
+        queue = list(reached)
+        while queue:
+            table = queue.pop(0)
+            for edge in self._catalog.graph.edges:
+                if edge.child == table and edge.parent not in reached:
+                    reached[edge.parent] = ("parent", f"__r{len(self._paths)}")
+                    self._paths[edge.parent] = (edge, table)
+                    queue.append(edge.parent)
+                elif edge.parent == table and edge.child not in reached and edge.one_to_one:
+                    reached[edge.child] = ("parent", f"__r{len(self._paths)}")
+                    self._paths[edge.child] = (edge, table)
+                    queue.append(edge.child)
+        for table in list(reached):
+            for edge in self._catalog.graph.edges:
+                if edge.parent == table and edge.child not in reached and not edge.one_to_one:
+                    reached[edge.child] = ("member", edge.child)
+                    self._members.setdefault(edge.child, (edge, table))
+        for table, (how, alias) in reached.items():
+            if how != "member":
+                self._ref[table] = alias
+        self._how = reached
+        return reached
+
+    def add(self, planned: PlannedDimension, how: str, ref: str) -> None:
+        index = len(self._dimensions)
+        self._dimensions.append(planned)
+        alias = f"__d{index}"
+        if how == "expr":
+            self._rows.append((ref, alias))
+            self._branches.append((index, "column", alias))
+        elif how == "source":
+            self._rows.append((planned.dimension.expression(ref), alias))
+            self._branches.append((index, "column", alias))
+        elif how == "parent":
+            self._join(planned.dimension.table)
+            self._base.append((planned.dimension.expression(ref), alias))
+            self._branches.append((index, "parent", alias))
+        else:
+            edge, parent = self._members[planned.dimension.table]
+            keys = [self._key(parent, c) for c in edge.parent_columns]
+            child = "__c"
+            pairs = [f"__m{index}.{quote_ident(c)} = __base.{k}"
+                     for c, k in zip(edge.child_columns, keys, strict=True)]
+            columns = ", ".join(f"{child}.{quote_ident(c)}" for c in edge.child_columns)
+            info = self._catalog.table(planned.dimension.table)
+            piece = (f"(SELECT DISTINCT {columns}, {planned.dimension.expression(child)} AS __a "
+                     f"FROM {info.ref} AS {child}) AS __m{index} ON {' AND '.join(pairs)}")
+            self._branches.append((index, "member", piece))
+
+    def plan(self) -> Plan:
+        return Plan(tuple(self._dimensions), tuple(self._rows), tuple(self._base),
+                    tuple(self._joins), tuple(self._branches))
+
+    def _join(self, table: str) -> None:
+        """LEFT JOIN ``table`` (and the parents on its path) into ``__base``."""
+        if table in self._joined or self._how[table][0] == "source":
+            return
+        edge, via = self._paths[table]
+        self._join(via)
+        if edge.parent == table:  # N:1 from the table we came from
+            mine, theirs = edge.parent_columns, edge.child_columns
+        else:  # 1:1 child reached from its parent
+            mine, theirs = edge.child_columns, edge.parent_columns
+        pairs = [f"{self._ref[table]}.{quote_ident(m)} = {self._column(via, t)}"
+                 for m, t in zip(mine, theirs, strict=True)]
+        info = self._catalog.table(table)
+        self._joins.append(f"LEFT JOIN {info.ref} AS {self._ref[table]} ON {' AND '.join(pairs)}")
+        self._joined.add(table)
+
+    def _column(self, table: str, column: str) -> str:
+        """How ``__base``'s FROM clause reads ``table.column`` (a carried key or a join)."""
+        if self._how[table][0] == "source":
+            return f"__keyed.{self._key(table, column)}"
+        return f"{self._ref[table]}.{quote_ident(column)}"
+
+    def _key(self, table: str, column: str) -> str:
+        """An alias for ``table.column`` in ``__base`` (carried from the source or joined)."""
+        wanted = (table, column.lower())
+        name = self._keys.get(f"{wanted}")
+        if name:
+            return name
+        name = f"__k{len(self._keys)}"
+        self._keys[f"{wanted}"] = name
+        if self._how[table][0] == "source":
+            self._rows.append((f"{self._ref[table]}.{quote_ident(column)}", name))
+        else:
+            self._join(table)
+            self._base.append((f"{self._ref[table]}.{quote_ident(column)}", name))
+        return name

@@ -1,0 +1,81 @@
+"""What an analysis tool returns: a QueryResult with the rows, a summary and typed flags."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from enum import Enum
+
+import pandas as pd
+
+from d2_notebook.data.results import QueryResult
+
+__all__ = ["AnalysisResult", "AnalysisTool", "Flag", "FlagKind", "capped"]
+
+
+class AnalysisTool(Enum):
+    """The three analysis tools (the values are the tool names models call)."""
+
+    SEGMENT_SCAN = "segment_scan"
+    COMPARE_WITHIN = "compare_within"
+    TREND = "trend"
+
+
+class FlagKind(Enum):
+    """What a flag reports; the summary leads with the flags in these words."""
+
+    SEGMENT = "segment"
+    CONFOUNDING = "confounding"
+    SIMPSONS_PARADOX = "Simpson's paradox"
+    HETEROGENEITY = "heterogeneity"
+    CHANGE_POINT = "change point"
+    SEASON = "season"
+    TREND = "trend"
+
+
+@dataclass(frozen=True)
+class Flag:
+    """One finding that passed its test after correction for the number of tests.
+
+    Attributes:
+        kind: What it is.
+        dimension: The dimension it concerns (None for the whole metric, e.g. a trend).
+        text: One sentence a model reads, with the figures.
+    """
+
+    kind: FlagKind
+    dimension: str | None
+    text: str
+
+
+@dataclass(frozen=True, eq=False)
+class AnalysisResult(QueryResult):
+    """A :class:`QueryResult` whose ``sql`` is the generated one-pass statement.
+
+    Attributes:
+        tool: Which tool produced it.
+        summary: The text a model reads: flags first, in words, then the leading rows.
+        flags: The flags, typed.
+    """
+
+    tool: AnalysisTool = AnalysisTool.SEGMENT_SCAN
+    summary: str = ""
+    flags: tuple[Flag, ...] = ()
+
+    def preview(self, max_rows: int = 20, max_chars: int = 8000,
+                max_colwidth: int = 400) -> str:
+        """The summary, then the table of rows (as :meth:`QueryResult.preview`)."""
+        table = super().preview(max_rows=max_rows, max_chars=max(0, max_chars
+                                                                    - len(self.summary) - 2),
+                                max_colwidth=max_colwidth)
+        return f"{self.summary}\n\n{table}"[:max_chars]
+
+
+def capped(
+    tool: AnalysisTool, sql: str, frame: pd.DataFrame, max_rows: int, duration_s: float,
+    summary: str, flags: list[Flag],
+) -> AnalysisResult:
+    """An AnalysisResult keeping at most ``max_rows`` rows (like any guarded query)."""
+    truncated = len(frame) > max_rows
+    kept = frame.iloc[:max_rows].reset_index(drop=True) if truncated else frame
+    return AnalysisResult(sql, kept, len(frame), truncated, duration_s, tool, summary,
+                          tuple(flags))

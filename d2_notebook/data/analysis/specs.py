@@ -1,0 +1,164 @@
+"""The analysis tools as model tools: name, a description stating every constraint, schema.
+
+The detective wraps each :class:`AnalysisToolSpec` as a tool without re-describing it:
+``input_schema`` is JSON Schema whose properties are exactly the keyword arguments of the
+Python function (``spec.function(sql, **tool_input)``), and the description says what
+the tool does, what each input must be and what is refused.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from d2_notebook.data.analysis.common import DEFAULT_ALPHA
+from d2_notebook.data.analysis.compare_within import compare_within
+from d2_notebook.data.analysis.result import AnalysisResult, AnalysisTool
+from d2_notebook.data.analysis.segment_scan import segment_scan
+from d2_notebook.data.analysis.trend import GRAINS, trend
+
+__all__ = ["TOOL_SPECS", "AnalysisToolSpec", "spec_for"]
+
+
+@dataclass(frozen=True)
+class AnalysisToolSpec:
+    """One analysis tool as offered to a model.
+
+    Attributes:
+        tool: Which tool (``tool.value`` is the name models call).
+        description: Model-facing text: what it does, each constraint, what it returns.
+        input_schema: JSON Schema of the input object (required keys listed).
+        function: ``function(sql, **input)`` runs it.
+    """
+
+    tool: AnalysisTool
+    description: str
+    input_schema: dict[str, Any]
+    function: Callable[..., AnalysisResult] = field(repr=False)
+
+    @property
+    def name(self) -> str:
+        """The tool name models call."""
+        return self.tool.value
+
+
+_COMMON = {
+    "source": {"type": "string", "minLength": 1, "description": (
+        "A table name, or a FROM clause with joins and aliases (without the word FROM), "
+        "e.g. \"orders o JOIN customers c USING (customer_id)\". Tables only: no SELECT, "
+        "WHERE, GROUP BY or LIMIT here.")},
+    "metric": {"type": "string", "minLength": 1, "description": (
+        "Exactly one mean over rows, avg(<per-row expression>) over the source's columns: a "
+        "rate as avg(CASE WHEN <condition> THEN 1 ELSE 0 END), a mean as avg(<numeric "
+        "column>). Sums, counts, ratios of aggregates, DISTINCT, FILTER, windows and "
+        "subqueries are refused.")},
+    "where": {"type": "string", "description": (
+        "Optional filter on the population: one boolean SQL expression over the source "
+        "(no WHERE keyword, no subquery that writes; one statement only).")},
+}
+_DIMENSIONS = {"type": "array", "items": {"type": "string", "minLength": 1}, "description": (
+    "Optional dimensions to split by: names as the tool lists them (e.g. \"customers.region\", "
+    "\"month_of_year(orders.ordered_on)\", \"has order_items.category\" for a 1:N table) "
+    "or SQL expressions over the source's aliases. Default: every candidate dimension "
+    "reachable from the source by key.")}
+_SETTINGS = {
+    "min_support": {"type": "integer", "minimum": 2, "default": 30, "description": (
+        "Fewest rows a group needs to be flagged (default 30).")},
+    "alpha": {"type": "number", "exclusiveMinimum": 0, "exclusiveMaximum": 1,
+              "default": DEFAULT_ALPHA, "description": (
+                  "False-discovery level over all the tests of one call (default "
+                  f"{DEFAULT_ALPHA:g}).")},
+}
+_VALUE = {"type": ["string", "number", "boolean"]}
+
+_CANDIDATES = (
+    "Candidate dimensions: low-cardinality columns (at most 30 values) of the source's "
+    "tables and of every table reachable by key (N:1 joins add attributes; 1:N tables "
+    "become membership flags 'has <table.column> = <value>'), numeric columns cut into "
+    "five quantile bins, and date parts (year, quarter, month, month of year, day of "
+    "week, hour). The other columns of a table the metric reads that is joined 1:1 to "
+    "another source table (an outcomes table) are left out (they are recorded with the "
+    "outcome) unless named in dimensions. The generated SQL runs read-only through the "
+    "SQL guard, in one pass, and is stored as evidence like any query."
+)
+
+TOOL_SPECS: tuple[AnalysisToolSpec, ...] = (
+    AnalysisToolSpec(
+        AnalysisTool.SEGMENT_SCAN,
+        "Find the segments whose metric deviates most from the rest of the population, "
+        "across every candidate dimension at once. Each row: dimension, value, n, metric, "
+        "the rest's metric, difference with its 95% interval, p and Benjamini–Hochberg q, "
+        "and a score that accounts for sample size (the interval end nearest zero). "
+        "Segments are flagged when q < alpha and both sides have at least min_support "
+        "rows; the summary lists the flagged segments first. " + _CANDIDATES,
+        {"type": "object", "additionalProperties": False,
+         "required": ["source", "metric"],
+         "properties": {**_COMMON, "dimensions": _DIMENSIONS, **_SETTINGS}},
+        segment_scan,
+    ),
+    AnalysisToolSpec(
+        AnalysisTool.COMPARE_WITHIN,
+        "Measure the effect of an exposure (exposure = value, against exposure = reference "
+        "or every other non-null value) on the metric: overall, within each stratum of "
+        "each candidate dimension (each 1:N membership flag is its own yes/no dimension), "
+        "and directly standardised over each dimension. Flags, named in words first: "
+        "CONFOUNDING (the exposure's share differs across strata of a dimension that also "
+        "moves the metric, and holding it fixed changes the effect by 10% or more), "
+        "SIMPSON'S PARADOX (the standardised effect has the opposite sign, both intervals "
+        "excluding zero), HETEROGENEITY (the effect differs between strata beyond chance: "
+        "Cochran's Q interaction test, on the risk-ratio scale for a 0/1 metric; the "
+        "strata and their effects are listed). One call is the heterogeneity check a "
+        "verdict on an effect needs. value and reference must be values that occur in "
+        "the population; reference must differ from value. " + _CANDIDATES,
+        {"type": "object", "additionalProperties": False,
+         "required": ["source", "metric", "exposure", "value"],
+         "properties": {
+             **_COMMON,
+             "exposure": {"type": "string", "minLength": 1, "description": (
+                 "A column expression over the source whose value defines the exposed "
+                 "group, e.g. t.treatment. Its columns are not used as dimensions.")},
+             "value": {**_VALUE, "description": "The exposed value of exposure."},
+             "reference": {**_VALUE, "description": (
+                 "Optional value compared against (default: every other non-null value).")},
+             "dimensions": _DIMENSIONS, **_SETTINGS,
+         }},
+        compare_within,
+    ),
+    AnalysisToolSpec(
+        AnalysisTool.TREND,
+        "The metric per period of a date or timestamp column: each period's n, metric and "
+        "95% interval, the fitted line, the slope per period with its interval (TREND "
+        "flag), up to two change points in level and slope (CHANGE POINT flag, Bonferroni "
+        "over the boundaries tried), the strongest seasonal grain among month of year, day "
+        "of week and hour that the data covers 1.5 cycles of (SEASON flag), and a clearly "
+        "labelled LINEAR PROJECTION of the next periods with 95% prediction intervals. "
+        "Needs at least 3 periods of the grain. The generated SQL runs read-only through "
+        "the SQL guard in one pass and is stored as evidence like any query.",
+        {"type": "object", "additionalProperties": False,
+         "required": ["source", "metric", "time"],
+         "properties": {
+             **_COMMON,
+             "time": {"type": "string", "minLength": 1, "description": (
+                 "A DATE or TIMESTAMP column expression over the source.")},
+             "grain": {"type": "string", "enum": list(GRAINS), "description": (
+                 "Period length; default the finest giving at most 60 periods.")},
+             "periods": {"type": "integer", "minimum": 0, "maximum": 24, "default": 3,
+                         "description": "Periods to project after the last (default 3)."},
+             "alpha": _SETTINGS["alpha"],
+         }},
+        trend,
+    ),
+)
+
+
+def spec_for(name: str) -> AnalysisToolSpec:
+    """The spec of the tool called ``name``.
+
+    Raises:
+        KeyError: No such tool (the message lists the names).
+    """
+    for spec in TOOL_SPECS:
+        if spec.name == name:
+            return spec
+    raise KeyError(f"no analysis tool {name!r}; tools: {', '.join(s.name for s in TOOL_SPECS)}")

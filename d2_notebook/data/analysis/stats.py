@@ -1,0 +1,153 @@
+"""The statistics behind the analysis tools, on per-group moments (n, Σv, Σv²).
+
+Every tool's one SQL pass returns, per group, the count, sum and sum of squares of the
+per-row metric value; means, variances and the tests below follow from those, and a
+group's complement ("the rest") is the total minus the group. Tests are two-sided;
+families of tests are corrected with Benjamini–Hochberg so that pure noise raises no
+flag at the default level (about ``alpha`` chance of any flag per call).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import numpy as np
+from scipy import stats
+
+__all__ = [
+    "Comparison",
+    "Moments",
+    "benjamini_hochberg",
+    "chi_square_independence",
+    "cochran_q",
+    "compare",
+    "means_differ",
+    "wilson_interval",
+]
+
+Z95 = 1.959963984540054
+
+
+@dataclass(frozen=True)
+class Moments:
+    """Count, sum and sum of squares of a metric's per-row values in one group."""
+
+    n: float
+    s1: float
+    s2: float
+
+    def __sub__(self, other: Moments) -> Moments:
+        return Moments(self.n - other.n, self.s1 - other.s1, self.s2 - other.s2)
+
+    def __add__(self, other: Moments) -> Moments:
+        return Moments(self.n + other.n, self.s1 + other.s1, self.s2 + other.s2)
+
+    @property
+    def mean(self) -> float:
+        """The group's metric (NaN when empty)."""
+        return self.s1 / self.n if self.n > 0 else math.nan
+
+    @property
+    def var(self) -> float:
+        """Sample variance of the per-row values (0 for fewer than two rows)."""
+        if self.n < 2:
+            return 0.0
+        return max(0.0, (self.s2 - self.s1 * self.s1 / self.n) / (self.n - 1))
+
+    @property
+    def se(self) -> float:
+        """Standard error of the mean."""
+        return math.sqrt(self.var / self.n) if self.n > 0 else math.inf
+
+
+@dataclass(frozen=True)
+class Comparison:
+    """``a`` minus ``b``: difference of means, its standard error, 95% interval, p-value."""
+
+    difference: float
+    se: float
+    low: float
+    high: float
+    p_value: float
+
+
+def compare(a: Moments, b: Moments, *, pooled_var: float | None = None) -> Comparison:
+    """Welch-style normal comparison of two means (a large-sample z test).
+
+    Args:
+        a, b: The two groups.
+        pooled_var: A variance to use when a group's own is 0 (a rate of exactly 0 or 1
+            in a small group), so that such a group does not look infinitely precise.
+    """
+    va, vb = a.var, b.var
+    if pooled_var is not None:
+        va, vb = (v if v > 0 else pooled_var for v in (va, vb))
+    se = math.sqrt(va / a.n + vb / b.n) if a.n > 0 and b.n > 0 else math.inf
+    difference = a.mean - b.mean
+    if se == 0 or not math.isfinite(se):
+        p_value = 1.0 if se != 0 or difference == 0 else 0.0
+    else:
+        p_value = float(2 * stats.norm.sf(abs(difference) / se))
+    return Comparison(difference, se, difference - Z95 * se, difference + Z95 * se, p_value)
+
+
+def wilson_interval(successes: float, n: float) -> tuple[float, float]:
+    """Wilson score 95% interval of a proportion (sound near 0 and 1 and for small n)."""
+    if n <= 0:
+        return (math.nan, math.nan)
+    p = successes / n
+    centre = (p + Z95**2 / (2 * n)) / (1 + Z95**2 / n)
+    half = Z95 * math.sqrt(p * (1 - p) / n + Z95**2 / (4 * n * n)) / (1 + Z95**2 / n)
+    return (centre - half, centre + half)
+
+
+def benjamini_hochberg(p_values: list[float]) -> list[float]:
+    """Benjamini–Hochberg adjusted p-values (q-values), in the input order."""
+    if not p_values:
+        return []
+    p = np.asarray(p_values, dtype=float)
+    order = np.argsort(p)
+    ranked = p[order] * len(p) / np.arange(1, len(p) + 1)
+    adjusted = np.minimum.accumulate(ranked[::-1])[::-1]
+    q = np.empty_like(p)
+    q[order] = np.minimum(adjusted, 1.0)
+    return q.tolist()
+
+
+def cochran_q(effects: list[float], ses: list[float]) -> tuple[float, float, float]:
+    """Cochran's Q test that stratum effects are equal (the interaction test).
+
+    Returns:
+        (pooled inverse-variance effect, Q statistic, p-value on k-1 degrees of freedom);
+        p is 1 for fewer than two usable strata.
+    """
+    pairs = [(e, s) for e, s in zip(effects, ses, strict=True) if s > 0 and math.isfinite(s)]
+    if len(pairs) < 2:
+        return (pairs[0][0] if pairs else math.nan, 0.0, 1.0)
+    e = np.array([p[0] for p in pairs])
+    w = 1.0 / np.array([p[1] for p in pairs]) ** 2
+    pooled = float((w * e).sum() / w.sum())
+    q = float((w * (e - pooled) ** 2).sum())
+    return (pooled, q, float(stats.chi2.sf(q, len(pairs) - 1)))
+
+
+def chi_square_independence(table: list[list[float]]) -> float:
+    """p-value of Pearson's chi-square test of independence (rows × columns of counts).
+
+    Rows or columns that are all zero are dropped; fewer than two of either gives 1.
+    """
+    counts = np.asarray(table, dtype=float)
+    counts = counts[counts.sum(axis=1) > 0][:, counts.sum(axis=0) > 0]
+    if counts.shape[0] < 2 or counts.shape[1] < 2:
+        return 1.0
+    return float(stats.chi2_contingency(counts, correction=False)[1])
+
+
+def means_differ(groups: list[Moments]) -> float:
+    """p-value that the groups' means are equal (chi-square on k-1 df, large samples)."""
+    usable = [g for g in groups if g.n >= 2 and g.var > 0]
+    if len(usable) < 2:
+        return 1.0
+    _, _, p = cochran_q([g.mean for g in usable], [g.se for g in usable])
+    return p

@@ -1,0 +1,355 @@
+"""trend: the metric per time period, its slope, change points, season and a projection.
+
+One pass groups the rows by a fine time bucket (hour for timestamps that carry hours,
+else day) and returns the moments per bucket; everything else is weighted least squares
+on the bucket means (weights = rows per bucket, so the residual variance absorbs any
+extra day-to-day dispersion):
+
+- **trend**: slope of a straight line, per period of the chosen grain, with its 95%
+  interval (t distribution);
+- **change points**: up to two breaks, each a new level and slope from a bucket on
+  (up to 200 evenly spaced candidates, none in the first or last two periods), searched
+  greedily; a break counts when the nested-model F test, Bonferroni corrected for the
+  number of candidates tried, passes;
+- **season**: month of year, day of week and hour of day (those the data spans at least
+  1.5 cycles of), each tested as a set of dummies added to the trend model (nested F
+  test, Bonferroni over the candidates); the strongest is reported;
+- **projection**: the last trend segment (plus the season) extended over the next
+  periods, with 95% prediction intervals, labelled as a linear projection.
+
+The three families share ``alpha`` (each gets a third), so pure noise raises a flag in
+about ``alpha`` of calls.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+import numpy as np
+import pandas as pd
+from scipy import stats
+
+from d2_notebook.data.analysis.common import DEFAULT_ALPHA, check_settings, prepare, run_pass
+from d2_notebook.data.analysis.result import AnalysisResult, AnalysisTool, Flag, FlagKind, capped
+from d2_notebook.data.analysis.text import figure
+
+if TYPE_CHECKING:
+    from d2_notebook.data.guarded_sql import GuardedSQL
+
+__all__ = ["GRAINS", "trend"]
+
+GRAINS: dict[str, tuple[str, float]] = {  # name -> (pandas period code, length in days)
+    "hour": ("h", 1 / 24), "day": ("D", 1.0), "week": ("W", 7.0), "month": ("M", 30.4375),
+    "quarter": ("Q", 91.3125), "year": ("Y", 365.25),
+}  # fmt: skip
+COLUMNS = ["period", "kind", "n", "metric", "ci_low", "ci_high", "fitted"]
+_MAX_PERIODS = 60
+_MAX_BREAK_CANDIDATES = 200  # break times tried (evenly spaced buckets, 2 periods in)
+_SEASONS = {  # name -> (grouping of bucket times, cycle length in days, buckets needed)
+    "month_of_year": (lambda t: t.month, 365.25, "D"),
+    "day_of_week": (lambda t: t.day_of_week, 7.0, "D"),
+    "hour": (lambda t: t.hour, 1.0, "h"),
+}
+_DAY_NAMES = ("Monday", "Tuesday", "Wednesday", "Thursday", "Friday", "Saturday", "Sunday")
+
+
+@dataclass(frozen=True)
+class _Fit:
+    coef: np.ndarray
+    cov: np.ndarray
+    rss: float
+    dof: int
+
+
+def trend(
+    sql: GuardedSQL,
+    *,
+    source: str,
+    metric: str,
+    time: str,
+    grain: str | None = None,
+    where: str | None = None,
+    periods: int = 3,
+    alpha: float = DEFAULT_ALPHA,
+    min_support: int = 2,
+) -> AnalysisResult:
+    """The metric per period of ``grain`` with slope, change points, season and projection.
+
+    Args:
+        sql: The guarded connection; the generated statement runs through it.
+        source: A table, or a FROM clause with joins and aliases.
+        metric: One mean over rows, ``avg(<per-row expression>)``.
+        time: A date or timestamp column expression over the source.
+        grain: ``hour``, ``day``, ``week``, ``month``, ``quarter`` or ``year``; default the
+            finest that gives at most 60 periods.
+        where: Optional filter on the population (one boolean expression).
+        periods: Periods to project after the last one (0 for none, at most 24).
+        alpha: Level shared by the trend, change-point and season tests.
+        min_support: Fewest rows a period needs to enter the fit.
+
+    Returns:
+        One row per observed period, then the projected ones (``kind`` = ``projection``).
+
+    Raises:
+        ValueError: Unknown grain, too few periods to fit, bad settings.
+        UnsafeSQLError / QueryFailedError: As :func:`segment_scan` (``time`` must bind).
+    """
+    check_settings(min_support, alpha)
+    if grain is not None and grain not in GRAINS:
+        raise ValueError(f"grain must be one of {', '.join(GRAINS)}, got {grain!r}")
+    if not isinstance(periods, int) or not 0 <= periods <= 24:
+        raise ValueError(f"periods must be an integer from 0 to 24, got {periods!r}")
+    if not isinstance(time, str) or not time.strip():
+        raise ValueError("time is required: a date or timestamp column over the source")
+    prepared = prepare(sql, source=source, metric=metric, where=where, dimensions=[],
+                       exclude={"time": time}, with_dimensions=False)
+    bucket = f"date_trunc('hour', ({time})::TIMESTAMP)"
+    scan = run_pass(sql, prepared, extra=((bucket, "__t"),), by=("__t",))
+    buckets = _buckets(scan.moments, min_support)
+    if buckets.empty:
+        raise ValueError(f"no row of the population has a {time} value; check time and where")
+    if (buckets["t"].dt.hour == 0).all():  # dates, or timestamps at midnight: days
+        buckets = _regroup(buckets, buckets["t"].dt.floor("D"))
+    grain = grain or _auto_grain(buckets["t"])
+    code, length = GRAINS[grain]
+    buckets["period"] = buckets["t"].dt.to_period(code).dt.start_time
+    if buckets["period"].nunique() < 3:
+        raise ValueError(f"trend needs at least 3 periods of {grain}; use a finer grain")
+    days = (buckets["t"] - buckets["t"].min()).dt.total_seconds().to_numpy() / 86400.0
+    y, w = buckets["mean"].to_numpy(), buckets["n"].to_numpy()
+    each = alpha / 3
+    base = np.column_stack([np.ones_like(days), days / length])
+    linear = _wls(base, y, w)
+    breaks = _breaks(base, days / length, y, w, buckets["period"], each)
+    season, season_p = _season(buckets, np.column_stack([base, *_break_columns(
+        days / length, breaks)]), y, w, each)
+    levels = sorted(set(_SEASONS[season][0](buckets["t"].dt))) if season else []
+    extra = _season_dummies(buckets["t"], season, levels)
+    if season:
+        breaks = _breaks(np.column_stack([base, *extra]), days / length, y, w,
+                         buckets["period"], each)
+    design = np.column_stack([base, *_break_columns(days / length, breaks), *extra])
+    fit = _wls(design, y, w)
+    flags = _flags(linear, fit, breaks, season, season_p, buckets, grain, each, metric)
+    frame = _rows(buckets, design @ fit.coef, fit, breaks, (season, levels), grain, periods,
+                  length)
+    summary = _summary(metric, time, grain, frame, flags, periods)
+    return capped(AnalysisTool.TREND, scan.sql, frame, sql.max_rows, scan.duration_s,
+                  summary, flags)
+
+
+def _buckets(moments: dict, min_support: int) -> pd.DataFrame:
+    rows = [(pd.Timestamp(key[2]), m.n, m.s1, m.s2) for key, m in moments.items()
+            if key[0] < 0 and key[2] is not None and m.n > 0]
+    frame = pd.DataFrame(rows, columns=["t", "n", "s1", "s2"]).sort_values("t")
+    frame = frame[frame["n"] >= min_support].reset_index(drop=True)
+    frame["mean"] = frame["s1"] / frame["n"]
+    return frame
+
+
+def _regroup(buckets: pd.DataFrame, key: pd.Series) -> pd.DataFrame:
+    grouped = buckets.assign(t=key).groupby("t", as_index=False)[["n", "s1", "s2"]].sum()
+    grouped["mean"] = grouped["s1"] / grouped["n"]
+    return grouped
+
+
+def _auto_grain(times: pd.Series) -> str:
+    hourly = not (times.dt.hour == 0).all()
+    for name, (code, _) in GRAINS.items():
+        if name == "hour" and not hourly:
+            continue
+        if times.dt.to_period(code).nunique() <= _MAX_PERIODS:
+            return name
+    return "year"
+
+
+def _wls(x: np.ndarray, y: np.ndarray, w: np.ndarray) -> _Fit:
+    """Weighted least squares by the normal equations (a few columns, many rows)."""
+    xtw = (x * w[:, None]).T
+    inverse = np.linalg.pinv(xtw @ x)
+    coef = inverse @ (xtw @ y)
+    residual = y - x @ coef
+    dof = max(1, len(y) - x.shape[1])
+    rss = float((w * residual) @ residual)
+    return _Fit(coef, (rss / dof) * inverse, rss, dof)
+
+
+def _nested_p(small: _Fit, big: _Fit, extra: int) -> float:
+    if big.rss <= 0 or extra <= 0 or small.rss <= big.rss:
+        return 1.0
+    f = ((small.rss - big.rss) / extra) / (big.rss / big.dof)
+    return float(stats.f.sf(f, extra, big.dof))
+
+
+def _break_columns(t: np.ndarray, breaks: list[float]) -> list[np.ndarray]:
+    columns = []
+    for tau in breaks:
+        columns += [(t >= tau).astype(float), np.clip(t - tau, 0, None)]
+    return columns
+
+
+def _breaks(base: np.ndarray, t: np.ndarray, y: np.ndarray, w: np.ndarray,
+            period: pd.Series, alpha: float) -> list[float]:
+    """Up to two break times (in grain units), each kept when its Bonferroni test passes."""
+    starts = sorted(set(period))
+    inner = (period >= starts[2]).to_numpy() & (period <= starts[-3]).to_numpy()
+    positions = np.unique(t[inner]) if len(starts) > 4 else np.array([])
+    step = max(1, math.ceil(len(positions) / _MAX_BREAK_CANDIDATES))
+    candidates = list(positions[::step])
+    breaks: list[float] = []
+    for _ in range(2):
+        current = np.column_stack([base, *_break_columns(t, breaks)])
+        small = _wls(current, y, w)
+        best, best_fit = None, None  # the least residual sum of squares (p may underflow)
+        for tau in candidates:
+            if tau in breaks or current.shape[0] <= current.shape[1] + 4:
+                continue
+            fit = _wls(np.column_stack([current, *_break_columns(t, [tau])]), y, w)
+            if best_fit is None or fit.rss < best_fit.rss:
+                best, best_fit = tau, fit
+        if best is None or _nested_p(small, best_fit, 2) * max(1, len(candidates)) >= alpha:
+            break
+        breaks.append(best)
+    return sorted(breaks)
+
+
+def _season(buckets: pd.DataFrame, design: np.ndarray, y: np.ndarray, w: np.ndarray,
+            alpha: float) -> tuple[str | None, float]:
+    times = buckets["t"]
+    span = (times.max() - times.min()).total_seconds() / 86400.0
+    hourly = not (times.dt.hour == 0).all()
+    tested = [name for name, (_, cycle, need) in _SEASONS.items()
+              if span >= 1.5 * cycle and (need == "D" or hourly)]
+    small = _wls(design, y, w)
+    best, best_p, best_f = None, 1.0, -1.0
+    for name in tested:
+        dummies = _season_dummies(times, name, sorted(set(_SEASONS[name][0](times.dt))))
+        if not dummies or len(y) <= design.shape[1] + len(dummies) + 2:
+            continue
+        big = _wls(np.column_stack([design, *dummies]), y, w)
+        f = ((small.rss - big.rss) / len(dummies)) / max(big.rss / big.dof, 1e-300)
+        if f > best_f:  # the F statistic ranks candidates even when p underflows to 0
+            best, best_p, best_f = name, _nested_p(small, big, len(dummies)), f
+    if best is None or best_p * max(1, len(tested)) >= alpha:
+        return None, best_p
+    return best, best_p * len(tested)
+
+
+def _season_dummies(times: pd.Series, name: str | None, levels: list) -> list[np.ndarray]:
+    """One 0/1 column per season level but the first (the first is the baseline)."""
+    if name is None:
+        return []
+    groups = _SEASONS[name][0](times.dt)
+    return [(groups == level).to_numpy(dtype=float) for level in levels[1:]]
+
+
+def _season_label(name: str, level: int) -> str:
+    if name == "day_of_week":
+        return _DAY_NAMES[level]
+    return f"{level:02d}" if name == "hour" else f"month {level}"
+
+
+def _flags(linear: _Fit, fit: _Fit, breaks: list[float], season: str | None,
+           season_p: float, buckets: pd.DataFrame, grain: str, alpha: float,
+           metric: str) -> list[Flag]:
+    flags = []
+    slope, se = linear.coef[1], math.sqrt(max(linear.cov[1, 1], 0.0))
+    t_crit = stats.t.ppf(0.975, linear.dof)
+    p = float(2 * stats.t.sf(abs(slope) / se, linear.dof)) if se > 0 else 1.0
+    if p < alpha:
+        flags.append(Flag(FlagKind.TREND, None, (
+            f"TREND: {metric} {'rises' if slope > 0 else 'falls'} by {figure(abs(slope))} per "
+            f"{grain} (95% CI {figure(slope - t_crit * se)} to {figure(slope + t_crit * se)}, "
+            f"p = {p:.2g})")))
+    origin = buckets["t"].min()
+    length = GRAINS[grain][1]
+    for i, tau in enumerate(breaks):
+        when = _period_label((origin + pd.Timedelta(days=tau * length)).to_period(
+            GRAINS[grain][0]).start_time, grain)
+        before = fit.coef[1] + sum(fit.coef[3 + 2 * j] for j in range(i))
+        after = before + fit.coef[3 + 2 * i]
+        flags.append(Flag(FlagKind.CHANGE_POINT, None, (
+            f"CHANGE POINT at {when}: slope {figure(before)} per {grain} before, "
+            f"{figure(after)} after; level shift {figure(fit.coef[2 + 2 * i])}")))
+    if season:
+        groups = _SEASONS[season][0](buckets["t"].dt)
+        means = (buckets.assign(g=groups.to_numpy()).groupby("g")
+                 .apply(lambda f: f["s1"].sum() / f["n"].sum(), include_groups=False))
+        high, low = means.idxmax(), means.idxmin()
+        flags.append(Flag(FlagKind.SEASON, season, (
+            f"SEASON by {season} (p = {season_p:.2g} after correction): highest in "
+            f"{_season_label(season, high)} ({figure(means[high])}), lowest in "
+            f"{_season_label(season, low)} ({figure(means[low])})")))
+    return flags
+
+
+def _rows(buckets: pd.DataFrame, fitted: np.ndarray, fit: _Fit, breaks: list[float],
+          season: tuple[str | None, list], grain: str, periods: int,
+          length: float) -> pd.DataFrame:
+    frame = buckets.assign(fitted_sum=fitted * buckets["n"])
+    grouped = frame.groupby("period").agg(n=("n", "sum"), s1=("s1", "sum"), s2=("s2", "sum"),
+                                          fitted_sum=("fitted_sum", "sum"))
+    rows = []
+    for period, g in grouped.iterrows():
+        mean = g.s1 / g.n
+        var = max(0.0, (g.s2 - g.s1**2 / g.n) / (g.n - 1)) if g.n > 1 else 0.0
+        half = 1.959964 * math.sqrt(var / g.n)
+        rows.append({"period": _period_label(period, grain), "kind": "observed",
+                     "n": int(g.n), "metric": mean, "ci_low": mean - half,
+                     "ci_high": mean + half, "fitted": g.fitted_sum / g.n})
+    if periods:
+        code = GRAINS[grain][0]
+        last = buckets["period"].max().to_period(code)
+        rows_per = float(grouped["n"].tail(3).mean())
+        sigma2 = fit.rss / fit.dof
+        t_crit = stats.t.ppf(0.975, fit.dof)
+        for step in range(1, periods + 1):
+            start = (last + step).start_time
+            t = (start - buckets["t"].min()).total_seconds() / 86400.0 / length + 0.5
+            x = np.concatenate([[1.0, t], *[[1.0, max(0.0, t - tau)] for tau in breaks],
+                                _season_row(start, season)])
+            value = float(x @ fit.coef)
+            half = t_crit * math.sqrt(max(0.0, x @ fit.cov @ x) + sigma2 / max(rows_per, 1))
+            rows.append({"period": _period_label(start, grain), "kind": "projection", "n": 0,
+                         "metric": value, "ci_low": value - half, "ci_high": value + half,
+                         "fitted": value})
+    return pd.DataFrame(rows, columns=COLUMNS)
+
+
+def _period_label(start: pd.Timestamp, grain: str) -> str:
+    """``2021-03`` for a month, ``2021-Q1``, ``2021``, a week by its first day."""
+    if grain in ("day", "week"):
+        return str(start.date())
+    if grain == "hour":
+        return start.strftime("%Y-%m-%d %H:00")
+    return str(start.to_period(GRAINS[grain][0]))
+
+
+def _season_row(start: pd.Timestamp, season: tuple[str | None, list]) -> list[float]:
+    name, levels = season
+    if name is None:
+        return []
+    level = _SEASONS[name][0](pd.Series([start]).dt).iloc[0]
+    return [1.0 if level == v else 0.0 for v in levels[1:]]
+
+
+def _summary(metric: str, time: str, grain: str, frame: pd.DataFrame, flags: list[Flag],
+             periods: int) -> str:
+    observed = frame[frame["kind"] == "observed"]
+    lines = [f"trend of {metric} by {grain} of {time}: {len(observed)} periods, "
+             f"{observed['period'].iloc[0]} to {observed['period'].iloc[-1]}, "
+             f"{int(observed['n'].sum())} rows."]
+    if flags:
+        lines.append("FLAGS:")
+        lines += [f"- {f.text}" for f in flags]
+    else:
+        lines.append("No trend, change point or season beyond chance.")
+    projected = frame[frame["kind"] == "projection"]
+    if periods and len(projected):
+        values = "; ".join(f"{r.period}: {figure(r.metric)} (95% PI {figure(r.ci_low)} to "
+                           f"{figure(r.ci_high)})" for r in projected.itertuples())
+        lines.append(f"LINEAR PROJECTION (the last trend segment extended, not a forecast "
+                     f"model): {values}")
+    return "\n".join(lines)

@@ -1,0 +1,334 @@
+"""The coverage map: which candidate dimensions the evidence has controlled or split by.
+
+:func:`column_usage` reads one evidence SQL with DuckDB's parser into the catalog columns
+it filters by (``WHERE``, ``HAVING``, ``IN``/``EXISTS`` subqueries), groups by (``GROUP BY``,
+``GROUP BY ALL``, grouping sets, window ``PARTITION BY``) and joins on (``ON``, ``USING``).
+Columns are traced through aliases, subqueries and CTEs to the tables they come from, so
+``WITH r AS (SELECT a.severity AS s FROM admissions a) ... GROUP BY s`` groups by
+``admissions.severity``; the analysis tools' generated SQL reads the same way.
+
+:func:`coverage_map` is pure: from the candidate dimensions and the ``(hypothesis id,
+evidence SQL)`` pairs it says, per hypothesis, which dimensions its evidence controlled
+or split by, and which dimensions no evidence on the board has touched. A column counts
+for every dimension built on it (its date parts, its bins).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+
+from d2_notebook.data.dimensions import Dimension
+from d2_notebook.data.parse_tree import iter_nodes, serialize
+from d2_notebook.errors import SQLError
+
+__all__ = ["ColumnRef", "ColumnUsage", "CoverageMap", "HypothesisCoverage", "column_usage",
+           "coverage_map"]
+
+
+@dataclass(frozen=True, order=True)
+class ColumnRef:
+    """A catalog column: table as written in SQL (``TableInfo.name``), column lower-cased."""
+
+    table: str
+    column: str
+
+
+@dataclass(frozen=True)
+class ColumnUsage:
+    """The catalog columns one statement filters, groups and joins by."""
+
+    filters: frozenset[ColumnRef] = frozenset()
+    groups: frozenset[ColumnRef] = frozenset()
+    joins: frozenset[ColumnRef] = frozenset()
+
+    @property
+    def controlled(self) -> frozenset[ColumnRef]:
+        """Columns the statement holds fixed or splits by (filters and groups)."""
+        return self.filters | self.groups
+
+
+@dataclass(frozen=True)
+class HypothesisCoverage:
+    """The dimensions one hypothesis's evidence has controlled or split by."""
+
+    hypothesis_id: str
+    controlled: tuple[str, ...]
+    untouched: tuple[str, ...]
+    evidence_read: int
+
+
+@dataclass(frozen=True)
+class CoverageMap:
+    """Per hypothesis and for the whole board, which candidate dimensions were touched.
+
+    Attributes:
+        dimensions: Every candidate dimension's name, in the order given.
+        hypotheses: One entry per hypothesis id seen, in order of first appearance.
+        untouched: Dimensions that no evidence (of any hypothesis, or none) touched.
+        unreadable: Evidence statements that are not a readable SELECT (SHOW, PRAGMA...).
+    """
+
+    dimensions: tuple[str, ...]
+    hypotheses: tuple[HypothesisCoverage, ...]
+    untouched: tuple[str, ...]
+    unreadable: int = 0
+
+    def describe(self) -> str:
+        """Text for a digest: per hypothesis, then the board's untouched dimensions."""
+        lines = ["Coverage of the candidate dimensions by the evidence:"]
+        for entry in self.hypotheses:
+            done = ", ".join(entry.controlled) or "none"
+            lines.append(f"  {entry.hypothesis_id}: controlled or split by {done}")
+        left = ", ".join(self.untouched) or "none"
+        lines.append(f"  Untouched by any evidence: {left}")
+        return "\n".join(lines)
+
+
+def column_usage(sql: str, tables: Mapping[str, Iterable[str]]) -> ColumnUsage:
+    """Read one SELECT into the catalog columns it filters, groups and joins by.
+
+    Args:
+        sql: The statement (as stored on the board).
+        tables: Table name (as written in SQL) -> its column names; references to other
+            tables or unknown columns are ignored.
+
+    Raises:
+        QueryFailedError: The text is not one parseable statement.
+    """
+    catalog = {name.lower(): (name, {c.lower() for c in cols}) for name, cols in tables.items()}
+    reader = _Reader(catalog)
+    statement = serialize(sql)["statements"][0]["node"]
+    reader.query(statement, [])
+    return ColumnUsage(frozenset(reader.filters), frozenset(reader.groups),
+                       frozenset(reader.joins))
+
+
+def coverage_map(
+    dimensions: Sequence[Dimension],
+    evidence: Iterable[tuple[str | None, str]],
+    tables: Mapping[str, Iterable[str]] | None = None,
+) -> CoverageMap:
+    """Which dimensions each hypothesis's evidence touched, and which none touched.
+
+    Args:
+        dimensions: The candidate dimensions (:func:`~d2_notebook.data.dimensions.
+            candidate_dimensions`).
+        evidence: ``(hypothesis id, SQL)`` pairs; ``None`` for evidence not linked to a
+            hypothesis (it still counts for the board).
+        tables: Table -> columns, to place unqualified columns; default the dimensions'
+            own tables and columns.
+    """
+    if tables is None:
+        found: dict[str, set[str]] = {}
+        for dimension in dimensions:
+            found.setdefault(dimension.table, set()).add(dimension.column)
+        tables = found
+    names = tuple(dict.fromkeys(d.name for d in dimensions))
+    touched_by: dict[str, set[str]] = {}
+    board: set[str] = set()
+    read: dict[str, int] = {}
+    unreadable = 0
+    for hypothesis_id, sql in evidence:
+        try:
+            usage = column_usage(sql, tables)
+        except SQLError:
+            unreadable += 1
+            continue
+        hit = {d.name for d in dimensions
+               if ColumnRef(d.table, d.column.lower()) in usage.controlled}
+        board |= hit
+        if hypothesis_id is not None:
+            touched_by.setdefault(hypothesis_id, set()).update(hit)
+            read[hypothesis_id] = read.get(hypothesis_id, 0) + 1
+    entries = tuple(
+        HypothesisCoverage(h, tuple(n for n in names if n in hit),
+                           tuple(n for n in names if n not in hit), read[h])
+        for h, hit in touched_by.items()
+    )
+    return CoverageMap(names, entries, tuple(n for n in names if n not in board), unreadable)
+
+
+@dataclass
+class _Relation:
+    """A FROM entry: a catalog table, or a derived one (subquery/CTE) with column lineage."""
+
+    table: str | None = None
+    columns: frozenset[str] = frozenset()
+    lineage: dict[str, set[ColumnRef]] = field(default_factory=dict)
+    star: list[dict[str, _Relation]] | None = None  # scope behind a SELECT *
+
+    def resolve(self, column: str) -> set[ColumnRef] | None:
+        if self.table is not None:
+            return {ColumnRef(self.table, column)} if column in self.columns else None
+        if column in self.lineage:
+            return self.lineage[column]
+        if self.star is not None:
+            return _lookup(self.star, None, column)
+        return None
+
+
+def _lookup(scopes: list[dict[str, _Relation]], qualifier: str | None,
+            column: str) -> set[ColumnRef] | None:
+    for scope in reversed(scopes):
+        if qualifier is not None:
+            if qualifier in scope:
+                return scope[qualifier].resolve(column) or set()
+            continue
+        for relation in scope.values():
+            found = relation.resolve(column)
+            if found is not None:
+                return found
+    return None
+
+
+class _Reader:
+    """Walks a parse tree, collecting usage; ``query`` returns a node's output lineage."""
+
+    def __init__(self, catalog: dict[str, tuple[str, set[str]]]) -> None:
+        self.catalog = catalog
+        self.filters: set[ColumnRef] = set()
+        self.groups: set[ColumnRef] = set()
+        self.joins: set[ColumnRef] = set()
+        self.ctes: list[dict[str, _Relation]] = []
+
+    def query(self, node: dict, outer: list[dict[str, _Relation]]) -> _Relation:
+        ctes = {}
+        for entry in (node.get("cte_map") or {}).get("map", []):
+            self.ctes.append(ctes)
+            ctes[entry["key"].lower()] = self.query(entry["value"]["query_node"], outer)
+            self.ctes.pop()
+        self.ctes.append(ctes)
+        try:
+            if node.get("type") == "SET_OPERATION_NODE":
+                children = [self.query(c, outer) for c in node.get("children") or []]
+                lineage: dict[str, set[ColumnRef]] = {}
+                for child in children:
+                    for name, refs in child.lineage.items():
+                        lineage.setdefault(name, set()).update(refs)
+                return _Relation(lineage=lineage)
+            if node.get("type") != "SELECT_NODE":
+                return _Relation()
+            return self._select(node, outer)
+        finally:
+            self.ctes.pop()
+
+    def _select(self, node: dict, outer: list[dict[str, _Relation]]) -> _Relation:
+        scope: dict[str, _Relation] = {}
+        scopes = [*outer, scope]
+        if node.get("from_table"):
+            self._from(node["from_table"], scope, scopes)
+        outputs: dict[str, set[ColumnRef]] = {}
+        star = False
+        select_list = node.get("select_list") or []
+        for position, expression in enumerate(select_list):
+            if expression.get("class") == "STAR":
+                star = True
+                continue
+            refs = self._columns(expression, scopes)
+            name = expression.get("alias") or _default_name(expression) or f"#{position}"
+            outputs[name.lower()] = refs
+        for part in ("where_clause", "having", "qualify"):
+            if node.get(part):
+                self.filters |= self._columns(node[part], scopes)
+        groups = node.get("group_expressions") or []
+        for expression in groups:
+            self.groups |= self._group_target(expression, select_list, outputs, scopes)
+        if not groups and node.get("aggregate_handling") == "FORCE_AGGREGATES":  # GROUP BY ALL
+            for expression in select_list:
+                if not any(n.get("class") in ("FUNCTION", "WINDOW") and _is_aggregate(n)
+                           for n in iter_nodes(expression)):
+                    self.groups |= self._columns(expression, scopes)
+        for inner in iter_nodes([select_list, node.get("qualify"), node.get("having")]):
+            if inner.get("class") == "WINDOW":
+                for partition in inner.get("partitions") or []:
+                    self.groups |= self._columns(partition, scopes)
+        return _Relation(lineage=outputs, star=scopes if star else None)
+
+    def _from(self, ref: dict, scope: dict[str, _Relation], scopes: list) -> None:
+        kind = ref.get("type")
+        if kind == "BASE_TABLE":
+            name = str(ref.get("table_name", "")).lower()
+            alias = (ref.get("alias") or ref.get("table_name") or "").lower()
+            cte = next((c[name] for c in reversed(self.ctes) if name in c), None)
+            if cte is not None and not ref.get("schema_name"):
+                scope[alias] = cte
+            elif name in self.catalog:
+                table, columns = self.catalog[name]
+                scope[alias] = _Relation(table=table, columns=frozenset(columns))
+        elif kind == "SUBQUERY":
+            relation = self.query(ref["subquery"]["node"], scopes[:-1])
+            names = [str(n).lower() for n in ref.get("column_name_alias") or []]
+            if names:
+                relation = _Relation(lineage=dict(zip(names, relation.lineage.values(),
+                                                      strict=False)))
+            scope[(ref.get("alias") or f"#sub{len(scope)}").lower()] = relation
+        elif kind == "JOIN":
+            self._from(ref["left"], scope, scopes)
+            self._from(ref["right"], scope, scopes)
+            if ref.get("condition"):
+                self.joins |= self._columns(ref["condition"], scopes)
+            for column in ref.get("using_columns") or []:
+                for relation in scope.values():
+                    self.joins |= relation.resolve(str(column).lower()) or set()
+
+    def _columns(self, expression: object, scopes: list) -> set[ColumnRef]:
+        """Catalog columns an expression reads; subqueries inside add their own usage."""
+        found: set[ColumnRef] = set()
+        pending = [expression]
+        while pending:
+            item = pending.pop()
+            if isinstance(item, list):
+                pending.extend(item)
+                continue
+            if not isinstance(item, dict):
+                continue
+            if item.get("class") == "COLUMN_REF":
+                names = [str(n).lower() for n in item.get("column_names") or []]
+                qualifier = names[-2] if len(names) >= 2 else None
+                found |= _lookup(scopes, qualifier, names[-1]) or set() if names else set()
+                continue
+            if item.get("class") == "SUBQUERY":
+                inner = self.query(item["subquery"]["node"], scopes)
+                for refs in inner.lineage.values():
+                    found |= refs
+                if item.get("child"):
+                    pending.append(item["child"])
+                continue
+            pending.extend(item.values())
+        return found
+
+    def _group_target(self, expression: dict, select_list: list, outputs: dict,
+                      scopes: list) -> set[ColumnRef]:
+        """A GROUP BY item: a position, a select-list alias, or an expression."""
+        literal = expression.get("literal") or {}
+        if expression.get("class") == "CONSTANT" and literal.get("kind") in ("INTEGER",
+                                                                               "BIGINT"):
+            position = int(literal.get("text", "0")) - 1
+            if 0 <= position < len(select_list):
+                return self._columns(select_list[position], scopes)
+        names = expression.get("column_names") or []
+        if expression.get("class") == "COLUMN_REF" and len(names) == 1:
+            found = _lookup(scopes, None, str(names[0]).lower())
+            if found is None and str(names[0]).lower() in outputs:
+                return outputs[str(names[0]).lower()]
+        return self._columns(expression, scopes)
+
+
+_AGGREGATE_HINTS = frozenset({
+    "count", "count_star", "sum", "avg", "mean", "min", "max", "median", "mode", "stddev",
+    "stddev_samp", "stddev_pop", "variance", "var_samp", "var_pop", "string_agg", "list",
+    "array_agg", "first", "last", "any_value", "arg_max", "arg_min", "approx_count_distinct",
+    "quantile", "quantile_cont", "quantile_disc", "bool_and", "bool_or", "corr", "covar_pop",
+    "histogram", "product", "approx_quantile", "entropy", "kurtosis", "skewness",
+})  # fmt: skip
+
+
+def _is_aggregate(node: dict) -> bool:
+    return node.get("class") == "WINDOW" or str(node.get("function_name", "")).lower() in \
+        _AGGREGATE_HINTS
+
+
+def _default_name(expression: dict) -> str:
+    names = expression.get("column_names") or []
+    return str(names[-1]) if expression.get("class") == "COLUMN_REF" and names else ""

@@ -1,0 +1,280 @@
+"""Candidate dimensions: the columns of a database worth splitting a metric by.
+
+A candidate dimension is a non-key column with few distinct values (``VALUES``), a
+numeric column with many, cut into quantile bins (``BINS``), or a part of a date or
+timestamp column (``DATE_PART``: year, quarter, month, month of year, day of week, hour).
+The analysis tools scan every candidate reachable from their source; the coverage map
+says which of them the evidence on a board has controlled or split by.
+
+Profiling costs one query per table; tables above :data:`PROFILE_ROWS` rows are profiled
+on a system sample of about that many rows (counts of distinct values near
+``max_levels`` are approximate, which only decides whether a column is scanned).
+"""
+
+from __future__ import annotations
+
+import itertools
+import re
+from collections.abc import Callable
+from dataclasses import dataclass, replace
+from enum import Enum
+from typing import TYPE_CHECKING
+
+import pandas as pd
+
+from d2_notebook.data.keys import JoinGraph, join_graph
+from d2_notebook.data.schema import ColumnInfo, TableInfo, quote_ident
+
+if TYPE_CHECKING:
+    from d2_notebook.data.guarded_sql import GuardedSQL
+
+__all__ = [
+    "PROFILE_ROWS",
+    "Catalog",
+    "DatePart",
+    "Dimension",
+    "DimensionKind",
+    "candidate_dimensions",
+    "read_catalog",
+]
+
+PROFILE_ROWS = 200_000
+_BIN_QUANTILES = (0.2, 0.4, 0.6, 0.8)
+_NUMERIC = re.compile(r"(TINY|SMALL|BIG|HUGE|U)?INT(EGER)?|DOUBLE|FLOAT|REAL|DECIMAL.*|UTINYINT"
+                      r"|USMALLINT|UINTEGER|UBIGINT")
+_TEXTLIKE = re.compile(r"VARCHAR|BOOLEAN|ENUM.*|CHAR.*")
+_TIMESTAMP = re.compile(r"TIMESTAMP.*")
+_DAY_NAMES = ("Monday", "Tuesday", "Wednesday", "Thursday", "Friday", "Saturday", "Sunday")
+
+
+class DimensionKind(Enum):
+    """How a column becomes a dimension."""
+
+    VALUES = "values"
+    BINS = "bins"
+    DATE_PART = "date part"
+
+
+class DatePart(Enum):
+    """A calendar part of a date or timestamp column, with the SQL that computes it."""
+
+    YEAR = "year"
+    QUARTER = "quarter"
+    MONTH = "month"
+    MONTH_OF_YEAR = "month_of_year"
+    DAY_OF_WEEK = "day_of_week"
+    HOUR = "hour"
+
+    def sql(self, ref: str) -> str:
+        """The part of the column reference ``ref`` as a number (cheap to group by)."""
+        return {
+            DatePart.YEAR: f"year({ref})",
+            DatePart.QUARTER: f"year({ref}) * 10 + quarter({ref})",
+            DatePart.MONTH: f"year({ref}) * 100 + month({ref})",
+            DatePart.MONTH_OF_YEAR: f"month({ref})",
+            DatePart.DAY_OF_WEEK: f"isodow({ref})",
+            DatePart.HOUR: f"hour({ref})",
+        }[self]
+
+    def label(self, key: str) -> str:
+        """SQL turning a grouped :meth:`sql` value into its label (``2021-Q3``, ``1-Monday``)."""
+        days = ", ".join(f"'{d}'" for d in _DAY_NAMES)
+        return {
+            DatePart.QUARTER: f"({key} // 10)::VARCHAR || '-Q' || ({key} % 10)::VARCHAR",
+            DatePart.MONTH: f"({key} // 100)::VARCHAR || '-' || lpad(({key} % 100)::VARCHAR, 2,"
+                            " '0')",
+            DatePart.DAY_OF_WEEK: f"{key}::VARCHAR || '-' || [{days}][{key}]",
+        }.get(self, f"{key}::VARCHAR")
+
+
+@dataclass(frozen=True)
+class Dimension:
+    """One candidate dimension of the database.
+
+    Attributes:
+        table: The table, as written in SQL (``TableInfo.name``).
+        column: The column name.
+        kind: Values, bins or a date part.
+        levels: Number of distinct values (approximate for sampled tables).
+        part: The date part, for ``DATE_PART`` dimensions.
+        edges: Bin edges (ascending), for ``BINS`` dimensions.
+    """
+
+    table: str
+    column: str
+    kind: DimensionKind
+    levels: int
+    part: DatePart | None = None
+    edges: tuple[float, ...] = ()
+
+    @property
+    def column_name(self) -> str:
+        """``table.column``: the column this dimension reads."""
+        return f"{self.table}.{quote_ident(self.column)}"
+
+    @property
+    def name(self) -> str:
+        """How tools and models name it: ``patients.sex``, ``month_of_year(a.admitted_on)``."""
+        if self.part is not None:
+            return f"{self.part.value}({self.column_name})"
+        return self.column_name
+
+    def expression(self, alias: str) -> str:
+        """The dimension as SQL over ``alias``, the table's alias in a query.
+
+        Date parts and bins are numbers (cheap to group by); :meth:`label` turns a
+        grouped value into the text models read.
+        """
+        ref = f"{alias}.{quote_ident(self.column)}"
+        if self.part is not None:
+            return self.part.sql(ref)
+        if self.kind is DimensionKind.BINS:
+            whens = " ".join(f"WHEN {ref} < {edge!r} THEN {i}" for i, edge in enumerate(self.edges))
+            return f"CASE WHEN {ref} IS NULL THEN NULL {whens} ELSE {len(self.edges)} END"
+        return ref
+
+    def label(self, key: str) -> str:
+        """SQL turning a grouped :meth:`expression` value into its label text."""
+        if self.part is not None:
+            return self.part.label(key)
+        if self.kind is DimensionKind.BINS:
+            texts = [f"{e:g}" for e in self.edges]
+            labels = [f"< {texts[0]}", *(f"[{a}, {b})" for a, b in itertools.pairwise(texts)),
+                      f">= {texts[-1]}"]
+            return f"[{', '.join(repr(x) for x in labels)}][{key} + 1]"
+        return f"{key}::VARCHAR"
+
+
+@dataclass(frozen=True)
+class Catalog:
+    """The described tables of a database and its join graph (read once per tool call)."""
+
+    tables: tuple[TableInfo, ...]
+    graph: JoinGraph
+
+    def table(self, name: str) -> TableInfo | None:
+        """The table whose SQL name or bare name is ``name`` (case-insensitive)."""
+        wanted = name.lower()
+        for info in self.tables:
+            if wanted in (info.name.lower(), info.table.lower()):
+                return info
+        return None
+
+
+def read_catalog(sql: GuardedSQL) -> Catalog:
+    """Tables (with columns and row counts) and the join graph, through ``sql``'s guard."""
+    query = _query(sql)
+    columns: dict[tuple[str, str, str], list[ColumnInfo]] = {}
+    for row in query(
+        "SELECT database_name, schema_name, table_name, column_name, data_type, is_nullable "
+        "FROM duckdb_columns() WHERE NOT internal ORDER BY database_name, schema_name, "
+        "table_name, column_index"
+    ).itertuples(index=False):
+        columns.setdefault((row[0], row[1], row[2]), []).append(
+            ColumnInfo(str(row[3]), str(row[4]), bool(row[5])))
+    tables = tuple(
+        replace(info, columns=tuple(columns.get((info.database, info.schema, info.table), ())))
+        for info in sql.list_tables()
+    )
+    return Catalog(tables, join_graph(query, list(tables)))
+
+
+def candidate_dimensions(
+    sql: GuardedSQL, *, max_levels: int = 30, catalog: Catalog | None = None
+) -> list[Dimension]:
+    """Every candidate dimension of the database, ordered by table then column.
+
+    Args:
+        sql: The guarded connection (all profiling runs through its checker and limits).
+        max_levels: Most distinct values a column may have to be a ``VALUES`` dimension
+            (>= 2); numeric columns with more are cut into five quantile bins.
+        catalog: A catalog already read with :func:`read_catalog`, to save the queries.
+
+    Raises:
+        ValueError: ``max_levels`` < 2.
+    """
+    if max_levels < 2:
+        raise ValueError(f"max_levels must be >= 2, got {max_levels!r}")
+    catalog = catalog or read_catalog(sql)
+    dimensions: list[Dimension] = []
+    for table in catalog.tables:
+        dimensions.extend(_profile(sql, table, catalog.graph, max_levels))
+    return dimensions
+
+
+def _query(sql: GuardedSQL) -> Callable[[str], pd.DataFrame]:
+    def run(text: str) -> pd.DataFrame:
+        return sql.run(text, max_rows=1_000_000).frame
+
+    return run
+
+
+def _profile(
+    sql: GuardedSQL, table: TableInfo, graph: JoinGraph, max_levels: int
+) -> list[Dimension]:
+    """The dimensions of one table, from one profiling query."""
+    keys = graph.key_columns(table.name)
+    single_keys = {cols[0].lower() for t, cols in graph.unique if t == table.name
+                   and len(cols) == 1}
+    plans: list[tuple[ColumnInfo, str, list[str]]] = []
+    for column in table.columns:
+        ref, kind = quote_ident(column.name), column.type.upper()
+        if column.name.lower() in single_keys:
+            continue
+        if kind == "DATE" or _TIMESTAMP.fullmatch(kind):
+            hours = [f"approx_count_distinct(hour({ref}))"] if kind != "DATE" else []
+            plans.append((column, "date", [f"min({ref})", f"max({ref})", *hours]))
+        elif _NUMERIC.fullmatch(kind):
+            binnable = column.name.lower() not in keys and not _looks_like_id(column.name)
+            quantiles = ", ".join(str(q) for q in _BIN_QUANTILES)
+            extra = [f"approx_quantile({ref}, [{quantiles}])"] if binnable else []
+            plans.append((column, "number", [f"approx_count_distinct({ref})", *extra]))
+        elif _TEXTLIKE.fullmatch(kind):
+            plans.append((column, "text", [f"approx_count_distinct({ref})"]))
+    if not plans:
+        return []
+    rows = table.row_count or 0
+    sample = ""
+    if rows > PROFILE_ROWS:
+        sample = f" USING SAMPLE {max(0.1, 100.0 * PROFILE_ROWS / rows):.3f}% (system)"
+    parts = [part for _, _, columns in plans for part in columns]
+    values = sql.run(f"SELECT {', '.join(parts)} FROM {table.ref}{sample}").frame.iloc[0].tolist()
+    dimensions: list[Dimension] = []
+    for column, family, columns in plans:
+        found, values = values[: len(columns)], values[len(columns):]
+        dimensions.extend(_dimensions(table.name, column, family, found, max_levels))
+    return dimensions
+
+
+def _dimensions(
+    table: str, column: ColumnInfo, family: str, found: list, max_levels: int
+) -> list[Dimension]:
+    if family == "date":
+        if found[0] is None or pd.isna(found[0]):
+            return []
+        first, last = pd.Timestamp(found[0]), pd.Timestamp(found[1])
+        months = (last.year - first.year) * 12 + last.month - first.month + 1
+        levels = {
+            DatePart.YEAR: last.year - first.year + 1,
+            DatePart.QUARTER: (months + 2) // 3 + 1,
+            DatePart.MONTH: months,
+            DatePart.MONTH_OF_YEAR: min(12, months),
+            DatePart.DAY_OF_WEEK: min(7, (last - first).days + 1),
+            DatePart.HOUR: int(found[2]) if len(found) > 2 and found[2] else 1,
+        }
+        return [Dimension(table, column.name, DimensionKind.DATE_PART, n, part)
+                for part, n in levels.items() if 2 <= n <= max_levels]
+    distinct = int(found[0] or 0)
+    if 2 <= distinct <= max_levels:
+        return [Dimension(table, column.name, DimensionKind.VALUES, distinct)]
+    if family == "number" and len(found) > 1 and found[1] is not None:
+        edges = tuple(sorted({float(e) for e in found[1] if e is not None}))
+        if edges:
+            return [Dimension(table, column.name, DimensionKind.BINS, len(edges) + 1,
+                              edges=edges)]
+    return []
+
+
+def _looks_like_id(name: str) -> bool:
+    lowered = name.lower()
+    return lowered == "id" or lowered.endswith(("_id", "-id", " id"))

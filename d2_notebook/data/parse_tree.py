@@ -1,0 +1,59 @@
+"""DuckDB's own parse tree of one SELECT, for code that reads SQL rather than runs it.
+
+The analysis tools read the pieces a model hands them (a FROM clause, a metric, a filter)
+and the coverage map reads every evidence's SQL; both ask DuckDB's parser
+(``json_serialize_sql``) instead of matching text. Parsing never touches the user's data:
+it runs on a private in-memory connection with external access disabled.
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+from collections.abc import Iterator
+
+import duckdb
+
+from d2_notebook.errors import QueryFailedError
+
+__all__ = ["iter_nodes", "select_node", "serialize"]
+
+_lock = threading.Lock()
+_parser: duckdb.DuckDBPyConnection | None = None
+
+
+def serialize(sql: str) -> dict:
+    """The JSON parse tree of one SELECT statement.
+
+    Raises:
+        QueryFailedError: The text is not one parseable SELECT (DuckDB's message and a fix).
+    """
+    global _parser
+    with _lock:
+        if _parser is None:
+            _parser = duckdb.connect(config={"enable_external_access": False})
+        row = _parser.execute("SELECT json_serialize_sql(?::VARCHAR)", [sql]).fetchall()
+    tree = json.loads(row[0][0])
+    if tree.get("error") or len(tree.get("statements", [])) != 1:
+        raise QueryFailedError(
+            f"cannot parse the SQL: {tree.get('error_message') or 'not one SELECT statement'}"
+            "\nHint: check the syntax (DuckDB SQL dialect) and send one SELECT."
+        )
+    return tree
+
+
+def select_node(sql: str) -> dict:
+    """The top query node of one SELECT statement (see :func:`serialize`)."""
+    return serialize(sql)["statements"][0]["node"]
+
+
+def iter_nodes(node: object) -> Iterator[dict]:
+    """Every dict in a parse (sub)tree, depth first, the root included."""
+    pending = [node]
+    while pending:
+        item = pending.pop()
+        if isinstance(item, dict):
+            yield item
+            pending.extend(reversed(list(item.values())))
+        elif isinstance(item, list):
+            pending.extend(reversed(item))

@@ -1,0 +1,71 @@
+"""compare_within on data with known answers: a confounder with a reversal, an interaction."""
+
+from __future__ import annotations
+
+import pytest
+from analysis_data import planted
+
+from d2_notebook.data import GuardedSQL
+from d2_notebook.data.analysis import AnalysisResult, FlagKind, compare_within
+
+SOURCE = "orders o JOIN customers c USING (customer_id)"
+RATE = "avg(CASE WHEN o.returned THEN 1 ELSE 0 END)"
+
+
+@pytest.fixture(scope="module")
+def sql() -> GuardedSQL:
+    return GuardedSQL(planted())
+
+
+def _kinds(result: AnalysisResult) -> dict[str, set[FlagKind]]:
+    found: dict[str, set[FlagKind]] = {}
+    for flag in result.flags:
+        found.setdefault(flag.dimension, set()).add(flag.kind)
+    return found
+
+
+def test_confounder_with_a_reversal_is_called_simpsons_paradox(sql: GuardedSQL) -> None:
+    result = compare_within(sql, source=SOURCE, metric=RATE, exposure="o.promo",
+                            value="coupon")
+    overall = result.frame.iloc[0]
+    assert overall["dimension"] == "(overall)" and overall["ci_high"] < 0  # looks protective
+    assert _kinds(result) == {"customers.tier": {FlagKind.SIMPSONS_PARADOX}}
+    tier = result.frame[result.frame["dimension"] == "customers.tier"]
+    assert (tier["effect"] > 0).all()  # ...but raises returns in every tier
+    assert tier["standardised_effect"].iloc[0] > 0
+    assert "SIMPSON'S PARADOX by customers.tier" in result.summary.splitlines()[2]
+    assert "standardised over customers.tier" in result.summary
+
+
+def test_interaction_is_heterogeneity_with_the_strata_and_effects(sql: GuardedSQL) -> None:
+    result = compare_within(sql, source=SOURCE, metric="avg(o.amount)", exposure="o.promo",
+                            value="coupon", reference="none")
+    assert FlagKind.HETEROGENEITY in _kinds(result)["customers.region"]
+    region = result.frame[result.frame["dimension"] == "customers.region"].set_index("stratum")
+    assert region.loc["east", "effect"] == pytest.approx(10, abs=1.5)
+    assert abs(region.loc["west", "effect"]) < 1.5
+    text = next(f.text for f in result.flags if f.dimension == "customers.region")
+    assert text.startswith("HETEROGENEITY") and "east:" in text and "west:" in text
+    assert region["interaction_q"].iloc[0] < 1e-6
+
+
+def test_no_flag_for_an_exposure_with_no_effect(sql: GuardedSQL) -> None:
+    result = compare_within(sql, source=SOURCE, metric=RATE, exposure="o.channel",
+                            value="web", reference="store")
+    assert result.flags == ()
+    assert "No confounding and no heterogeneity beyond chance" in result.summary
+    assert "has tags.tag = veteran" in result.summary  # 1:N flags are checked too
+
+
+def test_exposure_columns_are_not_dimensions(sql: GuardedSQL) -> None:
+    result = compare_within(sql, source=SOURCE, metric=RATE, exposure="o.promo",
+                            value="coupon")
+    assert "orders.promo" not in set(result.frame["dimension"])
+
+
+def test_values_that_do_not_occur_are_named(sql: GuardedSQL) -> None:
+    with pytest.raises(ValueError, match=r"values of o\.promo: coupon, none"):
+        compare_within(sql, source=SOURCE, metric=RATE, exposure="o.promo", value="voucher")
+    with pytest.raises(ValueError, match="reference must differ"):
+        compare_within(sql, source=SOURCE, metric=RATE, exposure="o.promo", value="coupon",
+                       reference="coupon")

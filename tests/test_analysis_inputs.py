@@ -1,0 +1,110 @@
+"""Bad inputs to the analysis tools get a clear error naming the fix; the tool specs."""
+
+from __future__ import annotations
+
+import duckdb
+import pytest
+from analysis_data import planted
+
+from d2_notebook.data import GuardedSQL
+from d2_notebook.data.analysis import (
+    TOOL_SPECS,
+    AnalysisTool,
+    compare_within,
+    segment_scan,
+    spec_for,
+    trend,
+)
+from d2_notebook.errors import QueryFailedError, UnsafeSQLError
+
+SOURCE = "orders o JOIN customers c USING (customer_id)"
+
+
+@pytest.fixture(scope="module")
+def con() -> duckdb.DuckDBPyConnection:
+    return planted()
+
+
+@pytest.fixture(scope="module")
+def sql(con: duckdb.DuckDBPyConnection) -> GuardedSQL:
+    return GuardedSQL(con)
+
+
+@pytest.mark.parametrize("metric", ["sum(o.amount)", "o.amount", "avg(o.amount) * 2",
+                                    "count(*)", "avg(DISTINCT o.amount)", "avg(sum(o.amount))",
+                                    "avg(o.amount) FILTER (WHERE o.promo = 'none')", ""])
+def test_a_metric_that_is_not_one_mean_is_refused(sql: GuardedSQL, metric: str) -> None:
+    with pytest.raises(ValueError, match=r"avg\(<per-row expression>\)"):
+        segment_scan(sql, source=SOURCE, metric=metric)
+
+
+def test_unknown_columns_name_the_input_they_came_from(sql: GuardedSQL) -> None:
+    with pytest.raises(QueryFailedError, match=r"(?s)the metric does not bind.*o = orders"):
+        segment_scan(sql, source=SOURCE, metric="avg(o.nope)")
+    with pytest.raises(QueryFailedError, match="the where does not bind"):
+        segment_scan(sql, source=SOURCE, metric="avg(o.amount)", where="c.nope > 1")
+    with pytest.raises(QueryFailedError, match=r"the dimension 'c\.shoe_size' does not bind"):
+        segment_scan(sql, source=SOURCE, metric="avg(o.amount)", dimensions=["c.shoe_size"])
+    with pytest.raises(QueryFailedError, match="the exposure does not bind"):
+        compare_within(sql, source=SOURCE, metric="avg(o.amount)", exposure="o.nope", value=1)
+    with pytest.raises(QueryFailedError, match="the time does not bind"):
+        trend(sql, source=SOURCE, metric="avg(o.amount)", time="o.shipped_on")
+
+
+@pytest.mark.parametrize("where", [
+    "1 = 1; DELETE FROM orders",
+    "o.order_id IN (SELECT order_id FROM read_csv('/etc/passwd'))",
+    "1 = 1) UNION ALL (SELECT 1",
+])
+def test_writes_and_file_reads_smuggled_into_where_are_refused(
+    con: duckdb.DuckDBPyConnection, sql: GuardedSQL, where: str
+) -> None:
+    with pytest.raises((UnsafeSQLError, ValueError, QueryFailedError)) as caught:
+        segment_scan(sql, source=SOURCE, metric="avg(o.amount)", where=where)
+    if "DELETE" in where or "read_csv" in where:
+        assert caught.type is UnsafeSQLError
+    assert con.execute("SELECT count(*) FROM orders").fetchone()[0] == 24000
+
+
+def test_bad_sources_and_settings(sql: GuardedSQL) -> None:
+    with pytest.raises(UnsafeSQLError):
+        segment_scan(sql, source="orders; DROP TABLE orders", metric="avg(amount)")
+    with pytest.raises(ValueError, match="names no table of the database; tables: customers"):
+        segment_scan(sql, source="(SELECT 1 AS x) s", metric="avg(x)")
+    with pytest.raises(ValueError, match="only a FROM clause"):
+        segment_scan(sql, source="orders LIMIT 5", metric="avg(amount)")
+    with pytest.raises(ValueError, match="min_support must be"):
+        segment_scan(sql, source="orders", metric="avg(amount)", min_support=0)
+    with pytest.raises(ValueError, match="alpha must be between 0 and 1"):
+        segment_scan(sql, source="orders", metric="avg(amount)", alpha=5)
+    with pytest.raises(ValueError, match="dimensions must be a list"):
+        segment_scan(sql, source="orders", metric="avg(amount)", dimensions="channel")
+    with pytest.raises(ValueError, match="exposure is required"):
+        compare_within(sql, source="orders", metric="avg(amount)", exposure=" ", value="x")
+    with pytest.raises(ValueError, match="must be a string, a number or a boolean"):
+        compare_within(sql, source="orders", metric="avg(amount)", exposure="promo",
+                       value=["coupon"])
+
+
+def test_specs_match_the_python_keywords(sql: GuardedSQL) -> None:
+    assert [s.name for s in TOOL_SPECS] == ["segment_scan", "compare_within", "trend"]
+    for spec in TOOL_SPECS:
+        schema = spec.input_schema
+        assert schema["type"] == "object" and not schema["additionalProperties"]
+        assert set(schema["required"]) <= set(schema["properties"])
+        code = spec.function.__code__
+        keywords = set(code.co_varnames[code.co_argcount:code.co_argcount
+                                        + code.co_kwonlyargcount])
+        assert set(schema["properties"]) <= keywords, spec.name
+        for name in schema["properties"]:
+            assert schema["properties"][name].get("description"), (spec.name, name)
+    assert spec_for("compare_within").tool is AnalysisTool.COMPARE_WITHIN
+    description = spec_for("compare_within").description
+    for words in ("CONFOUNDING", "SIMPSON'S PARADOX", "HETEROGENEITY", "reference must differ"):
+        assert words in description
+    assert "avg(<per-row expression>)" in str(spec_for("segment_scan").input_schema)
+    with pytest.raises(KeyError, match="tools: segment_scan, compare_within, trend"):
+        spec_for("nope")
+    tool_input = {"source": "orders", "metric": "avg(amount)", "time": "ordered_on",
+                  "grain": "month"}
+    assert spec_for("trend").function(sql, **tool_input).tool is AnalysisTool.TREND

@@ -1,0 +1,80 @@
+"""Join keys: declared constraints first, else inferred; the graph in the schema summary."""
+
+from __future__ import annotations
+
+import duckdb
+import pytest
+from analysis_data import planted
+
+from d2_notebook.data import GuardedSQL
+from d2_notebook.data.analysis import segment_scan
+from d2_notebook.data.dimensions import read_catalog
+from d2_notebook.data.keys import KeyOrigin
+from d2_notebook.datasets import hospital
+
+
+def _edges(sql: GuardedSQL) -> dict[tuple[str, str], tuple[KeyOrigin, bool]]:
+    graph = read_catalog(sql).graph
+    return {(e.child, e.parent): (e.origin, e.one_to_one) for e in graph.edges}
+
+
+def test_declared_foreign_keys_are_used_as_declared() -> None:
+    sql = GuardedSQL(hospital.create(patients=300))
+    edges = _edges(sql)
+    assert edges == {
+        ("admissions", "patients"): (KeyOrigin.DECLARED, False),
+        ("comorbidities", "patients"): (KeyOrigin.DECLARED, False),
+        ("outcomes", "admissions"): (KeyOrigin.DECLARED, True),
+        ("treatments", "admissions"): (KeyOrigin.DECLARED, False),
+    }  # nothing inferred between tables that declare their keys
+    summary = sql.schema_summary()
+    assert "Join keys (child -> parent" in summary
+    assert "comorbidities.patient_id -> patients.patient_id (N:1, declared)" in summary
+    assert "outcomes.admission_id -> admissions.admission_id (1:1, declared)" in summary
+
+
+def test_keys_are_inferred_from_shared_names_and_contained_values() -> None:
+    edges = _edges(GuardedSQL(planted(declared=False)))
+    assert edges == {("orders", "customers"): (KeyOrigin.INFERRED, False),
+                     ("tags", "customers"): (KeyOrigin.INFERRED, False)}
+
+
+def test_no_edge_when_values_are_not_contained_or_not_unique() -> None:
+    con = duckdb.connect()
+    con.execute("CREATE TABLE a AS SELECT i AS k, i % 4 AS status FROM range(10) t(i)")
+    con.execute("CREATE TABLE b AS SELECT i + 5 AS k, i % 4 AS status FROM range(10) t(i)")
+    con.execute("CREATE TABLE c AS SELECT i % 3 AS k FROM range(10) t(i)")
+    sql = GuardedSQL(con)
+    # a.k and b.k are unique but neither holds the other's values; c.k repeats, so it is
+    # never a parent; status repeats in both; only c -> a holds
+    assert _edges(sql) == {("c", "a"): (KeyOrigin.INFERRED, False)}
+    assert "Join keys" in sql.schema_summary()
+
+
+def test_schema_summary_without_keys_is_unchanged() -> None:
+    con = duckdb.connect()
+    con.execute("CREATE TABLE lone AS SELECT 1 AS x")
+    summary = GuardedSQL(con).schema_summary()
+    assert "Join keys" not in summary and summary.endswith("x INTEGER e.g. 1")
+
+
+@pytest.mark.parametrize("declared", [True, False])
+def test_one_to_one_satellites_are_joined_as_attributes(declared: bool) -> None:
+    con = duckdb.connect()
+    key = " PRIMARY KEY" if declared else ""
+    ref = " REFERENCES people (id)" if declared else ""
+    con.execute(f"CREATE TABLE people (id INTEGER{key}, team VARCHAR)")
+    con.execute(f"CREATE TABLE scores (id INTEGER{key}{ref}, score DOUBLE)")
+    con.execute("INSERT INTO people SELECT i, CASE WHEN i % 2 = 0 THEN 'red' ELSE 'blue' END "
+                "FROM range(200) t(i)")
+    con.execute("INSERT INTO scores SELECT i, CASE WHEN i % 2 = 0 THEN 10 ELSE 0 END + i % 7 "
+                "FROM range(200) t(i)")
+    sql = GuardedSQL(con)
+    edges = _edges(sql)
+    assert list(edges.values()) == [(KeyOrigin.DECLARED if declared else KeyOrigin.INFERRED,
+                                     True)]
+    child = next(iter(edges))[0]
+    source, other = ("scores s", "people") if child == "scores" else ("people s", "scores")
+    metric = "avg(s.score)" if child == "scores" else "avg(s.id % 2)"
+    result = segment_scan(sql, source=source, metric=metric)
+    assert any(d.startswith(f"{other}.") for d in result.frame["dimension"])

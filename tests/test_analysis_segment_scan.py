@@ -1,0 +1,98 @@
+"""segment_scan on data with known answers (real DuckDB, the SQL guard in the loop)."""
+
+from __future__ import annotations
+
+import duckdb
+import pytest
+from analysis_data import planted
+
+from d2_notebook.data import GuardedSQL, QueryResult
+from d2_notebook.data.analysis import AnalysisTool, FlagKind, segment_scan
+from d2_notebook.data.coverage import column_usage
+from d2_notebook.data.dimensions import read_catalog
+
+RATE = "avg(CASE WHEN o.returned THEN 1 ELSE 0 END)"
+
+
+@pytest.fixture(scope="module", params=[True, False], ids=["declared-keys", "inferred-keys"])
+def sql(request: pytest.FixtureRequest) -> GuardedSQL:
+    return GuardedSQL(planted(declared=request.param))
+
+
+def _row(result: QueryResult, dimension: str, value: str) -> dict:
+    rows = result.frame[(result.frame["dimension"] == dimension)
+                        & (result.frame["value"] == value)]
+    assert len(rows) == 1, f"no row for {dimension} = {value}"
+    return rows.iloc[0].to_dict()
+
+
+def test_finds_the_planted_segment_carried_by_a_1_to_n_table(sql: GuardedSQL) -> None:
+    result = segment_scan(sql, source="orders o", metric=RATE)
+    assert isinstance(result, QueryResult) and result.tool is AnalysisTool.SEGMENT_SCAN
+    veteran = _row(result, "has tags.tag", "veteran")
+    assert veteran["flagged"] and veteran["n"] > 5000
+    assert veteran["metric"] == pytest.approx(2 * veteran["rest_metric"], rel=0.2)
+    assert veteran["ci_low"] < veteran["difference"] < veteran["ci_high"]
+    assert veteran["ci_low"] > 0.1
+    assert 0 < veteran["metric_low"] < veteran["metric"] < veteran["metric_high"] < 1  # Wilson
+    # the other tags carry nothing
+    for tag in ("student", "senior", "family"):
+        assert not _row(result, "has tags.tag", tag)["flagged"]
+    # the N:1 attribute table is reached too, and the flag leads the summary
+    assert _row(result, "customers.tier", "pro")["flagged"]
+    assert "FLAGGED SEGMENTS" in result.summary.splitlines()[1]
+    assert "has tags.tag = veteran" in result.summary
+    flagged = [f for f in result.flags if f.kind is FlagKind.SEGMENT]
+    assert {f.dimension for f in flagged} >= {"has tags.tag", "customers.tier"}
+    assert not any(_row(result, "orders.channel", c)["flagged"] for c in ("web", "store"))
+
+
+def test_rows_are_ranked_by_a_sample_size_aware_score(sql: GuardedSQL) -> None:
+    frame = segment_scan(sql, source="orders o", metric=RATE).frame
+    flagged = frame[frame["flagged"]]
+    assert list(flagged["score"]) == sorted(flagged["score"], reverse=True)
+    assert (frame["score"] <= frame["difference"].abs() + 1e-12).all()
+    assert frame.index[frame["flagged"]].max() < frame.index[~frame["flagged"]].min()
+
+
+def test_one_pass_is_the_evidence_sql_and_splits_by_every_dimension(sql: GuardedSQL) -> None:
+    result = segment_scan(sql, source="orders o JOIN customers c USING (customer_id)",
+                          metric=RATE, where="c.age >= 30")
+    assert result.sql.startswith("WITH __rows AS")
+    assert "UNION ALL" in result.sql and result.sql.count("FROM orders o") == 1
+    assert sql.run(result.sql).row_count > 10  # it runs as is through the guard
+    tables = {t.name: [c.name for c in t.columns] for t in read_catalog(sql).tables}
+    usage = column_usage(result.sql, tables)
+    assert {(r.table, r.column) for r in usage.groups} >= {
+        ("customers", "region"), ("customers", "tier"), ("tags", "tag"), ("orders", "channel"),
+        ("orders", "ordered_on")}
+    assert ("customers", "age") in {(r.table, r.column) for r in usage.filters}
+
+
+def test_requested_dimensions_and_min_support(sql: GuardedSQL) -> None:
+    result = segment_scan(sql, source="orders o JOIN customers c USING (customer_id)",
+                          metric="avg(o.amount)", dimensions=["c.region", "has tags.tag",
+                                                             "month_of_year(orders.ordered_on)"])
+    assert list(dict.fromkeys(result.frame["dimension"])) != []
+    assert set(result.frame["dimension"]) == {"c.region", "has tags.tag",
+                                              "month_of_year(orders.ordered_on)"}
+    november = _row(result, "month_of_year(orders.ordered_on)", "11")
+    assert november["flagged"] and november["difference"] > 4
+    strict = segment_scan(sql, source="orders o", metric="avg(o.amount)",
+                          dimensions=["month_of_year(orders.ordered_on)"], min_support=5000)
+    assert not strict.frame["flagged"].any()
+    assert "No segment deviates beyond chance" in strict.summary
+
+
+def test_results_are_capped_like_any_query() -> None:
+    con = planted()
+    result = segment_scan(GuardedSQL(con, max_rows=5), source="orders o", metric=RATE)
+    assert len(result.frame) == 5 and result.truncated and result.row_count > 5
+
+
+def test_a_flat_single_table_uses_all_its_columns() -> None:
+    con = duckdb.connect()
+    con.execute("CREATE TABLE t AS SELECT i, i % 3 AS g, (i % 3 = 0 AND i % 2 = 0)::INT AS y "
+                "FROM range(3000) r(i)")
+    result = segment_scan(GuardedSQL(con), source="t", metric="avg(y)")
+    assert _row(result, "t.g", "0")["flagged"]

@@ -1,0 +1,63 @@
+"""trend on data with a planted slope change and season, and on pure noise."""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+from analysis_data import noise, planted
+
+from d2_notebook.data import GuardedSQL
+from d2_notebook.data.analysis import FlagKind, trend
+
+
+@pytest.fixture(scope="module")
+def sql() -> GuardedSQL:
+    return GuardedSQL(planted())
+
+
+def test_slope_change_point_season_and_projection(sql: GuardedSQL) -> None:
+    result = trend(sql, source="orders", metric="avg(amount)", time="ordered_on")
+    kinds = [f.kind for f in result.flags]
+    assert kinds == [FlagKind.TREND, FlagKind.CHANGE_POINT, FlagKind.SEASON]
+    change = next(f.text for f in result.flags if f.kind is FlagKind.CHANGE_POINT)
+    assert any(month in change for month in ("2022-04", "2022-05", "2022-06"))  # day 500
+    # planted: 0.01 a day before (0.30 a month), 0.05 a day after (1.52 a month)
+    slopes = re.search(r"slope (\S+) per month before, (\S+) after", change)
+    before, after = float(slopes.group(1)), float(slopes.group(2))
+    assert before == pytest.approx(0.30, abs=0.08) and after == pytest.approx(1.52, abs=0.15)
+    season = next(f for f in result.flags if f.kind is FlagKind.SEASON)
+    assert season.dimension == "month_of_year" and "highest in month 12 (" in season.text
+    frame = result.frame
+    observed, projected = frame[frame["kind"] == "observed"], frame[frame["kind"] == "projection"]
+    assert len(observed) == 30 and observed["period"].iloc[0] == "2021-01"
+    assert list(projected["period"]) == ["2023-07", "2023-08", "2023-09"]
+    assert (projected["ci_low"] < projected["metric"]).all()
+    assert projected["metric"].iloc[0] > observed["metric"].iloc[-1]
+    assert "LINEAR PROJECTION" in result.summary
+    assert "date_trunc('hour'" in result.sql
+
+
+def test_grain_and_periods(sql: GuardedSQL) -> None:
+    result = trend(sql, source="orders", metric="avg(amount)", time="ordered_on",
+                   grain="quarter", periods=0)
+    assert list(result.frame["kind"].unique()) == ["observed"]
+    assert result.frame["period"].iloc[0] == "2021Q1"
+    assert "LINEAR PROJECTION" not in result.summary
+
+
+def test_pure_noise_has_no_trend_flags() -> None:
+    for seed in range(5):
+        result = trend(GuardedSQL(noise(seed)), source="orders", metric="avg(amount)",
+                       time="ordered_on", grain="week")
+        assert result.flags == (), (seed, result.summary)
+
+
+def test_bad_trend_inputs(sql: GuardedSQL) -> None:
+    with pytest.raises(ValueError, match="grain must be one of"):
+        trend(sql, source="orders", metric="avg(amount)", time="ordered_on", grain="decade")
+    with pytest.raises(ValueError, match="periods must be"):
+        trend(sql, source="orders", metric="avg(amount)", time="ordered_on", periods=-1)
+    with pytest.raises(ValueError, match="at least 3 periods"):
+        trend(sql, source="orders", metric="avg(amount)", time="ordered_on", grain="year",
+              where="ordered_on < DATE '2022-01-01'")

@@ -1,0 +1,111 @@
+"""The coverage map: evidence SQL read by DuckDB's parser into columns, then dimensions."""
+
+from __future__ import annotations
+
+import pytest
+
+from d2_notebook.data import GuardedSQL
+from d2_notebook.data.analysis import compare_within
+from d2_notebook.data.coverage import ColumnRef, column_usage, coverage_map
+from d2_notebook.data.dimensions import (
+    DatePart,
+    DimensionKind,
+    candidate_dimensions,
+    read_catalog,
+)
+from d2_notebook.datasets import hospital
+from d2_notebook.errors import QueryFailedError
+
+TRUTHS = {t.id: t for t in hospital.PLANTED_TRUTHS}
+
+
+@pytest.fixture(scope="module")
+def sql() -> GuardedSQL:
+    return GuardedSQL(hospital.create(patients=1500))
+
+
+@pytest.fixture(scope="module")
+def tables(sql: GuardedSQL) -> dict[str, list[str]]:
+    return {t.name: [c.name for c in t.columns] for t in read_catalog(sql).tables}
+
+
+def _pairs(refs: frozenset[ColumnRef]) -> set[tuple[str, str]]:
+    return {(r.table, r.column) for r in refs}
+
+
+def test_filters_groups_and_joins_of_a_planted_truth(tables: dict) -> None:
+    usage = column_usage(TRUTHS["H3"].sql, tables)
+    assert _pairs(usage.filters) >= {("patients", "age"), ("treatments", "drug"),
+                                     ("comorbidities", "condition")}  # IN (subquery)
+    assert _pairs(usage.groups) == {("treatments", "drug")}
+    assert _pairs(usage.joins) >= {("admissions", "patient_id"), ("patients", "patient_id"),
+                                   ("treatments", "admission_id")}  # USING (...)
+    assert _pairs(column_usage(TRUTHS["P1"].sql, tables).groups) >= {  # GROUP BY ALL
+        ("admissions", "severity"), ("treatments", "drug")}
+    assert ("admissions", "severity") in _pairs(column_usage(TRUTHS["C1"].sql, tables).groups)
+
+
+def test_columns_are_traced_through_ctes_subqueries_aliases_and_positions(tables: dict) -> None:
+    sql = """
+        WITH older AS (SELECT p.patient_id AS pid, a.severity AS sev, a.admitted_on
+                       FROM patients p JOIN admissions a ON a.patient_id = p.patient_id
+                       WHERE p.age >= 65)
+        SELECT s.band, count(*) FROM (
+            SELECT sev AS band, month(admitted_on) AS m FROM older
+            WHERE pid IN (SELECT patient_id FROM comorbidities WHERE condition = 'copd')
+        ) s
+        GROUP BY 1 HAVING count(*) > 3
+        QUALIFY row_number() OVER (PARTITION BY s.m) = 1
+    """
+    usage = column_usage(sql, tables)
+    assert _pairs(usage.groups) == {("admissions", "severity"), ("admissions", "admitted_on")}
+    assert _pairs(usage.filters) >= {("patients", "age"), ("comorbidities", "condition")}
+    assert _pairs(usage.joins) == {("admissions", "patient_id"), ("patients", "patient_id")}
+    unqualified = column_usage("SELECT sex, count(*) FROM patients WHERE age > 80 GROUP BY sex",
+                               tables)
+    assert _pairs(unqualified.groups) == {("patients", "sex")}
+    assert _pairs(unqualified.filters) == {("patients", "age")}
+
+
+def test_bad_sql_is_reported_not_guessed(tables: dict) -> None:
+    with pytest.raises(QueryFailedError, match="cannot parse"):
+        column_usage("SELEC sex FROM patients", tables)
+    assert column_usage("SELECT * FROM no_such_table WHERE x = 1", tables).controlled == set()
+
+
+def test_candidate_dimensions_of_the_database(sql: GuardedSQL) -> None:
+    dimensions = {d.name: d for d in candidate_dimensions(sql)}
+    assert dimensions["comorbidities.condition"].kind is DimensionKind.VALUES
+    assert dimensions["patients.age"].kind is DimensionKind.BINS
+    assert len(dimensions["patients.age"].edges) == 4
+    assert dimensions["month_of_year(admissions.admitted_on)"].part is DatePart.MONTH_OF_YEAR
+    assert "patients.patient_id" not in dimensions and "admissions.admission_id" not in dimensions
+    assert not any(name.endswith("_id") for name in dimensions)
+    with pytest.raises(ValueError, match="max_levels must be >= 2"):
+        candidate_dimensions(sql, max_levels=1)
+
+
+def test_coverage_map_per_hypothesis_and_untouched(sql: GuardedSQL, tables: dict) -> None:
+    dimensions = candidate_dimensions(sql)
+    check = compare_within(sql, source="admissions a JOIN patients p USING (patient_id) "
+                           "JOIN treatments t USING (admission_id) JOIN outcomes o "
+                           "USING (admission_id)", metric="avg(o.died::INTEGER)",
+                           exposure="t.drug", value="Virexa", where="p.age >= 65")
+    evidence = [("H1", TRUTHS["H1"].sql), ("H1", TRUTHS["C1"].sql), ("H2", check.sql),
+                (None, "SELECT sex, count(*) FROM patients GROUP BY sex"), ("H3", "PRAGMA version")]
+    coverage = coverage_map(dimensions, evidence, tables)
+    by_id = {h.hypothesis_id: h for h in coverage.hypotheses}
+    assert set(by_id["H1"].controlled) == {"patients.age", "treatments.drug",
+                                           "admissions.severity", "admissions.severity_score"}
+    assert "comorbidities.condition" in by_id["H1"].untouched
+    assert "comorbidities.condition" in by_id["H2"].controlled  # the 1:N membership scan
+    assert "month_of_year(admissions.admitted_on)" in by_id["H2"].controlled
+    assert by_id["H1"].evidence_read == 2 and coverage.unreadable == 1
+    assert "patients.sex" not in coverage.untouched  # board-level evidence counts
+    assert "outcomes.ventilated" in coverage.untouched  # left out: recorded with the death
+    assert set(coverage.untouched) == set(coverage.dimensions) - {
+        n for h in coverage.hypotheses for n in h.controlled} - {"patients.sex"}
+    text = coverage.describe()
+    assert "H1: controlled or split by" in text and "Untouched by any evidence:" in text
+    # the pure function also works from the dimensions alone
+    assert coverage_map(dimensions, evidence).untouched == coverage.untouched
