@@ -69,11 +69,18 @@ export class BoardView extends Widget {
   }
 
   protected onAfterAttach(): void {
+    // Cytoscape caches where its canvas is on the page; the notebook scrolls inside its
+    // own panel, so refresh that cache on any scroll (capture), once per frame.
+    document.addEventListener('scroll', this._onScroll, true);
     if (this._cy) {
       this._cy.resize();
     } else if (this._snapshot) {
       this._draw();
     }
+  }
+
+  protected onBeforeDetach(): void {
+    document.removeEventListener('scroll', this._onScroll, true);
   }
 
   protected onResize(): void {
@@ -189,6 +196,17 @@ export class BoardView extends Widget {
       div('d2-legend-title', 'evidence:'), ...evidence.map(swatch)];
   }
 
+  private _onScroll = (): void => {
+    if (this._cy && !this._scrollPending) {
+      this._scrollPending = true;
+      requestAnimationFrame(() => {
+        this._scrollPending = false;
+        this._cy?.resize();
+      });
+    }
+  };
+
+  private _scrollPending = false;
   private _snapshot: ISnapshot | null = null;
   private _filter: IFilter = { hiddenStatuses: new Set(), showRedundant: true };
   private _cy: cytoscape.Core | null = null;
