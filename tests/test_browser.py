@@ -202,10 +202,17 @@ def run_all_cells(page, timeout_s: float = 60) -> None:
         item.wait_for()
         if "lm-mod-disabled" not in (item.get_attribute("class") or ""):
             item.click()
-            return
-        page.keyboard.press("Escape")
+            # Started once a prompt shows [*] or a count; a click on a kernel that is
+            # still connecting can be lost, so try again.
+            with contextlib.suppress(Exception):
+                page.wait_for_function(
+                    "() => Array.from(document.querySelectorAll('.jp-InputPrompt'))"
+                    ".some(p => /\\[(\\*|\\d+)\\]/.test(p.textContent))", timeout=10_000)
+                return
+        else:
+            page.keyboard.press("Escape")
         if time.monotonic() > deadline:
-            raise AssertionError("Run → Run All Cells stayed disabled")
+            raise AssertionError("Run → Run All Cells stayed disabled or started nothing")
         time.sleep(0.5)
 
 
@@ -425,20 +432,26 @@ def test_live_widget_stays_responsive_on_a_300_evidence_board(tmp_path: Path) ->
         page.locator(".jp-Notebook-ExecutionIndicator[data-status='idle']").wait_for(
             timeout=60_000)
         run_all_cells(page)
+        # Once the widget is drawn, note the time of every frame Cytoscape renders.
+        page.wait_for_function(f"() => ({FIND_GRAPHS})('{LIVE}').length > 0",
+                               timeout=RUN_TIMEOUT_MS)
+        page.evaluate(f"""() => ({FIND_GRAPHS})('{LIVE}') && Array.from(
+            document.querySelectorAll('{LIVE}')).filter(el => el._cyreg).forEach(el =>
+            el._cyreg.cy.on('render', () => {{ window.d2LastRender = Date.now() / 1000; }}))""")
         printed = page.locator(".jp-OutputArea-output", has_text="LAST_UPDATE")
         printed.wait_for(timeout=RUN_TIMEOUT_MS)
         page.wait_for_function(
             f"() => ({FIND_GRAPHS})('{LIVE}').some(g => g.nodes.length === 350)",
             timeout=60_000)
-        rendered_at = page.evaluate("() => Date.now() / 1000")
+        page.wait_for_timeout(2000)  # let every pending frame render
+        last_render = page.evaluate("() => window.d2LastRender")
         last_update = float(printed.inner_text().split()[1])
         graph = next(g for g in page.evaluate(FIND_GRAPHS, LIVE) if len(g["nodes"]) == 350)
         statuses = page.evaluate(
             "() => Array.from(document.querySelectorAll('.jp-OutputArea-output .widget-vbox *'))"
             ".filter(el => el._cyreg).map(el => el._cyreg.cy.$id('H10').data('status'))")
-        print(f"live widget, 50 hypotheses + 300 evidence: all shown "
-              f"{max(rendered_at - last_update, 0.0):.2f} s after the last update "
-              f"(includes the test's polling)")
+        print(f"live widget, 50 hypotheses + 300 evidence: last frame rendered "
+              f"{last_render - last_update:.2f} s after the kernel's last update")
         assert "investigating" in statuses  # the last batch's change arrived
         assert graph["zoom"] * 12 >= MIN_LABEL_PX
     problems = [e for e in errors if not any(b in e for b in BENIGN_CONSOLE)]
