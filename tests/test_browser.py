@@ -286,8 +286,13 @@ def test_saved_notebook_opened_cold_shows_the_board(tmp_path: Path) -> None:
         page.wait_for_timeout(500)  # cytoscape refreshes its offsets on scroll
         graph = page.evaluate(FIND_GRAPHS, RENDERED)[-1]
         assert graph["top"] >= 0 and graph["top"] + graph["height"] <= 1000, graph["top"]
-        node = click_node(page, graph, "evidence")
         panel = output.locator(".d2-details")
+        hypothesis = click_node(page, graph, "hypothesis")
+        panel.locator(".d2-details-hypothesis").wait_for(timeout=10_000)
+        assert panel.inner_text().startswith(f"{hypothesis['id']}:")
+        assert "Verdict" in panel.inner_text()
+
+        node = click_node(page, graph, "evidence")
         table = panel.locator("table.d2-frame")
         try:
             table.wait_for(timeout=10_000)
@@ -300,10 +305,6 @@ def test_saved_notebook_opened_cold_shows_the_board(tmp_path: Path) -> None:
         assert "SELECT" in panel.locator(".d2-sql").inner_text()
         # Hover text goes to the line under the graph, not over the nodes.
         assert node["id"] in output.locator(".d2-hover").inner_text()
-
-        hypothesis = click_node(page, graph, "hypothesis")
-        panel.locator(".d2-details-hypothesis").wait_for(timeout=10_000)
-        assert panel.inner_text().startswith(f"{hypothesis['id']}:")
 
         # The status filter: hide the supported hypotheses.
         output.locator("input[data-d2-filter='supported']").uncheck()
