@@ -370,6 +370,7 @@ def test_board_file_opens_with_the_board_viewer(tmp_path: Path) -> None:
         selector = ".d2-board-document .d2-graph"
         page.wait_for_function(f"() => ({FIND_GRAPHS})('{selector}').length === 1",
                                timeout=60_000)
+        page.wait_for_timeout(500)  # the panel settles its size
         graph = page.evaluate(FIND_GRAPHS, selector)[0]
         assert {n["id"] for n in graph["nodes"]} == want
         click_node(page, graph, "evidence")

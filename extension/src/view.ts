@@ -50,7 +50,8 @@ export class BoardView extends Widget {
     return this._cy;
   }
 
-  /** Draw `snapshot` (replacing what is shown). */
+  /** Draw `snapshot` (replacing what is shown; the selected node's panel stays open
+   * when the new snapshot still has it). */
   setSnapshot(snapshot: ISnapshot): void {
     this._snapshot = snapshot;
     this._header.replaceChildren(
@@ -59,7 +60,13 @@ export class BoardView extends Widget {
       document.createElement('br'),
       Object.assign(document.createElement('span'), { textContent: snapshot.summary }));
     this._buildControls(snapshot);
-    this._details.replaceChildren(div('d2-hint', HINT));
+    const selected = this._selected;
+    if (selected && (snapshot.hypotheses[selected] || snapshot.evidence[selected])) {
+      this._select(selected);
+    } else {
+      this._selected = null;
+      this._details.replaceChildren(div('d2-hint', HINT));
+    }
     this._draw();
   }
 
@@ -72,6 +79,7 @@ export class BoardView extends Widget {
     // Cytoscape caches where its canvas is on the page; the notebook scrolls inside its
     // own panel, so refresh that cache on any scroll (capture), once per frame.
     document.addEventListener('scroll', this._onScroll, true);
+    this._resizeObserver.observe(this._graph); // shown later, or resized: re-measure
     if (this._cy) {
       this._cy.resize();
     } else if (this._snapshot) {
@@ -81,6 +89,7 @@ export class BoardView extends Widget {
 
   protected onBeforeDetach(): void {
     document.removeEventListener('scroll', this._onScroll, true);
+    this._resizeObserver.disconnect();
   }
 
   protected onResize(): void {
@@ -134,6 +143,7 @@ export class BoardView extends Widget {
   }
 
   private _select(id: string): void {
+    this._selected = id;
     if (this._snapshot) {
       this._details.replaceChildren(detailsPanel(this._snapshot, id));
     }
@@ -206,8 +216,10 @@ export class BoardView extends Widget {
     }
   };
 
+  private _resizeObserver = new ResizeObserver(() => this._onScroll());
   private _scrollPending = false;
   private _snapshot: ISnapshot | null = null;
+  private _selected: string | null = null;
   private _filter: IFilter = { hiddenStatuses: new Set(), showRedundant: true };
   private _cy: cytoscape.Core | null = null;
   private _header = div('d2-header');
