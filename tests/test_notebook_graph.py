@@ -7,7 +7,8 @@ import time
 import pandas as pd
 
 from d2_notebook.board import Board
-from d2_notebook.notebook import board_elements, board_markdown, board_svg, diff
+from d2_notebook.notebook import board_elements, board_markdown, board_svg, diff, style
+from d2_notebook.notebook.layout import RULES
 
 FRAME = pd.DataFrame({"age_group": ["65+", "<65"], "deaths": [12, 3]})
 
@@ -34,7 +35,13 @@ def test_statuses_become_classes_and_ids_are_stable(board: Board) -> None:
     assert model.nodes["H2"].classes == "hypothesis abandoned"
     assert model.nodes["H3"].classes == "hypothesis proposed"
     assert model.nodes["E1"].classes == "evidence"
-    assert model.nodes["H1"].label.startswith("H1: Pulmorex")
+    assert model.nodes["H1"].label == "H1 · supported 80%\nPulmorex lowers deaths"
+    assert model.nodes["E1"].label == "E1 · 2 rows\ndeaths by drug"
+    # Colours from look.json travel in the data: status fill, stance of the first link.
+    assert model.nodes["H1"].data["color"] == style.STATUS_COLORS["supported"]
+    assert model.nodes["E1"].data["color"] == style.EVIDENCE_COLORS["supports"]
+    assert model.nodes["E2"].data["border"] == style.EVIDENCE_BORDERS["contradicts"]
+    assert model.edges["E2->H1"].data["color"] == style.EDGE_COLORS["contradicts"]
     assert set(model.edges) == {"H1->H3", "E1->H1", "E2->H1"}
     assert model.edges["E1->H1"].kind == "supports"
     assert model.edges["E2->H1"].classes == "contradicts"
@@ -69,8 +76,8 @@ def test_diff_reports_additions_and_in_place_updates(board: Board) -> None:
     assert diff(after, board_elements(board)).empty
 
 
-def test_positions_are_deterministic_and_do_not_move_when_nodes_arrive(board: Board,
-                                                                       tmp_path) -> None:
+def test_positions_are_deterministic_and_nodes_never_move_sideways(board: Board,
+                                                                    tmp_path) -> None:
     small_board(board)
     first = {n.id: n.position for n in board_elements(board).nodes.values()}
     with Board.open(tmp_path / "twin.d2board") as twin:
@@ -81,11 +88,41 @@ def test_positions_are_deterministic_and_do_not_move_when_nodes_arrive(board: Bo
     board.link(e3.id, "H1", "supports", "more", actor="collector-3")
     board.link("E1", "H4", "contradicts", "no", actor="collector-3")
     later = {n.id: n.position for n in board_elements(board).nodes.values()}
-    assert {k: later[k] for k in first} == first
-    assert later["H4"][1] > max(y for _, y in first.values())  # a new row at the bottom
-    assert later["H3"][0] > later["H1"][0]  # refinements are indented under their parent
-    # Evidence lines up to the right of its first hypothesis, in link order.
+    assert {k: later[k][0] for k in first} == {k: x for k, (x, _) in first.items()}
+    assert later["H1"] == first["H1"] and later["E1"] == first["E1"]
+    # Rows keep their order; the refinement H3 sits right below its parent H1.
+    order = sorted((y, k) for k, (_, y) in later.items() if k.startswith("H"))
+    assert [k for _, k in order] == ["H1", "H3", "H2", "H4"]
+    assert later["H3"][0] - later["H1"][0] == RULES["indent"]
+    # Evidence fills a grid right of its first hypothesis, in board order, column by
+    # column (two rows high), so a third evidence moves nothing.
+    assert later["E2"][0] == later["E1"][0] and later["E2"][1] > later["E1"][1]
     assert later["E3"][1] == later["E1"][1] and later["E3"][0] > later["E1"][0]
+    assert later["H2"] == first["H2"] and later["E2"] == first["E2"]
+    assert min(later["E1"][0], later["E3"][0]) > later["H1"][0] + style.HYPOTHESIS_WIDTH / 2
+
+
+def test_exploration_sits_beside_what_it_suggested_and_loose_evidence_below(
+        board: Board) -> None:
+    inv = board.start_investigation("Which drug works?", {}, actor="user")
+    explored = board.add_evidence("SELECT 0", FRAME, description="death rates overall")
+    stray = board.add_evidence("SELECT 9", FRAME, description="a look at nothing")
+    board.add_hypothesis("Pulmorex lowers deaths", investigation_id=inv.id,
+                         motivated_by=[explored.id])
+    model = board_elements(board)
+    h1, e1, e2 = (model.nodes[k].position for k in ("H1", "E1", "E2"))
+    assert e1[0] > h1[0] and abs(e1[1] - h1[1]) < style.HYPOTHESIS_HEIGHT
+    assert model.nodes["E1"].data["stance"] == "context"
+    assert model.edges["E1~>H1"].kind == "motivates"
+    assert e2[1] > h1[1] + style.HYPOTHESIS_HEIGHT / 2  # nothing to sit beside: below
+    assert stray.id == "E2"
+
+
+def test_labels_are_readable_at_the_views_smallest_zoom() -> None:
+    fonts = [float(rule["style"]["font-size"].removesuffix("px"))
+             for rule in style.cytoscape_style() if "font-size" in rule["style"]]
+    assert min(fonts) == style.LOOK["view"]["smallest_font_px"]
+    assert min(fonts) * style.readable_zoom() >= style.LOOK["view"]["min_label_px"] >= 11
 
 
 def test_static_svg_and_markdown_draw_the_same_graph(board: Board) -> None:
@@ -114,5 +151,5 @@ def test_three_hundred_nodes_build_quickly(board: Board) -> None:
     svg = board_svg(board)
     elapsed = time.perf_counter() - started
     assert len(model.nodes) == 300 and len(model.edges) == 280
-    assert svg.count("<circle") == 240
+    assert svg.count("<rect") == 300
     print(f"300 nodes: elements + svg in {elapsed * 1000:.1f} ms")

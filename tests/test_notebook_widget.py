@@ -3,16 +3,22 @@
 from __future__ import annotations
 
 import asyncio
+import json
 import time
+from collections import Counter
+from typing import Any, ClassVar
 
 import pandas as pd
 import pytest
+from comm.base_comm import BaseComm
 
 from d2_notebook.board import Board
-from d2_notebook.notebook import BoardView, InvestigationView, human, show
+from d2_notebook.notebook import BoardView, InvestigationView, human, show, style
 from d2_notebook.notebook.details import frame_html
+from d2_notebook.notebook.graph import GraphModel
+from d2_notebook.notebook.style import MIME_TYPE
 from d2_notebook.notebook.views import WIDGET_MIME
-from d2_notebook.notebook.widget import BoardWidget
+from d2_notebook.notebook.widget import BoardWidget, initial_view
 
 FRAME = pd.DataFrame({"drug": ["Pulmorex", "Hydrazol"], "death_rate": [0.08, 0.17]})
 
@@ -100,13 +106,20 @@ def test_follow_picks_up_changes_until_stopped(filled: Board) -> None:
     assert widget.seen_seq == filled.last_seq()
 
 
-def test_board_view_bundles_widget_and_static_fallback(filled: Board) -> None:
+def test_board_view_bundles_snapshot_widget_and_static_fallback(filled: Board) -> None:
     bundle = show(filled)._repr_mimebundle_()
-    assert WIDGET_MIME in bundle
+    assert WIDGET_MIME not in bundle  # a saved notebook keeps no dead widget
+    snapshot = bundle[MIME_TYPE]
+    assert json.loads(json.dumps(snapshot)) == snapshot  # plain JSON
+    assert [n["id"] for n in snapshot["graph"]["nodes"]] == ["H1", "E1"]
+    assert snapshot["evidence"]["E1"]["rows"] == [["Pulmorex", 0.08], ["Hydrazol", 0.17]]
     assert "<svg" in bundle["text/html"] and "Which drug works?" in bundle["text/html"]
     assert "| H1 | proposed |" in bundle["text/markdown"]
+    live = show(filled, live=True)._repr_mimebundle_()
+    assert WIDGET_MIME in live and MIME_TYPE in live
     static = BoardView(filled, interactive=False)._repr_mimebundle_()
-    assert WIDGET_MIME not in static and "<svg" in static["text/html"]
+    assert WIDGET_MIME not in static and MIME_TYPE not in static
+    assert "<svg" in static["text/html"]
 
 
 def test_show_refuses_a_path_that_is_not_a_board(tmp_path) -> None:
@@ -122,6 +135,8 @@ def test_investigation_view_renders_report_and_escapes_html(filled: Board) -> No
         report = "# Findings\n\nPulmorex works. <script>alert(1)</script>"
 
     bundle = InvestigationView(Result())._repr_mimebundle_()
+    assert bundle[MIME_TYPE]["graph"]["nodes"][0]["id"] == "H1"
+    assert MIME_TYPE not in InvestigationView(Result(), show_graph=False)._repr_mimebundle_()
     assert "<h1>Findings</h1>" in bundle["text/html"]
     assert "<script>" not in bundle["text/html"]
     assert "<svg" in bundle["text/html"] and bundle["text/markdown"].startswith("# Findings")
@@ -145,3 +160,87 @@ def test_applying_three_hundred_nodes_to_the_widget(board: Board) -> None:
     assert len(widget.graph.graph.nodes) == 301 and len(changes.added_nodes) == 1
     print(f"300 nodes: first apply {first * 1000:.0f} ms, incremental refresh "
           f"{again * 1000:.1f} ms")
+
+
+class CountingComm(BaseComm):
+    """A real comm (ipywidgets' own base class) that records every message it would
+    send to the frontend instead of sending it."""
+
+    sent: ClassVar[Counter[str]] = Counter()
+
+    def publish_msg(self, msg_type: str, data: Any = None, metadata: Any = None,
+                    buffers: Any = None, **keys: Any) -> None:
+        kind = msg_type if msg_type != "comm_msg" else f"comm_msg:{(data or {}).get('method')}"
+        CountingComm.sent[kind] += 1
+
+
+@pytest.fixture
+def counted(monkeypatch: pytest.MonkeyPatch) -> Counter[str]:
+    """Every widget made in the test talks through a :class:`CountingComm`."""
+    import comm
+
+    CountingComm.sent = Counter()
+    monkeypatch.setattr(comm, "create_comm", lambda **kw: CountingComm(**kw))
+    return CountingComm.sent
+
+
+def big_board(board: Board, hypotheses: int = 50, evidence: int = 300) -> None:
+    inv = board.start_investigation("Big board", {}, actor="user")
+    for i in range(hypotheses):
+        board.add_hypothesis(f"hypothesis {i}", investigation_id=inv.id,
+                             parent_id=f"H{i - 9}" if i >= 10 else None)
+    for j in range(evidence):
+        item = board.add_evidence(f"SELECT {j}", FRAME, description=f"evidence {j}")
+        board.link(item.id, f"H{j % hypotheses + 1}", "supports" if j % 3 else "contradicts",
+                   "", actor="collector")
+
+
+def test_an_update_costs_a_few_messages_whatever_the_board_size(board: Board,
+                                                                counted: Counter[str]) -> None:
+    big_board(board)
+    widget = BoardWidget(board)
+    assert len(widget.graph.graph.nodes) == 350
+    counted.clear()
+    # One collector step: a new evidence linked to H7, and the judge's verdict on H7.
+    item = board.add_evidence("SELECT 1", FRAME, description="one more")
+    board.link(item.id, "H7", "supports", "holds", actor="collector")
+    board.set_status("H7", "supported", actor="judge", confidence=0.7)
+    changes = widget.refresh()
+    assert [n.id for n in changes.added_nodes] == ["E301"]
+    messages = sum(counted.values())
+    print(f"messages for one update on a 350-node board: {messages} {dict(counted)}")
+    # Two new element widgets (node, edge), one batched update of the graph's lists,
+    # one message for H7 changed in place, one for the header; nothing else moves.
+    assert [n.id for n in changes.updated_nodes] == ["H7"]
+    assert counted["comm_open"] == 2
+    assert counted["comm_msg:update"] <= 4
+    counted.clear()
+    assert widget.refresh().empty and sum(counted.values()) <= 1  # the header at most
+
+
+def test_status_filter_hides_hypotheses_and_their_evidence(filled: Board) -> None:
+    filled.add_hypothesis("Hydrazol lowers deaths")
+    filled.set_status("H2", "contradicted", actor="judge", confidence=0.8)
+    widget = BoardWidget(filled)
+    widget.status_filter["proposed"].value = False
+    assert graph_ids(widget) == (["H2"], [])  # E1 bore only on the hidden H1
+    widget.status_filter["proposed"].value = True
+    assert sorted(graph_ids(widget)[0]) == ["E1", "H1", "H2"]
+
+
+def test_hover_text_goes_under_the_graph_not_over_it(filled: Board) -> None:
+    widget = BoardWidget(filled)
+    assert widget.graph.tooltip_source == ""  # no popup over the nodes
+    widget.on_hover({"data": {"id": "E1", "hover": "E1 (2 rows) death rate <by> drug"}})
+    assert "death rate &lt;by&gt; drug" in widget.hover.value
+    assert "supports" in widget.legend.value and "supported" in widget.legend.value
+
+
+def test_first_view_is_readable_or_fits(board: Board) -> None:
+    big_board(board)
+    widget = BoardWidget(board)
+    view = widget.graph.cytoscape_layout
+    assert view["name"] == "preset" and view["fit"] is False
+    assert view["zoom"] == pytest.approx(style.readable_zoom())
+    assert view["zoom"] * style.LOOK["view"]["smallest_font_px"] >= 11
+    assert initial_view(GraphModel())["fit"] is True

@@ -12,19 +12,22 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from d2_notebook.board import Board, Evidence, Hypothesis, Link
+from d2_notebook.notebook import style
 from d2_notebook.notebook.layout import Position, positions
-from d2_notebook.notebook.style import STATUS_COLORS
 
-LABEL_CHARS = 64
-"""Hypothesis labels are cut to this many characters of the statement."""
+HYPOTHESIS_CHARS: int = style.LOOK["labels"]["hypothesis_chars"]
+"""Hypothesis labels show this many characters of the statement (the hover text all)."""
+EVIDENCE_CHARS: int = style.LOOK["labels"]["evidence_chars"]
+"""Evidence labels show this many characters of the description."""
 
 
 @dataclass(frozen=True)
 class GraphNode:
     """One node: a hypothesis or a piece of evidence.
 
-    ``classes`` carry the kind and state the stylesheet colours by (``"hypothesis
-    supported"``, ``"evidence redundant"``); ``data`` is what a click or tooltip shows.
+    ``classes`` carry the kind and state (``"hypothesis supported"``, ``"evidence
+    redundant"``); ``data`` carries what the stylesheet draws (``color``, ``border``,
+    ``width``, ``height``) and the ``hover`` text shown beside the graph.
     """
 
     id: str
@@ -95,53 +98,92 @@ def elements_from_records(
 ) -> GraphModel:
     """:func:`board_elements` on records already read from a board."""
     placed = positions(hypotheses, evidence, links)
+    first_stance: dict[str, str] = {}
+    for link in sorted(links, key=lambda item: item.id):
+        first_stance.setdefault(link.evidence_id, link.stance.value)
     model = GraphModel()
     for hyp in hypotheses:
         model.nodes[hyp.id] = hypothesis_node(hyp, placed[hyp.id])
     for item in evidence:
         if item.redundant and not include_redundant:
             continue
-        model.nodes[item.id] = evidence_node(item, placed[item.id])
+        model.nodes[item.id] = evidence_node(item, placed[item.id],
+                                             first_stance.get(item.id))
     for hyp in hypotheses:
         if hyp.parent_id in model.nodes:
             edge_id = f"{hyp.parent_id}->{hyp.id}"
+            hover = f"{hyp.id} refines {hyp.parent_id}"
             model.edges[edge_id] = GraphEdge(edge_id, hyp.parent_id, hyp.id, "refines",
-                                             "refines", {"kind": "refines"})
+                                             "refines", _edge_data("refines", hover))
     for hyp in hypotheses:  # exploration that suggested a hypothesis: context, not a test
         for evidence_id in hyp.motivated_by:
             if evidence_id in model.nodes and hyp.id in model.nodes:
                 edge_id = f"{evidence_id}~>{hyp.id}"
-                model.edges[edge_id] = GraphEdge(edge_id, evidence_id, hyp.id, "motivates",
-                                                 "motivates", {"kind": "motivates"})
+                model.edges[edge_id] = GraphEdge(
+                    edge_id, evidence_id, hyp.id, "motivates", "motivates",
+                    _edge_data("motivates", f"{evidence_id} suggested {hyp.id}"))
     for link in links:
         if link.evidence_id not in model.nodes or link.hypothesis_id not in model.nodes:
             continue
         edge_id = f"{link.evidence_id}->{link.hypothesis_id}"
         stance = link.stance.value
+        hover = f"{link.evidence_id} {stance} {link.hypothesis_id}: {link.rationale}"
         model.edges[edge_id] = GraphEdge(edge_id, link.evidence_id, link.hypothesis_id, stance,
-                                         stance, {"kind": stance, "tooltip": link.rationale})
+                                         stance, _edge_data(stance, hover))
     return model
 
 
 def hypothesis_node(hyp: Hypothesis, position: Position) -> GraphNode:
-    """The node of one hypothesis, classed by its status."""
+    """The node of one hypothesis: id, status and confidence over the statement."""
     status = hyp.status.value
     classes = f"hypothesis {status}" + (" human" if hyp.author_role == "human" else "")
-    confidence = "" if hyp.confidence is None else f" ({hyp.confidence:.0%})"
-    data = {"kind": "hypothesis", "status": status, "color": STATUS_COLORS[status],
-            "tooltip": f"{hyp.id} [{status}{confidence}] {hyp.statement}"}
-    return GraphNode(hyp.id, "hypothesis", f"{hyp.id}: {_cut(hyp.statement)}", classes,
-                     position, data)
+    confidence = "" if hyp.confidence is None else f" {hyp.confidence:.0%}"
+    colors = style.hypothesis_colors(status)
+    data = {"kind": "hypothesis", "status": status, "color": colors.fill,
+            "border": colors.border, "width": style.HYPOTHESIS_WIDTH,
+            "height": style.HYPOTHESIS_HEIGHT,
+            "hover": f"{hyp.id} [{status}{confidence}] {hyp.statement}"}
+    label = f"{hyp.id} · {status}{confidence}\n{_cut(hyp.statement, HYPOTHESIS_CHARS)}"
+    return GraphNode(hyp.id, "hypothesis", label, classes, position, data)
 
 
-def evidence_node(item: Evidence, position: Position) -> GraphNode:
-    """The node of one piece of evidence (dimmed when redundant)."""
-    classes = "evidence" + (" redundant" if item.redundant else "")
-    classes += " human" if item.author_role == "human" else ""
+def evidence_node(item: Evidence, position: Position, stance: str | None = None) -> GraphNode:
+    """The node of one piece of evidence: id, row count and the start of its description,
+    coloured by ``stance`` (its first link's; ``None``: not linked) and dimmed when
+    redundant."""
+    human = item.author_role == "human"
+    classes = "evidence" + (" redundant" if item.redundant else "") + (" human" if human else "")
     rows = f"{item.row_count} row{'s' if item.row_count != 1 else ''}"
-    data = {"kind": "evidence", "redundant": item.redundant,
-            "tooltip": f"{item.id} ({rows}) {item.description}"}
-    return GraphNode(item.id, "evidence", item.id, classes, position, data)
+    colors = style.evidence_colors(stance, human)
+    data = {"kind": "evidence", "redundant": item.redundant, "stance": stance or "context",
+            "color": colors.fill, "border": colors.border, "width": style.EVIDENCE_WIDTH,
+            "height": style.EVIDENCE_HEIGHT, "hover": f"{item.id} ({rows}) {item.description}"}
+    label = f"{item.id} · {rows}\n{_cut(item.description, EVIDENCE_CHARS)}"
+    return GraphNode(item.id, "evidence", label, classes, position, data)
+
+
+def _edge_data(kind: str, hover: str) -> dict[str, Any]:
+    return {"kind": kind, "color": style.EDGE_COLORS[kind], "hover": hover}
+
+
+def filter_statuses(model: GraphModel, hidden: set[str]) -> GraphModel:
+    """``model`` without the hypotheses whose status is in ``hidden``, the edges that
+    touch them, and the evidence that bears only on hidden hypotheses (evidence linked
+    to nothing stays). The JupyterLab renderer applies the same rule
+    (``extension/src/elements.ts``)."""
+    if not hidden:
+        return model
+    gone = {node_id for node_id, node in model.nodes.items()
+            if node.kind == "hypothesis" and node.data["status"] in hidden}
+    targets: dict[str, set[str]] = {}
+    for edge in model.edges.values():
+        if edge.kind != "refines":
+            targets.setdefault(edge.source, set()).add(edge.target)
+    gone |= {evidence_id for evidence_id, bears_on in targets.items() if bears_on <= gone}
+    nodes = {k: v for k, v in model.nodes.items() if k not in gone}
+    edges = {k: e for k, e in model.edges.items()
+             if e.source not in gone and e.target not in gone}
+    return GraphModel(nodes=nodes, edges=edges)
 
 
 def diff(old: GraphModel, new: GraphModel) -> GraphDiff:
@@ -164,6 +206,6 @@ def diff(old: GraphModel, new: GraphModel) -> GraphDiff:
     return result
 
 
-def _cut(text: str, limit: int = LABEL_CHARS) -> str:
+def _cut(text: str, limit: int) -> str:
     text = " ".join(text.split())
     return text if len(text) <= limit else text[: limit - 1].rstrip() + "…"

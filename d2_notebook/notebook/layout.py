@@ -1,16 +1,21 @@
-"""Deterministic positions for the board graph, computed in Python.
+"""Deterministic positions for the board graph, computed once in Python.
 
-The live widget uses cytoscape's ``preset`` layout with these positions, and the static
-SVG draws the same ones, so both pictures agree and nothing jumps when nodes arrive:
+The widget (cytoscape's ``preset`` layout), the JupyterLab renderer (the positions
+travel in the snapshot) and the static SVG all draw these positions, so the three
+pictures agree. The rules, with their numbers in ``look.json`` (``layout``/``sizes``):
 
-- every hypothesis owns a row, in id order (ids only grow, so a new hypothesis opens
-  a new row at the bottom); refinements are indented by their depth in the tree;
-- evidence is lined up to the right of the first hypothesis it was linked to, in the
-  order of those links (a new link appends to the right end of the row);
-- evidence linked to nothing waits in a row above the hypotheses.
+- hypotheses form the left column as a tree: each refinement directly below its parent
+  (depth-first, children in id order), indented by its depth;
+- every evidence is drawn just right of its *home* hypothesis (the one it was first
+  linked to, else the first hypothesis it suggested: exploration sits beside what it
+  led to), in a grid ``evidence_rows`` high that grows to the right, column by column;
+- each hypothesis row is as tall as its grid; rows are ``block_gap`` apart;
+- evidence with no hypothesis at all waits in a grid below the last row.
 
-Positions depend only on records that never change once written (ids, parents, the
-first link of each evidence), which is what keeps existing nodes in place.
+Positions are node centres in model pixels. They depend only on ids, parents, first
+links and ``motivated_by``: a node never moves sideways, and rows move down only when a
+refinement is inserted above them or a row gets its second evidence, so a live update
+moves almost nothing (each moved node costs the widget a message).
 """
 
 from __future__ import annotations
@@ -18,39 +23,49 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from d2_notebook.board import Evidence, Hypothesis, Link
+from d2_notebook.notebook.style import (
+    EVIDENCE_HEIGHT,
+    EVIDENCE_WIDTH,
+    HYPOTHESIS_HEIGHT,
+    HYPOTHESIS_WIDTH,
+    LOOK,
+)
 
-ROW_HEIGHT = 72.0
-"""Vertical distance between hypothesis rows."""
-INDENT = 36.0
-"""Horizontal indent per refinement level."""
-EVIDENCE_GAP = 170.0
-"""Distance from a hypothesis' centre to the first evidence of its row."""
-EVIDENCE_STEP = 40.0
-"""Distance between evidence nodes in a row."""
-EVIDENCE_DROP = 14.0
-"""Evidence sits a little below its hypothesis' centre, so edges between rows stay visible."""
-
+RULES = LOOK["layout"]
 Position = tuple[float, float]
 
 
-def hypothesis_depths(hypotheses: Sequence[Hypothesis]) -> dict[str, int]:
-    """Depth of each hypothesis in the refinement tree (roots are 0).
+def tree_order(hypotheses: Sequence[Hypothesis]) -> list[tuple[Hypothesis, int]]:
+    """Hypotheses depth-first through the refinement tree, each with its depth.
 
-    Parents always have smaller ids than their refinements, so one pass in id order
-    suffices; a parent missing from ``hypotheses`` counts as a root.
+    A hypothesis whose parent is not in ``hypotheses`` counts as a root; roots and
+    siblings keep their order in ``hypotheses`` (id order from the board).
     """
-    depths: dict[str, int] = {}
+    known = {hyp.id for hyp in hypotheses}
+    children: dict[str | None, list[Hypothesis]] = {}
     for hyp in hypotheses:
-        parent = hyp.parent_id
-        depths[hyp.id] = depths[parent] + 1 if parent in depths else 0
-    return depths
+        parent = hyp.parent_id if hyp.parent_id in known else None
+        children.setdefault(parent, []).append(hyp)
+    ordered: list[tuple[Hypothesis, int]] = []
+    stack = [(hyp, 0) for hyp in reversed(children.get(None, []))]
+    while stack:
+        hyp, depth = stack.pop()
+        ordered.append((hyp, depth))
+        stack.extend((child, depth + 1) for child in reversed(children.get(hyp.id, [])))
+    return ordered
 
 
-def evidence_homes(links: Sequence[Link]) -> dict[str, str]:
-    """The hypothesis each evidence is drawn next to: the one it was first linked to."""
+def evidence_homes(hypotheses: Sequence[Hypothesis], links: Sequence[Link]) -> dict[str, str]:
+    """The hypothesis each evidence is drawn beside: the first it was linked to, else the
+    first whose ``motivated_by`` names it. Evidence with neither is left out."""
+    known = {hyp.id for hyp in hypotheses}
     homes: dict[str, str] = {}
     for link in sorted(links, key=lambda item: item.id):
-        homes.setdefault(link.evidence_id, link.hypothesis_id)
+        if link.hypothesis_id in known:
+            homes.setdefault(link.evidence_id, link.hypothesis_id)
+    for hyp in hypotheses:
+        for evidence_id in hyp.motivated_by:
+            homes.setdefault(evidence_id, hyp.id)
     return homes
 
 
@@ -59,21 +74,40 @@ def positions(
 ) -> dict[str, Position]:
     """``{node id: (x, y)}`` for every hypothesis and evidence (redundant ones too, so
     hiding them moves nothing)."""
+    ordered = tree_order(hypotheses)
+    homes = evidence_homes(hypotheses, links)
+    beside: dict[str, list[str]] = {}
+    loose: list[str] = []
+    for item in evidence:
+        home = homes.get(item.id)
+        if home is None:
+            loose.append(item.id)
+        else:
+            beside.setdefault(home, []).append(item.id)
+    evidence_left = HYPOTHESIS_WIDTH + RULES["evidence_gap"]  # plus the row's indent
     placed: dict[str, Position] = {}
-    depths = hypothesis_depths(hypotheses)
-    for row, hyp in enumerate(hypotheses):
-        placed[hyp.id] = (depths[hyp.id] * INDENT, row * ROW_HEIGHT)
-    homes = evidence_homes(links)
-    lined_up: dict[str, int] = {}
-    for link in sorted(links, key=lambda item: item.id):
-        home = homes[link.evidence_id]
-        if link.evidence_id in placed or home != link.hypothesis_id or home not in placed:
-            continue
-        slot = lined_up.get(home, 0)
-        lined_up[home] = slot + 1
-        x, y = placed[home]
-        placed[link.evidence_id] = (x + EVIDENCE_GAP + slot * EVIDENCE_STEP, y + EVIDENCE_DROP)
-    loose = [item for item in evidence if item.id not in placed]
-    for slot, item in enumerate(loose):
-        placed[item.id] = (EVIDENCE_GAP + slot * EVIDENCE_STEP, -ROW_HEIGHT)
+    top = 0.0
+    for hyp, depth in ordered:
+        indent = depth * RULES["indent"]
+        placed[hyp.id] = (indent + HYPOTHESIS_WIDTH / 2, top + HYPOTHESIS_HEIGHT / 2)
+        mine = beside.get(hyp.id, [])
+        rows = min(len(mine), RULES["evidence_rows"])
+        placed.update({evidence_id: _cell(indent + evidence_left, top, slot // rows, slot % rows)
+                       for slot, evidence_id in enumerate(mine)})
+        top += max(HYPOTHESIS_HEIGHT, _grid_height(rows)) + RULES["block_gap"]
+    left = evidence_left if ordered else 0.0
+    columns = RULES["loose_columns"]
+    placed.update({evidence_id: _cell(left, top, slot % columns, slot // columns)
+                   for slot, evidence_id in enumerate(loose)})
     return placed
+
+
+def _cell(left: float, top: float, column: int, row: int) -> Position:
+    return (left + EVIDENCE_WIDTH / 2 + column * RULES["evidence_step_x"],
+            top + EVIDENCE_HEIGHT / 2 + row * RULES["evidence_step_y"])
+
+
+def _grid_height(rows: int) -> float:
+    if rows == 0:
+        return 0.0
+    return (rows - 1) * RULES["evidence_step_y"] + EVIDENCE_HEIGHT

@@ -45,7 +45,8 @@ class Investigate(Magics):
     budget_usd = Float(None, allow_none=True, config=True,
                        help="Stop collecting before spending this many dollars.")
     board_dir = Unicode(".", config=True, help="Folder for boards made without --board.")
-    widget = Bool(True, config=True, help="Show the live graph widget (else static HTML).")
+    widget = Bool(True, config=True,
+                  help="Show the live graph widget while a run goes on (else the snapshot).")
     follow_interval = Float(0.5, config=True, help="Seconds between board polls while live.")
 
     def __init__(self, shell: Any = None, **kwargs: Any) -> None:
@@ -93,7 +94,7 @@ class Investigate(Magics):
         replay = _checked_replay(args.replay)
         model = None if replay else resolve_model(self._namespace(), args.model or self.model)
         board = self._open_board(args.board, question or "investigation", args.resume)
-        view = BoardView(board, interactive=self.widget)
+        view = BoardView(board, live=self.widget)
         handle = display(view, display_id=True)
         self.last_board, self.last_view = board, view
         coro = investigate(database, question, board=board, model=model, resume=args.resume,
@@ -131,6 +132,9 @@ class Investigate(Magics):
             raise
         finally:
             view.refresh()
+            # The finished board as a snapshot: a saved notebook reopens with the graph
+            # (the extension draws it without a kernel), not a widget whose state is gone.
+            view.live = False
             if handle is not None:
                 handle.update(view)
         if out:

@@ -85,15 +85,15 @@ def board_svg(board: Board, include_redundant: bool = False) -> str:
 
 
 def model_svg(model: GraphModel) -> str:
-    """Draw a :class:`GraphModel` at its computed positions."""
+    """Draw a :class:`GraphModel` at its computed positions, in the colours of
+    ``look.json`` (the same the widget and the JupyterLab renderer use)."""
     if not model.nodes:
         return "<p><i>The board is empty.</i></p>"
-    xs = [n.position[0] for n in model.nodes.values()]
-    ys = [n.position[1] for n in model.nodes.values()]
-    left = min(xs) - style.HYPOTHESIS_WIDTH / 2 - MARGIN
-    top = min(ys) - style.HYPOTHESIS_HEIGHT / 2 - MARGIN
-    width = max(xs) - left + style.HYPOTHESIS_WIDTH / 2 + MARGIN
-    height = max(ys) - top + style.HYPOTHESIS_HEIGHT / 2 + MARGIN
+    boxes = [_box(n) for n in model.nodes.values()]
+    left = min(b[0] for b in boxes) - MARGIN
+    top = min(b[1] for b in boxes) - MARGIN
+    width = max(b[2] for b in boxes) - left + MARGIN
+    height = max(b[3] for b in boxes) - top + MARGIN
     parts = [f'<svg xmlns="http://www.w3.org/2000/svg" width="{width:.0f}" '
              f'height="{height:.0f}" viewBox="{left:.0f} {top:.0f} {width:.0f} {height:.0f}" '
              'font-family="sans-serif">']
@@ -109,7 +109,7 @@ def model_svg(model: GraphModel) -> str:
         parts.append(f'<line x1="{a[0]:.0f}" y1="{a[1]:.0f}" x2="{end[0]:.0f}" '
                      f'y2="{end[1]:.0f}" stroke="{style.EDGE_COLORS[edge.kind]}" '
                      f'stroke-width="1.5"{dash} marker-end="url(#arrow-{edge.kind})">'
-                     f'<title>{escape(edge.id)} {escape(edge.kind)}</title></line>')
+                     f'<title>{escape(str(edge.data.get("hover", edge.id)))}</title></line>')
     for node in model.nodes.values():
         parts.append(_node_svg(node))
     parts.append("</svg>")
@@ -118,15 +118,23 @@ def model_svg(model: GraphModel) -> str:
 
 def board_html(board: Board, include_redundant: bool = False) -> str:
     """Header, graph and legend as one HTML fragment."""
-    legend = " ".join(
-        f'<span style="background:{c};padding:0 6px;border:1px solid #999">{s}</span>'
-        for s, c in style.STATUS_COLORS.items())
-    return (f"{header_html(board)}<div style='overflow:auto'>"
-            f"{board_svg(board, include_redundant)}</div><div style='font-size:smaller'>"
-            f"{legend} &middot; evidence → hypothesis: "
-            f"<span style='color:{style.EDGE_COLORS['supports']}'>supports</span> / "
-            f"<span style='color:{style.EDGE_COLORS['contradicts']}'>contradicts</span>"
-            "</div>")
+    return (f"{header_html(board)}<div style='overflow:auto;max-height:640px'>"
+            f"{board_svg(board, include_redundant)}</div>{legend_html()}")
+
+
+def legend_html() -> str:
+    """The legend: hypothesis fill by status, evidence fill by stance, edge kinds."""
+    def swatch(fill: str, border: str, text: str) -> str:
+        return (f'<span style="background:{fill};border:1.5px solid {border};'
+                f'padding:0 6px;margin-right:4px">{escape(text)}</span>')
+
+    statuses = "".join(swatch(style.STATUS_COLORS[s], style.STATUS_BORDERS[s], s)
+                       for s in style.STATUS_COLORS)
+    names = style.LOOK["legend"]
+    stances = "".join(swatch(style.EVIDENCE_COLORS[k], style.EVIDENCE_BORDERS[k], names[k])
+                      for k in ("supports", "contradicts", "context"))
+    return (f"<div style='font-size:12px;line-height:1.9'>hypotheses: {statuses}<br>"
+            f"evidence: {stances}</div>")
 
 
 def board_markdown(board: Board) -> str:
@@ -144,39 +152,42 @@ def board_markdown(board: Board) -> str:
     return "\n".join(lines)
 
 
-def _node_svg(node: GraphNode) -> str:
+def _box(node: GraphNode) -> tuple[float, float, float, float]:
+    """``(left, top, right, bottom)`` of a node's rectangle."""
     x, y = node.position
-    title = f"<title>{escape(str(node.data.get('tooltip', node.id)))}</title>"
-    if node.kind == "evidence":
-        r = style.EVIDENCE_SIZE / 2
-        color = style.HUMAN_COLOR if "human" in node.classes else style.EVIDENCE_COLOR
-        opacity = f' opacity="{style.REDUNDANT_OPACITY}"' if "redundant" in node.classes else ""
-        return (f'<g{opacity}><circle cx="{x:.0f}" cy="{y:.0f}" r="{r:.0f}" fill="{color}">'
-                f'{title}</circle><text x="{x:.0f}" y="{y + 3:.0f}" font-size="9" '
-                f'fill="#fff" text-anchor="middle">{escape(node.label)}</text></g>')
-    status = str(node.data.get("status", "proposed"))
-    w, h = style.HYPOTHESIS_WIDTH, style.HYPOTHESIS_HEIGHT
-    dash = ' stroke-dasharray="4,3"' if status == "abandoned" else ""
-    lines = textwrap.wrap(node.label, 30)[:3]
-    first = y - (len(lines) - 1) * 6 + 3
-    text = "".join(f'<tspan x="{x:.0f}" y="{first + i * 12:.0f}">{escape(line)}</tspan>'
+    w, h = float(node.data["width"]), float(node.data["height"])
+    return x - w / 2, y - h / 2, x + w / 2, y + h / 2
+
+
+def _node_svg(node: GraphNode) -> str:
+    left, top, right, bottom = _box(node)
+    x = (left + right) / 2
+    title = f"<title>{escape(str(node.data.get('hover', node.id)))}</title>"
+    evidence = node.kind == "evidence"
+    chars, font = (34, 11) if evidence else (40, 12)
+    head, _, body = node.label.partition("\n")
+    lines = [head, *textwrap.wrap(body, chars)][: 3 if evidence else 4]
+    first = (top + bottom) / 2 - (len(lines) - 1) * (font + 2) / 2 + font / 3
+    bold = ' font-weight="bold"'
+    text = "".join(f'<tspan x="{x:.0f}" y="{first + i * (font + 2):.0f}"'
+                   f'{bold if i == 0 else ""}>{escape(line)}</tspan>'
                    for i, line in enumerate(lines))
-    return (f'<g><rect x="{x - w / 2:.0f}" y="{y - h / 2:.0f}" width="{w}" height="{h}" '
-            f'rx="6" fill="{style.STATUS_COLORS.get(status, "#ccc")}" stroke="#616161"{dash}>'
-            f'{title}</rect><text font-size="10" text-anchor="middle" fill="#212121">{text}'
-            "</text></g>")
+    dash = ' stroke-dasharray="4,3"' if "abandoned" in node.classes.split() else ""
+    opacity = (f' opacity="{style.REDUNDANT_OPACITY}"'
+               if "redundant" in node.classes.split() else "")
+    return (f'<g{opacity}><rect x="{left:.0f}" y="{top:.0f}" width="{right - left:.0f}" '
+            f'height="{bottom - top:.0f}" rx="6" fill="{node.data["color"]}" '
+            f'stroke="{node.data["border"]}" stroke-width="1.5"{dash}>{title}</rect>'
+            f'<text font-size="{font}" text-anchor="middle" fill="#212121">{text}</text></g>')
 
 
 def _border_point(node: GraphNode, origin: tuple[float, float]) -> tuple[float, float]:
-    """Where the line from ``origin`` to ``node``'s centre meets its outline."""
+    """Where the line from ``origin`` to ``node``'s centre meets its rectangle."""
     x, y = node.position
     dx, dy = x - origin[0], y - origin[1]
     if dx == 0 and dy == 0:
         return x, y
-    if node.kind == "evidence":
-        scale = (style.EVIDENCE_SIZE / 2) / (dx * dx + dy * dy) ** 0.5
-    else:
-        half_w, half_h = style.HYPOTHESIS_WIDTH / 2, style.HYPOTHESIS_HEIGHT / 2
-        scale = min(half_w / abs(dx) if dx else float("inf"),
-                    half_h / abs(dy) if dy else float("inf"))
+    half_w, half_h = float(node.data["width"]) / 2, float(node.data["height"]) / 2
+    scale = min(half_w / abs(dx) if dx else float("inf"),
+                half_h / abs(dy) if dy else float("inf"))
     return x - dx * min(scale, 1.0), y - dy * min(scale, 1.0)

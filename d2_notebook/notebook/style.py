@@ -1,58 +1,70 @@
-"""Colours and the cytoscape stylesheet shared by the live widget and the static SVG."""
+"""The board's look, read from ``look.json``: colours, sizes, layout rules, stylesheet.
+
+``look.json`` is the one description of how a board graph looks. The live widget, the
+static SVG (this package) and the JupyterLab renderer (``extension/``, which imports a
+build-time copy) all read it, so the three pictures cannot drift apart. Colours travel in
+each element's data (``data(color)``/``data(border)`` in the stylesheet), chosen here by
+:func:`hypothesis_colors` and :func:`evidence_colors`.
+"""
 
 from __future__ import annotations
 
+import copy
+import json
+from dataclasses import dataclass
+from importlib import resources
 from typing import Any
 
-STATUS_COLORS = {
-    "proposed": "#9e9e9e",
-    "investigating": "#1e88e5",
-    "supported": "#43a047",
-    "contradicted": "#e53935",
-    "inconclusive": "#ffb300",
-    "abandoned": "#eeeeee",
-}
-"""Fill colour of a hypothesis node by status."""
+LOOK: dict[str, Any] = json.loads(
+    resources.files("d2_notebook.notebook").joinpath("look.json").read_text(encoding="utf-8"))
+"""The parsed ``look.json``."""
 
-EDGE_COLORS = {"supports": "#43a047", "contradicts": "#e53935", "refines": "#757575",
-               "motivates": "#bdbdbd"}
-EVIDENCE_COLOR = "#607d8b"
-HUMAN_COLOR = "#8e24aa"
-REDUNDANT_OPACITY = 0.3
-HYPOTHESIS_WIDTH = 230
-HYPOTHESIS_HEIGHT = 50
-EVIDENCE_SIZE = 26
+MIME_TYPE: str = LOOK["mime_type"]
+"""The MIME type of a board snapshot in a notebook output (the renderer's type)."""
+STATUS_COLORS: dict[str, str] = LOOK["status_colors"]
+"""Fill colour of a hypothesis node by status."""
+STATUS_BORDERS: dict[str, str] = LOOK["status_borders"]
+EDGE_COLORS: dict[str, str] = LOOK["edge_colors"]
+"""Line colour by edge kind (supports, contradicts, refines, motivates)."""
+EVIDENCE_COLORS: dict[str, str] = LOOK["evidence_colors"]
+"""Fill colour of an evidence node by its stance to the hypothesis it sits beside."""
+EVIDENCE_BORDERS: dict[str, str] = LOOK["evidence_borders"]
+REDUNDANT_OPACITY = 0.35
+
+HYPOTHESIS_WIDTH: float = LOOK["sizes"]["hypothesis_width"]
+HYPOTHESIS_HEIGHT: float = LOOK["sizes"]["hypothesis_height"]
+EVIDENCE_WIDTH: float = LOOK["sizes"]["evidence_width"]
+EVIDENCE_HEIGHT: float = LOOK["sizes"]["evidence_height"]
+
+
+@dataclass(frozen=True)
+class NodeColors:
+    """Fill and border of one node."""
+
+    fill: str
+    border: str
+
+
+def hypothesis_colors(status: str) -> NodeColors:
+    """Colours of a hypothesis with ``status`` (a :class:`HypothesisStatus` value)."""
+    return NodeColors(STATUS_COLORS[status], STATUS_BORDERS[status])
+
+
+def evidence_colors(stance: str | None, human: bool = False) -> NodeColors:
+    """Colours of an evidence node: by its stance (``supports``/``contradicts``) to the
+    hypothesis it is drawn beside, ``None`` for exploration nothing is linked to; human
+    evidence keeps its stance fill with a purple border."""
+    key = stance if stance in EVIDENCE_COLORS else "context"
+    border = EVIDENCE_BORDERS["human"] if human else EVIDENCE_BORDERS[key]
+    return NodeColors(EVIDENCE_COLORS[key], border)
+
+
+def readable_zoom() -> float:
+    """The smallest zoom at which every label is at least ``view.min_label_px`` on screen."""
+    view = LOOK["view"]
+    return float(view["min_label_px"]) / float(view["smallest_font_px"])
 
 
 def cytoscape_style() -> list[dict[str, Any]]:
-    """The stylesheet for :class:`ipycytoscape.CytoscapeWidget` (selectors on classes)."""
-    style: list[dict[str, Any]] = [
-        {"selector": "node.hypothesis", "style": {
-            "shape": "round-rectangle", "label": "data(label)", "text-wrap": "wrap",
-            "text-max-width": f"{HYPOTHESIS_WIDTH - 12}px", "text-valign": "center",
-            "font-size": "12px", "width": HYPOTHESIS_WIDTH, "height": HYPOTHESIS_HEIGHT,
-            "border-width": 1, "border-color": "#616161", "color": "#212121",
-            # The status colour travels in the node's data: compound class selectors
-            # (node.hypothesis.supported) are not applied reliably by ipycytoscape.
-            "background-color": "data(color)"}},
-        {"selector": "node.evidence", "style": {
-            "shape": "ellipse", "label": "data(label)", "font-size": "9px",
-            "text-valign": "center", "color": "#ffffff", "width": EVIDENCE_SIZE,
-            "height": EVIDENCE_SIZE, "background-color": EVIDENCE_COLOR}},
-        {"selector": "node.evidence.human", "style": {"background-color": HUMAN_COLOR}},
-        {"selector": "node.hypothesis.human", "style": {
-            "border-color": HUMAN_COLOR, "border-width": 2}},
-        {"selector": "node.redundant", "style": {"opacity": REDUNDANT_OPACITY}},
-        {"selector": "node.abandoned", "style": {
-            "border-style": "dashed", "color": "#616161"}},
-        {"selector": "node:selected", "style": {"border-width": 3, "border-color": "#000000"}},
-        {"selector": "edge", "style": {
-            "width": 2, "curve-style": "bezier", "target-arrow-shape": "triangle",
-            "arrow-scale": 0.8}},
-        {"selector": "edge.refines", "style": {"line-style": "dashed"}},
-        {"selector": "edge.motivates", "style": {"line-style": "dotted", "width": 1}},
-    ]
-    for kind, color in EDGE_COLORS.items():
-        style.append({"selector": f"edge.{kind}",
-                      "style": {"line-color": color, "target-arrow-color": color}})
-    return style
+    """The cytoscape stylesheet (a fresh copy, safe to change)."""
+    return copy.deepcopy(LOOK["stylesheet"])

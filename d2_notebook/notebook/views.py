@@ -1,8 +1,12 @@
-"""Displayable objects: a board (live widget + static fallback) and an investigation result.
+"""Displayable objects: a board and an investigation result.
 
-Both implement ``_repr_mimebundle_``: JupyterLab shows the widget, while GitHub,
-nbviewer and nbconvert fall back to the ``text/html`` (inline SVG) or ``text/markdown``
-rendering stored beside it, so a saved notebook reads well without a kernel.
+Both implement ``_repr_mimebundle_``. Every board display carries the board snapshot
+(:data:`MIME_TYPE`, drawn by the JupyterLab extension as the interactive graph, with no
+kernel) beside ``text/html`` (inline SVG) and ``text/markdown`` for GitHub, nbviewer
+and nbconvert. A *live* view adds the ipywidgets board widget, which follows a running
+investigation; the ``%%investigate`` magic shows a live view while it runs and then
+replaces it by a snapshot view, so the saved notebook reopens with the graph instead of
+a widget whose kernel state is gone.
 """
 
 from __future__ import annotations
@@ -12,23 +16,36 @@ from html import escape
 from typing import Any
 
 from d2_notebook.board import Board
+from d2_notebook.notebook.snapshot import board_snapshot
 from d2_notebook.notebook.static import board_html, board_markdown, board_svg, header_html
+from d2_notebook.notebook.style import MIME_TYPE
 
 WIDGET_MIME = "application/vnd.jupyter.widget-view+json"
 
 
 class BoardView:
-    """A board to display: the live :class:`BoardWidget` plus a static fallback.
+    """A board to display: its snapshot with static fallbacks, and when ``live`` the
+    :class:`~d2_notebook.notebook.widget.BoardWidget`.
 
-    The widget is created on first display (or first access of :attr:`widget`), so a
-    view built outside a kernel costs nothing.
+    The widget is created on first live display (or first access of :attr:`widget`),
+    so a view built outside a kernel costs nothing.
     """
 
     def __init__(self, board: Board, *, show_redundant: bool = True,
-                 interactive: bool = True) -> None:
-        """Wrap ``board``; ``interactive=False`` renders the static fallback only."""
+                 live: bool = False, interactive: bool = True) -> None:
+        """Wrap ``board``.
+
+        Args:
+            board: the board to show (read only).
+            show_redundant: the widget starts with redundant evidence shown (dimmed).
+            live: add the live widget to the display (it follows the board while an
+                investigation writes it); otherwise the snapshot is the interactive view.
+            interactive: False leaves out the snapshot and the widget (static HTML and
+                Markdown only).
+        """
         self.board = board
         self.show_redundant = show_redundant
+        self.live = live
         self.interactive = interactive
         self._widget: Any = None
 
@@ -62,7 +79,9 @@ class BoardView:
             "text/markdown": board_markdown(self.board),
         }
         if self.interactive:
-            bundle.update(_widget_bundle(self.widget))
+            bundle[MIME_TYPE] = board_snapshot(self.board)
+            if self.live:
+                bundle.update(_widget_bundle(self.widget))
         return bundle
 
 
@@ -89,12 +108,17 @@ class InvestigationView:
             html = (f"{header_html(result.board)}{html}<h4>Audit graph</h4>"
                     f"{board_svg(result.board)}")
             markdown += "\n\n" + board_markdown(result.board)
-        return {"text/plain": f"{self!r}\n{markdown}", "text/markdown": markdown,
-                "text/html": html}
+        bundle: dict[str, Any] = {"text/plain": f"{self!r}\n{markdown}",
+                                  "text/markdown": markdown, "text/html": html}
+        if self.show_graph:
+            bundle[MIME_TYPE] = board_snapshot(result.board)
+        return bundle
 
 
-def show(board: Board | str | os.PathLike[str], *, show_redundant: bool = True) -> BoardView:
-    """A displayable view of a board (an open one, or the path of a board file).
+def show(board: Board | str | os.PathLike[str], *, show_redundant: bool = True,
+         live: bool = False) -> BoardView:
+    """A displayable view of a board (an open one, or the path of a board file);
+    ``live=True`` adds the widget, for a board another process is writing.
 
     Raises:
         BoardError: the path is not a board file.
@@ -102,7 +126,7 @@ def show(board: Board | str | os.PathLike[str], *, show_redundant: bool = True) 
     from d2_notebook.notebook.paths import open_existing_board
 
     opened = board if isinstance(board, Board) else open_existing_board(board)
-    return BoardView(opened, show_redundant=show_redundant)
+    return BoardView(opened, show_redundant=show_redundant, live=live)
 
 
 def markdown_to_html(text: str) -> str:

@@ -1,22 +1,26 @@
-"""The live board widget: header, graph, redundant-evidence toggle and a details panel.
+"""The live board widget: header, legend, filters, graph, hover line and details panel.
 
 The widget only reads the board. It turns the board into a :class:`GraphModel`
-(:func:`board_elements`) and applies the :func:`diff` against what it shows, inside
-``graph.hold_sync()``: new elements are added, changed ones updated in place (classes,
-data), and nothing is rebuilt. Positions come from Python (cytoscape's ``preset``
-layout), so nodes never jump. While an investigation runs, :meth:`BoardWidget.follow`
-polls the board's event log on the kernel's event loop.
+(:func:`board_elements`, then :func:`filter_statuses`) and applies the :func:`diff`
+against what it shows, in batches: the graph's node and edge lists change in one
+message, each changed element in one message (``hold_sync``), and nothing is rebuilt.
+Positions come from Python (cytoscape's ``preset`` layout, :mod:`layout`), so nodes
+never jump, and the first view is at a zoom where labels are readable
+(:func:`initial_view`). Hover text goes to a line under the graph, never over it.
+While an investigation runs, :meth:`BoardWidget.follow` polls the board's event log on
+the kernel's event loop.
 """
 
 from __future__ import annotations
 
 import asyncio
+from html import escape
 from typing import Any
 
 import ipycytoscape
 import ipywidgets as widgets
 
-from d2_notebook.board import Board
+from d2_notebook.board import Board, HypothesisStatus
 from d2_notebook.notebook import style
 from d2_notebook.notebook.details import node_details_html
 from d2_notebook.notebook.graph import (
@@ -26,11 +30,38 @@ from d2_notebook.notebook.graph import (
     GraphNode,
     board_elements,
     diff,
+    filter_statuses,
 )
-from d2_notebook.notebook.static import header_html
+from d2_notebook.notebook.static import header_html, legend_html
 
-PRESET_LAYOUT = {"name": "preset", "fit": True, "padding": 30, "animate": False}
+VIEW = style.LOOK["view"]
 HINT = "<p><i>Click a hypothesis or an evidence node to see its details.</i></p>"
+HOVER_HINT = "<span style='color:#757575'>Point at a node or an edge to read it here.</span>"
+ASSUMED_WIDTH_PX = 800
+"""Width of the graph area assumed for the first view (the kernel cannot measure it)."""
+
+
+def initial_view(model: GraphModel, height_px: float = VIEW["height_px"],
+                 width_px: float = ASSUMED_WIDTH_PX) -> dict[str, Any]:
+    """The preset layout options of the first view: the whole graph when it fits at a
+    readable zoom (:func:`style.readable_zoom`), else its top-left corner at that zoom
+    (pan and scroll-zoom show the rest)."""
+    base = {"name": "preset", "animate": False, "padding": VIEW["padding"]}
+    if not model.nodes:
+        return {**base, "fit": True}
+    boxes = [(n.position[0] - n.data["width"] / 2, n.position[1] - n.data["height"] / 2,
+              n.position[0] + n.data["width"] / 2, n.position[1] + n.data["height"] / 2)
+             for n in model.nodes.values()]
+    left, top = min(b[0] for b in boxes), min(b[1] for b in boxes)
+    width = max(b[2] for b in boxes) - left
+    height = max(b[3] for b in boxes) - top
+    room = 2 * VIEW["padding"]
+    zoom = style.readable_zoom()
+    fits = min((width_px - room) / width, (height_px - room) / height) >= zoom
+    if fits:
+        return {**base, "fit": True}
+    return {**base, "fit": False, "zoom": zoom,
+            "pan": {"x": VIEW["padding"] - left * zoom, "y": VIEW["padding"] - top * zoom}}
 
 
 class BoardWidget(widgets.VBox):
@@ -43,26 +74,43 @@ class BoardWidget(widgets.VBox):
     """
 
     def __init__(self, board: Board, *, show_redundant: bool = True,
-                 height: str = "520px") -> None:
+                 height: str = f"{VIEW['height_px']}px") -> None:
         self.board = board
         self.header = widgets.HTML()
         self.toggle = widgets.Checkbox(value=show_redundant, description="redundant evidence",
-                                       indent=False)
+                                       indent=False, layout=widgets.Layout(width="auto"))
+        self.status_filter = {
+            status.value: widgets.Checkbox(value=True, description=status.value, indent=False,
+                                           layout=widgets.Layout(width="auto"))
+            for status in HypothesisStatus}
+        self.legend = widgets.HTML(legend_html())
+        self.hover = widgets.HTML(HOVER_HINT)
         self.details = widgets.HTML(HINT, layout=widgets.Layout(
-            width="38%", max_height=height, overflow="auto", padding="0 8px"))
-        self.graph = ipycytoscape.CytoscapeWidget(layout=widgets.Layout(width="62%",
+            width="36%", max_height=height, overflow="auto", padding="0 8px"))
+        self.graph = ipycytoscape.CytoscapeWidget(layout=widgets.Layout(width="64%",
                                                                         height=height))
-        self.graph.set_layout(**PRESET_LAYOUT)
+        self.graph.min_zoom, self.graph.max_zoom = VIEW["min_zoom"], VIEW["max_zoom"]
+        self.graph.tooltip_source = ""  # hover text goes to self.hover, not over nodes
         self.graph.set_style(style.cytoscape_style())
         self.graph.on("node", "click", self.on_node_click)
+        self.graph.on("node", "mouseover", self.on_hover)
+        self.graph.on("edge", "mouseover", self.on_hover)
         self.model = GraphModel()
         self.seen_seq = 0
         self._nodes: dict[str, ipycytoscape.Node] = {}
         self._edges: dict[str, ipycytoscape.Edge] = {}
         self._task: asyncio.Task[None] | None = None
         self.toggle.observe(lambda _change: self.refresh(), names="value")
-        super().__init__([widgets.HBox([self.header, self.toggle]),
-                          widgets.HBox([self.graph, self.details])])
+        for box in self.status_filter.values():
+            box.observe(lambda _change: self.refresh(), names="value")
+        filters = widgets.HBox([widgets.HTML("<b>show:</b>&nbsp;"), *self.status_filter.values(),
+                                self.toggle], layout=widgets.Layout(flex_flow="row wrap"))
+        super().__init__([self.header, filters, self.legend,
+                          widgets.HBox([widgets.VBox([self.graph, self.hover],
+                                                     layout=widgets.Layout(width="64%")),
+                                        self.details])])
+        self.graph.layout.width = "100%"
+        self.details.layout.width = "36%"
         self.refresh()
 
     # --- updating --------------------------------------------------------------------
@@ -70,9 +118,14 @@ class BoardWidget(widgets.VBox):
     def refresh(self) -> GraphDiff:
         """Bring the view up to date with the board; returns what changed."""
         self.seen_seq = self.board.last_seq()
-        new = board_elements(self.board, include_redundant=self.toggle.value)
+        hidden = {status for status, box in self.status_filter.items() if not box.value}
+        new = filter_statuses(board_elements(self.board, include_redundant=self.toggle.value),
+                              hidden)
         changes = diff(self.model, new)
         if not changes.empty:
+            # ipycytoscape re-runs this preset layout whenever elements arrive: keep it
+            # at the readable first view of the new graph (sent only when it changes).
+            self.graph.cytoscape_layout = initial_view(new)
             self.apply(changes)
         self.model = new
         self.header.value = header_html(self.board)
@@ -96,8 +149,7 @@ class BoardWidget(widgets.VBox):
             new_edges = [_edge_widget(edge) for edge in changes.added_edges]
             self._edges.update(zip((e.id for e in changes.added_edges), new_edges, strict=True))
             graph.add_edges(new_edges, directed=True)
-        if changes.added_nodes:  # re-fit the view (positions are preset: nothing moves)
-            self.graph.set_layout(**PRESET_LAYOUT)
+
 
     async def follow(self, stop: asyncio.Event | None = None, interval: float = 0.5) -> None:
         """Refresh whenever new events appear on the board, until ``stop`` is set
@@ -120,6 +172,11 @@ class BoardWidget(widgets.VBox):
             self._task = None
 
     # --- clicks ----------------------------------------------------------------------
+
+    def on_hover(self, element: dict[str, Any]) -> None:
+        """Show the hovered element's text in the line under the graph."""
+        text = str(element.get("data", {}).get("hover", ""))
+        self.hover.value = f"<span>{escape(text)}</span>" if text else HOVER_HINT
 
     def on_node_click(self, element: dict[str, Any]) -> None:
         """Show the clicked node's details (``element`` is cytoscape's element JSON)."""
@@ -144,16 +201,18 @@ def _edge_widget(edge: GraphEdge) -> ipycytoscape.Edge:
 
 def _update_element(element: ipycytoscape.Node | ipycytoscape.Edge,
                     new: GraphNode | GraphEdge) -> None:
-    """Change classes, data (and a node's position) in place, only what differs."""
-    if isinstance(new, GraphNode):
-        classes, data = new.classes, {"id": new.id, "label": new.label, **new.data}
-        position = {"x": new.position[0], "y": new.position[1]}
-        if dict(element.position) != position:
-            element.position = position
-    else:
-        classes = f"{new.classes} directed"  # ipycytoscape's marker for directed edges
-        data = {"id": new.id, "source": new.source, "target": new.target, **new.data}
-    if element.classes != classes:
-        element.classes = classes
-    if dict(element.data) != data:
-        element.data = data
+    """Change classes, data (and a node's position) in place, only what differs, in one
+    message."""
+    with element.hold_sync():
+        if isinstance(new, GraphNode):
+            classes, data = new.classes, {"id": new.id, "label": new.label, **new.data}
+            position = {"x": new.position[0], "y": new.position[1]}
+            if dict(element.position) != position:
+                element.position = position
+        else:
+            classes = f"{new.classes} directed"  # ipycytoscape's marker for directed edges
+            data = {"id": new.id, "source": new.source, "target": new.target, **new.data}
+        if element.classes != classes:
+            element.classes = classes
+        if dict(element.data) != data:
+            element.data = data

@@ -1,0 +1,142 @@
+"""A compact, capped JSON snapshot of a board: what the JupyterLab renderer draws.
+
+Every board display carries it under :data:`~d2_notebook.notebook.style.MIME_TYPE`
+(``application/vnd.d2.board+json``), so a saved notebook reopened without a kernel, or
+a board file opened in JupyterLab, still shows the interactive graph: the graph
+elements exactly as the widget draws them (labels, colours, positions from
+:mod:`~d2_notebook.notebook.layout`), each hypothesis with its verdict and each
+evidence with its SQL and the first rows of its stored result.
+
+Layout of the document (``version`` 1)::
+
+    {"version": 1, "question": str, "state": str, "summary": str, "report": str | null,
+     "caps": {"rows_per_evidence": int, "cell_chars": int, "total_cells": int},
+     "graph": {"nodes": [{"id", "kind", "label", "classes", "position": {"x", "y"},
+                          "data": {...}}], "edges": [{"id", "source", "target", "kind",
+                          "classes", "data": {...}}]},
+     "hypotheses": {"H1": {"statement", "status", "confidence", "rationale", "author",
+                           "round", "parent_id", "status_reason", "verdict": {...} | null,
+                           "links": [{"evidence_id", "stance", "rationale"}]}},
+     "evidence": {"E1": {"description", "sql", "row_count", "stored_rows", "truncated",
+                         "author", "author_role", "round", "redundant", "redundant_reason",
+                         "columns": [str], "rows": [[cell]], "rows_shown": int,
+                         "links": [{"hypothesis_id", "stance", "rationale"}]}}}
+
+Caps keep a notebook small: at most ``rows_per_evidence`` rows per evidence, cells cut
+to ``cell_chars`` characters, and ``total_cells`` cells in the whole snapshot (evidence
+past that budget shows its SQL and counts, no rows).
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from typing import Any
+
+import pandas as pd
+
+from d2_notebook.board import Board, Evidence, Hypothesis, Link
+from d2_notebook.notebook import style
+from d2_notebook.notebook.graph import GraphModel, elements_from_records
+from d2_notebook.notebook.static import summarize, summary_line
+
+SNAPSHOT_VERSION: int = style.LOOK["snapshot_version"]
+
+
+@dataclass(frozen=True)
+class SnapshotCaps:
+    """How much of each stored result a snapshot carries."""
+
+    rows_per_evidence: int = 20
+    cell_chars: int = 200
+    total_cells: int = 20_000
+
+    def __post_init__(self) -> None:
+        if min(self.rows_per_evidence, self.cell_chars, self.total_cells) < 0:
+            raise ValueError(f"snapshot caps must be >= 0, got {self}")
+
+
+def board_snapshot(board: Board, caps: SnapshotCaps | None = None) -> dict[str, Any]:
+    """The snapshot of ``board`` (see the module docstring), ready for ``json.dumps``.
+
+    Reads records and stored results only; never runs a query on user data.
+    """
+    caps = caps or SnapshotCaps()
+    hypotheses = board.list_hypotheses()
+    evidence = board.list_evidence()
+    links = board.list_links()
+    summary = summarize(board)
+    investigations = board.list_investigations()
+    report = investigations[-1].report if investigations else None
+    budget = [caps.total_cells]
+    return {
+        "version": SNAPSHOT_VERSION,
+        "question": summary.question,
+        "state": summary.state,
+        "summary": summary_line(summary),
+        "report": report,
+        "caps": {"rows_per_evidence": caps.rows_per_evidence, "cell_chars": caps.cell_chars,
+                 "total_cells": caps.total_cells},
+        "graph": graph_json(elements_from_records(hypotheses, evidence, links)),
+        "hypotheses": {hyp.id: _hypothesis_json(board, hyp, links) for hyp in hypotheses},
+        "evidence": {item.id: _evidence_json(board, item, links, caps, budget)
+                     for item in evidence},
+    }
+
+
+def graph_json(model: GraphModel) -> dict[str, list[dict[str, Any]]]:
+    """The graph's nodes and edges as plain JSON (positions as ``{"x", "y"}``)."""
+    nodes = [{"id": n.id, "kind": n.kind, "label": n.label, "classes": n.classes,
+              "position": {"x": n.position[0], "y": n.position[1]}, "data": n.data}
+             for n in model.nodes.values()]
+    edges = [{"id": e.id, "source": e.source, "target": e.target, "kind": e.kind,
+              "classes": e.classes, "data": e.data} for e in model.edges.values()]
+    return {"nodes": nodes, "edges": edges}
+
+
+def frame_rows(frame: pd.DataFrame, limit: int, cell_chars: int) -> list[list[Any]]:
+    """The first ``limit`` rows as JSON values: numbers and booleans as such, missing
+    values as null, dates in ISO 8601, anything else as (cut) text."""
+    values = json.loads(frame.head(limit).to_json(orient="values", date_format="iso",
+                                                  default_handler=str))
+    return [[_cell(value, cell_chars) for value in row] for row in values]
+
+
+def _hypothesis_json(board: Board, hyp: Hypothesis, links: list[Link]) -> dict[str, Any]:
+    verdict = board.latest_verdict(hyp.id)
+    return {
+        "statement": hyp.statement, "status": hyp.status.value, "confidence": hyp.confidence,
+        "rationale": hyp.rationale, "author": hyp.author, "round": hyp.round,
+        "parent_id": hyp.parent_id, "status_reason": hyp.status_reason,
+        "verdict": None if verdict is None else {
+            "status": verdict.status.value, "confidence": verdict.confidence,
+            "rationale": verdict.rationale, "evidence_ids": list(verdict.evidence_ids),
+            "author": verdict.author},
+        "links": [{"evidence_id": lk.evidence_id, "stance": lk.stance.value,
+                   "rationale": lk.rationale} for lk in links if lk.hypothesis_id == hyp.id],
+    }
+
+
+def _evidence_json(board: Board, item: Evidence, links: list[Link], caps: SnapshotCaps,
+                   budget: list[int]) -> dict[str, Any]:
+    columns = [column.name for column in item.columns]
+    width = max(len(columns), 1)
+    limit = min(caps.rows_per_evidence, item.stored_rows, budget[0] // width)
+    rows = frame_rows(board.evidence_frame(item.id), limit, caps.cell_chars) if limit else []
+    budget[0] -= len(rows) * width
+    return {
+        "description": item.description, "sql": item.sql, "row_count": item.row_count,
+        "stored_rows": item.stored_rows, "truncated": item.truncated, "author": item.author,
+        "author_role": item.author_role, "round": item.round, "redundant": item.redundant,
+        "redundant_reason": item.redundant_reason, "columns": columns, "rows": rows,
+        "rows_shown": len(rows),
+        "links": [{"hypothesis_id": lk.hypothesis_id, "stance": lk.stance.value,
+                   "rationale": lk.rationale} for lk in links if lk.evidence_id == item.id],
+    }
+
+
+def _cell(value: Any, cell_chars: int) -> Any:
+    if value is None or isinstance(value, bool | int | float):
+        return value
+    text = value if isinstance(value, str) else json.dumps(value, ensure_ascii=False)
+    return text if len(text) <= cell_chars else text[: max(cell_chars - 1, 0)] + "…"

@@ -1,0 +1,105 @@
+"""The board snapshot: what every board display carries for the JupyterLab renderer.
+
+``fixture_board`` is also the source of ``extension/test/fixture.json``, the input of
+the TypeScript unit test: the test here fails when the committed fixture no longer
+equals what Python writes (regenerate with ``D2_UPDATE_FIXTURE=1``), so the two sides
+cannot drift apart silently.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+
+import pandas as pd
+import pytest
+
+from d2_notebook.board import Board
+from d2_notebook.notebook.snapshot import SnapshotCaps, board_snapshot, frame_rows
+
+FIXTURE = Path(__file__).resolve().parent.parent / "extension" / "test" / "fixture.json"
+FRAME = pd.DataFrame({"drug": ["Pulmorex", "Hydrazol", "Solvanir"], "deaths": [3, 9, 5]})
+
+
+def fixture_board(board: Board) -> Board:
+    """H1 supported (E1 supports, E2 contradicts and is redundant), H2 abandoned and
+    suggested by the exploration E4, H3 refines H1 and E3 supports it."""
+    inv = board.start_investigation("Which drug works?", {}, actor="user")
+    board.add_hypothesis("Pulmorex lowers deaths", investigation_id=inv.id,
+                         rationale="lowest death rate")
+    e1 = board.add_evidence("SELECT drug, count(*) AS deaths FROM t GROUP BY 1", FRAME,
+                            description="deaths by drug")
+    e2 = board.add_evidence("SELECT 2", FRAME.head(1), description="deaths, again")
+    board.link(e1.id, "H1", "supports", "fewest deaths", actor="collector-1")
+    board.link(e2.id, "H1", "contradicts", "same query", actor="collector-1")
+    board.mark_redundant(e2.id, "same as E1", actor="reporter")
+    board.add_verdict("H1", "supported", 0.8, "E1 shows it", [e1.id], author="judge")
+    e3 = board.add_evidence("SELECT 3", FRAME, description="severe cases")
+    e4 = board.add_evidence("SELECT 4", FRAME, description="a first look at the drugs")
+    board.add_hypothesis("Hydrazol lowers deaths", investigation_id=inv.id,
+                         motivated_by=[e4.id])
+    board.abandon("H2", "off topic", actor="orchestrator")
+    board.add_hypothesis("Pulmorex lowers deaths in severe cases", parent_id="H1",
+                         investigation_id=inv.id)
+    board.link(e3.id, "H3", "supports", "holds", actor="collector-2")
+    return board
+
+
+def stable(snapshot: dict) -> dict:
+    """The snapshot without the summary line (it carries the elapsed time)."""
+    return {k: v for k, v in snapshot.items() if k != "summary"}
+
+
+def test_snapshot_carries_graph_records_and_rows(board: Board) -> None:
+    snapshot = board_snapshot(fixture_board(board))
+    assert json.loads(json.dumps(snapshot)) == snapshot
+    assert snapshot["question"] == "Which drug works?"
+    assert [n["id"] for n in snapshot["graph"]["nodes"]] == ["H1", "H2", "H3", "E1", "E2",
+                                                             "E3", "E4"]
+    assert {e["id"] for e in snapshot["graph"]["edges"]} == {
+        "E1->H1", "E2->H1", "E3->H3", "E4~>H2", "H1->H3"}
+    h1 = snapshot["hypotheses"]["H1"]
+    assert h1["verdict"]["rationale"] == "E1 shows it" and h1["verdict"]["evidence_ids"] == ["E1"]
+    assert [lk["evidence_id"] for lk in h1["links"]] == ["E1", "E2"]
+    e1 = snapshot["evidence"]["E1"]
+    assert e1["columns"] == ["drug", "deaths"] and e1["rows"][0] == ["Pulmorex", 3]
+    assert e1["sql"].startswith("SELECT drug") and e1["links"][0]["stance"] == "supports"
+    assert snapshot["evidence"]["E2"]["redundant"] is True
+
+
+def test_typescript_fixture_is_what_python_writes(board: Board) -> None:
+    snapshot = stable(board_snapshot(fixture_board(board)))
+    if os.environ.get("D2_UPDATE_FIXTURE") == "1":
+        FIXTURE.write_text(json.dumps(snapshot, indent=1, ensure_ascii=False) + "\n")
+    assert json.loads(FIXTURE.read_text()) == snapshot, (
+        "extension/test/fixture.json is stale: D2_UPDATE_FIXTURE=1 pytest "
+        "tests/test_snapshot.py")
+
+
+def test_caps_keep_the_snapshot_small(board: Board) -> None:
+    inv = board.start_investigation("Big results", {}, actor="user")
+    board.add_hypothesis("many rows", investigation_id=inv.id)
+    wide = pd.DataFrame({"n": range(500), "text": ["x" * 1000] * 500})
+    for _ in range(5):
+        item = board.add_evidence("SELECT *", wide, description="wide")
+        board.link(item.id, "H1", "supports", "", actor="collector")
+    caps = SnapshotCaps(rows_per_evidence=20, cell_chars=50, total_cells=100)
+    snapshot = board_snapshot(board, caps)
+    shown = [snapshot["evidence"][f"E{i}"]["rows_shown"] for i in range(1, 6)]
+    assert shown == [20, 20, 10, 0, 0]  # 100 cells, two columns
+    assert len(snapshot["evidence"]["E1"]["rows"][0][1]) == 50
+    assert snapshot["evidence"]["E5"]["sql"] == "SELECT *"  # counts and SQL stay
+    assert len(json.dumps(board_snapshot(board))) < 400_000  # the default caps
+
+
+def test_cells_become_json_values() -> None:
+    frame = pd.DataFrame({"when": pd.to_datetime(["2024-01-02"]), "n": pd.array([None],
+                          dtype="Int64"), "ok": [True], "x": [1.5], "items": [[1, 2]]})
+    assert frame_rows(frame, 5, 100) == [["2024-01-02T00:00:00.000", None, True, 1.5,
+                                          "[1, 2]"]]
+
+
+def test_bad_caps_are_refused() -> None:
+    with pytest.raises(ValueError, match="must be >= 0"):
+        SnapshotCaps(rows_per_evidence=-1)
