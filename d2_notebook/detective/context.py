@@ -9,6 +9,7 @@ guarded SQL returned, never text a model wrote.
 
 from __future__ import annotations
 
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 
 from d2_notebook.board import Board
@@ -18,9 +19,21 @@ from d2_notebook.detective.settings import InvestigationSettings
 from d2_notebook.llm import Model
 
 
+def _ignore(hypothesis_id: str) -> None:
+    """The default hook: nobody listens for new hypotheses."""
+
+
 @dataclass
 class TeamContext:
-    """Shared by every role of one investigation."""
+    """Shared by every role of one investigation.
+
+    Attributes:
+        model: the default model; ``role_models`` overrides it for some roles.
+        round: the generation of the hypothesis a branch works on (1 for the
+            hypothesizer's), recorded on what the branch writes.
+        on_new_hypothesis: called (synchronously, inside the writing tool's turn)
+            with each hypothesis id a tool adds, so the loop can queue it at once.
+    """
 
     board: Board
     sql: GuardedSQL
@@ -31,6 +44,12 @@ class TeamContext:
     settings: InvestigationSettings
     sequencer: WriteSequencer = field(default_factory=WriteSequencer)
     round: int = 0
+    role_models: Mapping[str, Model] = field(default_factory=dict)
+    on_new_hypothesis: Callable[[str], None] = _ignore
+
+    def model_for(self, role: str) -> Model:
+        """The model that answers ``role``'s calls."""
+        return self.role_models.get(role, self.model)
 
 
 @dataclass

@@ -3,8 +3,9 @@
 The one entry point the CLI, the notebook magic and Python users share::
 
     result = await investigate(con, "Which treatment is most effective for older COVID-19 "
-                               "patients?", board="covid.d2board", model="anthropic:...")
-    result.report, result.conclusions, result.board, result.usage
+                               "patients?", board="covid.d2board", model="anthropic:...",
+                               models={"collector": "anthropic:claude-haiku-4-5"})
+    result.report, result.conclusions, result.board, result.usage.by_role
 
 It opens the data read-only, opens (or resumes) the board, wraps the model so every
 call is recorded on the board and counted against the budget, runs the control loop,
@@ -16,6 +17,7 @@ from __future__ import annotations
 
 import asyncio
 import os
+from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
@@ -25,10 +27,10 @@ import duckdb
 from d2_notebook.board import Board, Evidence, Hypothesis, HypothesisStatus, Verdict
 from d2_notebook.data import GuardedSQL
 from d2_notebook.detective.context import TeamContext
-from d2_notebook.detective.loop import LOOP_ACTOR, ControlLoop
+from d2_notebook.detective.loop import LOOP_ACTOR, ControlLoop, RunOutcome
 from d2_notebook.detective.resume import resume_investigation
 from d2_notebook.detective.sequencer import WriteSequencer
-from d2_notebook.detective.settings import InvestigationSettings
+from d2_notebook.detective.settings import InvestigationSettings, check_role_names
 from d2_notebook.errors import D2Error, InvalidRecordError
 from d2_notebook.llm import Budget, BudgetedModel, Model, RecordingModel, Usage, get_model
 from d2_notebook.llm.replay import ReplayModel
@@ -50,7 +52,8 @@ class InvestigationResult:
     """What an investigation produced. ``board`` holds the complete history.
 
     ``answer`` is the structured answer every variant gives (for the benchmark):
-    ``{"answers": [...], "candidates_considered": [...]}``.
+    ``{"answers": [...], "candidates_considered": [...]}``. ``usage.by_role`` has the
+    calls, tokens and cost of each role.
     """
 
     investigation_id: str
@@ -78,6 +81,7 @@ async def investigate(
     settings: InvestigationSettings | None = None,
     resume: bool = False,
     replay: Board | str | os.PathLike[str] | None = None,
+    models: Mapping[str, Model | str] | None = None,
     **options: Any,
 ) -> InvestigationResult:
     """Investigate ``question`` over ``database`` with the agent team.
@@ -89,9 +93,14 @@ async def investigate(
         board: where the board lives (a path, an open :class:`Board`, or None for an
             in-memory board).
         model: a model or a model name (``anthropic:...``, ``openai:...``); None uses
-            the configured default (``D2_MODEL``).
-        settings: team settings; keyword ``options`` (``collectors=``, ``max_rounds=``,
+            the configured default (``D2_MODEL``). It answers every role not in
+            ``models``.
+        settings: team settings; keyword ``options`` (``collectors=``, ``max_depth=``,
             ``max_usd=``, ``variant=`` ...) override single fields.
+        models: a model (or model name) per role, e.g. ``{"collector": "anthropic:..."}``.
+            Names are stored with the settings, so a resumed run uses them again
+            (models passed as objects must be passed again); a replay answers every
+            role from the recording.
         resume: continue the board's last unfinished investigation.
         replay: a board recorded earlier: re-run its investigation with its recorded
             model responses (no API access), executing every query again.
@@ -108,15 +117,32 @@ async def investigate(
         question = question or source.question
         settings = InvestigationSettings.from_dict(source.settings)
         model = ReplayModel(recorded, source.id, ordered=True)
+        models = None
     # Everything that can fail on bad input fails before the board is touched.
+    given = check_role_names(dict(models or {}))
+    objects = {role: m for role, m in given.items() if not isinstance(m, str)}
+    named = {role: m for role, m in given.items() if isinstance(m, str)}
+    if named:
+        stored = dict(settings.role_models) if settings is not None and not resume else {}
+        options = {**options, "role_models": {**stored, **options.get("role_models", {}),
+                                              **named}}
     inner = model if model is not None and not isinstance(model, str) else get_model(model)
+    role_inner: dict[str, Model] | None = None
+    if recorded is not None:
+        role_inner = {}  # the recording answers every role
+    elif not resume:
+        stored = dict(settings.role_models) if settings is not None else {}
+        role_inner = _resolve_role_models({**stored, **options.get("role_models", {})},
+                                          objects)
     own_sql = not isinstance(database, GuardedSQL)
     sql = database if isinstance(database, GuardedSQL) else GuardedSQL(database)
     try:
         opened = board if isinstance(board, Board) else Board.open(board or ":memory:")
-        investigation, settings, reopened = _start_or_resume(opened, question, settings,
-                                                             options, resume)
-        return await _run(opened, sql, investigation, settings, inner, reopened)
+        investigation, settings, _ = _start_or_resume(opened, question, settings, options,
+                                                      resume)
+        if role_inner is None:  # resumed: the stored names, unless given again
+            role_inner = _resolve_role_models(settings.role_models, objects)
+        return await _run(opened, sql, investigation, settings, inner, role_inner)
     finally:
         if own_sql:
             sql.close()  # closes only a connection it opened itself from a path
@@ -124,25 +150,32 @@ async def investigate(
 
 async def _run(opened: Board, sql: GuardedSQL, investigation: Any,
                settings: InvestigationSettings, inner: Model,
-               reopened: bool) -> InvestigationResult:
+               role_inner: dict[str, Model]) -> InvestigationResult:
     usage = Usage()
     sequencer = WriteSequencer()
-    recording = RecordingModel(inner, opened, investigation.id, before_record=sequencer.arrive)
+    reserve = _reserve(settings)
     full_budget = Budget(settings.max_calls, settings.max_tokens, settings.max_usd)
+
+    def recorded(model: Model) -> RecordingModel:
+        return RecordingModel(model, opened, investigation.id, before_record=sequencer.arrive)
+
+    recording = recorded(inner)
+    role_recording = {role: recorded(model) for role, model in role_inner.items()}
+    # One budget and one usage for every role: BudgetedModels share ``usage``.
     ctx = TeamContext(
-        board=opened, sql=sql, model=BudgetedModel(recording, _reserve(settings), usage),
+        board=opened, sql=sql, model=BudgetedModel(recording, reserve, usage),
         investigation_id=investigation.id, question=investigation.question,
         schema_summary=await asyncio.to_thread(sql.schema_summary), settings=settings,
-        sequencer=sequencer, round=_rounds_so_far(opened, investigation.id),
+        sequencer=sequencer,
+        role_models={role: BudgetedModel(model, reserve, usage)
+                     for role, model in role_recording.items()},
     )
-    # A finished investigation reopened for new material gets a fresh round budget.
-    round_limit = ctx.round + settings.max_rounds if reopened else settings.max_rounds
-    loop = ControlLoop(ctx, reporter_model=BudgetedModel(recording, full_budget, usage),
-                       round_limit=round_limit)
-    if _hypotheses(opened, investigation.id):
-        loop.hypothesizer_calls = 1
+    reporter_model = BudgetedModel(role_recording.get("reporter", recording), full_budget,
+                                   usage)
+    loop = ControlLoop(ctx, reporter_model=reporter_model,
+                       hypothesizer_calls=1 if _hypotheses(opened, investigation.id) else 0)
     try:
-        report = await loop.run()
+        outcome = await loop.run()
     except BaseException as exc:
         interrupted = isinstance(exc, KeyboardInterrupt | asyncio.CancelledError)
         opened.set_investigation_state(
@@ -150,8 +183,8 @@ async def _run(opened: Board, sql: GuardedSQL, investigation: Any,
             error=f"{type(exc).__name__}: {exc}" if not interrupted else "interrupted")
         raise
     opened.set_investigation_state(investigation.id, "finished", actor=LOOP_ACTOR,
-                                   report=report)
-    return _result(opened, investigation.id, report, usage, settings, loop)
+                                   report=outcome.report)
+    return _result(opened, investigation.id, outcome, usage, settings)
 
 
 def investigate_sync(
@@ -175,6 +208,17 @@ def _start_or_resume(board: Board, question: str | None, settings: Investigation
     return board.start_investigation(question, chosen.to_dict(), actor="user"), chosen, False
 
 
+def _resolve_role_models(names: Mapping[str, str],
+                         objects: Mapping[str, Model]) -> dict[str, Model]:
+    """The model of each role with its own: objects as given, names resolved.
+
+    Raises:
+        ModelConfigError: a name names no known provider, or one not configured.
+    """
+    resolved = {role: get_model(name) for role, name in names.items() if role not in objects}
+    return {**resolved, **objects}
+
+
 def _reserve(settings: InvestigationSettings) -> Budget:
     """The collection phase's budget: the whole budget less the reporter's share."""
     share = 1.0 - settings.reporter_reserve
@@ -186,11 +230,6 @@ def _reserve(settings: InvestigationSettings) -> Budget:
 
     return Budget(part(settings.max_calls, True), part(settings.max_tokens, True),
                   part(settings.max_usd, False))
-
-
-def _rounds_so_far(board: Board, investigation_id: str) -> int:
-    return sum(1 for e in board.events(kinds=["round.started"])
-               if e.investigation_id == investigation_id)
 
 
 def _hypotheses(board: Board, investigation_id: str) -> list[Hypothesis]:
@@ -206,8 +245,8 @@ def _open_existing_board(path: str | os.PathLike[str]) -> Board:
 # --- the result ---------------------------------------------------------------------------
 
 
-def _result(board: Board, investigation_id: str, report: str, usage: Usage,
-            settings: InvestigationSettings, loop: ControlLoop) -> InvestigationResult:
+def _result(board: Board, investigation_id: str, outcome: RunOutcome, usage: Usage,
+            settings: InvestigationSettings) -> InvestigationResult:
     hypotheses = _hypotheses(board, investigation_id)
     conclusions = []
     for hyp in hypotheses:
@@ -216,17 +255,16 @@ def _result(board: Board, investigation_id: str, report: str, usage: Usage,
         verdict = board.latest_verdict(hyp.id)
         cited = [board.get_evidence(e) for e in (verdict.evidence_ids if verdict else ())]
         conclusions.append(Conclusion(hyp, verdict, cited))
-    if loop.answer is not None:
-        answer = loop.answer
+    if outcome.answer is not None:
+        answer = outcome.answer
     else:
         examined = {link.hypothesis_id for link in board.list_links()}
         examined |= {v.hypothesis_id for v in board.list_verdicts()}
         answer = {"answers": [c.hypothesis.statement for c in conclusions],
                   "candidates_considered": [h.statement for h in hypotheses if h.id in examined]}
-    queries = list(loop.react_log.results.values()) if loop.react_log else []
     investigation = board.get_investigation(investigation_id)
     return InvestigationResult(
         investigation_id=investigation_id, question=investigation.question,
-        state=investigation.state.value, report=report, conclusions=conclusions, board=board,
-        usage=usage, settings=settings, answer=answer, stop_reason=loop.stop_reason,
-        queries=queries)
+        state=investigation.state.value, report=outcome.report, conclusions=conclusions,
+        board=board, usage=usage, settings=settings, answer=answer,
+        stop_reason=outcome.stop_reason, queries=list(outcome.queries))
