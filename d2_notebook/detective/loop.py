@@ -68,7 +68,8 @@ class ControlLoop:
     def __init__(self, ctx: TeamContext, *, reporter_model: Any,
                  hypothesizer_calls: int = 0) -> None:
         """Prepare to run; nothing happens until :meth:`run`."""
-        self.ctx = replace(ctx, round=1, on_new_hypothesis=self._offer)
+        team = ctx.settings.variant.shape is Shape.TEAM  # only a team has a queue
+        self.ctx = replace(ctx, round=1, **({"on_new_hypothesis": self._offer} if team else {}))
         self.reporter_model = reporter_model
         self.hypothesizer_calls = hypothesizer_calls
         self.stop_reason: str | None = None
