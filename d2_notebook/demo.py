@@ -137,7 +137,8 @@ class HospitalWalkthrough(TeamPolicy):
             return [("request_more_evidence", {"hints": "compare within severity strata: "
                                                "the drug may be given to milder cases"})]
         verdict = self._verdict([e for _, e in evidence], [s for s, _ in evidence])
-        if "depends on comorbidities" in statement:
+        may_refine = any(spec.name == "refine" for spec in turn.request.tools)
+        if "depends on comorbidities" in statement and may_refine:
             return [("refine", {**verdict, "children": [
                 {"statement": "Virexa helps older patients with asthma",
                  "rationale": "the effect differs by comorbidity"},
@@ -223,7 +224,8 @@ class HospitalWalkthrough(TeamPolicy):
         drug = next((d for d in _DRUGS if d in statement), "Virexa")
         if "dose" in statement:
             return [DOSE_BANDS_SQL]
-        if "depends on comorbidities" in statement:
+        may_refine = any(spec.name == "refine" for spec in turn.request.tools)
+        if "depends on comorbidities" in statement and may_refine:
             return [comparison_sql(drug, "asthma"), comparison_sql(drug, "diabetes")]
         condition = next((c for c in ("asthma", "diabetes") if c in statement), None)
         by_severity = "SENT IT BACK" in turn.first_message
