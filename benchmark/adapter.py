@@ -26,6 +26,7 @@ import pandas as pd
 from benchmark.metrics import ConsideredSuspect, Edge, Evidence, Hypothesis, SystemAnswer
 from d2_notebook.board import Board
 from d2_notebook.data import GuardedSQL
+from d2_notebook.detective.variant import Shape
 
 _ID_MENTION = re.compile(r"\b(?:person|id)\s*(?:id\s*)?[#:=]?\s*(\d+)\b", re.IGNORECASE)
 
@@ -134,6 +135,6 @@ def react_answer(result: Any, people: PeopleIndex) -> SystemAnswer:
 
 def system_answer(result: Any, people: PeopleIndex) -> SystemAnswer:
     """The answer of any variant from its ``InvestigationResult``."""
-    if result.settings.variant == "react_sql":
+    if result.settings.variant.shape is Shape.REACT:  # no board: its answer and queries
         return react_answer(result, people)
     return board_answer(result.board, result.investigation_id, people)
