@@ -8,6 +8,7 @@ import time
 
 import duckdb
 import pytest
+from test_detective_replay_variants import Jittery, fingerprint
 
 from d2_notebook import investigate
 from d2_notebook.board import Board, HypothesisStatus
@@ -15,7 +16,6 @@ from d2_notebook.datasets import hospital
 from d2_notebook.detective.policy import Action, TeamPolicy, Turn
 from d2_notebook.llm import ModelRequest, ModelResponse
 from d2_notebook.llm.testing import FunctionModel
-from test_detective_replay_variants import Jittery, fingerprint
 
 QUESTION = hospital.QUESTION
 CLAIMS = [f"Claim {n} holds" for n in range(1, 7)]
@@ -241,7 +241,7 @@ async def test_role_model_names_are_stored_and_used_again_on_resume(con, tmp_pat
 async def test_a_model_for_an_unknown_role_names_the_roles(con):
     from d2_notebook.errors import InvalidRecordError
 
-    with pytest.raises(InvalidRecordError, match="unknown role.*'boss'.*roles are: "
-                                                 "hypothesizer, orchestrator"):
+    with pytest.raises(InvalidRecordError, match=r"unknown role.*'boss'.*roles are: "
+                                                 r"hypothesizer, orchestrator"):
         await investigate(con, QUESTION, model=Claims().model(), models={"boss": "x:y"})
 
