@@ -224,8 +224,7 @@ class HospitalWalkthrough(TeamPolicy):
         drug = next((d for d in _DRUGS if d in statement), "Virexa")
         if "dose" in statement:
             return [DOSE_BANDS_SQL]
-        may_refine = any(spec.name == "refine" for spec in turn.request.tools)
-        if "depends on comorbidities" in statement and may_refine:
+        if "depends on comorbidities" in statement:
             return [comparison_sql(drug, "asthma"), comparison_sql(drug, "diabetes")]
         condition = next((c for c in ("asthma", "diabetes") if c in statement), None)
         by_severity = "SENT IT BACK" in turn.first_message
