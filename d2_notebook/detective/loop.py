@@ -144,7 +144,8 @@ class ControlLoop:
 
     def _offer(self, hypothesis_id: str) -> None:
         """A hypothesis is on the board: queue it (called inside the writing turn)."""
-        self.scheduler.offer(hypothesis_id, self._generation(hypothesis_id))
+        parent = self.ctx.board.get_hypothesis(hypothesis_id).parent_id
+        self.scheduler.offer(hypothesis_id, self._generation(hypothesis_id), parent)
 
     def _begin(self, hypothesis_id: str) -> bool:
         """Start examining a queued hypothesis, unless it was settled meanwhile."""

@@ -3,8 +3,8 @@ examining them, at most ``slots`` at once.
 
 A hypothesis is offered the moment it is on the board (the hypothesizer's as each
 is added, a judge's refinements as the judge refines); it starts at once if a slot
-is free, else waits. Deeper generations go first (a refined child takes its
-parent's slot), then first come, first served.
+is free, else waits. A branch that refined its hypothesis hands its slot to its
+first child; otherwise deeper generations go first, then first come, first served.
 
 Replay needs every decision of the queue to fall at the same point of the board's
 write order. So nothing here awaits: offering, starting a branch (its start is
@@ -39,6 +39,7 @@ class BranchScheduler:
         self._branch = branch
         self._begin = begin
         self._queue: list[tuple[int, int, str]] = []
+        self._parent: dict[str, str | None] = {}
         self._order = itertools.count()
         self._queued: set[str] = set()
         self._running: dict[str, asyncio.Task[None]] = {}
@@ -50,11 +51,12 @@ class BranchScheduler:
 
     # --- the queue -------------------------------------------------------------------
 
-    def offer(self, hypothesis_id: str, generation: int) -> None:
+    def offer(self, hypothesis_id: str, generation: int, parent_id: str | None = None) -> None:
         """Queue a hypothesis (once) and start what the free slots allow."""
         if hypothesis_id in self._queued or hypothesis_id in self._running:
             return
         self._queued.add(hypothesis_id)
+        self._parent[hypothesis_id] = parent_id
         heapq.heappush(self._queue, (-generation, next(self._order), hypothesis_id))
         self._fill()
 
@@ -63,16 +65,27 @@ class BranchScheduler:
         """True while a branch runs or a hypothesis waits (and nothing stopped it)."""
         return bool(self._running) or (bool(self._queue) and not self.stopped)
 
-    def _fill(self) -> None:
+    def _fill(self, freed_by: str | None = None) -> None:
         while not self.stopped and self._queue and len(self._running) < self.slots:
-            _, _, hypothesis_id = heapq.heappop(self._queue)
-            self._queued.discard(hypothesis_id)
+            hypothesis_id = self._take(freed_by)
+            freed_by = None
             if not self._begin(hypothesis_id):
                 continue
             self.started.append(hypothesis_id)
             self._running[hypothesis_id] = asyncio.create_task(
                 self._run(hypothesis_id), name=f"branch-{hypothesis_id}")
         self._update_idle()
+
+    def _take(self, freed_by: str | None) -> str:
+        """The next hypothesis: the first queued child of ``freed_by`` if there is one
+        (a refinement continues in its parent's slot), else the queue's head."""
+        children = [entry for entry in self._queue if freed_by is not None
+                    and self._parent.get(entry[2]) == freed_by]
+        entry = min(children) if children else self._queue[0]
+        self._queue.remove(entry)
+        heapq.heapify(self._queue)
+        self._queued.discard(entry[2])
+        return entry[2]
 
     async def _run(self, hypothesis_id: str) -> None:
         try:
@@ -86,7 +99,7 @@ class BranchScheduler:
             # Synchronous from the branch's last board write on: the freed slot is
             # refilled at the same point of the write order in every run.
             self._running.pop(hypothesis_id, None)
-            self._fill()
+            self._fill(freed_by=hypothesis_id)
 
     def _update_idle(self) -> None:
         if self.busy:
