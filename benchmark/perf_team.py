@@ -137,7 +137,7 @@ def bench_calls(quick: bool) -> Figures:
     print("[calls] model calls per role of the offline policies: before (round-based loop) "
           "-> now")
     now = asyncio.run(_calls_now())
-    more = 0
+    more, total = 0, 0
     for label, counts in now.items():
         before = CALLS_BEFORE[label]
         roles = list(dict.fromkeys([*before, *counts]))
@@ -145,6 +145,7 @@ def bench_calls(quick: bool) -> Figures:
         print(f"  {label:<38} " + ", ".join(cells)
               + f"; total {sum(before.values())}->{sum(counts.values())}")
         more += sum(max(0, counts.get(r, 0) - before.get(r, 0)) for r in roles)
+        total += sum(counts.values())
     verdict("calls", f"{more} more calls for any role than before", "no more calls than "
             "before", more == 0)
-    return {"calls_more": float(more)}
+    return {"calls_more": float(more), "calls_now": float(total)}

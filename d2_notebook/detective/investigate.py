@@ -31,7 +31,8 @@ from d2_notebook.detective.loop import LOOP_ACTOR, ControlLoop, RunOutcome
 from d2_notebook.detective.resume import resume_investigation
 from d2_notebook.detective.sequencer import WriteSequencer
 from d2_notebook.detective.settings import InvestigationSettings, check_role_names
-from d2_notebook.errors import D2Error, InvalidRecordError
+from d2_notebook.detective.variant import Shape
+from d2_notebook.errors import D2Error, InvalidRecordError, ReplayDivergenceError
 from d2_notebook.llm import Budget, BudgetedModel, Model, RecordingModel, Usage, get_model
 from d2_notebook.llm.replay import ReplayModel
 
@@ -114,6 +115,7 @@ async def investigate(
     if replay is not None:
         recorded = replay if isinstance(replay, Board) else _open_existing_board(replay)
         source = recorded.list_investigations()[-1]
+        _check_replayable(source.settings)
         question = question or source.question
         settings = InvestigationSettings.from_dict(source.settings)
         model = ReplayModel(recorded, source.id, ordered=True)
@@ -234,6 +236,28 @@ def _reserve(settings: InvestigationSettings) -> Budget:
 
 def _hypotheses(board: Board, investigation_id: str) -> list[Hypothesis]:
     return board.list_hypotheses(investigation_id=investigation_id)
+
+
+def _check_replayable(stored: Mapping[str, Any]) -> None:
+    """Refuse, before any query runs, a team recorded by the round-based loop.
+
+    Boards stored before the streaming scheduler have ``max_rounds`` and no
+    ``max_depth``: their settings still load (and such a board resumes), but their
+    team's requests (rounds, dispatch) are not the ones this version makes, so a
+    replay would diverge at the first orchestrator call. ``react_sql`` boards replay.
+
+    Raises:
+        ReplayDivergenceError: the board's team cannot be replayed by this version.
+    """
+    settings = InvestigationSettings.from_dict(dict(stored))
+    if "max_depth" in stored or settings.variant.shape is Shape.REACT:
+        return
+    raise ReplayDivergenceError(
+        f"this board's {settings.variant.name!r} team was recorded by the round-based "
+        "loop (its settings have max_rounds), whose orchestrator dispatched hypotheses "
+        "round by round; this version streams them, so its requests differ from the "
+        "recorded ones. Replay it with d2-notebook from before the streaming scheduler, "
+        "or record it again; the board itself still opens (d2 board show) and resumes")
 
 
 def _open_existing_board(path: str | os.PathLike[str]) -> Board:
