@@ -208,6 +208,7 @@ class ControlLoop:
             except BudgetExceededError as exc:
                 self.stop_reason = str(exc)
                 await self.scheduler.finish_running()  # in flight: their next call stops
+                self.scheduler.raise_failure(budget_too=False)  # a fault meanwhile fails
         except TimeoutError:
             self.stop_reason = f"the time budget ({limit:g} s) ran out"
         except BaseException:

@@ -119,12 +119,13 @@ class BranchScheduler:
         await self._idle.wait()
         self.raise_failure()
 
-    def raise_failure(self) -> None:
-        """Raise what stopped a branch, if anything did (a fault before a budget stop)."""
+    def raise_failure(self, *, budget_too: bool = True) -> None:
+        """Raise what stopped a branch, if anything did: a fault before a budget stop
+        (a budget stop only when ``budget_too``)."""
         for failure in self.failures:
             if not isinstance(failure, BudgetExceededError):
                 raise failure
-        if self.failures:
+        if self.failures and budget_too:
             raise self.failures[0]
 
     def stop(self) -> None:
