@@ -245,3 +245,37 @@ async def test_a_model_for_an_unknown_role_names_the_roles(con):
                                                  r"hypothesizer, orchestrator"):
         await investigate(con, QUESTION, model=Claims().model(), models={"boss": "x:y"})
 
+
+
+async def test_the_queue_keeps_its_limit_order_and_hands_a_slot_to_a_child():
+    from d2_notebook.detective.scheduler import BranchScheduler
+    from d2_notebook.errors import BudgetExceededError
+
+    started: list[str] = []
+    skipped = {"H3"}  # e.g. abandoned while it waited
+
+    async def branch(hyp: str) -> None:
+        await asyncio.sleep(0.01)
+        if hyp == "H1":  # refines: its children enter while it still holds its slot
+            queue.offer("H6", 2, "H1")
+            queue.offer("H7", 2, "H1")
+        if hyp == "H5":
+            raise BudgetExceededError("model call budget spent")
+
+    def begin(hyp: str) -> bool:
+        if hyp in skipped:
+            return False
+        started.append(hyp)
+        return True
+
+    queue = BranchScheduler(2, branch, begin)
+    for n in range(1, 6):
+        queue.offer(f"H{n}", 1)
+    queue.offer("H2", 1)  # offered twice: queued once
+    assert started == ["H1", "H2"] and queue.busy
+    with pytest.raises(BudgetExceededError):
+        await queue.idle()
+    # H1's slot went to its first child; H6/H7 (deeper) before H4; H3 was skipped.
+    assert started[:4] == ["H1", "H2", "H6", "H7"]
+    assert set(started) == {"H1", "H2", "H4", "H5", "H6", "H7"}
+    assert not queue.busy
