@@ -279,3 +279,45 @@ async def test_the_queue_keeps_its_limit_order_and_hands_a_slot_to_a_child():
     assert started[:4] == ["H1", "H2", "H6", "H7"]
     assert set(started) == {"H1", "H2", "H4", "H5", "H6", "H7"}
     assert not queue.busy
+
+
+async def test_a_batch_of_queries_runs_at_once_and_keeps_its_query_ids_in_order(con):
+    from d2_notebook.data import GuardedSQL
+
+    class SlowFirst(GuardedSQL):
+        """The first query of the batch is the slowest: results arrive out of order."""
+
+        running = most = 0
+
+        def run(self, sql, **kwargs):
+            type(self).running += 1
+            type(self).most = max(type(self).most, type(self).running)
+            try:
+                time.sleep(0.15 if "-- first" in sql else 0.02)
+                return super().run(sql, **kwargs)
+            finally:
+                type(self).running -= 1
+
+    class Batching(Claims):
+        def collector(self, turn: Turn) -> list[Action] | str:
+            if turn.step == 0:
+                return [("run_sql", {"sql": "SELECT 1 AS a -- first"}),
+                        ("run_sql", {"sql": "SELECT 2 AS b"}),
+                        ("run_sql", {"sql": "SELECT 2 AS b"}),  # a twin: refused
+                        ("run_sql", {"sql": "SELECT nope FROM nowhere"}),
+                        ("run_sql", {"sql": "SELECT 3 AS c"})]
+            return [("record_evidence", {"query_id": "Q3", "description": "three",
+                                         "stance": "supports", "reading": "c is 3"}),
+                    ("submit_for_judgement", {"summary": "batched"})]
+
+    result = await investigate(SlowFirst(con), QUESTION, model=Batching(claims=CLAIMS[:1])
+                               .model())
+    call = result.board.list_model_calls(agent="collector-H1")[1]
+    tool_results = [m for m in call.request["messages"] if m.get("role") == "tool"]
+    contents = [m["content"].split("\n", 1)[0] for m in tool_results]
+    assert contents[0].startswith("Q1: ") and contents[1].startswith("Q2: ")
+    assert "already ran this query as Q2" in contents[2] and tool_results[2]["is_error"]
+    assert tool_results[3]["is_error"] and contents[4].startswith("Q3: ")
+    assert SlowFirst.most >= 2  # they overlapped
+    evidence = result.board.list_evidence()
+    assert "SELECT 3 AS c" in evidence[-1].sql

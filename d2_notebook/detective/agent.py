@@ -92,7 +92,7 @@ async def run_agent(
         try:
             if not toolset.writes_board(calls) and not may_end:
                 ticket = _release(sequencer, ticket)
-            results: list[ToolResult] = [await toolset.call(call) for call in calls]
+            results: list[ToolResult] = await toolset.call_all(calls)
         finally:
             _release(sequencer, ticket)
         if not calls:

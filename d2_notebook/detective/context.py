@@ -9,6 +9,7 @@ guarded SQL returned, never text a model wrote.
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 
@@ -61,6 +62,15 @@ class QueryLog:
     evidence_ids: dict[str, str] = field(default_factory=dict)
     purposes: dict[str, str] = field(default_factory=dict)
     repeats: int = 0
+    _last: asyncio.Future[None] | None = field(default=None, repr=False)
+
+    def next_in_order(self) -> tuple[asyncio.Future[None] | None, asyncio.Future[None]]:
+        """For a query of a batch run at the same time: the future of the query before
+        it (None for the first) and its own, to set once it is registered, so query
+        ids are given in the order of the calls whatever order the results come in."""
+        previous, mine = self._last, asyncio.get_running_loop().create_future()
+        self._last = mine
+        return previous, mine
 
     def add(self, sql: str, result: QueryResult, purpose: str = "") -> str:
         """Keep ``result`` (and what it is for) under a new query id and return the id."""
