@@ -80,6 +80,27 @@ def test_defaults_come_from_config(shell, tmp_path: Path) -> None:
     assert len(list((tmp_path / "boards").glob("which-treatment-*.d2board"))) == 1
 
 
+def test_role_models_come_from_config(shell, tmp_path: Path) -> None:
+    from d2_notebook.llm import register_provider
+
+    register_provider("magicrole", lambda model_id, **kw: FunctionModel(
+        respond, name=f"magicrole:{model_id}"), replace=True)
+    run(shell, '%config Investigate.role_models = {"collector": "magicrole:quick"}')
+    try:
+        run(shell, "%%investigate con --board roles.d2board --model team --out res\n"
+                   "Which treatment?")
+        result = shell.user_ns["res"]
+        calls = result.board.list_model_calls()
+        assert {c.model for c in calls if c.role == "collector"} == {"magicrole:quick"}
+        assert "magicrole:quick" not in {c.model for c in calls if c.role != "collector"}
+        assert result.settings.role_models == {"collector": "magicrole:quick"}
+        run(shell, '%config Investigate.role_models = {"boss": "magicrole:quick"}')
+        with pytest.raises(UsageError, match=r"unknown role.*'boss'"):
+            run(shell, "%%investigate con --board bad.d2board --model team\nWhich?")
+    finally:
+        run(shell, "%config Investigate.role_models = {}")
+
+
 def test_unknown_connection_suggests_the_right_name(shell) -> None:
     with pytest.raises(UsageError, match="did you mean 'con'"):
         run(shell, "%%investigate cno --model team\nWhich treatment?")
