@@ -26,7 +26,8 @@ import pandas as pd
 from benchmark.metrics import ConsideredSuspect, Edge, Evidence, Hypothesis, SystemAnswer
 from d2_notebook.board import Board
 from d2_notebook.data import GuardedSQL
-from d2_notebook.detective import VARIANTS
+from d2_notebook.detective.variant import VARIANTS, Shape, Variant, parse_variant
+from d2_notebook.errors import InvalidRecordError
 
 _ID_MENTION = re.compile(r"\b(?:person|id)\s*(?:id\s*)?[#:=]?\s*(\d+)\b", re.IGNORECASE)
 
@@ -140,20 +141,21 @@ def parse_variants(spec: str) -> list[str]:
         ValueError: an unknown variant; the message lists the known ones.
     """
     names = [v.strip() for v in spec.split(",") if v.strip()]
-    unknown = [v for v in names if v not in VARIANTS]
-    if unknown or not names:
-        raise ValueError(f"unknown variants {unknown or [spec]}; use some of: "
-                         f"{', '.join(VARIANTS)}")
-    return names
+    if not names:
+        raise ValueError(f"no variants in {spec!r}; use some of: {', '.join(VARIANTS)}")
+    try:
+        return [parse_variant(name).name for name in names]
+    except InvalidRecordError as exc:
+        raise ValueError(str(exc)) from None
 
 
-def variant_name(variant: Any) -> str:
-    """The name of a variant as stored in settings (a string, or an enum's value)."""
-    return str(getattr(variant, "value", variant))
+def variant_name(variant: Variant | str) -> str:
+    """The name of a variant (a :class:`Variant` or a name, checked)."""
+    return parse_variant(variant).name
 
 
 def system_answer(result: Any, people: PeopleIndex) -> SystemAnswer:
     """The answer of any variant from its ``InvestigationResult``."""
-    if variant_name(result.settings.variant) == "react_sql":
+    if result.settings.variant.shape is Shape.REACT:  # no board: its answer and queries
         return react_answer(result, people)
     return board_answer(result.board, result.investigation_id, people)

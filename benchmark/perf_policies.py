@@ -1,9 +1,12 @@
 """Offline policies and instruments for the performance benchmarks (``benchmark.perf``).
 
 - :class:`ClaimsPolicy`: an 8-hypothesis team on the hospital data. The hypothesizer adds
-  8 claims in one call, the orchestrator dispatches them (then finishes), each collector
-  runs ``queries_per_collector`` queries (one per model call) then records them all and
-  submits, each judge gives its verdict in one call, the reporter writes the report.
+  8 claims in one call (each is examined as it is added), the orchestrator triages them
+  and later finishes, each collector runs ``queries_per_collector`` queries (one per
+  model call) then records them all and submits, each judge gives its verdict in one
+  call (with ``refine=True`` the judges of four claims about older patients refine
+  each into three comorbidity subgroups, examined like the others), the reporter writes
+  the report.
 - :class:`ReactPolicy`: the ``react_sql`` agent issuing the same queries one per step.
 - :class:`TimedSQL`: a :class:`GuardedSQL` that adds up the time spent in SQL.
 - :func:`prompt_chars`: size of a recorded request (system + messages + tools JSON).
@@ -18,13 +21,18 @@ import asyncio
 import json
 import threading
 import time
+from functools import cache
 from typing import Any
 
+import duckdb
+
+from d2_notebook import investigate
 from d2_notebook.data import GuardedSQL, QueryResult
 from d2_notebook.datasets import hospital
 from d2_notebook.demo import HospitalWalkthrough, comparison_sql, last_numbers
 from d2_notebook.detective.policy import Action, TeamPolicy, Turn
 from d2_notebook.llm import ModelRequest, ModelResponse
+from d2_notebook.llm.testing import FunctionModel
 
 DRUGS = [d for d in hospital.DRUGS if d != "Standard care"]
 CLAIMS: list[tuple[str, bool]] = [(d, True) for d in DRUGS] + [
@@ -48,8 +56,53 @@ def claim_queries(drug: str, older: bool) -> list[str]:
     return [q.replace("p.age >= 65", "p.age < 65") for q in queries]
 
 
-def _claim_of(statement: str) -> tuple[str, bool]:
-    return next((d, o) for d, o in CLAIMS if claim_statement(d, o) == statement)
+SUBGROUPS = hospital.CONDITIONS[:3]
+"""The comorbidities a refined older-patients claim splits into."""
+
+REFINED = [claim for claim in CLAIMS if claim[1]][:4]
+"""The claims a judge refines (with ``refine=True``): four about older patients, so
+with their 12 children 20 hypotheses are examined."""
+
+
+def subgroup_statement(drug: str, condition: str) -> str:
+    """The hypothesis text of a refined claim."""
+    return f"{claim_statement(drug, True)} with {condition}"
+
+
+def _claim_of(statement: str) -> tuple[str, bool, str | None]:
+    for drug, older in CLAIMS:
+        if claim_statement(drug, older) == statement:
+            return drug, older, None
+        for condition in SUBGROUPS if older else ():
+            if subgroup_statement(drug, condition) == statement:
+                return drug, older, condition
+    raise ValueError(f"not a claim of this policy: {statement!r}")
+
+
+def _claim_queries(drug: str, older: bool, condition: str | None) -> list[str]:
+    if condition is None:
+        return claim_queries(drug, older)
+    return [comparison_sql(drug, condition), comparison_sql(drug, condition, by_severity=True)]
+
+
+@cache
+def hospital_db() -> duckdb.DuckDBPyConnection:
+    """The hospital database (5,000 patients, seed 7), built once per process."""
+    return hospital.create()
+
+
+def verdict(name: str, figure: str, target: str, met: bool) -> None:
+    """Print a benchmark's headline figure against its target."""
+    print(f"  => {name}: {figure}; target {target}: {'MET' if met else 'NOT MET'}")
+
+
+async def timed_run(policy: TimedPolicy, **options: Any) -> tuple[Any, float, TimedSQL]:
+    """Investigate the hospital question with ``policy``; return result, wall, SQL."""
+    sql = TimedSQL(hospital_db())
+    started = time.perf_counter()
+    result = await investigate(sql, hospital.QUESTION, model=FunctionModel(policy.respond),
+                               **options)
+    return result, time.perf_counter() - started, sql
 
 
 class TimedPolicy(TeamPolicy):
@@ -63,6 +116,7 @@ class TimedPolicy(TeamPolicy):
         self.seconds = 0.0
         self.calls = 0
         self.spans: list[tuple[str, float, float]] = []
+        self.agent_spans: list[tuple[str, float, float]] = []
 
     async def respond(self, request: ModelRequest) -> ModelResponse:
         """The FunctionModel's (async) function: sleep ``delay_s``, then answer; the
@@ -73,7 +127,9 @@ class TimedPolicy(TeamPolicy):
         try:
             return self.timed(request)
         finally:
-            self.spans.append((request.role, start, time.perf_counter()))
+            end = time.perf_counter()
+            self.spans.append((request.role, start, end))
+            self.agent_spans.append((request.agent, start, end))
 
     def phase_seconds(self, roles: tuple[str, ...]) -> float:
         """Wall time from the first call of any of ``roles`` to the end of the last."""
@@ -96,10 +152,13 @@ class ClaimsPolicy(TimedPolicy):
 
     label = "benchmark: 8 claims"
 
-    def __init__(self, queries_per_collector: int = 2, delay_s: float = 0.0) -> None:
-        """Choose the queries per collector and the simulated model latency."""
+    def __init__(self, queries_per_collector: int = 2, delay_s: float = 0.0, *,
+                 refine: bool = False) -> None:
+        """Choose the queries per collector, the simulated model latency, and whether
+        the older-patients claims are refined."""
         super().__init__(delay_s)
         self.queries_per_collector = queries_per_collector
+        self.refine = refine
 
     def hypothesizer(self, turn: Turn) -> list[Action] | str:
         """Add the eight claims at once."""
@@ -109,9 +168,9 @@ class ClaimsPolicy(TimedPolicy):
 
     def collector(self, turn: Turn) -> list[Action] | str:
         """One query per call; then record every result with its stance and submit."""
-        drug, older = _claim_of(HospitalWalkthrough._statement(turn))
+        drug, older, condition = _claim_of(HospitalWalkthrough._statement(turn))
         if turn.step < self.queries_per_collector:
-            sql = claim_queries(drug, older)[turn.step]
+            sql = _claim_queries(drug, older, condition)[turn.step]
             return [("run_sql", {"sql": sql, "purpose": f"{drug} vs standard care"})]
         actions: list[Action] = []
         for query_id, result in zip(turn.query_ids(), turn.results, strict=False):
@@ -124,9 +183,15 @@ class ClaimsPolicy(TimedPolicy):
         return [*actions, ("submit_for_judgement", {"summary": "evidence recorded"})]
 
     def judge(self, turn: Turn) -> list[Action] | str:
-        """Decide by the stances of the linked evidence."""
+        """Decide by the stances of the linked evidence; refine an older-patients claim
+        (when ``refine``) into its comorbidity subgroups."""
         linked = turn.linked_evidence()
         verdict = HospitalWalkthrough._verdict([e for _, e in linked], [s for s, _ in linked])
+        drug, older, condition = _claim_of(HospitalWalkthrough._statement(turn))
+        if self.refine and (drug, older) in REFINED and condition is None:
+            return [("refine", {**verdict, "children": [
+                {"statement": subgroup_statement(drug, c), "rationale": "by comorbidity"}
+                for c in SUBGROUPS]})]
         return [("give_verdict", verdict)]
 
 

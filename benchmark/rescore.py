@@ -17,7 +17,7 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
-from benchmark.adapter import PeopleIndex, board_answer, react_answer, variant_name
+from benchmark.adapter import PeopleIndex, board_answer, react_answer
 from benchmark.metrics import CaseScore, SystemAnswer, score_case, score_dict
 from d2_notebook.board import Board
 from d2_notebook.datasets.sql_city import (
@@ -28,6 +28,7 @@ from d2_notebook.datasets.sql_city import (
     write_case,
 )
 from d2_notebook.detective import investigate
+from d2_notebook.detective.variant import Shape, parse_variant
 
 _CASE_ID = re.compile(r"sqlcity-s(\d+)-(\d+)")
 
@@ -43,12 +44,12 @@ async def answer_from_board(board_file: str | os.PathLike[str],
     board = Board.open(Path(board_file))
     try:
         investigation = board.list_investigations()[-1]
-        variant = variant_name(investigation.settings.get("variant", "full"))
-        if variant != "react_sql":
-            return variant, board_answer(board, investigation.id, people)
+        variant = parse_variant(investigation.settings.get("variant", "full"))
+        if variant.shape is not Shape.REACT:
+            return variant.name, board_answer(board, investigation.id, people)
         result = await investigate(database, None, replay=board)
         try:
-            return variant, react_answer(result, people)
+            return variant.name, react_answer(result, people)
         finally:
             result.board.close()
     finally:

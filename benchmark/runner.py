@@ -22,8 +22,8 @@ from benchmark.metrics import CaseScore, score_case, score_dict
 from d2_notebook.board import Board
 from d2_notebook.data import GuardedSQL
 from d2_notebook.datasets.sql_city import Gold, generate_standard_set, load_gold
-from d2_notebook.detective import VARIANTS, investigate
-from d2_notebook.errors import ModelConfigError
+from d2_notebook.detective import VARIANTS, investigate, parse_variant
+from d2_notebook.errors import InvalidRecordError, ModelConfigError
 from d2_notebook.sql_city_walkthrough import POLICIES
 
 
@@ -154,7 +154,10 @@ async def run_one(config: RunConfig, gold_path: Path, variant: str,
                   "output_tokens": usage.output_tokens,
                   "cache_read_tokens": usage.cache_read_tokens,
                   "cache_write_tokens": usage.cache_write_tokens,
-                  "cost_usd": usage.cost_usd, "unpriced_calls": usage.unpriced_calls},
+                  "cost_usd": usage.cost_usd, "unpriced_calls": usage.unpriced_calls,
+                  "by_role": {role: {"calls": t.calls, "tokens": t.total_tokens,
+                                     "cost_usd": t.cost_usd}
+                              for role, t in usage.by_role.items()}},
         "scores": score_dict(score),
         "accused": sorted(answer.accused),
         "considered": [asdict(c) for c in answer.suspects_considered],
@@ -174,9 +177,11 @@ async def run_benchmark(config: RunConfig,
     failing investigation is reported through ``progress`` and writes an incomplete
     record (``"complete": false``, with the error), so a later run retries it.
     """
-    unknown = [v for v in config.variants if v not in VARIANTS]
-    if unknown:
-        raise ValueError(f"unknown variants {unknown}; use some of: {', '.join(VARIANTS)}")
+    try:
+        for name in config.variants:
+            parse_variant(name)
+    except InvalidRecordError as exc:
+        raise ValueError(str(exc)) from None
     say = progress or (lambda _: None)
     golds = select_cases(config.cases_dir, config.cases)
     records: list[dict[str, Any]] = []

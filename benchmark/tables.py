@@ -73,8 +73,36 @@ def table2(records: Sequence[dict[str, Any]]) -> str:
     return "\n".join(lines)
 
 
+ROLE_TABLE_TITLE = "Model use per role: mean calls / thousand tokens / dollars per case"
+
+
+def role_table(records: Sequence[dict[str, Any]]) -> str:
+    """Mean calls, tokens and cost of each role, per variant (records written before
+    the per-role breakdown are left out)."""
+    records = [r for r in _complete(records) if "by_role" in r["usage"]]
+    if not records:
+        return ROLE_TABLE_TITLE + "\n(no per-role figures in these results)"
+    variants = _variants(records)
+    roles = list(dict.fromkeys(role for r in records for role in r["usage"]["by_role"]))
+    lines = [ROLE_TABLE_TITLE,
+             f"{'role':<14}" + "".join(f"{v:>22}" for v in variants)]
+    for role in roles:
+        line = f"{role:<14}"
+        for variant in variants:
+            mine = [r for r in records if r["variant"] == variant]
+            used = [r["usage"]["by_role"].get(role) for r in mine]
+            if not any(used):
+                line += f"{'-':>22}"
+                continue
+            calls, tokens, cost = (sum((u or {}).get(k, 0) for u in used) / len(mine)
+                                   for k in ("calls", "tokens", "cost_usd"))
+            line += f"{f'{calls:.1f} / {tokens / 1000:.1f}k / {cost:.3f}':>22}"
+        lines.append(line)
+    return "\n".join(lines)
+
+
 def render(records: Sequence[dict[str, Any]]) -> str:
-    """Both tables, separated by a blank line."""
+    """The tables, separated by blank lines."""
     if not _complete(records):
         return "no complete results yet"
-    return table1(records) + "\n\n" + table2(records)
+    return table1(records) + "\n\n" + table2(records) + "\n\n" + role_table(records)

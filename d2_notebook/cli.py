@@ -26,7 +26,7 @@ from d2_notebook.board.render import render_tree
 from d2_notebook.datasets import hospital
 from d2_notebook.demo import HospitalWalkthrough
 from d2_notebook.detective.investigate import InvestigationResult, investigate
-from d2_notebook.detective.settings import VARIANTS
+from d2_notebook.detective.variant import VARIANTS, Role
 from d2_notebook.errors import D2Error, ModelConfigError
 from d2_notebook.llm import Model, get_model
 from d2_notebook.progress import ProgressView, format_cost, format_tokens
@@ -121,6 +121,7 @@ class _Run:
     resume: bool = False
     replay: Path | None = None
     quiet: bool = False
+    role_models: dict[str, str] = field(default_factory=dict)
 
     def resume_command(self) -> str:
         database, board = shlex.quote(str(self.database)), shlex.quote(str(self.board_path))
@@ -134,7 +135,8 @@ async def _investigate_live(run: _Run, board: Board, view: ProgressView | None,
     watcher = asyncio.create_task(view.watch(board, stop, since=since)) if view else None
     try:
         return await investigate(str(run.database), run.question, board=board, model=run.model,
-                                 resume=run.resume, replay=run.replay, **run.options)
+                                 models=run.role_models or None, resume=run.resume,
+                                 replay=run.replay, **run.options)
     finally:
         stop.set()
         if watcher is not None:
@@ -181,9 +183,31 @@ def _print_summary(result: InvestigationResult, board_path: Path) -> None:
     click.echo(f"investigation {result.investigation_id} {result.state}: {usage.calls} model "
                f"calls, {format_tokens(usage.total_tokens)} tokens, "
                f"{format_cost(usage.cost_usd)}{unpriced}; board: {board_path}")
+    if usage.by_role:
+        click.echo("by role: " + ", ".join(
+            f"{role} {t.calls} call{'s' if t.calls != 1 else ''} "
+            f"{format_tokens(t.total_tokens)} tokens {format_cost(t.cost_usd)}"
+            for role, t in usage.by_role.items()))
     if result.stop_reason:
         click.echo(f"collection stopped early: {result.stop_reason}")
     click.echo(f"see the board: d2 board show {board_path}")
+
+
+def _role_models(pairs: tuple[str, ...]) -> dict[str, str]:
+    """``("collector=anthropic:x", ...)`` as ``{"collector": "anthropic:x"}``."""
+    roles = [r.value for r in Role]
+    chosen: dict[str, str] = {}
+    for pair in pairs:
+        role, sep, name = pair.partition("=")
+        role, name = role.strip(), name.strip()
+        if not sep or not name:
+            raise click.UsageError(f"--role-model {pair!r}: write ROLE=MODEL, e.g. "
+                                   "collector=anthropic:claude-haiku-4-5")
+        if role not in roles:
+            raise click.UsageError(f"--role-model {pair!r}: unknown role {role!r}; roles are: "
+                                   f"{', '.join(roles)}")
+        chosen[role] = name
+    return chosen
 
 
 def _default_board_path() -> Path:
@@ -203,23 +227,28 @@ def _default_board_path() -> Path:
 @click.option("--model", help="provider:model-id, e.g. anthropic:claude-sonnet-4-6 "
               "(default: $D2_MODEL or Anthropic).")
 @click.option("--collectors", type=click.IntRange(min=1), help="Evidence collectors at once.")
-@click.option("--max-rounds", type=click.IntRange(min=1), help="Rounds at most.")
+@click.option("--max-depth", type=click.IntRange(min=1),
+              help="Generations of hypotheses at most (1: no refinement).")
 @click.option("--budget-usd", type=click.FloatRange(min=0, min_open=True),
               help="Stop collecting before spending this many dollars.")
 @click.option("--max-calls", type=click.IntRange(min=1), help="Model calls at most.")
 @click.option("--max-seconds", type=click.FloatRange(min=0, min_open=True),
               help="Wall-time budget.")
 @click.option("--variant", type=click.Choice(VARIANTS), help="Team configuration (ablations).")
+@click.option("--role-model", "role_model", multiple=True, metavar="ROLE=MODEL",
+              help="The model of one role, e.g. collector=anthropic:claude-haiku-4-5 "
+              "(repeatable; other roles use --model).")
 @click.option("--resume", is_flag=True, help="Continue the board's interrupted investigation.")
 @click.option("--replay", type=click.Path(exists=True, dir_okay=False, path_type=Path),
               help="Re-run a recorded board's investigation with its recorded model answers.")
 @click.option("-q", "--quiet", is_flag=True, help="Print only the report.")
 @friendly_errors
 def investigate_command(db_path: Path, question: str | None, board_path: Path | None,
-                        model: str | None, collectors: int | None, max_rounds: int | None,
+                        model: str | None, collectors: int | None, max_depth: int | None,
                         budget_usd: float | None, max_calls: int | None,
-                        max_seconds: float | None, variant: str | None, resume: bool,
-                        replay: Path | None, quiet: bool) -> None:
+                        max_seconds: float | None, variant: str | None,
+                        role_model: tuple[str, ...], resume: bool, replay: Path | None,
+                        quiet: bool) -> None:
     """Investigate QUESTION over a DuckDB file with the agent team.
 
     DB_PATH is opened read-only. The team's progress is shown as it happens, then the
@@ -236,12 +265,16 @@ def investigate_command(db_path: Path, question: str | None, board_path: Path | 
         raise click.UsageError(f"no board at {str(board_path)!r} to resume; pass the board "
                                "of the interrupted run")
     options = {name: value for name, value in (
-        ("collectors", collectors), ("max_rounds", max_rounds), ("max_usd", budget_usd),
+        ("collectors", collectors), ("max_depth", max_depth), ("max_usd", budget_usd),
         ("max_calls", max_calls), ("max_seconds", max_seconds), ("variant", variant))
         if value is not None}
+    role_models = _role_models(role_model)
+    if replay and role_models:
+        raise click.UsageError("--replay answers every role from the recording; leave out "
+                               "--role-model")
     resolved = None if replay else get_model(model)
     run = _Run(db_path, question, board_path or _default_board_path(), resolved, options,
-               resume=resume, replay=replay, quiet=quiet)
+               resume=resume, replay=replay, quiet=quiet, role_models=role_models)
     if not quiet:
         click.echo(f"board: {run.board_path}")
     with Board.open(run.board_path) as opened:

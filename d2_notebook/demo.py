@@ -97,17 +97,16 @@ class HospitalWalkthrough(TeamPolicy):
                 for s in statements] + [("done", {"summary": "five candidates"})]
 
     def orchestrator(self, turn: Turn) -> list[Action] | str:
-        """Ask once for dose hypotheses, then dispatch everything open, then finish."""
-        statements = " ".join(h.statement for h in turn.hypotheses())
-        if "dose" not in statements:
-            return [("request_hypotheses", {"guidance": "no hypothesis covers dose effects"})]
+        """Abandon the off-question Hydrazol claim while it is still proposed, ask once
+        for dose hypotheses, then carry on until everything is settled, then finish."""
         off_question = tuple(h.id for h in turn.hypotheses() if h.status == "proposed"
                              and h.statement.startswith("Hydrazol"))
-        actions: list[Action] = [("abandon", {"hypothesis_id": h, "reason": "Hydrazol is not "
-                                  "used for older patients in this hospital's protocols"})
-                                 for h in off_question]
-        then = super().orchestrator(turn, skip=off_question)
-        return actions + (then if isinstance(then, list) else [])
+        reason = "Hydrazol is not used for older patients in this hospital's protocols"
+        statements = " ".join(h.statement for h in turn.hypotheses())
+        if "dose" not in statements:
+            return [*super().orchestrator(turn, abandon=off_question, reason=reason)[:-1],
+                    ("request_hypotheses", {"guidance": "no hypothesis covers dose effects"})]
+        return super().orchestrator(turn, abandon=off_question, reason=reason)
 
     def collector(self, turn: Turn) -> list[Action] | str:
         """Run the comparison the hypothesis calls for; record each result with the
@@ -138,7 +137,8 @@ class HospitalWalkthrough(TeamPolicy):
             return [("request_more_evidence", {"hints": "compare within severity strata: "
                                                "the drug may be given to milder cases"})]
         verdict = self._verdict([e for _, e in evidence], [s for s, _ in evidence])
-        if "depends on comorbidities" in statement:
+        may_refine = any(spec.name == "refine" for spec in turn.request.tools)
+        if "depends on comorbidities" in statement and may_refine:
             return [("refine", {**verdict, "children": [
                 {"statement": "Virexa helps older patients with asthma",
                  "rationale": "the effect differs by comorbidity"},
@@ -163,7 +163,7 @@ class HospitalWalkthrough(TeamPolicy):
                 return self.hypothesizer(turn)
             if turn.step == 1:
                 return [a for a in self.hypothesizer(turn) if a[0] != "done"]
-            return [("dispatch", {"hypothesis_ids": turn.found(r"added (H\d+)")})]
+            return [("carry_on", {})]
         return TeamPolicy.orchestrator(self, turn)
 
     def detective(self, turn: Turn) -> list[Action] | str:

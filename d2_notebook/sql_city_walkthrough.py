@@ -107,11 +107,11 @@ class GoldPolicy(TeamPolicy):
         return super().reporter(turn)
 
     def planner(self, turn: Turn) -> list[Action] | str:
-        """merged_planner: add the hypotheses, dispatch them, then finish."""
+        """merged_planner: add the hypotheses (examined as they are added), then finish."""
         if not turn.hypotheses():
             if turn.step == 0:
                 return self._add_hypotheses([])
-            return [("dispatch", {"hypothesis_ids": turn.found(r"added (H\d+)")})]
+            return [("carry_on", {})]
         return TeamPolicy.orchestrator(self, turn)
 
     def detective(self, turn: Turn) -> list[Action] | str:

@@ -14,7 +14,13 @@ import pytest
 from benchmark.__main__ import main
 from benchmark.adapter import PeopleIndex, board_answer
 from benchmark.runner import RunConfig, RunSummary, result_path, run_benchmark
-from benchmark.tables import TABLE1_TITLE, TABLE2_HEADER, TABLE2_TITLE, render
+from benchmark.tables import (
+    ROLE_TABLE_TITLE,
+    TABLE1_TITLE,
+    TABLE2_HEADER,
+    TABLE2_TITLE,
+    render,
+)
 from d2_notebook.board import Board
 from d2_notebook.datasets.sql_city import generate_case, load_gold, write_case
 
@@ -153,6 +159,12 @@ def test_tables_have_the_papers_headers(oracle_run: tuple) -> None:
     for word in ("easy", "hard", "all", "full", "react_sql", *TABLE2_HEADER):
         assert word in text
     assert render([]) == "no complete results yet"
+    roles = text.split(ROLE_TABLE_TITLE, 1)[1]
+    for role in ("hypothesizer", "orchestrator", "collector", "judge", "reporter", "react"):
+        assert role in roles
+    full = next(r for r in summary.records if r["variant"] == "full")
+    by_role = full["usage"]["by_role"]
+    assert sum(u["calls"] for u in by_role.values()) == full["usage"]["calls"]
 
 
 def test_cli_runs_one_case_offline(cases_dir: Path, tmp_path: Path) -> None:

@@ -224,7 +224,7 @@ async def test_the_sql_only_baseline_is_checked_against_its_own_queries() -> Non
 async def test_budget_figures_the_system_wrote_are_not_claims() -> None:
     result = await investigate(hospital.create(), hospital.QUESTION,
                                model=HospitalWalkthrough().model(), max_calls=14,
-                               max_rounds=3)
+                               max_depth=3)
     assert "Not examined" in result.report and result.stop_reason
     assert re.search(r"1[0-4] of max_calls=1[0-4]", result.report)
     assert result.unverified_claims == 0, result.claim_check.unverified

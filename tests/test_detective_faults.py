@@ -106,7 +106,7 @@ async def test_tool_mistakes_go_back_to_the_model_as_tool_errors(con):
     class Clumsy(HospitalWalkthrough):
         def orchestrator(self, turn):
             if turn.step == 0 and "dose" in " ".join(h.statement for h in turn.hypotheses()):
-                return [("dispatch", {"hypothesis_ids": ["H99"]}),
+                return [("abandon", {"hypothesis_id": "H99", "reason": "no such"}),
                         ("abandon", {"hypothesis_id": "H1"}),
                         ("no_such_tool", {})]
             return super().orchestrator(turn)

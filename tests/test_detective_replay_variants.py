@@ -137,3 +137,33 @@ async def test_roles_get_their_own_context_and_tools(con):
     # A collector's digest shows its own hypothesis, not the other collectors' work.
     first = next(c for c in calls if c.agent == "collector-H4").request["messages"][0]["text"]
     assert "H4 | investigating" in first and "H1 |" not in first and "H3 |" not in first
+
+
+@pytest.mark.parametrize("variant", ["full", "react_sql"])
+async def test_a_board_of_the_round_based_loop_loads_and_replays_only_its_react_agent(
+        con, tmp_path, variant):
+    import json
+    import sqlite3
+
+    recorded = tmp_path / "old.d2board"
+    await investigate(con, QUESTION, board=recorded, model=HospitalWalkthrough().model(),
+                      variant=variant)
+    with sqlite3.connect(recorded) as db:  # as the round-based loop stored its settings
+        (stored,) = db.execute("SELECT settings FROM investigations").fetchone()
+        old = {k: v for k, v in json.loads(stored).items() if k not in ("max_depth",
+                                                                         "role_models")}
+        db.execute("UPDATE investigations SET settings = ?",
+                   [json.dumps({**old, "max_rounds": 4})])
+    with Board.open(recorded) as board:  # it loads, its settings migrate
+        from d2_notebook.detective import InvestigationSettings
+
+        settings = InvestigationSettings.from_dict(board.list_investigations()[-1].settings)
+        assert settings.max_depth == 4
+    if variant == "react_sql":
+        replayed = await investigate(con, None, board=tmp_path / "new.d2board",
+                                     replay=recorded)
+        assert replayed.state == "finished"
+        return
+    with pytest.raises(ReplayDivergenceError, match="recorded by the round-based loop"):
+        await investigate(con, None, board=tmp_path / "new.d2board", replay=recorded)
+    assert not (tmp_path / "new.d2board").exists()

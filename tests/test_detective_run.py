@@ -126,12 +126,21 @@ async def test_collectors_overlap_in_time_up_to_the_limit(con, collectors):
     print(f"{collectors} collector(s): {time.perf_counter() - started:.2f} s")
 
 
-async def test_round_events_and_board_history(con):
+async def test_branch_starts_and_board_history(con):
     result = await investigate(con, QUESTION, model=HospitalWalkthrough().model())
-    kinds = [e.kind for e in result.board.events()]
+    events = result.board.events()
+    kinds = [e.kind for e in events]
     assert kinds[0] == "investigation.started" and kinds[-1] == "investigation.state"
-    assert kinds.count("round.started") == 3  # round 1, round 2 (children), round 3 finishes
-    assert result.board.get_investigation("I1").settings["collectors"] == 4
+    assert "round.started" not in kinds  # no rounds: a queue
+    started = [e.payload["id"] for e in events if e.kind == "hypothesis.status"
+               and e.payload["status"] == "investigating"]
+    examined = {h.id for h in result.board.list_hypotheses()
+                if h.status.value != "abandoned"}
+    assert sorted(started) == sorted(examined)  # each examined once, the loop started it
+    assert {e.actor for e in events if e.kind == "hypothesis.status"
+            and e.payload["status"] == "investigating"} == {"detective"}
+    settings = result.board.get_investigation("I1").settings
+    assert settings["collectors"] == 4 and settings["max_depth"] == 4
 
 
 async def test_the_orchestrator_cannot_finish_while_hypotheses_are_open(con):

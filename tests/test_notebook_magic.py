@@ -11,12 +11,14 @@ from IPython.core.interactiveshell import InteractiveShell
 import d2_notebook.notebook as nb
 from d2_notebook.board import Board
 from d2_notebook.datasets import hospital
-from d2_notebook.llm.testing import FunctionModel, text, tool_call, tool_calls
+from d2_notebook.llm.testing import FunctionModel, text, tool_call
 from d2_notebook.notebook import InvestigationRun, InvestigationView
 
 
 def respond(request):
-    """A team that proposes H1, abandons it, finishes and reports: a whole run offline."""
+    """A team that proposes H1 (examined at once by a collector and a judge that decide
+    nothing, so the loop settles it inconclusive), finishes and reports: a whole run
+    offline."""
     first = len(request.messages) == 1
     if request.role == "hypothesizer":
         if first:
@@ -24,8 +26,7 @@ def respond(request):
                                                 "rationale": "lowest death rate"})
         return tool_call("done", {"summary": "one candidate"})
     if request.role == "orchestrator":
-        return tool_calls(("abandon", {"hypothesis_id": "H1", "reason": "enough for a test"}),
-                          ("finish", {"reason": "nothing open"}))
+        return tool_call("finish", {"reason": "nothing open"})
     if request.role == "reporter":
         return tool_call("write_report", {"markdown": "# Report\n\nNothing conclusive."})
     return text("no tools for this role in the test")
@@ -66,17 +67,38 @@ def test_investigate_runs_to_the_end_and_binds_the_result(shell, tmp_path: Path)
     assert result.state == "finished" and result.settings.collectors == 2
     assert (tmp_path / "covid.d2board").is_file()
     with Board.open(tmp_path / "covid.d2board") as board:
-        assert [h.status.value for h in board.list_hypotheses()] == ["abandoned"]
+        assert [h.status.value for h in board.list_hypotheses()] == ["inconclusive"]
         assert board.list_investigations()[-1].state.value == "finished"
 
 
 def test_defaults_come_from_config(shell, tmp_path: Path) -> None:
     (tmp_path / "boards").mkdir()
     run(shell, '%config Investigate.board_dir = "boards"')
-    run(shell, "%config Investigate.max_rounds = 2")
+    run(shell, "%config Investigate.max_depth = 2")
     run(shell, "%%investigate con --model team --out res\nWhich treatment?")
-    assert shell.user_ns["res"].settings.max_rounds == 2
+    assert shell.user_ns["res"].settings.max_depth == 2
     assert len(list((tmp_path / "boards").glob("which-treatment-*.d2board"))) == 1
+
+
+def test_role_models_come_from_config(shell, tmp_path: Path) -> None:
+    from d2_notebook.llm import register_provider
+
+    register_provider("magicrole", lambda model_id, **kw: FunctionModel(
+        respond, name=f"magicrole:{model_id}"), replace=True)
+    run(shell, '%config Investigate.role_models = {"collector": "magicrole:quick"}')
+    try:
+        run(shell, "%%investigate con --board roles.d2board --model team --out res\n"
+                   "Which treatment?")
+        result = shell.user_ns["res"]
+        calls = result.board.list_model_calls()
+        assert {c.model for c in calls if c.role == "collector"} == {"magicrole:quick"}
+        assert "magicrole:quick" not in {c.model for c in calls if c.role != "collector"}
+        assert result.settings.role_models == {"collector": "magicrole:quick"}
+        run(shell, '%config Investigate.role_models = {"boss": "magicrole:quick"}')
+        with pytest.raises(UsageError, match=r"unknown role.*'boss'"):
+            run(shell, "%%investigate con --board bad.d2board --model team\nWhich?")
+    finally:
+        run(shell, "%config Investigate.role_models = {}")
 
 
 def test_unknown_connection_suggests_the_right_name(shell) -> None:

@@ -14,7 +14,9 @@ from benchmark import perf
 
 EXPECTED = {
     "overhead": ["overhead_ms"],
-    "parallel": ["speedup_whole", "speedup_collection", "amdahl_bound"],
+    "parallel": ["speedup_whole", "speedup_collection", "bound"],
+    "refinement": ["first_child_latencies", "median_child_latencies"],
+    "calls": ["calls_now"],
     "context": ["d2_largest", "react_largest", "ratio"],
     "sql": ["sql_worst_ratio", "ratio big result (1%)"],
 }

@@ -23,10 +23,17 @@ from d2_notebook.data import GuardedSQL
 from d2_notebook.datasets import hospital
 from d2_notebook.datasets.sql_city import clues, world
 from d2_notebook.detective.context import QueryLog, TeamContext
+from d2_notebook.detective.decisions import (
+    CollectorDecision,
+    HypothesizerDecision,
+    JudgeDecision,
+    OrchestratorDecision,
+    ReactAnswer,
+    ReportDecision,
+)
 from d2_notebook.detective.settings import InvestigationSettings
 from d2_notebook.detective.sql_tools import sql_tools
 from d2_notebook.detective.team_tools import (
-    TurnOutcome,
     abandon_tool,
     evidence_tools,
     final_answer_tool,
@@ -130,13 +137,16 @@ def tool_texts() -> dict[str, str]:
                       model=FunctionModel(lambda r: text("")),
                       investigation_id=investigation.id, question="q", schema_summary="",
                       settings=InvestigationSettings())
-    log, outcome = QueryLog(), TurnOutcome()
-    tools = [*sql_tools(ctx, log), *hypothesis_tools(ctx, log, "a", "hypothesizer", outcome),
-             *orchestrator_tools(ctx, "a", outcome, can_ask_for_more=True),
-             *evidence_tools(ctx, log, "a", "collector", None), submit_tool(outcome, ctx, "H1"),
-             *verdict_tools(ctx, "a", outcome, "H1", can_send_back=True, can_refine=True),
-             *reporter_tools(ctx, "a", outcome), abandon_tool(ctx, "a"),
-             final_answer_tool(outcome, log)]
+    log = QueryLog()
+    tools = [*sql_tools(ctx, log),
+             *hypothesis_tools(ctx, log, "a", "hypothesizer", HypothesizerDecision()),
+             *orchestrator_tools(ctx, "a", OrchestratorDecision(), can_ask_for_more=True),
+             *evidence_tools(ctx, log, "a", "collector", None),
+             submit_tool(CollectorDecision(), ctx, "H1"),
+             *verdict_tools(ctx, "a", JudgeDecision(), "H1", can_send_back=True,
+                            can_refine=True),
+             *reporter_tools(ctx, "a", ReportDecision()), abandon_tool(ctx, "a"),
+             final_answer_tool(ReactAnswer(), log)]
     return {f"tool {t.name}": "\n".join(_strings(t.spec.to_dict())) for t in tools}
 
 

@@ -8,9 +8,15 @@ import pytest
 from d2_notebook.board import Board
 from d2_notebook.data import GuardedSQL
 from d2_notebook.detective.context import QueryLog, TeamContext
+from d2_notebook.detective.decisions import (
+    CollectorDecision,
+    HypothesizerDecision,
+    JudgeDecision,
+    OrchestratorDecision,
+    ReportDecision,
+)
 from d2_notebook.detective.settings import InvestigationSettings
 from d2_notebook.detective.team_tools import (
-    TurnOutcome,
     evidence_tools,
     hypothesis_tools,
     orchestrator_tools,
@@ -38,7 +44,7 @@ def _specs(tools: list) -> dict[str, object]:
 
 async def test_refine_states_and_enforces_two_children(ctx: TeamContext) -> None:
     hyp = ctx.board.add_hypothesis("h", investigation_id=ctx.investigation_id)
-    tools = verdict_tools(ctx, "judge", TurnOutcome(), hyp.id, can_send_back=True,
+    tools = verdict_tools(ctx, "judge", JudgeDecision(), hyp.id, can_send_back=True,
                           can_refine=True)
     refine = _specs(tools)["refine"]
     assert "at least two children" in refine.description
@@ -56,20 +62,21 @@ async def test_refine_states_and_enforces_two_children(ctx: TeamContext) -> None
 
 def test_every_refusal_is_stated_in_the_tool_description(ctx: TeamContext) -> None:
     hyp = ctx.board.add_hypothesis("h", investigation_id=ctx.investigation_id)
-    log, outcome = QueryLog(), TurnOutcome()
+    log = QueryLog()
     specs = _specs([
-        *hypothesis_tools(ctx, log, "hyp", "hypothesizer", outcome),
-        *orchestrator_tools(ctx, "orch", outcome, can_ask_for_more=False),
+        *hypothesis_tools(ctx, log, "hyp", "hypothesizer", HypothesizerDecision()),
+        *orchestrator_tools(ctx, "orch", OrchestratorDecision(), can_ask_for_more=False),
         *evidence_tools(ctx, log, "col", "collector", hyp.id),
-        submit_tool(outcome, ctx, hyp.id),
-        *verdict_tools(ctx, "judge", outcome, hyp.id, can_send_back=False, can_refine=True),
-        *reporter_tools(ctx, "rep", outcome),
+        submit_tool(CollectorDecision(), ctx, hyp.id),
+        *verdict_tools(ctx, "judge", JudgeDecision(), hyp.id, can_send_back=False,
+                       can_refine=True),
+        *reporter_tools(ctx, "rep", ReportDecision()),
     ])
     stated = {
         "add_hypothesis": ["empty", "repeats a hypothesis", "query id"],
         "done": ["at least one hypothesis"],
-        "dispatch": ["at least one", "without a verdict"],
-        "abandon": ["without a verdict"],
+        "abandon": ["has a verdict", "being examined"],
+        "carry_on": ["Refused when no hypothesis is open"],
         "request_hypotheses": ["Refused now", "no calls left"],
         "finish": ["Refused while", "no verdict"],
         "record_evidence": ["run_sql returned"],
@@ -82,13 +89,11 @@ def test_every_refusal_is_stated_in_the_tool_description(ctx: TeamContext) -> No
     for name, phrases in stated.items():
         for phrase in phrases:
             assert phrase in specs[name].description, f"{name} must say {phrase!r}"
-    assert specs["dispatch"].parameters["properties"]["hypothesis_ids"]["minItems"] == 1
 
 
 def test_descriptions_follow_what_is_possible_now(ctx: TeamContext) -> None:
-    outcome = TurnOutcome()
-    can = _specs(orchestrator_tools(ctx, "o", outcome, can_ask_for_more=True))
+    can = _specs(orchestrator_tools(ctx, "o", OrchestratorDecision(), can_ask_for_more=True))
     assert "it has now" in can["request_hypotheses"].description
-    guided = _specs(hypothesis_tools(ctx, QueryLog(), "h", "hypothesizer", outcome,
+    guided = _specs(hypothesis_tools(ctx, QueryLog(), "h", "hypothesizer", HypothesizerDecision(),
                                      may_add_none=True))
     assert "Refused" not in guided["done"].description

@@ -99,7 +99,7 @@ async def test_a_judge_with_many_long_evidences_keeps_every_linked_one(board, db
                                investigation_id=ctx.investigation_id)
     ids = [_link(board, ctx, hyp.id, _big_result(seed), f"segment 7 churns at 0.{seed + 10}")
            for seed in range(25)]
-    await roles.judge(ctx, hyp.id, can_send_back=False)
+    await roles.judge(ctx, hyp.id, can_send_back=False, can_refine=True, summary=None)
     first = model.first_messages[-1]
     assert re.findall(r"^\[(E\d+)\]", first, re.MULTILINE) == ids, "every piece is there"
     assert estimate_tokens(first) < 40_000, "and the prompt fits the window"
@@ -138,7 +138,7 @@ async def test_a_transcript_reaches_the_judge_whole(board, db) -> None:
     many.loc[211, ["name", "transcript"]] = ["Morgana", _transcript(700, CLUE)]
     _link(board, ctx, hyp.id, one, "the witness saw the courier's van", "the interview")
     _link(board, ctx, hyp.id, many, "Morgana's interview names the van", "all interviews")
-    await roles.judge(ctx, hyp.id, can_send_back=False)
+    await roles.judge(ctx, hyp.id, can_send_back=False, can_refine=True, summary=None)
     first = model.first_messages[-1]
     assert first.count(CLUE) == 2, "both transcripts that carry the clue arrive whole"
     assert transcript in first
@@ -152,7 +152,7 @@ async def test_a_hypothesis_statement_is_never_cut_for_its_collector_and_judge(
     hyp = board.add_hypothesis(LONG_STATEMENT, investigation_id=ctx.investigation_id)
     _link(board, ctx, hyp.id, pd.DataFrame({"x": [1]}), "one row")
     await roles.collect(ctx, hyp.id)
-    await roles.judge(ctx, hyp.id, can_send_back=False)
+    await roles.judge(ctx, hyp.id, can_send_back=False, can_refine=True, summary=None)
     collector_first, judge_first = model.first_messages
     for first in (collector_first, judge_first):
         assert first.startswith(("YOUR HYPOTHESIS: H1: " + LONG_STATEMENT,

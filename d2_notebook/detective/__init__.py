@@ -9,13 +9,26 @@ from d2_notebook.detective.investigate import (
     investigate,
     investigate_sync,
 )
-from d2_notebook.detective.settings import VARIANTS, InvestigationSettings
+from d2_notebook.detective.loop import RunOutcome
+from d2_notebook.detective.settings import InvestigationSettings
+from d2_notebook.detective.variant import (
+    ALL_VARIANTS,
+    VARIANTS,
+    Role,
+    Variant,
+    parse_variant,
+)
 
 __all__ = [
+    "ALL_VARIANTS",
     "VARIANTS",
     "Conclusion",
     "InvestigationResult",
     "InvestigationSettings",
+    "Role",
+    "RunOutcome",
+    "Variant",
     "investigate",
     "investigate_sync",
+    "parse_variant",
 ]

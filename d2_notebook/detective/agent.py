@@ -80,10 +80,19 @@ async def run_agent(
         run.final_text = response.text or run.final_text
         messages.append(response.to_message())
         calls = response.tool_calls
+        for call in calls:
+            seen_calls[f"{call.name} {json.dumps(call.args, sort_keys=True)}"] += 1
+        repeating = bool(calls) and max(seen_calls.values()) >= MAX_SAME_CALL
+        # A step that may end the turn keeps its place in the write order to the end:
+        # what the caller does next (start a judge, free a slot) happens at the same
+        # point in every run. Other steps that write nothing let others go on.
+        may_end = (not calls or repeating or run.steps >= max_steps
+                   or any((t := toolset.get(c.name)) is not None and t.ends_turn
+                          for c in calls))
         try:
-            if not toolset.writes_board(calls):  # nothing to order: let others go on
+            if not toolset.writes_board(calls) and not may_end:
                 ticket = _release(sequencer, ticket)
-            results: list[ToolResult] = [await toolset.call(call) for call in calls]
+            results: list[ToolResult] = await toolset.call_all(calls)
         finally:
             _release(sequencer, ticket)
         if not calls:
@@ -107,10 +116,8 @@ async def run_agent(
         if ended:
             run.ended_by = ended[-1]
             break
-        for call in calls:
-            seen_calls[f"{call.name} {json.dumps(call.args, sort_keys=True)}"] += 1
         reason = stuck()
-        if reason is None and max(seen_calls.values()) >= MAX_SAME_CALL:
+        if reason is None and repeating:
             reason = f"stopped: made the same tool call {MAX_SAME_CALL} times"
         if reason is not None:
             run.stopped = reason

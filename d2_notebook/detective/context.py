@@ -9,6 +9,8 @@ guarded SQL returned, never text a model wrote.
 
 from __future__ import annotations
 
+import asyncio
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 
 from d2_notebook.board import Board
@@ -18,9 +20,21 @@ from d2_notebook.detective.settings import InvestigationSettings
 from d2_notebook.llm import Model
 
 
+def _ignore(hypothesis_id: str) -> None:
+    """The default hook: nobody listens for new hypotheses."""
+
+
 @dataclass
 class TeamContext:
-    """Shared by every role of one investigation."""
+    """Shared by every role of one investigation.
+
+    Attributes:
+        model: the default model; ``role_models`` overrides it for some roles.
+        round: the generation of the hypothesis a branch works on (1 for the
+            hypothesizer's), recorded on what the branch writes.
+        on_new_hypothesis: called (synchronously, inside the writing tool's turn)
+            with each hypothesis id a tool adds, so the loop can queue it at once.
+    """
 
     board: Board
     sql: GuardedSQL
@@ -31,6 +45,12 @@ class TeamContext:
     settings: InvestigationSettings
     sequencer: WriteSequencer = field(default_factory=WriteSequencer)
     round: int = 0
+    role_models: Mapping[str, Model] = field(default_factory=dict)
+    on_new_hypothesis: Callable[[str], None] = _ignore
+
+    def model_for(self, role: str) -> Model:
+        """The model that answers ``role``'s calls."""
+        return self.role_models.get(role, self.model)
 
 
 @dataclass
@@ -42,6 +62,15 @@ class QueryLog:
     evidence_ids: dict[str, str] = field(default_factory=dict)
     purposes: dict[str, str] = field(default_factory=dict)
     repeats: int = 0
+    _last: asyncio.Future[None] | None = field(default=None, repr=False)
+
+    def next_in_order(self) -> tuple[asyncio.Future[None] | None, asyncio.Future[None]]:
+        """For a query of a batch run at the same time: the future of the query before
+        it (None for the first) and its own, to set once it is registered, so query
+        ids are given in the order of the calls whatever order the results come in."""
+        previous, mine = self._last, asyncio.get_running_loop().create_future()
+        self._last = mine
+        return previous, mine
 
     def add(self, sql: str, result: QueryResult, purpose: str = "") -> str:
         """Keep ``result`` (and what it is for) under a new query id and return the id."""

@@ -3,8 +3,9 @@
 The one entry point the CLI, the notebook magic and Python users share::
 
     result = await investigate(con, "Which treatment is most effective for older COVID-19 "
-                               "patients?", board="covid.d2board", model="anthropic:...")
-    result.report, result.conclusions, result.board, result.usage
+                               "patients?", board="covid.d2board", model="anthropic:...",
+                               models={"collector": "anthropic:claude-haiku-4-5"})
+    result.report, result.conclusions, result.board, result.usage.by_role
 
 It opens the data read-only, opens (or resumes) the board, wraps the model so every
 call is recorded on the board and counted against the budget, runs the control loop,
@@ -16,6 +17,7 @@ from __future__ import annotations
 
 import asyncio
 import os
+from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
@@ -26,11 +28,12 @@ from d2_notebook.board import Board, Evidence, Hypothesis, HypothesisStatus, Ver
 from d2_notebook.data import GuardedSQL
 from d2_notebook.detective.claim_check import ClaimCheck, check_report
 from d2_notebook.detective.context import TeamContext
-from d2_notebook.detective.loop import LOOP_ACTOR, ControlLoop
+from d2_notebook.detective.loop import LOOP_ACTOR, ControlLoop, RunOutcome
 from d2_notebook.detective.resume import resume_investigation
 from d2_notebook.detective.sequencer import WriteSequencer
-from d2_notebook.detective.settings import InvestigationSettings
-from d2_notebook.errors import D2Error, InvalidRecordError
+from d2_notebook.detective.settings import InvestigationSettings, check_role_names
+from d2_notebook.detective.variant import Shape
+from d2_notebook.errors import D2Error, InvalidRecordError, ReplayDivergenceError
 from d2_notebook.llm import Budget, BudgetedModel, Model, RecordingModel, Usage, get_model
 from d2_notebook.llm.replay import ReplayModel
 
@@ -51,9 +54,10 @@ class InvestigationResult:
     """What an investigation produced. ``board`` holds the complete history.
 
     ``answer`` is the structured answer every variant gives (for the benchmark):
-    ``{"answers": [...], "candidates_considered": [...]}``. ``claim_check`` looked every
-    number of the report up in the evidence it cites (``report`` has the unverified
-    ones marked); ``unverified_claims`` counts those not found.
+    ``{"answers": [...], "candidates_considered": [...]}``. ``usage.by_role`` has the
+    calls, tokens and cost of each role. ``claim_check`` looked every number of the
+    report up in the evidence it cites (``report`` has the unverified ones marked);
+    ``unverified_claims`` counts those not found.
     """
 
     investigation_id: str
@@ -87,6 +91,7 @@ async def investigate(
     settings: InvestigationSettings | None = None,
     resume: bool = False,
     replay: Board | str | os.PathLike[str] | None = None,
+    models: Mapping[str, Model | str] | None = None,
     **options: Any,
 ) -> InvestigationResult:
     """Investigate ``question`` over ``database`` with the agent team.
@@ -98,9 +103,14 @@ async def investigate(
         board: where the board lives (a path, an open :class:`Board`, or None for an
             in-memory board).
         model: a model or a model name (``anthropic:...``, ``openai:...``); None uses
-            the configured default (``D2_MODEL``).
-        settings: team settings; keyword ``options`` (``collectors=``, ``max_rounds=``,
+            the configured default (``D2_MODEL``). It answers every role not in
+            ``models``.
+        settings: team settings; keyword ``options`` (``collectors=``, ``max_depth=``,
             ``max_usd=``, ``variant=`` ...) override single fields.
+        models: a model (or model name) per role, e.g. ``{"collector": "anthropic:..."}``.
+            Names are stored with the settings, so a resumed run uses them again
+            (models passed as objects must be passed again); a replay answers every
+            role from the recording.
         resume: continue the board's last unfinished investigation.
         replay: a board recorded earlier: re-run its investigation with its recorded
             model responses (no API access), executing every query again.
@@ -114,18 +124,36 @@ async def investigate(
     if replay is not None:
         recorded = replay if isinstance(replay, Board) else _open_existing_board(replay)
         source = recorded.list_investigations()[-1]
+        _check_replayable(source.settings)
         question = question or source.question
         settings = InvestigationSettings.from_dict(source.settings)
         model = ReplayModel(recorded, source.id, ordered=True)
+        models = None
     # Everything that can fail on bad input fails before the board is touched.
+    given = check_role_names(dict(models or {}))
+    objects = {role: m for role, m in given.items() if not isinstance(m, str)}
+    named = {role: m for role, m in given.items() if isinstance(m, str)}
+    if named:
+        stored = dict(settings.role_models) if settings is not None and not resume else {}
+        options = {**options, "role_models": {**stored, **options.get("role_models", {}),
+                                              **named}}
     inner = model if model is not None and not isinstance(model, str) else get_model(model)
+    role_inner: dict[str, Model] | None = None
+    if recorded is not None:
+        role_inner = {}  # the recording answers every role
+    elif not resume:
+        stored = dict(settings.role_models) if settings is not None else {}
+        role_inner = _resolve_role_models({**stored, **options.get("role_models", {})},
+                                          objects)
     own_sql = not isinstance(database, GuardedSQL)
     sql = database if isinstance(database, GuardedSQL) else GuardedSQL(database)
     try:
         opened = board if isinstance(board, Board) else Board.open(board or ":memory:")
-        investigation, settings, reopened = _start_or_resume(opened, question, settings,
-                                                             options, resume)
-        return await _run(opened, sql, investigation, settings, inner, reopened)
+        investigation, settings, _ = _start_or_resume(opened, question, settings, options,
+                                                      resume)
+        if role_inner is None:  # resumed: the stored names, unless given again
+            role_inner = _resolve_role_models(settings.role_models, objects)
+        return await _run(opened, sql, investigation, settings, inner, role_inner)
     finally:
         if own_sql:
             sql.close()  # closes only a connection it opened itself from a path
@@ -133,37 +161,45 @@ async def investigate(
 
 async def _run(opened: Board, sql: GuardedSQL, investigation: Any,
                settings: InvestigationSettings, inner: Model,
-               reopened: bool) -> InvestigationResult:
+               role_inner: dict[str, Model]) -> InvestigationResult:
     usage = Usage()
     sequencer = WriteSequencer()
-    recording = RecordingModel(inner, opened, investigation.id, before_record=sequencer.arrive)
+    reserve = _reserve(settings)
     full_budget = Budget(settings.max_calls, settings.max_tokens, settings.max_usd)
+
+    def recorded(model: Model) -> RecordingModel:
+        return RecordingModel(model, opened, investigation.id, before_record=sequencer.arrive)
+
+    recording = recorded(inner)
+    role_recording = {role: recorded(model) for role, model in role_inner.items()}
+    # One budget and one usage for every role: BudgetedModels share ``usage``.
     ctx = TeamContext(
-        board=opened, sql=sql, model=BudgetedModel(recording, _reserve(settings), usage),
+        board=opened, sql=sql, model=BudgetedModel(recording, reserve, usage),
         investigation_id=investigation.id, question=investigation.question,
         schema_summary=await asyncio.to_thread(sql.schema_summary), settings=settings,
-        sequencer=sequencer, round=_rounds_so_far(opened, investigation.id),
+        sequencer=sequencer,
+        role_models={role: BudgetedModel(model, reserve, usage)
+                     for role, model in role_recording.items()},
     )
-    # A finished investigation reopened for new material gets a fresh round budget.
-    round_limit = ctx.round + settings.max_rounds if reopened else settings.max_rounds
-    loop = ControlLoop(ctx, reporter_model=BudgetedModel(recording, full_budget, usage),
-                       round_limit=round_limit)
-    if _hypotheses(opened, investigation.id):
-        loop.hypothesizer_calls = 1
+    reporter_model = BudgetedModel(role_recording.get("reporter", recording), full_budget,
+                                   usage)
+    loop = ControlLoop(ctx, reporter_model=reporter_model,
+                       hypothesizer_calls=1 if _hypotheses(opened, investigation.id) else 0)
     try:
-        report = await loop.run()
+        outcome = await loop.run()
     except BaseException as exc:
         interrupted = isinstance(exc, KeyboardInterrupt | asyncio.CancelledError)
         opened.set_investigation_state(
             investigation.id, "interrupted" if interrupted else "failed", actor=LOOP_ACTOR,
             error=f"{type(exc).__name__}: {exc}" if not interrupted else "interrupted")
         raise
-    queries = {q: r.frame for q, r in loop.react_log.results.items()} if loop.react_log else {}
-    check = check_report(opened, investigation.id, report, queries=queries)
+    queries = {query_id: r.frame for query_id, r in outcome.queries.items()}
+    check = check_report(opened, investigation.id, outcome.report, queries=queries)
+    outcome = replace(outcome, report=check.marked_report)
     opened.set_investigation_state(investigation.id, "finished", actor=LOOP_ACTOR,
-                                   report=check.marked_report)
-    result = _result(opened, investigation.id, check.marked_report, usage, settings, loop)
-    return replace(result, claim_check=check)
+                                   report=outcome.report)
+    return replace(_result(opened, investigation.id, outcome, usage, settings),
+                   claim_check=check)
 
 
 def investigate_sync(
@@ -187,6 +223,17 @@ def _start_or_resume(board: Board, question: str | None, settings: Investigation
     return board.start_investigation(question, chosen.to_dict(), actor="user"), chosen, False
 
 
+def _resolve_role_models(names: Mapping[str, str],
+                         objects: Mapping[str, Model]) -> dict[str, Model]:
+    """The model of each role with its own: objects as given, names resolved.
+
+    Raises:
+        ModelConfigError: a name names no known provider, or one not configured.
+    """
+    resolved = {role: get_model(name) for role, name in names.items() if role not in objects}
+    return {**resolved, **objects}
+
+
 def _reserve(settings: InvestigationSettings) -> Budget:
     """The collection phase's budget: the whole budget less the reporter's share."""
     share = 1.0 - settings.reporter_reserve
@@ -200,13 +247,30 @@ def _reserve(settings: InvestigationSettings) -> Budget:
                   part(settings.max_usd, False))
 
 
-def _rounds_so_far(board: Board, investigation_id: str) -> int:
-    return sum(1 for e in board.events(kinds=["round.started"])
-               if e.investigation_id == investigation_id)
-
-
 def _hypotheses(board: Board, investigation_id: str) -> list[Hypothesis]:
     return board.list_hypotheses(investigation_id=investigation_id)
+
+
+def _check_replayable(stored: Mapping[str, Any]) -> None:
+    """Refuse, before any query runs, a team recorded by the round-based loop.
+
+    Boards stored before the streaming scheduler have ``max_rounds`` and no
+    ``max_depth``: their settings still load (and such a board resumes), but their
+    team's requests (rounds, dispatch) are not the ones this version makes, so a
+    replay would diverge at the first orchestrator call. ``react_sql`` boards replay.
+
+    Raises:
+        ReplayDivergenceError: the board's team cannot be replayed by this version.
+    """
+    settings = InvestigationSettings.from_dict(dict(stored))
+    if "max_depth" in stored or settings.variant.shape is Shape.REACT:
+        return
+    raise ReplayDivergenceError(
+        f"this board's {settings.variant.name!r} team was recorded by the round-based "
+        "loop (its settings have max_rounds), whose orchestrator dispatched hypotheses "
+        "round by round; this version streams them, so its requests differ from the "
+        "recorded ones. Replay it with d2-notebook from before the streaming scheduler, "
+        "or record it again; the board itself still opens (d2 board show) and resumes")
 
 
 def _open_existing_board(path: str | os.PathLike[str]) -> Board:
@@ -218,8 +282,8 @@ def _open_existing_board(path: str | os.PathLike[str]) -> Board:
 # --- the result ---------------------------------------------------------------------------
 
 
-def _result(board: Board, investigation_id: str, report: str, usage: Usage,
-            settings: InvestigationSettings, loop: ControlLoop) -> InvestigationResult:
+def _result(board: Board, investigation_id: str, outcome: RunOutcome, usage: Usage,
+            settings: InvestigationSettings) -> InvestigationResult:
     hypotheses = _hypotheses(board, investigation_id)
     conclusions = []
     for hyp in hypotheses:
@@ -228,17 +292,16 @@ def _result(board: Board, investigation_id: str, report: str, usage: Usage,
         verdict = board.latest_verdict(hyp.id)
         cited = [board.get_evidence(e) for e in (verdict.evidence_ids if verdict else ())]
         conclusions.append(Conclusion(hyp, verdict, cited))
-    if loop.answer is not None:
-        answer = loop.answer
+    if outcome.answer is not None:
+        answer = outcome.answer
     else:
         examined = {link.hypothesis_id for link in board.list_links()}
         examined |= {v.hypothesis_id for v in board.list_verdicts()}
         answer = {"answers": [c.hypothesis.statement for c in conclusions],
                   "candidates_considered": [h.statement for h in hypotheses if h.id in examined]}
-    queries = list(loop.react_log.results.values()) if loop.react_log else []
     investigation = board.get_investigation(investigation_id)
     return InvestigationResult(
         investigation_id=investigation_id, question=investigation.question,
-        state=investigation.state.value, report=report, conclusions=conclusions, board=board,
-        usage=usage, settings=settings, answer=answer, stop_reason=loop.stop_reason,
-        queries=queries)
+        state=investigation.state.value, report=outcome.report, conclusions=conclusions,
+        board=board, usage=usage, settings=settings, answer=answer,
+        stop_reason=outcome.stop_reason, queries=list(outcome.queries.values()))

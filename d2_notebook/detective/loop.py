@@ -2,158 +2,199 @@
 
 Full team, one investigation::
 
-    hypothesizer ─► [ orchestrator ─► collectors ∥ (each: collect ─► judge ⟲ hints) ]*
-                 ─► reporter
+    hypothesizer ──(each hypothesis as it is added)──► queue ──► branches ∥ (at most
+        │                                                         `collectors`): collect
+        └─► orchestrator: triage (abandon, ask for more)          ─► judge ⟲ hints
+                                                                  └─(refine: children
+    … queue empty ─► orchestrator: finish or ask for more ─► reporter     enter at once)
 
-Rounds repeat until the orchestrator finishes (only allowed when every hypothesis not
-abandoned has a verdict) or a budget ends collection; the reporter then runs with its
-reserved share of the budget. Writes made by the loop itself happen only between
-parallel phases, so a replayed run writes the same board.
+The loop, not a model, dispatches: every hypothesis enters the queue the moment it is
+on the board. The orchestrator is consulted only for decisions: triage of new
+hypotheses (while their collection already runs), and, once every hypothesis is
+settled, whether coverage is enough to end. Limits are per branch (refinement depth,
+evidence returns) plus the overall budgets; the reporter runs with its reserved share.
+Every board write happens at a fixed point of the write order, so a replayed run
+writes the same board.
 """
 
 from __future__ import annotations
 
 import asyncio
 from collections.abc import Coroutine
-from dataclasses import replace
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from d2_notebook.board import HypothesisStatus
+from d2_notebook.data import QueryResult
 from d2_notebook.detective import roles
-from d2_notebook.detective.context import QueryLog, TeamContext
+from d2_notebook.detective.context import TeamContext
+from d2_notebook.detective.decisions import Judgement, Steering
 from d2_notebook.detective.report import fallback_report
+from d2_notebook.detective.scheduler import BranchScheduler
+from d2_notebook.detective.variant import Role, Shape
 from d2_notebook.errors import BudgetExceededError, ModelError
 
 LOOP_ACTOR = "detective"
 
 
-class CollectionStopped(Exception):
-    """Collection ended early (budget or time); the reason is the message."""
+@dataclass(frozen=True)
+class RunOutcome:
+    """What one run of the loop produced.
+
+    Attributes:
+        report: the Markdown report (also stored on the investigation).
+        stop_reason: why collection ended early (budget, time), or None.
+        answer: the structured answer of the ``react_sql`` agent (None for the team,
+            whose answer is read from the board).
+        queries: the ``react_sql`` agent's queries by query id (empty for the team).
+        started: the hypotheses whose examination started, in order.
+    """
+
+    report: str
+    stop_reason: str | None = None
+    answer: dict[str, Any] | None = None
+    queries: dict[str, QueryResult] = field(default_factory=dict)
+    started: list[str] = field(default_factory=list)
 
 
 class ControlLoop:
     """Runs the team for one investigation on a prepared :class:`TeamContext`.
 
-    ``reporter_model`` is the model with the reporter's reserved budget.
+    ``reporter_model`` is the reporter's model with its reserved budget.
+    ``hypothesizer_calls`` counts the hypothesizer's earlier runs (1 when the board
+    already holds hypotheses).
     """
 
     def __init__(self, ctx: TeamContext, *, reporter_model: Any,
-                 round_limit: int | None = None) -> None:
-        """Prepare to run; nothing happens until :meth:`run`. Rounds stop at
-        ``round_limit`` (default: the settings' ``max_rounds``)."""
-        self.ctx = ctx
-        self.round_limit = round_limit or ctx.settings.max_rounds
+                 hypothesizer_calls: int = 0) -> None:
+        """Prepare to run; nothing happens until :meth:`run`."""
+        team = ctx.settings.variant.shape is Shape.TEAM  # only a team has a queue
+        self.ctx = replace(ctx, round=1, **({"on_new_hypothesis": self._offer} if team else {}))
         self.reporter_model = reporter_model
+        self.hypothesizer_calls = hypothesizer_calls
         self.stop_reason: str | None = None
-        self.hypothesizer_calls = 0
-        self.react_log: QueryLog | None = None
-        self.answer: dict[str, Any] | None = None
+        self.scheduler = BranchScheduler(ctx.settings.collectors, self._branch, self._begin)
 
     # --- entry point -----------------------------------------------------------------
 
-    async def run(self) -> str:
-        """Investigate and return the report (also stored on the investigation)."""
+    async def run(self) -> RunOutcome:
+        """Investigate and return the outcome."""
         variant = self.ctx.settings.variant
-        if variant == "react_sql":
+        if variant.shape is Shape.REACT:
             return await self._run_react()
-        if variant == "single_agent_board":
+        if variant.shape is Shape.ALONE:
             await self._guarded(roles.investigate_alone(self.ctx))
-            return await self._report(use_reporter=False)
-        await self._guarded(self._rounds())
-        return await self._report(use_reporter=variant != "no_reporter")
+            return self._outcome(await self._report(use_reporter=False))
+        await self._guarded(self._team())
+        return self._outcome(await self._report(use_reporter=variant.runs(Role.REPORTER)))
 
-    # --- rounds ------------------------------------------------------------------------
+    def _outcome(self, report: str) -> RunOutcome:
+        return RunOutcome(report, self.stop_reason, started=list(self.scheduler.started))
 
-    async def _rounds(self) -> None:
-        ctx, merged = self.ctx, self.ctx.settings.variant == "merged_planner"
-        if not merged and not self._hypotheses():
-            await self._hypothesize(None)
-        while ctx.round < self.round_limit:
-            ctx.round += 1
-            ctx.board.log_event("round.started", {"round": ctx.round}, actor=LOOP_ACTOR,
-                                investigation_id=ctx.investigation_id)
-            decision = await self._decide(merged)
-            if decision.finished is not None:
-                return
-            dispatched = decision.dispatched or self._fallback_dispatch()
-            if not dispatched:
-                if self._open():
+    # --- the team ----------------------------------------------------------------------
+
+    async def _team(self) -> None:
+        for hyp in self._hypotheses():  # resumed: what is left is queued at once
+            if hyp.status is HypothesisStatus.PROPOSED:
+                self._offer(hyp.id)
+        if self.ctx.settings.variant.runs(Role.PLANNER):
+            await self._planned()
+        else:
+            await self._orchestrated()
+
+    async def _orchestrated(self) -> None:
+        new = [] if self._hypotheses() else await self._hypothesize(None)
+        for _ in range(self.ctx.settings.max_hypothesizer_calls + 2):
+            if new:  # triage, while the new hypotheses' collection runs
+                decision = await roles.orchestrate(self.ctx, new=new,
+                                                   can_ask_for_more=self._can_ask())
+                new = []
+                if decision.steering is Steering.MORE_HYPOTHESES:
+                    new = await self._hypothesize(decision.guidance)
                     continue
+            await self.scheduler.idle()
+            decision = await roles.orchestrate(self.ctx, new=[],
+                                               can_ask_for_more=self._can_ask())
+            if decision.steering is Steering.MORE_HYPOTHESES:
+                new = await self._hypothesize(decision.guidance)
+            elif decision.steering is not Steering.CARRY_ON:
+                return  # finished, or no decision: the loop ends it
+        await self.scheduler.idle()
+
+    async def _planned(self) -> None:
+        if not self._hypotheses():
+            await roles.plan_merged(self.ctx)
+            self.hypothesizer_calls += 1
+        for _ in range(self.ctx.settings.max_hypothesizer_calls + 1):
+            await self.scheduler.idle()
+            decision = await roles.plan_merged(self.ctx)
+            if not decision.added and decision.steering is not Steering.CARRY_ON:
                 return
-            await self._collect_all(dispatched)
-            self._settle_unjudged(dispatched)
-        if self._open():
-            self.stop_reason = f"the round limit ({ctx.settings.max_rounds}) was reached"
+        await self.scheduler.idle()
 
-    async def _decide(self, merged: bool) -> roles.TurnOutcome:
-        if merged:
-            return await roles.plan_merged(self.ctx)
-        dispatched: list[str] = []  # a dispatch made alongside a request for more counts
-        while True:
-            can_ask = self.hypothesizer_calls < self.ctx.settings.max_hypothesizer_calls
-            decision = await roles.orchestrate(self.ctx, can_ask_for_more=can_ask)
-            dispatched += [h for h in decision.dispatched if h not in dispatched]
-            if decision.guidance is None:
-                decision.dispatched = dispatched
-                return decision
-            await self._hypothesize(decision.guidance)
+    def _can_ask(self) -> bool:
+        return self.hypothesizer_calls < self.ctx.settings.max_hypothesizer_calls
 
-    async def _hypothesize(self, guidance: str | None) -> None:
+    async def _hypothesize(self, guidance: str | None) -> list[str]:
         self.hypothesizer_calls += 1
-        await roles.hypothesize(self.ctx, guidance=guidance)
+        decision = await roles.hypothesize(self.ctx, guidance=guidance)
+        return decision.added
 
-    def _fallback_dispatch(self) -> list[str]:
-        """When the orchestrator decided nothing, dispatch every proposed hypothesis."""
-        waiting = [h.id for h in self._hypotheses() if h.status is HypothesisStatus.PROPOSED]
-        for hyp_id in waiting:
-            self.ctx.board.set_status(hyp_id, HypothesisStatus.INVESTIGATING, actor=LOOP_ACTOR,
-                                      reason="dispatched by the loop: the orchestrator "
-                                             "made no decision")
-        return waiting
+    # --- the queue and its branches ------------------------------------------------------
 
-    async def _collect_all(self, hypothesis_ids: list[str]) -> None:
-        limit = asyncio.Semaphore(self.ctx.settings.collectors)
+    def _offer(self, hypothesis_id: str) -> None:
+        """A hypothesis is on the board: queue it (called inside the writing turn)."""
+        parent = self.ctx.board.get_hypothesis(hypothesis_id).parent_id
+        self.scheduler.offer(hypothesis_id, self._generation(hypothesis_id), parent)
 
-        async def branch(hyp_id: str) -> None:
-            async with limit:
-                await self._collect_and_judge(hyp_id)
+    def _begin(self, hypothesis_id: str) -> bool:
+        """Start examining a queued hypothesis, unless it was settled meanwhile."""
+        hyp = self.ctx.board.get_hypothesis(hypothesis_id)
+        if hyp.status is not HypothesisStatus.PROPOSED:
+            return False
+        self.ctx.board.set_status(hypothesis_id, HypothesisStatus.INVESTIGATING,
+                                  actor=LOOP_ACTOR, reason="examined by a collector")
+        return True
 
-        # Every branch finishes (or fails) before the loop goes on: a failing branch
-        # leaves the others' work complete on the board.
-        results = await asyncio.gather(*(branch(h) for h in hypothesis_ids),
-                                       return_exceptions=True)
-        failures = [r for r in results if isinstance(r, BaseException)]
-        for failure in failures:
-            if not isinstance(failure, BudgetExceededError):
-                raise failure
-        if failures:
-            raise CollectionStopped(str(failures[0]))
-
-    async def _collect_and_judge(self, hypothesis_id: str) -> None:
+    async def _branch(self, hypothesis_id: str) -> None:
+        """Collect → judge (→ more evidence → judge), within the branch's limits."""
         settings = self.ctx.settings
-        if settings.variant == "no_judge":
-            await roles.collect(self.ctx, hypothesis_id, judge_themselves=True)
+        generation = self._generation(hypothesis_id)
+        ctx = replace(self.ctx, round=generation)
+        if not settings.variant.runs(Role.JUDGE):
+            await roles.collect(ctx, hypothesis_id)
+            self._settle_unjudged(hypothesis_id, generation)
             return
         hints = None
         for attempt in range(settings.max_evidence_returns + 1):
-            await roles.collect(self.ctx, hypothesis_id, hints=hints)
-            decision = await roles.judge(self.ctx, hypothesis_id,
-                                         can_send_back=attempt < settings.max_evidence_returns)
-            if decision.hints is None:
-                return
+            handed = await roles.collect(ctx, hypothesis_id, hints=hints)
+            decision = await roles.judge(
+                ctx, hypothesis_id, can_send_back=attempt < settings.max_evidence_returns,
+                can_refine=generation < settings.max_depth, summary=handed.summary)
+            if decision.judgement is not Judgement.MORE_EVIDENCE:
+                break
             hints = decision.hints
+        self._settle_unjudged(hypothesis_id, generation)
 
-    def _settle_unjudged(self, hypothesis_ids: list[str]) -> None:
-        """A dispatched hypothesis whose judge gave no verdict becomes inconclusive."""
-        for hyp_id in sorted(hypothesis_ids, key=lambda h: int(h[1:])):
-            hyp = self.ctx.board.get_hypothesis(hyp_id)
-            if hyp.status.is_settled:
-                continue
-            cited = [link.evidence_id for link in self.ctx.board.list_links(hypothesis_id=hyp_id)]
-            self.ctx.board.add_verdict(
-                hyp_id, HypothesisStatus.INCONCLUSIVE, 0.0,
-                "no verdict was reached within the agent's step limit", cited,
-                author=LOOP_ACTOR, round=self.ctx.round)
+    def _settle_unjudged(self, hypothesis_id: str, generation: int) -> None:
+        """A branch that ended without a verdict leaves its hypothesis inconclusive."""
+        hyp = self.ctx.board.get_hypothesis(hypothesis_id)
+        if hyp.status.is_settled:
+            return
+        cited = [link.evidence_id for link in self.ctx.board.list_links(
+            hypothesis_id=hypothesis_id)]
+        self.ctx.board.add_verdict(
+            hypothesis_id, HypothesisStatus.INCONCLUSIVE, 0.0,
+            "no verdict was reached within the agent's step limit", cited,
+            author=LOOP_ACTOR, round=generation)
+
+    def _generation(self, hypothesis_id: str) -> int:
+        """1 for a hypothesis without a parent, its parent's generation + 1 otherwise."""
+        generation, hyp = 1, self.ctx.board.get_hypothesis(hypothesis_id)
+        while hyp.parent_id:
+            generation += 1
+            hyp = self.ctx.board.get_hypothesis(hyp.parent_id)
+        return generation
 
     # --- budgets, time and the end -------------------------------------------------------
 
@@ -161,12 +202,20 @@ class ControlLoop:
         """Run the collection phase; a budget, a time limit or a stop ends it gracefully."""
         limit = self.ctx.settings.max_seconds
         try:
-            async with asyncio.timeout(limit):
-                await work
+            try:
+                async with asyncio.timeout(limit):
+                    await work
+            except BudgetExceededError as exc:
+                self.stop_reason = str(exc)
+                await self.scheduler.finish_running()  # in flight: their next call stops
+                self.scheduler.raise_failure(budget_too=False)  # a fault meanwhile fails
         except TimeoutError:
             self.stop_reason = f"the time budget ({limit:g} s) ran out"
-        except (BudgetExceededError, CollectionStopped) as exc:
-            self.stop_reason = str(exc)
+        except BaseException:
+            await self.scheduler.cancel()
+            raise
+        finally:
+            await self.scheduler.cancel()
         if self.stop_reason:
             self.ctx.board.log_event("collection.stopped", {"reason": self.stop_reason},
                                      actor=LOOP_ACTOR, investigation_id=self.ctx.investigation_id)
@@ -181,10 +230,10 @@ class ControlLoop:
         note = self._unexamined_note()
         report = None
         if use_reporter:
-            reporter_ctx = _with_model(ctx, self.reporter_model)
+            reporter_ctx = replace(ctx, role_models={**ctx.role_models,
+                                                     Role.REPORTER.value: self.reporter_model})
             try:
-                outcome = await roles.write_report(reporter_ctx, unexamined_note=note)
-                report = outcome.report
+                report = (await roles.write_report(reporter_ctx, unexamined_note=note)).report
             except ModelError as exc:
                 note = (note + " " if note else "") + f"The reporter could not run: {exc}."
         if report is None:
@@ -204,19 +253,22 @@ class ControlLoop:
             parts.append(f"Left without a verdict: {', '.join(still_open)}.")
         return " ".join(parts)
 
-    async def _run_react(self) -> str:
-        ctx = self.ctx
-        outcome_log: list[Any] = []
+    async def _run_react(self) -> RunOutcome:
+        found: list[Any] = []
 
         async def work() -> None:
-            outcome_log.append(await roles.react_baseline(ctx))
+            found.append(await roles.react_baseline(self.ctx))
 
         await self._guarded(work())
-        if outcome_log:
-            outcome, self.react_log = outcome_log[0]
-            self.answer = outcome.answer
-            if outcome.report:
-                return outcome.report
+        if found:
+            answer, log = found[0]
+            queries = dict(log.results)
+            if answer.report:
+                return RunOutcome(answer.report, self.stop_reason, answer.answer, queries)
+            return RunOutcome(self._no_answer(), self.stop_reason, answer.answer, queries)
+        return RunOutcome(self._no_answer(), self.stop_reason)
+
+    def _no_answer(self) -> str:
         return "The agent gave no final answer" + (f" ({self.stop_reason})."
                                                    if self.stop_reason else ".")
 
@@ -228,6 +280,3 @@ class ControlLoop:
     def _open(self) -> list[Any]:
         return [h for h in self._hypotheses() if not h.status.is_settled]
 
-
-def _with_model(ctx: TeamContext, model: Any) -> TeamContext:
-    return replace(ctx, model=model)

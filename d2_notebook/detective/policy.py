@@ -165,12 +165,18 @@ class TeamPolicy:
 
     # --- generic behaviour, overridable --------------------------------------------------
 
-    def orchestrator(self, turn: Turn, *, skip: tuple[str, ...] = ()) -> list[Action] | str:
-        """Dispatch every proposed hypothesis (but ``skip``); finish when none is open."""
-        waiting = [h.id for h in turn.hypotheses() if h.status == "proposed" and h.id not in skip]
-        if waiting:
-            return [("dispatch", {"hypothesis_ids": waiting})]
-        return [("finish", {"reason": "every hypothesis has a verdict"})]
+    def orchestrator(self, turn: Turn, *, abandon: tuple[str, ...] = (),
+                     reason: str = "") -> list[Action] | str:
+        """Abandon ``abandon`` (with ``reason``); then carry on while a hypothesis is
+        open, else finish."""
+        actions: list[Action] = [("abandon", {"hypothesis_id": h, "reason": reason})
+                                 for h in abandon]
+        still_open = [h.id for h in turn.hypotheses() if h.status in ("proposed",
+                                                                      "investigating")
+                      and h.id not in abandon]
+        if still_open:
+            return [*actions, ("carry_on", {})]
+        return [*actions, ("finish", {"reason": "every hypothesis has a verdict"})]
 
     def reporter(self, turn: Turn) -> list[Action] | str:
         """Write the report from the digest: the answer (every supported hypothesis with

@@ -3,12 +3,12 @@
 Two cases:
 
 - the run stopped (``interrupted`` or ``failed``): settled hypotheses stay settled,
-  hypotheses that were in flight go back to ``proposed`` and are redone; rounds
-  continue from where they were;
+  hypotheses that were in flight go back to ``proposed`` and are redone; the queue
+  starts again from what is left;
 - the run ``finished`` and someone (a student, an analyst) has since added hypotheses
   or evidence to the board: the investigation reopens, new hypotheses are queued, and
   every settled hypothesis that received new evidence after its verdict goes back to
-  ``proposed`` so it is judged again; it gets a fresh round budget.
+  ``proposed`` so it is judged again.
 
 A finished investigation with nothing new is refused with a message naming the fix.
 """
@@ -29,7 +29,7 @@ def resume_investigation(
     options: dict[str, Any],
 ) -> tuple[Investigation, InvestigationSettings, bool]:
     """Reopen the board's last investigation; returns it, its settings, and whether it
-    was finished (and so gets a fresh round budget)."""
+    was finished (reopened for new material)."""
     investigations = board.list_investigations()
     if not investigations:
         raise InvalidRecordError(f"nothing to resume on {board.path}: it holds no "
@@ -46,8 +46,10 @@ def resume_investigation(
             f"nothing to resume on {board.path}: investigation {investigation.id} is "
             "finished and nothing was added since; add hypotheses or evidence first "
             "(e.g. %%evidence), or start a new investigation without --resume")
-    chosen = replace(settings or InvestigationSettings.from_dict(investigation.settings),
-                     **options)
+    base = settings or InvestigationSettings.from_dict(investigation.settings)
+    if "role_models" in options:  # a role's model given again replaces only that role's
+        options = {**options, "role_models": {**base.role_models, **options["role_models"]}}
+    chosen = replace(base, **options)
     board.set_investigation_state(investigation.id, "running", actor="user")
     board.log_event("investigation.resumed",
                     {"settings": chosen.to_dict(), "reopened": finished,

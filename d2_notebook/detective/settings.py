@@ -1,25 +1,19 @@
-"""Settings of one investigation: team size, limits, budgets and the variant.
+"""Settings of one investigation: team size, per-branch limits, budgets, the variant
+and the model of each role.
 
 They are stored on the board with the investigation, so a resumed or replayed run
-uses the same ones.
+uses the same ones. Settings stored by older versions are migrated when read
+(:meth:`InvestigationSettings.from_dict`).
 """
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass, fields
+from dataclasses import dataclass, field, fields
+from types import MappingProxyType
 from typing import Any
 
+from d2_notebook.detective.variant import FULL, Role, Variant, parse_variant
 from d2_notebook.errors import InvalidRecordError
-
-VARIANTS = (
-    "full",
-    "no_reporter",
-    "no_judge",
-    "merged_planner",
-    "single_agent_board",
-    "react_sql",
-)
-"""Configurations of the same code, for the ablation study (PAPER §4.2)."""
 
 
 @dataclass(frozen=True)
@@ -27,8 +21,10 @@ class InvestigationSettings:
     """How an investigation runs.
 
     Attributes:
-        collectors: evidence collectors running at once.
-        max_rounds: orchestrator rounds (dispatch → collect → judge) at most.
+        collectors: branches (collect → judge) running at once.
+        max_depth: generations of hypotheses at most: a hypothesis the hypothesizer
+            adds is generation 1, a refinement of it generation 2, and so on; a judge
+            may refine only below this depth.
         max_steps: model calls one agent may make in one turn (tool-call iterations).
         max_steps_alone: model calls of the single-agent variants (``react_sql``,
             ``single_agent_board``), which do every job in one turn: a fair baseline
@@ -43,11 +39,13 @@ class InvestigationSettings:
         context_window_tokens: the model's context window in tokens, against which
             prompts are budgeted; None uses the model's known window
             (:func:`d2_notebook.llm.context_window`).
-        variant: one of :data:`VARIANTS`.
+        variant: which roles run and with which tools (a name is parsed).
+        role_models: model names by role (``{"collector": "anthropic:..."}``); roles
+            not named use the investigation's default model.
     """
 
     collectors: int = 4
-    max_rounds: int = 4
+    max_depth: int = 4
     max_steps: int = 12
     max_steps_alone: int = 80
     max_evidence_returns: int = 1
@@ -60,14 +58,14 @@ class InvestigationSettings:
     preview_rows: int = 20
     sql_timeout_s: float = 30.0
     context_window_tokens: int | None = None
-    variant: str = "full"
+    variant: Variant = FULL
+    role_models: dict[str, str] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
-        if self.variant not in VARIANTS:
-            raise InvalidRecordError(
-                f"unknown variant {self.variant!r}; use one of: {', '.join(VARIANTS)}"
-            )
-        for name in ("collectors", "max_rounds", "max_steps", "max_steps_alone",
+        object.__setattr__(self, "variant", parse_variant(self.variant))
+        object.__setattr__(self, "role_models",
+                           MappingProxyType(check_role_names(dict(self.role_models))))
+        for name in ("collectors", "max_depth", "max_steps", "max_steps_alone",
                      "max_hypothesizer_calls", "preview_rows"):
             if getattr(self, name) < 1:
                 raise InvalidRecordError(f"{name} must be at least 1, got {getattr(self, name)}")
@@ -80,10 +78,36 @@ class InvestigationSettings:
 
     def to_dict(self) -> dict[str, Any]:
         """Plain JSON form, as stored on the board."""
-        return asdict(self)
+        data = {f.name: getattr(self, f.name) for f in fields(self)}
+        data["variant"] = self.variant.name
+        data["role_models"] = dict(self.role_models)
+        return data
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> InvestigationSettings:
-        """Rebuild settings stored on a board (unknown keys are ignored)."""
+        """Rebuild settings stored on a board (unknown keys are ignored).
+
+        Settings of older versions are migrated: ``max_rounds`` (rounds of the old
+        round-based loop, each of which could refine one generation deeper) becomes
+        ``max_depth`` with the same value.
+        """
+        data = dict(data)
+        if "max_rounds" in data and "max_depth" not in data:
+            data["max_depth"] = data.pop("max_rounds")
         known = {f.name for f in fields(cls)}
         return cls(**{k: v for k, v in data.items() if k in known})
+
+
+def check_role_names(models: dict[str, Any]) -> dict[str, Any]:
+    """``models`` unchanged if every key names a role.
+
+    Raises:
+        InvalidRecordError: a key is not a role (the message lists the roles).
+    """
+    roles = [r.value for r in Role]
+    unknown = [name for name in models if name not in roles]
+    if unknown:
+        raise InvalidRecordError(f"unknown role(s) {', '.join(map(repr, unknown))} for a "
+                                 f"model; roles are: {', '.join(roles)}")
+    return models
+

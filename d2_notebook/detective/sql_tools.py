@@ -23,16 +23,29 @@ PREVIEW_CHARS = 16_000
 def sql_tools(ctx: TeamContext, log: QueryLog) -> list[Tool]:
     """``run_sql`` and ``describe_table`` over the guarded connection."""
 
-    async def run_sql(args: dict[str, Any]) -> str:
-        sql = args["sql"].strip()
+    def check_new(sql: str) -> None:
         earlier = log.previous(sql)
         if earlier is not None:
             log.repeats += 1
             raise ToolError(f"you already ran this query as {earlier}; use that result "
                             "instead of running it again")
-        result = await ctx.sql.arun(sql, timeout_s=ctx.settings.sql_timeout_s,
-                                    max_rows=ctx.board.max_rows)
-        query_id = log.add(sql, result, args.get("purpose", ""))
+
+    async def run_sql(args: dict[str, Any]) -> str:
+        sql = args["sql"].strip()
+        check_new(sql)
+        previous, mine = log.next_in_order()
+        try:
+            try:
+                result = await ctx.sql.arun(sql, timeout_s=ctx.settings.sql_timeout_s,
+                                            max_rows=ctx.board.max_rows)
+            finally:
+                if previous is not None:  # register (or fail) in the order of the calls
+                    await previous
+            check_new(sql)  # a twin earlier in the same batch
+            query_id = log.add(sql, result, args.get("purpose", ""))
+        finally:
+            if not mine.done():
+                mine.set_result(None)
         preview = result.preview(max_rows=ctx.settings.preview_rows, max_chars=PREVIEW_CHARS,
                                  max_colwidth=PREVIEW_CELL_CHARS)
         return f"{query_id}: {preview}"
@@ -53,9 +66,9 @@ def sql_tools(ctx: TeamContext, log: QueryLog) -> list[Tool]:
              "access and multiple statements are refused.",
              {"sql": {"type": "string", "description": "one read-only statement"},
               "purpose": {"type": "string", "description": "one line: what it computes"}},
-             run_sql, required=["sql"]),
+             run_sql, required=["sql"], concurrent=True),
         tool("describe_table", "Columns, types, row count and sample values of one table.",
-             {"table": _STRING}, describe_table),
+             {"table": _STRING}, describe_table, concurrent=True),
     ]
 
 

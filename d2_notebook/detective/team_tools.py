@@ -9,11 +9,20 @@ the agent actually ran.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
 from typing import Any
 
 from d2_notebook.board import HypothesisStatus
 from d2_notebook.detective.context import QueryLog, TeamContext
+from d2_notebook.detective.decisions import (
+    CollectorDecision,
+    HypothesizerDecision,
+    JudgeDecision,
+    Judgement,
+    OrchestratorDecision,
+    ReactAnswer,
+    ReportDecision,
+    Steering,
+)
 from d2_notebook.detective.sql_tools import first_line, record_query
 from d2_notebook.detective.tools import Tool, ToolError, tool
 
@@ -21,29 +30,18 @@ _STRING = {"type": "string"}
 _IDS = {"type": "array", "items": {"type": "string"}}
 
 
-@dataclass
-class TurnOutcome:
-    """What an agent decided in its turn, for the control loop to act on."""
-
-    dispatched: list[str] = field(default_factory=list)
-    guidance: str | None = None
-    finished: str | None = None
-    hints: str | None = None
-    children: list[str] = field(default_factory=list)
-    verdict: str | None = None
-    report: str | None = None
-    answer: dict[str, Any] | None = None
-
-
 # --- hypothesizer ------------------------------------------------------------------
 
 
 def hypothesis_tools(ctx: TeamContext, log: QueryLog, agent: str, role: str,
-                     outcome: TurnOutcome, *, may_add_none: bool = False) -> list[Tool]:
+                     decision: HypothesizerDecision | OrchestratorDecision, *,
+                     may_add_none: bool = False) -> list[Tool]:
     """``add_hypothesis`` (with the exploration queries that motivated it) and ``done``.
 
-    ``may_add_none``: ``done`` is accepted without a new hypothesis (a second, guided
-    call may find that the board already covers everything).
+    Each added hypothesis is announced to the loop at once (``ctx.on_new_hypothesis``),
+    so its collection can start while the agent goes on. ``may_add_none``: ``done`` is
+    accepted without a new hypothesis (a second, guided call may find that the board
+    already covers everything).
     """
 
     async def add_hypothesis(args: dict[str, Any]) -> str:
@@ -67,13 +65,14 @@ def hypothesis_tools(ctx: TeamContext, log: QueryLog, agent: str, role: str,
             statement, rationale=args.get("rationale", ""), author_role=role, author=agent,
             round=ctx.round, investigation_id=ctx.investigation_id, motivated_by=cited,
         )
-        outcome.children.append(hyp.id)
+        decision.added.append(hyp.id)
+        ctx.on_new_hypothesis(hyp.id)
         return f"added {hyp.id}" + (f", motivated by {', '.join(cited)}" if cited else "")
 
     async def done(args: dict[str, Any]) -> str:
-        if not outcome.children and not may_add_none:
+        if not decision.added and not may_add_none:
             raise ToolError("you have not added any hypothesis yet; add every candidate first")
-        return f"done: {len(outcome.children)} hypotheses added"
+        return f"done: {len(decision.added)} hypotheses added"
 
     return [
         tool("add_hypothesis",
@@ -97,68 +96,68 @@ def hypothesis_tools(ctx: TeamContext, log: QueryLog, agent: str, role: str,
 # --- orchestrator --------------------------------------------------------------------
 
 
-def orchestrator_tools(ctx: TeamContext, agent: str, outcome: TurnOutcome, *,
+def orchestrator_tools(ctx: TeamContext, agent: str, decision: OrchestratorDecision, *,
                        can_ask_for_more: bool) -> list[Tool]:
-    """``dispatch``, ``abandon``, ``request_hypotheses`` and ``finish`` — no SQL."""
+    """``abandon``, ``request_hypotheses``, ``carry_on`` and ``finish`` — no SQL.
+
+    The loop starts the collection of every hypothesis by itself; the orchestrator
+    only steers: it abandons hypotheses not yet examined, asks for more, lets the
+    work go on, or ends it.
+    """
 
     def open_hypotheses() -> list[str]:
         return [h.id for h in ctx.board.list_hypotheses(investigation_id=ctx.investigation_id)
                 if not h.status.is_settled]
 
-    async def dispatch(args: dict[str, Any]) -> str:
-        ids = list(dict.fromkeys(args["hypothesis_ids"]))
-        if not ids:
-            raise ToolError("name at least one hypothesis id to dispatch")
-        for hyp_id in ids:
-            hyp = _hypothesis(ctx, hyp_id)
-            if hyp.status.is_settled:
-                raise ToolError(f"{hyp_id} is already {hyp.status.value}; dispatch open ones: "
-                                f"{', '.join(open_hypotheses()) or 'none'}")
-        for hyp_id in ids:
-            ctx.board.set_status(hyp_id, HypothesisStatus.INVESTIGATING, actor=agent,
-                                 reason=f"dispatched in round {ctx.round}")
-        outcome.dispatched.extend(ids)
-        return f"dispatched {', '.join(ids)} to evidence collectors"
-
     async def abandon(args: dict[str, Any]) -> str:
         hyp = _hypothesis(ctx, args["hypothesis_id"])
         if hyp.status.is_settled:
             raise ToolError(f"{hyp.id} is already {hyp.status.value}")
+        if hyp.status is HypothesisStatus.INVESTIGATING:
+            raise ToolError(f"{hyp.id} is already being examined; its judge will decide it. "
+                            "Abandon only hypotheses that are still proposed")
         ctx.board.abandon(hyp.id, args["reason"], actor=agent)
+        decision.abandoned.append(hyp.id)
         return f"abandoned {hyp.id}"
 
     async def request_hypotheses(args: dict[str, Any]) -> str:
         if not can_ask_for_more:
-            raise ToolError("the hypothesizer has no calls left; dispatch or finish instead")
-        outcome.guidance = args["guidance"]
+            raise ToolError("the hypothesizer has no calls left; carry on or finish instead")
+        decision.steering, decision.guidance = Steering.MORE_HYPOTHESES, args["guidance"]
         return "the hypothesizer will add more hypotheses"
+
+    async def carry_on(args: dict[str, Any]) -> str:
+        if not open_hypotheses():
+            raise ToolError("no hypothesis is open, so there is nothing to carry on with; "
+                            "finish, or request more hypotheses")
+        decision.steering = Steering.CARRY_ON
+        return "collection goes on"
 
     async def finish(args: dict[str, Any]) -> str:
         still_open = open_hypotheses()
         if still_open:
             raise ToolError(f"cannot finish: {', '.join(still_open)} have no verdict yet; "
-                            "dispatch or abandon them first")
-        outcome.finished = args["reason"]
+                            "carry on (their collection runs by itself) or abandon them")
+        decision.steering, decision.reason = Steering.FINISH, args["reason"]
         return "investigation finished"
 
     return [
-        tool("dispatch", "Send hypotheses to evidence collectors (in parallel). Ends your "
-             "turn. Name at least one; only hypotheses without a verdict (proposed or "
-             "investigating) can be dispatched.",
-             {"hypothesis_ids": {**_IDS, "minItems": 1}}, dispatch, ends_turn=True,
-             writes_board=True),
-        tool("abandon", "Abandon a hypothesis that does not answer the objective or "
-             "duplicates another (name which in the reason). Only a hypothesis without a "
-             "verdict can be abandoned.",
+        tool("abandon", "Abandon a proposed hypothesis that does not answer the objective or "
+             "duplicates another (name which in the reason). Refused for a hypothesis that "
+             "has a verdict or is already being examined.",
              {"hypothesis_id": _STRING, "reason": _STRING}, abandon, writes_board=True),
         tool("request_hypotheses", "Ask the hypothesizer for more hypotheses, with concrete "
              "guidance on what is missing. Ends your turn. " + (
                  "Possible while the hypothesizer has calls left (it has now)."
                  if can_ask_for_more else
-                 "Refused now: the hypothesizer has no calls left; dispatch or finish."),
+                 "Refused now: the hypothesizer has no calls left; carry on or finish."),
              {"guidance": _STRING}, request_hypotheses, ends_turn=True),
+        tool("carry_on", "Let the investigation go on with the open hypotheses (their "
+             "collection starts by itself). Ends your turn. Refused when no hypothesis is "
+             "open.",
+             {"note": _STRING}, carry_on, ends_turn=True, required=[]),
         tool("finish", "End the investigation. Refused while any hypothesis that is not "
-             "abandoned has no verdict (the message names them): dispatch or abandon those "
+             "abandoned has no verdict (the message names them): carry on or abandon those "
              "first.",
              {"reason": _STRING}, finish, ends_turn=True),
     ]
@@ -195,14 +194,14 @@ def evidence_tools(ctx: TeamContext, log: QueryLog, agent: str, role: str,
                  properties, record_evidence, writes_board=True)]
 
 
-def submit_tool(outcome: TurnOutcome, ctx: TeamContext, hypothesis_id: str) -> Tool:
+def submit_tool(decision: CollectorDecision, ctx: TeamContext, hypothesis_id: str) -> Tool:
     """``submit_for_judgement``: the collector's turn-ending tool."""
 
     async def submit(args: dict[str, Any]) -> str:
         if not ctx.board.list_links(hypothesis_id=hypothesis_id):
             raise ToolError(f"no evidence is linked to {hypothesis_id} yet; record evidence "
                             "first (or record what shows it cannot be tested)")
-        outcome.finished = args["summary"]
+        decision.summary = args["summary"]
         ctx.board.log_event("collector.submitted",
                             {"hypothesis_id": hypothesis_id, "summary": args["summary"]},
                             actor=f"collector-{hypothesis_id}",
@@ -228,10 +227,15 @@ _VERDICT_PROPERTIES: dict[str, Any] = {
 }
 
 
-def verdict_tools(ctx: TeamContext, agent: str, outcome: TurnOutcome,
-                  hypothesis_id: str | None, *, can_send_back: bool,
-                  can_refine: bool) -> list[Tool]:
-    """``give_verdict``, and for the judge ``request_more_evidence`` and ``refine``."""
+def verdict_tools(ctx: TeamContext, agent: str, decision: JudgeDecision | CollectorDecision,
+                  hypothesis_id: str | None, *, can_send_back: bool = False,
+                  can_refine: bool = False, verdict_ends_turn: bool = True) -> list[Tool]:
+    """``give_verdict``, and for one hypothesis ``request_more_evidence`` and (when
+    ``can_refine``: below the depth limit) ``refine``.
+
+    Refined children are announced to the loop at once (``ctx.on_new_hypothesis``),
+    so they are examined while their siblings' work goes on.
+    """
     properties = dict(_VERDICT_PROPERTIES)
     if hypothesis_id is None:
         properties = {"hypothesis_id": _STRING, **properties}
@@ -253,7 +257,11 @@ def verdict_tools(ctx: TeamContext, agent: str, outcome: TurnOutcome,
                             f"evidence: {', '.join(sorted(linked)) or 'none'}")
         ctx.board.add_verdict(target, args["status"], args["confidence"], args["rationale"],
                               cited, author=agent, round=ctx.round)
-        outcome.verdict = args["status"]
+        status = HypothesisStatus(args["status"])
+        if isinstance(decision, JudgeDecision):
+            decision.judgement, decision.status = Judgement.VERDICT, status
+        else:
+            decision.verdict = status
         return f"{target} is {args['status']}"
 
     async def give_verdict(args: dict[str, Any]) -> str:
@@ -262,7 +270,8 @@ def verdict_tools(ctx: TeamContext, agent: str, outcome: TurnOutcome,
     async def request_more(args: dict[str, Any]) -> str:
         if not can_send_back:
             raise ToolError("no more evidence rounds are left; give a verdict now")
-        outcome.hints = args["hints"]
+        assert isinstance(decision, JudgeDecision)
+        decision.judgement, decision.hints = Judgement.MORE_EVIDENCE, args["hints"]
         return "sent back to the collector with your hints"
 
     async def refine(args: dict[str, Any]) -> str:
@@ -273,33 +282,39 @@ def verdict_tools(ctx: TeamContext, agent: str, outcome: TurnOutcome,
             if not str(child.get("statement", "")).strip():
                 raise ToolError("every child needs a statement")
         result = verdict(args)
+        assert isinstance(decision, JudgeDecision)
+        decision.judgement = Judgement.REFINED
         for child in children:
             added = ctx.board.add_hypothesis(
                 child["statement"], rationale=child.get("rationale", ""),
                 parent_id=hypothesis_id, author_role="judge", author=agent,
                 round=ctx.round + 1, investigation_id=ctx.investigation_id)
-            outcome.children.append(added.id)
-        return f"{result}; refined into {', '.join(outcome.children)}"
+            decision.children.append(added.id)
+        for child_id in decision.children:
+            ctx.on_new_hypothesis(child_id)
+        return f"{result}; refined into {', '.join(decision.children)}"
 
     rules = ("A supported or contradicted verdict must cite at least one evidence id; cite "
              "only evidence linked to the hypothesis; an abandoned hypothesis takes no "
              "verdict.")
-    tools = [tool("give_verdict", f"Decide the hypothesis. Ends your turn. {rules}",
-                  properties, give_verdict, ends_turn=True, writes_board=True)]
-    if hypothesis_id is not None and can_refine:
+    tools = [tool("give_verdict", "Decide the hypothesis." + (" Ends your turn."
+                  if verdict_ends_turn else "") + f" {rules}", properties, give_verdict,
+                  ends_turn=verdict_ends_turn, writes_board=True)]
+    if hypothesis_id is not None and isinstance(decision, JudgeDecision):
         tools.append(tool(
             "request_more_evidence", "Send the hypothesis back for more evidence with concrete "
             "hints. Ends your turn. " + ("Possible now (your first message says so)."
                                          if can_send_back else "Refused now: no evidence "
                                          "rounds are left; give a verdict or refine."),
             {"hints": _STRING}, request_more, ends_turn=True))
+    if hypothesis_id is not None and can_refine:
         child = {"type": "object", "required": ["statement"],
                  "properties": {"statement": {"type": "string", "minLength": 1,
                                               "description": "one testable sentence"},
                                 "rationale": _STRING}}
         tools.append(tool(
             "refine", "Give a verdict AND split the hypothesis into refined subgroup "
-            "hypotheses for the next round. Ends your turn. Needs at least two children, "
+            "hypotheses, examined next. Ends your turn. Needs at least two children, "
             f"each with a non-empty statement. {rules}",
             {**properties, "children": {"type": "array", "items": child, "minItems": 2,
                                         "description": "at least two subgroup hypotheses"}},
@@ -310,7 +325,7 @@ def verdict_tools(ctx: TeamContext, agent: str, outcome: TurnOutcome,
 # --- reporter ------------------------------------------------------------------------
 
 
-def reporter_tools(ctx: TeamContext, agent: str, outcome: TurnOutcome) -> list[Tool]:
+def reporter_tools(ctx: TeamContext, agent: str, decision: ReportDecision) -> list[Tool]:
     """``mark_redundant`` and ``write_report``."""
 
     async def mark_redundant(args: dict[str, Any]) -> str:
@@ -327,7 +342,7 @@ def reporter_tools(ctx: TeamContext, agent: str, outcome: TurnOutcome) -> list[T
         report = args["markdown"].strip()
         if not report:
             raise ToolError("the report is empty")
-        outcome.report = report
+        decision.report = report
         return "report saved"
 
     return [
@@ -353,7 +368,7 @@ def abandon_tool(ctx: TeamContext, agent: str) -> Tool:
                 {"hypothesis_id": _STRING, "reason": _STRING}, abandon, writes_board=True)
 
 
-def final_answer_tool(outcome: TurnOutcome, log: QueryLog) -> Tool:
+def final_answer_tool(decision: ReactAnswer, log: QueryLog) -> Tool:
     """``final_answer`` for the ``react_sql`` baseline: text plus the structured answer,
     and (optionally) which of its queries support or contradict which candidate."""
 
@@ -363,11 +378,11 @@ def final_answer_tool(outcome: TurnOutcome, log: QueryLog) -> Tool:
         if unknown:
             raise ToolError(f"unknown query id(s) {', '.join(unknown)}; your queries: "
                             f"{', '.join(log.results) or 'none'}")
-        outcome.answer = {"answers": list(args["answers"]),
+        decision.answer = {"answers": list(args["answers"]),
                           "candidates_considered": list(args["candidates_considered"]),
                           "evidence": [{**item, "sql": log.results[item["query_id"]].sql}
                                        for item in links]}
-        outcome.report = args["answer_markdown"]
+        decision.report = args["answer_markdown"]
         return "answer recorded"
 
     link = {"type": "object", "required": ["query_id", "candidate", "stance"],

@@ -8,10 +8,14 @@ pydantic-ai's ``ModelRetry``).
 
 A tool that *finishes* an agent's turn (``done``, ``finish``, ``give_verdict`` ...)
 sets :attr:`Tool.ends_turn`; the agent loop stops after the response that called it.
+When every call of one response is to a :attr:`Tool.concurrent` tool (the read-only
+SQL tools), the calls run at the same time and their results still come back in the
+order of the calls, in the next request.
 """
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Awaitable, Callable, Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -41,13 +45,16 @@ class Tool:
 
     ``writes_board`` marks tools that change the board: their calls are executed in a
     fixed global order so that a replayed run writes the same board (see
-    :mod:`d2_notebook.detective.sequencer`).
+    :mod:`d2_notebook.detective.sequencer`). ``concurrent`` marks read-only tools whose
+    calls in one response may run at the same time (their handlers keep the results'
+    order themselves).
     """
 
     spec: ToolSpec
     handler: Handler
     ends_turn: bool = False
     writes_board: bool = False
+    concurrent: bool = False
 
     @property
     def name(self) -> str:
@@ -64,6 +71,7 @@ def tool(
     required: Iterable[str] | None = None,
     ends_turn: bool = False,
     writes_board: bool = False,
+    concurrent: bool = False,
 ) -> Tool:
     """Build a :class:`Tool` from a JSON-schema ``properties`` map.
 
@@ -74,7 +82,8 @@ def tool(
         "properties": {key: dict(value) for key, value in properties.items()},
         "required": list(properties if required is None else required),
     }
-    return Tool(ToolSpec(name, description, schema), handler, ends_turn, writes_board)
+    return Tool(ToolSpec(name, description, schema), handler, ends_turn, writes_board,
+                concurrent)
 
 
 class Toolset:
@@ -100,6 +109,14 @@ class Toolset:
     def writes_board(self, calls: Iterable[ToolCallPart]) -> bool:
         """True if any of ``calls`` may change the board."""
         return any((t := self._tools.get(c.name)) is not None and t.writes_board for c in calls)
+
+    async def call_all(self, calls: list[ToolCallPart]) -> list[ToolResult]:
+        """Run the calls of one response: at the same time when every one is to a
+        concurrent tool, else one after the other; results in the calls' order."""
+        tools = [self._tools.get(c.name) for c in calls]
+        if len(calls) > 1 and all(t is not None and t.concurrent for t in tools):
+            return list(await asyncio.gather(*(self.call(c) for c in calls)))
+        return [await self.call(c) for c in calls]
 
     async def call(self, call: ToolCallPart) -> ToolResult:
         """Run one tool call; faults the model can fix come back as ``is_error``."""

@@ -86,11 +86,11 @@ def resolve_model(namespace: Mapping[str, Any], name: str | None) -> Any:
         raise UsageError(str(exc)) from None
 
 
-def investigation_options(collectors: int | None, max_rounds: int | None,
+def investigation_options(collectors: int | None, max_depth: int | None,
                           budget_usd: float | None, max_calls: int | None,
                           max_seconds: float | None, variant: str | None) -> dict[str, Any]:
     """The ``InvestigationSettings`` fields the user set (None means "default")."""
-    pairs = (("collectors", collectors), ("max_rounds", max_rounds), ("max_usd", budget_usd),
+    pairs = (("collectors", collectors), ("max_depth", max_depth), ("max_usd", budget_usd),
              ("max_calls", max_calls), ("max_seconds", max_seconds), ("variant", variant))
     for name, value in pairs:
         if isinstance(value, int | float) and not isinstance(value, bool) and value <= 0:

@@ -17,7 +17,7 @@ from IPython.core.error import UsageError
 from IPython.core.magic import Magics, cell_magic, line_cell_magic, magics_class
 from IPython.core.magic_arguments import argument, magic_arguments
 from IPython.display import display
-from traitlets import Bool, Float, Int, Unicode
+from traitlets import Bool, Dict, Float, Int, Unicode
 
 from d2_notebook.board import Board
 from d2_notebook.data import GuardedSQL
@@ -41,7 +41,11 @@ class Investigate(Magics):
     model = Unicode(None, allow_none=True, config=True,
                     help="Default model (provider:model-id); None uses $D2_MODEL.")
     collectors = Int(None, allow_none=True, config=True, help="Evidence collectors at once.")
-    max_rounds = Int(None, allow_none=True, config=True, help="Rounds at most.")
+    max_depth = Int(None, allow_none=True, config=True,
+                    help="Generations of hypotheses at most (1: no refinement).")
+    role_models = Dict(value_trait=Unicode(), config=True,
+                       help="A model per role, e.g. {'collector': 'anthropic:claude-haiku-4-5'}; "
+                       "other roles use `model`.")
     budget_usd = Float(None, allow_none=True, config=True,
                        help="Stop collecting before spending this many dollars.")
     board_dir = Unicode(".", config=True, help="Folder for boards made without --board.")
@@ -64,7 +68,7 @@ class Investigate(Magics):
     @argument("--board", help="Board file (.d2board); default: a new one in board_dir.")
     @argument("--model", help="provider:model-id, or the name of a model object.")
     @argument("--collectors", type=int, help="Evidence collectors at once.")
-    @argument("--max-rounds", type=int, help="Rounds at most.")
+    @argument("--max-depth", type=int, help="Generations of hypotheses at most.")
     @argument("--budget-usd", type=float, help="Stop before spending this many dollars.")
     @argument("--max-calls", type=int, help="Model calls at most.")
     @argument("--max-seconds", type=float, help="Wall-time budget.")
@@ -88,7 +92,7 @@ class Investigate(Magics):
             raise UsageError(f"--out needs a Python name, got {args.out!r}")
         database = resolve_database(self._namespace(), args.connection, args.db)
         options = investigation_options(
-            _pick(args.collectors, self.collectors), _pick(args.max_rounds, self.max_rounds),
+            _pick(args.collectors, self.collectors), _pick(args.max_depth, self.max_depth),
             _pick(args.budget_usd, self.budget_usd), args.max_calls, args.max_seconds,
             args.variant)
         replay = _checked_replay(args.replay)
@@ -97,8 +101,9 @@ class Investigate(Magics):
         view = BoardView(board, live=self.widget)
         handle = display(view, display_id=True)
         self.last_board, self.last_view = board, view
-        coro = investigate(database, question, board=board, model=model, resume=args.resume,
-                           replay=replay, **options)
+        role_models = None if replay else (dict(self.role_models) or None)
+        coro = investigate(database, question, board=board, model=model, models=role_models,
+                           resume=args.resume, replay=replay, **options)
         follow = view.widget.follow if self.widget else None
         # --out binds the result; in the background it binds the run handle at once
         # (its .wait() and .result give the result), so the next cell can use it.

@@ -3,24 +3,34 @@
 Each role's instructions are a text file next to this module. A role function builds
 the system prompt (shared rules + role instructions + the schema summary: the stable,
 cacheable prefix), gives the agent its toolset, opens its turn with the board digest,
-and returns what the agent decided (:class:`TurnOutcome`). Roles never call each other
-and never see each other's transcripts.
+and returns what the agent decided (each role its own type, from
+:mod:`~d2_notebook.detective.decisions`). The tools a role gets are the ones the
+investigation's :class:`~d2_notebook.detective.variant.Variant` names for it. Roles
+never call each other and never see each other's transcripts.
 """
 
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Iterable
 from functools import cache
 from importlib import resources
 
 from d2_notebook.detective.agent import AgentRun, run_agent
 from d2_notebook.detective.context import QueryLog, TeamContext
+from d2_notebook.detective.decisions import (
+    CollectorDecision,
+    HypothesizerDecision,
+    JudgeDecision,
+    OrchestratorDecision,
+    ReactAnswer,
+    ReportDecision,
+)
 from d2_notebook.detective.digest import board_digest
 from d2_notebook.detective.evidence_view import evidence_details
 from d2_notebook.detective.prompt_budget import evidence_budget
 from d2_notebook.detective.sql_tools import sql_tools
 from d2_notebook.detective.team_tools import (
-    TurnOutcome,
     abandon_tool,
     evidence_tools,
     final_answer_tool,
@@ -31,6 +41,7 @@ from d2_notebook.detective.team_tools import (
     verdict_tools,
 )
 from d2_notebook.detective.tools import Tool, Toolset
+from d2_notebook.detective.variant import Role
 
 
 @cache
@@ -54,7 +65,7 @@ async def _turn(ctx: TeamContext, *, role: str, agent: str, role_file: str, firs
                 max_steps: int | None = None, max_tokens: int = 4096) -> AgentRun:
     stuck = log.stuck if log is not None else (lambda: None)
     return await run_agent(
-        ctx.model, role=role, agent=agent,
+        ctx.model_for(role), role=role, agent=agent,
         system=system if system is not None else system_prompt(ctx, role_file),
         first_message=first, toolset=Toolset(tools), sequencer=ctx.sequencer,
         max_steps=max_steps or ctx.settings.max_steps, stuck=stuck, max_tokens=max_tokens,
@@ -71,62 +82,90 @@ def _digest(ctx: TeamContext, focus: str | None = None) -> str:
     return board_digest(ctx.board, investigation_id=ctx.investigation_id, focus=focus)
 
 
+def _pick(ctx: TeamContext, role: Role, built: Iterable[Tool],
+          left_out: Iterable[str] = ()) -> list[Tool]:
+    """The tools the variant names for ``role``, in its order, from those ``built``;
+    names in ``left_out`` are deliberately not offered in this turn."""
+    by_name = {t.name: t for t in built}
+    skipped = set(left_out)
+    names = [n for n in ctx.settings.variant.tools_of(role) if n not in skipped]
+    missing = [n for n in names if n not in by_name]
+    if missing:
+        raise ValueError(f"variant {ctx.settings.variant.name!r} gives {role.value} tools "
+                         f"{missing} that this role cannot build")
+    return [by_name[n] for n in names]
+
+
 async def hypothesize(ctx: TeamContext, *, guidance: str | None = None,
-                      agent: str = "hypothesizer") -> TurnOutcome:
-    """Explore the data and add competing hypotheses."""
-    outcome, log = TurnOutcome(), QueryLog()
+                      agent: str = "hypothesizer") -> HypothesizerDecision:
+    """Explore the data and add competing hypotheses (each is queued as it is added)."""
+    decision, log = HypothesizerDecision(), QueryLog()
     first = f"THE BOARD NOW:\n{_digest(ctx)}\n\n"
     first += (f"The orchestrator asks for more hypotheses: {guidance}" if guidance else
               "Explore the data and add every competing hypothesis it supports.")
+    built = sql_tools(ctx, log) + hypothesis_tools(ctx, log, agent, "hypothesizer", decision,
+                                                   may_add_none=bool(guidance))
     await _turn(ctx, role="hypothesizer", agent=agent, role_file="hypothesizer", first=first,
-                tools=sql_tools(ctx, log) + hypothesis_tools(
-                    ctx, log, agent, "hypothesizer", outcome, may_add_none=bool(guidance)),
-                log=log)
-    return outcome
+                tools=_pick(ctx, Role.HYPOTHESIZER, built), log=log)
+    return decision
 
 
-async def orchestrate(ctx: TeamContext, *, can_ask_for_more: bool,
-                      agent: str = "orchestrator") -> TurnOutcome:
-    """Decide the next step from the board digest alone."""
-    outcome = TurnOutcome()
-    first = (f"Round {ctx.round} of at most {ctx.settings.max_rounds}. "
-             f"Collectors available: {ctx.settings.collectors}.\n\n"
-             f"THE BOARD NOW:\n{_digest(ctx)}\n\nDecide the next step.")
+def _steering_request(new: list[str]) -> str:
+    if new:
+        return (f"NEW HYPOTHESES: {', '.join(new)}. Their collection has started or is "
+                "queued. Triage them: abandon duplicates and off-question ones, ask for more "
+                "if coverage is thin, otherwise carry on.")
+    return ("Every hypothesis on the board is settled. Finish if coverage is enough, or "
+            "ask for more hypotheses if it is thin.")
+
+
+async def orchestrate(ctx: TeamContext, *, new: list[str], can_ask_for_more: bool,
+                      agent: str = "orchestrator") -> OrchestratorDecision:
+    """Steer from the board digest alone: triage the ``new`` hypotheses, or (when
+    ``new`` is empty, every hypothesis being settled) decide whether to end."""
+    decision = OrchestratorDecision()
+    first = f"THE BOARD NOW:\n{_digest(ctx)}\n\n{_steering_request(new)}"
+    built = orchestrator_tools(ctx, agent, decision, can_ask_for_more=can_ask_for_more)
     await _turn(ctx, role="orchestrator", agent=agent, role_file="orchestrator", first=first,
-                tools=orchestrator_tools(ctx, agent, outcome, can_ask_for_more=can_ask_for_more))
-    return outcome
+                tools=_pick(ctx, Role.ORCHESTRATOR, built))
+    return decision
 
 
-async def plan_merged(ctx: TeamContext, *, agent: str = "planner") -> TurnOutcome:
+async def plan_merged(ctx: TeamContext, *, agent: str = "planner") -> OrchestratorDecision:
     """The ``merged_planner`` variant: one agent explores, adds hypotheses and steers."""
-    outcome, log = TurnOutcome(), QueryLog()
-    first = (f"Round {ctx.round} of at most {ctx.settings.max_rounds}.\n\n"
-             f"THE BOARD NOW:\n{_digest(ctx)}\n\nAdd hypotheses if needed, then decide.")
-    tools = (sql_tools(ctx, log) + hypothesis_tools(ctx, log, agent, "planner", outcome)[:1]
-             + orchestrator_tools(ctx, agent, outcome, can_ask_for_more=False)[:2]
-             + orchestrator_tools(ctx, agent, outcome, can_ask_for_more=False)[3:])
+    decision, log = OrchestratorDecision(), QueryLog()
+    first = f"THE BOARD NOW:\n{_digest(ctx)}\n\n"
+    first += ("Add hypotheses if needed, then carry on or finish." if _has_hypotheses(ctx)
+              else "Explore the data, add every competing hypothesis, then carry on.")
+    built = (sql_tools(ctx, log)
+             + hypothesis_tools(ctx, log, agent, "planner", decision, may_add_none=True)
+             + orchestrator_tools(ctx, agent, decision, can_ask_for_more=False))
     await _turn(ctx, role="planner", agent=agent, role_file="planner", first=first,
-                tools=tools, log=log)
-    return outcome
+                tools=_pick(ctx, Role.PLANNER, built), log=log)
+    return decision
 
 
-async def collect(ctx: TeamContext, hypothesis_id: str, *, hints: str | None = None,
-                  judge_themselves: bool = False) -> TurnOutcome:
-    """Gather evidence for and against one hypothesis (and, in ``no_judge``, decide)."""
+def _has_hypotheses(ctx: TeamContext) -> bool:
+    return bool(ctx.board.list_hypotheses(investigation_id=ctx.investigation_id))
+
+
+async def collect(ctx: TeamContext, hypothesis_id: str, *,
+                  hints: str | None = None) -> CollectorDecision:
+    """Gather evidence for and against one hypothesis (and, when the variant gives
+    collectors ``give_verdict``, decide it)."""
     agent = f"collector-{hypothesis_id}"
-    outcome, log = TurnOutcome(), QueryLog()
+    decision, log = CollectorDecision(), QueryLog()
     hypothesis = ctx.board.get_hypothesis(hypothesis_id)
     first = (f"YOUR HYPOTHESIS: {hypothesis_id}: {hypothesis.statement}"
              f"\n\nTHE BOARD NOW:\n{_digest(ctx, hypothesis_id)}")
     if hints:
         first += f"\n\nTHE JUDGE SENT IT BACK WITH THESE HINTS: {hints}"
-    tools = sql_tools(ctx, log) + evidence_tools(ctx, log, agent, "collector", hypothesis_id)
-    if judge_themselves:
+    if "give_verdict" in ctx.settings.variant.tools_of(Role.COLLECTOR):
         first += "\n\nIn this team you also give the verdict when your evidence is enough."
-        tools += verdict_tools(ctx, agent, outcome, hypothesis_id, can_send_back=False,
-                               can_refine=False)
-    else:
-        tools.append(submit_tool(outcome, ctx, hypothesis_id))
+    built = (sql_tools(ctx, log) + evidence_tools(ctx, log, agent, "collector", hypothesis_id)
+             + verdict_tools(ctx, agent, decision, hypothesis_id)
+             + [submit_tool(decision, ctx, hypothesis_id)])
+    tools = _pick(ctx, Role.COLLECTOR, built)
     if hypothesis.motivated_by:  # a tenth of the room: the turn grows with its own queries
         budget = evidence_budget(ctx, system=system_prompt(ctx, "collector"), tools=tools,
                                  first_message=first, max_output_tokens=4096, share=0.1)
@@ -134,45 +173,46 @@ async def collect(ctx: TeamContext, hypothesis_id: str, *, hints: str | None = N
                   + await _evidence(ctx, list(hypothesis.motivated_by), budget))
     await _turn(ctx, role="collector", agent=agent, role_file="collector", first=first,
                 tools=tools, log=log)
-    return outcome
+    return decision
 
 
-async def judge(ctx: TeamContext, hypothesis_id: str, *, can_send_back: bool) -> TurnOutcome:
-    """Weigh the linked evidence of one hypothesis: verdict, send back, or refine."""
+async def judge(ctx: TeamContext, hypothesis_id: str, *, can_send_back: bool,
+                can_refine: bool, summary: str | None) -> JudgeDecision:
+    """Weigh the linked evidence of one hypothesis: verdict, send back, or (below the
+    depth limit) refine. ``summary`` is the collector's hand-over."""
     agent = f"judge-{hypothesis_id}"
-    outcome = TurnOutcome()
+    decision = JudgeDecision()
     send_back = "possible" if can_send_back else "no longer possible"
     statement = ctx.board.get_hypothesis(hypothesis_id).statement
     first = (f"HYPOTHESIS TO JUDGE: {hypothesis_id}: {statement}\n"
              f"Sending it back for more evidence is {send_back}."
              f"\n\nTHE BOARD NOW:\n{_digest(ctx, hypothesis_id)}")
-    submitted = [e.payload["summary"] for e in ctx.board.events(kinds=["collector.submitted"])
-                 if e.payload.get("hypothesis_id") == hypothesis_id]
-    if submitted:
-        first += f"\n\nTHE COLLECTOR'S SUMMARY: {submitted[-1]}"
+    if summary:
+        first += f"\n\nTHE COLLECTOR'S SUMMARY: {summary}"
     linked = [link.evidence_id for link in ctx.board.list_links(hypothesis_id=hypothesis_id)]
-    tools = verdict_tools(ctx, agent, outcome, hypothesis_id, can_send_back=can_send_back,
-                          can_refine=True)
+    built = verdict_tools(ctx, agent, decision, hypothesis_id, can_send_back=can_send_back,
+                          can_refine=can_refine)
+    tools = _pick(ctx, Role.JUDGE, built, left_out=() if can_refine else ("refine",))
     if linked:
         budget = evidence_budget(ctx, system=system_prompt(ctx, "judge"), tools=tools,
                                  first_message=first, max_output_tokens=4096)
         first += ("\n\nTHE LINKED EVIDENCE (every piece; large results summarised):\n"
                   + await _evidence(ctx, linked, budget))
     await _turn(ctx, role="judge", agent=agent, role_file="judge", first=first, tools=tools)
-    return outcome
+    return decision
 
 
 async def write_report(ctx: TeamContext, *, unexamined_note: str,
-                       agent: str = "reporter") -> TurnOutcome:
+                       agent: str = "reporter") -> ReportDecision:
     """Mark redundant evidence and write the report."""
-    outcome = TurnOutcome()
+    decision = ReportDecision()
     first = f"THE BOARD NOW:\n{_digest(ctx)}"
     cited = list(dict.fromkeys(e for v in ctx.board.list_verdicts()
                                if v.investigation_id == ctx.investigation_id
                                for e in v.evidence_ids))
     if unexamined_note:
         first += f"\n\nLEFT UNEXAMINED: {unexamined_note}"
-    tools = reporter_tools(ctx, agent, outcome)
+    tools = _pick(ctx, Role.REPORTER, reporter_tools(ctx, agent, decision))
     if cited:
         budget = evidence_budget(ctx, system=system_prompt(ctx, "reporter"), tools=tools,
                                  first_message=first, max_output_tokens=8192)
@@ -180,36 +220,33 @@ async def write_report(ctx: TeamContext, *, unexamined_note: str,
                   "summarised):\n" + await _evidence(ctx, cited, budget))
     await _turn(ctx, role="reporter", agent=agent, role_file="reporter", first=first,
                 tools=tools, max_tokens=8192)
-    return outcome
+    return decision
 
 
-async def investigate_alone(ctx: TeamContext, *, agent: str = "detective") -> TurnOutcome:
-    """The ``single_agent_board`` variant: one agent does every job on the board."""
-    outcome, log = TurnOutcome(), QueryLog()
-    tools = (sql_tools(ctx, log)
-             + hypothesis_tools(ctx, log, agent, "detective", outcome)[:1]
+async def investigate_alone(ctx: TeamContext, *, agent: str = "detective") -> ReportDecision:
+    """The ``single_agent_board`` variant: one agent does every job on the board; only
+    ``write_report`` ends its turn."""
+    decision, log = ReportDecision(), QueryLog()
+    built = (sql_tools(ctx, log)
+             + hypothesis_tools(ctx, log, agent, "detective", HypothesizerDecision())
              + evidence_tools(ctx, log, agent, "detective", None)
-             + verdict_tools(ctx, agent, TurnOutcome(), None, can_send_back=False,
-                             can_refine=False)
-             + [abandon_tool(ctx, agent)]
-             + reporter_tools(ctx, agent, outcome)[1:])
-    # give_verdict must not end this agent's turn: only write_report does.
-    tools = [t if t.name != "give_verdict" else type(t)(t.spec, t.handler, False, True)
-             for t in tools]
+             + verdict_tools(ctx, agent, JudgeDecision(), None, verdict_ends_turn=False)
+             + [abandon_tool(ctx, agent)] + reporter_tools(ctx, agent, decision))
     first = f"THE BOARD NOW:\n{_digest(ctx)}\n\nInvestigate."
     await _turn(ctx, role="detective", agent=agent, role_file="single_agent", first=first,
-                tools=tools, log=log, max_steps=ctx.settings.max_steps_alone,
-                max_tokens=8192)
-    return outcome
+                tools=_pick(ctx, Role.DETECTIVE, built), log=log,
+                max_steps=ctx.settings.max_steps_alone, max_tokens=8192)
+    return decision
 
 
-async def react_baseline(ctx: TeamContext, *, agent: str = "react") -> tuple[TurnOutcome,
-                                                                               QueryLog]:
+async def react_baseline(ctx: TeamContext, *,
+                         agent: str = "react") -> tuple[ReactAnswer, QueryLog]:
     """The ``react_sql`` baseline: one ReAct agent, the SQL tool only, no board."""
-    outcome, log = TurnOutcome(), QueryLog()
+    decision, log = ReactAnswer(), QueryLog()
     system = (instructions("react_sql").format(question=ctx.question)
               + "\n\nDATABASE SCHEMA (DuckDB):\n" + ctx.schema_summary)
+    built = [*sql_tools(ctx, log), final_answer_tool(decision, log)]
     await _turn(ctx, role="react", agent=agent, role_file="", first=ctx.question,
-                tools=[*sql_tools(ctx, log)[:1], final_answer_tool(outcome, log)], log=log,
-                system=system, max_steps=ctx.settings.max_steps_alone, max_tokens=8192)
-    return outcome, log
+                tools=_pick(ctx, Role.REACT, built), log=log, system=system,
+                max_steps=ctx.settings.max_steps_alone, max_tokens=8192)
+    return decision, log

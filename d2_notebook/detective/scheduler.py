@@ -1,0 +1,147 @@
+"""The work queue of the team: hypotheses waiting to be examined, and the branches
+examining them, at most ``slots`` at once.
+
+A hypothesis is offered the moment it is on the board (the hypothesizer's as each
+is added, a judge's refinements as the judge refines); it starts at once if a slot
+is free, else waits. A branch that refined its hypothesis hands its slot to its
+first child; otherwise deeper generations go first, then first come, first served.
+
+Replay needs every decision of the queue to fall at the same point of the board's
+write order. So nothing here awaits: offering, starting a branch (its start is
+written to the board by ``start``) and freeing a slot run synchronously, inside the
+turn of the board write that caused them (a tool handler, or a branch's last step).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import heapq
+import itertools
+from collections.abc import Awaitable, Callable
+
+from d2_notebook.errors import BudgetExceededError
+
+Branch = Callable[[str], Awaitable[None]]
+"""Examines one hypothesis to the end (collect → judge ...)."""
+
+
+class BranchScheduler:
+    """At most ``slots`` branches at once over a priority queue of hypothesis ids.
+
+    ``begin(hypothesis_id)`` is called synchronously when a hypothesis is taken from
+    the queue: it returns False to skip it (e.g. abandoned meanwhile), else records
+    the start on the board and returns True; the branch then runs as its own task.
+    """
+
+    def __init__(self, slots: int, branch: Branch, begin: Callable[[str], bool]) -> None:
+        """Prepare an empty queue."""
+        self.slots = slots
+        self._branch = branch
+        self._begin = begin
+        self._queue: list[tuple[int, int, str]] = []
+        self._parent: dict[str, str | None] = {}
+        self._order = itertools.count()
+        self._queued: set[str] = set()
+        self._running: dict[str, asyncio.Task[None]] = {}
+        self._idle = asyncio.Event()
+        self._idle.set()
+        self.stopped = False
+        self.failures: list[BaseException] = []
+        self.started: list[str] = []
+
+    # --- the queue -------------------------------------------------------------------
+
+    def offer(self, hypothesis_id: str, generation: int, parent_id: str | None = None) -> None:
+        """Queue a hypothesis (once) and start what the free slots allow."""
+        if hypothesis_id in self._queued or hypothesis_id in self._running:
+            return
+        self._queued.add(hypothesis_id)
+        self._parent[hypothesis_id] = parent_id
+        heapq.heappush(self._queue, (-generation, next(self._order), hypothesis_id))
+        self._fill()
+
+    @property
+    def busy(self) -> bool:
+        """True while a branch runs or a hypothesis waits (and nothing stopped it)."""
+        return bool(self._running) or (bool(self._queue) and not self.stopped)
+
+    def _fill(self, freed_by: str | None = None) -> None:
+        while not self.stopped and self._queue and len(self._running) < self.slots:
+            hypothesis_id = self._take(freed_by)
+            freed_by = None
+            if not self._begin(hypothesis_id):
+                continue
+            self.started.append(hypothesis_id)
+            self._running[hypothesis_id] = asyncio.create_task(
+                self._run(hypothesis_id), name=f"branch-{hypothesis_id}")
+        self._update_idle()
+
+    def _take(self, freed_by: str | None) -> str:
+        """The next hypothesis: the first queued child of ``freed_by`` if there is one
+        (a refinement continues in its parent's slot), else the queue's head."""
+        children = [entry for entry in self._queue if freed_by is not None
+                    and self._parent.get(entry[2]) == freed_by]
+        entry = min(children) if children else self._queue[0]
+        self._queue.remove(entry)
+        heapq.heapify(self._queue)
+        self._queued.discard(entry[2])
+        return entry[2]
+
+    async def _run(self, hypothesis_id: str) -> None:
+        try:
+            await self._branch(hypothesis_id)
+        except asyncio.CancelledError:
+            raise
+        except Exception as exc:  # kept for idle(); other branches finish their work
+            self.failures.append(exc)
+            self.stopped = True
+        finally:
+            # Synchronous from the branch's last board write on: the freed slot is
+            # refilled at the same point of the write order in every run.
+            self._running.pop(hypothesis_id, None)
+            self._fill(freed_by=hypothesis_id)
+
+    def _update_idle(self) -> None:
+        if self.busy:
+            self._idle.clear()
+        else:
+            self._idle.set()
+
+    # --- waiting and stopping ----------------------------------------------------------
+
+    async def idle(self) -> None:
+        """Wait until no branch runs and none waits.
+
+        Raises:
+            Exception: the first failure of a branch that was not a budget stop.
+            BudgetExceededError: a branch stopped on the budget (the first one).
+        """
+        await self._idle.wait()
+        self.raise_failure()
+
+    def raise_failure(self, *, budget_too: bool = True) -> None:
+        """Raise what stopped a branch, if anything did: a fault before a budget stop
+        (a budget stop only when ``budget_too``)."""
+        for failure in self.failures:
+            if not isinstance(failure, BudgetExceededError):
+                raise failure
+        if self.failures and budget_too:
+            raise self.failures[0]
+
+    def stop(self) -> None:
+        """Start no more branches (running ones go on)."""
+        self.stopped = True
+        self._update_idle()
+
+    async def finish_running(self) -> None:
+        """Start no more branches and wait for the running ones to end."""
+        self.stop()
+        await self._idle.wait()
+
+    async def cancel(self) -> None:
+        """Cancel every running branch and wait until they are gone."""
+        self.stop()
+        tasks = list(self._running.values())
+        for task in tasks:
+            task.cancel()
+        await asyncio.gather(*tasks, return_exceptions=True)
