@@ -97,6 +97,9 @@ def test_judgements_are_cached_by_insight_and_report(tmp_path: Path) -> None:
     again = asyncio.run(score_report(TASK, "Hardware leads.", judge=judge))
     assert len(seen) == 2  # the re-score cost nothing
     assert all(j.cached for j in again.judgements) and again.judge_recall == first.judge_recall
+    assert again.to_dict()["judge_usage"] == {"calls": 0, "cached": 2, "input_tokens": 0,
+                                              "output_tokens": 0, "cost_usd": 0.0}
+    assert first.to_dict()["judge_usage"]["calls"] == 2
     asyncio.run(score_report(TASK, "Hardware leads!", judge=judge))  # another report
     assert len(seen) == 4
     stored = [json.loads(p.read_text()) for p in (tmp_path / "cache").glob("*.json")]
@@ -127,6 +130,30 @@ def test_parse_judgement_names_what_is_wrong() -> None:
         parse_judgement('{"score": 0.7}')
     with pytest.raises(ValueError, match="does not parse"):
         parse_judgement('{"score": 1,}')
+    # Decoded from the first "{": a second object or braces after it do no harm.
+    assert parse_judgement('{"score": 1, "reason": "a"} Also {"score": 0}')["score"] == 1.0
+    assert parse_judgement('{"score": 0, "reason": "uses {x}"} (done}')["reason"] == "uses {x}"
+    for boolean in ("true", "false"):
+        with pytest.raises(ValueError, match="is not a number"):
+            parse_judgement(f'{{"score": {boolean}}}')
+
+
+def test_an_edited_prompt_or_system_text_is_judged_afresh(tmp_path: Path,
+                                                          monkeypatch: pytest.MonkeyPatch
+                                                          ) -> None:
+    from benchmark.insightbench import judge as judge_module
+
+    seen: list[ModelRequest] = []
+    model = FunctionModel(_judge_fn(['{"score": 1, "reason": "ok"}'] * 6, seen), name="j")
+    judge = InsightJudge(model, JudgeCache(tmp_path / "cache"))
+    asyncio.run(score_report(TASK, "Hardware leads.", judge=judge))
+    assert len(seen) == 2
+    monkeypatch.setattr(judge_module, "PROMPT", judge_module.PROMPT + "\nBe brief.")
+    asyncio.run(score_report(TASK, "Hardware leads.", judge=judge))
+    assert len(seen) == 4  # another prompt: not the cached judgements
+    monkeypatch.setattr(judge_module, "SYSTEM", "Another grader.")
+    asyncio.run(score_report(TASK, "Hardware leads.", judge=judge))
+    assert len(seen) == 6
 
 
 def test_a_failing_judge_model_raises_instead_of_scoring_zero() -> None:

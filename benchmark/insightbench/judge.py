@@ -7,8 +7,11 @@ back with the problem named, up to ``retries`` times; after that the insight is 
 *unscored* (``score`` None, with the error) — never a crash, never a silent 0.
 
 Every judgement is cached as one JSON file under the cache folder, keyed by the judge
-model, the insight and the report's hash, with the prompt, every raw answer, the
-tokens and the cost: re-scoring the same reports costs nothing.
+model and the hash of what it is asked (the system text and the whole prompt: the
+prompt template, the insight, its question and the report), with the prompt, every raw
+answer, the tokens and the cost: re-scoring the same reports costs nothing, and an
+edited prompt is judged afresh. A judgement read from the cache reports no new calls
+and no new cost (its first cost is kept apart, as ``cached``).
 """
 
 from __future__ import annotations
@@ -16,7 +19,6 @@ from __future__ import annotations
 import hashlib
 import json
 import os
-import re
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
@@ -35,7 +37,6 @@ from d2_notebook.llm import (
 PROMPT = (Path(__file__).with_name("judge_prompt.txt")).read_text(encoding="utf-8")
 ALLOWED_SCORES = (0.0, 0.5, 1.0)
 SYSTEM = "You are a strict, fair grader of data-analysis reports. You answer in JSON only."
-_JSON_OBJECT = re.compile(r"\{.*\}", re.DOTALL)
 
 
 @dataclass
@@ -49,7 +50,8 @@ class Judgement:
         contradictions: report claims that contradict the insight.
         attempts: judge calls made (0 when taken from the cache).
         error: why the insight is unscored, else None.
-        input_tokens, output_tokens, cost_usd: what its judge calls cost.
+        input_tokens, output_tokens, cost_usd: what its judge calls cost now (0 when
+            taken from the cache: the cache file keeps the first cost).
         cached: True when read from the cache.
     """
 
@@ -79,23 +81,27 @@ def judge_prompt(insight: GroundTruthInsight, report: str) -> str:
 def parse_judgement(text: str) -> dict[str, Any]:
     """The judge's JSON answer, validated.
 
+    The object is decoded from the first ``{`` of the answer (text before it and after
+    the object's end is ignored, so a second object or a closing remark does no harm).
+
     Raises:
-        ValueError: no JSON object, or a score not in 1 / 0.5 / 0; the message says
-            what was wrong (it is sent back to the judge).
+        ValueError: no JSON object, or a score that is not the number 1, 0.5 or 0 (a
+            boolean is not a score); the message says what was wrong (it is sent back
+            to the judge).
     """
-    match = _JSON_OBJECT.search(text)
-    if match is None:
+    start = text.find("{")
+    if start < 0:
         raise ValueError("the answer holds no JSON object")
     try:
-        data = json.loads(match.group(0))
+        data, _ = json.JSONDecoder().raw_decode(text, start)
     except ValueError as exc:
         raise ValueError(f"the JSON does not parse ({exc})") from exc
     if not isinstance(data, dict):
         raise ValueError("the answer is not a JSON object")
-    try:
-        score = float(data.get("score"))
-    except (TypeError, ValueError):
-        raise ValueError(f"score {data.get('score')!r} is not a number") from None
+    raw = data.get("score")
+    if isinstance(raw, bool) or not isinstance(raw, int | float):
+        raise ValueError(f"score {raw!r} is not a number") from None
+    score = float(raw)
     if score not in ALLOWED_SCORES:
         raise ValueError(f"score {score:g} is not one of 1, 0.5, 0")
     contradictions = data.get("contradictions") or []
@@ -105,37 +111,48 @@ def parse_judgement(text: str) -> dict[str, Any]:
             "contradictions": [str(c) for c in contradictions if str(c).strip()]}
 
 
+def prompt_key(system: str, prompt: str) -> str:
+    """The SHA-256 of what the judge is asked: system text and prompt (a cache key part)."""
+    return hashlib.sha256(f"{system}\0{prompt}".encode()).hexdigest()
+
+
 class JudgeCache:
-    """Judgements on disk, one JSON file per (judge model, insight, report hash)."""
+    """Judgements on disk, one JSON file per (judge model, :func:`prompt_key`)."""
 
     def __init__(self, folder: str | os.PathLike[str]) -> None:
         """Use (and create) ``folder``."""
         self.folder = Path(folder)
 
-    def _path(self, judge: str, insight: str, report_sha: str) -> Path:
-        key = hashlib.sha256(f"{judge}\0{insight}\0{report_sha}".encode()).hexdigest()
+    def _path(self, judge: str, asked: str) -> Path:
+        key = hashlib.sha256(f"{judge}\0{asked}".encode()).hexdigest()
         return self.folder / f"{key[:32]}.json"
 
-    def get(self, judge: str, insight: str, report_sha: str) -> Judgement | None:
-        """The cached judgement, or None (absent, unreadable or unscored)."""
+    def get(self, judge: str, asked: str) -> Judgement | None:
+        """The cached judgement, or None (absent, unreadable or unscored).
+
+        A hit is marked ``cached`` with no calls and no cost: it costs nothing now.
+        """
         try:
-            data = json.loads(self._path(judge, insight, report_sha).read_text("utf-8"))
+            data = json.loads(self._path(judge, asked).read_text("utf-8"))
             found = Judgement(**data["judgement"])
         except (OSError, ValueError, KeyError, TypeError):
             return None
         if found.score is None:
             return None  # an unscored judgement is tried again on a re-score
         found.cached, found.attempts = True, 0
+        found.input_tokens = found.output_tokens = 0
+        found.cost_usd = 0.0
         return found
 
-    def put(self, judge: str, insight: str, report_sha: str, judgement: Judgement,
-            transcript: list[dict[str, Any]]) -> None:
+    def put(self, judge: str, asked: str, judgement: Judgement,
+            transcript: list[dict[str, Any]], *, report_sha: str) -> None:
         """Store a judgement with its prompt and raw answers (written atomically)."""
-        path = self._path(judge, insight, report_sha)
+        path = self._path(judge, asked)
         path.parent.mkdir(parents=True, exist_ok=True)
         tmp = path.with_suffix(".tmp")
-        tmp.write_text(json.dumps({"judge": judge, "insight": insight, "report_sha256":
-                                   report_sha, "judgement": asdict(judgement),
+        tmp.write_text(json.dumps({"judge": judge, "prompt_sha256": asked,
+                                   "insight": judgement.insight, "report_sha256": report_sha,
+                                   "judgement": asdict(judgement),
                                    "transcript": transcript}, indent=1) + "\n", "utf-8")
         os.replace(tmp, path)
 
@@ -168,12 +185,12 @@ class InsightJudge:
             ModelError: the judge model itself failed (not configured, API errors
                 beyond its retries) — a run cannot be judged without its judge.
         """
-        sha = report_hash(report)
+        prompt = judge_prompt(insight, report)
+        asked = prompt_key(SYSTEM, prompt)
         if self.cache is not None:
-            hit = self.cache.get(self.name, insight.text, sha)
+            hit = self.cache.get(self.name, asked)
             if hit is not None:
                 return hit
-        prompt = judge_prompt(insight, report)
         messages: list[Any] = [UserMessage(prompt)]
         result = Judgement(insight.text, None)
         transcript: list[dict[str, Any]] = [{"prompt": prompt}]
@@ -197,7 +214,7 @@ class InsightJudge:
             result.contradictions, result.error = parsed["contradictions"], None
             break
         if self.cache is not None:
-            self.cache.put(self.name, insight.text, sha, result, transcript)
+            self.cache.put(self.name, asked, result, transcript, report_sha=report_hash(report))
         return result
 
     @staticmethod
