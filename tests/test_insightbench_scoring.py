@@ -65,6 +65,22 @@ def test_the_numbers_check_tolerates_rounding_and_percentages() -> None:
     assert not value_stated("Hardware", "hardwareless")
 
 
+def test_the_numbers_check_reads_no_false_numbers() -> None:
+    # x100 only for a fraction and a percentage.
+    assert value_stated("0.67", "67 % of them") and value_stated("0.67", "67 percent")
+    assert not value_stated("0.67", "67 incidents")  # not a percentage
+    assert not value_stated("5", "0.05% of them")  # 5 is no fraction
+    assert not value_stated("67", "0.67 of them")
+    # Dates and times are not numbers.
+    for dated in ("on 2023-01-05", "on 01/05/2023", "at 10:30", "in 2023-05"):
+        assert not value_stated("5", dated) and not value_stated("1", dated), dated
+    assert value_stated("2023", "in 2023 the volume rose")
+    # Only real thousands separators join digits.
+    assert not value_stated("123", "groups 1,2,3")
+    assert value_stated("2", "groups 1,2,3") and value_stated("1200", "1,200 dollars")
+    assert not value_stated("12", "1,2000 items") and value_stated("2000", "1,2000 items")
+
+
 def _judge_fn(answers: list[str], seen: list[ModelRequest]):
     def answer(request: ModelRequest):
         seen.append(request)
