@@ -12,14 +12,10 @@ from pathlib import Path
 
 import pytest
 
+from benchmark.insightbench.board_scoring import score_boards
 from benchmark.insightbench.judge import InsightJudge, JudgeCache
-from benchmark.insightbench.runner import (
-    InsightRunConfig,
-    load_result,
-    result_path,
-    run_insightbench,
-    score_boards,
-)
+from benchmark.insightbench.runner import InsightRunConfig, run_insightbench
+from benchmark.results import load_result, result_path
 from benchmark.insightbench.tables import table, variant_means
 from d2_notebook.llm import ModelRequest
 from d2_notebook.llm.testing import FunctionModel, text
@@ -76,7 +72,7 @@ def test_two_tasks_run_offline_end_to_end_and_resume(tmp_path: Path) -> None:
 def test_an_interrupted_result_runs_again(tmp_path: Path) -> None:
     config = _config(tmp_path, variants=["react_sql"], tasks="flag-1")
     asyncio.run(run_insightbench(config))
-    path = result_path(config.out, "flag-1--react_sql")
+    path = result_path(config.out, "flag-1", "react_sql")
     path.write_text(json.dumps({"task_id": "flag-1", "variant": "react_sql",
                                 "complete": False, "error": "boom"}))
     summary = asyncio.run(run_insightbench(config))

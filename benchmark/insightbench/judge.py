@@ -16,6 +16,7 @@ and no new cost (its first cost is kept apart, as ``cached``).
 
 from __future__ import annotations
 
+import asyncio
 import hashlib
 import json
 import os
@@ -164,14 +165,45 @@ class InsightJudge:
         model: the judge model (any :class:`~d2_notebook.llm.Model`).
         cache: where judgements are cached (None: no cache).
         retries: extra calls after a malformed answer before recording it unscored.
+        concurrency: judge calls in flight at once, over every report being scored
+            (None: no limit beyond the model layer's).
     """
 
     def __init__(self, model: Model, cache: JudgeCache | None = None, *,
-                 retries: int = 2) -> None:
-        """Keep the model, the cache and the retry count."""
+                 retries: int = 2, concurrency: int | None = None) -> None:
+        """Keep the model, the cache, the retry count and the concurrency limit."""
+        if concurrency is not None and concurrency < 1:
+            raise ValueError(f"judge concurrency must be at least 1, not {concurrency}")
         self.model = model
         self.cache = cache
         self.retries = retries
+        self.concurrency = concurrency
+        self._limits: dict[asyncio.AbstractEventLoop, asyncio.Semaphore] = {}
+        self.in_flight = 0
+        self.most_in_flight = 0
+
+    def _limit(self) -> asyncio.Semaphore | None:
+        """The running event loop's semaphore (a judge may serve several loops)."""
+        if self.concurrency is None:
+            return None
+        loop = asyncio.get_running_loop()
+        if loop not in self._limits:
+            self._limits = {loop: asyncio.Semaphore(self.concurrency)}
+        return self._limits[loop]
+
+    async def _request(self, request: ModelRequest) -> ModelResponse:
+        """One judge call, within the concurrency limit."""
+        limit = self._limit()
+        if limit is not None:
+            await limit.acquire()
+        self.in_flight += 1
+        self.most_in_flight = max(self.most_in_flight, self.in_flight)
+        try:
+            return await self.model.request(request)
+        finally:
+            self.in_flight -= 1
+            if limit is not None:
+                limit.release()
 
     @property
     def name(self) -> str:
@@ -195,7 +227,7 @@ class InsightJudge:
         result = Judgement(insight.text, None)
         transcript: list[dict[str, Any]] = [{"prompt": prompt}]
         for attempt in range(1, self.retries + 2):
-            response = await self.model.request(ModelRequest(
+            response = await self._request(ModelRequest(
                 system=SYSTEM, messages=list(messages), max_tokens=1024,
                 role="insight_judge", agent="insight-judge"))
             self._count(result, response)
