@@ -248,8 +248,9 @@ def graph_scores(answer: SystemAnswer, gold: Any) -> GraphScores:
     An edge's credit against a gold edge is (how much of the gold evidence's fact the
     system evidence establishes) x (how well the hypotheses match), when the stance is
     right: the gold edge's stance, or, for an evidence that establishes several facts of
-    the hypothesis, their net stance (contradicts if any of them contradicts). Recall
-    averages each gold edge's best credit; precision each scored system edge's. Not
+    the hypothesis, their net stance (contradicts if any of them contradicts). System
+    and gold edges are paired one to one (:func:`soft_prf`): recall = assigned credit /
+    gold edges, precision = assigned credit / scored system edges. Not
     scored (counted as extra): edges on hypotheses about nobody in the gold, and edges
     citing context evidence (what best matches a gold node without edges: the report,
     a witness's interview).

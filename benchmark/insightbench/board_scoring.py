@@ -3,7 +3,8 @@
 :func:`score_board` turns the last investigation of a board into a result record
 (report scored, usage and seconds from the board); :func:`score_boards` does it for a
 folder of boards recorded any other way (``insightbench-score``), finding each board's
-task with :func:`match_task`. Only *finished* investigations are scored
+task with :func:`match_task`; :func:`rescore_record` re-scores one board of a run,
+keeping what the run recorded. Only *finished* investigations are scored
 (:data:`SCORED_STATE`), by runs, ``--score-only`` and ``insightbench-score`` alike.
 """
 
@@ -19,7 +20,7 @@ from benchmark.insightbench.judge import InsightJudge
 from benchmark.insightbench.scoring import TaskScore, claim_check_rate, score_report
 from benchmark.insightbench.tasks import InsightTask, find_tasks
 from benchmark.rescore import seconds_between, usage_from_board
-from benchmark.results import results_dir, write_result
+from benchmark.results import board_path, result_path, results_dir, write_result
 from d2_notebook.board import Board
 from d2_notebook.errors import BoardError, ModelError
 
@@ -103,6 +104,28 @@ async def score_board(board_file: Path, task: InsightTask, judge: InsightJudge |
             "seconds": seconds_between(investigation.created_at, investigation.updated_at),
             "usage": usage, "report": report, "scores": score.to_dict(), "judge_error": error,
             "board": board_ref, "investigation_id": investigation.id, "complete": True}
+
+
+async def rescore_record(out: Path, task: InsightTask, old: dict[str, Any] | None,
+                         judge: InsightJudge | None, variant: str | None = None
+                         ) -> dict[str, Any]:
+    """Score a run's board again and write its record, keeping what the run recorded.
+
+    The run's ``model``, ``policy``, ``stop_reason``, ``seconds`` and ``usage`` stay
+    those of ``old`` (the earlier record) when there is one; the scores, the report and
+    the judge error are new.
+
+    Raises:
+        FileNotFoundError: no board; UnscorableBoardError: the board cannot be scored
+            (UnfinishedBoardError: its last investigation did not finish).
+    """
+    variant = variant or str((old or {})["variant"])
+    board_file = out / old["board"] if old else board_path(out, task.task_id, variant)
+    new = await score_board(board_file, task, judge, out)
+    kept = ("model", "policy", "stop_reason", "seconds", "usage", "state")
+    record = {**new, **{k: old[k] for k in kept if old and k in old}, "variant": variant}
+    write_result(result_path(out, task.task_id, variant), record)
+    return record
 
 
 def describe(record: dict[str, Any]) -> str:

@@ -167,6 +167,9 @@ class InsightJudge:
         retries: extra calls after a malformed answer before recording it unscored.
         concurrency: judge calls in flight at once, over every report being scored
             (None: no limit beyond the model layer's).
+
+    Attributes:
+        in_flight, most_in_flight: judge calls in flight now, and the most at once.
     """
 
     def __init__(self, model: Model, cache: JudgeCache | None = None, *,

@@ -28,7 +28,7 @@ from benchmark.insightbench.board_scoring import (
     SCORED_STATE,
     UnfinishedBoardError,
     describe,
-    score_board,
+    rescore_record,
     score_with_judge,
 )
 from benchmark.insightbench.judge import InsightJudge, JudgeCache
@@ -252,28 +252,6 @@ async def run_insightbench(config: InsightRunConfig, *, judge: InsightJudge | No
     return InsightRunSummary(_ordered(records, tasks, config.variants),
                              ran=len(todo) - failed, rescored=len(rescore) - rescore_failed,
                              skipped=skipped, failed=failed + rescore_failed)
-
-
-async def rescore_record(out: Path, task: InsightTask, old: dict[str, Any] | None,
-                         judge: InsightJudge | None, variant: str | None = None
-                         ) -> dict[str, Any]:
-    """Score a run's board again and write its record, keeping what the run recorded.
-
-    The run's ``model``, ``policy``, ``stop_reason``, ``seconds`` and ``usage`` stay
-    those of ``old`` (the earlier record) when there is one; the scores, the report and
-    the judge error are new.
-
-    Raises:
-        FileNotFoundError: no board; UnscorableBoardError: the board cannot be scored
-            (UnfinishedBoardError: its last investigation did not finish).
-    """
-    variant = variant or str((old or {})["variant"])
-    board_file = out / old["board"] if old else board_path(out, task.task_id, variant)
-    new = await score_board(board_file, task, judge, out)
-    kept = ("model", "policy", "stop_reason", "seconds", "usage", "state")
-    record = {**new, **{k: old[k] for k in kept if old and k in old}, "variant": variant}
-    write_result(result_path(out, task.task_id, variant), record)
-    return record
 
 
 async def score_run(config: InsightRunConfig, judge: InsightJudge | None, *,
