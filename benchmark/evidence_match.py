@@ -14,14 +14,21 @@ extra rows. So the similarity of a system evidence to a gold one is *soft covera
   them, and the score is the share of the other (*fact*) cells it holds — a row with
   only the right name scores 0, not one half;
 - coverage = mean over the gold rows of those per-row scores (0 when the gold has no
-  rows: an empty result establishes nothing checkable).
+  rows); an empty system result establishes only the gold rows that record a missing
+  record (all fact cells NULL), and only when its SQL or description names the row's
+  anchor (the person's id or name); an evidence without SQL
+  (a text) shows no absence.
 """
 
 from __future__ import annotations
 
+import re
 from collections import Counter
 from collections.abc import Iterable, Sequence
 from typing import Any
+
+import numpy as np
+from scipy.optimize import linear_sum_assignment
 
 NULLISH = frozenset({"null", "0", "false", ""})
 """System cells that stand for a gold NULL (a record that does not exist)."""
@@ -58,22 +65,60 @@ def row_score(gold_row: Sequence[str], system_row: Counter[str],
     return _contained(facts, system_row) / len(facts)
 
 
+def names_anchor(text: str, anchors: frozenset[str]) -> bool:
+    """Whether ``text`` (a query or a description) names one of the anchors (id or name).
+
+    Matched case-insensitively as a whole word or number (``17707`` not in ``177071``).
+    """
+    folded = " ".join(text.casefold().split())
+    return any(re.search(rf"(?<![\w.]){re.escape(a)}(?![\w.])", folded)
+               for a in anchors if a and a != "null")
+
+
+def _absence_shown(gold_row: Sequence[str], anchors: frozenset[str], mentions: str) -> bool:
+    """A gold row that records a missing record, shown by an empty result about its person."""
+    facts = [c for c in gold_row if c not in anchors]
+    return (bool(facts) and all(c == "null" for c in facts)
+            and any(c in anchors for c in gold_row) and names_anchor(mentions, anchors))
+
+
+def absence_mentions(sql: str, description: str) -> str:
+    """The text an empty result is read by: its SQL and description, or "" without SQL.
+
+    Only a query that ran and returned nothing shows a record is missing; a text
+    without a query (a report, a note) shows nothing.
+    """
+    return f"{sql}\n{description}" if sql.strip() else ""
+
+
 def coverage(gold_rows: Sequence[Sequence[str]], system_rows: Iterable[Sequence[str]],
-             anchors: frozenset[str] = frozenset()) -> float:
-    """Mean over the gold rows of the best system row's :func:`row_score` (0..1)."""
+             anchors: frozenset[str] = frozenset(), mentions: str = "") -> float:
+    """Mean over the gold rows of the best system row's :func:`row_score` (0..1).
+
+    An empty system result establishes the gold rows whose fact cells are all NULL (a
+    missing record: no gym membership, no call) when ``mentions`` (the system
+    evidence's SQL and description) names the row's anchor — the query looked for that
+    person's record and found none. Any other gold row earns nothing from an empty
+    result. Build ``mentions`` with :func:`absence_mentions`.
+    """
     if not gold_rows:
         return 0.0
     have = [Counter(row) for row in system_rows]
     if not have:
-        return 0.0
+        found = sum(_absence_shown(g, anchors, mentions) for g in gold_rows)
+        return found / len(gold_rows)
     return sum(max(row_score(g, h, anchors) for h in have) for g in gold_rows) / len(gold_rows)
 
 
 def soft_prf(credit: Sequence[Sequence[float]], n_gold: int) -> tuple[float, float, float]:
-    """(precision, recall, F1) from a system × gold credit matrix (values 0..1).
+    """(precision, recall, F1) from a system × gold credit matrix (values 0..1), one to one.
 
-    ``credit`` has one row per system item and ``n_gold`` columns. Recall = mean over
-    gold items of their best credit; precision = mean over system items of theirs.
+    ``credit`` has one row per system item and ``n_gold`` columns. System and gold items
+    are paired one to one by the assignment of greatest total credit (the Hungarian
+    method, ``scipy.optimize.linear_sum_assignment``): a system item earns credit for at
+    most one gold item and a gold item is earned at most once, so one item that matches
+    everything, or ten copies of one item, cannot collect more than one item's credit.
+    Recall = total assigned credit / ``n_gold``; precision = the same / system items.
     Both empty -> (1, 1, 1); exactly one empty -> (0, 0, 0).
     """
     n_sys = len(credit)
@@ -81,8 +126,10 @@ def soft_prf(credit: Sequence[Sequence[float]], n_gold: int) -> tuple[float, flo
         return 1.0, 1.0, 1.0
     if n_sys == 0 or n_gold == 0:
         return 0.0, 0.0, 0.0
-    precision = sum(max(row) for row in credit) / n_sys
-    recall = sum(max(credit[i][j] for i in range(n_sys)) for j in range(n_gold)) / n_gold
+    matrix = np.asarray(credit, dtype=float).reshape(n_sys, n_gold)
+    rows, cols = linear_sum_assignment(matrix, maximize=True)
+    total = float(matrix[rows, cols].sum())
+    precision, recall = total / n_sys, total / n_gold
     f1 = 2 * precision * recall / (precision + recall) if precision + recall else 0.0
     return precision, recall, f1
 

@@ -1,7 +1,8 @@
 """Benchmark metrics: correctness, completeness and verifiability ease (see README.md).
 
-Self-contained on purpose (standard library only): a :class:`SystemAnswer` can be
-built by any adapter, and a gold file may be a ``Gold`` object or its JSON dict.
+Self-contained on purpose (no package of ours; scipy for the one-to-one matching): a
+:class:`SystemAnswer` can be built by any adapter, and a gold file may be a ``Gold``
+object or its JSON dict.
 """
 
 from __future__ import annotations
@@ -12,7 +13,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
-from benchmark.evidence_match import coverage, normalised_rows, soft_prf
+from benchmark.evidence_match import absence_mentions, coverage, normalised_rows, soft_prf
 
 IN_SCOPE = 0.5
 """A system hypothesis at least this similar to some gold hypothesis is in scope: its
@@ -247,8 +248,9 @@ def graph_scores(answer: SystemAnswer, gold: Any) -> GraphScores:
     An edge's credit against a gold edge is (how much of the gold evidence's fact the
     system evidence establishes) x (how well the hypotheses match), when the stance is
     right: the gold edge's stance, or, for an evidence that establishes several facts of
-    the hypothesis, their net stance (contradicts if any of them contradicts). Recall
-    averages each gold edge's best credit; precision each scored system edge's. Not
+    the hypothesis, their net stance (contradicts if any of them contradicts). System
+    and gold edges are paired one to one (:func:`soft_prf`): recall = assigned credit /
+    gold edges, precision = assigned credit / scored system edges. Not
     scored (counted as extra): edges on hypotheses about nobody in the gold, and edges
     citing context evidence (what best matches a gold node without edges: the report,
     a witness's interview).
@@ -258,7 +260,9 @@ def graph_scores(answer: SystemAnswer, gold: Any) -> GraphScores:
     anchors = _anchors(gold, g_edges, g_hyp)
     gold_rows = {g.id: normalised_rows(g.rows, norm_cell) for g in g_ev}
     cover = {s.id: {g.id: coverage(gold_rows[g.id], normalised_rows(s.rows, norm_cell),
-                                   anchors.get(g.id, frozenset())) for g in g_ev}
+                                   anchors.get(g.id, frozenset()),
+                                   absence_mentions(s.sql, s.description))
+                    for g in g_ev}
              for s in answer.evidence}
     h_sim = {s.id: {g.id: hypothesis_similarity(s, g, people) for g in g_hyp}
              for s in answer.hypotheses}

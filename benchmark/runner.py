@@ -9,8 +9,6 @@ interrupted can be started again with the same arguments: finished results are k
 from __future__ import annotations
 
 import asyncio
-import json
-import os
 import time
 from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
@@ -19,11 +17,19 @@ from typing import Any
 
 from benchmark.adapter import PeopleIndex, system_answer
 from benchmark.metrics import CaseScore, score_case, score_dict
+from benchmark.results import (
+    board_path,
+    check_same_config,
+    load_result,
+    result_path,
+    run_or_record_failure,
+    write_result,
+)
 from d2_notebook.board import Board
 from d2_notebook.data import GuardedSQL
 from d2_notebook.datasets.sql_city import Gold, generate_standard_set, load_gold
 from d2_notebook.detective import VARIANTS, investigate, parse_variant
-from d2_notebook.errors import InvalidRecordError, ModelConfigError
+from d2_notebook.errors import InvalidRecordError
 from d2_notebook.sql_city_walkthrough import POLICIES
 
 
@@ -93,32 +99,6 @@ def select_cases(cases_dir: Path, spec: str = "all") -> list[Path]:
     return [by_id[w] for w in wanted]
 
 
-def result_path(out: Path, case_id: str, variant: str) -> Path:
-    """Where the result JSON of one case × variant lives."""
-    return out / "results" / f"{case_id}--{variant}.json"
-
-
-def board_path(out: Path, case_id: str, variant: str) -> Path:
-    """Where the board of one case × variant lives."""
-    return out / "boards" / f"{case_id}--{variant}.d2board"
-
-
-def load_result(path: Path) -> dict[str, Any] | None:
-    """A complete result record, or None (missing, unreadable or incomplete)."""
-    try:
-        record = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, ValueError):
-        return None
-    return record if isinstance(record, dict) and record.get("complete") else None
-
-
-def _write_json(path: Path, record: dict[str, Any]) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_suffix(".json.tmp")
-    tmp.write_text(json.dumps(record, indent=1, default=str) + "\n", encoding="utf-8")
-    os.replace(tmp, path)  # atomic: a result file is either complete or absent
-
-
 def _model_for(config: RunConfig, gold: Gold) -> Any:
     if config.policy is not None:
         return POLICIES[config.policy](gold).model(name=f"policy-{config.policy}")
@@ -165,7 +145,7 @@ async def run_one(config: RunConfig, gold_path: Path, variant: str,
         "investigation_id": result.investigation_id,
         "complete": True,
     }
-    _write_json(result_path(config.out, gold.case_id, variant), record)
+    write_result(result_path(config.out, gold.case_id, variant), record)
     return record
 
 
@@ -173,9 +153,10 @@ async def run_benchmark(config: RunConfig,
                         progress: Callable[[str], None] | None = None) -> RunSummary:
     """Run every chosen case × variant not finished yet, ``config.jobs`` at a time.
 
-    Raises ``ModelConfigError`` at once when the model is not configured. Any other
-    failing investigation is reported through ``progress`` and writes an incomplete
-    record (``"complete": false``, with the error), so a later run retries it.
+    Raises ``ModelConfigError`` at once when the model is not configured, and
+    ``ValueError`` when ``config.out`` holds results of another model or policy. Any
+    other failing investigation is reported through ``progress`` and writes an
+    incomplete record (``"complete": false``, with the error), so a later run retries it.
     """
     try:
         for name in config.variants:
@@ -193,6 +174,7 @@ async def run_benchmark(config: RunConfig,
                 records.append(done)
             else:
                 todo.append((gold_path, variant))
+    check_same_config(records, config.model, config.policy, config.out)
     skipped = len(records)
     people: dict[Path, PeopleIndex] = {}
     limit = asyncio.Semaphore(max(1, config.jobs))
@@ -200,27 +182,24 @@ async def run_benchmark(config: RunConfig,
 
     async def one(gold_path: Path, variant: str) -> None:
         nonlocal failed
-        async with limit:
+
+        async def job() -> dict[str, Any]:
             if gold_path not in people:
                 people[gold_path] = await asyncio.to_thread(
                     PeopleIndex.from_database, gold_path.with_suffix(".duckdb"))
-            try:
-                record = await run_one(config, gold_path, variant, people[gold_path])
-            except ModelConfigError:
-                raise  # no model can run: stop the whole run, not every case
-            except Exception as exc:  # one failure must not stop the run
-                failed += 1
-                error = f"{type(exc).__name__}: {exc}"
-                _write_json(result_path(config.out, gold_path.stem, variant),
-                            {"case_id": gold_path.stem, "variant": variant,
-                             "complete": False, "error": error})
-                say(f"{gold_path.stem} {variant}: FAILED {error}")
-                return
-            records.append(record)
-            s = record["scores"]
-            say(f"{record['case_id']} {variant}: correctness {s['correctness']:.2f} "
-                f"completeness {s['completeness']:.2f} verifiability {s['verifiability']:.2f} "
-                f"({record['seconds']:.1f} s, ${record['usage']['cost_usd']:.3f})")
+            return await run_one(config, gold_path, variant, people[gold_path])
+
+        record = await run_or_record_failure(
+            limit, result_path(config.out, gold_path.stem, variant),
+            {"case_id": gold_path.stem, "variant": variant}, job, say)
+        if record is None:
+            failed += 1
+            return
+        records.append(record)
+        s = record["scores"]
+        say(f"{record['case_id']} {variant}: correctness {s['correctness']:.2f} "
+            f"completeness {s['completeness']:.2f} verifiability {s['verifiability']:.2f} "
+            f"({record['seconds']:.1f} s, ${record['usage']['cost_usd']:.3f})")
 
     await asyncio.gather(*(one(g, v) for g, v in todo))
     order = {(g.stem, v): i for i, (g, v) in enumerate(

@@ -195,3 +195,14 @@ def test_unconfigured_model_stops_the_run_at_once(cases_dir: Path, tmp_path: Pat
 
 def _gold_path(oracle_run: tuple, case_id: str) -> Path:
     return oracle_run[0].cases_dir / f"{case_id}.json"
+
+
+def test_results_of_another_policy_are_not_resumed(cases_dir: Path, tmp_path: Path) -> None:
+    config = RunConfig(cases_dir=cases_dir, out=tmp_path, cases=EASY, policy="oracle",
+                       variants=["react_sql"])
+    asyncio.run(run_benchmark(config))
+    other = RunConfig(cases_dir=cases_dir, out=tmp_path, cases=EASY, policy="greedy",
+                      variants=["react_sql"])
+    with pytest.raises(ValueError, match=r"another configuration.*pass a fresh --out"):
+        asyncio.run(run_benchmark(other))
+    assert asyncio.run(run_benchmark(config)).skipped == 1  # the same one resumes

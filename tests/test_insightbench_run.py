@@ -12,15 +12,11 @@ from pathlib import Path
 
 import pytest
 
+from benchmark.insightbench.board_scoring import score_boards
 from benchmark.insightbench.judge import InsightJudge, JudgeCache
-from benchmark.insightbench.runner import (
-    InsightRunConfig,
-    load_result,
-    result_path,
-    run_insightbench,
-    score_boards,
-)
+from benchmark.insightbench.runner import InsightRunConfig, run_insightbench
 from benchmark.insightbench.tables import table, variant_means
+from benchmark.results import load_result, result_path
 from d2_notebook.llm import ModelRequest
 from d2_notebook.llm.testing import FunctionModel, text
 from tests.shared_dir import REPO, shared_dir
@@ -76,7 +72,7 @@ def test_two_tasks_run_offline_end_to_end_and_resume(tmp_path: Path) -> None:
 def test_an_interrupted_result_runs_again(tmp_path: Path) -> None:
     config = _config(tmp_path, variants=["react_sql"], tasks="flag-1")
     asyncio.run(run_insightbench(config))
-    path = result_path(config.out, "flag-1--react_sql")
+    path = result_path(config.out, "flag-1", "react_sql")
     path.write_text(json.dumps({"task_id": "flag-1", "variant": "react_sql",
                                 "complete": False, "error": "boom"}))
     summary = asyncio.run(run_insightbench(config))
@@ -198,3 +194,113 @@ def test_a_missing_board_fails_its_rescore_and_keeps_the_earlier_scores(
     assert any("re-score FAILED FileNotFoundError: no board at" in line for line in lines)
     assert not (config.out / "boards" / "flag-1--react_sql.d2board").exists()
     assert summary.records[0]["scores"]["judge_model"] is None
+
+
+def test_results_of_another_model_or_policy_are_not_resumed(tmp_path: Path) -> None:
+    config = _config(tmp_path, variants=["react_sql"], tasks="flag-21")
+    asyncio.run(run_insightbench(config))
+    with pytest.raises(ValueError, match=r"another configuration .*policy half.*"
+                                         r"policy oracle.*pass a fresh --out"):
+        asyncio.run(run_insightbench(_config(tmp_path, variants=["react_sql"],
+                                             tasks="flag-21", policy="oracle")))
+    record = json.loads(result_path(config.out, "flag-21", "react_sql").read_text())
+    assert record["policy"] == "half"  # left as it was
+    refused = _cli("insightbench", "--tasks", str(shared_dir("insightbench-dev")), "--only",
+                   "flag-21", "--variants", "react_sql", "--policy", "oracle", "--out",
+                   str(config.out))
+    assert refused.returncode == 2 and "pass a fresh --out" in refused.stderr
+
+
+def _mark_failed(board_file: Path) -> None:
+    from d2_notebook.board import Board
+
+    with Board.open(board_file) as board:
+        last = board.list_investigations()[-1]
+        board.set_investigation_state(last.id, "failed", actor="test", error="crashed")
+
+
+def test_score_only_honours_the_selection_and_keeps_the_runs_fields(tmp_path: Path) -> None:
+    from benchmark.insightbench.runner import score_run
+
+    config = _config(tmp_path)
+    asyncio.run(run_insightbench(config))
+    _mark_failed(config.out / "boards" / "flag-21--full.d2board")
+    lines: list[str] = []
+    chosen = _config(tmp_path, tasks="flag-1", variants=["react_sql"])
+    (record,) = asyncio.run(score_run(chosen, None, progress=lines.append))
+    assert (record["task_id"], record["variant"]) == ("flag-1", "react_sql")
+    assert (record["policy"], record["model"]) == ("half", None)
+    assert record["stop_reason"] is None and record["usage"]["calls"] > 0
+    # The whole run: the unfinished board is left out, as insightbench-score does.
+    records = asyncio.run(score_run(config, None, progress=lines.append))
+    assert {(r["task_id"], r["variant"]) for r in records} == {
+        ("flag-1", "full"), ("flag-1", "react_sql"), ("flag-21", "react_sql")}
+    assert "flag-21--full.d2board: no finished investigation; left out" in lines
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    shutil.copy(config.out / "boards" / "flag-21--full.d2board", elsewhere / "x.d2board")
+    with pytest.raises(ValueError, match="no finished"):
+        asyncio.run(score_run(_config(tmp_path, tasks="flag-21", variants=["full"]), None))
+    assert asyncio.run(score_boards(elsewhere, shared_dir("insightbench-dev"),
+                                    tmp_path / "scored", None)) == []
+    done = _cli("insightbench", "--tasks", str(shared_dir("insightbench-dev")), "--out",
+                str(config.out), "--score-only", "--only", "flag-1", "--variants", "full")
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.count("proxy recall") == 2  # one progress line, one table header
+
+
+def test_a_file_that_is_not_a_board_is_one_clear_error(tmp_path: Path) -> None:
+    config = _config(tmp_path, variants=["react_sql"], tasks="flag-1")
+    asyncio.run(run_insightbench(config))
+    (config.out / "boards" / "flag-1--react_sql.d2board").write_text("not a board at all")
+    tasks = str(shared_dir("insightbench-dev"))
+    score_only = _cli("insightbench", "--tasks", tasks, "--out", str(config.out),
+                      "--score-only", "--only", "flag-1", "--variants", "react_sql")
+    scored = _cli("insightbench-score", "--tasks", tasks, "--boards",
+                  str(config.out / "boards"), "--out", str(tmp_path / "scored"))
+    for done in (score_only, scored):
+        assert done.returncode == 2 and "Traceback" not in done.stderr
+        assert len(done.stderr.strip().splitlines()) == 1
+        assert "flag-1--react_sql.d2board: not a board" in done.stderr
+        assert "move it out of the boards folder" in done.stderr
+
+
+def test_judge_calls_in_flight_stay_within_the_judge_concurrency(tmp_path: Path) -> None:
+    from benchmark.insightbench.scoring import score_report
+    from benchmark.insightbench.tasks import find_tasks
+
+    async def slow(_: ModelRequest):
+        await asyncio.sleep(0.01)
+        return text('{"score": 1, "reason": "ok"}')
+
+    (task,) = find_tasks(shared_dir("insightbench-dev"), "flag-1")
+    judge = InsightJudge(FunctionModel(slow, name="j"), concurrency=2)
+
+    async def three_reports() -> None:
+        await asyncio.gather(*(score_report(task, f"report {i}", judge=judge)
+                               for i in range(3)))
+    asyncio.run(three_reports())
+    assert judge.most_in_flight == 2  # 18 calls, never more than 2 at once
+    unbounded = InsightJudge(FunctionModel(slow, name="j"))
+    asyncio.run(score_report(task, "report", judge=unbounded))
+    assert unbounded.most_in_flight == len(task.insights)
+    with pytest.raises(ValueError, match="at least 1"):
+        InsightJudge(FunctionModel(slow, name="j"), concurrency=0)
+
+
+def test_ratios_to_react_sql_compare_the_tasks_both_completed() -> None:
+    from benchmark.insightbench.tables import ratios_to_baseline
+
+    def record(task: str, variant: str, recall: float, cost: float) -> dict:
+        return {"task_id": task, "variant": variant, "complete": True, "seconds": 1.0,
+                "scores": {"proxy_recall": recall, "judge_model": None},
+                "usage": {"calls": 1, "cost_usd": cost}}
+    records = [record("easy", "full", 1.0, 2.0), record("hard", "full", 0.2, 8.0),
+               record("easy", "react_sql", 0.5, 1.0),
+               {"task_id": "hard", "variant": "react_sql", "complete": False, "error": "x"}]
+    n, ratios = ratios_to_baseline(records)["full"]
+    assert n == 1  # only "easy": react_sql did not complete "hard"
+    assert ratios["proxy_recall"] == pytest.approx(2.0) and ratios["cost_usd"] == 2.0
+    rendered = table(records)
+    assert "over the tasks both completed" in rendered and "paired n" in rendered
+    assert variant_means(records)["full"]["proxy_recall"] == pytest.approx(0.6)  # all tasks

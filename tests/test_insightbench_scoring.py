@@ -65,6 +65,22 @@ def test_the_numbers_check_tolerates_rounding_and_percentages() -> None:
     assert not value_stated("Hardware", "hardwareless")
 
 
+def test_the_numbers_check_reads_no_false_numbers() -> None:
+    # x100 only for a fraction and a percentage.
+    assert value_stated("0.67", "67 % of them") and value_stated("0.67", "67 percent")
+    assert not value_stated("0.67", "67 incidents")  # not a percentage
+    assert not value_stated("5", "0.05% of them")  # 5 is no fraction
+    assert not value_stated("67", "0.67 of them")
+    # Dates and times are not numbers.
+    for dated in ("on 2023-01-05", "on 01/05/2023", "at 10:30", "in 2023-05"):
+        assert not value_stated("5", dated) and not value_stated("1", dated), dated
+    assert value_stated("2023", "in 2023 the volume rose")
+    # Only real thousands separators join digits.
+    assert not value_stated("123", "groups 1,2,3")
+    assert value_stated("2", "groups 1,2,3") and value_stated("1200", "1,200 dollars")
+    assert not value_stated("12", "1,2000 items") and value_stated("2000", "1,2000 items")
+
+
 def _judge_fn(answers: list[str], seen: list[ModelRequest]):
     def answer(request: ModelRequest):
         seen.append(request)
@@ -97,6 +113,9 @@ def test_judgements_are_cached_by_insight_and_report(tmp_path: Path) -> None:
     again = asyncio.run(score_report(TASK, "Hardware leads.", judge=judge))
     assert len(seen) == 2  # the re-score cost nothing
     assert all(j.cached for j in again.judgements) and again.judge_recall == first.judge_recall
+    assert again.to_dict()["judge_usage"] == {"calls": 0, "cached": 2, "input_tokens": 0,
+                                              "output_tokens": 0, "cost_usd": 0.0}
+    assert first.to_dict()["judge_usage"]["calls"] == 2
     asyncio.run(score_report(TASK, "Hardware leads!", judge=judge))  # another report
     assert len(seen) == 4
     stored = [json.loads(p.read_text()) for p in (tmp_path / "cache").glob("*.json")]
@@ -127,6 +146,30 @@ def test_parse_judgement_names_what_is_wrong() -> None:
         parse_judgement('{"score": 0.7}')
     with pytest.raises(ValueError, match="does not parse"):
         parse_judgement('{"score": 1,}')
+    # Decoded from the first "{": a second object or braces after it do no harm.
+    assert parse_judgement('{"score": 1, "reason": "a"} Also {"score": 0}')["score"] == 1.0
+    assert parse_judgement('{"score": 0, "reason": "uses {x}"} (done}')["reason"] == "uses {x}"
+    for boolean in ("true", "false"):
+        with pytest.raises(ValueError, match="is not a number"):
+            parse_judgement(f'{{"score": {boolean}}}')
+
+
+def test_an_edited_prompt_or_system_text_is_judged_afresh(tmp_path: Path,
+                                                          monkeypatch: pytest.MonkeyPatch
+                                                          ) -> None:
+    from benchmark.insightbench import judge as judge_module
+
+    seen: list[ModelRequest] = []
+    model = FunctionModel(_judge_fn(['{"score": 1, "reason": "ok"}'] * 6, seen), name="j")
+    judge = InsightJudge(model, JudgeCache(tmp_path / "cache"))
+    asyncio.run(score_report(TASK, "Hardware leads.", judge=judge))
+    assert len(seen) == 2
+    monkeypatch.setattr(judge_module, "PROMPT", judge_module.PROMPT + "\nBe brief.")
+    asyncio.run(score_report(TASK, "Hardware leads.", judge=judge))
+    assert len(seen) == 4  # another prompt: not the cached judgements
+    monkeypatch.setattr(judge_module, "SYSTEM", "Another grader.")
+    asyncio.run(score_report(TASK, "Hardware leads.", judge=judge))
+    assert len(seen) == 6
 
 
 def test_a_failing_judge_model_raises_instead_of_scoring_zero() -> None:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import csv
 import json
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -99,3 +100,74 @@ def test_the_load_command_writes_databases_and_prints_questions(tmp_path: Path) 
     assert "fm_expense_line (500 rows), sys_user (54 rows)" in done.stdout
     assert sorted(p.name for p in tmp_path.glob("*.duckdb")) == ["flag-1.duckdb",
                                                                    "flag-21.duckdb"]
+
+
+def _task_folder(tmp_path: Path) -> Path:
+    """flag-0 (no insight texts) before flag-1 (scorable), both on flag-1's CSVs."""
+    dev = shared_dir("insightbench-dev")
+    folder = tmp_path / "tasks"
+    folder.mkdir()
+    for name in ("flag-1.json", "flag-1.csv", "flag-1-sysuser.csv"):
+        if (dev / name).is_file():
+            shutil.copy(dev / name, folder / name)
+    raw = json.loads((dev / "flag-1.json").read_text())
+    raw["insight_list"] = [{"insight": "", "insight_value": {}}]
+    (folder / "flag-0.json").write_text(json.dumps(raw))
+    return folder
+
+
+def test_only_n_means_the_first_n_scorable_tasks_for_loading_and_running(
+        tmp_path: Path) -> None:
+    folder = _task_folder(tmp_path)
+    assert [t.task_id for t in find_tasks(folder, "1")] == ["flag-1"]
+    assert [t.task_id for t in find_tasks(folder)] == ["flag-0", "flag-1"]
+    done = subprocess.run([sys.executable, "-m", "benchmark", "insightbench-load", "--tasks",
+                           str(folder), "--out", str(tmp_path / "dbs"), "--only", "1"],
+                          cwd=REPO, capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr
+    assert [p.name for p in (tmp_path / "dbs").glob("*.duckdb")] == ["flag-1.duckdb"]
+
+
+def test_named_tasks_are_read_alone(tmp_path: Path) -> None:
+    folder = _task_folder(tmp_path)
+    (folder / "flag-2.json").write_text("{not json")  # never read when not named
+    assert [t.task_id for t in find_tasks(folder, "flag-1")] == ["flag-1"]
+    with pytest.raises(ValueError, match=r"flag-2\.json is not an InsightBench task"):
+        find_tasks(folder, "flag-2")
+
+
+@pytest.mark.parametrize(("change", "message"), [
+    (lambda raw: raw.pop("dataset_csv_path"), r"no 'dataset_csv_path'.*needs metadata\.goal"),
+    (lambda raw: raw.update(insight_list=["a string, not an object"]),
+     r"insight_list holds something other than objects"),
+    (lambda raw: raw.update(insight_list={"insight": "x"}),
+     r"insight_list holds something other than objects"),
+    (lambda raw: raw.update(dataset_csv_path=7), r"dataset_csv_path must be a CSV file name"),
+])
+def test_a_malformed_task_json_names_the_file_and_what_it_needs(
+        tmp_path: Path, change, message: str) -> None:
+    folder = _task_folder(tmp_path)
+    raw = json.loads((folder / "flag-1.json").read_text())
+    change(raw)
+    (folder / "flag-1.json").write_text(json.dumps(raw))
+    with pytest.raises(ValueError, match=message):
+        load_task(folder / "flag-1.json")
+    done = subprocess.run([sys.executable, "-m", "benchmark", "insightbench-load", "--tasks",
+                           str(folder), "--out", str(tmp_path / "dbs"), "--only", "flag-1"],
+                          cwd=REPO, capture_output=True, text=True)
+    assert done.returncode == 2 and "Traceback" not in done.stderr
+    assert len(done.stderr.strip().splitlines()) == 1 and "flag-1.json" in done.stderr
+
+
+def test_a_csv_duckdb_cannot_read_is_one_clear_error(tmp_path: Path) -> None:
+    folder = _task_folder(tmp_path)
+    (folder / "flag-1.csv").write_bytes(b"a,b\n1,\xff\xfe\n")  # not UTF-8: DuckDB refuses it
+    task = load_task(folder / "flag-1.json")
+    with pytest.raises(ValueError, match=r"cannot load .*flag-1\.csv .*fix the CSV"):
+        load_into_duckdb(task, tmp_path / "dbs")
+    assert not list((tmp_path / "dbs").glob("*.tmp"))
+    done = subprocess.run([sys.executable, "-m", "benchmark", "insightbench-load", "--tasks",
+                           str(folder), "--out", str(tmp_path / "dbs"), "--only", "flag-1"],
+                          cwd=REPO, capture_output=True, text=True)
+    assert done.returncode == 2 and "Traceback" not in done.stderr
+    assert len(done.stderr.strip().splitlines()) == 1 and "flag-1.csv" in done.stderr

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import itertools
 from collections import Counter
+from dataclasses import replace
 
 import pytest
 
@@ -143,7 +144,8 @@ def test_one_evidence_of_several_facts_must_carry_their_net_stance() -> None:
                                     edges=[Edge("p", "b", "contradicts")]), gold)
     wrong = score_case(SystemAnswer(hypotheses=[bob], evidence=[profile],
                                     edges=[Edge("p", "b", "supports")]), gold)
-    assert right.edge_precision == 1.0 and right.edge_recall == pytest.approx(2 / 4)
+    # One link earns one gold edge (one-to-one): precision 1, recall 1 of the 4 gold edges.
+    assert right.edge_precision == 1.0 and right.edge_recall == pytest.approx(1 / 4)
     assert wrong.verifiability == 0.0  # one of its facts clears Bob: "supports" is wrong
 
 
@@ -229,3 +231,54 @@ def test_oracle_and_greedy_on_a_generated_case() -> None:
     s = score_case(greedy, gold)
     assert s.correctness == pytest.approx(2 / 3)
     assert s.completeness < 0.3
+
+
+def test_one_evidence_holding_every_fact_cannot_collect_every_gold_edge() -> None:
+    gold = tiny_gold()
+    everything = Evidence("all", rows=[row for e in gold["graph"]["evidence"] for row in e["rows"]])
+    hyps = [Hypothesis(f"h{i}", "", str(i)) for i in (1, 2, 3)]
+    gamed = score_case(SystemAnswer(hypotheses=hyps, evidence=[everything],
+                                    edges=[Edge("all", h.id, "contradicts") for h in hyps]),
+                       gold)
+    # Three edges, each may earn one gold edge: only H2 and H3 are contradicted in the
+    # gold, so 2 of 3 system edges earn credit, for 2 of 3 gold edges.
+    assert gamed.edge_precision == pytest.approx(2 / 3)
+    assert gamed.edge_recall == pytest.approx(2 / 3)
+    assert soft_prf([[1.0, 1.0, 1.0]], 3) == (1.0, pytest.approx(1 / 3), pytest.approx(0.5))
+
+
+def test_duplicated_evidence_and_edges_earn_nothing_more() -> None:
+    gold = tiny_gold()
+    answer = oracle_answer(gold)
+    copies = SystemAnswer(
+        hypotheses=answer.hypotheses,
+        evidence=[replace(e, id=f"{e.id}#{k}") for e in answer.evidence for k in range(10)],
+        edges=[replace(e, evidence=f"{e.evidence}#{k}") for e in answer.edges
+               for k in range(10)])
+    s = score_case(copies, gold)
+    assert s.edge_recall == 1.0 and s.edge_precision == pytest.approx(0.1)
+    assert s.evidence_f1 == pytest.approx(2 * 0.1 / 1.1)
+
+
+def test_an_empty_result_naming_the_person_shows_a_missing_record() -> None:
+    gold = tiny_gold()
+    cy = Hypothesis("c", "Cy Fox did it", "3")
+    named = Evidence("g", "SELECT * FROM get_fit_now_member WHERE person_id = 3", [],
+                     "gym membership of Cy Fox: none")
+    s = score_case(SystemAnswer(hypotheses=[cy], evidence=[named],
+                                edges=[Edge("g", "c", "contradicts")]), gold)
+    assert s.edge_precision == 1.0 and s.edge_recall == pytest.approx(1 / 3)
+    # The same empty result about somebody else, or for a fact that exists, earns nothing.
+    other = Evidence("g", "SELECT * FROM get_fit_now_member WHERE person_id = 33", [],
+                     "gym membership")
+    assert score_case(SystemAnswer(hypotheses=[cy], evidence=[other],
+                                   edges=[Edge("g", "c", "contradicts")]), gold
+                      ).verifiability == 0.0
+    bob = Hypothesis("b", "Bob did it", "2")
+    plate = Evidence("p", "SELECT plate_number FROM drivers_license WHERE id = 2", [],
+                     "plate of Bob Stone")
+    assert score_case(SystemAnswer(hypotheses=[bob], evidence=[plate],
+                                   edges=[Edge("p", "b", "contradicts")]), gold
+                      ).verifiability == 0.0
+    assert coverage([("3", "cy fox", "null")], [], frozenset({"3", "cy fox"}),
+                    "where name = 'Cy Fox'") == 1.0

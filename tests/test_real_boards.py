@@ -18,8 +18,9 @@ from pathlib import Path
 import pytest
 
 from benchmark.adapter import PeopleIndex
-from benchmark.metrics import Evidence, SystemAnswer, oracle_answer, score_case
+from benchmark.metrics import Edge, Evidence, People, SystemAnswer, oracle_answer, score_case
 from benchmark.rescore import answer_from_board
+from d2_notebook.board import Board
 from d2_notebook.datasets.sql_city import generate_case, load_gold, write_case
 from tests.shared_dir import shared_dir
 
@@ -41,6 +42,8 @@ def rescored(tmp_path_factory: pytest.TempPathFactory) -> dict:
         board = work / result.with_suffix(".d2board").name
         shutil.copy(result.with_suffix(".d2board"), board)  # the shared copy stays as is
         _, answer = asyncio.run(answer_from_board(board, db, PeopleIndex.from_database(db)))
+        with Board.open(board) as opened:  # the report the run wrote, for the text-only check
+            record["report"] = opened.list_investigations()[-1].report or ""
         out[(record["case_id"], record["variant"])] = (
             record, gold, answer, score_case(answer, gold, system=record["variant"]))
     assert len(out) == 8
@@ -55,21 +58,39 @@ def test_correctness_is_unchanged_by_the_new_metrics(rescored: dict) -> None:
 
 def test_the_teams_audit_graphs_now_earn_verifiability(rescored: dict) -> None:
     team = [s for (_, variant), (_, _, _, s) in rescored.items() if variant == "full"]
-    # Under the 0.5-cliff metrics these four boards scored 0.00-0.02.
-    assert all(s.verifiability >= 0.3 for s in team), [s.verifiability for s in team]
-    assert sum(s.verifiability for s in team) / len(team) >= 0.4
-    assert all(s.edge_recall >= 0.4 for s in team)
+    # Under the 0.5-cliff metrics these four boards scored 0.00-0.02; each link now earns
+    # at most one gold edge (one-to-one), which holds the team at 0.28-0.38.
+    assert all(s.verifiability >= 0.25 for s in team), [s.verifiability for s in team]
+    assert sum(s.verifiability for s in team) / len(team) >= 0.3
+    assert all(s.edge_recall >= 0.2 for s in team)
 
 
-def test_a_text_only_report_of_the_same_runs_scores_near_zero(rescored: dict) -> None:
-    for (case, variant), (_, gold, answer, score) in rescored.items():
-        text_only = SystemAnswer(accused=answer.accused,
-                                 suspects_considered=answer.suspects_considered,
-                                 hypotheses=answer.hypotheses)
-        stripped = score_case(text_only, gold)
-        assert stripped.verifiability <= 0.05, (case, variant)
-        assert stripped.correctness == score.correctness  # same conclusions, no audit trail
-        assert score.verifiability - stripped.verifiability >= 0.3, (case, variant)
+def _report_only(record: dict, answer: SystemAnswer, gold: object) -> SystemAnswer:
+    """The run's recorded report as a text-only agent's output: its claims, no data.
+
+    The report is its one piece of "evidence" (each line a claim, no SQL, no result
+    rows), linked to every hypothesis the run formed with the stance of its conclusion
+    (supports the accused, contradicts the others), as a text-only agent citing its own
+    prose would.
+    """
+    people = People(gold)
+    accused = {people.resolve(a) for a in answer.accused}
+    claims = [[line.strip()] for line in record["report"].splitlines() if line.strip()]
+    report = Evidence("report", "", claims, record["report"])
+    return SystemAnswer(
+        accused=answer.accused, suspects_considered=answer.suspects_considered,
+        hypotheses=answer.hypotheses, evidence=[report],
+        edges=[Edge("report", h.id, "supports" if people.resolve(h.suspect or h.text)
+                    in accused else "contradicts") for h in answer.hypotheses])
+
+
+def test_the_report_text_alone_scores_near_zero(rescored: dict) -> None:
+    for (case, variant), (record, gold, answer, score) in rescored.items():
+        assert len(record["report"]) > 200, (case, variant)  # a real report, names and all
+        text_only = score_case(_report_only(record, answer, gold), gold)
+        assert text_only.verifiability <= 0.05, (case, variant, text_only.verifiability)
+        assert text_only.correctness == score.correctness  # same conclusions, no data
+        assert score.verifiability - text_only.verifiability >= 0.25, (case, variant)
 
 
 def test_completeness_is_recall_with_extra_suspects_counted_apart(rescored: dict) -> None:
@@ -103,7 +124,6 @@ def test_an_audit_graph_establishing_every_gold_fact_scores_high_whatever_its_sq
 def test_replaying_a_team_board_offline_reproduces_its_report_and_scores(
         rescored: dict, tmp_path: Path) -> None:
     from benchmark.adapter import board_answer
-    from d2_notebook.board import Board
     from d2_notebook.detective import investigate
 
     case = "sqlcity-s0-038"

@@ -10,6 +10,7 @@ import time
 from pathlib import Path
 
 from benchmark.adapter import parse_variants
+from benchmark.insightbench.board_scoring import score_boards
 from benchmark.insightbench.judge import InsightJudge
 from benchmark.insightbench.plot import plot_recall_vs_cost
 from benchmark.insightbench.policies import POLICIES
@@ -18,7 +19,7 @@ from benchmark.insightbench.runner import (
     InsightRunConfig,
     make_judge,
     run_insightbench,
-    score_boards,
+    score_run,
 )
 from benchmark.insightbench.tables import table, variant_means
 from benchmark.insightbench.tasks import find_tasks, load_into_duckdb, table_row_counts
@@ -33,7 +34,8 @@ def add_load_args(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--out", required=True, type=Path,
                         help="where to write <task>.duckdb files")
     parser.add_argument("--only", default="all",
-                        help="all | N (first N) | comma-separated task ids (default all)")
+                        help="all | N (first N scorable tasks) | comma-separated task ids "
+                             "(default all)")
 
 
 def run_load(args: argparse.Namespace) -> int:
@@ -44,7 +46,11 @@ def run_load(args: argparse.Namespace) -> int:
         print(f"error: {exc}", file=sys.stderr)
         return 2
     for task in tasks:
-        path = load_into_duckdb(task, args.out)
+        try:
+            path = load_into_duckdb(task, args.out)
+        except ValueError as exc:
+            print(f"error: {exc}", file=sys.stderr)
+            return 2
         counts = ", ".join(f"{name} ({rows} rows)"
                            for name, rows in table_row_counts(path).items())
         note = "" if task.scorable else "  (no ground-truth insight texts: not scored)"
@@ -58,6 +64,9 @@ def _add_judge_args(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--judge-model",
                         help="LLM judge model, e.g. anthropic:claude-sonnet-4-6 or "
                              "openai:<id> (default: offline proxy scores only)")
+    parser.add_argument("--judge-concurrency", type=int,
+                        help="judge calls at once, over all reports (default: --jobs, "
+                             "or 4 for insightbench-score)")
     parser.add_argument("--timeout", type=float,
                         help="seconds per model request, team and judge (default: the "
                              "provider's, 300); raise it for slow local servers")
@@ -112,13 +121,18 @@ def _finish(records: list[dict], out: Path) -> None:
 
 
 def _judge(args: argparse.Namespace, out: Path) -> InsightJudge | None:
-    return make_judge(args.judge_model, out, timeout=args.timeout)
+    concurrency = args.judge_concurrency
+    if concurrency is None:
+        concurrency = getattr(args, "jobs", None) or 4
+    if concurrency < 1:
+        raise ValueError(f"--judge-concurrency must be at least 1, not {concurrency}")
+    return make_judge(args.judge_model, out, timeout=args.timeout, concurrency=concurrency)
 
 
 def run_insightbench_command(args: argparse.Namespace) -> int:
     """Run (or re-score) tasks × variants, then print and save the table and plot."""
     if args.score_only:
-        return _score(args.tasks, args.out / "boards", args.out, args)
+        return _score_run(args)
     if (args.model is None) == (args.policy is None):
         print("error: pass exactly one of --model <name> (e.g. anthropic:claude-sonnet-4-6) "
               "and --policy oracle|half (offline)", file=sys.stderr)
@@ -141,6 +155,22 @@ def run_insightbench_command(args: argparse.Namespace) -> int:
           f"{time.perf_counter() - start:.1f} s; results in {args.out}\n")
     _finish(summary.records, args.out)
     return 1 if summary.failed else 0
+
+
+def _score_run(args: argparse.Namespace) -> int:
+    """``--score-only``: re-score the chosen tasks × variants of the run in ``--out``."""
+    try:
+        judge = _judge(args, args.out)
+        config = InsightRunConfig(tasks_dir=args.tasks, out=args.out,
+                                  variants=parse_variants(args.variants), tasks=args.only,
+                                  judge_model=args.judge_model, timeout=args.timeout)
+        records = asyncio.run(score_run(config, judge, progress=print))
+    except (ValueError, FileNotFoundError, ModelConfigError) as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+    print()
+    _finish(records, args.out)
+    return 0
 
 
 def _score(tasks: Path, boards: Path, out: Path, args: argparse.Namespace) -> int:

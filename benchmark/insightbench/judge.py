@@ -7,16 +7,19 @@ back with the problem named, up to ``retries`` times; after that the insight is 
 *unscored* (``score`` None, with the error) — never a crash, never a silent 0.
 
 Every judgement is cached as one JSON file under the cache folder, keyed by the judge
-model, the insight and the report's hash, with the prompt, every raw answer, the
-tokens and the cost: re-scoring the same reports costs nothing.
+model and the hash of what it is asked (the system text and the whole prompt: the
+prompt template, the insight, its question and the report), with the prompt, every raw
+answer, the tokens and the cost: re-scoring the same reports costs nothing, and an
+edited prompt is judged afresh. A judgement read from the cache reports no new calls
+and no new cost (its first cost is kept apart, as ``cached``).
 """
 
 from __future__ import annotations
 
+import asyncio
 import hashlib
 import json
 import os
-import re
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
@@ -35,7 +38,6 @@ from d2_notebook.llm import (
 PROMPT = (Path(__file__).with_name("judge_prompt.txt")).read_text(encoding="utf-8")
 ALLOWED_SCORES = (0.0, 0.5, 1.0)
 SYSTEM = "You are a strict, fair grader of data-analysis reports. You answer in JSON only."
-_JSON_OBJECT = re.compile(r"\{.*\}", re.DOTALL)
 
 
 @dataclass
@@ -49,7 +51,8 @@ class Judgement:
         contradictions: report claims that contradict the insight.
         attempts: judge calls made (0 when taken from the cache).
         error: why the insight is unscored, else None.
-        input_tokens, output_tokens, cost_usd: what its judge calls cost.
+        input_tokens, output_tokens, cost_usd: what its judge calls cost now (0 when
+            taken from the cache: the cache file keeps the first cost).
         cached: True when read from the cache.
     """
 
@@ -79,23 +82,27 @@ def judge_prompt(insight: GroundTruthInsight, report: str) -> str:
 def parse_judgement(text: str) -> dict[str, Any]:
     """The judge's JSON answer, validated.
 
+    The object is decoded from the first ``{`` of the answer (text before it and after
+    the object's end is ignored, so a second object or a closing remark does no harm).
+
     Raises:
-        ValueError: no JSON object, or a score not in 1 / 0.5 / 0; the message says
-            what was wrong (it is sent back to the judge).
+        ValueError: no JSON object, or a score that is not the number 1, 0.5 or 0 (a
+            boolean is not a score); the message says what was wrong (it is sent back
+            to the judge).
     """
-    match = _JSON_OBJECT.search(text)
-    if match is None:
+    start = text.find("{")
+    if start < 0:
         raise ValueError("the answer holds no JSON object")
     try:
-        data = json.loads(match.group(0))
+        data, _ = json.JSONDecoder().raw_decode(text, start)
     except ValueError as exc:
         raise ValueError(f"the JSON does not parse ({exc})") from exc
     if not isinstance(data, dict):
         raise ValueError("the answer is not a JSON object")
-    try:
-        score = float(data.get("score"))
-    except (TypeError, ValueError):
-        raise ValueError(f"score {data.get('score')!r} is not a number") from None
+    raw = data.get("score")
+    if isinstance(raw, bool) or not isinstance(raw, int | float):
+        raise ValueError(f"score {raw!r} is not a number") from None
+    score = float(raw)
     if score not in ALLOWED_SCORES:
         raise ValueError(f"score {score:g} is not one of 1, 0.5, 0")
     contradictions = data.get("contradictions") or []
@@ -105,37 +112,48 @@ def parse_judgement(text: str) -> dict[str, Any]:
             "contradictions": [str(c) for c in contradictions if str(c).strip()]}
 
 
+def prompt_key(system: str, prompt: str) -> str:
+    """The SHA-256 of what the judge is asked: system text and prompt (a cache key part)."""
+    return hashlib.sha256(f"{system}\0{prompt}".encode()).hexdigest()
+
+
 class JudgeCache:
-    """Judgements on disk, one JSON file per (judge model, insight, report hash)."""
+    """Judgements on disk, one JSON file per (judge model, :func:`prompt_key`)."""
 
     def __init__(self, folder: str | os.PathLike[str]) -> None:
         """Use (and create) ``folder``."""
         self.folder = Path(folder)
 
-    def _path(self, judge: str, insight: str, report_sha: str) -> Path:
-        key = hashlib.sha256(f"{judge}\0{insight}\0{report_sha}".encode()).hexdigest()
+    def _path(self, judge: str, asked: str) -> Path:
+        key = hashlib.sha256(f"{judge}\0{asked}".encode()).hexdigest()
         return self.folder / f"{key[:32]}.json"
 
-    def get(self, judge: str, insight: str, report_sha: str) -> Judgement | None:
-        """The cached judgement, or None (absent, unreadable or unscored)."""
+    def get(self, judge: str, asked: str) -> Judgement | None:
+        """The cached judgement, or None (absent, unreadable or unscored).
+
+        A hit is marked ``cached`` with no calls and no cost: it costs nothing now.
+        """
         try:
-            data = json.loads(self._path(judge, insight, report_sha).read_text("utf-8"))
+            data = json.loads(self._path(judge, asked).read_text("utf-8"))
             found = Judgement(**data["judgement"])
         except (OSError, ValueError, KeyError, TypeError):
             return None
         if found.score is None:
             return None  # an unscored judgement is tried again on a re-score
         found.cached, found.attempts = True, 0
+        found.input_tokens = found.output_tokens = 0
+        found.cost_usd = 0.0
         return found
 
-    def put(self, judge: str, insight: str, report_sha: str, judgement: Judgement,
-            transcript: list[dict[str, Any]]) -> None:
+    def put(self, judge: str, asked: str, judgement: Judgement,
+            transcript: list[dict[str, Any]], *, report_sha: str) -> None:
         """Store a judgement with its prompt and raw answers (written atomically)."""
-        path = self._path(judge, insight, report_sha)
+        path = self._path(judge, asked)
         path.parent.mkdir(parents=True, exist_ok=True)
         tmp = path.with_suffix(".tmp")
-        tmp.write_text(json.dumps({"judge": judge, "insight": insight, "report_sha256":
-                                   report_sha, "judgement": asdict(judgement),
+        tmp.write_text(json.dumps({"judge": judge, "prompt_sha256": asked,
+                                   "insight": judgement.insight, "report_sha256": report_sha,
+                                   "judgement": asdict(judgement),
                                    "transcript": transcript}, indent=1) + "\n", "utf-8")
         os.replace(tmp, path)
 
@@ -147,14 +165,48 @@ class InsightJudge:
         model: the judge model (any :class:`~d2_notebook.llm.Model`).
         cache: where judgements are cached (None: no cache).
         retries: extra calls after a malformed answer before recording it unscored.
+        concurrency: judge calls in flight at once, over every report being scored
+            (None: no limit beyond the model layer's).
+
+    Attributes:
+        in_flight, most_in_flight: judge calls in flight now, and the most at once.
     """
 
     def __init__(self, model: Model, cache: JudgeCache | None = None, *,
-                 retries: int = 2) -> None:
-        """Keep the model, the cache and the retry count."""
+                 retries: int = 2, concurrency: int | None = None) -> None:
+        """Keep the model, the cache, the retry count and the concurrency limit."""
+        if concurrency is not None and concurrency < 1:
+            raise ValueError(f"judge concurrency must be at least 1, not {concurrency}")
         self.model = model
         self.cache = cache
         self.retries = retries
+        self.concurrency = concurrency
+        self._limits: dict[asyncio.AbstractEventLoop, asyncio.Semaphore] = {}
+        self.in_flight = 0
+        self.most_in_flight = 0
+
+    def _limit(self) -> asyncio.Semaphore | None:
+        """The running event loop's semaphore (a judge may serve several loops)."""
+        if self.concurrency is None:
+            return None
+        loop = asyncio.get_running_loop()
+        if loop not in self._limits:
+            self._limits = {loop: asyncio.Semaphore(self.concurrency)}
+        return self._limits[loop]
+
+    async def _request(self, request: ModelRequest) -> ModelResponse:
+        """One judge call, within the concurrency limit."""
+        limit = self._limit()
+        if limit is not None:
+            await limit.acquire()
+        self.in_flight += 1
+        self.most_in_flight = max(self.most_in_flight, self.in_flight)
+        try:
+            return await self.model.request(request)
+        finally:
+            self.in_flight -= 1
+            if limit is not None:
+                limit.release()
 
     @property
     def name(self) -> str:
@@ -168,17 +220,17 @@ class InsightJudge:
             ModelError: the judge model itself failed (not configured, API errors
                 beyond its retries) — a run cannot be judged without its judge.
         """
-        sha = report_hash(report)
+        prompt = judge_prompt(insight, report)
+        asked = prompt_key(SYSTEM, prompt)
         if self.cache is not None:
-            hit = self.cache.get(self.name, insight.text, sha)
+            hit = self.cache.get(self.name, asked)
             if hit is not None:
                 return hit
-        prompt = judge_prompt(insight, report)
         messages: list[Any] = [UserMessage(prompt)]
         result = Judgement(insight.text, None)
         transcript: list[dict[str, Any]] = [{"prompt": prompt}]
         for attempt in range(1, self.retries + 2):
-            response = await self.model.request(ModelRequest(
+            response = await self._request(ModelRequest(
                 system=SYSTEM, messages=list(messages), max_tokens=1024,
                 role="insight_judge", agent="insight-judge"))
             self._count(result, response)
@@ -197,7 +249,7 @@ class InsightJudge:
             result.contradictions, result.error = parsed["contradictions"], None
             break
         if self.cache is not None:
-            self.cache.put(self.name, insight.text, sha, result, transcript)
+            self.cache.put(self.name, asked, result, transcript, report_sha=report_hash(report))
         return result
 
     @staticmethod

@@ -8,8 +8,11 @@ In the spirit of InsightBench's ROUGE fallback, two signals per insight:
   English stop words dropped, a plural ``s`` stripped (``incidents`` = ``incident``).
 - **Numbers check**: the share of the insight's key values (its ``insight_value``:
   numbers such as ``335`` and short labels such as ``Hardware``) that the report states
-  anywhere. A number matches a report number within 1 % (or as a percentage of it:
-  ``0.67`` = ``67%``); a label matches as a whole-word, case-insensitive phrase.
+  anywhere. A number matches a report number within 1 %, and a fraction (``|v| <= 1``)
+  also matches a report *percentage* (``0.67`` = ``67%``, not ``67``); dates and
+  times in the report (``2023-01-05``, ``10:30``) are not read as numbers, and only
+  real thousands separators join digits (``1,200`` is 1200; ``1,2,3`` is 1, 2 and 3).
+  A label matches as a whole-word, case-insensitive phrase.
 
 The proxy recall of a report is the mean ROUGE-1 recall over the insights.
 """
@@ -31,7 +34,11 @@ each other which who whom whose what when where why how while per across among b
 STOP_WORDS = frozenset(_STOP_WORDS_TEXT.split())
 _WORD = re.compile(r"[a-z0-9]+")
 _SENTENCE_END = re.compile(r"(?<=[.!?])\s+|\n+")
-_NUMBER = re.compile(r"(?<![\w.])[-+]?\d[\d,]*(?:\.\d+)?")
+_NUMBER = re.compile(r"(?<![\w.])(?P<number>[-+]?(?:\d{1,3}(?:,\d{3})+(?!\d)|\d+)(?:\.\d+)?)"
+                     r"(?![\w.]\d)(?P<percent>\s*(?:%|percent\b))?", re.IGNORECASE)
+_DATE_OR_TIME = re.compile(
+    r"(?<![\w.])(?:\d{4}[-/.]\d{1,2}[-/.]\d{1,2}|\d{1,2}[-/.]\d{1,2}[-/.]\d{2,4}"
+    r"|(?:19|20)\d{2}-(?:0[1-9]|1[0-2])|\d{1,2}:\d{2}(?::\d{2})?)(?![\w.]?\d)")
 
 
 @dataclass(frozen=True)
@@ -91,15 +98,23 @@ def rouge1_recall(reference: str, candidate: str) -> float:
     return hits / len(wanted)
 
 
-def report_numbers(report: str) -> list[float]:
-    """Every number written in the report (thousands separators allowed)."""
-    out = []
-    for match in _NUMBER.findall(report):
-        try:
-            out.append(float(match.replace(",", "")))
-        except ValueError:
-            continue
-    return out
+@dataclass(frozen=True)
+class ReportNumber:
+    """A number written in a report; ``percent`` when it is written as a percentage."""
+
+    value: float
+    percent: bool
+
+
+def report_numbers(report: str) -> list[ReportNumber]:
+    """Every number written in the report, dates and times left out.
+
+    ``1,200`` is one number (a thousands separator); ``1,2,3`` is three; ``45 %``,
+    ``45%`` and ``45 percent`` are percentages.
+    """
+    text = _DATE_OR_TIME.sub(" ", report)
+    return [ReportNumber(float(m["number"].replace(",", "")), bool(m["percent"]))
+            for m in _NUMBER.finditer(text)]
 
 
 def _number(text: str) -> float | None:
@@ -113,13 +128,24 @@ def _close(a: float, b: float) -> bool:
     return abs(a - b) <= max(0.01 * max(abs(a), abs(b)), 1e-9)
 
 
-def value_stated(value: str, report: str, numbers: list[float] | None = None) -> bool:
-    """Whether ``report`` states ``value`` (a number within 1 %, or a whole-word label)."""
+def number_matches(target: float, number: ReportNumber) -> bool:
+    """Whether a report number states ``target``: within 1 %, or as its percentage.
+
+    The ×100 reading applies only to a fraction target (``|target| <= 1``) and a
+    number written with ``%``: ``0.67`` is stated by ``67%``, not by ``67``.
+    """
+    if _close(target, number.value):
+        return True
+    return abs(target) <= 1 and number.percent and _close(100 * target, number.value)
+
+
+def value_stated(value: str, report: str, numbers: list[ReportNumber] | None = None) -> bool:
+    """Whether ``report`` states ``value`` (a number, see :func:`number_matches`, or a
+    whole-word label)."""
     target = _number(value)
     if target is not None:
         found = report_numbers(report) if numbers is None else numbers
-        return any(_close(target, n) or _close(100 * target, n) or _close(target, 100 * n)
-                   for n in found)
+        return any(number_matches(target, n) for n in found)
     words = r"\s+".join(re.escape(w) for w in value.split())
     return re.search(rf"(?<!\w){words}(?!\w)", report, re.IGNORECASE) is not None
 

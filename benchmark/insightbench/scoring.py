@@ -112,8 +112,9 @@ class TaskScore:
             "judge_unscored": self.unscored,
             "fully_judged": self.fully_judged,
             "contradictions": self.contradictions,
-            "judge_usage": {
+            "judge_usage": {  # new calls only: a cached judgement costs nothing
                 "calls": sum(j.attempts for j in self.judgements),
+                "cached": sum(j.cached for j in self.judgements),
                 "input_tokens": sum(j.input_tokens for j in self.judgements),
                 "output_tokens": sum(j.output_tokens for j in self.judgements),
                 "cost_usd": round(sum(j.cost_usd for j in self.judgements), 6)},

@@ -3,7 +3,9 @@
 Recall and rates are percentages (means over tasks; a task without a figure — not
 judged, no number checked — is left out of that column's mean). Calls, tokens, dollars
 and seconds are means per task (investigation only; the judge's cost is its own
-column). The second table divides each figure by ``react_sql``'s.
+column). The second table divides each figure by ``react_sql``'s, both means taken over
+the tasks *both* variants completed (its ``paired n`` column), so a variant that failed
+on the hard tasks is not compared on the easy ones only.
 """
 
 from __future__ import annotations
@@ -100,14 +102,35 @@ def table(records: Sequence[dict[str, Any]]) -> str:
     lines = [TITLE, _line("variant", ["n", *(c.header for c in COLUMNS)])]
     lines += [_line(v, [str(row["n"]), *(_cell(row[c.key], c) for c in COLUMNS)])
               for v, row in means.items()]
-    base = means.get(BASELINE)
-    if base is None:
+    if BASELINE not in means:
         return "\n".join([*lines, "", f"(no {BASELINE} results: no ratio table)"])
-    lines += ["", RATIO_TITLE, _line("variant", [c.header for c in COLUMNS])]
-    for variant, row in means.items():
-        cells = []
-        for column in COLUMNS:
-            mine, theirs = row[column.key], base[column.key]
-            cells.append("-" if mine is None or not theirs else f"{mine / theirs:.2f}x")
-        lines.append(_line(variant, cells))
+    lines += ["", RATIO_TITLE + ", over the tasks both completed",
+              _line("variant", ["paired n", *(c.header for c in COLUMNS)])]
+    for variant, (n, ratios) in ratios_to_baseline(records).items():
+        lines.append(_line(variant, [str(n), *("-" if r is None else f"{r:.2f}x"
+                                               for r in ratios.values())]))
     return "\n".join(lines)
+
+
+def ratios_to_baseline(records: Sequence[dict[str, Any]]
+                       ) -> dict[str, tuple[int, dict[str, float | None]]]:
+    """Per variant: (paired n, each column's mean / ``react_sql``'s mean).
+
+    Both means are over the tasks both the variant and ``react_sql`` completed (the
+    paired n); a ratio is None when either mean is missing or the baseline's is 0.
+    """
+    complete = [r for r in records if r.get("complete")]
+    base_tasks = {r["task_id"] for r in complete if r["variant"] == BASELINE}
+    out: dict[str, tuple[int, dict[str, float | None]]] = {}
+    for variant in variant_means(records):
+        paired = {r["task_id"] for r in complete if r["variant"] == variant} & base_tasks
+        mine = variant_means([r for r in complete if r["variant"] == variant
+                              and r["task_id"] in paired]).get(variant, {})
+        theirs = variant_means([r for r in complete if r["variant"] == BASELINE
+                                and r["task_id"] in paired]).get(BASELINE, {})
+        ratios: dict[str, float | None] = {}
+        for column in COLUMNS:
+            a, b = mine.get(column.key), theirs.get(column.key)
+            ratios[column.key] = None if a is None or not b else a / b
+        out[variant] = (len(paired), ratios)
+    return out

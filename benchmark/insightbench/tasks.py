@@ -142,24 +142,34 @@ def load_task(path: str | os.PathLike[str]) -> InsightTask:
 
     Raises:
         FileNotFoundError: the JSON or one of its CSVs is missing.
-        ValueError: the JSON is not an InsightBench task (no goal or no insights).
+        ValueError: the JSON is not an InsightBench task (no goal, no
+            ``dataset_csv_path``, an ``insight_list`` that is not a list of objects);
+            the message names the file and what it needs.
     """
     path = Path(path)
+    needs = ("needs metadata.goal, dataset_csv_path and insight_list, a list of "
+             '{"insight": ...} objects')
     try:
         raw = json.loads(path.read_text(encoding="utf-8"))
         meta = raw["metadata"]
         goal = str(meta["goal"])
         items = raw["insight_list"]
+        csv_name = raw["dataset_csv_path"]
     except (KeyError, TypeError, ValueError) as exc:
-        raise ValueError(f"{path} is not an InsightBench task (needs metadata.goal and "
-                         f"insight_list): {exc}") from exc
+        missing = f"no {exc}" if isinstance(exc, KeyError) else str(exc)
+        raise ValueError(f"{path} is not an InsightBench task ({missing}); it {needs}") from exc
+    if not isinstance(items, list) or not all(isinstance(i, dict) for i in items):
+        raise ValueError(f"{path} is not an InsightBench task (insight_list holds "
+                         f"something other than objects); it {needs}")
+    if not isinstance(csv_name, str) or not csv_name.strip():
+        raise ValueError(f"{path}: dataset_csv_path must be a CSV file name; it {needs}")
     description = str(meta.get("dataset_description", ""))
-    main_csv = _csv_in(path.parent, raw["dataset_csv_path"], path.stem)
+    main_csv = _csv_in(path.parent, csv_name, path.stem)
     user = raw.get("user_dataset_csv_path")
     tables = [TaskTable(main_table_name(description, main_csv.name, has_user_table=bool(user)),
                         main_csv)]
     if user:
-        tables.append(TaskTable(USER_TABLE, _csv_in(path.parent, user, path.stem)))
+        tables.append(TaskTable(USER_TABLE, _csv_in(path.parent, str(user), path.stem)))
     insights = tuple(GroundTruthInsight(str(i["insight"]), str(i.get("question", "")),
                                         tuple(_scalars(i.get("insight_value", {}))))
                      for i in items if str(i.get("insight", "")).strip())
@@ -177,26 +187,34 @@ def find_tasks(folder: str | os.PathLike[str], spec: str = "all") -> list[Insigh
 
     Args:
         folder: a folder of task JSONs and their CSVs.
-        spec: ``all``, ``N`` (the first N) or comma-separated task ids (``flag-1,flag-21``).
+        spec: ``all`` (every task, unscorable ones included), ``N`` (the first N
+            *scorable* tasks: the same N for loading and for running) or comma-separated
+            task ids (``flag-1,flag-21``: only those JSONs are read).
 
     Raises:
-        ValueError: no tasks in the folder, or unknown task ids.
+        ValueError: no tasks in the folder, unknown task ids, or a bad task JSON.
     """
     folder = Path(folder)
     paths = sorted(folder.glob("*.json"), key=_task_number)
     if not paths:
         raise ValueError(f"no InsightBench task JSONs in {folder}")
-    tasks = [load_task(p) for p in paths]
     if spec == "all":
-        return tasks
+        return [load_task(p) for p in paths]
     if spec.isdigit():
-        return tasks[: int(spec)]
+        chosen: list[InsightTask] = []
+        for path in paths:
+            if len(chosen) >= int(spec):
+                break
+            task = load_task(path)
+            if task.scorable:
+                chosen.append(task)
+        return chosen
     wanted = [s.strip() for s in spec.split(",") if s.strip()]
-    by_id = {t.task_id: t for t in tasks}
+    by_id = {p.stem: p for p in paths}
     missing = [w for w in wanted if w not in by_id]
     if missing:
         raise ValueError(f"unknown task ids: {', '.join(missing)} (have {', '.join(by_id)})")
-    return [by_id[w] for w in wanted]
+    return [load_task(by_id[w]) for w in wanted]
 
 
 def load_into_duckdb(task: InsightTask, out: str | os.PathLike[str]) -> Path:
@@ -205,6 +223,10 @@ def load_into_duckdb(task: InsightTask, out: str | os.PathLike[str]) -> Path:
     The file is rebuilt from the CSVs each time (written beside, then renamed), so a
     half-written database never survives an interruption. Column types are DuckDB's
     CSV sniffer's.
+
+    Raises:
+        ValueError: DuckDB cannot read a CSV (the message names the file, DuckDB's
+            first line and the fix).
     """
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)
@@ -214,8 +236,15 @@ def load_into_duckdb(task: InsightTask, out: str | os.PathLike[str]) -> Path:
     con = duckdb.connect(str(tmp))
     try:
         for table in task.tables:
-            con.execute(f'CREATE TABLE "{table.name}" AS SELECT * FROM read_csv(?, '
-                        "header = true, sample_size = -1)", [str(table.csv)])
+            try:
+                con.execute(f'CREATE TABLE "{table.name}" AS SELECT * FROM read_csv(?, '
+                            "header = true, sample_size = -1)", [str(table.csv)])
+            except duckdb.Error as exc:
+                con.close()
+                tmp.unlink(missing_ok=True)
+                lines = str(exc).strip().splitlines() or [type(exc).__name__]
+                raise ValueError(f"task {task.task_id}: cannot load {table.csv} ({lines[0]}); "
+                                 "fix the CSV or put the task's original CSV there") from exc
     finally:
         con.close()
     os.replace(tmp, target)
