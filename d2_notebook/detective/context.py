@@ -12,7 +12,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from d2_notebook.board import Board
-from d2_notebook.data import GuardedSQL, QueryResult
+from d2_notebook.data import QueryResult, SQLSource
 from d2_notebook.detective.sequencer import WriteSequencer
 from d2_notebook.detective.settings import InvestigationSettings
 from d2_notebook.llm import Model
@@ -23,7 +23,7 @@ class TeamContext:
     """Shared by every role of one investigation."""
 
     board: Board
-    sql: GuardedSQL
+    sql: SQLSource
     model: Model
     investigation_id: str
     question: str

@@ -42,7 +42,7 @@ def sql_tools(ctx: TeamContext, log: QueryLog) -> list[Tool]:
 
     return [
         tool("run_sql",
-             "Run ONE read-only DuckDB SQL statement (SELECT/WITH/DESCRIBE/SUMMARIZE ...). "
+             f"Run ONE read-only {ctx.sql.dialect.title} SQL statement (SELECT/WITH ...). "
              "Returns a query id (Q1, Q2, ...) and a preview of the result. Writes, file "
              "access and multiple statements are refused.",
              {"sql": {"type": "string", "description": "one read-only statement"},

@@ -42,7 +42,7 @@ def system_prompt(ctx: TeamContext, role_file: str) -> str:
     return "\n\n".join([
         instructions("shared").format(question=ctx.question),
         instructions(role_file),
-        "DATABASE SCHEMA (DuckDB):\n" + ctx.schema_summary,
+        f"DATABASE SCHEMA ({ctx.sql.dialect.title}):\n" + ctx.schema_summary,
     ])
 
 
@@ -190,7 +190,7 @@ async def react_baseline(ctx: TeamContext, *, agent: str = "react") -> tuple[Tur
     """The ``react_sql`` baseline: one ReAct agent, the SQL tool only, no board."""
     outcome, log = TurnOutcome(), QueryLog()
     system = (instructions("react_sql").format(question=ctx.question)
-              + "\n\nDATABASE SCHEMA (DuckDB):\n" + ctx.schema_summary)
+              + f"\n\nDATABASE SCHEMA ({ctx.sql.dialect.title}):\n" + ctx.schema_summary)
     await _turn(ctx, role="react", agent=agent, role_file="", first=ctx.question,
                 tools=[*sql_tools(ctx, log)[:1], final_answer_tool(outcome, log)], log=log,
                 system=system, max_steps=ctx.settings.max_steps_alone, max_tokens=8192)
