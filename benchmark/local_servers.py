@@ -148,6 +148,7 @@ def spark_session(parquet: dict[str, Path]) -> Any:
 
     spark = (SparkSession.builder.master("local[2]").appName("d2-notebook-tests")
              .config("spark.ui.enabled", "false")
+             .config("spark.ui.showConsoleProgress", "false")
              .config("spark.sql.shuffle.partitions", "4")
              .config("spark.driver.memory", "1g")
              .config("spark.sql.session.timeZone", "UTC")

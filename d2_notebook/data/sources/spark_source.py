@@ -9,8 +9,9 @@ Local (``local[2]``) and cluster sessions use the same API. Defence in depth, pe
    ``csv.`/path```; what runs is the SQL it regenerated. The session's catalog and
    configuration are therefore never changed.
 2. The query's jobs run under a job group of their own, cancelled at the time limit
-   (``cancelJobGroup``; on Spark Connect, an operation tag and ``interruptTag``), so a
-   runaway query frees the cluster instead of running on after the caller gave up.
+   and again every 0.25 s until the query returns (jobs a still-planning query submits
+   later are cancelled too; on Spark Connect, an operation tag and ``interruptTag``),
+   so a runaway query frees the cluster instead of running on after the caller gave up.
 3. At most ``max_rows + 1`` rows are collected (``LIMIT`` on the DataFrame); a
    truncated result is counted under the same job group and time limit.
 """
@@ -45,6 +46,8 @@ from d2_notebook.data.sqlglot_guard import StatementKind
 from d2_notebook.errors import QueryFailedError, QueryTimeoutError
 
 __all__ = ["SparkSource"]
+
+_RECANCEL_S = 0.25
 
 
 class SparkSource:
@@ -186,7 +189,8 @@ class SparkSource:
         start = time.perf_counter()
         with self._groups_lock:
             self._groups.add(group)
-        deadline = Deadline(timeout_s, lambda: self._stop(group))
+        finished = threading.Event()
+        deadline = Deadline(timeout_s, lambda: self._keep_stopping(group, finished))
         try:
             with self._tagged(group), deadline:
                 frame, truncated, row_count = self._collect(sql, max_rows, countable)
@@ -201,6 +205,7 @@ class SparkSource:
                 raise QueryTimeoutError(_timeout_message(timeout_s)) from exc
             raise QueryFailedError(_with_hint(exc)) from exc
         finally:
+            finished.set()
             with self._groups_lock:
                 self._groups.discard(group)
         return QueryResult(sql, frame, row_count, truncated, time.perf_counter() - start)
@@ -218,6 +223,18 @@ class SparkSource:
 
     def _tagged(self, group: str) -> _JobGroup:
         return _JobGroup(self._spark, self._context, group)
+
+    def _keep_stopping(self, group: str, finished: threading.Event) -> None:
+        """Cancel the group now and again until the query returns: cancelling reaches
+        only jobs already submitted, and a query still being planned submits its jobs
+        later (planning and code generation take seconds on a busy driver)."""
+
+        def loop() -> None:
+            while not finished.is_set():
+                self._stop(group)
+                finished.wait(_RECANCEL_S)
+
+        threading.Thread(target=loop, name="d2-spark-cancel", daemon=True).start()
 
     def _stop(self, group: str) -> None:
         try:
