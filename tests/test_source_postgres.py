@@ -249,3 +249,38 @@ async def test_scripted_investigation_reaches_the_duckdb_verdicts(hospital_pg_ur
                                                  r"against DuckDB"):
         await investigate(hospital.create(), None, replay=board_path,
                           board=tmp_path / "wrong.d2board")
+
+
+def test_d2_investigate_points_at_a_postgres_url(hospital_pg_url, tmp_path):
+    from click.testing import CliRunner
+
+    from d2_notebook.cli import main
+    from d2_notebook.llm import register_provider
+
+    register_provider("pgpolicy", lambda model_id, **kw: HospitalWalkthrough(
+        dialect="postgres").model(), replace=True)
+    board_path = tmp_path / "cli.d2board"
+    result = CliRunner().invoke(main, ["investigate", hospital_pg_url, hospital.QUESTION,
+                                       "--board", str(board_path), "--model", "pgpolicy:x",
+                                       "-q"])
+    assert result.exit_code == 0, result.output
+    assert "## Answer" in result.output
+    with Board.open(board_path) as board:
+        assert board.list_investigations()[-1].settings["source"]["dialect"] == "postgres"
+    missing = CliRunner().invoke(main, ["investigate", str(tmp_path / "nope.duckdb"), "q?"])
+    assert missing.exit_code == 2 and "or a SQLAlchemy URL" in missing.output
+
+
+def test_magic_arguments_accept_urls_and_engines(hospital_pg_url):
+    from IPython.core.error import UsageError
+
+    from d2_notebook.notebook.arguments import resolve_database
+
+    engine = sa.create_engine(hospital_pg_url)
+    namespace = {"engine": engine, "url": hospital_pg_url, "n": 3}
+    assert resolve_database(namespace, "engine", None) is engine
+    assert resolve_database(namespace, "url", None) == hospital_pg_url
+    assert resolve_database(namespace, None, hospital_pg_url) == hospital_pg_url
+    with pytest.raises(UsageError, match="SQLAlchemy engine or SparkSession"):
+        resolve_database(namespace, "n", None)
+    engine.dispose()

@@ -9,7 +9,8 @@ wherever they sit), no function of the dialect's denied families (files, large o
 other servers, settings, sleeping past the time limit, the JVM), no table function
 outside the dialect's allowlist, and no relation that reads files or secrets.
 
-What runs is the SQL sqlglot regenerates from the tree it checked, never the original
+What runs is the SQL sqlglot regenerates from the tree it checked (without comments),
+never the original
 text, so a comment, quoting or escaping trick the parser read one way cannot reach the
 database meaning another. The database enforces the rule a second time (PostgreSQL: a
 ``READ ONLY`` transaction; Spark: a job group cancelled at the time limit), see
@@ -226,7 +227,7 @@ def check_statement(sql: str, dialect: Dialect, *, timeout_s: float) -> GuardedS
     functions: set[str] = set()
     for node in tree.walk():
         _check_node(node, policy, timeout_s, functions)
-    text = tree.sql(dialect=dialect.value, normalize_functions=False)
+    text = tree.sql(dialect=dialect.value, normalize_functions=False, comments=False)
     return GuardedStatement(text, kind, frozenset(functions))
 
 

@@ -89,7 +89,9 @@ class SQLAlchemySource:
             self._engine, self._owned = source, False
         else:
             try:
-                self._engine = sa.create_engine(source, pool_pre_ping=True)
+                # No pre-ping: it costs a round trip per query; a connection the server
+                # dropped fails one query and is invalidated (see _rollback).
+                self._engine = sa.create_engine(source, pool_recycle=1800)
             except (sa.exc.ArgumentError, ImportError, sa.exc.NoSuchModuleError) as exc:
                 raise QueryFailedError(
                     f"cannot open {source!s}: {exc}; check the URL "
@@ -253,8 +255,8 @@ class SQLAlchemySource:
         return self._execute(sql, timeout_s=self.timeout_s, max_rows=1_000_000).frame
 
     def _session_setup(self, timeout_s: float) -> list[str]:
-        if self._dialect in (Dialect.POSTGRES, Dialect.REDSHIFT):
-            return ["SET TRANSACTION READ ONLY",
+        if self._dialect in (Dialect.POSTGRES, Dialect.REDSHIFT):  # one round trip
+            return ["SET TRANSACTION READ ONLY; "
                     f"SET LOCAL statement_timeout = {max(1, round(timeout_s * 1000))}"]
         return []
 
