@@ -113,7 +113,7 @@ class _Run:
     """One investigation the CLI starts: what to pass to ``investigate()`` and how to
     tell the user to resume it."""
 
-    database: Path
+    database: Path | str
     question: str | None
     board_path: Path
     model: Model | None
@@ -220,7 +220,7 @@ def _default_board_path() -> Path:
 
 
 @main.command("investigate")
-@click.argument("db_path", type=click.Path(exists=True, dir_okay=False, path_type=Path))
+@click.argument("source", metavar="SOURCE")
 @click.argument("question", required=False)
 @click.option("--board", "board_path", type=click.Path(dir_okay=False, path_type=Path),
               help="The board file (default: investigation-<time>.d2board here).")
@@ -243,17 +243,21 @@ def _default_board_path() -> Path:
               help="Re-run a recorded board's investigation with its recorded model answers.")
 @click.option("-q", "--quiet", is_flag=True, help="Print only the report.")
 @friendly_errors
-def investigate_command(db_path: Path, question: str | None, board_path: Path | None,
+def investigate_command(source: str, question: str | None, board_path: Path | None,
                         model: str | None, collectors: int | None, max_depth: int | None,
                         budget_usd: float | None, max_calls: int | None,
                         max_seconds: float | None, variant: str | None,
                         role_model: tuple[str, ...], resume: bool, replay: Path | None,
                         quiet: bool) -> None:
-    """Investigate QUESTION over a DuckDB file with the agent team.
+    """Investigate QUESTION over SOURCE with the agent team.
 
-    DB_PATH is opened read-only. The team's progress is shown as it happens, then the
-    report and where the board is.
+    SOURCE is a DuckDB file (opened read-only) or a SQLAlchemy URL such as
+    postgresql+psycopg://analyst@db.example.com/shop (queries run in read-only
+    transactions; keep the password in ~/.pgpass or PGPASSWORD, the board never records
+    it). The team's progress is shown as it happens, then the report and where the
+    board is.
     """
+    database = _source_argument(source)
     if resume and replay:
         raise click.UsageError("use --resume or --replay, not both")
     if not (question and question.strip()) and not (resume or replay):
@@ -273,7 +277,7 @@ def investigate_command(db_path: Path, question: str | None, board_path: Path | 
         raise click.UsageError("--replay answers every role from the recording; leave out "
                                "--role-model")
     resolved = None if replay else get_model(model)
-    run = _Run(db_path, question, board_path or _default_board_path(), resolved, options,
+    run = _Run(database, question, board_path or _default_board_path(), resolved, options,
                resume=resume, replay=replay, quiet=quiet, role_models=role_models)
     if not quiet:
         click.echo(f"board: {run.board_path}")
@@ -286,6 +290,18 @@ def investigate_command(db_path: Path, question: str | None, board_path: Path | 
         click.echo(result.report.rstrip())
         click.echo("")
         _print_summary(result, run.board_path)
+
+
+def _source_argument(source: str) -> Path | str:
+    """A SQLAlchemy URL as given, or the path of an existing DuckDB file."""
+    if "://" in source:
+        return source
+    path = Path(source)
+    if not path.is_file():
+        raise click.UsageError(
+            f"no DuckDB file at {source!r}; pass an existing file or a SQLAlchemy URL "
+            "(postgresql+psycopg://user@host/db)")
+    return path
 
 
 @main.command("demo")

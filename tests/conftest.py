@@ -31,3 +31,34 @@ def board(board_path: Path) -> Board:
     opened = Board.open(board_path)
     yield opened
     opened.close()
+
+
+# --- real servers for the source tests (tests/test_source_*.py) ---------------------
+
+
+def _require(tool: str, install: str, skip_variable: str) -> None:
+    """Fail (not skip) when a server the suite needs is missing, unless the user opted out."""
+    import os
+
+    if os.environ.get(skip_variable) == "1":
+        pytest.skip(f"{skip_variable}=1: {tool} tests left out")
+    pytest.fail(f"{tool} is not installed: {install} (.ci/run does), or set "
+                f"{skip_variable}=1 to leave these tests out", pytrace=False)
+
+
+@pytest.fixture(scope="session")
+def postgres_cluster():
+    """A throwaway PostgreSQL cluster (Unix socket, unprivileged user) for the session."""
+    from benchmark.local_servers import PostgresCluster, postgres_bin_dir
+
+    if postgres_bin_dir() is None:
+        _require("PostgreSQL", "apt-get install postgresql", "D2_SKIP_POSTGRES")
+    cluster = PostgresCluster().start()
+    yield cluster
+    cluster.stop()
+
+
+@pytest.fixture(scope="session")
+def hospital_pg_url(postgres_cluster) -> str:
+    """URL of the hospital demo database, as the read-only role ``analyst``."""
+    return postgres_cluster.load_hospital()

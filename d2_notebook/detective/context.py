@@ -14,7 +14,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 
 from d2_notebook.board import Board
-from d2_notebook.data import GuardedSQL, QueryResult
+from d2_notebook.data import QueryResult, SQLSource
 from d2_notebook.detective.sequencer import WriteSequencer
 from d2_notebook.detective.settings import InvestigationSettings
 from d2_notebook.llm import Model
@@ -37,7 +37,7 @@ class TeamContext:
     """
 
     board: Board
-    sql: GuardedSQL
+    sql: SQLSource
     model: Model
     investigation_id: str
     question: str

@@ -1,4 +1,4 @@
-"""``investigate()``: run the Data Detective on a DuckDB database and get a result.
+"""``investigate()``: run the Data Detective on a database and get a result.
 
 The one entry point the CLI, the notebook magic and Python users share::
 
@@ -25,7 +25,7 @@ from typing import Any
 import duckdb
 
 from d2_notebook.board import Board, Evidence, Hypothesis, HypothesisStatus, Verdict
-from d2_notebook.data import GuardedSQL
+from d2_notebook.data import GuardedSQL, SourceInfo, SQLSource, open_source
 from d2_notebook.detective.claim_check import ClaimCheck, check_report
 from d2_notebook.detective.context import TeamContext
 from d2_notebook.detective.loop import LOOP_ACTOR, ControlLoop, RunOutcome
@@ -37,7 +37,10 @@ from d2_notebook.errors import D2Error, InvalidRecordError, ReplayDivergenceErro
 from d2_notebook.llm import Budget, BudgetedModel, Model, RecordingModel, Usage, get_model
 from d2_notebook.llm.replay import ReplayModel
 
-Database = duckdb.DuckDBPyConnection | GuardedSQL | str | os.PathLike[str]
+Database = duckdb.DuckDBPyConnection | GuardedSQL | SQLSource | str | os.PathLike[str] | Any
+"""A DuckDB connection or path, a SQLAlchemy URL or Engine, a SparkSession, or a source."""
+SOURCE_KEY = "source"
+"""Where an investigation's settings record its source (:meth:`SourceInfo.to_dict`)."""
 
 
 @dataclass(frozen=True)
@@ -98,7 +101,10 @@ async def investigate(
 
     Args:
         database: a DuckDB connection (used as is, read-only), a path to a DuckDB
-            file (opened read-only), or a :class:`GuardedSQL`.
+            file (opened read-only), a :class:`GuardedSQL`, a SQLAlchemy URL or Engine
+            (``postgresql+psycopg://...``), a ``pyspark.sql.SparkSession``, or any
+            :class:`SQLSource` (see :func:`~d2_notebook.data.open_source`). The board
+            records the source's kind, dialect and URL (never a password).
         question: the investigative objective; may be None when resuming.
         board: where the board lives (a path, an open :class:`Board`, or None for an
             in-memory board).
@@ -117,16 +123,20 @@ async def investigate(
 
     Raises:
         ModelConfigError: no model is configured (the message names the fix).
-        InvalidRecordError: bad settings, or nothing to resume.
+        InvalidRecordError: bad settings, nothing to resume, or a replay against a
+            different kind of source than the recorded one.
         ModelError: the model failed beyond retries (the board is left ``failed``).
     """
     recorded: Board | None = None
+    recorded_source: dict[str, Any] | None = None
     if replay is not None:
         recorded = replay if isinstance(replay, Board) else _open_existing_board(replay)
         source = recorded.list_investigations()[-1]
         _check_replayable(source.settings)
         question = question or source.question
         settings = InvestigationSettings.from_dict(source.settings)
+        recorded_source = source.settings.get(SOURCE_KEY) or {"kind": "duckdb",
+                                                              "dialect": "duckdb", "url": ""}
         model = ReplayModel(recorded, source.id, ordered=True)
         models = None
     # Everything that can fail on bad input fails before the board is touched.
@@ -145,21 +155,23 @@ async def investigate(
         stored = dict(settings.role_models) if settings is not None else {}
         role_inner = _resolve_role_models({**stored, **options.get("role_models", {})},
                                           objects)
-    own_sql = not isinstance(database, GuardedSQL)
-    sql = database if isinstance(database, GuardedSQL) else GuardedSQL(database)
+    sql = open_source(database)
+    own_sql = sql is not database
     try:
+        if recorded_source is not None:
+            _check_replay_source(recorded_source, sql.info)
         opened = board if isinstance(board, Board) else Board.open(board or ":memory:")
         investigation, settings, _ = _start_or_resume(opened, question, settings, options,
-                                                      resume)
+                                                      resume, sql.info)
         if role_inner is None:  # resumed: the stored names, unless given again
             role_inner = _resolve_role_models(settings.role_models, objects)
         return await _run(opened, sql, investigation, settings, inner, role_inner)
     finally:
         if own_sql:
-            sql.close()  # closes only a connection it opened itself from a path
+            sql.close()  # closes only what it opened itself (a path, a URL)
 
 
-async def _run(opened: Board, sql: GuardedSQL, investigation: Any,
+async def _run(opened: Board, sql: SQLSource, investigation: Any,
                settings: InvestigationSettings, inner: Model,
                role_inner: dict[str, Model]) -> InvestigationResult:
     usage = Usage()
@@ -213,14 +225,28 @@ def investigate_sync(
 
 
 def _start_or_resume(board: Board, question: str | None, settings: InvestigationSettings | None,
-                     options: dict[str, Any], resume: bool,
+                     options: dict[str, Any], resume: bool, source: SourceInfo,
                      ) -> tuple[Any, InvestigationSettings, bool]:
     if resume:
         return resume_investigation(board, question, settings, options)
     if not question or not question.strip():
         raise InvalidRecordError("pass the question to investigate")
     chosen = replace(settings or InvestigationSettings(), **options)
-    return board.start_investigation(question, chosen.to_dict(), actor="user"), chosen, False
+    stored = {**chosen.to_dict(), SOURCE_KEY: source.to_dict()}
+    return board.start_investigation(question, stored, actor="user"), chosen, False
+
+
+def _check_replay_source(recorded: dict[str, Any], current: SourceInfo) -> None:
+    """A replay re-runs the recorded SQL: it must meet the same kind of source."""
+    try:
+        then = SourceInfo.from_dict(recorded)
+    except (KeyError, ValueError):
+        return  # an unreadable record is not a reason to refuse
+    if (then.kind, then.dialect) != (current.kind, current.dialect):
+        raise InvalidRecordError(
+            f"the recorded investigation ran on {then.describe()}, and its recorded model "
+            f"responses hold {then.dialect.title} SQL; it cannot be replayed against "
+            f"{current.describe()}. Replay it against a {then.dialect.title} source.")
 
 
 def _resolve_role_models(names: Mapping[str, str],

@@ -19,6 +19,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
+from d2_notebook.data import Dialect, transpile
 from d2_notebook.llm import (
     AssistantMessage,
     ModelRequest,
@@ -142,9 +143,16 @@ class TeamPolicy:
 
     label = "offline policy"
 
-    def __init__(self) -> None:
-        """Start the call-id counter (ids are deterministic per policy)."""
+    def __init__(self, dialect: Dialect | str = Dialect.DUCKDB) -> None:
+        """Start the call-id counter (ids are deterministic per policy).
+
+        Args:
+            dialect: The source's SQL dialect. Policies write their SQL in DuckDB's;
+                every ``run_sql`` they send is transpiled to ``dialect`` first, so the
+                same policy investigates PostgreSQL or Spark unchanged.
+        """
         self._ids = itertools.count(1)
+        self.dialect = Dialect(dialect)
 
     def model(self, name: str = "offline-policy", **options: Any) -> FunctionModel:
         """A FunctionModel driven by this policy."""
@@ -159,9 +167,15 @@ class TeamPolicy:
         actions = handler(turn)
         if isinstance(actions, str):
             return ModelResponse(parts=[TextPart(actions)], stop_reason="end_turn")
-        parts = [ToolCallPart(f"call_{turn.agent}_{turn.step}_{i}", name, dict(args))
+        parts = [ToolCallPart(f"call_{turn.agent}_{turn.step}_{i}", name, self._speak(name, args))
                  for i, (name, args) in enumerate(actions)]
         return ModelResponse(parts=parts, stop_reason="tool_use")
+
+    def _speak(self, name: str, args: dict[str, Any]) -> dict[str, Any]:
+        """The tool call's arguments, with a ``run_sql`` statement in the source's dialect."""
+        if name != "run_sql" or self.dialect is Dialect.DUCKDB or "sql" not in args:
+            return dict(args)
+        return {**args, "sql": transpile(args["sql"], self.dialect)}
 
     # --- generic behaviour, overridable --------------------------------------------------
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 import asyncio
 from typing import Any
 
+from d2_notebook.data import Dialect
 from d2_notebook.detective.context import QueryLog, TeamContext
 from d2_notebook.detective.tools import Tool, ToolError, tool
 
@@ -22,6 +23,9 @@ PREVIEW_CHARS = 16_000
 
 def sql_tools(ctx: TeamContext, log: QueryLog) -> list[Tool]:
     """``run_sql`` and ``describe_table`` over the guarded connection."""
+
+    kinds = ("SELECT/WITH/DESCRIBE/SUMMARIZE ..." if ctx.sql.dialect is Dialect.DUCKDB
+             else "SELECT/WITH ...")
 
     def check_new(sql: str) -> None:
         earlier = log.previous(sql)
@@ -61,7 +65,7 @@ def sql_tools(ctx: TeamContext, log: QueryLog) -> list[Tool]:
 
     return [
         tool("run_sql",
-             "Run ONE read-only DuckDB SQL statement (SELECT/WITH/DESCRIBE/SUMMARIZE ...). "
+             f"Run ONE read-only {ctx.sql.dialect.title} SQL statement ({kinds}). "
              "Returns a query id (Q1, Q2, ...) and a preview of the result. Writes, file "
              "access and multiple statements are refused.",
              {"sql": {"type": "string", "description": "one read-only statement"},

@@ -14,17 +14,20 @@ from typing import Any
 import duckdb
 from IPython.core.error import UsageError
 
-from d2_notebook.data import GuardedSQL
+from d2_notebook.data import GuardedSQL, is_source_input
 from d2_notebook.errors import D2Error
 from d2_notebook.llm import get_model
 
 
 def resolve_database(namespace: Mapping[str, Any], name: str | None,
-                     db_path: str | None) -> duckdb.DuckDBPyConnection | GuardedSQL | str:
-    """The connection named ``name`` in the user's namespace, or the DuckDB file
-    ``db_path`` (opened read-only later by the data layer)."""
+                     db_path: str | None) -> Any:
+    """The source named ``name`` in the user's namespace (a DuckDB connection, a
+    SQLAlchemy engine or URL string, a SparkSession, a source), or ``db_path``: a DuckDB
+    file or a SQLAlchemy URL (opened read-only later by the data layer)."""
     if name and db_path:
         raise UsageError("name a connection or pass --db PATH, not both")
+    if db_path and "://" in db_path:
+        return db_path
     if db_path:
         if not Path(db_path).expanduser().is_file():
             raise UsageError(f"no DuckDB file at {db_path!r}; check the path, or name a "
@@ -39,9 +42,12 @@ def resolve_database(namespace: Mapping[str, Any], name: str | None,
         raise UsageError(f"no variable {name!r} in this notebook{did_you_mean(name, namespace)}"
                          " (a connection is made with con = duckdb.connect(...))")
     value = namespace[name]
-    if not isinstance(value, duckdb.DuckDBPyConnection | GuardedSQL):
-        raise UsageError(f"{name!r} is a {type(value).__name__}, not a DuckDB connection; "
-                         "pass a duckdb.connect(...) object or --db PATH")
+    if isinstance(value, str) and "://" in value:
+        return value  # a SQLAlchemy URL held in a variable
+    if not (isinstance(value, duckdb.DuckDBPyConnection | GuardedSQL) or is_source_input(value)):
+        raise UsageError(f"{name!r} is a {type(value).__name__}, not a DuckDB connection, "
+                         "SQLAlchemy engine or SparkSession; pass a duckdb.connect(...) "
+                         "object or --db PATH")
     return value
 
 

@@ -20,7 +20,7 @@ from IPython.display import display
 from traitlets import Bool, Dict, Float, Int, Unicode
 
 from d2_notebook.board import Board
-from d2_notebook.data import GuardedSQL
+from d2_notebook.data import open_source
 from d2_notebook.detective import VARIANTS, investigate
 from d2_notebook.errors import D2Error, NotFoundError
 from d2_notebook.notebook import human
@@ -187,7 +187,7 @@ class Investigate(Magics):
             known = ", ".join(h.id for h in board.list_hypotheses()) or "none yet"
             raise UsageError(f"no hypothesis {args.hypothesis!r} on {board.path} "
                              f"(hypotheses: {known})") from None
-        guard = database if isinstance(database, GuardedSQL) else GuardedSQL(database)
+        guard = open_source(database)
         try:
             result = guard.run(cell)
             evidence, _link = human.add_evidence(

@@ -56,7 +56,7 @@ def system_prompt(ctx: TeamContext, role_file: str) -> str:
     return "\n\n".join([
         instructions("shared").format(question=ctx.question),
         instructions(role_file),
-        "DATABASE SCHEMA (DuckDB):\n" + ctx.schema_summary,
+        f"DATABASE SCHEMA ({ctx.sql.dialect.title}):\n" + ctx.schema_summary,
     ])
 
 
@@ -244,7 +244,7 @@ async def react_baseline(ctx: TeamContext, *,
     """The ``react_sql`` baseline: one ReAct agent, the SQL tool only, no board."""
     decision, log = ReactAnswer(), QueryLog()
     system = (instructions("react_sql").format(question=ctx.question)
-              + "\n\nDATABASE SCHEMA (DuckDB):\n" + ctx.schema_summary)
+              + f"\n\nDATABASE SCHEMA ({ctx.sql.dialect.title}):\n" + ctx.schema_summary)
     built = [*sql_tools(ctx, log), final_answer_tool(decision, log)]
     await _turn(ctx, role="react", agent=agent, role_file="", first=ctx.question,
                 tools=_pick(ctx, Role.REACT, built), log=log, system=system,

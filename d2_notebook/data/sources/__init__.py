@@ -1,0 +1,89 @@
+"""Data sources behind one interface: DuckDB, SQLAlchemy engines, Spark sessions.
+
+:func:`open_source` turns whatever the user handed over into a
+:class:`~d2_notebook.data.sources.base.SQLSource`:
+
+- a DuckDB connection, a path to a DuckDB file, or a ``GuardedSQL`` -> DuckDB;
+- a SQLAlchemy URL (``postgresql+psycopg://...``; any ``dialect+driver://`` text) or
+  an ``Engine`` -> :class:`SQLAlchemySource` (PostgreSQL tested; other backends get
+  the same guard, "not tested here");
+- a ``pyspark.sql.SparkSession`` -> :class:`SparkSource`;
+- an object that already is a source -> itself.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from typing import Any
+
+import duckdb
+
+from d2_notebook.data.guarded_sql import GuardedSQL
+from d2_notebook.data.sources.base import ForeignKey, SourceInfo, SourceKind, SQLSource
+from d2_notebook.data.sources.duckdb_source import DuckDBSource
+
+__all__ = ["DuckDBSource", "ForeignKey", "SQLSource", "SourceInfo", "SourceKind",
+           "is_source_input", "open_source"]
+
+_URL = re.compile(r"^[a-z][a-z0-9+._-]*://", re.I)
+
+
+def open_source(source: Any, *, timeout_s: float = 30.0, max_rows: int = 10_000) -> SQLSource:
+    """The right :class:`SQLSource` for ``source`` (see the module docstring).
+
+    Args:
+        source: A connection, path, URL, engine, Spark session or source.
+        timeout_s: Default per-query time limit of a new source.
+        max_rows: Default rows kept per result of a new source.
+
+    Raises:
+        TypeError: ``source`` is none of the accepted kinds (the message lists them).
+        ValueError: A URL whose backend has no SQL guard.
+        QueryFailedError: The database cannot be opened.
+    """
+    limits = {"timeout_s": timeout_s, "max_rows": max_rows}
+    if isinstance(source, DuckDBSource) or _is_source(source):
+        return source
+    if isinstance(source, GuardedSQL | duckdb.DuckDBPyConnection):
+        return DuckDBSource(source, **limits)
+    if isinstance(source, str) and _URL.match(source) and not source.startswith("file:"):
+        from d2_notebook.data.sources.sqlalchemy_source import SQLAlchemySource
+
+        return SQLAlchemySource(source, **limits)
+    if isinstance(source, str | os.PathLike):
+        return DuckDBSource(source, **limits)
+    if _is_engine(source):
+        from d2_notebook.data.sources.sqlalchemy_source import SQLAlchemySource
+
+        return SQLAlchemySource(source, **limits)
+    if _is_spark(source):
+        from d2_notebook.data.sources.spark_source import SparkSource
+
+        return SparkSource(source, **limits)
+    raise TypeError(
+        f"cannot investigate a {type(source).__name__}: pass a DuckDB connection or file "
+        "path, a SQLAlchemy URL or Engine (postgresql+psycopg://user@host/db), or a "
+        "pyspark.sql.SparkSession"
+    )
+
+
+def is_source_input(value: object) -> bool:
+    """Whether :func:`open_source` accepts ``value`` (without opening anything)."""
+    return (isinstance(value, GuardedSQL | duckdb.DuckDBPyConnection | DuckDBSource)
+            or _is_source(value) or _is_engine(value) or _is_spark(value))
+
+
+def _is_source(value: object) -> bool:
+    return type(value).__name__ in ("SQLAlchemySource", "SparkSource") and isinstance(
+        value, SQLSource)
+
+
+def _is_engine(value: object) -> bool:
+    return any(c.__module__.startswith("sqlalchemy") and c.__name__ == "Engine"
+               for c in type(value).__mro__)
+
+
+def _is_spark(value: object) -> bool:
+    return any(c.__module__.startswith("pyspark.sql") and c.__name__ == "SparkSession"
+               for c in type(value).__mro__)

@@ -1,0 +1,311 @@
+"""SparkSource: guarded, read-only Spark SQL over a ``pyspark.sql.SparkSession``.
+
+Local (``local[2]``) and cluster sessions use the same API. Defence in depth, per query:
+
+1. :func:`~d2_notebook.data.sqlglot_guard.check_statement` parses the statement as
+   Spark SQL and refuses anything but one read-only query or ``DESCRIBE table``:
+   no DDL, ``CACHE``, ``SET``, ``ADD JAR``, ``INSERT OVERWRITE DIRECTORY``,
+   ``TRANSFORM ... USING``, ``reflect``/``java_method``, or file sources such as
+   ``csv.`/path```; what runs is the SQL it regenerated. The session's catalog and
+   configuration are therefore never changed.
+2. The query's jobs run under a job group of their own, cancelled at the time limit
+   and again every 0.25 s until the query returns (jobs a still-planning query submits
+   later are cancelled too; on Spark Connect, an operation tag and ``interruptTag``),
+   so a runaway query frees the cluster instead of running on after the caller gave up.
+3. At most ``max_rows + 1`` rows are collected (``LIMIT`` on the DataFrame); a
+   truncated result is counted under the same job group and time limit.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import threading
+import time
+import uuid
+from collections.abc import Callable
+from typing import Any
+
+import pandas as pd
+
+from d2_notebook.data import sqlglot_guard
+from d2_notebook.data.dialects import Dialect
+from d2_notebook.data.results import QueryResult
+from d2_notebook.data.schema import ColumnInfo, TableInfo, quote_ident
+from d2_notebook.data.sources.base import ForeignKey, SourceInfo, SourceKind
+from d2_notebook.data.sources.common import (
+    SAMPLE_ROWS,
+    Deadline,
+    normalize_frame,
+    render_summary,
+    resolve_table,
+    valid_max_rows,
+    valid_timeout,
+    with_samples,
+)
+from d2_notebook.data.sqlglot_guard import StatementKind
+from d2_notebook.errors import QueryFailedError, QueryTimeoutError
+
+__all__ = ["SparkSource"]
+
+_RECANCEL_S = 0.25
+
+
+class SparkSource:
+    """Read-only, single-statement Spark SQL over a session the user owns.
+
+    Args:
+        spark: A ``pyspark.sql.SparkSession`` (classic or Spark Connect); it is never
+            stopped by this class and its catalog and configuration are never changed.
+        timeout_s: Default per-query time limit in seconds (> 0).
+        max_rows: Default number of rows kept per result (>= 0).
+    """
+
+    def __init__(self, spark: Any, *, timeout_s: float = 30.0, max_rows: int = 10_000) -> None:
+        self.timeout_s = valid_timeout(timeout_s)
+        self.max_rows = valid_max_rows(max_rows)
+        self._spark = spark
+        self._context = _spark_context(spark)
+        master = self._context.master if self._context is not None else "spark-connect"
+        self._info = SourceInfo(SourceKind.SPARK, Dialect.SPARK, master)
+        self._groups: set[str] = set()
+        self._groups_lock = threading.Lock()
+
+    @property
+    def dialect(self) -> Dialect:
+        """Always ``Dialect.SPARK``."""
+        return Dialect.SPARK
+
+    @property
+    def info(self) -> SourceInfo:
+        """``spark`` with the session's master (``local[2]``, ``spark://...``)."""
+        return self._info
+
+    def close(self) -> None:
+        """Nothing to release: the session is the user's."""
+
+    def __enter__(self) -> SparkSource:
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        self.close()
+
+    # --- running queries --------------------------------------------------------------
+
+    def run(self, sql: str, *, timeout_s: float | None = None,
+            max_rows: int | None = None) -> QueryResult:
+        """Check and run one read-only statement (see the module docstring).
+
+        Raises:
+            UnsafeSQLError: Refused before running (nothing ran).
+            QueryFailedError: Spark rejected or failed it.
+            QueryTimeoutError: It ran past the time limit and its jobs were cancelled.
+        """
+        limit = valid_timeout(self.timeout_s if timeout_s is None else timeout_s)
+        keep = valid_max_rows(self.max_rows if max_rows is None else max_rows)
+        checked = sqlglot_guard.check_statement(sql, Dialect.SPARK, timeout_s=limit)
+        return self._execute(checked.sql, timeout_s=limit, max_rows=keep,
+                             countable=checked.kind is StatementKind.QUERY)
+
+    async def arun(self, sql: str, *, timeout_s: float | None = None,
+                   max_rows: int | None = None) -> QueryResult:
+        """Async form of :meth:`run`, executed in a worker thread."""
+        return await asyncio.to_thread(self.run, sql, timeout_s=timeout_s, max_rows=max_rows)
+
+    def cancel(self) -> None:
+        """Cancel the jobs of every query running on this source now."""
+        with self._groups_lock:
+            groups = list(self._groups)
+        for group in groups:
+            self._stop(group)
+
+    # --- schema -------------------------------------------------------------------------
+
+    def list_tables(self) -> list[TableInfo]:
+        """Tables of the current database and temp views, with row counts."""
+        return [self._counted(i) for i in self._catalog()]
+
+    def describe(self, table: str, n_samples: int = 3) -> TableInfo:
+        """Columns, types, row count and sample values of one table or view.
+
+        Raises:
+            QueryFailedError: No such table (the message lists the names).
+        """
+        return self._describe(resolve_table(self._catalog(), table), n_samples)
+
+    def sample(self, table: str, n: int = 5) -> QueryResult:
+        """The first ``n`` rows of a table or view."""
+        info = resolve_table(self._catalog(), table)
+        return self._execute(f"SELECT * FROM {info.name} LIMIT {int(n)}",
+                             timeout_s=self.timeout_s, max_rows=max(int(n), 0))
+
+    def schema_summary(self, n_samples: int = 3) -> str:
+        """Every table and view of the catalog with columns and samples."""
+        return render_summary(Dialect.SPARK,
+                              [self._describe(i, n_samples) for i in self._catalog()], [])
+
+    def foreign_keys(self) -> list[ForeignKey]:
+        """Always empty: Spark's session catalog declares no foreign keys."""
+        return []
+
+    # --- internals ----------------------------------------------------------------------
+
+    def _catalog(self) -> list[TableInfo]:
+        infos = []
+        for table in self._spark.catalog.listTables():
+            name = _spark_ident(table.name)
+            if not table.isTemporary and table.namespace:
+                name = ".".join(_spark_ident(p) for p in [*table.namespace, table.name])
+            schema = self._spark.table(name).schema
+            columns = tuple(ColumnInfo(f.name, f.dataType.simpleString().upper(), f.nullable)
+                            for f in schema.fields)
+            kind = "view" if table.isTemporary or table.tableType == "VIEW" else "table"
+            infos.append(TableInfo(name, kind, None, columns, table.catalog or "",
+                                   ".".join(table.namespace or []), table.name))
+        return sorted(infos, key=lambda i: i.name)
+
+    def _counted(self, info: TableInfo) -> TableInfo:
+        try:
+            count: int | None = int(self._query(f"SELECT count(*) FROM {info.name}").iat[0, 0])
+        except (QueryFailedError, QueryTimeoutError):
+            count = None
+        return TableInfo(info.name, info.kind, count, info.columns, info.database,
+                         info.schema, info.table)
+
+    def _describe(self, info: TableInfo, n_samples: int) -> TableInfo:
+        head = self._query(f"SELECT * FROM {info.name} LIMIT {SAMPLE_ROWS}") \
+            if n_samples > 0 else None
+        counted = self._counted(info)
+        return TableInfo(info.name, info.kind, counted.row_count,
+                         with_samples(list(info.columns), head, n_samples), info.database,
+                         info.schema, info.table)
+
+    def _query(self, sql: str) -> pd.DataFrame:
+        """Run SQL we generated ourselves (quoted catalog names), unchecked."""
+        return self._execute(sql, timeout_s=self.timeout_s, max_rows=1_000_000).frame
+
+    def _execute(self, sql: str, *, timeout_s: float, max_rows: int,
+                 countable: bool = False) -> QueryResult:
+        group = f"d2-{uuid.uuid4().hex}"
+        start = time.perf_counter()
+        with self._groups_lock:
+            self._groups.add(group)
+        finished = threading.Event()
+        deadline = Deadline(timeout_s, lambda: self._keep_stopping(group, finished))
+        try:
+            with self._tagged(group), deadline:
+                frame, truncated, row_count = self._collect(sql, max_rows, countable)
+            if deadline.fired:  # never return rows a cancellation may have cut short
+                raise QueryTimeoutError(_timeout_message(timeout_s))
+        except QueryTimeoutError:
+            raise
+        except Exception as exc:
+            if not _is_spark_error(exc):
+                raise
+            if deadline.fired:
+                raise QueryTimeoutError(_timeout_message(timeout_s)) from exc
+            raise QueryFailedError(_with_hint(exc)) from exc
+        finally:
+            finished.set()
+            with self._groups_lock:
+                self._groups.discard(group)
+        return QueryResult(sql, frame, row_count, truncated, time.perf_counter() - start)
+
+    def _collect(self, sql: str, max_rows: int,
+                 countable: bool) -> tuple[pd.DataFrame, bool, int | None]:
+        frame_all = self._spark.sql(sql)
+        frame = _to_pandas(frame_all.limit(max_rows + 1))
+        truncated = len(frame) > max_rows
+        row_count: int | None = len(frame)
+        if truncated:
+            frame = frame.iloc[:max_rows].reset_index(drop=True)
+            row_count = int(frame_all.count()) if countable else None
+        return normalize_frame(frame), truncated, row_count
+
+    def _tagged(self, group: str) -> _JobGroup:
+        return _JobGroup(self._spark, self._context, group)
+
+    def _keep_stopping(self, group: str, finished: threading.Event) -> None:
+        """Cancel the group now and again until the query returns: cancelling reaches
+        only jobs already submitted, and a query still being planned submits its jobs
+        later (planning and code generation take seconds on a busy driver)."""
+
+        def loop() -> None:
+            while not finished.is_set():
+                self._stop(group)
+                finished.wait(_RECANCEL_S)
+
+        threading.Thread(target=loop, name="d2-spark-cancel", daemon=True).start()
+
+    def _stop(self, group: str) -> None:
+        try:
+            if self._context is not None:
+                self._context.cancelJobGroup(group)
+            else:
+                self._spark.interruptTag(group)
+        except Exception:
+            pass
+
+
+class _JobGroup:
+    """Run the ``with`` block's Spark jobs under job group (or operation tag) ``group``."""
+
+    def __init__(self, spark: Any, context: Any, group: str) -> None:
+        self._spark, self._context, self._group = spark, context, group
+
+    def __enter__(self) -> _JobGroup:
+        if self._context is not None:
+            self._context.setJobGroup(self._group, "d2_notebook guarded query",
+                                      interruptOnCancel=True)
+        else:
+            self._spark.addTag(self._group)
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        if self._context is not None:
+            self._context.setLocalProperty("spark.jobGroup.id", None)
+            self._context.setLocalProperty("spark.job.description", None)
+        else:
+            self._spark.removeTag(self._group)
+
+
+def _spark_context(spark: Any) -> Any:
+    """The session's SparkContext, or None on Spark Connect (which has none)."""
+    try:
+        return spark.sparkContext
+    except Exception:
+        return None
+
+
+def _to_pandas(frame: Any) -> pd.DataFrame:
+    to_arrow: Callable[[], Any] | None = getattr(frame, "toArrow", None)
+    if callable(to_arrow):
+        return to_arrow().to_pandas()
+    return frame.toPandas()
+
+
+def _spark_ident(name: str) -> str:
+    plain = quote_ident(name)
+    return plain if plain == name else "`" + name.replace("`", "``") + "`"
+
+
+def _is_spark_error(exc: Exception) -> bool:
+    module = type(exc).__module__
+    return module.startswith(("pyspark", "py4j"))
+
+
+def _timeout_message(timeout_s: float) -> str:
+    return (f"query ran longer than {timeout_s:g} s and its Spark jobs were cancelled; "
+            "narrow it with WHERE/LIMIT or raise the timeout")
+
+
+def _with_hint(exc: Exception) -> str:
+    text = str(exc).strip().split("\n\nJVM stacktrace:")[0]
+    if "TABLE_OR_VIEW_NOT_FOUND" in text:
+        hint = "list_tables() shows the tables and views"
+    elif "UNRESOLVED_COLUMN" in text:
+        hint = "describe_table shows the columns"
+    elif "PARSE_SYNTAX_ERROR" in text:
+        hint = "check the syntax (Spark SQL dialect)"
+    else:
+        hint = "fix the statement and retry; describe_table shows columns and types"
+    return f"{text[:2000]}\nHint: {hint}."

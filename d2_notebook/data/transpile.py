@@ -1,0 +1,74 @@
+"""``transpile``: SQL written in DuckDB's dialect, rewritten for another source.
+
+Code that generates SQL (the analysis tools, the scripted policies) writes it once in
+DuckDB's dialect; :func:`transpile` rewrites it with sqlglot for PostgreSQL, Spark or
+any dialect sqlglot knows. Beyond sqlglot's own translation it expands DuckDB's
+``GROUP BY ALL`` and ``ORDER BY ALL``, which other dialects lack or read differently,
+into column positions.
+"""
+
+from __future__ import annotations
+
+import sqlglot
+from sqlglot import exp
+from sqlglot.errors import ParseError, TokenError
+
+from d2_notebook.data.dialects import Dialect
+from d2_notebook.errors import QueryFailedError
+
+__all__ = ["transpile"]
+
+
+def transpile(duckdb_sql: str, dialect: Dialect | str) -> str:
+    """Rewrite one DuckDB statement in ``dialect``.
+
+    Args:
+        duckdb_sql: One statement in DuckDB's dialect.
+        dialect: The target (a :class:`Dialect` or its sqlglot name).
+
+    Returns:
+        The statement in the target dialect; unchanged text for DuckDB itself.
+
+    Raises:
+        QueryFailedError: The text is not one statement DuckDB's grammar accepts.
+        ValueError: ``dialect`` is not a known dialect.
+    """
+    target = Dialect(dialect)
+    if target is Dialect.DUCKDB:
+        return duckdb_sql
+    try:
+        trees = [t for t in sqlglot.parse(duckdb_sql, read="duckdb") if t is not None]
+    except (ParseError, TokenError) as exc:
+        raise QueryFailedError(f"cannot transpile: {exc}\nHint: pass one DuckDB statement.") \
+            from exc
+    if len(trees) != 1:
+        raise QueryFailedError(f"cannot transpile {len(trees)} statements; pass one")
+    tree = trees[0].transform(_expand_all)
+    return tree.sql(dialect=target.value)
+
+
+def _expand_all(node: exp.Expression) -> exp.Expression:
+    """``GROUP BY ALL`` -> the positions of the non-aggregate outputs;
+    ``ORDER BY ALL`` -> every output position, in order."""
+    if not isinstance(node, exp.Select):
+        return node
+    outputs = node.expressions
+    group = node.args.get("group")
+    if group is not None and group.args.get("all"):
+        keys = [exp.Literal.number(i) for i, e in enumerate(outputs, 1)
+                if not _aggregates(e)]
+        node.set("group", exp.Group(expressions=keys) if keys else None)
+    order = node.args.get("order")
+    if order is not None and len(order.expressions) == 1:
+        only = order.expressions[0]
+        if isinstance(only.this, exp.Var) and only.this.name.upper() == "ALL":
+            node.set("order", exp.Order(expressions=[
+                exp.Ordered(this=exp.Literal.number(i), desc=only.args.get("desc"),
+                            nulls_first=only.args.get("nulls_first"))
+                for i in range(1, len(outputs) + 1)]))
+    return node
+
+
+def _aggregates(expression: exp.Expression) -> bool:
+    return any(isinstance(n, exp.AggFunc) and not n.find_ancestor(exp.Window)
+               for n in expression.walk())
