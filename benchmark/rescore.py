@@ -28,7 +28,9 @@ from d2_notebook.datasets.sql_city import (
     write_case,
 )
 from d2_notebook.detective import investigate
+from d2_notebook.detective.settings import InvestigationSettings
 from d2_notebook.detective.variant import Shape, parse_variant
+from d2_notebook.llm.replay import ReplayModel
 
 _CASE_ID = re.compile(r"sqlcity-s(\d+)-(\d+)")
 
@@ -47,7 +49,13 @@ async def answer_from_board(board_file: str | os.PathLike[str],
         variant = parse_variant(investigation.settings.get("variant", "full"))
         if variant.shape is not Shape.REACT:
             return variant.name, board_answer(board, investigation.id, people)
-        result = await investigate(database, None, replay=board)
+        # Its answer is re-derived by running the recorded agent again; its prompts may
+        # have changed since (schema summary, previews), so only the order of its calls is
+        # held to the recording: the same queries run and give the same rows.
+        settings = InvestigationSettings.from_dict(investigation.settings)
+        result = await investigate(
+            database, investigation.question, settings=settings,
+            model=ReplayModel(board, investigation.id, compared=()))
         try:
             return variant.name, react_answer(result, people)
         finally:

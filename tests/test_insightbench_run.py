@@ -141,7 +141,7 @@ def test_bad_invocations_name_the_fix(tmp_path: Path) -> None:
     assert neither.returncode == 2 and "--policy oracle|half" in neither.stderr
     bad_variant = _cli("insightbench", "--tasks", tasks, "--policy", "oracle",
                        "--variants", "full,fastest", "--out", str(tmp_path))
-    assert bad_variant.returncode == 2 and "unknown variants ['fastest']" in bad_variant.stderr
+    assert bad_variant.returncode == 2 and "unknown variant 'fastest'" in bad_variant.stderr
     no_key = _cli("insightbench", "--tasks", tasks, "--policy", "oracle", "--judge-model",
                   "anthropic:claude-sonnet-4-6", "--out", str(tmp_path))
     assert no_key.returncode == 2 and "ANTHROPIC_API_KEY" in no_key.stderr

@@ -19,7 +19,7 @@ import duckdb
 import pytest
 
 from d2_notebook.board import Board
-from d2_notebook.data import GuardedSQL
+from d2_notebook.data import open_source
 from d2_notebook.datasets import hospital
 from d2_notebook.datasets.sql_city import clues, world
 from d2_notebook.detective.context import QueryLog, TeamContext
@@ -133,7 +133,7 @@ def tool_texts() -> dict[str, str]:
     """The descriptions and schemas of every tool a role is offered."""
     board = Board.open(":memory:")
     investigation = board.start_investigation("q")
-    ctx = TeamContext(board=board, sql=GuardedSQL(duckdb.connect()),
+    ctx = TeamContext(board=board, sql=open_source(duckdb.connect()),
                       model=FunctionModel(lambda r: text("")),
                       investigation_id=investigation.id, question="q", schema_summary="",
                       settings=InvestigationSettings())

@@ -121,10 +121,15 @@ def test_an_audit_graph_establishing_every_gold_fact_scores_high_whatever_its_sq
         assert score.evidence_f1 >= 0.99, case
 
 
-def test_replaying_a_team_board_offline_reproduces_its_report_and_scores(
+def test_a_team_board_of_the_round_based_loop_is_refused_for_replay_and_still_scores(
         rescored: dict, tmp_path: Path) -> None:
+    """The real team boards were recorded by the round-based loop, whose orchestrator
+    dispatched hypotheses: the streaming scheduler asks other questions, so replay
+    refuses them before running any query, with the reason — and re-scoring reads the
+    board as it is, with the scores it had."""
     from benchmark.adapter import board_answer
     from d2_notebook.detective import investigate
+    from d2_notebook.errors import ReplayDivergenceError
 
     case = "sqlcity-s0-038"
     _, gold, _, recorded = rescored[(case, "full")]
@@ -133,14 +138,12 @@ def test_replaying_a_team_board_offline_reproduces_its_report_and_scores(
     source = tmp_path / "recorded.d2board"
     shutil.copy(shared_dir("real-boards", f"{case}--full.d2board"), source)
     with Board.open(source) as board:
-        recorded_report = board.list_investigations()[-1].report
-        result = asyncio.run(investigate(db, None, replay=board,
-                                         board=tmp_path / "replayed.d2board"))
-        answer = board_answer(result.board, result.investigation_id,
+        with pytest.raises(ReplayDivergenceError, match="round-based loop.*record it again"):
+            asyncio.run(investigate(db, None, replay=board, board=tmp_path / "again.d2board"))
+        answer = board_answer(board, board.list_investigations()[-1].id,
                               PeopleIndex.from_database(db))
-        result.board.close()
-    assert result.state == "finished"
-    assert result.report == recorded_report  # the reporter's output, reproduced offline
+    assert not (tmp_path / "again.d2board").exists() or not Board.open(
+        tmp_path / "again.d2board").list_investigations()
     assert score_case(answer, gold, system="full") == recorded
 
 

@@ -6,7 +6,7 @@ import duckdb
 import pytest
 
 from d2_notebook.board import Board
-from d2_notebook.data import GuardedSQL
+from d2_notebook.data import open_source
 from d2_notebook.detective.context import QueryLog, TeamContext
 from d2_notebook.detective.decisions import (
     CollectorDecision,
@@ -32,7 +32,7 @@ from d2_notebook.llm.testing import FunctionModel, text
 @pytest.fixture
 def ctx(board: Board) -> TeamContext:
     investigation = board.start_investigation("q")
-    return TeamContext(board=board, sql=GuardedSQL(duckdb.connect()),
+    return TeamContext(board=board, sql=open_source(duckdb.connect()),
                        model=FunctionModel(lambda r: text("")),
                        investigation_id=investigation.id, question="q", schema_summary="",
                        settings=InvestigationSettings())

@@ -10,7 +10,7 @@ import pandas as pd
 import pytest
 
 from d2_notebook.board import Board
-from d2_notebook.data import GuardedSQL
+from d2_notebook.data import open_source
 from d2_notebook.detective import roles
 from d2_notebook.detective.context import TeamContext
 from d2_notebook.detective.digest import board_digest
@@ -77,7 +77,7 @@ class Judge:
 def _context(board: Board, db: duckdb.DuckDBPyConnection, model: Judge,
              **settings: object) -> TeamContext:
     investigation = board.start_investigation("Which customers churn less?")
-    return TeamContext(board=board, sql=GuardedSQL(db), model=FunctionModel(model),
+    return TeamContext(board=board, sql=open_source(db), model=FunctionModel(model),
                        investigation_id=investigation.id, question=investigation.question,
                        schema_summary="t (table, 10 rows)",
                        settings=InvestigationSettings(**settings))  # type: ignore[arg-type]
@@ -224,7 +224,7 @@ async def test_a_transcript_reaches_the_querying_agent_whole(board) -> None:
         return tool_call("submit_for_judgement", {"summary": "read"})
 
     investigation = board.start_investigation("Who was there?")
-    ctx = TeamContext(board=board, sql=GuardedSQL(con), model=FunctionModel(collector),
+    ctx = TeamContext(board=board, sql=open_source(con), model=FunctionModel(collector),
                       investigation_id=investigation.id, question=investigation.question,
                       schema_summary="interview", settings=InvestigationSettings())
     hyp = board.add_hypothesis("The courier was there", investigation_id=investigation.id)

@@ -13,6 +13,11 @@ responses in the original order and so write the same board (same ids) again.
 A wait longer than ``wait_timeout_s`` means the run took another path: it is
 reported as a divergence naming the call that never came.
 
+``compared`` names the request fields checked (default :data:`COMPARED_FIELDS`);
+``compared=()`` answers each agent's calls in order whatever it asks — for re-reading
+an old single-agent recording whose prompts have since changed (re-scoring a benchmark
+board), never for reproducing a team's board.
+
 A request that differs raises :class:`~d2_notebook.errors.ReplayDivergenceError`
 naming the agent, call number, field and first difference; it is never answered.
 A recorded *failed* call is replayed as the same error: the recorded class if it is
@@ -65,8 +70,13 @@ class ReplayModel:
         name: str = "replay",
         ordered: bool = False,
         wait_timeout_s: float = 30.0,
+        compared: tuple[str, ...] = COMPARED_FIELDS,
     ) -> None:
         """Load the recording from ``board``."""
+        unknown = [f for f in compared if f not in COMPARED_FIELDS]
+        if unknown:
+            raise ValueError(f"cannot compare {unknown}; fields are {COMPARED_FIELDS}")
+        self.compared = compared
         self.name = name
         self.investigation_id = investigation_id
         self.ordered = ordered
@@ -119,7 +129,7 @@ class ReplayModel:
             )
         call = recorded[index]
         asked = request.to_dict()
-        for field in COMPARED_FIELDS:
+        for field in self.compared:
             difference = first_difference(call.request.get(field), asked[field], field)
             if difference is not None:
                 raise ReplayDivergenceError(
