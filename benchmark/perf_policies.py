@@ -32,7 +32,7 @@ from d2_notebook.datasets import hospital
 from d2_notebook.demo import HospitalWalkthrough, comparison_sql, last_numbers
 from d2_notebook.detective.policy import Action, TeamPolicy, Turn
 from d2_notebook.llm import ModelRequest, ModelResponse
-from d2_notebook.llm.testing import FunctionModel
+from d2_notebook.llm.offline import FunctionModel
 
 DRUGS = [d for d in hospital.DRUGS if d != "Standard care"]
 CLAIMS: list[tuple[str, bool]] = [(d, True) for d in DRUGS] + [

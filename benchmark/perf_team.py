@@ -21,7 +21,7 @@ from benchmark.perf_policies import ClaimsPolicy, timed_run, verdict
 from d2_notebook import investigate
 from d2_notebook.datasets import hospital, sql_city
 from d2_notebook.demo import HospitalWalkthrough
-from d2_notebook.llm.testing import FunctionModel
+from d2_notebook.llm.offline import FunctionModel
 from d2_notebook.sql_city_walkthrough import POLICIES
 
 Figures = dict[str, float]

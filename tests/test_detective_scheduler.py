@@ -15,7 +15,7 @@ from d2_notebook.board import Board, HypothesisStatus
 from d2_notebook.datasets import hospital
 from d2_notebook.detective.policy import Action, TeamPolicy, Turn
 from d2_notebook.llm import ModelRequest, ModelResponse
-from d2_notebook.llm.testing import FunctionModel
+from d2_notebook.llm.offline import FunctionModel
 
 QUESTION = hospital.QUESTION
 CLAIMS = [f"Claim {n} holds" for n in range(1, 7)]

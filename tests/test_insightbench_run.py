@@ -18,7 +18,7 @@ from benchmark.insightbench.runner import InsightRunConfig, run_insightbench
 from benchmark.insightbench.tables import table, variant_means
 from benchmark.results import load_result, result_path
 from d2_notebook.llm import ModelRequest
-from d2_notebook.llm.testing import FunctionModel, text
+from d2_notebook.llm.offline import FunctionModel, text
 from tests.shared_dir import REPO, shared_dir
 
 TASKS = "flag-1,flag-21"

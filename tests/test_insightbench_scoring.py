@@ -19,7 +19,7 @@ from benchmark.insightbench.scoring import score_report
 from benchmark.insightbench.tasks import GroundTruthInsight, InsightTask, TaskTable
 from d2_notebook.errors import ModelAPIError
 from d2_notebook.llm import ModelRequest
-from d2_notebook.llm.testing import FunctionModel, text
+from d2_notebook.llm.offline import FunctionModel, text
 
 HARDWARE = GroundTruthInsight("Hardware incidents are significantly higher than others",
                               "Which category has most incidents?", ("Hardware", "335"))

@@ -22,7 +22,7 @@ from d2_notebook.llm import (
     UserMessage,
     cost_of,
 )
-from d2_notebook.llm.testing import FunctionModel, text
+from d2_notebook.llm.offline import FunctionModel, text
 
 
 @pytest.fixture(autouse=True)

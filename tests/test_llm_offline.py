@@ -23,7 +23,7 @@ from d2_notebook.llm import (
     get_model,
     register_provider,
 )
-from d2_notebook.llm.testing import FunctionModel, ScriptedModel, text, tool_call, tool_calls
+from d2_notebook.llm.offline import FunctionModel, ScriptedModel, text, tool_call, tool_calls
 
 SQL_TOOL = ToolSpec("run_sql", "Run SQL.", {"type": "object",
                                             "properties": {"sql": {"type": "string"}}})

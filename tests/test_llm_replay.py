@@ -21,7 +21,7 @@ from d2_notebook.llm import (
     Usage,
     UserMessage,
 )
-from d2_notebook.llm.testing import ReplayModel, ScriptedModel, text, tool_call
+from d2_notebook.llm.offline import ReplayModel, ScriptedModel, text, tool_call
 
 SQL_TOOL = ToolSpec("run_sql", "Run SQL.", {"type": "object",
                                             "properties": {"sql": {"type": "string"}}})

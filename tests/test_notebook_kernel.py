@@ -17,7 +17,7 @@ SETUP = '''
 import asyncio
 %load_ext d2_notebook.notebook
 from d2_notebook.datasets import hospital
-from d2_notebook.llm.testing import FunctionModel, text, tool_call, tool_calls
+from d2_notebook.llm.offline import FunctionModel, text, tool_call, tool_calls
 
 def team(delay):
     async def respond(request):

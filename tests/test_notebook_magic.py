@@ -11,7 +11,7 @@ from IPython.core.interactiveshell import InteractiveShell
 import d2_notebook.notebook as nb
 from d2_notebook.board import Board
 from d2_notebook.datasets import hospital
-from d2_notebook.llm.testing import FunctionModel, text, tool_call
+from d2_notebook.llm.offline import FunctionModel, text, tool_call
 from d2_notebook.notebook import InvestigationRun, InvestigationView
 
 

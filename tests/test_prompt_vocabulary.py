@@ -43,7 +43,7 @@ from d2_notebook.detective.team_tools import (
     submit_tool,
     verdict_tools,
 )
-from d2_notebook.llm.testing import FunctionModel, text
+from d2_notebook.llm.offline import FunctionModel, text
 
 HAND_LIST = {
     "hospital story": ["covid", "mortality", "hospital", "comorbidity", "comorbidities",

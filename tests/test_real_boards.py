@@ -138,7 +138,7 @@ def test_a_team_board_of_the_round_based_loop_is_refused_for_replay_and_still_sc
     source = tmp_path / "recorded.d2board"
     shutil.copy(shared_dir("real-boards", f"{case}--full.d2board"), source)
     with Board.open(source) as board:
-        with pytest.raises(ReplayDivergenceError, match="round-based loop.*record it again"):
+        with pytest.raises(ReplayDivergenceError, match=r"round-based loop.*record it again"):
             asyncio.run(investigate(db, None, replay=board, board=tmp_path / "again.d2board"))
         answer = board_answer(board, board.list_investigations()[-1].id,
                               PeopleIndex.from_database(db))

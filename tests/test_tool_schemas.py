@@ -26,7 +26,7 @@ from d2_notebook.detective.team_tools import (
 )
 from d2_notebook.detective.tools import Toolset
 from d2_notebook.llm import ToolCallPart
-from d2_notebook.llm.testing import FunctionModel, text
+from d2_notebook.llm.offline import FunctionModel, text
 
 
 @pytest.fixture

@@ -26,7 +26,7 @@ from d2_notebook.llm import (
     set_context_window,
 )
 from d2_notebook.llm.context_window import DEFAULT_CONTEXT_TOKENS
-from d2_notebook.llm.testing import FunctionModel, tool_call
+from d2_notebook.llm.offline import FunctionModel, tool_call
 
 LONG_STATEMENT = (
     "Customers of the northern region who joined through the referral programme in the "

@@ -34,13 +34,6 @@ class Board(HypothesisRecords, EvidenceRecords, ModelCallRecords):
     :mod:`.hypotheses`, :mod:`.evidence` and :mod:`.model_calls`.
     """
 
-    def show(self) -> Any:
-        """The board as a notebook view: the live graph widget plus a static HTML
-        fallback (see :func:`d2_notebook.notebook.show`)."""
-        from d2_notebook.notebook import show
-
-        return show(self)
-
     # --- export and import (implemented in d2_notebook.board.export) ----------
 
     def to_json(self, *, indent: int | None = None) -> str:

@@ -1,7 +1,7 @@
 """Offline team policies: deterministic Python "agents" that drive the whole team.
 
 A :class:`TeamPolicy` is the function behind a
-:class:`~d2_notebook.llm.testing.FunctionModel`: for each request it looks at which
+:class:`~d2_notebook.llm.offline.FunctionModel`: for each request it looks at which
 role and agent is asking and how far its turn has come, and answers with tool calls.
 Tests, the scripted demo, example notebooks and the benchmark harness write their
 policies as subclasses with one method per role; every query still runs through the
@@ -29,7 +29,7 @@ from d2_notebook.llm import (
     ToolResult,
     UserMessage,
 )
-from d2_notebook.llm.testing import FunctionModel
+from d2_notebook.llm.offline import FunctionModel
 
 Action = tuple[str, dict[str, Any]]
 

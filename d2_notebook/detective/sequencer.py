@@ -8,7 +8,7 @@ every earlier ticket is released. Queries and model calls still overlap; only bo
 writes are serialised.
 
 A replayed run answers requests in the recorded order
-(:class:`~d2_notebook.llm.testing.ReplayModel` with ``ordered=True``), so tickets,
+(:class:`~d2_notebook.llm.offline.ReplayModel` with ``ordered=True``), so tickets,
 writes, ids and events come out exactly as in the original run.
 
 Protocol, per model call of agent A:

@@ -4,7 +4,7 @@
 base_url=...)`` gives a :class:`Model`; ``await model.request(ModelRequest(...))``
 gives a :class:`ModelResponse` of typed parts. Wrap a model in
 :class:`RecordingModel` to log every call on the board and :class:`BudgetedModel` to
-stop at a :class:`Budget`. Offline models live in :mod:`d2_notebook.llm.testing`.
+stop at a :class:`Budget`. Offline models live in :mod:`d2_notebook.llm.offline`.
 
 Set ``ALLOW_MODEL_REQUESTS = False`` on this module (tests do) to make every real
 provider fail with ``ModelRequestsBlockedError`` before any network I/O.

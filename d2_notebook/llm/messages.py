@@ -3,7 +3,7 @@
 Agents build a :class:`ModelRequest` and read a :class:`ModelResponse`; they never see
 a provider's wire format. Every class here round-trips through plain JSON
 (``to_dict()`` / ``from_dict()``): that JSON is what the board records and what
-:class:`~d2_notebook.llm.testing.ReplayModel` replays.
+:class:`~d2_notebook.llm.offline.ReplayModel` replays.
 
 The conversation is a list of messages:
 

@@ -112,14 +112,14 @@ def _register_builtins() -> None:
         if _builtins_registered:
             return
         _builtins_registered = True
-    from d2_notebook.llm import anthropic_provider, openai_provider, testing
+    from d2_notebook.llm import anthropic_provider, offline, openai_provider
 
     for provider_name, factory in (
         ("anthropic", anthropic_provider.AnthropicModel),
         ("openai", openai_provider.OpenAIModel),
-        ("scripted", testing.scripted_factory),
-        ("function", testing.function_factory),
-        ("replay", testing.replay_factory),
+        ("scripted", offline.scripted_factory),
+        ("function", offline.function_factory),
+        ("replay", offline.replay_factory),
     ):
         with _providers_lock:
             _providers.setdefault(provider_name, factory)

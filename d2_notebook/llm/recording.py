@@ -3,7 +3,7 @@
 Each call becomes one ``model_calls`` row as it finishes: role, agent, model name,
 ``request.to_dict()``, ``response.to_dict()`` (None when it failed), token counts,
 cost, latency and, for a failure, the error as ``"<ErrorClass>: <message>"``.
-:class:`~d2_notebook.llm.testing.ReplayModel` reads these rows back.
+:class:`~d2_notebook.llm.offline.ReplayModel` reads these rows back.
 """
 
 from __future__ import annotations

@@ -52,7 +52,7 @@ def check_model_requests_allowed(model_name: str) -> None:
     if not model_requests_allowed():
         raise ModelRequestsBlockedError(
             f"real model requests are blocked (tests); {model_name} was not called; "
-            "use ScriptedModel/FunctionModel from d2_notebook.llm.testing, or unset "
+            "use ScriptedModel/FunctionModel from d2_notebook.llm.offline, or unset "
             f"{BLOCK_ENV} / set d2_notebook.llm.ALLOW_MODEL_REQUESTS = True"
         )
 
