@@ -165,22 +165,34 @@ class GuardedSQL:
     # --- schema helpers ---------------------------------------------------------------
 
     def list_tables(self) -> list[TableInfo]:
-        """Tables and views (incl. TEMP tables and registered DataFrames) with row counts."""
-        infos = schema.catalog(self._query)
+        """Tables and views (incl. TEMP tables and registered DataFrames) with row counts.
+
+        A view the SQL tool may not read (its definition would be refused) is listed
+        with ``unreadable`` set and no row count.
+        """
+        infos = self._catalog()
         return [dataclasses.replace(i, row_count=schema.count_rows(self._query, i)) for i in infos]
 
     def describe(self, table: str, n_samples: int = 3) -> TableInfo:
-        """Columns, types, row count and up to ``n_samples`` sample values per column.
+        """Columns, types, row count and up to ``n_samples`` sample values per column
+        (no samples and no count for an ``unreadable`` view).
 
         Raises:
             QueryFailedError: No such table or view (the message lists the names).
         """
-        info = schema.resolve(schema.catalog(self._query), table)
+        info = schema.resolve(self._catalog(), table)
         return schema.describe(self._query, info, n_samples)
 
     def sample(self, table: str, n: int = 5) -> QueryResult:
-        """The first ``n`` rows of a table or view (insertion order)."""
-        info = schema.resolve(schema.catalog(self._query), table)
+        """The first ``n`` rows of a table or view (insertion order).
+
+        Raises:
+            QueryFailedError: No such table or view.
+            UnsafeSQLError: The view's definition would be refused.
+        """
+        info = schema.resolve(self._catalog(), table)
+        if info.unreadable:
+            raise UnsafeSQLError(f"SQL refused: {info.unreadable}")
         sql = f"SELECT * FROM {info.ref} LIMIT {int(n)}"
         return self._execute(sql, timeout_s=self.timeout_s, max_rows=max(int(n), 0))
 
@@ -188,10 +200,29 @@ class GuardedSQL:
         """Compact text description of every table and view for an LLM prompt.
 
         Deterministic for unchanged data (ordered by name, samples from the first rows),
-        so it can be prompt-cached.
+        so it can be prompt-cached. Names, types and samples are escaped (no control or
+        line-separator character reaches the prompt), and views the SQL tool may not
+        read show neither samples nor counts.
         """
-        tables = [schema.describe(self._query, i, n_samples) for i in schema.catalog(self._query)]
+        tables = [schema.describe(self._query, i, n_samples) for i in self._catalog()]
         return schema.summarize(tables)
+
+    def _catalog(self) -> list[TableInfo]:
+        """The catalog, each view marked ``unreadable`` when its definition is refused."""
+        infos = schema.catalog(self._query)
+        views = [i for i in infos if i.kind == "view"]
+        if not views:
+            return infos
+        refusals: dict[str, str] = {}
+        with self._session() as con:
+            for info in views:
+                try:
+                    _check_views(con, frozenset({TableName(info.database, info.schema,
+                                                           info.table)}))
+                except UnsafeSQLError as exc:
+                    refusals[info.ref] = str(exc).removeprefix("SQL refused: ")
+        return [dataclasses.replace(i, unreadable=refusals[i.ref]) if i.ref in refusals else i
+                for i in infos]
 
     # --- internals ----------------------------------------------------------------------
 

@@ -62,7 +62,9 @@ _TABLE_REFS = frozenset({
     "BASE_TABLE", "TABLE_FUNCTION", "SUBQUERY", "JOIN", "EXPRESSION_LIST", "EMPTY",
     "EMPTY_FROM", "SHOW_REF", "PIVOT",
 })  # fmt: skip
-_FILE_LIKE = re.compile(r"[./\\:~*?$%]")
+# A path character anywhere, or a URI scheme ("s3:", "md:") at the start: a name DuckDB
+# could read as a file or URL (a replacement scan) rather than a table.
+_FILE_LIKE = re.compile(r"[./\\~*?$%]|^\s*[A-Za-z][\w+-]*:")
 _PRAGMA = re.compile(r"PRAGMA\s+(\w+)\s*(\(\s*(?:'(?:[^']|'')*')?\s*\))?", re.I)
 _PRAGMA_NAME = re.compile(r"PRAGMA\s+(\w+)", re.I)
 _EXPLAIN = re.compile(r"EXPLAIN(?:\s+ANALY[SZ]E)?\s+(.+)", re.I | re.S)
@@ -203,6 +205,11 @@ def _extract(sql: str) -> list:
         try:
             return list(_parser_connection().extract_statements(sql))
         except duckdb.ParserException as exc:
+            if "depth" in str(exc):
+                _refuse("the statement nests too deeply: DuckDB's parser stops at "
+                        "1000 levels of nested expressions",
+                        "split long chains of terms or nested subqueries into CTEs or "
+                        "several queries")
             raise QueryFailedError(
                 f"{exc}\nHint: check the syntax (DuckDB SQL dialect) and send one statement."
             ) from exc

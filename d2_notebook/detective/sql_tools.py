@@ -10,6 +10,8 @@ from __future__ import annotations
 import asyncio
 from typing import Any
 
+from d2_notebook.data import schema
+from d2_notebook.data.fencing import fence
 from d2_notebook.detective.context import QueryLog, TeamContext
 from d2_notebook.detective.tools import Tool, ToolError, tool
 
@@ -29,16 +31,12 @@ def sql_tools(ctx: TeamContext, log: QueryLog) -> list[Tool]:
         result = await ctx.sql.arun(sql, timeout_s=ctx.settings.sql_timeout_s,
                                     max_rows=ctx.board.max_rows)
         query_id = log.add(sql, result, args.get("purpose", ""))
-        return f"{query_id}: {result.preview(max_rows=ctx.settings.preview_rows)}"
+        preview = result.preview(max_rows=ctx.settings.preview_rows)
+        return f"{query_id}: {fence(f'query result {query_id}', preview)}"
 
     async def describe_table(args: dict[str, Any]) -> str:
         info = await _in_thread(ctx.sql.describe, args["table"])
-        lines = [f"{info.name} ({info.kind}, {info.row_count} rows)"]
-        for column in info.columns:
-            samples = ", ".join(column.samples)
-            example = f"  e.g. {samples}" if samples else ""
-            lines.append(f"  {column.name} {column.type}{example}")
-        return "\n".join(lines)
+        return schema.summarize([info], label=f"table {info.name}")
 
     return [
         tool("run_sql",
