@@ -59,6 +59,7 @@ def _each(reason: Refusal, text: str) -> dict[str, Refusal]:
 
 _BINDER_FUNCTIONS = frozenset({"unnest", "unlist", "grouping", "grouping_id", "try"})
 """Written like functions but bound by DuckDB itself (not in ``duckdb_functions()``)."""
+_OPERATORS_WITH_SPACES = frozenset({"is distinct from", "is not distinct from"})
 _ALLOWED_PREFIXES = ("collate_", "icu_collate_")
 _INTERNAL_PREFIX = "__"
 
@@ -99,7 +100,7 @@ has_foreign_data_wrapper_privilege has_function_privilege has_language_privilege
 has_schema_privilege has_sequence_privilege has_server_privilege has_table_privilege
 has_tablespace_privilege hash hex histogram histogram_exact hive_partition_component hour
 icu_sort_key if ilike_escape in_search_path index_key inet_client_addr inet_client_port
-inet_server_addr inet_server_port instr invoke is distinct from is not distinct from
+inet_server_addr inet_server_port instr invoke
 is_histogram_other_bin isfinite isinf isnan isodow isoyear jaccard jaro_similarity
 jaro_winkler_similarity json json_array json_array_length json_contains
 json_copy_strftime_if_date json_copy_strftime_if_timestamp json_deep_merge json_exists
@@ -303,7 +304,7 @@ _REFUSED_PRAGMA: dict[str, Refusal] = {
 }
 
 _ALLOWED = {
-    FunctionUse.EXPRESSION: _ALLOWED_EXPRESSION | _BINDER_FUNCTIONS,
+    FunctionUse.EXPRESSION: _ALLOWED_EXPRESSION | _BINDER_FUNCTIONS | _OPERATORS_WITH_SPACES,
     FunctionUse.TABLE: _ALLOWED_TABLE,
     FunctionUse.PRAGMA: _ALLOWED_PRAGMA,
 }
