@@ -121,6 +121,7 @@ class _Run:
     resume: bool = False
     replay: Path | None = None
     quiet: bool = False
+    force: bool = False
 
     def resume_command(self) -> str:
         database, board = shlex.quote(str(self.database)), shlex.quote(str(self.board_path))
@@ -134,7 +135,8 @@ async def _investigate_live(run: _Run, board: Board, view: ProgressView | None,
     watcher = asyncio.create_task(view.watch(board, stop, since=since)) if view else None
     try:
         return await investigate(str(run.database), run.question, board=board, model=run.model,
-                                 resume=run.resume, replay=run.replay, **run.options)
+                                 resume=run.resume, replay=run.replay, force=run.force,
+                                 **run.options)
     finally:
         stop.set()
         if watcher is not None:
@@ -211,6 +213,8 @@ def _default_board_path() -> Path:
               help="Wall-time budget.")
 @click.option("--variant", type=click.Choice(VARIANTS), help="Team configuration (ablations).")
 @click.option("--resume", is_flag=True, help="Continue the board's interrupted investigation.")
+@click.option("--force", is_flag=True, help="With --resume: take the run over from another "
+              "process whose lease is still fresh (only when that process is gone).")
 @click.option("--replay", type=click.Path(exists=True, dir_okay=False, path_type=Path),
               help="Re-run a recorded board's investigation with its recorded model answers.")
 @click.option("-q", "--quiet", is_flag=True, help="Print only the report.")
@@ -219,7 +223,7 @@ def investigate_command(db_path: Path, question: str | None, board_path: Path | 
                         model: str | None, collectors: int | None, max_rounds: int | None,
                         budget_usd: float | None, max_calls: int | None,
                         max_seconds: float | None, variant: str | None, resume: bool,
-                        replay: Path | None, quiet: bool) -> None:
+                        force: bool, replay: Path | None, quiet: bool) -> None:
     """Investigate QUESTION over a DuckDB file with the agent team.
 
     DB_PATH is opened read-only. The team's progress is shown as it happens, then the
@@ -227,6 +231,8 @@ def investigate_command(db_path: Path, question: str | None, board_path: Path | 
     """
     if resume and replay:
         raise click.UsageError("use --resume or --replay, not both")
+    if force and not resume:
+        raise click.UsageError("--force only applies with --resume (it takes a run over)")
     if not (question and question.strip()) and not (resume or replay):
         raise click.UsageError("pass the QUESTION to investigate (it may be left out only "
                                "with --resume or --replay)")
@@ -241,7 +247,7 @@ def investigate_command(db_path: Path, question: str | None, board_path: Path | 
         if value is not None}
     resolved = None if replay else get_model(model)
     run = _Run(db_path, question, board_path or _default_board_path(), resolved, options,
-               resume=resume, replay=replay, quiet=quiet)
+               resume=resume, replay=replay, quiet=quiet, force=force)
     if not quiet:
         click.echo(f"board: {run.board_path}")
     with Board.open(run.board_path) as opened:

@@ -23,6 +23,7 @@ from typing import Any
 import duckdb
 
 from d2_notebook.board import Board, Evidence, Hypothesis, HypothesisStatus, Verdict
+from d2_notebook.board.leases import LeaseKeeper
 from d2_notebook.data import GuardedSQL
 from d2_notebook.detective.context import TeamContext
 from d2_notebook.detective.loop import LOOP_ACTOR, ControlLoop
@@ -78,6 +79,7 @@ async def investigate(
     settings: InvestigationSettings | None = None,
     resume: bool = False,
     replay: Board | str | os.PathLike[str] | None = None,
+    force: bool = False,
     **options: Any,
 ) -> InvestigationResult:
     """Investigate ``question`` over ``database`` with the agent team.
@@ -95,10 +97,13 @@ async def investigate(
         resume: continue the board's last unfinished investigation.
         replay: a board recorded earlier: re-run its investigation with its recorded
             model responses (no API access), executing every query again.
+        force: with ``resume``, take the run over even though another process's lease
+            on it is still fresh (for a process known to be gone).
 
     Raises:
         ModelConfigError: no model is configured (the message names the fix).
         InvalidRecordError: bad settings, or nothing to resume.
+        RunLeaseHeldError: ``resume`` while another live process runs the investigation.
         ModelError: the model failed beyond retries (the board is left ``failed``).
     """
     recorded: Board | None = None
@@ -114,9 +119,17 @@ async def investigate(
     sql = database if isinstance(database, GuardedSQL) else GuardedSQL(database)
     try:
         opened = board if isinstance(board, Board) else Board.open(board or ":memory:")
-        investigation, settings, reopened = _start_or_resume(opened, question, settings,
-                                                             options, resume)
-        return await _run(opened, sql, investigation, settings, inner, reopened)
+        lease = LeaseKeeper(opened, force=force)  # one live process per investigation
+        try:
+            if resume and opened.list_investigations():
+                lease.acquire(opened.list_investigations()[-1].id)  # before anything changes
+            investigation, settings, reopened = _start_or_resume(opened, question, settings,
+                                                                 options, resume)
+            if not resume:
+                lease.acquire(investigation.id)
+            return await _run(opened, sql, investigation, settings, inner, reopened)
+        finally:
+            lease.release()
     finally:
         if own_sql:
             sql.close()  # closes only a connection it opened itself from a path
