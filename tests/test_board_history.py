@@ -111,7 +111,8 @@ def test_an_old_board_opens_and_is_migrated(board_path):
         assert board.get_hypothesis("H1").statement == "old"
         assert board.add_hypothesis("new").id == "H2"
     with sqlite3.connect(board_path) as conn:
-        assert [v for v, _, _ in board_migrations.applied_migrations(conn)] == [m.version for m in board_migrations.MIGRATIONS]
+        applied = [v for v, _, _ in board_migrations.applied_migrations(conn)]
+        assert applied == [m.version for m in board_migrations.MIGRATIONS]
 
 
 def test_a_future_migration_applies_on_open(board_path):
@@ -156,7 +157,8 @@ def test_processes_creating_the_same_new_board_at_once_all_succeed(board_path):
         assert sorted(h.id for h in board.list_hypotheses()) == sorted(f"H{i}" for i in
                                                                       range(1, 7))
     with sqlite3.connect(board_path) as conn:
-        assert [v for v, _, _ in board_migrations.applied_migrations(conn)] == [m.version for m in board_migrations.MIGRATIONS]
+        applied = [v for v, _, _ in board_migrations.applied_migrations(conn)]
+        assert applied == [m.version for m in board_migrations.MIGRATIONS]
 
 
 # --- import is all-or-nothing, malformed documents are BoardFormatError -------------
