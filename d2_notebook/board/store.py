@@ -21,6 +21,7 @@ import pandas as pd
 
 from d2_notebook.board import rows
 from d2_notebook.board.connect import connect_read_only, connect_writable
+from d2_notebook.board.import_checks import check_record
 from d2_notebook.board.records import (
     Event,
     HypothesisStatus,
@@ -290,15 +291,17 @@ class BoardStore:
         """
         with self._write() as conn:
             for table, records in tables.items():
-                columns = {r[1] for r in conn.execute(f"PRAGMA table_info({table})")}
+                columns = {r[1]: (str(r[2]).upper(), bool(r[3]) and r[4] is None)
+                           for r in conn.execute(f"PRAGMA table_info({table})")}
                 for record in records:
                     names = list(record)
-                    unknown = sorted(set(names) - columns)
+                    unknown = sorted(set(names) - set(columns))
                     if unknown:
                         raise BoardFormatError(
                             f"{_describe(table, record)} has unknown field(s) "
                             f"{', '.join(map(repr, unknown))}"
                         )
+                    check_record(table, record, columns)
                     try:
                         conn.execute(
                             f"INSERT INTO {table} ({', '.join(names)}) "
@@ -308,7 +311,7 @@ class BoardStore:
                     except sqlite3.IntegrityError as exc:
                         problem = _integrity_problem(conn, table, record, exc)
                         raise BoardFormatError(problem) from exc
-                    except (sqlite3.DatabaseError, sqlite3.InterfaceError) as exc:
+                    except (sqlite3.DatabaseError, sqlite3.InterfaceError, OverflowError) as exc:
                         raise BoardFormatError(f"{_describe(table, record)}: {exc}") from exc
 
 
