@@ -109,6 +109,10 @@ async def investigate(
     recorded: Board | None = None
     if replay is not None:
         recorded = replay if isinstance(replay, Board) else _open_existing_board(replay)
+        _refuse_replay_into_recording(recorded, board)
+        if not recorded.list_investigations():
+            raise InvalidRecordError(f"nothing to replay on {recorded.path}: it holds no "
+                                     "investigation; pass the board of an earlier run")
         source = recorded.list_investigations()[-1]
         question = question or source.question
         settings = InvestigationSettings.from_dict(source.settings)
@@ -213,7 +217,17 @@ def _hypotheses(board: Board, investigation_id: str) -> list[Hypothesis]:
 def _open_existing_board(path: str | os.PathLike[str]) -> Board:
     if not Path(path).is_file():
         raise D2Error(f"no recorded board at {str(path)!r}; pass the board of an earlier run")
-    return Board.open(path)
+    return Board.open(path, read_only=True)  # a replay reads its recording, never writes it
+
+
+def _refuse_replay_into_recording(recorded: Board, board: Board | str | os.PathLike[str] | None,
+                                  ) -> None:
+    target = board.path if isinstance(board, Board) else board
+    if recorded is board or (target is not None and str(target) != ":memory:"
+                             and recorded.path != ":memory:"
+                             and Path(target).resolve() == Path(recorded.path).resolve()):
+        raise InvalidRecordError("a replay never writes into its own recording: pass a new "
+                                 "board (or none) to replay into")
 
 
 # --- the result ---------------------------------------------------------------------------
