@@ -43,7 +43,7 @@ from d2_notebook.data.execution import Watchdog, count_rows, fetch_capped, with_
 from d2_notebook.data.results import QueryResult
 from d2_notebook.data.schema import TableInfo
 from d2_notebook.data.sql_guard import TableName, analyze_sql, check_sql
-from d2_notebook.data.views import check_views
+from d2_notebook.data.views import ViewCatalog
 from d2_notebook.errors import QueryFailedError, QueryTimeoutError, UnsafeSQLError
 
 __all__ = ["GuardedSQL"]
@@ -91,6 +91,7 @@ class GuardedSQL:
         self._functions: frozenset[str] = frozenset()
         self._types: frozenset[str] = frozenset()
         self._cursor_lock = threading.Lock()
+        self._views = ViewCatalog()
         if isinstance(source, duckdb.DuckDBPyConnection):
             self._con, self._owned, self._lock = source, False, _lock_for(source)
         elif isinstance(source, str | os.PathLike):
@@ -218,7 +219,7 @@ class GuardedSQL:
         with self._session() as con:
             for info in views:
                 try:
-                    check_views(con, frozenset({TableName(info.database, info.schema,
+                    self._views.check(con, frozenset({TableName(info.database, info.schema,
                                                            info.table)}))
                 except UnsafeSQLError as exc:
                     refusals[info.ref] = str(exc).removeprefix("SQL refused: ")
@@ -262,7 +263,7 @@ class GuardedSQL:
                 with watchdog:
                     self._require_functions(con, functions)
                     self._require_types(con, types)
-                    check_views(con, tables)
+                    self._views.check(con, tables)
                     con.execute(sql)
                     frame, truncated = fetch_capped(con, max_rows)
                     row_count: int | None = len(frame)
