@@ -21,7 +21,10 @@ query; the timeout error is raised and the connection stays usable. No setting i
 changed. Functions and types (casts such as ``x::INET``, typed literals, nested
 ``STRUCT``/``MAP``/list element types) that do not exist in the database are refused
 before running, so DuckDB never auto-installs or auto-loads an extension on the agent's
-behalf.
+behalf, and every view a statement reads is checked through its definition
+(:class:`~d2_notebook.data.views.ViewCatalog`): ``pg_settings`` is refused because it
+wraps ``duckdb_settings()``. Views refused that way get no samples or counts in the
+schema summary either.
 """
 
 from __future__ import annotations
