@@ -174,7 +174,7 @@ class ClaimsPolicy(TimedPolicy):
             return [("run_sql", {"sql": sql, "purpose": f"{drug} vs standard care"})]
         actions: list[Action] = []
         for query_id, result in zip(turn.query_ids(), turn.results, strict=False):
-            numbers = last_numbers(result.content.split(": ", 1)[1])
+            numbers = last_numbers(result.content)
             helps = bool(numbers) and sum(n < -0.03 for n in numbers) > len(numbers) / 2
             actions.append(("record_evidence", {
                 "query_id": query_id, "description": f"{drug} vs standard care",

@@ -7,12 +7,13 @@ status 1), never a traceback.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import functools
 import shlex
 import sys
 import tempfile
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, TypeVar
@@ -43,16 +44,29 @@ def friendly_errors(command: F) -> F:
             return command(*args, **kwargs)
         except D2Error as exc:
             raise click.ClickException(str(exc)) from exc
+        except OSError as exc:  # a file the command reads or writes
+            raise click.ClickException(f"{exc}; check the path and its permissions") from exc
 
     return wrapper  # type: ignore[return-value]
 
 
 def _open_existing(path: Path) -> Board:
+    """A board to read: opened read-only, so nothing is ever written to the file."""
     if not path.is_file():
         raise click.ClickException(
             f"no board at {str(path)!r}; pass the path of a .d2board file"
         )
-    return Board.open(path)
+    return Board.open(path, read_only=True)
+
+
+def _writable_output(path: Path) -> None:
+    """Refuse an output path that is a folder or in a missing folder, before any work."""
+    if path.is_dir():
+        raise click.ClickException(f"{str(path)!r} is a folder; pass a file path, e.g. "
+                                   f"{str(path / 'board.json')!r}")
+    if not path.expanduser().resolve().parent.is_dir():
+        raise click.ClickException(f"folder {str(path.parent)!r} does not exist; create it "
+                                   "or pass another output path")
 
 
 @click.group(context_settings={"help_option_names": ["-h", "--help"]})
@@ -69,7 +83,8 @@ def board() -> None:
 @board.command("show")
 @click.argument("path", type=click.Path(path_type=Path))
 @click.option("--hide-redundant", is_flag=True, help="Leave out evidence marked redundant.")
-@click.option("--width", type=int, default=100, show_default=True, help="Wrap lines at this width.")
+@click.option("--width", type=click.IntRange(min=20), default=100, show_default=True,
+              help="Wrap lines at this width (at least 20).")
 @friendly_errors
 def board_show(path: Path, hide_redundant: bool, width: int) -> None:
     """Print a board's hypotheses, verdicts, evidence and links as a tree."""
@@ -86,6 +101,8 @@ def board_show(path: Path, hide_redundant: bool, width: int) -> None:
 @friendly_errors
 def board_export(path: Path, as_json: bool, output: Path | None) -> None:
     """Export everything on a board, events included, as JSON."""
+    if output is not None:
+        _writable_output(output)
     with _open_existing(path) as opened:
         document = opened.to_json(indent=2)
     if output is None:
@@ -101,7 +118,13 @@ def board_export(path: Path, as_json: bool, output: Path | None) -> None:
 @friendly_errors
 def board_import(json_path: Path, board_path: Path) -> None:
     """Rebuild a board file from a JSON export (into a new path)."""
-    Board.from_json(json_path.read_text(encoding="utf-8"), board_path).close()
+    _writable_output(board_path)
+    try:
+        text = json_path.read_text(encoding="utf-8")
+    except UnicodeDecodeError as exc:
+        raise click.ClickException(f"{json_path} is not UTF-8 text ({exc}); pass a file "
+                                   "written by `d2 board export --json`") from exc
+    Board.from_json(text, board_path).close()
     click.echo(f"imported {json_path} into {board_path}")
 
 
@@ -122,6 +145,7 @@ class _Run:
     replay: Path | None = None
     quiet: bool = False
     role_models: dict[str, str] = field(default_factory=dict)
+    force: bool = False
 
     def resume_command(self) -> str:
         database, board = shlex.quote(str(self.database)), shlex.quote(str(self.board_path))
@@ -136,7 +160,7 @@ async def _investigate_live(run: _Run, board: Board, view: ProgressView | None,
     try:
         return await investigate(str(run.database), run.question, board=board, model=run.model,
                                  models=run.role_models or None, resume=run.resume,
-                                 replay=run.replay, **run.options)
+                                 replay=run.replay, force=run.force, **run.options)
     finally:
         stop.set()
         if watcher is not None:
@@ -210,6 +234,30 @@ def _role_models(pairs: tuple[str, ...]) -> dict[str, str]:
     return chosen
 
 
+@contextlib.contextmanager
+def _board_for_run(path: Path) -> Iterator[Board]:
+    """Open (or create) the run's board; a board this run created is removed again
+    when the run fails before an investigation was recorded on it."""
+    created = not path.exists()
+    opened = Board.open(path)
+    try:
+        yield opened
+    except BaseException:
+        empty = not opened.list_investigations()
+        opened.close()
+        if created and empty:
+            for suffix in ("", "-wal", "-shm", "-journal"):
+                Path(str(path) + suffix).unlink(missing_ok=True)
+        raise
+    opened.close()
+
+
+def _same_file(first: Path, second: Path) -> bool:
+    if second.exists():
+        return first.samefile(second)
+    return first.expanduser().resolve() == second.expanduser().resolve()
+
+
 def _default_board_path() -> Path:
     stamp = time.strftime("%Y%m%d-%H%M%S")
     path, n = Path(f"investigation-{stamp}.d2board"), 1
@@ -239,6 +287,8 @@ def _default_board_path() -> Path:
               help="The model of one role, e.g. collector=anthropic:claude-haiku-4-5 "
               "(repeatable; other roles use --model).")
 @click.option("--resume", is_flag=True, help="Continue the board's interrupted investigation.")
+@click.option("--force", is_flag=True, help="With --resume: take the run over from another "
+              "process whose lease is still fresh (only when that process is gone).")
 @click.option("--replay", type=click.Path(exists=True, dir_okay=False, path_type=Path),
               help="Re-run a recorded board's investigation with its recorded model answers.")
 @click.option("-q", "--quiet", is_flag=True, help="Print only the report.")
@@ -247,8 +297,8 @@ def investigate_command(source: str, question: str | None, board_path: Path | No
                         model: str | None, collectors: int | None, max_depth: int | None,
                         budget_usd: float | None, max_calls: int | None,
                         max_seconds: float | None, variant: str | None,
-                        role_model: tuple[str, ...], resume: bool, replay: Path | None,
-                        quiet: bool) -> None:
+                        role_model: tuple[str, ...], resume: bool, force: bool,
+                        replay: Path | None, quiet: bool) -> None:
     """Investigate QUESTION over SOURCE with the agent team.
 
     SOURCE is a DuckDB file (opened read-only) or a SQLAlchemy URL such as
@@ -260,6 +310,8 @@ def investigate_command(source: str, question: str | None, board_path: Path | No
     database = _source_argument(source)
     if resume and replay:
         raise click.UsageError("use --resume or --replay, not both")
+    if force and not resume:
+        raise click.UsageError("--force only applies with --resume (it takes a run over)")
     if not (question and question.strip()) and not (resume or replay):
         raise click.UsageError("pass the QUESTION to investigate (it may be left out only "
                                "with --resume or --replay)")
@@ -268,6 +320,9 @@ def investigate_command(source: str, question: str | None, board_path: Path | No
     if resume and board_path is not None and not board_path.is_file():
         raise click.UsageError(f"no board at {str(board_path)!r} to resume; pass the board "
                                "of the interrupted run")
+    if replay and board_path is not None and _same_file(replay, board_path):
+        raise click.UsageError("--replay and --board name the same file; a replay never "
+                               "writes into its own recording: pass a new --board path")
     options = {name: value for name, value in (
         ("collectors", collectors), ("max_depth", max_depth), ("max_usd", budget_usd),
         ("max_calls", max_calls), ("max_seconds", max_seconds), ("variant", variant))
@@ -278,10 +333,10 @@ def investigate_command(source: str, question: str | None, board_path: Path | No
                                "--role-model")
     resolved = None if replay else get_model(model)
     run = _Run(database, question, board_path or _default_board_path(), resolved, options,
-               resume=resume, replay=replay, quiet=quiet, role_models=role_models)
+               resume=resume, replay=replay, quiet=quiet, role_models=role_models, force=force)
     if not quiet:
         click.echo(f"board: {run.board_path}")
-    with Board.open(run.board_path) as opened:
+    with _board_for_run(run.board_path) as opened:
         result = _execute(run, opened)
         if quiet:
             click.echo(result.report)

@@ -60,10 +60,18 @@ OVERVIEW_SQL = ("SELECT t.drug, count(*) AS admissions, "
                 f"{_FROM} WHERE p.age >= 65 GROUP BY t.drug ORDER BY death_rate")
 
 
+_HEADER = re.compile(r"^\S+(?: than \d+)? rows x \d+ columns$")
+
+
 def last_numbers(preview: str) -> list[float]:
-    """The last number of every data row of a result preview."""
+    """The last number of every data row of a result preview (a ``run_sql`` tool result:
+    the query id, then the preview fenced as data)."""
+    lines = preview.splitlines()
+    start = next((i for i, line in enumerate(lines) if _HEADER.match(line)), -1)
     numbers = []
-    for line in preview.splitlines()[2:]:
+    for line in lines[start + 2:]:
+        if line.startswith("</data>"):
+            break
         match = re.search(r"(-?\d+(?:\.\d+)?)\s*$", line)
         if match:
             numbers.append(float(match.group(1)))
@@ -120,7 +128,7 @@ class HospitalWalkthrough(TeamPolicy):
                                                    turn.found(r"recorded E\d+ \((\w+)")))]
         actions: list[Action] = []
         for query_id, result in zip(turn.query_ids(), turn.results, strict=False):
-            numbers = last_numbers(result.content.split(": ", 1)[1])
+            numbers = last_numbers(result.content)
             actions.append(("record_evidence", self._evidence(query_id, statement, numbers)))
         if judges_itself:
             return actions
@@ -178,7 +186,7 @@ class HospitalWalkthrough(TeamPolicy):
         if turn.step == 2:
             hypotheses, queries = turn.found(r"added (H\d+)"), turn.query_ids()
             return [("record_evidence", {"hypothesis_id": h, **self._evidence(
-                q, "per severity", last_numbers(r.content.split(": ", 1)[1]))})
+                q, "per severity", last_numbers(r.content))})
                 for h, q, r in zip(hypotheses, queries, turn.results[3:], strict=False)]
         if turn.step == 3:
             stances = turn.found(r"recorded E\d+ \((\w+)")
@@ -192,7 +200,7 @@ class HospitalWalkthrough(TeamPolicy):
         if turn.step == 0:
             return [("run_sql", {"sql": comparison_sql(d, by_severity=True)}) for d in _DRUGS]
         better = [d for d, r in zip(_DRUGS, turn.results, strict=False)
-                  if sum(n < -0.03 for n in last_numbers(r.content.split(": ", 1)[1])) >= 3]
+                  if sum(n < -0.03 for n in last_numbers(r.content)) >= 3]
         return [("final_answer", {"answer_markdown": f"Most effective: {', '.join(better)}",
                                   "answers": better, "candidates_considered": list(_DRUGS)})]
 

@@ -35,6 +35,10 @@ class BoardFormatError(BoardError):
     """A file or JSON document is not a board, or is from a newer, unknown version."""
 
 
+class RunLeaseHeldError(BoardError):
+    """Another live process is running this investigation (it holds the run lease)."""
+
+
 # --- guarded SQL -----------------------------------------------------------------
 
 

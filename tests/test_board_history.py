@@ -111,7 +111,8 @@ def test_an_old_board_opens_and_is_migrated(board_path):
         assert board.get_hypothesis("H1").statement == "old"
         assert board.add_hypothesis("new").id == "H2"
     with sqlite3.connect(board_path) as conn:
-        assert [v for v, _, _ in board_migrations.applied_migrations(conn)] == [1, 2, 3]
+        applied = [v for v, _, _ in board_migrations.applied_migrations(conn)]
+        assert applied == [m.version for m in board_migrations.MIGRATIONS]
 
 
 def test_a_future_migration_applies_on_open(board_path):
@@ -130,12 +131,14 @@ def test_a_future_migration_applies_on_open(board_path):
 
 def test_a_failing_migration_leaves_the_file_as_it_was(board_path):
     Board.open(board_path).close()
+    current = board_migrations.MIGRATIONS[-1].version
     broken = (*board_migrations.MIGRATIONS,
-              board_migrations.Migration(4, "broken", "CREATE TABLE x (a); SELECT * FROM nope"))
+              board_migrations.Migration(current + 1, "broken",
+                                         "CREATE TABLE x (a); SELECT * FROM nope"))
     conn = sqlite3.connect(board_path, isolation_level=None)
     with pytest.raises(sqlite3.OperationalError):
         board_migrations.migrate(conn, broken)
-    assert board_migrations.schema_version(conn) == 3
+    assert board_migrations.schema_version(conn) == current
     assert conn.execute("SELECT name FROM sqlite_master WHERE name = 'x'").fetchone() is None
     conn.close()
 
@@ -154,7 +157,8 @@ def test_processes_creating_the_same_new_board_at_once_all_succeed(board_path):
         assert sorted(h.id for h in board.list_hypotheses()) == sorted(f"H{i}" for i in
                                                                       range(1, 7))
     with sqlite3.connect(board_path) as conn:
-        assert [v for v, _, _ in board_migrations.applied_migrations(conn)] == [1, 2, 3]
+        applied = [v for v, _, _ in board_migrations.applied_migrations(conn)]
+        assert applied == [m.version for m in board_migrations.MIGRATIONS]
 
 
 # --- import is all-or-nothing, malformed documents are BoardFormatError -------------
@@ -205,6 +209,30 @@ def test_failed_import_into_an_empty_board_leaves_it_empty(board, tmp_path):
         (lambda d: json.dumps(dict(d, hypotheses=d["hypotheses"] * 2)),
          "hypotheses record 'H1' breaks a constraint"),
         (lambda d: json.dumps(dict(d, max_rows="lots")), "max_rows must be a whole number"),
+        # every field is validated before anything is written (issue 9)
+        (lambda d: json.dumps(dict(d, hypotheses=[dict(d["hypotheses"][0], status="maybe")])),
+         "hypotheses record 'H1', field 'status': unknown value 'maybe'; use one of: proposed"),
+        (lambda d: json.dumps(dict(d, links=[dict(d["links"][0], stance="meh")])),
+         "links record 1, field 'stance': unknown value 'meh'"),
+        (lambda d: json.dumps(dict(d, investigations=[dict(d["investigations"][0],
+                                                           state="paused")])),
+         "investigations record 'I1', field 'state': unknown value 'paused'"),
+        (lambda d: json.dumps(dict(d, hypotheses=[dict(d["hypotheses"][0], round="two")])),
+         "hypotheses record 'H1', field 'round' must be a whole number"),
+        (lambda d: json.dumps(dict(d, hypotheses=[dict(d["hypotheses"][0], num=2**64)])),
+         "hypotheses record 'H1', field 'num' is out of range (64-bit integers only)"),
+        (lambda d: json.dumps(dict(d, hypotheses=[dict(d["hypotheses"][0], statement=7)])),
+         "hypotheses record 'H1', field 'statement' must be text"),
+        (lambda d: json.dumps(dict(d, verdicts=[dict(d["verdicts"][0], confidence=3)])),
+         "field 'confidence': confidence must be between 0 and 1"),
+        (lambda d: json.dumps(dict(d, verdicts=[dict(d["verdicts"][0], evidence_ids="E1,")])),
+         "field 'evidence_ids' must hold JSON text"),
+        (lambda d: json.dumps(dict(d, evidence=[dict(d["evidence"][0], result="aGVsbG8=")])),
+         "evidence record 'E1', field 'result' is not the Arrow data its 'columns' describe"),
+        (lambda d: json.dumps(dict(d, evidence=[dict(d["evidence"][0], stored_rows=99)])),
+         "but stored_rows says 99"),
+        (lambda d: '{"a": ' * 100_000 + "1" + "}" * 100_000, "the JSON nests too deeply"),
+        (lambda d: json.dumps(dict(d, max_rows=2**70)), "max_rows must be a whole number"),
     ],
 )
 def test_malformed_documents_are_board_format_errors(board, tmp_path, mutate, message):

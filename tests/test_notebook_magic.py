@@ -180,6 +180,17 @@ def test_line_magic_resumes_an_interrupted_board(shell, tmp_path: Path) -> None:
     assert result.board.get_hypothesis("H1").author_role == "human"
 
 
+def test_resume_magic_is_refused_while_another_run_holds_the_lease(shell,
+                                                                   tmp_path: Path) -> None:
+    with Board.open(tmp_path / "live.d2board") as board:
+        inv = board.start_investigation("Which treatment?", {}, actor="user")
+        board.acquire_lease(inv.id)  # a live holder: this very (alive) process
+    with pytest.raises(UsageError, match=r"being run by another process .*--force"):
+        run(shell, "%investigate con --resume --board live.d2board --model team")
+    run(shell, "%investigate con --resume --force --board live.d2board --model team --out res")
+    assert shell.user_ns["res"].state == "finished"
+
+
 def test_human_api_adds_and_abandons(board: Board) -> None:
     board.start_investigation("Which?", {}, actor="user")
     hyp = nb.human.add_hypothesis(board, "Age explains the difference")

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import sqlite3
 from typing import Any
 
 import pandas as pd
@@ -49,8 +50,11 @@ class EvidenceRecords(BoardStore):
                 defaults to ``len(result)``.
             truncated: True when ``result`` is already a prefix of the real result.
 
-        Rows beyond the board's ``max_rows`` are not stored: the flag ``truncated`` is
-        set and ``row_count`` keeps the true count.
+        Rows beyond the board's ``max_rows`` are not stored, nor rows that would make
+        the stored result larger than ``max_result_bytes`` (or than the SQLite file's
+        length limit): the flag ``truncated`` is set, ``row_count`` keeps the true count
+        and ``stored_rows`` says how many rows were kept (possibly none, when one row
+        alone is too large).
         """
         if not sql.strip():
             raise InvalidRecordError("evidence needs the SQL that produced it")
@@ -88,7 +92,17 @@ class EvidenceRecords(BoardStore):
         true_count = max(len(result), row_count or 0)
         stored = result.iloc[: self.max_rows].reset_index(drop=True)
         blob, columns = encode_frame(stored)
+        limit = self._result_byte_limit()
+        while len(blob) > limit and len(stored):  # shrink to the rows that fit
+            keep = min(len(stored) - 1, int(len(stored) * limit / len(blob) * 0.9))
+            stored = stored.iloc[:keep]
+            blob, columns = encode_frame(stored)
         return true_count, stored, blob, columns, result_hash(blob, true_count)
+
+    def _result_byte_limit(self) -> int:
+        """The stored result's byte cap: the board's, and safely under SQLite's own."""
+        sqlite_limit = self._conn.getlimit(sqlite3.SQLITE_LIMIT_LENGTH)
+        return min(self.max_result_bytes, sqlite_limit - 64 * 1024)
 
     def find_evidence(
         self,

@@ -89,6 +89,10 @@ def _parse(document: str | Mapping[str, Any]) -> tuple[int, dict[str, list[dict[
         raise BoardFormatError(
             f"not JSON: {exc}; pass a file written by `d2 board export --json`"
         ) from exc
+    except RecursionError:
+        raise BoardFormatError(
+            "the JSON nests too deeply to read; pass a file written by `d2 board export --json`"
+        ) from None
     except (TypeError, ValueError) as exc:
         raise BoardFormatError(f"not a JSON object: {exc}") from exc
     if not isinstance(data, dict) or data.get("format") != FORMAT_NAME:
@@ -102,17 +106,24 @@ def _parse(document: str | Mapping[str, Any]) -> tuple[int, dict[str, list[dict[
     tables: dict[str, list[dict[str, Any]]] = {}
     for table in TABLES:
         try:
-            records = [dict(r) for r in data.get(table) or []]
+            found = data.get(table) or []
+            if not isinstance(found, list) or not all(isinstance(r, dict) for r in found):
+                raise BoardFormatError(
+                    f"malformed {table} records: they must be a list of JSON objects")
+            records = [dict(r) for r in found]
             if table == "evidence":
                 for record in records:
+                    if not isinstance(record["result"], str):
+                        raise BoardFormatError(
+                            f"evidence record {record.get('id')!r}, field 'result' must be "
+                            "base64 text")
                     record["result"] = base64.b64decode(record["result"], validate=True)
         except KeyError as exc:
             raise BoardFormatError(f"a record of {table} lacks the field {exc}") from exc
         except (TypeError, ValueError) as exc:  # binascii.Error is a ValueError
             raise BoardFormatError(f"malformed {table} records: {exc}") from exc
         tables[table] = records
-    try:
-        max_rows = int(data.get("max_rows", 10_000))
-    except (TypeError, ValueError) as exc:
-        raise BoardFormatError(f"max_rows must be a whole number: {exc}") from exc
+    max_rows = data.get("max_rows", 10_000)
+    if isinstance(max_rows, bool) or not isinstance(max_rows, int) or not 1 <= max_rows < 2**63:
+        raise BoardFormatError(f"max_rows must be a whole number of at least 1, got {max_rows!r}")
     return max_rows, tables

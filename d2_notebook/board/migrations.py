@@ -146,6 +146,21 @@ MIGRATIONS: tuple[Migration, ...] = (
         ALTER TABLE hypotheses ADD COLUMN motivated_by TEXT NOT NULL DEFAULT '[]';
         """,
     ),
+    Migration(
+        4,
+        "run leases: one live process per investigation",
+        """
+        CREATE TABLE run_leases (
+            investigation_id TEXT PRIMARY KEY REFERENCES investigations(id),
+            token TEXT NOT NULL,
+            owner TEXT NOT NULL,
+            host TEXT NOT NULL,
+            pid INTEGER NOT NULL,
+            acquired_at TEXT NOT NULL,
+            heartbeat_at TEXT NOT NULL
+        );
+        """,
+    ),
 )
 
 

@@ -20,7 +20,8 @@ from typing import Any, Self
 import pandas as pd
 
 from d2_notebook.board import rows
-from d2_notebook.board.migrations import migrate
+from d2_notebook.board.connect import connect_read_only, connect_writable
+from d2_notebook.board.import_checks import check_record
 from d2_notebook.board.records import (
     Event,
     HypothesisStatus,
@@ -29,6 +30,9 @@ from d2_notebook.errors import BoardError, BoardFormatError, InvalidRecordError,
 
 DEFAULT_MAX_ROWS = 10_000
 """How many rows of a query result a board stores by default (the rest are counted)."""
+DEFAULT_MAX_RESULT_BYTES = 64 * 1024 * 1024
+"""How many bytes one stored result may take by default (SQLite refuses values over
+its length limit, about 1 GB; a board also stays small enough to open and export)."""
 _ID_PREFIX = {"hypotheses": "H", "evidence": "E", "investigations": "I"}
 
 
@@ -44,53 +48,47 @@ class BoardStore:
     :meth:`close`. All methods are safe to call from several threads at once.
     """
 
-    def __init__(self, conn: sqlite3.Connection, path: str, *, max_rows: int) -> None:
+    def __init__(self, conn: sqlite3.Connection, path: str, *, max_rows: int,
+                 max_result_bytes: int = DEFAULT_MAX_RESULT_BYTES) -> None:
         """Wrap an open, migrated connection. Use :meth:`open` instead."""
         self._conn = conn
         self._path = path
         self._lock = threading.RLock()
         self.max_rows = max_rows
+        self.max_result_bytes = max_result_bytes
         # Decoded evidence results (never change once written), most recent last.
         self._frames: OrderedDict[str, pd.DataFrame] = OrderedDict()
 
     # --- opening and closing -------------------------------------------------
 
     @classmethod
-    def open(cls, path: str | Path = ":memory:", *, max_rows: int = DEFAULT_MAX_ROWS) -> Self:
+    def open(cls, path: str | Path = ":memory:", *, max_rows: int = DEFAULT_MAX_ROWS,
+             max_result_bytes: int = DEFAULT_MAX_RESULT_BYTES, read_only: bool = False) -> Self:
         """Create or reopen the board at ``path`` (``":memory:"`` for a throwaway one).
 
-        An older board file is migrated to the current schema on open.
+        An older board file is migrated to the current schema on open, unless
+        ``read_only``: then an existing board is opened for reading and nothing is
+        written to the file (writes raise :class:`BoardError`).
+
+        Args:
+            path: The board file.
+            max_rows: Rows of a query result stored at most (the rest are counted).
+            max_result_bytes: Bytes one stored result may take at most (rows beyond
+                are cut and counted; see :meth:`add_evidence`).
+            read_only: Open an existing board without writing to it.
 
         Raises:
             BoardFormatError: the file is not a board, or was written by a newer version.
-            BoardError: the file cannot be opened (missing folder, no permission).
+            BoardError: the file cannot be opened (missing folder or file, no permission).
         """
         if max_rows < 1:
             raise InvalidRecordError(f"max_rows must be at least 1, got {max_rows}")
+        if max_result_bytes < 1024:
+            raise InvalidRecordError(
+                f"max_result_bytes must be at least 1024, got {max_result_bytes}")
         location = str(path)
-        if location != ":memory:":
-            parent = Path(location).expanduser().resolve().parent
-            if not parent.is_dir():
-                raise BoardError(
-                    f"cannot create board {location!r}: folder {str(parent)!r} does not exist"
-                )
-        try:
-            conn = sqlite3.connect(
-                location, isolation_level=None, check_same_thread=False, timeout=30.0
-            )
-            conn.row_factory = sqlite3.Row
-            conn.execute("PRAGMA busy_timeout = 30000")
-            if location != ":memory:":
-                conn.execute("PRAGMA journal_mode = WAL")
-                conn.execute("PRAGMA synchronous = NORMAL")
-            conn.execute("PRAGMA foreign_keys = ON")
-            migrate(conn)
-        except sqlite3.DatabaseError as exc:
-            raise BoardError(
-                f"cannot open board {location!r}: {exc}; pass the path of a d2 board "
-                "file or of a new file"
-            ) from exc
-        return cls(conn, location, max_rows=max_rows)
+        conn = connect_read_only(location) if read_only else connect_writable(location)
+        return cls(conn, location, max_rows=max_rows, max_result_bytes=max_result_bytes)
 
     @property
     def path(self) -> str:
@@ -116,13 +114,30 @@ class BoardStore:
     @contextmanager
     def _write(self) -> Iterator[sqlite3.Connection]:
         with self._lock:
-            self._conn.execute("BEGIN IMMEDIATE")
+            try:
+                self._conn.execute("BEGIN IMMEDIATE")
+            except sqlite3.OperationalError as exc:
+                raise self._write_error(exc) from exc
             try:
                 yield self._conn
+            except sqlite3.OperationalError as exc:
+                self._conn.execute("ROLLBACK")
+                raise self._write_error(exc) from exc
             except BaseException:
                 self._conn.execute("ROLLBACK")
                 raise
-            self._conn.execute("COMMIT")
+            try:
+                self._conn.execute("COMMIT")
+            except sqlite3.OperationalError as exc:
+                self._conn.execute("ROLLBACK")
+                raise self._write_error(exc) from exc
+
+    def _write_error(self, exc: sqlite3.OperationalError) -> BoardError:
+        """A write the file refused, as a BoardError that names the fix."""
+        if "readonly" in str(exc):
+            return BoardError(f"cannot write to board {self._path!r}: it is read-only ({exc}); "
+                              "check the file's permissions or pass another board path")
+        return BoardError(f"cannot write to board {self._path!r}: {exc}")
 
     def _query(self, sql: str, params: Iterable[Any] = ()) -> list[sqlite3.Row]:
         with self._lock:
@@ -276,15 +291,17 @@ class BoardStore:
         """
         with self._write() as conn:
             for table, records in tables.items():
-                columns = {r[1] for r in conn.execute(f"PRAGMA table_info({table})")}
+                columns = {r[1]: (str(r[2]).upper(), bool(r[3]) and r[4] is None)
+                           for r in conn.execute(f"PRAGMA table_info({table})")}
                 for record in records:
                     names = list(record)
-                    unknown = sorted(set(names) - columns)
+                    unknown = sorted(set(names) - set(columns))
                     if unknown:
                         raise BoardFormatError(
                             f"{_describe(table, record)} has unknown field(s) "
                             f"{', '.join(map(repr, unknown))}"
                         )
+                    check_record(table, record, columns)
                     try:
                         conn.execute(
                             f"INSERT INTO {table} ({', '.join(names)}) "
@@ -294,7 +311,7 @@ class BoardStore:
                     except sqlite3.IntegrityError as exc:
                         problem = _integrity_problem(conn, table, record, exc)
                         raise BoardFormatError(problem) from exc
-                    except (sqlite3.DatabaseError, sqlite3.InterfaceError) as exc:
+                    except (sqlite3.DatabaseError, sqlite3.InterfaceError, OverflowError) as exc:
                         raise BoardFormatError(f"{_describe(table, record)}: {exc}") from exc
 
 

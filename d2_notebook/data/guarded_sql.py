@@ -21,7 +21,10 @@ query; the timeout error is raised and the connection stays usable. No setting i
 changed. Functions and types (casts such as ``x::INET``, typed literals, nested
 ``STRUCT``/``MAP``/list element types) that do not exist in the database are refused
 before running, so DuckDB never auto-installs or auto-loads an extension on the agent's
-behalf.
+behalf, and every view a statement reads is checked through its definition
+(:class:`~d2_notebook.data.views.ViewCatalog`): ``pg_settings`` is refused because it
+wraps ``duckdb_settings()``. Views refused that way get no samples or counts in the
+schema summary either.
 """
 
 from __future__ import annotations
@@ -42,8 +45,9 @@ from d2_notebook.data import keys, schema
 from d2_notebook.data.execution import Watchdog, count_rows, fetch_capped, with_hint
 from d2_notebook.data.results import QueryResult
 from d2_notebook.data.schema import TableInfo
-from d2_notebook.data.sql_guard import analyze_sql, check_sql
-from d2_notebook.errors import QueryFailedError, QueryTimeoutError
+from d2_notebook.data.sql_guard import TableName, analyze_sql, check_sql
+from d2_notebook.data.views import ViewCatalog
+from d2_notebook.errors import QueryFailedError, QueryTimeoutError, UnsafeSQLError
 
 __all__ = ["GuardedSQL"]
 
@@ -90,6 +94,7 @@ class GuardedSQL:
         self._functions: frozenset[str] = frozenset()
         self._types: frozenset[str] = frozenset()
         self._cursor_lock = threading.Lock()
+        self._views = ViewCatalog()
         if isinstance(source, duckdb.DuckDBPyConnection):
             self._con, self._owned, self._lock = source, False, _lock_for(source)
         elif isinstance(source, str | os.PathLike):
@@ -153,6 +158,7 @@ class GuardedSQL:
             countable=countable,
             functions=checked.functions,
             types=checked.types,
+            tables=checked.tables,
         )
 
     async def arun(
@@ -164,22 +170,34 @@ class GuardedSQL:
     # --- schema helpers ---------------------------------------------------------------
 
     def list_tables(self) -> list[TableInfo]:
-        """Tables and views (incl. TEMP tables and registered DataFrames) with row counts."""
-        infos = schema.catalog(self._query)
+        """Tables and views (incl. TEMP tables and registered DataFrames) with row counts.
+
+        A view the SQL tool may not read (its definition would be refused) is listed
+        with ``unreadable`` set and no row count.
+        """
+        infos = self._catalog()
         return [dataclasses.replace(i, row_count=schema.count_rows(self._query, i)) for i in infos]
 
     def describe(self, table: str, n_samples: int = 3) -> TableInfo:
-        """Columns, types, row count and up to ``n_samples`` sample values per column.
+        """Columns, types, row count and up to ``n_samples`` sample values per column
+        (no samples and no count for an ``unreadable`` view).
 
         Raises:
             QueryFailedError: No such table or view (the message lists the names).
         """
-        info = schema.resolve(schema.catalog(self._query), table)
+        info = schema.resolve(self._catalog(), table)
         return schema.describe(self._query, info, n_samples)
 
     def sample(self, table: str, n: int = 5) -> QueryResult:
-        """The first ``n`` rows of a table or view (insertion order)."""
-        info = schema.resolve(schema.catalog(self._query), table)
+        """The first ``n`` rows of a table or view (insertion order).
+
+        Raises:
+            QueryFailedError: No such table or view.
+            UnsafeSQLError: The view's definition would be refused.
+        """
+        info = schema.resolve(self._catalog(), table)
+        if info.unreadable:
+            raise UnsafeSQLError(f"SQL refused: {info.unreadable}")
         sql = f"SELECT * FROM {info.ref} LIMIT {int(n)}"
         return self._execute(sql, timeout_s=self.timeout_s, max_rows=max(int(n), 0))
 
@@ -187,11 +205,31 @@ class GuardedSQL:
         """Compact text description of every table and view for an LLM prompt.
 
         Deterministic for unchanged data (ordered by name, samples from the first rows),
-        so it can be prompt-cached. Ends with the join graph: declared foreign keys, else
-        keys inferred from shared column names and contained values (``data/keys.py``).
+        so it can be prompt-cached. Names, types and samples are escaped (no control or
+        line-separator character reaches the prompt), and views the SQL tool may not
+        read show neither samples nor counts. Ends with the join graph: declared foreign
+        keys, else keys inferred from shared column names and contained values
+        (``data/keys.py``).
         """
-        tables = [schema.describe(self._query, i, n_samples) for i in schema.catalog(self._query)]
+        tables = [schema.describe(self._query, i, n_samples) for i in self._catalog()]
         return schema.summarize(tables, keys.join_graph(self._query, tables).describe())
+
+    def _catalog(self) -> list[TableInfo]:
+        """The catalog, each view marked ``unreadable`` when its definition is refused."""
+        infos = schema.catalog(self._query)
+        views = [i for i in infos if i.kind == "view"]
+        if not views:
+            return infos
+        refusals: dict[str, str] = {}
+        with self._session() as con:
+            for info in views:
+                try:
+                    self._views.check(con, frozenset({TableName(info.database, info.schema,
+                                                           info.table)}))
+                except UnsafeSQLError as exc:
+                    refusals[info.ref] = str(exc).removeprefix("SQL refused: ")
+        return [dataclasses.replace(i, unreadable=refusals[i.ref]) if i.ref in refusals else i
+                for i in infos]
 
     # --- internals ----------------------------------------------------------------------
 
@@ -221,6 +259,7 @@ class GuardedSQL:
         countable: bool = False,
         functions: frozenset[str] = frozenset(),
         types: frozenset[str] = frozenset(),
+        tables: frozenset[TableName] = frozenset(),
     ) -> QueryResult:
         with self._session() as con:
             start = time.perf_counter()
@@ -229,6 +268,7 @@ class GuardedSQL:
                 with watchdog:
                     self._require_functions(con, functions)
                     self._require_types(con, types)
+                    self._views.check(con, tables)
                     con.execute(sql)
                     frame, truncated = fetch_capped(con, max_rows)
                     row_count: int | None = len(frame)

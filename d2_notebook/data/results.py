@@ -6,6 +6,8 @@ from dataclasses import dataclass
 
 import pandas as pd
 
+from d2_notebook.data.fencing import escape_text
+
 __all__ = ["QueryResult"]
 
 
@@ -59,7 +61,8 @@ class QueryResult:
         total = self.row_count if self.row_count is not None else f"more than {len(self.frame)}"
         header = f"{total} rows x {len(self.frame.columns)} columns"
         if self.frame.empty:
-            return f"{header}\ncolumns: {', '.join(self.columns) or '(none)'}"[:max_chars]
+            names = ", ".join(escape_text(c) for c in self.columns) or "(none)"
+            return f"{header}\ncolumns: {names}"[:max_chars]
         shown = self.frame.head(max_rows)
         table, long_cells = text_table(shown, max_colwidth)
         hidden = (self.row_count if self.row_count is not None else len(self.frame)) - len(shown)
@@ -87,7 +90,7 @@ def text_table(frame: pd.DataFrame, max_colwidth: int = 400) -> tuple[list[str],
     an agent reads: numbers right-aligned, missing values as ``NULL``, cells longer than
     ``max_colwidth`` cut with ``…``.
     """
-    columns = [str(c) for c in frame.columns]
+    columns = [escape_text(str(c)) for c in frame.columns]
     numeric = [pd.api.types.is_numeric_dtype(t) and not pd.api.types.is_bool_dtype(t)
                for t in frame.dtypes]
     cells: list[list[str]] = []
@@ -115,7 +118,7 @@ def _cell_text(value: object) -> str:
         if abs(value) < 1e12:
             return f"{value:.6f}".rstrip("0").rstrip(".") or "0"
         return f"{value:.6g}"
-    return str(value).replace("\n", " ")  # one row, one line
+    return escape_text(str(value))  # one row, one line: no character starts a new one
 
 
 def _cut_note(max_chars: int, kept: int, total: int | str) -> str:

@@ -14,9 +14,11 @@ from dataclasses import dataclass, replace
 
 import pandas as pd
 
+from d2_notebook.data.fencing import escape_text, fence
 from d2_notebook.errors import QueryFailedError
 
-__all__ = ["ColumnInfo", "TableInfo", "catalog", "describe", "quote_ident", "summarize"]
+__all__ = ["ColumnInfo", "TableInfo", "catalog", "describe", "prompt_ident", "quote_ident",
+           "summarize"]
 
 Query = Callable[[str], pd.DataFrame]
 
@@ -54,6 +56,8 @@ class TableInfo:
         row_count: Exact ``count(*)``; ``None`` when not computed or when it failed.
         columns: Filled by :func:`describe`, empty in listings.
         database, schema, table: The catalog coordinates.
+        unreadable: Why the SQL tool may not read this view (its definition would be
+            refused); empty when it may. Such a view gets no samples and no count.
     """
 
     name: str
@@ -63,6 +67,7 @@ class TableInfo:
     database: str = ""
     schema: str = ""
     table: str = ""
+    unreadable: str = ""
 
     @property
     def ref(self) -> str:
@@ -75,6 +80,12 @@ def quote_ident(name: str) -> str:
     if _SIMPLE.fullmatch(name):
         return name
     return '"' + name.replace('"', '""') + '"'
+
+
+def prompt_ident(name: str) -> str:
+    """An identifier as SQL writes it (quoted if needed), escaped for a prompt: a name
+    holding a newline shows as ``"a\\nb"``, never as two lines."""
+    return escape_text(quote_ident(name))
 
 
 def catalog(query: Query) -> list[TableInfo]:
@@ -94,7 +105,10 @@ def catalog(query: Query) -> list[TableInfo]:
 
 
 def count_rows(query: Query, info: TableInfo) -> int | None:
-    """Exact row count of a table or view, or ``None`` if counting failed."""
+    """Exact row count of a table or view, or ``None`` if counting failed (or the view
+    is unreadable)."""
+    if info.unreadable:
+        return None
     try:
         return int(query(f"SELECT count(*) FROM {info.ref}").iat[0, 0])
     except QueryFailedError:
@@ -122,7 +136,8 @@ def describe(query: Query, info: TableInfo, n_samples: int = 3) -> TableInfo:
         f"WHERE database_name = {_lit(info.database)} AND schema_name = {_lit(info.schema)} "
         f"AND table_name = {_lit(info.table)} ORDER BY column_index"
     )
-    head = query(f"SELECT * FROM {info.ref} LIMIT {_SAMPLE_ROWS}") if n_samples > 0 else None
+    readable = n_samples > 0 and not info.unreadable
+    head = query(f"SELECT * FROM {info.ref} LIMIT {_SAMPLE_ROWS}") if readable else None
     columns = []
     for position, row in enumerate(cols.itertuples(index=False)):
         samples: tuple[str, ...] = ()
@@ -135,24 +150,32 @@ def describe(query: Query, info: TableInfo, n_samples: int = 3) -> TableInfo:
     return replace(info, row_count=count_rows(query, info), columns=tuple(columns))
 
 
-def summarize(tables: list[TableInfo], joins: str = "") -> str:
+def summarize(tables: list[TableInfo], joins: str = "",
+              label: str = "database schema") -> str:
     """Render described tables as compact, stable text for an LLM prompt.
+
+    Names, types and samples are escaped (:func:`~d2_notebook.data.fencing.escape_text`)
+    and the whole text is one data block fenced under ``label``.
 
     Args:
         tables: Described tables (columns and row counts).
         joins: The join graph as text (:meth:`~d2_notebook.data.keys.JoinGraph.describe`),
             appended after the tables when not empty.
+        label: The data block's name.
     """
     lines = [f"DuckDB database: {len(tables)} tables/views. Columns: name TYPE e.g. samples."]
     for info in tables:
         rows = "? rows" if info.row_count is None else f"{info.row_count} rows"
-        lines.append(f"{info.name} ({info.kind}, {rows})")
+        if info.unreadable:
+            rows = "not readable by the SQL tool: its definition is refused"
+        lines.append(f"{escape_text(info.name)} ({info.kind}, {rows})")
         for col in info.columns:
-            example = f" e.g. {' | '.join(col.samples)}" if col.samples else ""
-            lines.append(f"  {quote_ident(col.name)} {col.type}{example}")
+            samples = " | ".join(escape_text(s) for s in col.samples)
+            example = f" e.g. {samples}" if samples else ""
+            lines.append(f"  {prompt_ident(col.name)} {escape_text(col.type)}{example}")
     if joins:
-        lines.append(joins)
-    return "\n".join(lines)
+        lines.extend(escape_text(line) for line in joins.splitlines())
+    return fence(label, "\n".join(lines))
 
 
 def _samples(series: pd.Series, n: int) -> tuple[str, ...]:

@@ -3,26 +3,29 @@
 The check never looks for keywords in the text. It asks DuckDB's own parser:
 ``extract_statements`` gives the statement type, and ``json_serialize_sql`` gives the
 parse tree of SELECT-like statements (SELECT, WITH, VALUES, TABLE, DESCRIBE, SHOW,
-SUMMARIZE all parse as SELECT in DuckDB 2.0). The whole tree is walked and every part
-must be allowed:
+SUMMARIZE all parse as SELECT in DuckDB 2.0). The whole tree is walked (iteratively,
+so no statement can exhaust the stack; trees deeper than :data:`MAX_TREE_DEPTH` are
+refused with the limit named) and every part must be allowed:
 
 - query nodes: plain SELECT, set operations and CTEs only (a CTE body that is a
   DELETE/INSERT/UPDATE ... RETURNING parses as another node type and is refused);
 - table references: catalog tables whose names do not look like files or URLs (so no
   replacement scans such as ``FROM 'x.parquet'``), subqueries, joins, VALUES, PIVOT,
-  SHOW/DESCRIBE, and table functions from :data:`ALLOWED_TABLE_FUNCTIONS` only;
-- scalar functions: anything except :data:`DENIED_SCALAR_FUNCTIONS`.
+  SHOW/DESCRIBE, and table functions the allowlist admits;
+- functions: only those :mod:`~d2_notebook.data.function_policy` allows; every other
+  one (SQL-text, file, setting, log, side-effect functions, and any name the reviewed
+  table does not know) is refused with the reason.
 
-The names of the functions called and of the types used (every ``"class": "TYPE"`` node:
-cast targets such as ``x::INET``/``CAST(x AS JSON)``/typed literals ``INET '1.2.3.4'``,
-and nested ones inside ``STRUCT(a INET)``, ``MAP(K, V)``, ``T[]``/``T[3]``, ``UNION``)
+The names of the functions called, of the types used (every ``"class": "TYPE"`` node:
+casts, typed literals and nested element/field types) and of the tables and views read
 are returned too, so that the runner can refuse names the database does not know
-before DuckDB tries to auto-install an extension for them.
+before DuckDB tries to auto-install an extension for them, and check the definitions
+of the views the statement reads (:func:`check_view_definition`).
 
 EXPLAIN [ANALYZE] is allowed when the statement it wraps passes; ``CALL f(...)`` is
 rewritten to ``SELECT * FROM f(...)`` and checked as such; PRAGMA is allowed for the
-names in :data:`ALLOWED_PRAGMAS` with at most one string argument. Every other statement
-type (DML, DDL, ATTACH, COPY, SET, LOAD, ...) is refused.
+pragmas the allowlist admits, with at most one string argument. Every other statement
+type is refused with a reason (:mod:`~d2_notebook.data.statement_reasons`).
 """
 
 from __future__ import annotations
@@ -31,41 +34,26 @@ import json
 import re
 import threading
 from dataclasses import dataclass
+from functools import lru_cache
 from typing import NoReturn
 
 import duckdb
 
+from d2_notebook.data.function_policy import FunctionUse, Refusal, classify
+from d2_notebook.data.statement_reasons import refusal_for_type
 from d2_notebook.errors import QueryFailedError, UnsafeSQLError
 
-__all__ = [
-    "ALLOWED_PRAGMAS",
-    "ALLOWED_TABLE_FUNCTIONS",
-    "DENIED_SCALAR_FUNCTIONS",
-    "CheckedSQL",
-    "analyze_sql",
-    "check_sql",
-]
+__all__ = ["MAX_TREE_DEPTH", "CheckedSQL", "TableName", "analyze_sql", "check_sql",
+           "check_view_definition"]
 
-ALLOWED_TABLE_FUNCTIONS: frozenset[str] = frozenset({
-    "range", "generate_series", "unnest", "repeat", "json_each", "json_tree",
-    "duckdb_tables", "duckdb_columns", "duckdb_views", "duckdb_schemas", "duckdb_databases",
-    "duckdb_types", "duckdb_functions", "duckdb_constraints", "duckdb_indexes",
-    "duckdb_sequences", "duckdb_keywords", "duckdb_dependencies",
-    "pragma_table_info", "pragma_database_size", "pragma_version", "pragma_collations",
-    "pragma_show", "pg_timezone_names", "icu_calendar_names",
+MAX_TREE_DEPTH = 500
+"""Deepest parse tree (JSON nesting levels) checked; about 160 chained terms such as
+``a + b + ...`` or 100 nested subqueries. Deeper statements are refused."""
+
+_AGGREGATE_BY_NAME = frozenset({
+    "aggregate", "list_aggr", "list_aggregate", "array_aggr", "array_aggregate",
 })  # fmt: skip
-
-DENIED_SCALAR_FUNCTIONS: frozenset[str] = frozenset({
-    "getenv", "read_text", "read_blob", "nextval", "setval", "setseed", "write_log",
-    "query", "query_table", "json_execute_serialized_sql", "current_setting_secret",
-    "load_extension", "install_extension",
-})  # fmt: skip
-
-ALLOWED_PRAGMAS: frozenset[str] = frozenset({
-    "table_info", "show", "show_tables", "show_tables_expanded", "show_databases",
-    "database_list", "database_size", "version", "platform", "collations", "functions",
-})  # fmt: skip
-
+_REGISTERED_SCANS = frozenset({"pandas_scan", "arrow_scan", "python_arrow_scan"})
 _JSON_STRUCTURE_FUNCTIONS = frozenset({
     "json_transform", "json_transform_strict", "from_json", "from_json_strict",
 })  # fmt: skip
@@ -74,25 +62,29 @@ _TABLE_REFS = frozenset({
     "BASE_TABLE", "TABLE_FUNCTION", "SUBQUERY", "JOIN", "EXPRESSION_LIST", "EMPTY",
     "EMPTY_FROM", "SHOW_REF", "PIVOT",
 })  # fmt: skip
-_FILE_LIKE = re.compile(r"[./\\:~*?$%]")
-_PRAGMA = re.compile(r"PRAGMA\s+(\w+)\s*(?:\(\s*(?:'(?:[^']|'')*')?\s*\))?", re.I)
+# A path character anywhere, or a URI scheme ("s3:", "md:") at the start: a name DuckDB
+# could read as a file or URL (a replacement scan) rather than a table.
+_FILE_LIKE = re.compile(r"[./\\~*?$%]|^\s*[A-Za-z][\w+-]*:")
+_PRAGMA = re.compile(r"PRAGMA\s+(\w+)\s*(\(\s*(?:'(?:[^']|'')*')?\s*\))?", re.I)
+_PRAGMA_NAME = re.compile(r"PRAGMA\s+(\w+)", re.I)
 _EXPLAIN = re.compile(r"EXPLAIN(?:\s+ANALY[SZ]E)?\s+(.+)", re.I | re.S)
 _CALL = re.compile(r"CALL\s+(.+)", re.I | re.S)
 _RULE = (
     "only one read-only statement per call (SELECT, WITH, DESCRIBE, SHOW, SUMMARIZE, "
     "EXPLAIN or a read-only PRAGMA such as table_info) over tables already in the database"
 )
-_TYPE_REASONS = {
-    "INSERT": "it writes data", "UPDATE": "it writes data", "DELETE": "it writes data",
-    "CREATE": "it creates an object", "DROP": "it drops an object", "ALTER": "it alters an object",
-    "COPY": "it copies data to or from a file", "EXPORT": "it exports the database to files",
-    "ATTACH": "it attaches another database", "DETACH": "it detaches a database",
-    "LOAD": "it installs or loads an extension", "SET": "it changes a setting",
-    "VACUUM": "it rewrites storage", "TRANSACTION": "it controls transactions",
-}  # fmt: skip
 
 _parser_lock = threading.Lock()
 _parser: duckdb.DuckDBPyConnection | None = None
+
+
+@dataclass(frozen=True)
+class TableName:
+    """A table or view a statement reads, as written (parts it left out are empty)."""
+
+    catalog: str
+    schema: str
+    name: str
 
 
 @dataclass(frozen=True)
@@ -106,12 +98,14 @@ class CheckedSQL:
         functions: Lower-cased names of every function the statement calls.
         types: Lower-cased names of every type the statement names (casts, typed
             literals and the element/field types nested in them).
+        tables: Every table or view name the statement reads (to resolve views).
     """
 
     sql: str
     kind: str
     functions: frozenset[str]
     types: frozenset[str] = frozenset()
+    tables: frozenset[TableName] = frozenset()
 
 
 def check_sql(sql: str) -> str:
@@ -126,7 +120,30 @@ def check_sql(sql: str) -> str:
 
 
 def analyze_sql(sql: str) -> CheckedSQL:
-    """Like :func:`check_sql`, but also return the statement kind and its functions."""
+    """Like :func:`check_sql`, but also return the statement kind, functions, types and
+    tables."""
+    return _analyze(sql, registered_scans=False)
+
+
+@lru_cache(maxsize=512)
+def check_view_definition(create_sql: str, *, registered: bool = False) -> CheckedSQL:
+    """Check the query of a view from its ``CREATE VIEW ... AS <query>`` text.
+
+    Args:
+        create_sql: The ``sql`` column of ``duckdb_views()``.
+        registered: True for a temporary view of the user's own connection, which may
+            scan a registered DataFrame or Arrow table (``pandas_scan()``).
+
+    Raises:
+        UnsafeSQLError: The view's query would be refused, or the text is not a view.
+    """
+    query = _view_query(create_sql)
+    if query is None:
+        _refuse("a view's definition could not be read", "query the tables it reads directly")
+    return _analyze(query, registered_scans=registered)
+
+
+def _analyze(sql: str, *, registered_scans: bool) -> CheckedSQL:
     if not isinstance(sql, str) or not sql.strip():
         _refuse("the statement is empty", "send one SELECT statement")
     statements = _extract(sql)
@@ -135,35 +152,41 @@ def analyze_sql(sql: str) -> CheckedSQL:
             f"got {len(statements)} statements",
             "send statements one call at a time, without ';' between them",
         )
-    kind = statements[0].type.name
+    kind = _statement_type(statements[0])
     text = _normalize(statements[0].query)
     if kind == "SELECT":
-        functions, types = _check_tree(text)
-        return CheckedSQL(text, "SELECT", functions, types)
+        return _check_tree(text, registered_scans)
     if kind == "EXPLAIN":
         match = _EXPLAIN.fullmatch(text)
         inner = analyze_sql(match.group(1)) if match else None
         if inner is None or inner.kind != "SELECT":
             _refuse("EXPLAIN may only wrap a SELECT", "EXPLAIN the SELECT alone")
-        return CheckedSQL(text, "EXPLAIN", inner.functions, inner.types)
-    if kind == "PRAGMA":
-        match = _PRAGMA.fullmatch(text)
-        if not match or match.group(1).lower() not in ALLOWED_PRAGMAS:
-            _refuse(
-                "only read-only PRAGMAs with at most one string argument are allowed",
-                f"use one of: {', '.join(sorted(ALLOWED_PRAGMAS))}",
-            )
-        return CheckedSQL(text, "PRAGMA", frozenset())
+        return CheckedSQL(text, "EXPLAIN", inner.functions, inner.types, inner.tables)
+    if kind == "PRAGMA" and _PRAGMA_NAME.match(text):
+        return _check_pragma(text)
     if kind == "CALL":
         match = _CALL.fullmatch(text)
         if not match:
-            _refuse("it is a maintenance command (e.g. CHECKPOINT)", "query tables with SELECT")
+            _refuse("CHECKPOINT writes the database file", "query tables with SELECT")
         inner = analyze_sql(f"SELECT * FROM {match.group(1)}")
         if inner.kind != "SELECT":
             _refuse("CALL may only call a read-only table function", "use SELECT")
         return inner
-    reason = _TYPE_REASONS.get(kind, f"statements of type {kind} are not allowed")
-    _refuse(reason, "rewrite it as a SELECT over the existing tables")
+    reason, fix = refusal_for_type(kind, text)
+    _refuse(reason, fix)
+
+
+def _check_pragma(text: str) -> CheckedSQL:
+    name = _PRAGMA_NAME.match(text).group(1).lower()  # type: ignore[union-attr]
+    refusal = classify(name, FunctionUse.PRAGMA)
+    if refusal is not None:
+        _refuse(f"PRAGMA {name} is refused because {refusal.value}",
+                "use a read-only PRAGMA such as table_info('t'), show_tables or version")
+    match = _PRAGMA.fullmatch(text)
+    if not match or "=" in text:
+        _refuse(f"PRAGMA {name} takes at most one string argument here (no assignment)",
+                f"write PRAGMA {name} or PRAGMA {name}('name')")
+    return CheckedSQL(text, "PRAGMA", frozenset())
 
 
 def _refuse(reason: str, fix: str) -> NoReturn:
@@ -182,11 +205,25 @@ def _extract(sql: str) -> list:
         try:
             return list(_parser_connection().extract_statements(sql))
         except duckdb.ParserException as exc:
+            if "depth" in str(exc):
+                _refuse("the statement nests too deeply: DuckDB's parser stops at "
+                        "1000 levels of nested expressions",
+                        "split long chains of terms or nested subqueries into CTEs or "
+                        "several queries")
             raise QueryFailedError(
                 f"{exc}\nHint: check the syntax (DuckDB SQL dialect) and send one statement."
             ) from exc
-        except (duckdb.Error, ValueError) as exc:
+        except (duckdb.Error, ValueError, RecursionError) as exc:
             _refuse(f"the statement could not be classified ({exc})", "use a plain SELECT")
+
+
+def _statement_type(statement: object) -> str:
+    """The statement type's name; DuckDB types the Python API does not know refused."""
+    try:
+        return str(statement.type.name)  # type: ignore[attr-defined]
+    except ValueError as exc:  # e.g. UPDATE EXTENSIONS: "29 is not a valid StatementType"
+        _refuse(f"it is a statement type the checker does not know ({exc})",
+                "rewrite it as a SELECT over the existing tables")
 
 
 def _normalize(text: str) -> str:
@@ -199,58 +236,131 @@ def _normalize(text: str) -> str:
     return "".join(pieces).strip().rstrip(";").strip()
 
 
+def _view_query(create_sql: str) -> str | None:
+    """The query after the first top-level ``AS`` of a ``CREATE ... VIEW`` text."""
+    text = create_sql.strip().rstrip(";")
+    depth = 0
+    tokens = duckdb.tokenize(text)
+    for i, (start, kind) in enumerate(tokens):
+        end = tokens[i + 1][0] if i + 1 < len(tokens) else len(text)
+        word = text[start:end].strip()
+        if kind == duckdb.token_type.operator:
+            depth += word.count("(") - word.count(")")
+        elif kind == duckdb.token_type.keyword and depth == 0 and word.upper() == "AS":
+            return text[end:].strip() or None
+    return None
+
+
 def _serialize(text: str) -> dict:
     with _parser_lock:
         row = _parser_connection().execute("SELECT json_serialize_sql(?::VARCHAR)", [text])
-        tree = json.loads(row.fetchall()[0][0])
+        document = row.fetchall()[0][0]
+    depth = _json_depth(document)
+    if depth > MAX_TREE_DEPTH:
+        _refuse(
+            f"the statement nests too deeply: its parse tree is {depth} levels deep and the "
+            f"limit is {MAX_TREE_DEPTH}",
+            "split long chains of terms or nested subqueries into CTEs or several queries",
+        )
+    tree = json.loads(document)
     if tree.get("error") or len(tree.get("statements", [])) != 1:
         _refuse(f"the statement could not be verified ({tree.get('error_message')})", "simplify it")
     return tree
 
 
-def _check_tree(text: str) -> tuple[frozenset[str], frozenset[str]]:
+def _json_depth(document: str) -> int:
+    """Deepest nesting of ``[``/``{`` in a JSON text (strings skipped), without recursion."""
+    depth = deepest = 0
+    for piece in re.sub(r'"(?:[^"\\]|\\.)*"', '""', document):
+        if piece in "[{":
+            depth += 1
+            deepest = max(deepest, depth)
+        elif piece in "]}":
+            depth -= 1
+    return deepest
+
+
+def _check_tree(text: str, registered_scans: bool) -> CheckedSQL:
     functions: set[str] = set()
     types: set[str] = set()
-    _walk(_serialize(text), functions, types)
-    return frozenset(functions), frozenset(types)
+    tables: set[TableName] = set()
+    pending: list[object] = [_serialize(text)]
+    while pending:  # iterative: a deep tree cannot exhaust the stack
+        node = pending.pop()
+        if isinstance(node, list):
+            pending.extend(node)
+            continue
+        if not isinstance(node, dict):
+            continue
+        children = node
+        if "class" in node:
+            _check_expression(node, functions, types)
+        elif "modifiers" in node and node.get("type") not in _QUERY_NODES:
+            _refuse(f"a {node.get('type')} inside the query would change data", "use SELECT only")
+        elif "alias" in node and "sample" in node:
+            _check_table_ref(node, tables, registered_scans)
+            if node.get("type") == "TABLE_FUNCTION":  # its call is checked as a table use
+                function = node.get("function") or {}
+                children = {**node, "function": None, "arguments": function.get("arguments")}
+        pending.extend(v for v in children.values() if isinstance(v, dict | list))
+    return CheckedSQL(text, "SELECT", frozenset(functions), frozenset(types), frozenset(tables))
 
 
-def _walk(node: object, functions: set[str], types: set[str]) -> None:
-    if isinstance(node, list):
-        for item in node:
-            _walk(item, functions, types)
+def _check_expression(node: dict, functions: set[str], types: set[str]) -> None:
+    if node["class"] == "TYPE" and node.get("type_name"):
+        types.add(str(node["type_name"]).lower())
+    name = node.get("function_name")
+    if not isinstance(name, str):
         return
-    if not isinstance(node, dict):
+    name = name.lower()
+    functions.add(name)
+    _refuse_function(name, FunctionUse.EXPRESSION)
+    arguments = node.get("arguments") or []
+    if name in _JSON_STRUCTURE_FUNCTIONS:
+        types.update(_structure_types(name, arguments))
+    if name in _AGGREGATE_BY_NAME:
+        _check_named_aggregate(name, arguments)
+
+
+def _refuse_function(name: str, use: FunctionUse) -> None:
+    refusal = classify(name, use)
+    if refusal is None:
         return
-    if "class" in node:
-        if node["class"] == "TYPE" and node.get("type_name"):
-            types.add(str(node["type_name"]).lower())
-        if isinstance(node.get("function_name"), str):
-            name = node["function_name"].lower()
-            functions.add(name)
-            if name in DENIED_SCALAR_FUNCTIONS or name.startswith("__internal"):
-                _refuse(f"function {name}() reads files, settings or state", "remove it")
-            if name in _JSON_STRUCTURE_FUNCTIONS:
-                types.update(_structure_types(name, node.get("arguments") or []))
-    elif "modifiers" in node and node.get("type") not in _QUERY_NODES:
-        _refuse(f"a {node.get('type')} inside the query would change data", "use SELECT only")
-    elif "alias" in node and "sample" in node:
-        _check_table_ref(node)
-    for value in node.values():
-        _walk(value, functions, types)
+    where = "table function" if use is FunctionUse.TABLE else "function"
+    fix = ("use a built-in function of DuckDB's core" if refusal is Refusal.UNCLASSIFIED
+           else "remove it; query the database's tables")
+    _refuse(f"{where} {name}() is refused because {refusal.value}", fix)
+
+
+def _string_argument(arguments: list, position: int) -> str | None:
+    if len(arguments) <= position or not isinstance(arguments[position], dict):
+        return None
+    expression = arguments[position].get("expression") or {}
+    literal = expression.get("literal") or {}
+    if expression.get("class") != "CONSTANT" or literal.get("kind") != "STRING":
+        return None
+    return str(literal.get("text", ""))
+
+
+def _check_named_aggregate(name: str, arguments: list) -> None:
+    """``list_aggr(l, 'sum')`` names a function by string: it must be a literal, allowed."""
+    named = _string_argument(arguments, 1)
+    if named is None:
+        _refuse(f"the function name given to {name}() must be a string literal",
+                f"write e.g. {name}(l, 'sum')")
+    _refuse_function(named.lower(), FunctionUse.EXPRESSION)
 
 
 def _structure_types(name: str, arguments: list) -> set[str]:
     """Type names inside the JSON structure argument of ``from_json`` and friends."""
     if len(arguments) < 2:
         return set()
-    argument = arguments[1].get("expression") if isinstance(arguments[1], dict) else None
-    literal = (argument or {}).get("literal") or {}
+    text = _string_argument(arguments, 1)
     try:
-        if (argument or {}).get("class") != "CONSTANT" or literal.get("kind") != "STRING":
+        if text is None:
             raise ValueError("not a string literal")
-        structure = json.loads(literal.get("text", ""))
-    except ValueError:
+        structure = json.loads(text)
+    except (ValueError, RecursionError):
         _refuse(
             f"the structure argument of {name}() must be a JSON string literal",
             "write the structure inline, e.g. '{\"a\": \"VARCHAR\"}'",
@@ -267,11 +377,11 @@ def _structure_types(name: str, arguments: list) -> set[str]:
             pending.extend(item)
     types: set[str] = set()
     for leaf in leaves:
-        _walk(_serialize(f"SELECT NULL::{leaf}"), set(), types)
+        types.update(_check_tree(f"SELECT NULL::{leaf}", False).types)
     return types
 
 
-def _check_table_ref(ref: dict) -> None:
+def _check_table_ref(ref: dict, tables: set[TableName], registered_scans: bool) -> None:
     kind = ref.get("type")
     if kind not in _TABLE_REFS:
         _refuse(f"table reference of kind {kind} cannot be verified", "select from tables")
@@ -283,14 +393,20 @@ def _check_table_ref(ref: dict) -> None:
                     f"'{name}' looks like a file or URL; files and the network are not reachable",
                     "query the tables listed by SHOW TABLES",
                 )
-    elif kind == "SHOW_REF" and _FILE_LIKE.search(ref.get("table_name") or ""):
-        _refuse(f"'{ref['table_name']}' looks like a file or URL", "DESCRIBE a table instead")
+        tables.add(TableName(str(ref.get("catalog_name") or ""),
+                             str(ref.get("schema_name") or ""), str(ref.get("table_name") or "")))
+    elif kind == "SHOW_REF":
+        name = ref.get("table_name") or ""
+        if _FILE_LIKE.search(name):
+            _refuse(f"'{name}' looks like a file or URL", "DESCRIBE a table instead")
+        if name:
+            tables.add(TableName("", "", str(name)))
     elif kind == "TABLE_FUNCTION":
         function = ref.get("function") or {}
         name = str(function.get("function_name", "")).lower()
-        if function.get("class") != "FUNCTION" or name not in ALLOWED_TABLE_FUNCTIONS:
-            _refuse(
-                f"table function {name or '?'}() is not allowed (it may read files, run SQL "
-                "text or change state)",
-                f"use tables, or one of: {', '.join(sorted(ALLOWED_TABLE_FUNCTIONS))}",
-            )
+        if function.get("class") != "FUNCTION" or not name:
+            _refuse("a table function written as an expression cannot be verified",
+                    "call a table function by its name")
+        if registered_scans and name in _REGISTERED_SCANS and not function.get("arguments"):
+            return  # the user's registered DataFrame or Arrow table
+        _refuse_function(name, FunctionUse.TABLE)

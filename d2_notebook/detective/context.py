@@ -14,7 +14,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 
 from d2_notebook.board import Board
-from d2_notebook.data import QueryResult, SQLSource
+from d2_notebook.data import QueryResult, SQLSource, open_source
 from d2_notebook.detective.sequencer import WriteSequencer
 from d2_notebook.detective.settings import InvestigationSettings
 from d2_notebook.llm import Model
@@ -29,6 +29,9 @@ class TeamContext:
     """Shared by every role of one investigation.
 
     Attributes:
+        sql: the source every query goes through; a DuckDB connection or a
+            :class:`~d2_notebook.data.GuardedSQL` given here is wrapped by
+            :func:`~d2_notebook.data.open_source`.
         model: the default model; ``role_models`` overrides it for some roles.
         round: the generation of the hypothesis a branch works on (1 for the
             hypothesizer's), recorded on what the branch writes.
@@ -47,6 +50,9 @@ class TeamContext:
     round: int = 0
     role_models: Mapping[str, Model] = field(default_factory=dict)
     on_new_hypothesis: Callable[[str], None] = _ignore
+
+    def __post_init__(self) -> None:
+        self.sql = open_source(self.sql)
 
     def model_for(self, role: str) -> Model:
         """The model that answers ``role``'s calls."""

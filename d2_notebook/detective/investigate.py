@@ -25,6 +25,7 @@ from typing import Any
 import duckdb
 
 from d2_notebook.board import Board, Evidence, Hypothesis, HypothesisStatus, Verdict
+from d2_notebook.board.leases import LeaseKeeper
 from d2_notebook.data import GuardedSQL, SourceInfo, SQLSource, open_source
 from d2_notebook.detective.claim_check import ClaimCheck, check_report
 from d2_notebook.detective.context import TeamContext
@@ -95,6 +96,7 @@ async def investigate(
     resume: bool = False,
     replay: Board | str | os.PathLike[str] | None = None,
     models: Mapping[str, Model | str] | None = None,
+    force: bool = False,
     **options: Any,
 ) -> InvestigationResult:
     """Investigate ``question`` over ``database`` with the agent team.
@@ -120,17 +122,24 @@ async def investigate(
         resume: continue the board's last unfinished investigation.
         replay: a board recorded earlier: re-run its investigation with its recorded
             model responses (no API access), executing every query again.
+        force: with ``resume``, take the run over even though another process's lease
+            on it is still fresh (for a process known to be gone).
 
     Raises:
         ModelConfigError: no model is configured (the message names the fix).
         InvalidRecordError: bad settings, nothing to resume, or a replay against a
             different kind of source than the recorded one.
+        RunLeaseHeldError: ``resume`` while another live process runs the investigation.
         ModelError: the model failed beyond retries (the board is left ``failed``).
     """
     recorded: Board | None = None
     recorded_source: dict[str, Any] | None = None
     if replay is not None:
         recorded = replay if isinstance(replay, Board) else _open_existing_board(replay)
+        _refuse_replay_into_recording(recorded, board)
+        if not recorded.list_investigations():
+            raise InvalidRecordError(f"nothing to replay on {recorded.path}: it holds no "
+                                     "investigation; pass the board of an earlier run")
         source = recorded.list_investigations()[-1]
         _check_replayable(source.settings)
         question = question or source.question
@@ -161,11 +170,19 @@ async def investigate(
         if recorded_source is not None:
             _check_replay_source(recorded_source, sql.info)
         opened = board if isinstance(board, Board) else Board.open(board or ":memory:")
-        investigation, settings, _ = _start_or_resume(opened, question, settings, options,
-                                                      resume, sql.info)
-        if role_inner is None:  # resumed: the stored names, unless given again
-            role_inner = _resolve_role_models(settings.role_models, objects)
-        return await _run(opened, sql, investigation, settings, inner, role_inner)
+        lease = LeaseKeeper(opened, force=force)  # one live process per investigation
+        try:
+            if resume and opened.list_investigations():
+                lease.acquire(opened.list_investigations()[-1].id)  # before anything changes
+            investigation, settings, _ = _start_or_resume(opened, question, settings, options,
+                                                          resume, sql.info)
+            if not resume:
+                lease.acquire(investigation.id)
+            if role_inner is None:  # resumed: the stored names, unless given again
+                role_inner = _resolve_role_models(settings.role_models, objects)
+            return await _run(opened, sql, investigation, settings, inner, role_inner)
+        finally:
+            lease.release()
     finally:
         if own_sql:
             sql.close()  # closes only what it opened itself (a path, a URL)
@@ -302,7 +319,17 @@ def _check_replayable(stored: Mapping[str, Any]) -> None:
 def _open_existing_board(path: str | os.PathLike[str]) -> Board:
     if not Path(path).is_file():
         raise D2Error(f"no recorded board at {str(path)!r}; pass the board of an earlier run")
-    return Board.open(path)
+    return Board.open(path, read_only=True)  # a replay reads its recording, never writes it
+
+
+def _refuse_replay_into_recording(recorded: Board, board: Board | str | os.PathLike[str] | None,
+                                  ) -> None:
+    target = board.path if isinstance(board, Board) else board
+    if recorded is board or (target is not None and str(target) != ":memory:"
+                             and recorded.path != ":memory:"
+                             and Path(target).resolve() == Path(recorded.path).resolve()):
+        raise InvalidRecordError("a replay never writes into its own recording: pass a new "
+                                 "board (or none) to replay into")
 
 
 # --- the result ---------------------------------------------------------------------------

@@ -10,7 +10,8 @@ from __future__ import annotations
 import asyncio
 from typing import Any
 
-from d2_notebook.data import Dialect
+from d2_notebook.data import Dialect, schema
+from d2_notebook.data.fencing import fence
 from d2_notebook.detective.context import QueryLog, TeamContext
 from d2_notebook.detective.tools import Tool, ToolError, tool
 
@@ -52,16 +53,11 @@ def sql_tools(ctx: TeamContext, log: QueryLog) -> list[Tool]:
                 mine.set_result(None)
         preview = result.preview(max_rows=ctx.settings.preview_rows, max_chars=PREVIEW_CHARS,
                                  max_colwidth=PREVIEW_CELL_CHARS)
-        return f"{query_id}: {preview}"
+        return f"{query_id}: {fence(f'query result {query_id}', preview)}"
 
     async def describe_table(args: dict[str, Any]) -> str:
         info = await _in_thread(ctx.sql.describe, args["table"])
-        lines = [f"{info.name} ({info.kind}, {info.row_count} rows)"]
-        for column in info.columns:
-            samples = ", ".join(column.samples)
-            example = f"  e.g. {samples}" if samples else ""
-            lines.append(f"  {column.name} {column.type}{example}")
-        return "\n".join(lines)
+        return schema.summarize([info], label=f"table {info.name}")
 
     return [
         tool("run_sql",

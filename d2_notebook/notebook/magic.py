@@ -74,6 +74,8 @@ class Investigate(Magics):
     @argument("--max-seconds", type=float, help="Wall-time budget.")
     @argument("--variant", choices=VARIANTS, help="Team configuration (ablations).")
     @argument("--resume", action="store_true", help="Continue the board's unfinished run.")
+    @argument("--force", action="store_true", help="With --resume: take over a run whose "
+              "process is gone but whose lease is still fresh.")
     @argument("--replay", metavar="BOARD", help="Re-run a recorded board without the API.")
     @argument("--background", action="store_true", help="Return at once; run in background.")
     @argument("--out", help="Bind the InvestigationResult to this name (with --background: "
@@ -103,7 +105,7 @@ class Investigate(Magics):
         self.last_board, self.last_view = board, view
         role_models = None if replay else (dict(self.role_models) or None)
         coro = investigate(database, question, board=board, model=model, models=role_models,
-                           resume=args.resume, replay=replay, **options)
+                           resume=args.resume, replay=replay, force=args.force, **options)
         follow = view.widget.follow if self.widget else None
         # --out binds the result; in the background it binds the run handle at once
         # (its .wait() and .result give the result), so the next cell can use it.

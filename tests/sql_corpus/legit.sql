@@ -44,7 +44,7 @@ SELECT CASE WHEN age > 50 THEN 'old' ELSE 'young' END AS band, coalesce(NULL, ci
 SELECT id::VARCHAR || '-' || upper(name) AS label FROM patients
 SELECT * FROM patients SEMI JOIN treatments ON id = patient_id
 SELECT [x * 2 FOR x IN [1, 2, 3]] AS doubled, list_transform([1, 2], lambda y: y + 1) AS plus
-SELECT current_date, current_setting('threads') IS NOT NULL AS has_threads
+SELECT current_date, current_database() IS NOT NULL AS has_db
 SELECT CAST(age AS DECIMAL(10,2)) AS a, age::INT AS b, age::INTEGER AS c, TRY_CAST(name AS BIGINT) AS d FROM patients
 SELECT name::TEXT AS t, CAST(name AS VARCHAR(20)) AS v, admitted::TIMESTAMP AS ts, CAST(admitted AS DATE) AS d FROM patients
 SELECT '2024-01-01 10:00'::TIMESTAMP WITH TIME ZONE AS tz, INTERVAL '2 days' AS i, '1 hour'::INTERVAL AS j, 'ab'::BLOB AS b

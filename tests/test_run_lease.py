@@ -1,0 +1,157 @@
+"""One live run per investigation: the running process holds a lease on the board;
+resumes are refused while it is fresh and take over once it is stale (kill -9)."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import signal
+import socket
+import sqlite3
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+from d2_notebook import investigate
+from d2_notebook.board import Board
+from d2_notebook.board.leases import LeaseKeeper
+from d2_notebook.cli import main
+from d2_notebook.datasets import hospital
+from d2_notebook.demo import HospitalWalkthrough
+from d2_notebook.errors import RunLeaseHeldError
+from d2_notebook.llm import register_provider
+
+
+@pytest.fixture(autouse=True)
+def _test_provider() -> None:
+    register_provider("testpolicy", lambda model_id, **kw: HospitalWalkthrough().model(),
+                      replace=True)
+
+
+@pytest.fixture
+def database(tmp_path: Path) -> Path:
+    path = tmp_path / "hospital.duckdb"
+    hospital.create(path).close()
+    return path
+
+
+def _started(board: Board) -> str:
+    return board.start_investigation("q", {}).id
+
+
+def test_a_fresh_lease_refuses_a_second_holder_naming_owner_and_force(board: Board) -> None:
+    investigation = _started(board)
+    first = board.acquire_lease(investigation)
+    with pytest.raises(RunLeaseHeldError) as info:
+        board.acquire_lease(investigation)
+    message = str(info.value)
+    assert f"pid {os.getpid()}" in message and socket.gethostname() in message
+    assert "--force" in message and "stale 30 s after" in message
+    taken = board.acquire_lease(investigation, force=True)
+    assert taken.token != first.token
+    assert board.renew_lease(first) is False  # the old holder learns it lost the lease
+    assert board.renew_lease(taken) is True
+    board.release_lease(first)  # a no-op: not the holder any more
+    assert board.get_lease(investigation).token == taken.token
+    board.release_lease(taken)
+    assert board.get_lease(investigation) is None
+
+
+def test_a_lease_without_heartbeat_goes_stale_and_is_taken_over(board: Board,
+                                                                board_path: Path) -> None:
+    investigation = _started(board)
+    board.acquire_lease(investigation)
+    with sqlite3.connect(board_path) as conn:  # another host's run, silent for a minute
+        conn.execute("UPDATE run_leases SET host = 'elsewhere', heartbeat_at = "
+                     "'2020-01-01T00:00:00+00:00'")
+    assert board.get_lease(investigation).is_stale()
+    assert board.acquire_lease(investigation).host == socket.gethostname()
+
+
+def test_the_keeper_beats_and_releases(board: Board) -> None:
+    investigation = _started(board)
+    keeper = LeaseKeeper(board, heartbeat_every_s=0.05)
+    lease = keeper.acquire(investigation)
+    time.sleep(0.3)
+    assert board.get_lease(investigation).heartbeat_at > lease.heartbeat_at
+    keeper.release()
+    assert board.get_lease(investigation) is None
+
+
+_SLOW_TEAM = """
+import asyncio, sys
+from d2_notebook.demo import HospitalWalkthrough
+from d2_notebook.llm import register_provider
+
+class Slow:
+    def __init__(self):
+        self.inner = HospitalWalkthrough().model()
+        self.name = self.inner.name
+    async def request(self, request):
+        await asyncio.sleep(3)
+        return await self.inner.request(request)
+
+register_provider("slow", lambda model_id, **kw: Slow())
+from d2_notebook.cli import main
+sys.exit(main())
+"""
+
+
+def _wait_for_lease(board_path: Path, process: subprocess.Popen) -> None:
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline:
+        assert process.poll() is None, process.stderr.read()
+        if board_path.exists():
+            try:
+                with sqlite3.connect(board_path) as conn:
+                    if conn.execute("SELECT count(*) FROM run_leases").fetchone()[0]:
+                        return
+            except sqlite3.OperationalError:
+                pass  # not migrated yet
+        time.sleep(0.1)
+    raise AssertionError("the running process never took its lease")
+
+
+def test_resume_is_refused_while_another_process_runs_and_takes_over_after_kill_9(
+        database: Path, tmp_path: Path) -> None:
+    board_path = tmp_path / "live.d2board"
+    process = subprocess.Popen(
+        [sys.executable, "-c", _SLOW_TEAM, "investigate", str(database), hospital.QUESTION,
+         "--model", "slow:x", "--board", str(board_path), "--quiet"],
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=tmp_path)
+    try:
+        _wait_for_lease(board_path, process)
+        # the CLI refuses in one line, naming the owner and --force
+        refused = CliRunner().invoke(main, ["investigate", str(database), "--board",
+                                            str(board_path), "--resume", "--model",
+                                            "testpolicy:x"])
+        assert refused.exit_code == 1
+        assert f"pid {process.pid}" in refused.output and "--force" in refused.output
+        assert "Traceback" not in refused.output
+        # ... and so does the Python API
+        with pytest.raises(RunLeaseHeldError, match=f"pid {process.pid}"):
+            asyncio.run(investigate(str(database), None, board=str(board_path), resume=True,
+                                    model=HospitalWalkthrough().model()))
+        with Board.open(board_path) as opened:
+            assert opened.list_investigations()[-1].state.value == "running"
+    finally:
+        process.send_signal(signal.SIGKILL)
+        process.communicate(timeout=30)  # reaped: its pid no longer exists
+    resumed = CliRunner().invoke(main, ["investigate", str(database), "--board",
+                                        str(board_path), "--resume", "--model",
+                                        "testpolicy:x", "--quiet"])
+    assert resumed.exit_code == 0, resumed.output
+    with Board.open(board_path) as opened:
+        investigations = opened.list_investigations()
+        assert [i.state.value for i in investigations] == ["finished"]
+        assert opened.get_lease(investigations[0].id) is None
+
+
+def test_force_needs_resume(database: Path, tmp_path: Path) -> None:
+    result = CliRunner().invoke(main, ["investigate", str(database), "q", "--force",
+                                       "--board", str(tmp_path / "b.d2board")])
+    assert result.exit_code == 2 and "--force only applies with --resume" in result.output
