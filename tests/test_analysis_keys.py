@@ -55,7 +55,7 @@ def test_schema_summary_without_keys_is_unchanged() -> None:
     con = duckdb.connect()
     con.execute("CREATE TABLE lone AS SELECT 1 AS x")
     summary = GuardedSQL(con).schema_summary()
-    assert "Join keys" not in summary and summary.endswith("x INTEGER e.g. 1")
+    assert "Join keys" not in summary and summary.endswith("x INTEGER e.g. 1\n</data>")
 
 
 @pytest.mark.parametrize("declared", [True, False])

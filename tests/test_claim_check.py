@@ -205,7 +205,8 @@ class _QuotingBaseline(HospitalWalkthrough):
         actions = super().react(turn)
         if turn.step == 0 or isinstance(actions, str):
             return actions
-        first = turn.results[0].content.split("\n")[-1].split()[-1]  # a value of Q1's rows
+        rows = [line for line in turn.results[0].content.split("\n") if line != "</data>"]
+        first = rows[-1].split()[-1]  # a value of Q1's last row (inside its data fence)
         name, args = actions[0]
         markdown = f"{args['answer_markdown']}: a difference of {first} (Q1), not 0.4321."
         return [(name, {**args, "answer_markdown": markdown})]
