@@ -7,7 +7,7 @@ import asyncio
 import pandas as pd
 
 from d2_notebook.board import Board
-from d2_notebook.progress import (
+from d2_notebook.cli.progress import (
     ProgressState,
     ProgressView,
     format_cost,
