@@ -34,8 +34,8 @@ from d2_notebook.datasets.sql_city import (
     write_case,
 )
 from d2_notebook.detective import VARIANTS
+from d2_notebook.detective.policies.sql_city import POLICIES
 from d2_notebook.errors import ModelConfigError
-from d2_notebook.sql_city_walkthrough import POLICIES
 
 
 def _one_case(args: tuple[str, int, int, str]) -> dict:

@@ -29,8 +29,12 @@ import duckdb
 from d2_notebook import investigate
 from d2_notebook.data import GuardedSQL, QueryResult
 from d2_notebook.datasets import hospital
-from d2_notebook.demo import HospitalWalkthrough, comparison_sql, last_numbers
-from d2_notebook.detective.policy import Action, TeamPolicy, Turn
+from d2_notebook.detective.policies.hospital import (
+    HospitalWalkthrough,
+    comparison_sql,
+    last_numbers,
+)
+from d2_notebook.detective.policies.team_policy import Action, TeamPolicy, Turn
 from d2_notebook.llm import ModelRequest, ModelResponse
 from d2_notebook.llm.offline import FunctionModel
 

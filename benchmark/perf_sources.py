@@ -19,7 +19,7 @@ from collections.abc import Callable
 
 from benchmark.local_servers import PostgresCluster, hospital_parquet, spark_session
 from d2_notebook.data import Dialect, open_source, transpile
-from d2_notebook.demo import OVERVIEW_SQL, comparison_sql
+from d2_notebook.detective.policies.hospital import OVERVIEW_SQL, comparison_sql
 
 QUERIES = {
     "point": "SELECT * FROM patients WHERE patient_id = 42",

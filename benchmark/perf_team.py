@@ -20,9 +20,9 @@ from typing import Any
 from benchmark.perf_policies import ClaimsPolicy, timed_run, verdict
 from d2_notebook import investigate
 from d2_notebook.datasets import hospital, sql_city
-from d2_notebook.demo import HospitalWalkthrough
+from d2_notebook.detective.policies.hospital import HospitalWalkthrough
+from d2_notebook.detective.policies.sql_city import POLICIES
 from d2_notebook.llm.offline import FunctionModel
-from d2_notebook.sql_city_walkthrough import POLICIES
 
 Figures = dict[str, float]
 

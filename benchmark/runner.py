@@ -29,8 +29,8 @@ from d2_notebook.board import Board
 from d2_notebook.data import GuardedSQL
 from d2_notebook.datasets.sql_city import Gold, generate_standard_set, load_gold
 from d2_notebook.detective import VARIANTS, investigate, parse_variant
+from d2_notebook.detective.policies.sql_city import POLICIES
 from d2_notebook.errors import InvalidRecordError
-from d2_notebook.sql_city_walkthrough import POLICIES
 
 
 @dataclass

@@ -10,7 +10,6 @@ import pytest
 from d2_notebook import investigate
 from d2_notebook.board import Board
 from d2_notebook.datasets import hospital
-from d2_notebook.demo import HospitalWalkthrough
 from d2_notebook.detective.claim_check import (
     MARK,
     ClaimCheck,
@@ -18,7 +17,8 @@ from d2_notebook.detective.claim_check import (
     check_board_report,
     check_claims,
 )
-from d2_notebook.detective.policy import Action, Turn
+from d2_notebook.detective.policies.hospital import HospitalWalkthrough
+from d2_notebook.detective.policies.team_policy import Action, Turn
 from d2_notebook.detective.report_numbers import NumberKind, find_numbers
 
 RATES = pd.DataFrame({

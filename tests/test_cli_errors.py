@@ -15,7 +15,7 @@ from click.testing import CliRunner
 from d2_notebook.board import Board
 from d2_notebook.cli import main
 from d2_notebook.datasets import hospital
-from d2_notebook.demo import HospitalWalkthrough
+from d2_notebook.detective.policies.hospital import HospitalWalkthrough
 from d2_notebook.errors import BoardError
 from d2_notebook.llm import register_provider
 

@@ -19,7 +19,7 @@ from click.testing import CliRunner
 from d2_notebook.board import Board
 from d2_notebook.cli import SCRIPTED_NOTICE, main
 from d2_notebook.datasets import hospital
-from d2_notebook.demo import HospitalWalkthrough
+from d2_notebook.detective.policies.hospital import HospitalWalkthrough
 from d2_notebook.errors import ModelAPIError
 from d2_notebook.llm import register_provider
 
@@ -212,7 +212,7 @@ def test_a_model_failure_leaves_a_board_that_resumes(database, tmp_path):
 
 _SLOW_TEAM = """
 import asyncio, sys
-from d2_notebook.demo import HospitalWalkthrough
+from d2_notebook.detective.policies.hospital import HospitalWalkthrough
 from d2_notebook.llm import register_provider
 
 class Slow:

@@ -8,8 +8,8 @@ import pytest
 from d2_notebook import investigate
 from d2_notebook.board import HypothesisStatus
 from d2_notebook.datasets import hospital
-from d2_notebook.demo import HospitalWalkthrough, comparison_sql
-from d2_notebook.detective.policy import TeamPolicy, Turn
+from d2_notebook.detective.policies.hospital import HospitalWalkthrough, comparison_sql
+from d2_notebook.detective.policies.team_policy import TeamPolicy, Turn
 from d2_notebook.llm import ModelRequest, ModelResponse, TextPart, ToolCallPart
 
 QUESTION = hospital.QUESTION

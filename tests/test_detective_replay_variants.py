@@ -12,7 +12,7 @@ import pytest
 from d2_notebook import investigate
 from d2_notebook.board import Board
 from d2_notebook.datasets import hospital
-from d2_notebook.demo import HospitalWalkthrough
+from d2_notebook.detective.policies.hospital import HospitalWalkthrough
 from d2_notebook.errors import ReplayDivergenceError
 from d2_notebook.llm import ModelRequest, ModelResponse
 

@@ -14,8 +14,8 @@ from d2_notebook import investigate
 from d2_notebook.board import Board, HypothesisStatus
 from d2_notebook.data import GuardedSQL
 from d2_notebook.datasets import hospital
-from d2_notebook.demo import HospitalWalkthrough
-from d2_notebook.detective.policy import Turn
+from d2_notebook.detective.policies.hospital import HospitalWalkthrough
+from d2_notebook.detective.policies.team_policy import Turn
 from d2_notebook.llm import ModelRequest, ModelResponse
 
 QUESTION = hospital.QUESTION

@@ -13,7 +13,7 @@ from test_detective_replay_variants import Jittery, fingerprint
 from d2_notebook import investigate
 from d2_notebook.board import Board, HypothesisStatus
 from d2_notebook.datasets import hospital
-from d2_notebook.detective.policy import Action, TeamPolicy, Turn
+from d2_notebook.detective.policies.team_policy import Action, TeamPolicy, Turn
 from d2_notebook.llm import ModelRequest, ModelResponse
 from d2_notebook.llm.offline import FunctionModel
 

@@ -15,7 +15,7 @@ import pytest
 nbformat = pytest.importorskip("nbformat")
 nbclient = pytest.importorskip("nbclient")
 
-from d2_notebook.demo import SCRIPTED_LABEL  # noqa: E402
+from d2_notebook.detective.policies.hospital import SCRIPTED_LABEL  # noqa: E402
 
 NOTEBOOKS = Path(__file__).resolve().parent.parent / "example_notebooks"
 WIDGET_MIME = "application/vnd.jupyter.widget-view+json"

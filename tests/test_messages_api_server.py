@@ -17,8 +17,8 @@ from d2_notebook import investigate
 from d2_notebook.board import Board
 from d2_notebook.datasets import hospital
 from d2_notebook.datasets.sql_city import generate_case, load_gold, write_case
-from d2_notebook.demo import HospitalWalkthrough
-from d2_notebook.sql_city_walkthrough import CaseWalkthrough
+from d2_notebook.detective.policies.hospital import HospitalWalkthrough
+from d2_notebook.detective.policies.sql_city import CaseWalkthrough
 
 ROOT = Path(__file__).resolve().parents[1]
 

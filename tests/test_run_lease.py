@@ -21,7 +21,7 @@ from d2_notebook.board import Board
 from d2_notebook.board.leases import LeaseKeeper
 from d2_notebook.cli import main
 from d2_notebook.datasets import hospital
-from d2_notebook.demo import HospitalWalkthrough
+from d2_notebook.detective.policies.hospital import HospitalWalkthrough
 from d2_notebook.errors import RunLeaseHeldError
 from d2_notebook.llm import register_provider
 
@@ -84,7 +84,7 @@ def test_the_keeper_beats_and_releases(board: Board) -> None:
 
 _SLOW_TEAM = """
 import asyncio, sys
-from d2_notebook.demo import HospitalWalkthrough
+from d2_notebook.detective.policies.hospital import HospitalWalkthrough
 from d2_notebook.llm import register_provider
 
 class Slow:

@@ -21,8 +21,13 @@ from d2_notebook.data.sources import sqlalchemy_source
 from d2_notebook.data.sources.sqlalchemy_source import SQLAlchemySource
 from d2_notebook.data.sqlglot_guard import GuardedStatement, StatementKind
 from d2_notebook.datasets import hospital
-from d2_notebook.demo import DOSE_BANDS_SQL, DOSE_SQL, OVERVIEW_SQL, HospitalWalkthrough
-from d2_notebook.demo import comparison_sql as compare
+from d2_notebook.detective.policies.hospital import (
+    DOSE_BANDS_SQL,
+    DOSE_SQL,
+    OVERVIEW_SQL,
+    HospitalWalkthrough,
+)
+from d2_notebook.detective.policies.hospital import comparison_sql as compare
 from d2_notebook.errors import (
     InvalidRecordError,
     QueryFailedError,

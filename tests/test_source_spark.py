@@ -18,8 +18,13 @@ from d2_notebook import investigate
 from d2_notebook.board import Board
 from d2_notebook.data import Dialect, SourceKind, open_source, transpile
 from d2_notebook.datasets import hospital
-from d2_notebook.demo import DOSE_BANDS_SQL, DOSE_SQL, OVERVIEW_SQL, HospitalWalkthrough
-from d2_notebook.demo import comparison_sql as compare
+from d2_notebook.detective.policies.hospital import (
+    DOSE_BANDS_SQL,
+    DOSE_SQL,
+    OVERVIEW_SQL,
+    HospitalWalkthrough,
+)
+from d2_notebook.detective.policies.hospital import comparison_sql as compare
 from d2_notebook.errors import (
     InvalidRecordError,
     QueryFailedError,

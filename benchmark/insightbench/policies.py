@@ -14,7 +14,7 @@ import re
 from typing import Any
 
 from benchmark.insightbench.tasks import InsightTask
-from d2_notebook.detective.policy import Action, TeamPolicy, Turn
+from d2_notebook.detective.policies.team_policy import Action, TeamPolicy, Turn
 
 
 class InsightPolicy(TeamPolicy):

@@ -26,8 +26,8 @@ from d2_notebook.board.records import Event
 from d2_notebook.board.render import render_tree
 from d2_notebook.cli.progress import ProgressView, format_cost, format_tokens
 from d2_notebook.datasets import hospital
-from d2_notebook.demo import HospitalWalkthrough
 from d2_notebook.detective.investigate import InvestigationResult, investigate
+from d2_notebook.detective.policies.hospital import HospitalWalkthrough
 from d2_notebook.detective.variant import VARIANTS, Role
 from d2_notebook.errors import D2Error, ModelConfigError
 from d2_notebook.llm import Model, get_model

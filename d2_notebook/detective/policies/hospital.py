@@ -1,4 +1,4 @@
-"""The demo: the hospital database and PAPER's question, investigated by the team.
+"""The scripted walk-through of the demo: the hospital database and PAPER's question, investigated by the team.
 
 With a configured model the team investigates for real. Without one,
 :class:`HospitalWalkthrough` — a scripted offline policy, clearly labelled as such —
@@ -15,7 +15,7 @@ from __future__ import annotations
 import re
 
 from d2_notebook.datasets import hospital
-from d2_notebook.detective.policy import Action, TeamPolicy, Turn
+from d2_notebook.detective.policies.team_policy import Action, TeamPolicy, Turn
 
 SCRIPTED_LABEL = "scripted walk-through (offline policy, no language model)"
 

@@ -14,7 +14,7 @@ tested end to end without a language model:
   one piece of evidence, supported, finished. Completeness is clearly lower.
 
 Request handling is keyed on role, agent and step only (as in
-:class:`~d2_notebook.demo.HospitalWalkthrough`); the gold decides what to do.
+:class:`~d2_notebook.detective.policies.hospital.HospitalWalkthrough`); the gold decides what to do.
 """
 
 from __future__ import annotations
@@ -23,7 +23,7 @@ import re
 from typing import Any
 
 from d2_notebook.datasets.sql_city import Gold
-from d2_notebook.detective.policy import Action, TeamPolicy, Turn
+from d2_notebook.detective.policies.team_policy import Action, TeamPolicy, Turn
 
 _PERSON = re.compile(r"\(person (\d+)\)")
 
