@@ -1,4 +1,4 @@
-"""The scripted walk-through of the demo: the hospital database and PAPER's question, investigated by the team.
+"""The scripted walk-through of the demo: PAPER's question over the hospital database.
 
 With a configured model the team investigates for real. Without one,
 :class:`HospitalWalkthrough` — a scripted offline policy, clearly labelled as such —
