@@ -54,7 +54,8 @@ def hypothesis_tools(ctx: TeamContext, log: QueryLog, agent: str, role: str,
         query_ids = list(args.get("query_ids", []))
         for query_id in query_ids:  # validate every id before writing anything
             if query_id not in log.results:
-                raise ToolError(f"unknown query id {query_id!r}; run it with run_sql first")
+                raise ToolError(f"unknown query id {query_id!r}; run it with run_sql or an "
+                                "analysis tool first")
         cited = []
         for query_id in query_ids:  # recorded as evidence: the context it came from
             result = log.results[query_id]
@@ -79,11 +80,12 @@ def hypothesis_tools(ctx: TeamContext, log: QueryLog, agent: str, role: str,
              "Add one competing, testable hypothesis to the board, citing the query ids "
              "whose results motivated it (they are recorded as evidence). Refused when the "
              "statement is empty or repeats a hypothesis already on the board, or when a "
-             "query id is not one run_sql returned to you.",
+             "query id is not one run_sql or an analysis tool returned to you.",
              {"statement": {"type": "string", "minLength": 1,
                             "description": "one sentence, not already on the board"},
               "rationale": {"type": "string", "description": "why the data suggests it"},
-              "query_ids": {**_IDS, "description": "ids run_sql returned to you, e.g. "
+              "query_ids": {**_IDS, "description": "ids run_sql or an analysis tool "
+                            "returned to you, e.g. "
                             "[\"Q2\"]"}},
              add_hypothesis, required=["statement", "rationale"], writes_board=True),
         tool("done", "Finish once every candidate the data supports is on the board. Ends "
@@ -170,7 +172,8 @@ def evidence_tools(ctx: TeamContext, log: QueryLog, agent: str, role: str,
                    hypothesis_id: str | None) -> list[Tool]:
     """``record_evidence`` for one hypothesis (or any, when ``hypothesis_id`` is None)."""
     properties: dict[str, Any] = {
-        "query_id": {"type": "string", "description": "the id run_sql returned, e.g. Q3"},
+        "query_id": {"type": "string", "description": "the id run_sql or an analysis "
+                     "tool returned, e.g. Q3"},
         "description": {"type": "string", "description": "what the query computes"},
         "stance": {"type": "string", "enum": ["supports", "contradicts"]},
         "reading": {"type": "string", "description": "one sentence reading of the result"},
@@ -189,7 +192,8 @@ def evidence_tools(ctx: TeamContext, log: QueryLog, agent: str, role: str,
     return [tool("record_evidence",
                  "Record the result of one of your queries as evidence for or against the "
                  "hypothesis. The board stores the real result of that query. Refused "
-                 "when the query id is not one run_sql returned to you in this turn"
+                 "when the query id is not one run_sql or an analysis tool returned to you "
+                 "in this turn"
                  + (" or the hypothesis id is unknown." if hypothesis_id is None else "."),
                  properties, record_evidence, writes_board=True)]
 
