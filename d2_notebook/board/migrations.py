@@ -146,6 +146,21 @@ MIGRATIONS: tuple[Migration, ...] = (
         ALTER TABLE hypotheses ADD COLUMN motivated_by TEXT NOT NULL DEFAULT '[]';
         """,
     ),
+    Migration(
+        5,
+        "candidate dimensions the orchestrator dismissed, with the reason",
+        """
+        CREATE TABLE dimension_dismissals (
+            id INTEGER PRIMARY KEY,
+            investigation_id TEXT REFERENCES investigations(id),
+            dimension TEXT NOT NULL,
+            reason TEXT NOT NULL,
+            author TEXT NOT NULL,
+            created_at TEXT NOT NULL,
+            UNIQUE (investigation_id, dimension)
+        );
+        """,
+    ),
 )
 
 

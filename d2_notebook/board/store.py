@@ -30,6 +30,8 @@ from d2_notebook.errors import BoardError, BoardFormatError, InvalidRecordError,
 DEFAULT_MAX_ROWS = 10_000
 """How many rows of a query result a board stores by default (the rest are counted)."""
 _ID_PREFIX = {"hypotheses": "H", "evidence": "E", "investigations": "I"}
+_BY_ID = frozenset({"links", "verdicts", "model_calls", "dimension_dismissals"})
+"""Tables keyed by an integer ``id`` (the others by ``num``, the event log by ``seq``)."""
 
 
 def now() -> str:
@@ -258,9 +260,7 @@ class BoardStore:
             self._conn.execute("BEGIN")
             try:
                 for table in tables:
-                    key = {"events": "seq"}.get(
-                        table, "id" if table in {"links", "verdicts", "model_calls"} else "num"
-                    )
+                    key = {"events": "seq"}.get(table, "id" if table in _BY_ID else "num")
                     found = self._conn.execute(f"SELECT * FROM {table} ORDER BY {key}")
                     out[table] = [dict(r) for r in found.fetchall()]
             finally:

@@ -20,8 +20,9 @@ thinking of each dimension. Its rules, all generic:
 - **Judge**: a HETEROGENEITY flag → ``refine`` into the flagged strata; CONFOUNDING with a
   standardised effect whose interval holds zero → contradicted; otherwise the crude (or
   stratum) interval decides.
-- **Orchestrator**: dismisses candidate dimensions the digest lists as untouched (they
-  are not reachable from the source), then finishes.
+- **Orchestrator**: the default one: once every hypothesis is settled it dismisses the
+  candidate dimensions the digest lists as untouched (:attr:`dismissal` says why), then
+  finishes.
 """
 
 from __future__ import annotations
@@ -140,6 +141,8 @@ class NaivePolicy(TeamPolicy):
     """The naive team (see the module docstring)."""
 
     label = NAIVE_LABEL
+    dismissal = ("left out by the analysis tools: recorded with the outcome, or not "
+                 "reachable by key from the analysed source")
 
     def hypothesizer(self, turn: Turn) -> list[Action] | str:
         """Scan the outcome and count the exposure's values; then add one hypothesis per
@@ -223,20 +226,6 @@ class NaivePolicy(TeamPolicy):
         reason = "the effect holds" if supports else "no effect once strata are held fixed"
         return [("give_verdict", {**base, "status": status,
                                   "rationale": f"{', '.join(ids)}: {reason}"})]
-
-    def orchestrator(self, turn: Turn) -> list[Action] | str:
-        """Dismiss untouched dimensions once everything is settled, then finish."""
-        actions = super().orchestrator(turn)
-        if actions[-1][0] != "finish":
-            return actions
-        if not any(spec.name == "dismiss_dimension" for spec in turn.request.tools):
-            return actions
-        untouched = re.search(r"Untouched by any evidence: (.+)", turn.first_message)
-        names = [] if untouched is None or untouched.group(1) == "none" else [
-            n.strip() for n in untouched.group(1).split(", ")]
-        return [*[("dismiss_dimension", {"dimension": n, "reason": "not reachable from the "
-                                         "outcome's source by key"}) for n in names],
-                *actions]
 
     @staticmethod
     def _statement(turn: Turn) -> str:

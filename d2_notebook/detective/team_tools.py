@@ -13,6 +13,7 @@ from typing import Any
 
 from d2_notebook.board import HypothesisStatus
 from d2_notebook.detective.context import QueryLog, TeamContext
+from d2_notebook.detective.coverage_view import board_coverage
 from d2_notebook.detective.decisions import (
     CollectorDecision,
     HypothesizerDecision,
@@ -100,7 +101,9 @@ def hypothesis_tools(ctx: TeamContext, log: QueryLog, agent: str, role: str,
 
 def orchestrator_tools(ctx: TeamContext, agent: str, decision: OrchestratorDecision, *,
                        can_ask_for_more: bool) -> list[Tool]:
-    """``abandon``, ``request_hypotheses``, ``carry_on`` and ``finish`` — no SQL.
+    """``abandon``, ``request_hypotheses``, ``carry_on``, ``dismiss_dimension`` and
+    ``finish`` — no SQL. ``finish`` is refused while a hypothesis is open or a candidate
+    dimension is untouched by every evidence and not dismissed.
 
     The loop starts the collection of every hypothesis by itself; the orchestrator
     only steers: it abandons hypotheses not yet examined, asks for more, lets the
@@ -135,11 +138,33 @@ def orchestrator_tools(ctx: TeamContext, agent: str, decision: OrchestratorDecis
         decision.steering = Steering.CARRY_ON
         return "collection goes on"
 
+    def untouched() -> tuple[str, ...]:
+        coverage = board_coverage(ctx.board, ctx.candidates, ctx.investigation_id)
+        return () if coverage is None else coverage.untouched
+
+    async def dismiss_dimension(args: dict[str, Any]) -> str:
+        name = args["dimension"].strip()
+        if name not in ctx.candidates.names:
+            left = ", ".join(untouched()) or "none"
+            raise ToolError(f"{name!r} is not a candidate dimension; untouched ones: {left}")
+        if name not in untouched():
+            raise ToolError(f"{name} is already touched by evidence or dismissed")
+        ctx.board.dismiss_dimension(name, args["reason"], actor=agent,
+                                    investigation_id=ctx.investigation_id)
+        return f"dismissed {name}"
+
     async def finish(args: dict[str, Any]) -> str:
         still_open = open_hypotheses()
         if still_open:
             raise ToolError(f"cannot finish: {', '.join(still_open)} have no verdict yet; "
                             "carry on (their collection runs by itself) or abandon them")
+        left = untouched()
+        if left:
+            raise ToolError(f"cannot finish: no evidence has touched the candidate "
+                            f"dimension(s) {', '.join(left)}. Ask for hypotheses that "
+                            "examine them (a segment_scan or compare_within splits by every "
+                            "dimension at once), or dismiss each with dismiss_dimension and "
+                            "a reason")
         decision.steering, decision.reason = Steering.FINISH, args["reason"]
         return "investigation finished"
 
@@ -158,9 +183,20 @@ def orchestrator_tools(ctx: TeamContext, agent: str, decision: OrchestratorDecis
              "collection starts by itself). Ends your turn. Refused when no hypothesis is "
              "open.",
              {"note": _STRING}, carry_on, ends_turn=True, required=[]),
+        tool("dismiss_dimension", "Leave one candidate dimension that no evidence has "
+             "touched unexamined, with the reason (it is listed under 'Not examined' in the "
+             "report). Refused for a name that is not an untouched candidate dimension "
+             "(the message lists them).",
+             {"dimension": {"type": "string", "minLength": 1,
+                            "description": "the name exactly as the digest lists it"},
+              "reason": {"type": "string", "minLength": 1,
+                         "description": "why examining it cannot change the answer"}},
+             dismiss_dimension, writes_board=True),
         tool("finish", "End the investigation. Refused while any hypothesis that is not "
              "abandoned has no verdict (the message names them): carry on or abandon those "
-             "first.",
+             "first; and refused while a candidate dimension is untouched by every evidence "
+             "(the message names them): have them examined or dismiss each with "
+             "dismiss_dimension.",
              {"reason": _STRING}, finish, ends_turn=True),
     ]
 

@@ -87,7 +87,7 @@ class Variant:
 _COLLECTOR = (*_QUERYING, "record_evidence", "submit_for_judgement")
 _JUDGE = ("give_verdict", "request_more_evidence", "refine")
 _HYPOTHESIZER = (*_QUERYING, "add_hypothesis", "done")
-_ORCHESTRATOR = ("abandon", "request_hypotheses", "carry_on", "finish")
+_ORCHESTRATOR = ("abandon", "request_hypotheses", "carry_on", "dismiss_dimension", "finish")
 _REPORTER = ("mark_redundant", "write_report")
 
 FULL = Variant("full", Shape.TEAM, {
@@ -103,7 +103,8 @@ NO_JUDGE = Variant("no_judge", Shape.TEAM, {
     Role.COLLECTOR: (*_QUERYING, "record_evidence", "give_verdict"), Role.REPORTER: _REPORTER,
 }, "collectors give their own verdicts")
 MERGED_PLANNER = Variant("merged_planner", Shape.TEAM, {
-    Role.PLANNER: (*_QUERYING, "add_hypothesis", "abandon", "carry_on", "finish"),
+    Role.PLANNER: (*_QUERYING, "add_hypothesis", "abandon", "carry_on",
+                   "dismiss_dimension", "finish"),
     Role.COLLECTOR: _COLLECTOR, Role.JUDGE: _JUDGE, Role.REPORTER: _REPORTER,
 }, "one planner is both hypothesizer and orchestrator")
 SINGLE_AGENT_BOARD = Variant("single_agent_board", Shape.ALONE, {

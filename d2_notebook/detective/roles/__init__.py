@@ -19,6 +19,7 @@ from importlib import resources
 from d2_notebook.detective.agent import AgentRun, run_agent
 from d2_notebook.detective.analysis_tools import analysis_tools
 from d2_notebook.detective.context import QueryLog, TeamContext
+from d2_notebook.detective.coverage_view import board_coverage
 from d2_notebook.detective.decisions import (
     CollectorDecision,
     HypothesizerDecision,
@@ -80,7 +81,9 @@ async def _evidence(ctx: TeamContext, evidence_ids: list[str], budget: int) -> s
 
 
 def _digest(ctx: TeamContext, focus: str | None = None) -> str:
-    return board_digest(ctx.board, investigation_id=ctx.investigation_id, focus=focus)
+    coverage = board_coverage(ctx.board, ctx.candidates, ctx.investigation_id)
+    return board_digest(ctx.board, investigation_id=ctx.investigation_id, focus=focus,
+                        coverage=coverage)
 
 
 def _pick(ctx: TeamContext, role: Role, built: Iterable[Tool],
