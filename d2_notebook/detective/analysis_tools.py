@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import re
 from typing import Any
 
 from d2_notebook.board import Evidence
@@ -25,7 +26,8 @@ from d2_notebook.detective.tools import Tool, ToolError, tool
 ANALYSIS_TOOL_NAMES: tuple[str, ...] = tuple(spec.name for spec in TOOL_SPECS)
 """The names the models call, in the order of :data:`TOOL_SPECS`."""
 
-HETEROGENEITY_MARK = "HETEROGENEITY:"
+_HETEROGENEITY = re.compile(r"HETEROGENEITY: the effect of .+? differs across (.+?) beyond "
+                            r"chance")
 """How a compare_within summary states a heterogeneity flag (read back from evidence)."""
 
 
@@ -86,7 +88,13 @@ def analysis_tool_of(evidence: Evidence) -> AnalysisTool | None:
     return None
 
 
-def flags_heterogeneity(evidence: Evidence) -> bool:
-    """True if ``evidence`` is a compare_within result that flagged heterogeneity."""
-    return (analysis_tool_of(evidence) is AnalysisTool.COMPARE_WITHIN
-            and HETEROGENEITY_MARK in evidence.description)
+def is_heterogeneity_check(evidence: Evidence) -> bool:
+    """True if ``evidence`` is a compare_within result (the heterogeneity check)."""
+    return analysis_tool_of(evidence) is AnalysisTool.COMPARE_WITHIN
+
+
+def heterogeneity_dimensions(evidence: Evidence) -> list[str]:
+    """The dimensions a compare_within evidence flagged HETEROGENEITY across."""
+    if not is_heterogeneity_check(evidence):
+        return []
+    return _HETEROGENEITY.findall(evidence.description)

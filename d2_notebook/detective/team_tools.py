@@ -24,6 +24,7 @@ from d2_notebook.detective.decisions import (
     ReportDecision,
     Steering,
 )
+from d2_notebook.detective.effect_check import CLAIM_PROPERTIES, RULE, effect_refusal
 from d2_notebook.detective.sql_tools import first_line, record_query
 from d2_notebook.detective.tools import Tool, ToolError, tool
 
@@ -276,11 +277,11 @@ def verdict_tools(ctx: TeamContext, agent: str, decision: JudgeDecision | Collec
     Refined children are announced to the loop at once (``ctx.on_new_hypothesis``),
     so they are examined while their siblings' work goes on.
     """
-    properties = dict(_VERDICT_PROPERTIES)
+    properties = {**_VERDICT_PROPERTIES, **CLAIM_PROPERTIES}
     if hypothesis_id is None:
         properties = {"hypothesis_id": _STRING, **properties}
 
-    def verdict(args: dict[str, Any]) -> str:
+    def verdict(args: dict[str, Any], *, refining: bool = False) -> str:
         target = hypothesis_id or args["hypothesis_id"]
         hyp = _hypothesis(ctx, target)
         if hyp.status is HypothesisStatus.ABANDONED:
@@ -295,6 +296,10 @@ def verdict_tools(ctx: TeamContext, agent: str, decision: JudgeDecision | Collec
         if foreign:
             raise ToolError(f"{', '.join(foreign)} not linked to {target}; cite only its linked "
                             f"evidence: {', '.join(sorted(linked)) or 'none'}")
+        refusal = None if refining else effect_refusal(ctx.board, hyp, args,
+                                                       can_refine=can_refine)
+        if refusal is not None:
+            raise ToolError(refusal)
         ctx.board.add_verdict(target, args["status"], args["confidence"], args["rationale"],
                               cited, author=agent, round=ctx.round)
         status = HypothesisStatus(args["status"])
@@ -321,7 +326,7 @@ def verdict_tools(ctx: TeamContext, agent: str, decision: JudgeDecision | Collec
         for child in children:
             if not str(child.get("statement", "")).strip():
                 raise ToolError("every child needs a statement")
-        result = verdict(args)
+        result = verdict(args, refining=True)
         assert isinstance(decision, JudgeDecision)
         decision.judgement = Judgement.REFINED
         for child in children:
@@ -337,9 +342,10 @@ def verdict_tools(ctx: TeamContext, agent: str, decision: JudgeDecision | Collec
     rules = ("A supported or contradicted verdict must cite at least one evidence id; cite "
              "only evidence linked to the hypothesis; an abandoned hypothesis takes no "
              "verdict.")
+    plain = {k: v for k, v in properties.items() if k not in CLAIM_PROPERTIES}
     tools = [tool("give_verdict", "Decide the hypothesis." + (" Ends your turn."
-                  if verdict_ends_turn else "") + f" {rules}", properties, give_verdict,
-                  ends_turn=verdict_ends_turn, writes_board=True)]
+                  if verdict_ends_turn else "") + f" {rules} {RULE}", properties, give_verdict,
+                  required=list(plain), ends_turn=verdict_ends_turn, writes_board=True)]
     if hypothesis_id is not None and isinstance(decision, JudgeDecision):
         tools.append(tool(
             "request_more_evidence", "Send the hypothesis back for more evidence with concrete "
@@ -355,8 +361,9 @@ def verdict_tools(ctx: TeamContext, agent: str, decision: JudgeDecision | Collec
         tools.append(tool(
             "refine", "Give a verdict AND split the hypothesis into refined subgroup "
             "hypotheses, examined next. Ends your turn. Needs at least two children, "
-            f"each with a non-empty statement. {rules}",
-            {**properties, "children": {"type": "array", "items": child, "minItems": 2,
+            f"each with a non-empty statement. {rules} The expected outcome when a "
+            "compare_within check flagged HETEROGENEITY: one child per flagged stratum.",
+            {**plain, "children": {"type": "array", "items": child, "minItems": 2,
                                         "description": "at least two subgroup hypotheses"}},
             refine, ends_turn=True, writes_board=True))
     return tools
