@@ -134,3 +134,4 @@ def test_the_rule_is_stated_in_the_schema(ctx: TeamContext):
     assert {"claim_kind", "no_check_reason"} <= set(verdict.parameters["properties"])
     assert not {"claim_kind", "no_check_reason"} & set(verdict.parameters["required"])
     assert "HETEROGENEITY" in tools["refine"].description
+    assert not {"claim_kind", "no_check_reason"} & set(tools["refine"].parameters["required"])

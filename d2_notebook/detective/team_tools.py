@@ -363,9 +363,10 @@ def verdict_tools(ctx: TeamContext, agent: str, decision: JudgeDecision | Collec
             "hypotheses, examined next. Ends your turn. Needs at least two children, "
             f"each with a non-empty statement. {rules} The expected outcome when a "
             "compare_within check flagged HETEROGENEITY: one child per flagged stratum.",
-            {**plain, "children": {"type": "array", "items": child, "minItems": 2,
-                                        "description": "at least two subgroup hypotheses"}},
-            refine, ends_turn=True, writes_board=True))
+            {**properties, "children": {"type": "array", "items": child, "minItems": 2,
+                                             "description": "at least two subgroup "
+                                             "hypotheses"}},
+            refine, required=[*plain, "children"], ends_turn=True, writes_board=True))
     return tools
 
 
