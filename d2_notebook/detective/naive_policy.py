@@ -161,6 +161,8 @@ class NaivePolicy(TeamPolicy):
         scan, counts = (r.content for r in turn.results[:2])
         values = [m.group(1) for line in counts.splitlines()[2:]
                   if (m := _VALUE_ROW.match(line))]
+        if turn.results[0].is_error or not values:
+            return [("done", {"summary": "the scan or the value counts did not run"})]
         reference, others = values[0], values[1:]
         actions: list[Action] = [("add_hypothesis", {
             "statement": f"{setup.exposure} = '{v}' changes the rate of {setup.outcome} "
