@@ -29,6 +29,7 @@ import duckdb
 from d2_notebook import investigate
 from d2_notebook.data import GuardedSQL, QueryResult
 from d2_notebook.datasets import hospital
+from d2_notebook.detective.analysis_tools import ANALYSIS_TOOL_NAMES
 from d2_notebook.detective.policies.hospital import (
     HospitalWalkthrough,
     comparison_sql,
@@ -259,10 +260,14 @@ def prompt_chars(request: dict[str, Any]) -> int:
             + len(json.dumps(request.get("tools", []))))
 
 
+QUERY_TOOLS = frozenset({"run_sql", *ANALYSIS_TOOL_NAMES})
+"""The tools whose calls run a query: ``run_sql`` and the analysis tools."""
+
+
 def run_sql_count(response: dict[str, Any] | None) -> int:
-    """How many ``run_sql`` calls a recorded response made."""
+    """How many queries (``run_sql`` or analysis tool calls) a recorded response made."""
     parts = (response or {}).get("parts", [])
-    return sum(p.get("type") == "tool_call" and p.get("name") == "run_sql" for p in parts)
+    return sum(p.get("type") == "tool_call" and p.get("name") in QUERY_TOOLS for p in parts)
 
 
 class TimedWalkthrough(HospitalWalkthrough, TimedPolicy):

@@ -135,8 +135,10 @@ def test_investigate_with_a_model_shows_progress_report_and_summary(database, tm
     # Evidence ids follow the order parallel collectors answer in (replay fixes it).
     assert re.search(r"E\d+ contradicts H1: Death rate vs standard care, age 65\+", out)
     assert "✔ H4 supported (0.85)" in out
-    # Depth 1: no refinement is offered, so every hypothesis is examined to a verdict.
-    assert "## Answer" in out and "## Not examined" not in out
+    # Depth 1: no refinement is offered, so every hypothesis is examined to a verdict;
+    # what is not examined is only the candidate dimensions the orchestrator dismissed.
+    assert "## Answer" in out and "Left without a verdict" not in out
+    assert "Dimension patients.sex was not examined:" in out
     assert "investigation I1 finished: 33 model calls" in out
     assert "by role: hypothesizer 4 calls" in out and "collector 16 calls" in out
     assert out.rstrip().endswith(f"see the board: d2 board show {board}")

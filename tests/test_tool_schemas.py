@@ -79,7 +79,7 @@ def test_every_refusal_is_stated_in_the_tool_description(ctx: TeamContext) -> No
         "carry_on": ["Refused when no hypothesis is open"],
         "request_hypotheses": ["Refused now", "no calls left"],
         "finish": ["Refused while", "no verdict"],
-        "record_evidence": ["run_sql returned"],
+        "record_evidence": ["run_sql or an analysis tool returned"],
         "submit_for_judgement": ["at least one evidence"],
         "give_verdict": ["at least one evidence id", "only evidence linked", "abandoned"],
         "request_more_evidence": ["Refused now", "no evidence rounds"],

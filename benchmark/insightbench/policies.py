@@ -41,7 +41,8 @@ class InsightPolicy(TeamPolicy):
     @staticmethod
     def _verdict(evidence_ids: list[str]) -> dict[str, Any]:
         return {"status": "supported", "confidence": 0.9, "evidence_ids": evidence_ids,
-                "rationale": f"{', '.join(evidence_ids) or 'no evidence'} decide it"}
+                "rationale": f"{', '.join(evidence_ids) or 'no evidence'} decide it",
+                "no_check_reason": "a scripted gold policy: it states the task's insights"}
 
     def hypothesizer(self, turn: Turn) -> list[Action] | str:
         """Look at the table, then add one hypothesis per stated insight."""

@@ -4,6 +4,7 @@ in one SQLite file. See :class:`Board`."""
 from d2_notebook.board.board import DEFAULT_MAX_ROWS, Board
 from d2_notebook.board.records import (
     ColumnSpec,
+    DimensionDismissal,
     Event,
     Evidence,
     Hypothesis,
@@ -20,6 +21,7 @@ __all__ = [
     "DEFAULT_MAX_ROWS",
     "Board",
     "ColumnSpec",
+    "DimensionDismissal",
     "Event",
     "Evidence",
     "Hypothesis",

@@ -23,7 +23,8 @@ FORMAT_NAME = "d2-board"
 JSON_SCHEMA_VERSION = 1
 """Version of the JSON document's layout; bump it when the layout changes."""
 
-TABLES = ("investigations", "hypotheses", "evidence", "links", "verdicts", "model_calls", "events")
+TABLES = ("investigations", "hypotheses", "evidence", "links", "verdicts", "model_calls",
+          "dimension_dismissals", "events")
 
 
 def board_to_json(board: Board, *, indent: int | None = None) -> str:

@@ -161,6 +161,21 @@ MIGRATIONS: tuple[Migration, ...] = (
         );
         """,
     ),
+    Migration(
+        5,
+        "candidate dimensions the orchestrator dismissed, with the reason",
+        """
+        CREATE TABLE dimension_dismissals (
+            id INTEGER PRIMARY KEY,
+            investigation_id TEXT REFERENCES investigations(id),
+            dimension TEXT NOT NULL,
+            reason TEXT NOT NULL,
+            author TEXT NOT NULL,
+            created_at TEXT NOT NULL,
+            UNIQUE (investigation_id, dimension)
+        );
+        """,
+    ),
 )
 
 

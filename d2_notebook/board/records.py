@@ -170,6 +170,23 @@ class Link(_Record):
 
 
 @dataclass(frozen=True)
+class DimensionDismissal(_Record):
+    """A candidate dimension the team chose not to examine, and why.
+
+    The orchestrator may end an investigation while a candidate dimension of the data is
+    untouched by every evidence only by dismissing it; the report lists the dismissals
+    under "Not examined".
+    """
+
+    id: int
+    investigation_id: str | None
+    dimension: str
+    reason: str
+    author: str
+    created_at: str
+
+
+@dataclass(frozen=True)
 class Verdict(_Record):
     """A judge's decision on one hypothesis, citing the evidence that decided it."""
 

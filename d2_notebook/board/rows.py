@@ -8,6 +8,7 @@ from typing import Any
 
 from d2_notebook.board.records import (
     ColumnSpec,
+    DimensionDismissal,
     Event,
     Evidence,
     Hypothesis,
@@ -81,6 +82,17 @@ def evidence(row: sqlite3.Row) -> Evidence:
         updated_at=row["updated_at"],
         redundant=bool(row["redundant"]),
         redundant_reason=row["redundant_reason"],
+    )
+
+
+def dimension_dismissal(row: sqlite3.Row) -> DimensionDismissal:
+    return DimensionDismissal(
+        id=row["id"],
+        investigation_id=row["investigation_id"],
+        dimension=row["dimension"],
+        reason=row["reason"],
+        author=row["author"],
+        created_at=row["created_at"],
     )
 
 

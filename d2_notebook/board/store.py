@@ -34,6 +34,8 @@ DEFAULT_MAX_RESULT_BYTES = 64 * 1024 * 1024
 """How many bytes one stored result may take by default (SQLite refuses values over
 its length limit, about 1 GB; a board also stays small enough to open and export)."""
 _ID_PREFIX = {"hypotheses": "H", "evidence": "E", "investigations": "I"}
+_BY_ID = frozenset({"links", "verdicts", "model_calls", "dimension_dismissals"})
+"""Tables keyed by an integer ``id`` (the others by ``num``, the event log by ``seq``)."""
 
 
 def now() -> str:
@@ -273,9 +275,7 @@ class BoardStore:
             self._conn.execute("BEGIN")
             try:
                 for table in tables:
-                    key = {"events": "seq"}.get(
-                        table, "id" if table in {"links", "verdicts", "model_calls"} else "num"
-                    )
+                    key = {"events": "seq"}.get(table, "id" if table in _BY_ID else "num")
                     found = self._conn.execute(f"SELECT * FROM {table} ORDER BY {key}")
                     out[table] = [dict(r) for r in found.fetchall()]
             finally:

@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 
 from d2_notebook.board import Board
 from d2_notebook.data import QueryResult, SQLSource, open_source
+from d2_notebook.detective.coverage_view import NO_CANDIDATES, CandidateDimensions
 from d2_notebook.detective.sequencer import WriteSequencer
 from d2_notebook.detective.settings import InvestigationSettings
 from d2_notebook.llm import Model
@@ -37,6 +38,8 @@ class TeamContext:
             hypothesizer's), recorded on what the branch writes.
         on_new_hypothesis: called (synchronously, inside the writing tool's turn)
             with each hypothesis id a tool adds, so the loop can queue it at once.
+        candidates: the database's candidate dimensions, read once, for the coverage
+            map (none: no map is shown and ``finish`` is not held back by it).
     """
 
     board: Board
@@ -50,6 +53,7 @@ class TeamContext:
     round: int = 0
     role_models: Mapping[str, Model] = field(default_factory=dict)
     on_new_hypothesis: Callable[[str], None] = _ignore
+    candidates: CandidateDimensions = NO_CANDIDATES
 
     def __post_init__(self) -> None:
         self.sql = open_source(self.sql)

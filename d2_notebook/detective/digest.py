@@ -2,7 +2,9 @@
 
 Agents never see each other's transcripts; they see this digest (PROMPTS.md: ids,
 statements, statuses, one line per evidence with its stance and row count). It is a
-pure function of the board, deterministic for a given board state. Hypothesis
+pure function of the board (and the coverage map, when given), deterministic for a
+given board state. With a coverage map it says which candidate dimensions each
+hypothesis's evidence controlled or split by and which no evidence touched. Hypothesis
 statements are shown whole (``add_hypothesis`` keeps them to one sentence); other
 texts are shortened at a word boundary, never inside a word.
 """
@@ -10,6 +12,7 @@ texts are shortened at a word boundary, never inside a word.
 from __future__ import annotations
 
 from d2_notebook.board import Board, Evidence, Hypothesis, Link
+from d2_notebook.detective.coverage_view import BoardCoverage
 from d2_notebook.detective.evidence_view import cut_at_word
 
 _MAX_TEXT = 240
@@ -21,6 +24,7 @@ def board_digest(
     investigation_id: str | None = None,
     focus: str | None = None,
     include_redundant: bool = False,
+    coverage: BoardCoverage | None = None,
 ) -> str:
     """Render the board for a prompt.
 
@@ -30,6 +34,11 @@ def board_digest(
         focus: a hypothesis id; when set, only that hypothesis, its parent and
             children, and their evidence are shown (a collector's focused context).
         include_redundant: also list evidence the reporter marked redundant.
+        coverage: the coverage map (:func:`~d2_notebook.detective.coverage_view.
+            board_coverage`); when given, each hypothesis lists the candidate
+            dimensions its evidence controlled or split by, and (unless ``focus`` is
+            set) the digest ends with the dimensions no evidence touched and those
+            dismissed.
     """
     hypotheses = board.list_hypotheses(investigation_id=investigation_id)
     evidence = {
@@ -50,11 +59,16 @@ def board_digest(
         lines.append("  (none yet)")
     for hyp in hypotheses:
         lines.extend(_hypothesis_lines(board, hyp, links, evidence))
+        covered = coverage.hypothesis_line(hyp.id) if coverage is not None else None
+        if covered is not None:
+            lines.append(f"    {covered}")
     linked = {link.evidence_id for link in links}
     loose = [e for e in evidence.values() if e.id not in linked]
     if loose and focus is None:
         lines.append("EVIDENCE NOT LINKED TO A HYPOTHESIS:")
         lines.extend(f"  {_evidence_text(e)}" for e in loose)
+    if coverage is not None and focus is None:  # a focused digest stays about its focus
+        lines.extend(coverage.board_lines())
     return "\n".join(lines)
 
 

@@ -29,6 +29,7 @@ from d2_notebook.board.leases import LeaseKeeper
 from d2_notebook.data import GuardedSQL, SourceInfo, SQLSource, open_source
 from d2_notebook.detective.claim_check import ClaimCheck, check_report
 from d2_notebook.detective.context import TeamContext
+from d2_notebook.detective.coverage_view import NO_CANDIDATES, read_candidates
 from d2_notebook.detective.loop import LOOP_ACTOR, ControlLoop, RunOutcome
 from d2_notebook.detective.resume import resume_investigation
 from d2_notebook.detective.sequencer import WriteSequencer
@@ -209,6 +210,8 @@ async def _run(opened: Board, sql: SQLSource, investigation: Any,
         sequencer=sequencer,
         role_models={role: BudgetedModel(model, reserve, usage)
                      for role, model in role_recording.items()},
+        candidates=(NO_CANDIDATES if settings.variant.shape is Shape.REACT
+                    else await asyncio.to_thread(read_candidates, sql)),
     )
     reporter_model = BudgetedModel(role_recording.get("reporter", recording), full_budget,
                                    usage)

@@ -28,6 +28,7 @@ from d2_notebook.board import HypothesisStatus
 from d2_notebook.data import QueryResult
 from d2_notebook.detective import roles
 from d2_notebook.detective.context import TeamContext
+from d2_notebook.detective.coverage_view import board_coverage
 from d2_notebook.detective.decisions import Judgement, Steering
 from d2_notebook.detective.report import fallback_report
 from d2_notebook.detective.scheduler import BranchScheduler
@@ -240,18 +241,34 @@ class ControlLoop:
             report = fallback_report(ctx.board, ctx.investigation_id, note=note)
         elif note and "## Not examined" not in report:
             report += f"\n\n## Not examined\n\n{note}\n"
+        else:  # the reporter's own section: every dismissal must still be in it
+            missed = [line for line in self._dimension_notes() if line not in report]
+            if missed:
+                report += "\n" + "\n".join(f"- {line}" for line in missed) + "\n"
         return report
 
     def _unexamined_note(self) -> str:
         still_open = [h.id for h in self._open()]
-        if not still_open and not self.stop_reason:
-            return ""
         parts = []
         if self.stop_reason:
             parts.append(f"Collection stopped early: {self.stop_reason}.")
         if still_open:
             parts.append(f"Left without a verdict: {', '.join(still_open)}.")
+        parts.extend(self._dimension_notes())
         return " ".join(parts)
+
+    def _dimension_notes(self) -> list[str]:
+        """The dismissed dimensions, and those still untouched (a run that stopped)."""
+        coverage = board_coverage(self.ctx.board, self.ctx.candidates,
+                                  self.ctx.investigation_id)
+        if coverage is None:
+            return []
+        notes = [f"Dimension {d.dimension} was not examined: {d.reason}."
+                 for d in coverage.dismissed]
+        if coverage.untouched:
+            notes.append("No evidence touched the candidate dimension(s) "
+                         f"{', '.join(coverage.untouched)}.")
+        return notes
 
     async def _run_react(self) -> RunOutcome:
         found: list[Any] = []

@@ -2,7 +2,9 @@
 
 ``run_sql`` runs one statement through the guarded SQL and keeps the result under a
 query id (``Q3``) in the agent's :class:`QueryLog`; evidence is later recorded from
-that id, so an evidence row is always what the guarded SQL returned.
+that id, so an evidence row is always what the guarded SQL returned. The analysis
+tools (:mod:`.analysis_tools`) keep their results in the same log and are recorded by
+:func:`record_query` too, with the tool's summary as the description.
 """
 
 from __future__ import annotations
@@ -11,6 +13,7 @@ import asyncio
 from typing import Any
 
 from d2_notebook.data import Dialect, schema
+from d2_notebook.data.analysis import AnalysisResult
 from d2_notebook.data.fencing import fence
 from d2_notebook.detective.context import QueryLog, TeamContext
 from d2_notebook.detective.tools import Tool, ToolError, tool
@@ -85,7 +88,9 @@ def record_query(ctx: TeamContext, log: QueryLog, query_id: str, description: st
     if result is None:
         known = ", ".join(log.results) or "none yet"
         raise ToolError(f"unknown query id {query_id!r}; your queries so far: {known}. "
-                        "Run the query with run_sql first.")
+                        "Run the query with run_sql (or an analysis tool) first.")
+    if isinstance(result, AnalysisResult):
+        description = analysis_description(result, description)
     row_count = result.row_count if result.row_count is not None else len(result.frame)
     existing = ctx.board.find_evidence(result.sql, result.frame, row_count=row_count,
                                        investigation_id=ctx.investigation_id)
@@ -101,6 +106,14 @@ def record_query(ctx: TeamContext, log: QueryLog, query_id: str, description: st
     return evidence.id
 
 
+def analysis_description(result: AnalysisResult, description: str) -> str:
+    """An analysis evidence's description: the tool's summary first (what the digest
+    and the judges read, starting with the tool's name), then the recording agent's
+    own words."""
+    own = " ".join(description.split())
+    if not own or own in result.summary:
+        return result.summary
+    return f"{result.summary}\nRecorded as: {own}"
 
 
 def first_line(sql: str, limit: int = 120) -> str:

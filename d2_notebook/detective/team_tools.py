@@ -13,6 +13,7 @@ from typing import Any
 
 from d2_notebook.board import HypothesisStatus
 from d2_notebook.detective.context import QueryLog, TeamContext
+from d2_notebook.detective.coverage_view import board_coverage
 from d2_notebook.detective.decisions import (
     CollectorDecision,
     HypothesizerDecision,
@@ -23,6 +24,7 @@ from d2_notebook.detective.decisions import (
     ReportDecision,
     Steering,
 )
+from d2_notebook.detective.effect_check import CLAIM_PROPERTIES, RULE, effect_refusal
 from d2_notebook.detective.sql_tools import first_line, record_query
 from d2_notebook.detective.tools import Tool, ToolError, tool
 
@@ -54,7 +56,8 @@ def hypothesis_tools(ctx: TeamContext, log: QueryLog, agent: str, role: str,
         query_ids = list(args.get("query_ids", []))
         for query_id in query_ids:  # validate every id before writing anything
             if query_id not in log.results:
-                raise ToolError(f"unknown query id {query_id!r}; run it with run_sql first")
+                raise ToolError(f"unknown query id {query_id!r}; run it with run_sql or an "
+                                "analysis tool first")
         cited = []
         for query_id in query_ids:  # recorded as evidence: the context it came from
             result = log.results[query_id]
@@ -79,11 +82,12 @@ def hypothesis_tools(ctx: TeamContext, log: QueryLog, agent: str, role: str,
              "Add one competing, testable hypothesis to the board, citing the query ids "
              "whose results motivated it (they are recorded as evidence). Refused when the "
              "statement is empty or repeats a hypothesis already on the board, or when a "
-             "query id is not one run_sql returned to you.",
+             "query id is not one run_sql or an analysis tool returned to you.",
              {"statement": {"type": "string", "minLength": 1,
                             "description": "one sentence, not already on the board"},
               "rationale": {"type": "string", "description": "why the data suggests it"},
-              "query_ids": {**_IDS, "description": "ids run_sql returned to you, e.g. "
+              "query_ids": {**_IDS, "description": "ids run_sql or an analysis tool "
+                            "returned to you, e.g. "
                             "[\"Q2\"]"}},
              add_hypothesis, required=["statement", "rationale"], writes_board=True),
         tool("done", "Finish once every candidate the data supports is on the board. Ends "
@@ -98,7 +102,9 @@ def hypothesis_tools(ctx: TeamContext, log: QueryLog, agent: str, role: str,
 
 def orchestrator_tools(ctx: TeamContext, agent: str, decision: OrchestratorDecision, *,
                        can_ask_for_more: bool) -> list[Tool]:
-    """``abandon``, ``request_hypotheses``, ``carry_on`` and ``finish`` — no SQL.
+    """``abandon``, ``request_hypotheses``, ``carry_on``, ``dismiss_dimension`` and
+    ``finish`` — no SQL. ``finish`` is refused while a hypothesis is open or a candidate
+    dimension is untouched by every evidence and not dismissed.
 
     The loop starts the collection of every hypothesis by itself; the orchestrator
     only steers: it abandons hypotheses not yet examined, asks for more, lets the
@@ -133,11 +139,33 @@ def orchestrator_tools(ctx: TeamContext, agent: str, decision: OrchestratorDecis
         decision.steering = Steering.CARRY_ON
         return "collection goes on"
 
+    def untouched() -> tuple[str, ...]:
+        coverage = board_coverage(ctx.board, ctx.candidates, ctx.investigation_id)
+        return () if coverage is None else coverage.untouched
+
+    async def dismiss_dimension(args: dict[str, Any]) -> str:
+        name = args["dimension"].strip()
+        if name not in ctx.candidates.names:
+            left = ", ".join(untouched()) or "none"
+            raise ToolError(f"{name!r} is not a candidate dimension; untouched ones: {left}")
+        if name not in untouched():
+            raise ToolError(f"{name} is already touched by evidence or dismissed")
+        ctx.board.dismiss_dimension(name, args["reason"], actor=agent,
+                                    investigation_id=ctx.investigation_id)
+        return f"dismissed {name}"
+
     async def finish(args: dict[str, Any]) -> str:
         still_open = open_hypotheses()
         if still_open:
             raise ToolError(f"cannot finish: {', '.join(still_open)} have no verdict yet; "
                             "carry on (their collection runs by itself) or abandon them")
+        left = untouched()
+        if left:
+            raise ToolError(f"cannot finish: no evidence has touched the candidate "
+                            f"dimension(s) {', '.join(left)}. Ask for hypotheses that "
+                            "examine them (a segment_scan or compare_within splits by every "
+                            "dimension at once), or dismiss each with dismiss_dimension and "
+                            "a reason")
         decision.steering, decision.reason = Steering.FINISH, args["reason"]
         return "investigation finished"
 
@@ -156,9 +184,20 @@ def orchestrator_tools(ctx: TeamContext, agent: str, decision: OrchestratorDecis
              "collection starts by itself). Ends your turn. Refused when no hypothesis is "
              "open.",
              {"note": _STRING}, carry_on, ends_turn=True, required=[]),
+        tool("dismiss_dimension", "Leave one candidate dimension that no evidence has "
+             "touched unexamined, with the reason (it is listed under 'Not examined' in the "
+             "report). Refused for a name that is not an untouched candidate dimension "
+             "(the message lists them).",
+             {"dimension": {"type": "string", "minLength": 1,
+                            "description": "the name exactly as the digest lists it"},
+              "reason": {"type": "string", "minLength": 1,
+                         "description": "why examining it cannot change the answer"}},
+             dismiss_dimension, writes_board=True),
         tool("finish", "End the investigation. Refused while any hypothesis that is not "
              "abandoned has no verdict (the message names them): carry on or abandon those "
-             "first.",
+             "first; and refused while a candidate dimension is untouched by every evidence "
+             "(the message names them): have them examined or dismiss each with "
+             "dismiss_dimension.",
              {"reason": _STRING}, finish, ends_turn=True),
     ]
 
@@ -170,7 +209,8 @@ def evidence_tools(ctx: TeamContext, log: QueryLog, agent: str, role: str,
                    hypothesis_id: str | None) -> list[Tool]:
     """``record_evidence`` for one hypothesis (or any, when ``hypothesis_id`` is None)."""
     properties: dict[str, Any] = {
-        "query_id": {"type": "string", "description": "the id run_sql returned, e.g. Q3"},
+        "query_id": {"type": "string", "description": "the id run_sql or an analysis "
+                     "tool returned, e.g. Q3"},
         "description": {"type": "string", "description": "what the query computes"},
         "stance": {"type": "string", "enum": ["supports", "contradicts"]},
         "reading": {"type": "string", "description": "one sentence reading of the result"},
@@ -189,7 +229,8 @@ def evidence_tools(ctx: TeamContext, log: QueryLog, agent: str, role: str,
     return [tool("record_evidence",
                  "Record the result of one of your queries as evidence for or against the "
                  "hypothesis. The board stores the real result of that query. Refused "
-                 "when the query id is not one run_sql returned to you in this turn"
+                 "when the query id is not one run_sql or an analysis tool returned to you "
+                 "in this turn"
                  + (" or the hypothesis id is unknown." if hypothesis_id is None else "."),
                  properties, record_evidence, writes_board=True)]
 
@@ -236,11 +277,11 @@ def verdict_tools(ctx: TeamContext, agent: str, decision: JudgeDecision | Collec
     Refined children are announced to the loop at once (``ctx.on_new_hypothesis``),
     so they are examined while their siblings' work goes on.
     """
-    properties = dict(_VERDICT_PROPERTIES)
+    properties = {**_VERDICT_PROPERTIES, **CLAIM_PROPERTIES}
     if hypothesis_id is None:
         properties = {"hypothesis_id": _STRING, **properties}
 
-    def verdict(args: dict[str, Any]) -> str:
+    def verdict(args: dict[str, Any], *, refining: bool = False) -> str:
         target = hypothesis_id or args["hypothesis_id"]
         hyp = _hypothesis(ctx, target)
         if hyp.status is HypothesisStatus.ABANDONED:
@@ -255,6 +296,10 @@ def verdict_tools(ctx: TeamContext, agent: str, decision: JudgeDecision | Collec
         if foreign:
             raise ToolError(f"{', '.join(foreign)} not linked to {target}; cite only its linked "
                             f"evidence: {', '.join(sorted(linked)) or 'none'}")
+        refusal = None if refining else effect_refusal(ctx.board, hyp, args,
+                                                       can_refine=can_refine)
+        if refusal is not None:
+            raise ToolError(refusal)
         ctx.board.add_verdict(target, args["status"], args["confidence"], args["rationale"],
                               cited, author=agent, round=ctx.round)
         status = HypothesisStatus(args["status"])
@@ -281,7 +326,7 @@ def verdict_tools(ctx: TeamContext, agent: str, decision: JudgeDecision | Collec
         for child in children:
             if not str(child.get("statement", "")).strip():
                 raise ToolError("every child needs a statement")
-        result = verdict(args)
+        result = verdict(args, refining=True)
         assert isinstance(decision, JudgeDecision)
         decision.judgement = Judgement.REFINED
         for child in children:
@@ -297,9 +342,10 @@ def verdict_tools(ctx: TeamContext, agent: str, decision: JudgeDecision | Collec
     rules = ("A supported or contradicted verdict must cite at least one evidence id; cite "
              "only evidence linked to the hypothesis; an abandoned hypothesis takes no "
              "verdict.")
+    plain = {k: v for k, v in properties.items() if k not in CLAIM_PROPERTIES}
     tools = [tool("give_verdict", "Decide the hypothesis." + (" Ends your turn."
-                  if verdict_ends_turn else "") + f" {rules}", properties, give_verdict,
-                  ends_turn=verdict_ends_turn, writes_board=True)]
+                  if verdict_ends_turn else "") + f" {rules} {RULE}", properties, give_verdict,
+                  required=list(plain), ends_turn=verdict_ends_turn, writes_board=True)]
     if hypothesis_id is not None and isinstance(decision, JudgeDecision):
         tools.append(tool(
             "request_more_evidence", "Send the hypothesis back for more evidence with concrete "
@@ -315,10 +361,12 @@ def verdict_tools(ctx: TeamContext, agent: str, decision: JudgeDecision | Collec
         tools.append(tool(
             "refine", "Give a verdict AND split the hypothesis into refined subgroup "
             "hypotheses, examined next. Ends your turn. Needs at least two children, "
-            f"each with a non-empty statement. {rules}",
+            f"each with a non-empty statement. {rules} The expected outcome when a "
+            "compare_within check flagged HETEROGENEITY: one child per flagged stratum.",
             {**properties, "children": {"type": "array", "items": child, "minItems": 2,
-                                        "description": "at least two subgroup hypotheses"}},
-            refine, ends_turn=True, writes_board=True))
+                                             "description": "at least two subgroup "
+                                             "hypotheses"}},
+            refine, required=[*plain, "children"], ends_turn=True, writes_board=True))
     return tools
 
 

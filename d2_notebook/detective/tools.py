@@ -151,12 +151,11 @@ def _validate(args: Mapping[str, Any], schema: Mapping[str, Any]) -> None:
 
 def _check_value(name: str, value: Any, prop: Mapping[str, Any]) -> None:
     expected = prop.get("type")
-    if expected in _JSON_TYPES:
-        ok = isinstance(value, _JSON_TYPES[expected])
-        if expected in ("integer", "number") and isinstance(value, bool):
-            ok = False
-        if not ok:
-            raise ToolError(f"argument {name!r} must be a JSON {expected}, got {value!r}")
+    allowed = [t for t in (expected if isinstance(expected, list) else [expected])
+               if t in _JSON_TYPES]
+    if allowed and not any(_is_json_type(value, t) for t in allowed):
+        raise ToolError(f"argument {name!r} must be a JSON {' or '.join(allowed)}, got "
+                        f"{value!r}")
     if "enum" in prop and value not in prop["enum"]:
         raise ToolError(f"argument {name!r} must be one of {prop['enum']}, got {value!r}")
     if expected == "number" and not (prop.get("minimum", value) <= value <= prop.get("maximum",
@@ -174,3 +173,9 @@ def _check_value(name: str, value: Any, prop: Mapping[str, Any]) -> None:
             _check_value(f"{name}[{position}]", item, prop["items"])
     if expected == "object" and "properties" in prop:
         _validate(value, prop)
+
+
+def _is_json_type(value: Any, expected: str) -> bool:
+    if expected in ("integer", "number") and isinstance(value, bool):
+        return False
+    return isinstance(value, _JSON_TYPES[expected])

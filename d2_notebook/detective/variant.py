@@ -43,6 +43,9 @@ class Shape(Enum):
 
 
 _SQL = ("run_sql", "describe_table")
+_ANALYSIS = ("segment_scan", "compare_within", "trend")
+"""The analysis tools (:mod:`d2_notebook.data.analysis`), offered with the SQL tools."""
+_QUERYING = (*_SQL, *_ANALYSIS)
 
 
 @dataclass(frozen=True)
@@ -81,10 +84,10 @@ class Variant:
         return self.name
 
 
-_COLLECTOR = (*_SQL, "record_evidence", "submit_for_judgement")
+_COLLECTOR = (*_QUERYING, "record_evidence", "submit_for_judgement")
 _JUDGE = ("give_verdict", "request_more_evidence", "refine")
-_HYPOTHESIZER = (*_SQL, "add_hypothesis", "done")
-_ORCHESTRATOR = ("abandon", "request_hypotheses", "carry_on", "finish")
+_HYPOTHESIZER = (*_QUERYING, "add_hypothesis", "done")
+_ORCHESTRATOR = ("abandon", "request_hypotheses", "carry_on", "dismiss_dimension", "finish")
 _REPORTER = ("mark_redundant", "write_report")
 
 FULL = Variant("full", Shape.TEAM, {
@@ -97,14 +100,15 @@ NO_REPORTER = Variant("no_reporter", Shape.TEAM, {
 }, "the team without the reporter: the report is built from the board")
 NO_JUDGE = Variant("no_judge", Shape.TEAM, {
     Role.HYPOTHESIZER: _HYPOTHESIZER, Role.ORCHESTRATOR: _ORCHESTRATOR,
-    Role.COLLECTOR: (*_SQL, "record_evidence", "give_verdict"), Role.REPORTER: _REPORTER,
+    Role.COLLECTOR: (*_QUERYING, "record_evidence", "give_verdict"), Role.REPORTER: _REPORTER,
 }, "collectors give their own verdicts")
 MERGED_PLANNER = Variant("merged_planner", Shape.TEAM, {
-    Role.PLANNER: (*_SQL, "add_hypothesis", "abandon", "carry_on", "finish"),
+    Role.PLANNER: (*_QUERYING, "add_hypothesis", "abandon", "carry_on",
+                   "dismiss_dimension", "finish"),
     Role.COLLECTOR: _COLLECTOR, Role.JUDGE: _JUDGE, Role.REPORTER: _REPORTER,
 }, "one planner is both hypothesizer and orchestrator")
 SINGLE_AGENT_BOARD = Variant("single_agent_board", Shape.ALONE, {
-    Role.DETECTIVE: (*_SQL, "add_hypothesis", "record_evidence", "give_verdict", "abandon",
+    Role.DETECTIVE: (*_QUERYING, "add_hypothesis", "record_evidence", "give_verdict", "abandon",
                      "write_report"),
 }, "one agent does every job, on the board")
 REACT_SQL = Variant("react_sql", Shape.REACT, {

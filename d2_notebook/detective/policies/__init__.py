@@ -7,6 +7,8 @@ language model (through :class:`~d2_notebook.llm.offline.FunctionModel`).
   bundled hospital demo (``d2 demo``, the example notebook, tests).
 - :mod:`.sql_city`: the SQL City policies of the benchmark (oracle, greedy) and the
   teaching walk-through of one case.
+- :mod:`.naive`: :class:`NaivePolicy`, which knows no domain and acts only on what the
+  analysis tools and the digest show (the check that breadth comes from the system).
 
 Every query a policy asks for still runs through the guarded SQL and every write goes
 through the team's tools, so a scripted run fills a real board.

@@ -221,6 +221,8 @@ class HospitalWalkthrough(TeamPolicy):
             rationale = says(cited, "support") + " within comparable patients"
         return {"status": "contradicted" if against else "supported",
                 "confidence": 0.8 if against else 0.85, "evidence_ids": cited,
+                "no_check_reason": "the scripted walk-through compares within severity "
+                                   "strata and comorbidity subgroups in its own queries",
                 "rationale": rationale}
 
     @staticmethod

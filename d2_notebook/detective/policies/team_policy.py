@@ -35,6 +35,8 @@ Action = tuple[str, dict[str, Any]]
 
 _HYPOTHESIS_LINE = re.compile(r"^(H\d+) \| (\w+) \| ([^|]+) \| (.*)$", re.MULTILINE)
 _REFINES = re.compile(r" \(refines H\d+\)$")
+_UNTOUCHED = re.compile(r"^CANDIDATE DIMENSIONS \(\d+\), untouched by any evidence: (.*)$",
+                        re.MULTILINE)
 _EVIDENCE_REF = re.compile(r"^\s+(supports|contradicts): (E\d+) ", re.MULTILINE)
 
 
@@ -127,6 +129,13 @@ class Turn:
                 ids += [e for e in re.findall(r"\bE\d+\b", line) if e not in ids]
         return sorted(ids, key=lambda e: int(e[1:]))
 
+    def untouched_dimensions(self) -> list[str]:
+        """Candidate dimensions the digest lists as untouched by any evidence."""
+        found = _UNTOUCHED.search(self.first_message)
+        if found is None or found.group(1).strip() == "none":
+            return []
+        return [name.strip() for name in found.group(1).split(", ")]
+
     def evidence_line(self, evidence_id: str) -> str:
         """The digest line that lists ``evidence_id`` (with its reading), or ""."""
         marker = f": {evidence_id} ("
@@ -142,6 +151,8 @@ class TeamPolicy:
     """
 
     label = "offline policy"
+    dismissal = "the offline policy examines only the dimensions its hypotheses need"
+    """The reason the default orchestrator gives when it dismisses untouched dimensions."""
 
     def __init__(self, dialect: Dialect | str = Dialect.DUCKDB) -> None:
         """Start the call-id counter (ids are deterministic per policy).
@@ -190,6 +201,9 @@ class TeamPolicy:
                       and h.id not in abandon]
         if still_open:
             return [*actions, ("carry_on", {})]
+        if any(spec.name == "dismiss_dimension" for spec in turn.request.tools):
+            actions += [("dismiss_dimension", {"dimension": name, "reason": self.dismissal})
+                        for name in turn.untouched_dimensions()]
         return [*actions, ("finish", {"reason": "every hypothesis has a verdict"})]
 
     def reporter(self, turn: Turn) -> list[Action] | str:

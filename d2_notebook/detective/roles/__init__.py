@@ -17,7 +17,9 @@ from functools import cache
 from importlib import resources
 
 from d2_notebook.detective.agent import AgentRun, run_agent
+from d2_notebook.detective.analysis_tools import analysis_tools
 from d2_notebook.detective.context import QueryLog, TeamContext
+from d2_notebook.detective.coverage_view import board_coverage
 from d2_notebook.detective.decisions import (
     CollectorDecision,
     HypothesizerDecision,
@@ -79,7 +81,9 @@ async def _evidence(ctx: TeamContext, evidence_ids: list[str], budget: int) -> s
 
 
 def _digest(ctx: TeamContext, focus: str | None = None) -> str:
-    return board_digest(ctx.board, investigation_id=ctx.investigation_id, focus=focus)
+    coverage = board_coverage(ctx.board, ctx.candidates, ctx.investigation_id)
+    return board_digest(ctx.board, investigation_id=ctx.investigation_id, focus=focus,
+                        coverage=coverage)
 
 
 def _pick(ctx: TeamContext, role: Role, built: Iterable[Tool],
@@ -103,8 +107,9 @@ async def hypothesize(ctx: TeamContext, *, guidance: str | None = None,
     first = f"THE BOARD NOW:\n{_digest(ctx)}\n\n"
     first += (f"The orchestrator asks for more hypotheses: {guidance}" if guidance else
               "Explore the data and add every competing hypothesis it supports.")
-    built = sql_tools(ctx, log) + hypothesis_tools(ctx, log, agent, "hypothesizer", decision,
-                                                   may_add_none=bool(guidance))
+    built = (sql_tools(ctx, log) + analysis_tools(ctx, log)
+             + hypothesis_tools(ctx, log, agent, "hypothesizer", decision,
+                                may_add_none=bool(guidance)))
     await _turn(ctx, role="hypothesizer", agent=agent, role_file="hypothesizer", first=first,
                 tools=_pick(ctx, Role.HYPOTHESIZER, built), log=log)
     return decision
@@ -137,7 +142,7 @@ async def plan_merged(ctx: TeamContext, *, agent: str = "planner") -> Orchestrat
     first = f"THE BOARD NOW:\n{_digest(ctx)}\n\n"
     first += ("Add hypotheses if needed, then carry on or finish." if _has_hypotheses(ctx)
               else "Explore the data, add every competing hypothesis, then carry on.")
-    built = (sql_tools(ctx, log)
+    built = (sql_tools(ctx, log) + analysis_tools(ctx, log)
              + hypothesis_tools(ctx, log, agent, "planner", decision, may_add_none=True)
              + orchestrator_tools(ctx, agent, decision, can_ask_for_more=False))
     await _turn(ctx, role="planner", agent=agent, role_file="planner", first=first,
@@ -162,7 +167,8 @@ async def collect(ctx: TeamContext, hypothesis_id: str, *,
         first += f"\n\nTHE JUDGE SENT IT BACK WITH THESE HINTS: {hints}"
     if "give_verdict" in ctx.settings.variant.tools_of(Role.COLLECTOR):
         first += "\n\nIn this team you also give the verdict when your evidence is enough."
-    built = (sql_tools(ctx, log) + evidence_tools(ctx, log, agent, "collector", hypothesis_id)
+    built = (sql_tools(ctx, log) + analysis_tools(ctx, log)
+             + evidence_tools(ctx, log, agent, "collector", hypothesis_id)
              + verdict_tools(ctx, agent, decision, hypothesis_id)
              + [submit_tool(decision, ctx, hypothesis_id)])
     tools = _pick(ctx, Role.COLLECTOR, built)
@@ -227,7 +233,7 @@ async def investigate_alone(ctx: TeamContext, *, agent: str = "detective") -> Re
     """The ``single_agent_board`` variant: one agent does every job on the board; only
     ``write_report`` ends its turn."""
     decision, log = ReportDecision(), QueryLog()
-    built = (sql_tools(ctx, log)
+    built = (sql_tools(ctx, log) + analysis_tools(ctx, log)
              + hypothesis_tools(ctx, log, agent, "detective", HypothesizerDecision())
              + evidence_tools(ctx, log, agent, "detective", None)
              + verdict_tools(ctx, agent, JudgeDecision(), None, verdict_ends_turn=False)

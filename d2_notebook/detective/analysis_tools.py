@@ -1,0 +1,100 @@
+"""The analysis tools as team tools: ``segment_scan``, ``compare_within`` and ``trend``.
+
+Each wraps one :class:`~d2_notebook.data.analysis.AnalysisToolSpec` (its description and
+input schema are offered as they are, never re-described here). A call runs the tool's
+generated SQL through the guarded connection and keeps the result under a query id in
+the agent's :class:`QueryLog`, exactly like ``run_sql``: the model cites that id to
+record it as evidence (``record_evidence``, ``add_hypothesis``), and the board then
+stores the generated SQL, its rows and the tool's summary as the evidence's
+description. Query ids are given in the order of the calls, whatever order a batch of
+concurrent calls finishes in, so a replayed run writes the same board.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import re
+from typing import Any
+
+from d2_notebook.board import Evidence
+from d2_notebook.data.analysis import TOOL_SPECS, AnalysisResult, AnalysisTool, AnalysisToolSpec
+from d2_notebook.detective.context import QueryLog, TeamContext, normalize_sql
+from d2_notebook.detective.sql_tools import PREVIEW_CELL_CHARS, PREVIEW_CHARS
+from d2_notebook.detective.tools import Tool, ToolError, tool
+
+ANALYSIS_TOOL_NAMES: tuple[str, ...] = tuple(spec.name for spec in TOOL_SPECS)
+"""The names the models call, in the order of :data:`TOOL_SPECS`."""
+
+_HETEROGENEITY = re.compile(r"HETEROGENEITY: the effect of .+? differs across (.+?) beyond "
+                            r"chance")
+"""How a compare_within summary states a heterogeneity flag (read back from evidence)."""
+
+
+def analysis_tools(ctx: TeamContext, log: QueryLog) -> list[Tool]:
+    """One tool per analysis spec, over ``ctx.sql``, keeping results in ``log``."""
+    return [_wrap(ctx, log, spec) for spec in TOOL_SPECS]
+
+
+def _wrap(ctx: TeamContext, log: QueryLog, spec: AnalysisToolSpec) -> Tool:
+    schema = spec.input_schema
+
+    def check_new(key: str) -> None:
+        earlier = log.previous(key)
+        if earlier is not None:
+            log.repeats += 1
+            raise ToolError(f"you already ran this {spec.name} call as {earlier}; use that "
+                            "result instead of running it again")
+
+    async def run(args: dict[str, Any]) -> str:
+        key = f"{spec.name} {json.dumps(args, sort_keys=True)}"
+        check_new(key)
+        previous, mine = log.next_in_order()
+        try:
+            try:
+                result = await asyncio.to_thread(_call, ctx, spec, args)
+            finally:
+                if previous is not None:  # register (or fail) in the order of the calls
+                    await previous
+            check_new(key)  # a twin earlier in the same batch
+            query_id = log.add(result.sql, result, result.summary.split("\n", 1)[0])
+            log.by_sql[normalize_sql(key)] = query_id
+        finally:
+            if not mine.done():
+                mine.set_result(None)
+        preview = result.preview(max_rows=ctx.settings.preview_rows, max_chars=PREVIEW_CHARS,
+                                 max_colwidth=PREVIEW_CELL_CHARS)
+        return f"{query_id}: {preview}"
+
+    description = (f"{spec.description} Returns a query id (Q1, Q2, ...) to cite when you "
+                   "record the result as evidence, the summary and the leading rows.")
+    return tool(spec.name, description, schema["properties"], run,
+                required=schema.get("required", []), concurrent=True)
+
+
+def _call(ctx: TeamContext, spec: AnalysisToolSpec, args: dict[str, Any]) -> AnalysisResult:
+    """Run the tool; a bad input (a ValueError naming the fix) becomes a tool error."""
+    try:
+        return spec.function(ctx.sql, **args)
+    except ValueError as exc:
+        raise ToolError(f"{spec.name}: {exc}") from None
+
+
+def analysis_tool_of(evidence: Evidence) -> AnalysisTool | None:
+    """Which analysis tool produced ``evidence`` (read from its description), if any."""
+    for item in AnalysisTool:
+        if evidence.description.startswith(item.value):
+            return item
+    return None
+
+
+def is_heterogeneity_check(evidence: Evidence) -> bool:
+    """True if ``evidence`` is a compare_within result (the heterogeneity check)."""
+    return analysis_tool_of(evidence) is AnalysisTool.COMPARE_WITHIN
+
+
+def heterogeneity_dimensions(evidence: Evidence) -> list[str]:
+    """The dimensions a compare_within evidence flagged HETEROGENEITY across."""
+    if not is_heterogeneity_check(evidence):
+        return []
+    return _HETEROGENEITY.findall(evidence.description)

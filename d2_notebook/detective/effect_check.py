@@ -1,0 +1,108 @@
+"""The judge's rule for verdicts on an effect: no verdict without a heterogeneity check.
+
+A hypothesis is about an *effect* when the verdict says so (``claim_kind: "effect"``) or
+its statement uses effect words ("helps", "lowers", "no effect", "little benefit", "is
+the best"...). A supported or contradicted verdict on an effect is refused
+unless the hypothesis (or an ancestor it refines) has a linked ``compare_within``
+evidence — the check across the candidate dimensions — or the verdict states why no
+such check applies (``no_check_reason``). When a linked check flagged heterogeneity on
+a dimension the hypothesis does not already split by, ``refine`` is the expected
+outcome: a plain verdict is refused while refining is possible.
+"""
+
+from __future__ import annotations
+
+import re
+from enum import StrEnum
+from typing import Any
+
+from d2_notebook.board import Board, Evidence, Hypothesis
+from d2_notebook.detective.analysis_tools import heterogeneity_dimensions, is_heterogeneity_check
+
+
+class ClaimKind(StrEnum):
+    """What a hypothesis claims, as the verdict states it."""
+
+    EFFECT = "effect"
+    """Something helps, harms, changes an outcome, has no or little effect, is the best."""
+    OTHER = "other"
+    """Anything else (who did it, how many, when)."""
+
+
+EFFECT_WORDS = re.compile(
+    r"\b(effect|effects|effective|effectiveness|helps?|helped|benefits?|beneficial|"
+    r"improves?|improved|reduces?|reduced|lowers?|lowered|raises?|raised|increases?|"
+    r"increased|decreases?|decreased|worsens?|harms?|harmful|protects?|prevents?|"
+    r"causes?|impacts?|works?|changes?)\b", re.IGNORECASE)
+"""Words that make a statement a claim about an effect (kept generic)."""
+
+CLAIM_PROPERTIES: dict[str, Any] = {
+    "claim_kind": {"type": "string", "enum": [k.value for k in ClaimKind], "description": (
+        "effect: the hypothesis says something helps, harms, changes an outcome, has no "
+        "or little effect, or is the best option; other: any other claim. Default: "
+        "read from the statement's wording.")},
+    "no_check_reason": {"type": "string", "description": (
+        "Only for an effect verdict without a linked compare_within check: why no "
+        "heterogeneity check across the candidate dimensions applies.")},
+}
+
+RULE = ("A supported or contradicted verdict on an effect (claim_kind effect, or a "
+        "statement saying something helps, lowers, has no effect, little benefit, is the best...) "
+        "is refused unless a compare_within result is linked to the "
+        "hypothesis (the heterogeneity check across the candidate dimensions) or "
+        "no_check_reason says why none applies; when that check flagged HETEROGENEITY "
+        "on a dimension the hypothesis does not already split by, refine is expected "
+        "and a plain verdict is refused while refining is possible.")
+
+
+def is_effect_claim(statement: str, claim_kind: str | None) -> bool:
+    """True if the verdict says the claim is an effect, or its words say so."""
+    if claim_kind is not None:
+        return ClaimKind(claim_kind) is ClaimKind.EFFECT or bool(EFFECT_WORDS.search(statement))
+    return bool(EFFECT_WORDS.search(statement))
+
+
+def effect_refusal(board: Board, hypothesis: Hypothesis, args: dict[str, Any], *,
+                   can_refine: bool) -> str | None:
+    """Why this verdict on ``hypothesis`` is refused (None: it may be given)."""
+    if args["status"] == "inconclusive":
+        return None
+    if not is_effect_claim(hypothesis.statement, args.get("claim_kind")):
+        return None
+    checks = [e for e in _linked(board, hypothesis.id) if is_heterogeneity_check(e)]
+    reason = str(args.get("no_check_reason", "")).strip()
+    if not checks:
+        if reason:
+            return None
+        return (f"{hypothesis.id} claims an effect: a {args['status']} verdict needs a "
+                "heterogeneity check across the candidate dimensions first. Send it back "
+                "(request_more_evidence) for a compare_within of the exposure, or state "
+                "no_check_reason: why no such check applies")
+    addressed = _addressed(board, hypothesis)
+    flagged = [(e.id, d) for e in checks for d in heterogeneity_dimensions(e)
+               if d not in addressed]
+    if flagged and can_refine:
+        named = "; ".join(f"{e}: {d}" for e, d in flagged)
+        return (f"the heterogeneity check flagged HETEROGENEITY ({named}): the effect "
+                "differs between strata, so refine into subgroup hypotheses along that "
+                "dimension instead of one verdict for all")
+    return None
+
+
+def _linked(board: Board, hypothesis_id: str) -> list[Evidence]:
+    return [board.get_evidence(link.evidence_id)
+            for link in board.list_links(hypothesis_id=hypothesis_id)]
+
+
+def _addressed(board: Board, hypothesis: Hypothesis) -> set[str]:
+    """Dimensions the hypothesis already splits by: flagged for an ancestor it refines,
+    or named in its own statement."""
+    addressed: set[str] = set()
+    parent_id = hypothesis.parent_id
+    while parent_id:
+        parent = board.get_hypothesis(parent_id)
+        for evidence in _linked(board, parent.id):
+            addressed.update(heterogeneity_dimensions(evidence))
+        parent_id = parent.parent_id
+    return addressed | {d for e in _linked(board, hypothesis.id)
+                        for d in heterogeneity_dimensions(e) if d in hypothesis.statement}

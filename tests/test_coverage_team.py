@@ -1,0 +1,126 @@
+"""The coverage map in the team: the digest shows it, the orchestrator may not finish
+while a candidate dimension is untouched unless it dismisses it (a board record, in the
+report's "Not examined")."""
+
+from __future__ import annotations
+
+import duckdb
+import pytest
+
+from d2_notebook import investigate
+from d2_notebook.board import Board
+from d2_notebook.data import GuardedSQL
+from d2_notebook.datasets import hospital
+from d2_notebook.detective.coverage_view import board_coverage, read_candidates
+from d2_notebook.detective.digest import board_digest
+from d2_notebook.detective.policies.team_policy import Action, TeamPolicy, Turn
+from d2_notebook.errors import InvalidRecordError
+
+BY_SEVERITY = ("SELECT a.severity, avg(o.died::INTEGER) AS rate FROM admissions a "
+               "JOIN outcomes o USING (admission_id) GROUP BY a.severity")
+
+
+@pytest.fixture(scope="module")
+def con() -> duckdb.DuckDBPyConnection:
+    return hospital.create()
+
+
+class OneQuery(TeamPolicy):
+    """One hypothesis tested by one grouped query; the orchestrator tries to finish
+    before dismissing, then dismisses a wrong name and every untouched dimension."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.orchestrator_results: list[tuple[bool, str]] = []
+        self.digests: list[str] = []
+
+    def hypothesizer(self, turn: Turn) -> list[Action] | str:
+        if turn.step == 0:
+            return [("add_hypothesis", {"statement": "Severity moves the rate",
+                                        "rationale": "r"}), ("done", {"summary": "one"})]
+        return "done"
+
+    def collector(self, turn: Turn) -> list[Action] | str:
+        if turn.step == 0:
+            return [("run_sql", {"sql": BY_SEVERITY})]
+        return [("record_evidence", {"query_id": "Q1", "description": "rate by severity",
+                                     "stance": "supports", "reading": "it does"}),
+                ("submit_for_judgement", {"summary": "one query"})]
+
+    def judge(self, turn: Turn) -> list[Action] | str:
+        self.digests.append(turn.first_message)
+        return [("give_verdict", {"status": "supported", "confidence": 0.9,
+                                  "rationale": "E1", "evidence_ids": ["E1"]})]
+
+    def orchestrator(self, turn: Turn) -> list[Action] | str:
+        if any(h.status in ("proposed", "investigating") for h in turn.hypotheses()):
+            return [("carry_on", {})]
+        self.orchestrator_results = [(r.is_error, r.content) for r in turn.results]
+        self.orchestrator_digest = turn.first_message
+        if turn.step == 0:
+            return [("finish", {"reason": "done"})]
+        if turn.step == 1:
+            return [("dismiss_dimension", {"dimension": "no.such", "reason": "x"})]
+        return [*[("dismiss_dimension", {"dimension": d, "reason": "outside the objective"})
+                  for d in turn.untouched_dimensions()],
+                ("finish", {"reason": "done"})]
+
+
+async def test_finish_waits_for_every_dimension_to_be_touched_or_dismissed(con):
+    policy = OneQuery()
+    result = await investigate(con, hospital.QUESTION, model=policy.model())
+    board = result.board
+    candidates = read_candidates(GuardedSQL(con))
+    names = candidates.names
+    assert "admissions.severity" in names and "has comorbidities.condition" not in names
+    # The judge's digest: its hypothesis's coverage (a focused digest leaves the
+    # board-wide map to the orchestrator's); the orchestrator's: the untouched dimensions.
+    assert "    dimensions controlled or split by: admissions.severity\n" in policy.digests[0]
+    assert "untouched by any evidence" not in policy.digests[0]
+    assert "untouched by any evidence: " in policy.orchestrator_digest
+    assert "patients.sex" in policy.orchestrator_digest
+    # finish was refused, naming the untouched dimensions; a wrong name was refused too.
+    refused, wrong = policy.orchestrator_results[0], policy.orchestrator_results[1]
+    assert refused[0] and refused[1].startswith("cannot finish: no evidence has touched")
+    untouched = [n for n in names if n not in ("admissions.severity",)]
+    assert all(n in refused[1] for n in untouched if "(" not in n)
+    assert wrong[0] and "'no.such' is not a candidate dimension" in wrong[1]
+    # Every untouched dimension was dismissed, on the board and in the report.
+    dismissed = board.list_dimension_dismissals(investigation_id=result.investigation_id)
+    assert {d.dimension for d in dismissed} == set(untouched) - _also_touched(board, candidates)
+    assert all(d.reason == "outside the objective" and d.author == "orchestrator"
+               for d in dismissed)
+    assert "## Not examined" in result.report
+    assert f"Dimension {dismissed[0].dimension} was not examined: outside the objective." \
+        in result.report
+    assert result.state == "finished"
+    kinds = [e.kind for e in board.events()]
+    assert kinds.count("dimension.dismissed") == len(dismissed)
+
+
+def _also_touched(board: Board, candidates) -> set[str]:
+    coverage = board_coverage(board, candidates, None)
+    return set(coverage.touched) - {"admissions.severity"}
+
+
+def test_dismissals_are_board_records_that_export_and_import(board_path):
+    board = Board.open(board_path)
+    inv = board.start_investigation("q")
+    first = board.dismiss_dimension("t.a", "not asked", actor="orchestrator",
+                                    investigation_id=inv.id)
+    again = board.dismiss_dimension("t.a", "other words", actor="orchestrator",
+                                    investigation_id=inv.id)
+    assert again == first and first.reason == "not asked"
+    with pytest.raises(InvalidRecordError, match=r"say why t\.b is not examined"):
+        board.dismiss_dimension("t.b", "  ", actor="o", investigation_id=inv.id)
+    with pytest.raises(InvalidRecordError, match="name the dimension"):
+        board.dismiss_dimension(" ", "r", actor="o", investigation_id=inv.id)
+    copy = Board.from_json(board.to_json())
+    assert copy.list_dimension_dismissals() == board.list_dimension_dismissals() == [first]
+    assert [e.kind for e in copy.events()] == [e.kind for e in board.events()]
+
+
+def test_the_digest_without_candidates_has_no_map(board_path):
+    board = Board.open(board_path)
+    board.add_hypothesis("h")
+    assert "CANDIDATE DIMENSIONS" not in board_digest(board)

@@ -1,0 +1,72 @@
+"""The naive offline policy on the bundled hospital data (issue 13, "How to verify
+without a model key"): knowing nothing of the domain, acting only on the tools' flags,
+it ends with the comorbidity subgroup refined and supported and the confounded drug
+contradicted."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import duckdb
+import pytest
+
+from d2_notebook import investigate
+from d2_notebook.board import HypothesisStatus
+from d2_notebook.datasets import hospital
+from d2_notebook.detective import naive_policy
+from d2_notebook.detective.policies.naive import NaivePolicy, Schema
+
+
+@pytest.fixture(scope="module")
+def con() -> duckdb.DuckDBPyConnection:
+    return hospital.create()
+
+
+async def test_the_naive_policy_finds_the_subgroup_and_the_confounder(con):
+    result = await investigate(con, hospital.QUESTION, model=NaivePolicy().model())
+    board = result.board
+    hyps = {h.statement: h for h in board.list_hypotheses()}
+    drug = "treatments.drug = '{}' changes the rate of outcomes.died against " \
+           "treatments.drug = 'Standard care'"
+    # The drug that only looks good because it goes to mild cases: contradicted.
+    assert hyps[drug.format("Corvalin")].status is HypothesisStatus.CONTRADICTED
+    # The subgroup drug: refined by the judge along the flagged comorbidity, and the
+    # subgroup with the comorbidity is supported, the rest not.
+    parent = hyps[drug.format("Virexa")]
+    children = {h.statement: h for h in board.list_hypotheses() if h.parent_id == parent.id}
+    within = drug.format("Virexa") + " within has comorbidities.condition = asthma: {}"
+    assert set(children) == {within.format("yes"), within.format("no")}
+    assert children[within.format("yes")].status is HypothesisStatus.SUPPORTED
+    assert children[within.format("no")].status is HypothesisStatus.CONTRADICTED
+    assert {c.author_role for c in children.values()} == {"judge"}
+    # The clearly effective drug holds once severity is held fixed.
+    assert hyps[drug.format("Pulmorex")].status is HypothesisStatus.SUPPORTED
+    # Every evidence is an analysis tool's result or the exploration (no hand-written
+    # domain SQL), and the investigation finished with a report.
+    assert all(e.description.startswith(("segment_scan", "compare_within", "values of"))
+               for e in board.list_evidence())
+    assert result.state == "finished"
+
+
+def test_the_policy_carries_no_dataset_words():
+    source = Path(naive_policy.__file__).read_text(encoding="utf-8").lower()
+    words = {w.lower() for w in (*hospital.DRUGS, *hospital.CONDITIONS, *hospital.SEVERITIES)}
+    words |= set(hospital.TABLES) | {"died", "drug", "patient", "comorbid"}
+    found = {w for w in words if re.search(rf"\b{re.escape(w)}", source)}
+    assert not found, f"the naive policy must not know the domain: {sorted(found)}"
+
+
+def test_the_schema_reading_is_generic():
+    schema = Schema.read("DATABASE SCHEMA (DuckDB):\nDuckDB database: 2 tables/views.\n"
+                         "orders (table, 10 rows)\n  order_id INTEGER e.g. 1\n"
+                         "  channel VARCHAR e.g. web\n  returned BOOLEAN e.g. True\n"
+                         "lines (table, 30 rows)\n  order_id INTEGER e.g. 1\n"
+                         "  item VARCHAR e.g. x\n"
+                         "Join keys (child -> parent; N:1 = many child rows per parent row):\n"
+                         "  lines.order_id -> orders.order_id (N:1, declared)\n")
+    assert schema.outcome() == "orders.returned"
+    assert schema.exposure("Which line sells best?") == "lines.item"
+    assert schema.exposure("How are we doing?") is None
+    assert schema.source("orders", "lines") == (
+        "orders JOIN lines ON lines.order_id = orders.order_id")
