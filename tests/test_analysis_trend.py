@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import re
 
+import duckdb
 import pytest
 from analysis_data import noise, planted
 
@@ -61,3 +62,16 @@ def test_bad_trend_inputs(sql: GuardedSQL) -> None:
     with pytest.raises(ValueError, match="at least 3 periods"):
         trend(sql, source="orders", metric="avg(amount)", time="ordered_on", grain="year",
               where="ordered_on < DATE '2022-01-01'")
+
+
+def test_sparse_timestamps_keep_every_row_and_a_constant_metric_gives_no_flag() -> None:
+    """Support is counted per period of the grain, not per hourly bucket: one row an
+    hour over a year is 12 well-supported months; and a constant metric has no trend."""
+    con = duckdb.connect()
+    con.execute("CREATE TABLE tickets AS SELECT TIMESTAMP '2023-01-01 00:17:00' "
+                "+ INTERVAL (i * 17) HOUR AS opened_at FROM range(500) t(i)")
+    result = trend(GuardedSQL(con), source="tickets", metric="avg(1)", time="opened_at",
+                   grain="month")
+    observed = result.frame[result.frame["kind"] == "observed"]
+    assert observed["n"].sum() == 500 and len(observed) == 12
+    assert result.flags == ()

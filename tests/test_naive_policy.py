@@ -14,7 +14,7 @@ import pytest
 from d2_notebook import investigate
 from d2_notebook.board import HypothesisStatus
 from d2_notebook.datasets import hospital
-from d2_notebook.detective import naive_policy
+from d2_notebook.detective.policies import naive as naive_policy
 from d2_notebook.detective.policies.naive import NaivePolicy, Schema
 
 

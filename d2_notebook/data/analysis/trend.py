@@ -87,7 +87,7 @@ def trend(
         where: Optional filter on the population (one boolean expression).
         periods: Periods to project after the last one (0 for none, at most 24).
         alpha: Level shared by the trend, change-point and season tests.
-        min_support: Fewest rows a period needs to enter the fit.
+        min_support: Fewest rows a period of ``grain`` needs to enter the fit.
 
     Returns:
         One row per observed period, then the projected ones (``kind`` = ``projection``).
@@ -107,7 +107,7 @@ def trend(
                        exclude={"time": time}, with_dimensions=False)
     bucket = f"date_trunc('hour', ({time})::TIMESTAMP)"
     scan = run_pass(sql, prepared, extra=((bucket, "__t"),), by=("__t",))
-    buckets = _buckets(scan.moments, min_support)
+    buckets = _buckets(scan.moments)
     if buckets.empty:
         raise ValueError(f"no row of the population has a {time} value; check time and where")
     if (buckets["t"].dt.hour == 0).all():  # dates, or timestamps at midnight: days
@@ -115,6 +115,10 @@ def trend(
     grain = grain or _auto_grain(buckets["t"])
     code, length = GRAINS[grain]
     buckets["period"] = buckets["t"].dt.to_period(code).dt.start_time
+    # Support counts per period of the grain, not per hourly bucket: a period of many
+    # sparse hours is as well supported as one busy hour.
+    support = buckets.groupby("period")["n"].transform("sum")
+    buckets = buckets[support >= min_support].reset_index(drop=True)
     if buckets["period"].nunique() < 3:
         raise ValueError(f"trend needs at least 3 periods of {grain}; use a finer grain")
     days = (buckets["t"] - buckets["t"].min()).dt.total_seconds().to_numpy() / 86400.0
@@ -140,11 +144,11 @@ def trend(
                   summary, flags)
 
 
-def _buckets(moments: dict, min_support: int) -> pd.DataFrame:
+def _buckets(moments: dict) -> pd.DataFrame:
     rows = [(pd.Timestamp(key[2]), m.n, m.s1, m.s2) for key, m in moments.items()
             if key[0] < 0 and key[2] is not None and m.n > 0]
     frame = pd.DataFrame(rows, columns=["t", "n", "s1", "s2"]).sort_values("t")
-    frame = frame[frame["n"] >= min_support].reset_index(drop=True)
+    frame = frame.reset_index(drop=True)
     frame["mean"] = frame["s1"] / frame["n"]
     return frame
 
@@ -254,7 +258,10 @@ def _season_label(name: str, level: int) -> str:
 def _flags(linear: _Fit, fit: _Fit, breaks: list[float], season: str | None,
            season_p: float, buckets: pd.DataFrame, grain: str, alpha: float,
            metric: str) -> list[Flag]:
-    flags = []
+    flags: list[Flag] = []
+    means = buckets["mean"].to_numpy()
+    if np.ptp(means) <= 1e-9 * max(1.0, float(np.abs(means).max())):
+        return flags  # a constant metric: any fitted slope is rounding noise
     slope, se = linear.coef[1], math.sqrt(max(linear.cov[1, 1], 0.0))
     t_crit = stats.t.ppf(0.975, linear.dof)
     p = float(2 * stats.t.sf(abs(slope) / se, linear.dof)) if se > 0 else 1.0
@@ -275,13 +282,13 @@ def _flags(linear: _Fit, fit: _Fit, breaks: list[float], season: str | None,
             f"{figure(after)} after; level shift {figure(fit.coef[2 + 2 * i])}")))
     if season:
         groups = _SEASONS[season][0](buckets["t"].dt)
-        means = (buckets.assign(g=groups.to_numpy()).groupby("g")
+        by_group = (buckets.assign(g=groups.to_numpy()).groupby("g")
                  .apply(lambda f: f["s1"].sum() / f["n"].sum(), include_groups=False))
-        high, low = means.idxmax(), means.idxmin()
+        high, low = by_group.idxmax(), by_group.idxmin()
         flags.append(Flag(FlagKind.SEASON, season, (
             f"SEASON by {season} (p = {season_p:.2g} after correction): highest in "
-            f"{_season_label(season, high)} ({figure(means[high])}), lowest in "
-            f"{_season_label(season, low)} ({figure(means[low])})")))
+            f"{_season_label(season, high)} ({figure(by_group[high])}), lowest in "
+            f"{_season_label(season, low)} ({figure(by_group[low])})")))
     return flags
 
 
