@@ -93,6 +93,18 @@ async def test_a_claim_that_is_not_an_effect_needs_no_check(ctx: TeamContext):
     assert not refused, content
 
 
+async def test_a_stated_claim_kind_decides_over_the_statement_s_wording(ctx: TeamContext):
+    """A descriptive claim whose words look like an effect ("shifted", "changes") is
+    judged as the verdict classifies it: the schema says the wording is only the default."""
+    hyp = ctx.board.add_hypothesis("The share of closures changes between quarters",
+                                   investigation_id=ctx.investigation_id)
+    refused, _ = await _verdict(ctx, hyp.id, [_evidence(ctx, hyp.id)])
+    assert refused  # by its words, an effect
+    refused_as_other, content = await _verdict(ctx, hyp.id, [_evidence(ctx, hyp.id)],
+                                               claim_kind="other")
+    assert not refused_as_other, content
+
+
 async def test_heterogeneity_calls_for_refine(ctx: TeamContext):
     hyp = ctx.board.add_hypothesis("Option V changes the rate",
                                    investigation_id=ctx.investigation_id)

@@ -1,13 +1,14 @@
 """The judge's rule for verdicts on an effect: no verdict without a heterogeneity check.
 
-A hypothesis is about an *effect* when the verdict says so (``claim_kind: "effect"``) or
-its statement uses effect words ("helps", "lowers", "no effect", "little benefit", "is
-the best"...). A supported or contradicted verdict on an effect is refused
-unless the hypothesis (or an ancestor it refines) has a linked ``compare_within``
-evidence — the check across the candidate dimensions — or the verdict states why no
-such check applies (``no_check_reason``). When a linked check flagged heterogeneity on
-a dimension the hypothesis does not already split by, ``refine`` is the expected
-outcome: a plain verdict is refused while refining is possible.
+A hypothesis is about an *effect* when the verdict says so (``claim_kind: "effect"``),
+or, when the verdict does not say (no ``claim_kind``), when its statement uses effect
+words ("helps", "lowers", "no effect", "little benefit", "is the best"...). A supported
+or contradicted verdict on an effect is refused unless the hypothesis (or an ancestor
+it refines) has a linked ``compare_within`` evidence (the check across the candidate
+dimensions), or the verdict states why no such check applies (``no_check_reason``).
+When a linked check flagged heterogeneity on a dimension the hypothesis does not
+already split by, ``refine`` is the expected outcome: a plain verdict is refused while
+refining is possible.
 """
 
 from __future__ import annotations
@@ -56,9 +57,10 @@ RULE = ("A supported or contradicted verdict on an effect (claim_kind effect, or
 
 
 def is_effect_claim(statement: str, claim_kind: str | None) -> bool:
-    """True if the verdict says the claim is an effect, or its words say so."""
+    """True if the verdict says the claim is an effect; when it does not say
+    (``claim_kind`` None), if the statement's words say so — as the schema states."""
     if claim_kind is not None:
-        return ClaimKind(claim_kind) is ClaimKind.EFFECT or bool(EFFECT_WORDS.search(statement))
+        return ClaimKind(claim_kind) is ClaimKind.EFFECT
     return bool(EFFECT_WORDS.search(statement))
 
 
