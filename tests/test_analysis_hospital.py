@@ -67,3 +67,12 @@ def test_a_drug_with_a_uniform_relative_effect_is_not_heterogeneous(sql: Guarded
                             value="Pulmorex", reference="Standard care", where=OLDER)
     assert FlagKind.HETEROGENEITY not in {f.kind for f in result.flags}
     assert result.frame.iloc[0]["ci_high"] < 0
+
+
+def test_a_dimension_named_as_the_tools_print_its_levels_is_accepted(sql) -> None:
+    """compare_within prints membership levels as "has comorbidities.condition = asthma";
+    a model that passes that text back as a dimension gets the dimension."""
+    result = compare_within(sql, source=SOURCE, metric=DEATHS, exposure="t.drug",
+                            value="Virexa", reference="Standard care",
+                            dimensions=["has comorbidities.condition = asthma"])
+    assert "has comorbidities.condition" in result.summary

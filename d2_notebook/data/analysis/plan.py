@@ -114,7 +114,9 @@ def build_plan(
         for text in requested:
             if not isinstance(text, str) or not text.strip():
                 raise ValueError("dimensions must be a list of non-empty strings")
-            hit = names.get(text.strip().lower())
+            key = text.strip().lower()
+            # A level as the tools print it ("has t.c = v", "t.c = v") names its dimension.
+            hit = names.get(key) or names.get(key.split(" = ", 1)[0].strip())
             chosen.append(hit or (PlannedDimension(text.strip(), None), "expr", text.strip()))
     for planned, how, ref in chosen:
         builder.add(planned, how, ref)
