@@ -49,7 +49,7 @@ _SHAPES = {
 
 
 def evidence_details(board: Board, evidence_ids: list[str], *,
-                     budget_tokens: int | None = None) -> str:
+                     budget_tokens: int | None = None, focus: str | None = None) -> str:
     """The SQL and stored rows of every evidence in ``evidence_ids``, within a budget.
 
     Args:
@@ -57,12 +57,16 @@ def evidence_details(board: Board, evidence_ids: list[str], *,
         evidence_ids: the evidence to show, in this order (repeats shown once).
         budget_tokens: tokens the text may take (estimated, see
             :func:`d2_notebook.llm.estimate_tokens`); None: everything at full detail.
+        focus: a hypothesis id: only what is said of the evidence about that hypothesis
+            (its links and verdicts) is shown and read for the claim rows. A branch's
+            prompt then never depends on what parallel branches have written meanwhile,
+            so a replay asks exactly what was recorded.
 
     Returns:
         One block per evidence. No evidence is ever left out; if even the shortest
         form of all of them exceeds the budget, the text says so at the end.
     """
-    pieces = [_Piece.of(board, e) for e in dict.fromkeys(evidence_ids)]
+    pieces = [_Piece.of(board, e, focus) for e in dict.fromkeys(evidence_ids)]
     levels = [p.best_detail for p in pieces]
     texts = [p.render(level) for p, level in zip(pieces, levels, strict=True)]
     sizes = [estimate_tokens(t) for t in texts]
@@ -89,13 +93,16 @@ class _Piece:
     claims: tuple[str, ...]
 
     @classmethod
-    def of(cls, board: Board, evidence_id: str) -> _Piece:
+    def of(cls, board: Board, evidence_id: str, focus: str | None = None) -> _Piece:
         item = board.get_evidence(evidence_id)
-        links = board.list_links(evidence_id=evidence_id)
+        links = [link for link in board.list_links(evidence_id=evidence_id)
+                 if focus is None or link.hypothesis_id == focus]
         claims = [item.description, *(link.rationale for link in links)]
         for link in links:
             claims.append(board.get_hypothesis(link.hypothesis_id).statement)
-        claims += [v.rationale for v in board.list_verdicts() if evidence_id in v.evidence_ids]
+        claims += [v.rationale for v in board.list_verdicts()
+                   if evidence_id in v.evidence_ids
+                   and (focus is None or v.hypothesis_id == focus)]
         return cls(item, board.evidence_frame(evidence_id),
                    tuple(f"{link.stance.value} {link.hypothesis_id}" for link in links),
                    tuple(claims))

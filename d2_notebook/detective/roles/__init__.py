@@ -74,10 +74,11 @@ async def _turn(ctx: TeamContext, *, role: str, agent: str, role_file: str, firs
     )
 
 
-async def _evidence(ctx: TeamContext, evidence_ids: list[str], budget: int) -> str:
+async def _evidence(ctx: TeamContext, evidence_ids: list[str], budget: int,
+                    focus: str | None = None) -> str:
     """:func:`evidence_details` off the event loop (summarising large results takes time)."""
     return await asyncio.to_thread(evidence_details, ctx.board, evidence_ids,
-                                   budget_tokens=budget)
+                                   budget_tokens=budget, focus=focus)
 
 
 def _digest(ctx: TeamContext, focus: str | None = None) -> str:
@@ -176,7 +177,8 @@ async def collect(ctx: TeamContext, hypothesis_id: str, *,
         budget = evidence_budget(ctx, system=system_prompt(ctx, "collector"), tools=tools,
                                  first_message=first, max_output_tokens=4096, share=0.1)
         first += ("\n\nTHE EXPLORATION THAT SUGGESTED IT (context, not yet evidence for it):\n"
-                  + await _evidence(ctx, list(hypothesis.motivated_by), budget))
+                  + await _evidence(ctx, list(hypothesis.motivated_by), budget,
+                                    focus=hypothesis_id))
     await _turn(ctx, role="collector", agent=agent, role_file="collector", first=first,
                 tools=tools, log=log)
     return decision
@@ -203,7 +205,7 @@ async def judge(ctx: TeamContext, hypothesis_id: str, *, can_send_back: bool,
         budget = evidence_budget(ctx, system=system_prompt(ctx, "judge"), tools=tools,
                                  first_message=first, max_output_tokens=4096)
         first += ("\n\nTHE LINKED EVIDENCE (every piece; large results summarised):\n"
-                  + await _evidence(ctx, linked, budget))
+                  + await _evidence(ctx, linked, budget, focus=hypothesis_id))
     await _turn(ctx, role="judge", agent=agent, role_file="judge", first=first, tools=tools)
     return decision
 
