@@ -16,14 +16,13 @@ import pandas as pd
 from d2_notebook.data.dialects import Dialect
 from d2_notebook.data.execution import Watchdog
 from d2_notebook.data.results import QueryResult
-from d2_notebook.data.schema import ColumnInfo, TableInfo, quote_ident
+from d2_notebook.data.schema import ColumnInfo, TableInfo, quote_ident, samples_of
 from d2_notebook.errors import QueryFailedError, QueryTimeoutError
 
 __all__ = ["CatalogSource", "Deadline", "frame_from_rows", "render_summary", "resolve_table",
-           "samples_of", "valid_max_rows", "valid_timeout"]
+           "valid_max_rows", "valid_timeout"]
 
 SAMPLE_ROWS = 100
-_SAMPLE_CHARS = 30
 
 
 def valid_timeout(timeout_s: float) -> float:
@@ -94,19 +93,6 @@ def normalize_frame(frame: pd.DataFrame) -> pd.DataFrame:
             if not has_zone:
                 frame.isetitem(position, pd.to_datetime(column))
     return frame
-
-
-def samples_of(series: pd.Series, n: int) -> tuple[str, ...]:
-    """Up to ``n`` distinct non-null values as short text, in row order."""
-    seen: list[str] = []
-    for value in series.dropna().tolist():
-        text = str(value)
-        text = text if len(text) <= _SAMPLE_CHARS else text[: _SAMPLE_CHARS - 1] + "…"
-        if text not in seen:
-            seen.append(text)
-        if len(seen) >= n:
-            break
-    return tuple(seen)
 
 
 def with_samples(columns: list[ColumnInfo], head: pd.DataFrame | None,
