@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from d2_notebook.errors import ModelConfigError
+from d2_notebook.llm.usage import UsageTotals
 
 
 def results_dir(out: Path) -> Path:
@@ -32,6 +33,24 @@ def result_path(out: Path, item_id: str, variant: str) -> Path:
 def board_path(out: Path, item_id: str, variant: str) -> Path:
     """Where the board of one item × variant lives."""
     return out / "boards" / f"{item_id}--{variant}.d2board"
+
+
+def fresh_board_path(out: Path, item_id: str, variant: str) -> Path:
+    """:func:`board_path`, its folder made and any stale board there (of an interrupted
+    run) deleted, so the investigation starts on a fresh board."""
+    path = board_path(out, item_id, variant)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.unlink(missing_ok=True)
+    return path
+
+
+def usage_record(usage: UsageTotals) -> dict[str, Any]:
+    """A record's ``usage``: calls, the four token counts, cost and unpriced calls."""
+    return {"calls": usage.calls, "input_tokens": usage.input_tokens,
+            "output_tokens": usage.output_tokens,
+            "cache_read_tokens": usage.cache_read_tokens,
+            "cache_write_tokens": usage.cache_write_tokens,
+            "cost_usd": usage.cost_usd, "unpriced_calls": usage.unpriced_calls}
 
 
 def load_result(path: Path) -> dict[str, Any] | None:

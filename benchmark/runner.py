@@ -18,11 +18,12 @@ from typing import Any
 from benchmark.adapter import PeopleIndex, system_answer
 from benchmark.metrics import CaseScore, score_case, score_dict
 from benchmark.results import (
-    board_path,
     check_same_config,
+    fresh_board_path,
     load_result,
     result_path,
     run_or_record_failure,
+    usage_record,
     write_result,
 )
 from d2_notebook.board import Board
@@ -110,9 +111,7 @@ async def run_one(config: RunConfig, gold_path: Path, variant: str,
     """Investigate one case with one variant, score it and write its result JSON."""
     gold = load_gold(gold_path)
     db_path = gold_path.with_suffix(".duckdb")
-    board_file = board_path(config.out, gold.case_id, variant)
-    board_file.parent.mkdir(parents=True, exist_ok=True)
-    board_file.unlink(missing_ok=True)  # a stale board of an interrupted run starts afresh
+    board_file = fresh_board_path(config.out, gold.case_id, variant)
     start = time.perf_counter()
     board = Board.open(board_file)
     try:
@@ -130,11 +129,7 @@ async def run_one(config: RunConfig, gold_path: Path, variant: str,
         "case_id": gold.case_id, "tier": gold.tier, "variant": variant,
         "model": config.model, "policy": config.policy, "state": result.state,
         "stop_reason": result.stop_reason, "seconds": round(seconds, 3),
-        "usage": {"calls": usage.calls, "input_tokens": usage.input_tokens,
-                  "output_tokens": usage.output_tokens,
-                  "cache_read_tokens": usage.cache_read_tokens,
-                  "cache_write_tokens": usage.cache_write_tokens,
-                  "cost_usd": usage.cost_usd, "unpriced_calls": usage.unpriced_calls,
+        "usage": {**usage_record(usage),
                   "by_role": {role: {"calls": t.calls, "tokens": t.total_tokens,
                                      "cost_usd": t.cost_usd}
                               for role, t in usage.by_role.items()}},

@@ -37,9 +37,11 @@ from benchmark.insightbench.tasks import InsightTask, find_tasks, load_into_duck
 from benchmark.results import (
     board_path,
     check_same_config,
+    fresh_board_path,
     load_result,
     result_path,
     run_or_record_failure,
+    usage_record,
     write_result,
 )
 from d2_notebook.board import Board
@@ -126,9 +128,7 @@ async def run_one(config: InsightRunConfig, task: InsightTask, variant: str, dat
         RuntimeError: the investigation did not finish (nothing is scored: the record
             is left incomplete by the caller and runs again next time).
     """
-    board_file = board_path(config.out, task.task_id, variant)
-    board_file.parent.mkdir(parents=True, exist_ok=True)
-    board_file.unlink(missing_ok=True)  # a stale board of an interrupted run starts afresh
+    board_file = fresh_board_path(config.out, task.task_id, variant)
     if config.policy is not None:
         model: Model | str = policy_for(config.policy, task).model(name=f"policy-{config.policy}")
     else:
@@ -146,16 +146,11 @@ async def run_one(config: InsightRunConfig, task: InsightTask, variant: str, dat
                                               result.investigation_id)
     finally:
         board.close()
-    usage = result.usage
     record = {
         "task_id": task.task_id, "variant": variant, "model": config.model,
         "policy": config.policy, "state": result.state, "stop_reason": result.stop_reason,
         "seconds": round(seconds, 3),
-        "usage": {"calls": usage.calls, "input_tokens": usage.input_tokens,
-                  "output_tokens": usage.output_tokens,
-                  "cache_read_tokens": usage.cache_read_tokens,
-                  "cache_write_tokens": usage.cache_write_tokens,
-                  "cost_usd": usage.cost_usd, "unpriced_calls": usage.unpriced_calls},
+        "usage": usage_record(result.usage),
         "report": result.report or "", "scores": score.to_dict(), "judge_error": error,
         "board": str(board_file.relative_to(config.out)),
         "investigation_id": result.investigation_id, "complete": True,

@@ -18,7 +18,7 @@ from d2_notebook.data.fencing import escape_text, fence
 from d2_notebook.errors import QueryFailedError
 
 __all__ = ["ColumnInfo", "TableInfo", "catalog", "describe", "prompt_ident", "quote_ident",
-           "summarize"]
+           "samples_of", "summarize"]
 
 Query = Callable[[str], pd.DataFrame]
 
@@ -142,7 +142,7 @@ def describe(query: Query, info: TableInfo, n_samples: int = 3) -> TableInfo:
     for position, row in enumerate(cols.itertuples(index=False)):
         samples: tuple[str, ...] = ()
         if head is not None and position < len(head.columns):
-            samples = _samples(head.iloc[:, position], n_samples)
+            samples = samples_of(head.iloc[:, position], n_samples)
         column = ColumnInfo(
             str(row.column_name), str(row.data_type), bool(row.is_nullable), samples
         )
@@ -178,7 +178,9 @@ def summarize(tables: list[TableInfo], joins: str = "",
     return fence(label, "\n".join(lines))
 
 
-def _samples(series: pd.Series, n: int) -> tuple[str, ...]:
+def samples_of(series: pd.Series, n: int) -> tuple[str, ...]:
+    """Up to ``n`` distinct non-null values as short text (at most 30 characters, longer
+    ones cut with ``…``), in row order."""
     seen: list[str] = []
     for value in series.dropna().tolist():
         text = str(value)

@@ -20,7 +20,11 @@ from typing import Any
 from d2_notebook.board import Evidence
 from d2_notebook.data.analysis import TOOL_SPECS, AnalysisResult, AnalysisTool, AnalysisToolSpec
 from d2_notebook.detective.context import QueryLog, TeamContext, normalize_sql
-from d2_notebook.detective.sql_tools import PREVIEW_CELL_CHARS, PREVIEW_CHARS
+from d2_notebook.detective.sql_tools import (
+    PREVIEW_CELL_CHARS,
+    PREVIEW_CHARS,
+    run_once_in_order,
+)
 from d2_notebook.detective.tools import Tool, ToolError, tool
 
 ANALYSIS_TOOL_NAMES: tuple[str, ...] = tuple(spec.name for spec in TOOL_SPECS)
@@ -39,29 +43,11 @@ def analysis_tools(ctx: TeamContext, log: QueryLog) -> list[Tool]:
 def _wrap(ctx: TeamContext, log: QueryLog, spec: AnalysisToolSpec) -> Tool:
     schema = spec.input_schema
 
-    def check_new(key: str) -> None:
-        earlier = log.previous(key)
-        if earlier is not None:
-            log.repeats += 1
-            raise ToolError(f"you already ran this {spec.name} call as {earlier}; use that "
-                            "result instead of running it again")
-
     async def run(args: dict[str, Any]) -> str:
         key = f"{spec.name} {json.dumps(args, sort_keys=True)}"
-        check_new(key)
-        previous, mine = log.next_in_order()
-        try:
-            try:
-                result = await asyncio.to_thread(_call, ctx, spec, args)
-            finally:
-                if previous is not None:  # register (or fail) in the order of the calls
-                    await previous
-            check_new(key)  # a twin earlier in the same batch
-            query_id = log.add(result.sql, result, result.summary.split("\n", 1)[0])
-            log.by_sql[normalize_sql(key)] = query_id
-        finally:
-            if not mine.done():
-                mine.set_result(None)
+        result, query_id = await run_once_in_order(
+            log, key, f"{spec.name} call", lambda: asyncio.to_thread(_call, ctx, spec, args),
+            lambda result: _registered(log, key, result))
         preview = result.preview(max_rows=ctx.settings.preview_rows, max_chars=PREVIEW_CHARS,
                                  max_colwidth=PREVIEW_CELL_CHARS)
         return f"{query_id}: {preview}"
@@ -70,6 +56,14 @@ def _wrap(ctx: TeamContext, log: QueryLog, spec: AnalysisToolSpec) -> Tool:
                    "record the result as evidence, the summary and the leading rows.")
     return tool(spec.name, description, schema["properties"], run,
                 required=schema.get("required", []), concurrent=True)
+
+
+def _registered(log: QueryLog, key: str, result: AnalysisResult) -> str:
+    """Keep ``result`` in ``log`` under a new query id, known both by its generated SQL
+    and by the call (``key``), and return the id."""
+    query_id = log.add(result.sql, result, result.summary.split("\n", 1)[0])
+    log.by_sql[normalize_sql(key)] = query_id
+    return query_id
 
 
 def _call(ctx: TeamContext, spec: AnalysisToolSpec, args: dict[str, Any]) -> AnalysisResult:

@@ -10,7 +10,8 @@ tools (:mod:`.analysis_tools`) keep their results in the same log and are record
 from __future__ import annotations
 
 import asyncio
-from typing import Any
+from collections.abc import Awaitable, Callable
+from typing import Any, TypeVar
 
 from d2_notebook.data import Dialect, schema
 from d2_notebook.data.analysis import AnalysisResult
@@ -24,6 +25,8 @@ PREVIEW_CELL_CHARS = 4_000
 PREVIEW_CHARS = 16_000
 """A preview longer than this keeps the rows that fit whole and says how to see more."""
 
+_Result = TypeVar("_Result")
+
 
 def sql_tools(ctx: TeamContext, log: QueryLog) -> list[Tool]:
     """``run_sql`` and ``describe_table`` over the guarded connection."""
@@ -31,29 +34,13 @@ def sql_tools(ctx: TeamContext, log: QueryLog) -> list[Tool]:
     kinds = ("SELECT/WITH/DESCRIBE/SUMMARIZE ..." if ctx.sql.dialect is Dialect.DUCKDB
              else "SELECT/WITH ...")
 
-    def check_new(sql: str) -> None:
-        earlier = log.previous(sql)
-        if earlier is not None:
-            log.repeats += 1
-            raise ToolError(f"you already ran this query as {earlier}; use that result "
-                            "instead of running it again")
-
     async def run_sql(args: dict[str, Any]) -> str:
         sql = args["sql"].strip()
-        check_new(sql)
-        previous, mine = log.next_in_order()
-        try:
-            try:
-                result = await ctx.sql.arun(sql, timeout_s=ctx.settings.sql_timeout_s,
-                                            max_rows=ctx.board.max_rows)
-            finally:
-                if previous is not None:  # register (or fail) in the order of the calls
-                    await previous
-            check_new(sql)  # a twin earlier in the same batch
-            query_id = log.add(sql, result, args.get("purpose", ""))
-        finally:
-            if not mine.done():
-                mine.set_result(None)
+        result, query_id = await run_once_in_order(
+            log, sql, "query",
+            lambda: ctx.sql.arun(sql, timeout_s=ctx.settings.sql_timeout_s,
+                                 max_rows=ctx.board.max_rows),
+            lambda result: log.add(sql, result, args.get("purpose", "")))
         preview = result.preview(max_rows=ctx.settings.preview_rows, max_chars=PREVIEW_CHARS,
                                  max_colwidth=PREVIEW_CELL_CHARS)
         return f"{query_id}: {fence(f'query result {query_id}', preview)}"
@@ -73,6 +60,50 @@ def sql_tools(ctx: TeamContext, log: QueryLog) -> list[Tool]:
         tool("describe_table", "Columns, types, row count and sample values of one table.",
              {"table": _STRING}, describe_table, concurrent=True),
     ]
+
+
+async def run_once_in_order(log: QueryLog, key: str, what: str,
+                            execute: Callable[[], Awaitable[_Result]],
+                            register: Callable[[_Result], str]) -> tuple[_Result, str]:
+    """Run one call of a batch run at the same time, keeping its result under a query id
+    given in the order of the calls, whatever order the batch finishes in.
+
+    Args:
+        log: The agent's query log (repeats are looked up and counted there).
+        key: What makes two calls the same (the SQL; a tool's name and arguments).
+        what: The call's name in the refusal (``query``, ``segment_scan call``).
+        execute: Runs the call.
+        register: Keeps the result in ``log`` and returns its query id; called only
+            once every earlier call of the batch has registered or failed.
+
+    Returns:
+        The result and its query id.
+
+    Raises:
+        ToolError: The same call already ran this turn, or earlier in the same batch.
+        Exception: Whatever ``execute`` raised (the calls after it still go on).
+    """
+
+    def check_new() -> None:
+        earlier = log.previous(key)
+        if earlier is not None:
+            log.repeats += 1
+            raise ToolError(f"you already ran this {what} as {earlier}; use that result "
+                            "instead of running it again")
+
+    check_new()
+    previous, mine = log.next_in_order()
+    try:
+        try:
+            result = await execute()
+        finally:
+            if previous is not None:  # register (or fail) in the order of the calls
+                await previous
+        check_new()  # a twin earlier in the same batch
+        return result, register(result)
+    finally:
+        if not mine.done():
+            mine.set_result(None)
 
 
 async def _in_thread(fn: Any, *args: Any) -> Any:

@@ -1,26 +1,28 @@
 """What the non-DuckDB sources share: argument checks, frames shaped like DuckDB's,
-the deadline timer, and the schema summary text.
+the deadline timer, the schema reading built on a catalog (:class:`CatalogSource`), and
+the schema summary text.
 """
 
 from __future__ import annotations
 
+import asyncio
 import datetime as dt
 from collections.abc import Callable, Sequence
 from decimal import Decimal
-from typing import Any
+from typing import Any, Self
 
 import pandas as pd
 
 from d2_notebook.data.dialects import Dialect
 from d2_notebook.data.execution import Watchdog
-from d2_notebook.data.schema import ColumnInfo, TableInfo, quote_ident
-from d2_notebook.errors import QueryFailedError
+from d2_notebook.data.results import QueryResult
+from d2_notebook.data.schema import ColumnInfo, TableInfo, quote_ident, samples_of
+from d2_notebook.errors import QueryFailedError, QueryTimeoutError
 
-__all__ = ["Deadline", "frame_from_rows", "render_summary", "resolve_table", "samples_of",
+__all__ = ["CatalogSource", "Deadline", "frame_from_rows", "render_summary", "resolve_table",
            "valid_max_rows", "valid_timeout"]
 
 SAMPLE_ROWS = 100
-_SAMPLE_CHARS = 30
 
 
 def valid_timeout(timeout_s: float) -> float:
@@ -93,19 +95,6 @@ def normalize_frame(frame: pd.DataFrame) -> pd.DataFrame:
     return frame
 
 
-def samples_of(series: pd.Series, n: int) -> tuple[str, ...]:
-    """Up to ``n`` distinct non-null values as short text, in row order."""
-    seen: list[str] = []
-    for value in series.dropna().tolist():
-        text = str(value)
-        text = text if len(text) <= _SAMPLE_CHARS else text[: _SAMPLE_CHARS - 1] + "…"
-        if text not in seen:
-            seen.append(text)
-        if len(seen) >= n:
-            break
-    return tuple(seen)
-
-
 def with_samples(columns: list[ColumnInfo], head: pd.DataFrame | None,
                  n_samples: int) -> tuple[ColumnInfo, ...]:
     """``columns`` with sample values taken from the first rows ``head``."""
@@ -148,3 +137,94 @@ def render_summary(dialect: Dialect, tables: list[TableInfo], keys: Sequence[obj
         lines.append("Foreign keys:")
         lines.extend(f"  {key}" for key in keys)
     return "\n".join(lines)
+
+
+class CatalogSource:
+    """Query defaults and schema reading shared by sources that read their own catalog.
+
+    A subclass sets ``timeout_s`` and ``max_rows`` (validated defaults), implements
+    ``run`` (checked SQL), ``close``, ``_catalog`` (every table and view with its
+    columns, no counts or samples, sorted) and ``_execute`` (run SQL as given, under a
+    time limit, keeping at most ``max_rows`` rows); this class builds listing,
+    description, sampling and the async form on them.
+    """
+
+    timeout_s: float
+    max_rows: int
+
+    def run(self, sql: str, *, timeout_s: float | None = None,
+            max_rows: int | None = None) -> QueryResult:
+        raise NotImplementedError
+
+    def close(self) -> None:
+        raise NotImplementedError
+
+    def _catalog(self) -> list[TableInfo]:
+        raise NotImplementedError
+
+    def _execute(self, sql: str, *, timeout_s: float, max_rows: int) -> QueryResult:
+        raise NotImplementedError
+
+    def __enter__(self) -> Self:
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        self.close()
+
+    def _limits(self, timeout_s: float | None, max_rows: int | None) -> tuple[float, int]:
+        """A call's time limit and row cap: the given ones checked, else the defaults.
+
+        Raises:
+            ValueError: ``timeout_s`` is not > 0 or ``max_rows`` is < 0.
+        """
+        limit = valid_timeout(self.timeout_s if timeout_s is None else timeout_s)
+        return limit, valid_max_rows(self.max_rows if max_rows is None else max_rows)
+
+    async def arun(self, sql: str, *, timeout_s: float | None = None,
+                   max_rows: int | None = None) -> QueryResult:
+        """Async form of :meth:`run`, executed in a worker thread."""
+        return await asyncio.to_thread(self.run, sql, timeout_s=timeout_s, max_rows=max_rows)
+
+    def list_tables(self) -> list[TableInfo]:
+        """Every table and view of the catalog, with row counts (None if counting failed
+        or ran past the time limit)."""
+        return [self._counted(i) for i in self._catalog()]
+
+    def describe(self, table: str, n_samples: int = 3) -> TableInfo:
+        """Columns, types, row count and sample values of one table or view.
+
+        Raises:
+            QueryFailedError: No such table (the message lists the names).
+        """
+        return self._describe(resolve_table(self._catalog(), table), n_samples)
+
+    def sample(self, table: str, n: int = 5) -> QueryResult:
+        """The first ``n`` rows of a table or view.
+
+        Raises:
+            QueryFailedError: No such table (the message lists the names).
+        """
+        info = resolve_table(self._catalog(), table)
+        return self._execute(f"SELECT * FROM {info.name} LIMIT {int(n)}",
+                             timeout_s=self.timeout_s, max_rows=max(int(n), 0))
+
+    def _counted(self, info: TableInfo) -> TableInfo:
+        try:
+            count: int | None = int(self._query(f"SELECT count(*) FROM {info.name}").iat[0, 0])
+        except (QueryFailedError, QueryTimeoutError):
+            count = None
+        return TableInfo(info.name, info.kind, count, info.columns, info.database,
+                         info.schema, info.table)
+
+    def _describe(self, info: TableInfo, n_samples: int) -> TableInfo:
+        head = None
+        if n_samples > 0:
+            head = self._query(f"SELECT * FROM {info.name} LIMIT {SAMPLE_ROWS}")
+        counted = self._counted(info)
+        return TableInfo(info.name, info.kind, counted.row_count,
+                         with_samples(list(info.columns), head, n_samples), info.database,
+                         info.schema, info.table)
+
+    def _query(self, sql: str) -> pd.DataFrame:
+        """Run SQL we generated ourselves (quoted catalog names), unchecked."""
+        return self._execute(sql, timeout_s=self.timeout_s, max_rows=1_000_000).frame

@@ -18,7 +18,6 @@ Local (``local[2]``) and cluster sessions use the same API. Defence in depth, pe
 
 from __future__ import annotations
 
-import asyncio
 import threading
 import time
 import uuid
@@ -33,14 +32,12 @@ from d2_notebook.data.results import QueryResult
 from d2_notebook.data.schema import ColumnInfo, TableInfo, quote_ident
 from d2_notebook.data.sources.base import ForeignKey, SourceInfo, SourceKind
 from d2_notebook.data.sources.common import (
-    SAMPLE_ROWS,
+    CatalogSource,
     Deadline,
     normalize_frame,
     render_summary,
-    resolve_table,
     valid_max_rows,
     valid_timeout,
-    with_samples,
 )
 from d2_notebook.data.sqlglot_guard import StatementKind
 from d2_notebook.errors import QueryFailedError, QueryTimeoutError
@@ -50,7 +47,7 @@ __all__ = ["SparkSource"]
 _RECANCEL_S = 0.25
 
 
-class SparkSource:
+class SparkSource(CatalogSource):
     """Read-only, single-statement Spark SQL over a session the user owns.
 
     Args:
@@ -83,12 +80,6 @@ class SparkSource:
     def close(self) -> None:
         """Nothing to release: the session is the user's."""
 
-    def __enter__(self) -> SparkSource:
-        return self
-
-    def __exit__(self, *exc_info: object) -> None:
-        self.close()
-
     # --- running queries --------------------------------------------------------------
 
     def run(self, sql: str, *, timeout_s: float | None = None,
@@ -100,16 +91,10 @@ class SparkSource:
             QueryFailedError: Spark rejected or failed it.
             QueryTimeoutError: It ran past the time limit and its jobs were cancelled.
         """
-        limit = valid_timeout(self.timeout_s if timeout_s is None else timeout_s)
-        keep = valid_max_rows(self.max_rows if max_rows is None else max_rows)
+        limit, keep = self._limits(timeout_s, max_rows)
         checked = sqlglot_guard.check_statement(sql, Dialect.SPARK, timeout_s=limit)
         return self._execute(checked.sql, timeout_s=limit, max_rows=keep,
                              countable=checked.kind is StatementKind.QUERY)
-
-    async def arun(self, sql: str, *, timeout_s: float | None = None,
-                   max_rows: int | None = None) -> QueryResult:
-        """Async form of :meth:`run`, executed in a worker thread."""
-        return await asyncio.to_thread(self.run, sql, timeout_s=timeout_s, max_rows=max_rows)
 
     def cancel(self) -> None:
         """Cancel the jobs of every query running on this source now."""
@@ -119,24 +104,6 @@ class SparkSource:
             self._stop(group)
 
     # --- schema -------------------------------------------------------------------------
-
-    def list_tables(self) -> list[TableInfo]:
-        """Tables of the current database and temp views, with row counts."""
-        return [self._counted(i) for i in self._catalog()]
-
-    def describe(self, table: str, n_samples: int = 3) -> TableInfo:
-        """Columns, types, row count and sample values of one table or view.
-
-        Raises:
-            QueryFailedError: No such table (the message lists the names).
-        """
-        return self._describe(resolve_table(self._catalog(), table), n_samples)
-
-    def sample(self, table: str, n: int = 5) -> QueryResult:
-        """The first ``n`` rows of a table or view."""
-        info = resolve_table(self._catalog(), table)
-        return self._execute(f"SELECT * FROM {info.name} LIMIT {int(n)}",
-                             timeout_s=self.timeout_s, max_rows=max(int(n), 0))
 
     def schema_summary(self, n_samples: int = 3) -> str:
         """Every table and view of the catalog with columns and samples."""
@@ -150,6 +117,7 @@ class SparkSource:
     # --- internals ----------------------------------------------------------------------
 
     def _catalog(self) -> list[TableInfo]:
+        """Tables of the current database and temp views, by name."""
         infos = []
         for table in self._spark.catalog.listTables():
             name = _spark_ident(table.name)
@@ -162,26 +130,6 @@ class SparkSource:
             infos.append(TableInfo(name, kind, None, columns, table.catalog or "",
                                    ".".join(table.namespace or []), table.name))
         return sorted(infos, key=lambda i: i.name)
-
-    def _counted(self, info: TableInfo) -> TableInfo:
-        try:
-            count: int | None = int(self._query(f"SELECT count(*) FROM {info.name}").iat[0, 0])
-        except (QueryFailedError, QueryTimeoutError):
-            count = None
-        return TableInfo(info.name, info.kind, count, info.columns, info.database,
-                         info.schema, info.table)
-
-    def _describe(self, info: TableInfo, n_samples: int) -> TableInfo:
-        head = self._query(f"SELECT * FROM {info.name} LIMIT {SAMPLE_ROWS}") \
-            if n_samples > 0 else None
-        counted = self._counted(info)
-        return TableInfo(info.name, info.kind, counted.row_count,
-                         with_samples(list(info.columns), head, n_samples), info.database,
-                         info.schema, info.table)
-
-    def _query(self, sql: str) -> pd.DataFrame:
-        """Run SQL we generated ourselves (quoted catalog names), unchecked."""
-        return self._execute(sql, timeout_s=self.timeout_s, max_rows=1_000_000).frame
 
     def _execute(self, sql: str, *, timeout_s: float, max_rows: int,
                  countable: bool = False) -> QueryResult:

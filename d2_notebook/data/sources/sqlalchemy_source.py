@@ -20,7 +20,6 @@ Defence in depth, per query:
 
 from __future__ import annotations
 
-import asyncio
 import contextlib
 import threading
 import time
@@ -35,14 +34,12 @@ from d2_notebook.data.results import QueryResult
 from d2_notebook.data.schema import ColumnInfo, TableInfo
 from d2_notebook.data.sources.base import ForeignKey, SourceInfo, SourceKind
 from d2_notebook.data.sources.common import (
-    SAMPLE_ROWS,
+    CatalogSource,
     Deadline,
     frame_from_rows,
     render_summary,
-    resolve_table,
     valid_max_rows,
     valid_timeout,
-    with_samples,
 )
 from d2_notebook.data.sqlglot_guard import StatementKind
 from d2_notebook.errors import QueryFailedError, QueryTimeoutError
@@ -65,7 +62,7 @@ def redact_url(url: URL) -> str:
     return bare.render_as_string(hide_password=False)
 
 
-class SQLAlchemySource:
+class SQLAlchemySource(CatalogSource):
     """Read-only, single-statement SQL over a SQLAlchemy engine or URL.
 
     Args:
@@ -128,12 +125,6 @@ class SQLAlchemySource:
         if self._owned:
             self._engine.dispose()
 
-    def __enter__(self) -> SQLAlchemySource:
-        return self
-
-    def __exit__(self, *exc_info: object) -> None:
-        self.close()
-
     # --- running queries --------------------------------------------------------------
 
     def run(self, sql: str, *, timeout_s: float | None = None,
@@ -145,18 +136,12 @@ class SQLAlchemySource:
             QueryFailedError: The database rejected or failed it.
             QueryTimeoutError: It ran past the time limit and was cancelled.
         """
-        limit = valid_timeout(self.timeout_s if timeout_s is None else timeout_s)
-        keep = valid_max_rows(self.max_rows if max_rows is None else max_rows)
+        limit, keep = self._limits(timeout_s, max_rows)
         checked = sqlglot_guard.check_statement(sql, self._dialect, timeout_s=limit)
         count_sql = None
         if checked.kind is StatementKind.QUERY:
             count_sql = f"SELECT count(*) FROM (\n{checked.sql}\n) AS d2_counted"
         return self._execute(checked.sql, timeout_s=limit, max_rows=keep, count_sql=count_sql)
-
-    async def arun(self, sql: str, *, timeout_s: float | None = None,
-                   max_rows: int | None = None) -> QueryResult:
-        """Async form of :meth:`run`, executed in a worker thread."""
-        return await asyncio.to_thread(self.run, sql, timeout_s=timeout_s, max_rows=max_rows)
 
     def cancel(self) -> None:
         """Cancel every query running on this source now."""
@@ -167,24 +152,6 @@ class SQLAlchemySource:
             _cancel(dbapi)
 
     # --- schema -------------------------------------------------------------------------
-
-    def list_tables(self) -> list[TableInfo]:
-        """Tables and views of every non-system schema, with row counts."""
-        return [self._with_count(i) for i in self._catalog()]
-
-    def describe(self, table: str, n_samples: int = 3) -> TableInfo:
-        """Columns, types, row count and sample values of one table or view.
-
-        Raises:
-            QueryFailedError: No such table (the message lists the names).
-        """
-        return self._describe(resolve_table(self._catalog(), table), n_samples)
-
-    def sample(self, table: str, n: int = 5) -> QueryResult:
-        """The first ``n`` rows of a table or view."""
-        info = resolve_table(self._catalog(), table)
-        return self._execute(f"SELECT * FROM {info.name} LIMIT {int(n)}",
-                             timeout_s=self.timeout_s, max_rows=max(int(n), 0))
 
     def schema_summary(self, n_samples: int = 3) -> str:
         """Every table and view with columns, samples and the declared foreign keys."""
@@ -208,6 +175,7 @@ class SQLAlchemySource:
     # --- internals ----------------------------------------------------------------------
 
     def _catalog(self) -> list[TableInfo]:
+        """Tables and views of every non-system schema, default schema's first."""
         inspector = sa.inspect(self._engine)
         infos = []
         for schema in sorted(inspector.get_schema_names()):
@@ -231,28 +199,6 @@ class SQLAlchemySource:
     def _quote(self, name: str) -> str:
         preparer = self._engine.dialect.identifier_preparer
         return preparer.quote(name)
-
-    def _with_count(self, info: TableInfo) -> TableInfo:
-        try:
-            frame = self._query(f"SELECT count(*) FROM {info.name}")
-            count: int | None = int(frame.iat[0, 0])
-        except (QueryFailedError, QueryTimeoutError):
-            count = None
-        return TableInfo(info.name, info.kind, count, info.columns, info.database,
-                         info.schema, info.table)
-
-    def _describe(self, info: TableInfo, n_samples: int) -> TableInfo:
-        head = None
-        if n_samples > 0:
-            head = self._query(f"SELECT * FROM {info.name} LIMIT {SAMPLE_ROWS}")
-        counted = self._with_count(info)
-        return TableInfo(info.name, info.kind, counted.row_count,
-                         with_samples(list(info.columns), head, n_samples), info.database,
-                         info.schema, info.table)
-
-    def _query(self, sql: str) -> Any:
-        """Run SQL we generated ourselves (quoted catalog names), unchecked."""
-        return self._execute(sql, timeout_s=self.timeout_s, max_rows=1_000_000).frame
 
     def _session_setup(self, timeout_s: float) -> list[str]:
         if self._dialect in (Dialect.POSTGRES, Dialect.REDSHIFT):  # one round trip
