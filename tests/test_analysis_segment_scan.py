@@ -96,3 +96,54 @@ def test_a_flat_single_table_uses_all_its_columns() -> None:
                 "FROM range(3000) r(i)")
     result = segment_scan(GuardedSQL(con), source="t", metric="avg(y)")
     assert _row(result, "t.g", "0")["flagged"]
+
+
+def _tickets() -> GuardedSQL:
+    """Tickets whose time to close doubles for those opened in December; open tickets
+    have no close time (NULL), so the close time's date parts encode the outcome, and
+    every cell of state = 'open' has no metric value at all."""
+    con = duckdb.connect()
+    con.execute("""
+        CREATE TABLE tickets AS
+        SELECT i AS ticket_id,
+               TIMESTAMP '2023-01-01' + to_hours(i % 8760) AS opened,
+               ['low', 'high'][1 + i % 2] AS priority,
+               CASE WHEN i % 10 = 0 THEN 'open' ELSE 'done' END AS state,
+               CASE WHEN i % 10 = 0 THEN NULL
+                    ELSE TIMESTAMP '2023-01-01' + to_hours(i % 8760)
+                         + to_hours(CASE WHEN month(TIMESTAMP '2023-01-01'
+                                                    + to_hours(i % 8760)) = 12
+                                         THEN 48 ELSE 24 END + i % 7) END AS closed
+        FROM range(20000) t(i)""")
+    return GuardedSQL(con)
+
+
+def test_a_duration_is_split_by_the_date_parts_of_its_complete_start_time() -> None:
+    result = segment_scan(_tickets(), source="tickets t",
+                          metric="avg(date_diff('hour', t.opened, t.closed))")
+    december = _row(result, "month_of_year(tickets.opened)", "12")
+    assert december["flagged"] and december["metric"] > 1.7 * december["rest_metric"]
+    dimensions = set(result.frame["dimension"])
+    # the end time has NULLs (open tickets): its parts would explain the metric trivially
+    assert not any("tickets.closed" in d for d in dimensions)
+    assert "tickets.priority" in dimensions
+
+
+def test_cells_with_no_metric_value_do_not_poison_the_marginals() -> None:
+    """A joint cell whose rows all have a NULL metric sums to NULL; its marginals (and
+    the false-discovery adjustment over every segment) must still be numbers."""
+    result = segment_scan(_tickets(), source="tickets t",
+                          metric="avg(date_diff('hour', t.opened, t.closed))")
+    frame = result.frame
+    assert frame["metric"].notna().all() and frame["q_value"].notna().all()
+    high = _row(result, "tickets.priority", "high")
+    assert high["n"] == 10000 and 25 < high["metric"] < 32
+    assert _row(result, "tickets.priority", "low")["n"] == 8000  # its open tickets have none
+    assert "open" not in set(frame.loc[frame["dimension"] == "tickets.state", "value"])
+    assert result.flags and "No segment deviates" not in result.summary
+
+
+def test_an_uncomputable_p_value_counts_as_one_in_the_adjustment() -> None:
+    from d2_notebook.data.analysis.stats import benjamini_hochberg
+
+    assert benjamini_hochberg([0.01, float("nan"), 0.02]) == pytest.approx([0.03, 1.0, 0.03])

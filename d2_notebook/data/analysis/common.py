@@ -12,7 +12,14 @@ from d2_notebook.data.analysis import inputs
 from d2_notebook.data.analysis.inputs import Source
 from d2_notebook.data.analysis.plan import PACK, TOTAL, Plan, build_plan, pack_columns, scan_sql
 from d2_notebook.data.analysis.stats import Moments
-from d2_notebook.data.dimensions import Catalog, candidate_dimensions, read_catalog
+from d2_notebook.data.dimensions import (
+    Catalog,
+    Dimension,
+    DimensionKind,
+    candidate_dimensions,
+    read_catalog,
+)
+from d2_notebook.data.schema import quote_ident
 
 if TYPE_CHECKING:
     from d2_notebook.data.guarded_sql import GuardedSQL
@@ -88,11 +95,12 @@ def prepare(
     parsed = inputs.parse_source(source, catalog)
     value_sql = inputs.metric_value(metric)
     condition = inputs.optional_where(where)
-    excluded = inputs.metric_columns(value_sql, parsed)
-    metric_tables = frozenset(t for t, _ in excluded)
-    exclude = exclude or {}
-    for expression in exclude.values():
-        excluded |= inputs.metric_columns(expression, parsed)
+    metric_columns = inputs.metric_columns(value_sql, parsed)
+    metric_tables = frozenset(t for t, _ in metric_columns)
+    excluded_inputs: set[tuple[str, str]] = set()
+    for expression in (exclude or {}).values():
+        excluded_inputs |= inputs.metric_columns(expression, parsed)
+    excluded = metric_columns | excluded_inputs
     candidates = candidate_dimensions(sql, max_levels=max_levels, catalog=catalog) \
         if with_dimensions else []
     requested = list(dimensions) if dimensions is not None else None
@@ -100,13 +108,36 @@ def prepare(
     outcome_tables = frozenset(  # a 1:1 satellite of another source table: its outcomes
         e.child for e in catalog.graph.edges
         if e.one_to_one and e.child in metric_tables and e.parent in tables - {e.child})
+    metric_times = _complete_time_columns(sql, catalog, candidates,
+                                          metric_columns - excluded_inputs)
     plan = build_plan(catalog, parsed, candidates, requested if with_dimensions else [],
-                      excluded, outcome_tables)
-    pieces = {"metric": value_sql, **exclude}
+                      excluded, outcome_tables, metric_times)
+    pieces = {"metric": value_sql, **(exclude or {})}
     pieces.update({f"dimension {e!r}": e for e, a in plan.row_columns
                    if a.startswith("__d") and plan.dimensions[int(a[3:])].dimension is None})
     inputs.require_binds(sql, parsed, condition, pieces)
     return Prepared(catalog, parsed, value_sql, condition, plan)
+
+
+def _complete_time_columns(sql: GuardedSQL, catalog: Catalog, candidates: list[Dimension],
+                           columns: set[tuple[str, str]]) -> frozenset[tuple[str, str]]:
+    """The metric's date or timestamp columns that hold no NULL: their date parts stay
+    candidate dimensions (a duration's start month is a real dimension of the duration).
+
+    A column with NULLs is left out: its NULLs usually encode the outcome itself (an end
+    time that is missing while the case is open), so its parts would "explain" the
+    metric trivially.
+    """
+    timed = sorted({(d.table, d.column) for d in candidates if d.kind is DimensionKind.DATE_PART
+                    and (d.table, d.column.lower()) in columns})
+    complete: set[tuple[str, str]] = set()
+    for table, column in timed:
+        ref = catalog.table(table).ref
+        missing = sql.run(f"SELECT count(*) - count({quote_ident(column)}) FROM {ref}",
+                          max_rows=1).frame.iloc[0, 0]
+        if int(missing) == 0:
+            complete.add((table, column.lower()))
+    return frozenset(complete)
 
 
 def run_pass(
@@ -133,7 +164,7 @@ def _moments(frame: pd.DataFrame, n_by: int, packs: list[list[int]]) -> dict[tup
         dim, values = int(row[0]), row[1: 1 + width]
         keys = tuple(None if pd.isna(k) else k for k in row[1 + width: 1 + width + n_by])
         n, s1, s2 = row[1 + width + n_by:]
-        moments = Moments(float(n or 0), float(s1 or 0.0), float(s2 or 0.0))
+        moments = Moments(_sum(n), _sum(s1), _sum(s2))
         labels = [None if pd.isna(v) else str(v) for v in values]
         if dim <= PACK:
             targets = list(zip(packs[PACK - dim], labels, strict=False))
@@ -143,3 +174,12 @@ def _moments(frame: pd.DataFrame, n_by: int, packs: list[list[int]]) -> dict[tup
             key = (index, label, *keys)
             found[key] = found[key] + moments if key in found else moments
     return found
+
+
+def _sum(value: object) -> float:
+    """A grouped sum as a number: SQL's NULL (the sum over no non-NULL value) is 0.
+
+    Pandas reads a NULL in a numeric column as NaN, which is truthy: ``value or 0`` would
+    keep it, and one NaN cell would poison every marginal summed from a pack.
+    """
+    return 0.0 if value is None or pd.isna(value) else float(value)

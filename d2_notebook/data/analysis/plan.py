@@ -28,7 +28,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from d2_notebook.data.analysis.inputs import Source
-from d2_notebook.data.dimensions import Catalog, Dimension
+from d2_notebook.data.dimensions import Catalog, Dimension, DimensionKind
 from d2_notebook.data.keys import JoinEdge
 from d2_notebook.data.schema import quote_ident
 
@@ -77,6 +77,7 @@ def build_plan(
     requested: list[str] | None,
     excluded: set[tuple[str, str]],
     outcome_tables: frozenset[str] = frozenset(),
+    date_parts_kept: frozenset[tuple[str, str]] = frozenset(),
 ) -> Plan:
     """Plan the candidate dimensions reachable from ``source`` (or the requested ones).
 
@@ -93,12 +94,16 @@ def build_plan(
             an outcomes table beside admissions); their other columns are recorded with
             the outcome (a discharge date beside a death) and "explain" it trivially.
             Requested dimensions may still name them.
+        date_parts_kept: ``excluded`` columns whose date parts are still planned (the
+            metric's complete time columns: the start of a duration).
     """
     builder = _Builder(catalog, source)
     reachable = builder.reach()
     by_table: dict[str, list[Dimension]] = {}
     for dimension in candidates:
-        if (dimension.table, dimension.column.lower()) not in excluded:
+        key = (dimension.table, dimension.column.lower())
+        if key not in excluded or (dimension.kind is DimensionKind.DATE_PART
+                                   and key in date_parts_kept):
             by_table.setdefault(dimension.table, []).append(dimension)
     offered: list[tuple[PlannedDimension, str, str]] = []  # (planned, table, alias or key)
     for table, (how, ref) in reachable.items():

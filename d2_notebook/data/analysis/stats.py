@@ -103,10 +103,14 @@ def wilson_interval(successes: float, n: float) -> tuple[float, float]:
 
 
 def benjamini_hochberg(p_values: list[float]) -> list[float]:
-    """Benjamini–Hochberg adjusted p-values (q-values), in the input order."""
+    """Benjamini–Hochberg adjusted p-values (q-values), in the input order.
+
+    A NaN p-value (a test that could not be computed) counts as 1: it never poisons the
+    others' adjustment.
+    """
     if not p_values:
         return []
-    p = np.asarray(p_values, dtype=float)
+    p = np.nan_to_num(np.asarray(p_values, dtype=float), nan=1.0)
     order = np.argsort(p)
     ranked = p[order] * len(p) / np.arange(1, len(p) + 1)
     adjusted = np.minimum.accumulate(ranked[::-1])[::-1]
