@@ -74,7 +74,8 @@ def test_requested_dimensions_and_min_support(sql: GuardedSQL) -> None:
                           metric="avg(o.amount)", dimensions=["c.region", "has tags.tag",
                                                              "month_of_year(orders.ordered_on)"])
     assert list(dict.fromkeys(result.frame["dimension"])) != []
-    assert set(result.frame["dimension"]) == {"c.region", "has tags.tag",
+    # an aliased column names its catalog dimension, as the tools print it
+    assert set(result.frame["dimension"]) == {"customers.region", "has tags.tag",
                                               "month_of_year(orders.ordered_on)"}
     november = _row(result, "month_of_year(orders.ordered_on)", "11")
     assert november["flagged"] and november["difference"] > 4
@@ -147,3 +148,15 @@ def test_an_uncomputable_p_value_counts_as_one_in_the_adjustment() -> None:
     from d2_notebook.data.analysis.stats import benjamini_hochberg
 
     assert benjamini_hochberg([0.01, float("nan"), 0.02]) == pytest.approx([0.03, 1.0, 0.03])
+
+
+def test_requested_dimensions_may_be_written_with_the_alias_or_a_bare_column() -> None:
+    """Dimensions are named ``part(table.column)``; models also write the source's alias
+    or a bare column, and may ask for a column the default scan leaves out."""
+    result = segment_scan(_tickets(), source="tickets t",
+                          metric="avg(date_diff('hour', t.opened, t.closed))",
+                          dimensions=["day_of_week(t.opened)", "priority",
+                                      "month_of_year(t.closed)"])
+    assert set(result.frame["dimension"]) == {
+        "day_of_week(tickets.opened)", "tickets.priority", "month_of_year(tickets.closed)"}
+    assert "month_of_year(tickets.opened)" not in result.summary

@@ -25,6 +25,7 @@ the total minus the group.
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 
 from d2_notebook.data.analysis.inputs import Source
@@ -101,18 +102,16 @@ def build_plan(
     reachable = builder.reach()
     by_table: dict[str, list[Dimension]] = {}
     for dimension in candidates:
-        key = (dimension.table, dimension.column.lower())
-        if key not in excluded or (dimension.kind is DimensionKind.DATE_PART
-                                   and key in date_parts_kept):
-            by_table.setdefault(dimension.table, []).append(dimension)
+        by_table.setdefault(dimension.table, []).append(dimension)
     offered: list[tuple[PlannedDimension, str, str]] = []  # (planned, table, alias or key)
     for table, (how, ref) in reachable.items():
         for dimension in by_table.get(table, []):
             name = f"has {dimension.name}" if how == "member" else dimension.name
             offered.append((PlannedDimension(name, dimension, how == "member"), how, ref))
     if requested is None:
-        chosen = [o for o in offered if o[0].dimension.table not in outcome_tables]
-    else:
+        chosen = [o for o in offered if _by_default(o[0].dimension, excluded, outcome_tables,
+                                                    date_parts_kept)]
+    else:  # an explicit request is honoured, even for a column the default leaves out
         names = {planned.name.lower(): (planned, how, ref) for planned, how, ref in offered}
         names.update({p.dimension.name.lower(): (p, h, r) for p, h, r in offered if p.dimension})
         chosen = []
@@ -121,7 +120,7 @@ def build_plan(
                 raise ValueError("dimensions must be a list of non-empty strings")
             key = text.strip().lower()
             # A level as the tools print it ("has t.c = v", "t.c = v") names its dimension.
-            hit = names.get(key) or names.get(key.split(" = ", 1)[0].strip())
+            hit = next((names[k] for k in _spellings(key, source) if k in names), None)
             chosen.append(hit or (PlannedDimension(text.strip(), None), "expr", text.strip()))
     for planned, how, ref in chosen:
         builder.add(planned, how, ref)
@@ -186,6 +185,43 @@ def scan_sql(plan: Plan, value_sql: str, source: Source, where: str | None,
             branches.append(f"SELECT {index} AS __dim, {values(value)}{group_by}, {summed} "
                             f"FROM __base JOIN {piece} GROUP BY __m{index}.__a{group_by}")
     return "WITH " + ",\n".join(ctes) + "\n" + "\nUNION ALL\n".join(branches)
+
+
+def _by_default(dimension: Dimension, excluded: set[tuple[str, str]],
+                outcome_tables: frozenset[str],
+                date_parts_kept: frozenset[tuple[str, str]]) -> bool:
+    """Whether the default scan (no ``dimensions`` requested) uses ``dimension``."""
+    if dimension.table in outcome_tables:
+        return False
+    key = (dimension.table, dimension.column.lower())
+    return key not in excluded or (dimension.kind is DimensionKind.DATE_PART
+                                   and key in date_parts_kept)
+
+
+_NAMED = re.compile(r"^(?:(?P<part>[a-z_]+)\()?(?P<ref>[^()=]+?)\)?$")
+
+
+def _spellings(key: str, source: Source) -> list[str]:
+    """Lower-cased ways ``key`` may name a dimension: as written, without a printed
+    level (`` = value``), and with a source alias (``e.col``, ``part(e.col)``) or a bare
+    column (``col``) written as its table (``table.col``, as dimensions are named)."""
+    spellings = [key]
+    named = key.split(" = ", 1)[0].strip()
+    spellings.append(named)
+    prefix = "has " if named.startswith("has ") else ""
+    match = _NAMED.match(named.removeprefix(prefix))
+    if match is None:
+        return spellings
+    part, ref = match.group("part"), match.group("ref").strip()
+    qualifier, _, column = ref.rpartition(".")
+    if qualifier:
+        tables = [source.table_of(qualifier) or qualifier]
+    else:
+        tables = [table for _, table in source.aliases]
+    for table in tables:
+        column_name = f"{table.lower()}.{column}"
+        spellings.append(prefix + (f"{part}({column_name})" if part else column_name))
+    return spellings
 
 
 def pack_columns(plan: Plan) -> list[list[int]]:

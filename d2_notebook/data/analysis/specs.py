@@ -59,9 +59,11 @@ _COMMON = {
 }
 _DIMENSIONS = {"type": "array", "items": {"type": "string", "minLength": 1}, "description": (
     "Optional dimensions to split by: names as the tool lists them (e.g. \"customers.region\", "
-    "\"month_of_year(orders.ordered_on)\", \"has order_items.category\" for a 1:N table) "
+    "\"month_of_year(orders.ordered_on)\", \"has order_items.category\" for a 1:N table; "
+    "an alias or a bare column may stand for table.column: \"month_of_year(o.ordered_on)\") "
     "or SQL expressions over the source's aliases. Default: every candidate dimension "
-    "reachable from the source by key.")}
+    "reachable from the source by key. A named dimension is used even where the default "
+    "leaves it out.")}
 _SETTINGS = {
     "min_support": {"type": "integer", "minimum": 2, "default": 30, "description": (
         "Fewest rows a group needs to be flagged (default 30).")},
@@ -77,9 +79,11 @@ _CANDIDATES = (
     "tables and of every table reachable by key (N:1 joins add attributes; 1:N tables "
     "become membership flags 'has <table.column> = <value>'), numeric columns cut into "
     "five quantile bins, and date parts (year, quarter, month, month of year, day of "
-    "week, hour). The other columns of a table the metric reads that is joined 1:1 to "
-    "another source table (an outcomes table) are left out (they are recorded with the "
-    "outcome) unless named in dimensions. The generated SQL runs read-only through the "
+    "week, hour). Left out unless named in dimensions: the columns the metric (and an "
+    "exposure or time input) reads, except the date parts of a metric's time column "
+    "that has no NULL (the start of a duration), and the other columns of a table the "
+    "metric reads that is joined 1:1 to another source table (an outcomes table: they "
+    "are recorded with the outcome). The generated SQL runs read-only through the "
     "SQL guard, in one pass, and is stored as evidence like any query."
 )
 
