@@ -160,12 +160,16 @@ def _moments(frame: pd.DataFrame, n_by: int, packs: list[list[int]]) -> dict[tup
     """Moments keyed by (dimension, value, *by); packs' joint cells summed to marginals."""
     width = max([1, *(len(p) for p in packs)])
     found: dict[tuple, Moments] = {}
-    for row in frame.itertuples(index=False, name=None):
+    # NULLs (NaN, NA) become None once, column by column, not cell by cell
+    cells = frame.astype(object).where(frame.notna(), None).to_numpy().tolist()
+    for row in cells:
         dim, values = int(row[0]), row[1: 1 + width]
-        keys = tuple(None if pd.isna(k) else k for k in row[1 + width: 1 + width + n_by])
+        keys = tuple(row[1 + width: 1 + width + n_by])
         n, s1, s2 = row[1 + width + n_by:]
-        moments = Moments(_sum(n), _sum(s1), _sum(s2))
-        labels = [None if pd.isna(v) else str(v) for v in values]
+        # SQL's sum over no non-NULL value is NULL: 0 here, so that one such cell never
+        # poisons the marginals summed from its pack
+        moments = Moments(float(n or 0), float(s1 or 0.0), float(s2 or 0.0))
+        labels = [None if v is None else str(v) for v in values]
         if dim <= PACK:
             targets = list(zip(packs[PACK - dim], labels, strict=False))
         else:
@@ -175,11 +179,3 @@ def _moments(frame: pd.DataFrame, n_by: int, packs: list[list[int]]) -> dict[tup
             found[key] = found[key] + moments if key in found else moments
     return found
 
-
-def _sum(value: object) -> float:
-    """A grouped sum as a number: SQL's NULL (the sum over no non-NULL value) is 0.
-
-    Pandas reads a NULL in a numeric column as NaN, which is truthy: ``value or 0`` would
-    keep it, and one NaN cell would poison every marginal summed from a pack.
-    """
-    return 0.0 if value is None or pd.isna(value) else float(value)
