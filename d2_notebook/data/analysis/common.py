@@ -178,4 +178,3 @@ def _moments(frame: pd.DataFrame, n_by: int, packs: list[list[int]]) -> dict[tup
             key = (index, label, *keys)
             found[key] = found[key] + moments if key in found else moments
     return found
-
