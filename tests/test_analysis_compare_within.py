@@ -69,3 +69,16 @@ def test_values_that_do_not_occur_are_named(sql: GuardedSQL) -> None:
     with pytest.raises(ValueError, match="reference must differ"):
         compare_within(sql, source=SOURCE, metric=RATE, exposure="o.promo", value="coupon",
                        reference="coupon")
+
+
+def test_strata_too_thin_to_test_are_named_with_the_setting_that_tests_them(
+        sql: GuardedSQL) -> None:
+    strict = compare_within(sql, source=SOURCE, metric=RATE, exposure="o.promo",
+                            value="coupon", dimensions=["customers.tier"], min_support=10**6)
+    assert "Dimensions checked: (none)." in strict.summary
+    assert ("Too few rows per arm to test: customers.tier (a dimension needs two strata with "
+            "at least 1000000 rows in each arm; a smaller min_support") in strict.summary
+    tested = compare_within(sql, source=SOURCE, metric=RATE, exposure="o.promo",
+                            value="coupon", dimensions=["customers.tier"])
+    assert "Dimensions checked: customers.tier." in tested.summary
+    assert "Too few rows" not in tested.summary

@@ -163,7 +163,8 @@ def compare_within(
             })
     flags.sort(key=lambda f: _FLAG_ORDER.index(f.kind))
     frame = pd.DataFrame(rows, columns=COLUMNS)
-    summary = _summary(metric, label, versus, exposed, rest, crude, flags, families, alpha)
+    summary = _summary(metric, label, versus, exposed, rest, crude, flags, families, alpha,
+                       min_support)
     return capped(AnalysisTool.COMPARE_WITHIN, scan.sql, frame, sql.max_rows,
                   scan.duration_s, summary, flags)
 
@@ -262,7 +263,7 @@ def _overall_row(exposed: Moments, rest: Moments, crude: Comparison) -> dict:
 
 def _summary(metric: str, label: str, versus: str, exposed: Moments, rest: Moments,
              crude: Comparison, flags: list[Flag], families: list[_Family],
-             alpha: float) -> str:
+             alpha: float, min_support: int) -> str:
     lines = [
         f"compare_within: {metric} for {label} vs {versus}: {figure(exposed.mean)} (n = "
         f"{int(exposed.n)}) vs {figure(rest.mean)} (n = {int(rest.n)}); crude effect "
@@ -278,7 +279,9 @@ def _summary(metric: str, label: str, versus: str, exposed: Moments, rest: Momen
     thin = [f.name for f in families if f.usable < 2]
     lines.append(f"Dimensions checked: {tested or '(none)'}.")
     if thin:
-        lines.append(f"Too few rows per arm to test: {', '.join(thin)}.")
+        lines.append(f"Too few rows per arm to test: {', '.join(thin)} (a dimension needs two "
+                     f"strata with at least {min_support} rows in each arm; a smaller "
+                     "min_support tests thinner strata, with wider intervals).")
     return "\n".join(lines)
 
 
