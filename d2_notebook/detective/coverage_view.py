@@ -99,8 +99,8 @@ class BoardCoverage:
     def board_lines(self) -> list[str]:
         """The board-wide part of the map: untouched dimensions, then dismissals."""
         left = self.untouched
-        lines = [f"CANDIDATE DIMENSIONS ({len(self.names)}), untouched by any evidence: "
-                 + (", ".join(left) if left else "none")]
+        lines = [f"CANDIDATE DIMENSIONS ({len(self.names)}), {len(left)} of them untouched by "
+                 "any evidence: " + (", ".join(left) if left else "none")]
         if self.dismissed:
             lines.append("DISMISSED DIMENSIONS: " + "; ".join(
                 f"{d.dimension} ({d.reason})" for d in self.dismissed))

@@ -35,8 +35,8 @@ Action = tuple[str, dict[str, Any]]
 
 _HYPOTHESIS_LINE = re.compile(r"^(H\d+) \| (\w+) \| ([^|]+) \| (.*)$", re.MULTILINE)
 _REFINES = re.compile(r" \(refines H\d+\)$")
-_UNTOUCHED = re.compile(r"^CANDIDATE DIMENSIONS \(\d+\), untouched by any evidence: (.*)$",
-                        re.MULTILINE)
+_UNTOUCHED = re.compile(
+    r"^CANDIDATE DIMENSIONS \(\d+\), \d+ of them untouched by any evidence: (.*)$", re.MULTILINE)
 _EVIDENCE_REF = re.compile(r"^\s+(supports|contradicts): (E\d+) ", re.MULTILINE)
 
 
