@@ -13,7 +13,7 @@ is not empty.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from functools import lru_cache
+from functools import cached_property, lru_cache
 
 from d2_notebook.board import Board, DimensionDismissal
 from d2_notebook.data import GuardedSQL
@@ -34,7 +34,14 @@ class CandidateDimensions:
     dimensions: tuple[Dimension, ...] = ()
     tables: tuple[tuple[str, tuple[str, ...]], ...] = ()
 
-    @property
+    def __hash__(self) -> int:
+        """Hashed once: the value keys the per-statement cache of :func:`_touched`, looked
+        up for every evidence each time a digest is drawn."""
+        if "_hash" not in self.__dict__:
+            self.__dict__["_hash"] = hash((self.dimensions, self.tables))
+        return self.__dict__["_hash"]
+
+    @cached_property
     def names(self) -> tuple[str, ...]:
         """The dimensions' names, in order, without repeats."""
         return tuple(dict.fromkeys(d.name for d in self.dimensions))
