@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import duckdb
 import pytest
 from analysis_data import planted
 
@@ -82,3 +83,33 @@ def test_strata_too_thin_to_test_are_named_with_the_setting_that_tests_them(
                             value="coupon", dimensions=["customers.tier"])
     assert "Dimensions checked: customers.tier." in tested.summary
     assert "Too few rows" not in tested.summary
+
+
+def _tiny_crossover() -> GuardedSQL:
+    """Six rows per arm in each of two groups, the exposure helping in one and harming in
+    the other: a reversal no test on so few rows should call heterogeneity."""
+    con = duckdb.connect()
+    con.execute("""
+        CREATE TABLE t AS
+        SELECT i, CASE WHEN i < 12 THEN 'a' ELSE 'b' END AS g, i % 2 AS x,
+               CASE WHEN (i < 12) = (i % 2 = 1) THEN 5 ELSE 0 END + (i % 3) * 0.1 AS y
+        FROM range(24) r(i)""")
+    return GuardedSQL(con)
+
+
+def test_heterogeneity_is_not_flagged_on_a_handful_of_rows_per_arm(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    import importlib
+
+    module = importlib.import_module("d2_notebook.data.analysis.compare_within")
+
+    def check() -> AnalysisResult:
+        return compare_within(_tiny_crossover(), source="t", metric="avg(t.y)", exposure="t.x",
+                              value=1, dimensions=["t.g"], min_support=2)
+
+    small = check()
+    assert FlagKind.HETEROGENEITY not in {f.kind for f in small.flags}
+    assert "Too few rows per arm to test: t.g (a dimension needs two strata with at least " \
+           f"{module.HETEROGENEITY_MIN_ARM} rows in each arm)." in small.summary
+    monkeypatch.setattr(module, "HETEROGENEITY_MIN_ARM", 2)  # the floor is what holds it
+    assert FlagKind.HETEROGENEITY in {f.kind for f in check().flags}

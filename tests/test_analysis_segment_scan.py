@@ -160,3 +160,10 @@ def test_requested_dimensions_may_be_written_with_the_alias_or_a_bare_column() -
     assert set(result.frame["dimension"]) == {
         "day_of_week(tickets.opened)", "tickets.priority", "month_of_year(tickets.closed)"}
     assert "month_of_year(tickets.opened)" not in result.summary
+
+
+def test_a_dimension_named_twice_is_split_once() -> None:
+    result = segment_scan(_tickets(), source="tickets t",
+                          metric="avg(date_diff('hour', t.opened, t.closed))",
+                          dimensions=["priority", "t.priority", "tickets.priority = high"])
+    assert sorted(result.frame["value"]) == ["high", "low"]

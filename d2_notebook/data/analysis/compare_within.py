@@ -6,7 +6,9 @@ candidate dimension (a 1:N attribute value counts as its own yes/no dimension) t
 gives the effect within each stratum; then:
 
 - **heterogeneity**: Cochran's Q test that the stratum effects are equal (strata with at
-  least ``min_support`` rows in both arms), Benjamini–Hochberg across dimensions. For a
+  least ``min_support`` rows in both arms, and never fewer than
+  :data:`HETEROGENEITY_MIN_ARM`: the test's normal approximation does not hold on a
+  handful of rows, and a flag calls for a split), Benjamini–Hochberg across dimensions. For a
   0/1 metric (a rate) the test is on the log risk ratio, the scale on which a treatment
   that halves the risk everywhere is homogeneous (a constant ratio gives differences
   that grow with the baseline risk); for other metrics on the difference of means;
@@ -58,6 +60,8 @@ COLUMNS = ["dimension", "stratum", "n_exposed", "metric_exposed", "n_reference",
            "metric_reference", "effect", "ci_low", "ci_high", "interaction_q",
            "standardised_effect", "confounding_q", "flag"]
 _CHANGE_IN_ESTIMATE = 0.10
+HETEROGENEITY_MIN_ARM = 10
+"""Fewest rows per arm for a stratum to enter the heterogeneity test, whatever min_support."""
 _FLAG_ORDER = (FlagKind.SIMPSONS_PARADOX, FlagKind.CONFOUNDING, FlagKind.HETEROGENEITY)
 
 
@@ -71,7 +75,8 @@ class _Family:
     p_exposure: float = 1.0
     p_metric: float = 1.0
     standardised: Comparison | None = None
-    usable: int = 0
+    usable: int = 0  # strata with min_support rows per arm (standardisation)
+    tested: int = 0  # of those, strata that enter the heterogeneity test
 
 
 def compare_within(
@@ -194,8 +199,11 @@ def _test(family: _Family, min_support: int, pooled: float | None, binary: bool)
               and m0.n >= min_support]
     family.usable = len(usable)
     effects = [compare(m1, m0, pooled_var=pooled) for m1, m0 in usable]
-    scale = [_log_risk_ratio(m1, m0) for m1, m0 in usable] if binary else [
-        (e.difference, e.se) for e in effects]
+    tested = [(m1, m0, e) for (m1, m0), e in zip(usable, effects, strict=True)
+              if min(m1.n, m0.n) >= HETEROGENEITY_MIN_ARM]
+    family.tested = len(tested)
+    scale = [_log_risk_ratio(m1, m0) for m1, m0, _ in tested] if binary else [
+        (e.difference, e.se) for _, _, e in tested]
     _, _, family.p_het = cochran_q([e for e, _ in scale], [se for _, se in scale])
     family.p_exposure = chi_square_independence([[m1.n, m0.n] for _, m1, m0 in family.strata])
     family.p_metric = means_differ([m0 for _, _, m0 in family.strata if m0.n >= min_support])
@@ -275,13 +283,15 @@ def _summary(metric: str, label: str, versus: str, exposed: Moments, rest: Momen
     else:
         lines.append(f"No confounding and no heterogeneity beyond chance across "
                      f"{len(families)} dimensions (false-discovery level {alpha:g}).")
-    tested = ", ".join(f.name for f in families if f.usable >= 2)
-    thin = [f.name for f in families if f.usable < 2]
+    tested = ", ".join(f.name for f in families if f.tested >= 2)
+    thin = [f.name for f in families if f.tested < 2]
     lines.append(f"Dimensions checked: {tested or '(none)'}.")
     if thin:
+        floor = max(min_support, HETEROGENEITY_MIN_ARM)
+        advice = ("; a smaller min_support tests thinner strata, with wider intervals"
+                  if min_support > HETEROGENEITY_MIN_ARM else "")
         lines.append(f"Too few rows per arm to test: {', '.join(thin)} (a dimension needs two "
-                     f"strata with at least {min_support} rows in each arm; a smaller "
-                     "min_support tests thinner strata, with wider intervals).")
+                     f"strata with at least {floor} rows in each arm{advice}).")
     return "\n".join(lines)
 
 

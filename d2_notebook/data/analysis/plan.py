@@ -122,7 +122,11 @@ def build_plan(
             # A level as the tools print it ("has t.c = v", "t.c = v") names its dimension.
             hit = next((names[k] for k in _spellings(key, source) if k in names), None)
             chosen.append(hit or (PlannedDimension(text.strip(), None), "expr", text.strip()))
+    seen: set[str] = set()
     for planned, how, ref in chosen:
+        if planned.name.lower() in seen:  # two spellings of one dimension: split once
+            continue
+        seen.add(planned.name.lower())
         builder.add(planned, how, ref)
     return builder.plan()
 

@@ -111,7 +111,8 @@ TOOL_SPECS: tuple[AnalysisToolSpec, ...] = (
         "moves the metric, and holding it fixed changes the effect by 10% or more), "
         "SIMPSON'S PARADOX (the standardised effect has the opposite sign, both intervals "
         "excluding zero), HETEROGENEITY (the effect differs between strata beyond chance: "
-        "Cochran's Q interaction test, on the risk-ratio scale for a 0/1 metric; the "
+        "Cochran's Q interaction test, on the risk-ratio scale for a 0/1 metric, over "
+        "strata with at least min_support and never fewer than 10 rows in each arm; the "
         "strata and their effects are listed). One call is the heterogeneity check a "
         "verdict on an effect needs. value and reference must be values that occur in "
         "the population; reference must differ from value. " + _CANDIDATES,
