@@ -10,7 +10,9 @@
 
 A hypothesis "names" a person when its statement contains the full name of somebody in
 the case database (case-insensitive, longest name first, leftmost occurrence) or, failing
-that, ``person <id>`` / ``id <id>`` of a person in the database.
+that, ``person <id>`` / ``id <id>`` of a person in the database. A statement of absence,
+one that opens with "No", "None", "Nobody", "No one" or "Neither" ("No person meets all
+of <witness>'s clues"), names nobody: supporting it accuses no one.
 """
 
 from __future__ import annotations
@@ -29,6 +31,7 @@ from d2_notebook.data import GuardedSQL
 from d2_notebook.detective.variant import VARIANTS, Shape, Variant, parse_variant
 from d2_notebook.errors import InvalidRecordError
 
+_ABSENCE = re.compile(r"^\W*(?:no|none|nobody|no\s+one|neither)\b", re.IGNORECASE)
 _ID_MENTION = re.compile(r"\b(?:person|id)\s*(?:id\s*)?[#:=]?\s*(\d+)\b", re.IGNORECASE)
 
 
@@ -81,6 +84,12 @@ def frame_rows(frame: pd.DataFrame) -> list[tuple[Any, ...]]:
     return out
 
 
+def named_person(statement: str, people: PeopleIndex) -> str | None:
+    """The id of the person a hypothesis statement is about, or None (none named, or a
+    statement of absence: see the module docstring)."""
+    return None if _ABSENCE.match(statement) else people.person(statement)
+
+
 def board_answer(board: Board, investigation_id: str, people: PeopleIndex) -> SystemAnswer:
     """The answer of a board variant (see the module docstring)."""
     hypotheses = board.list_hypotheses(investigation_id=investigation_id)
@@ -90,7 +99,7 @@ def board_answer(board: Board, investigation_id: str, people: PeopleIndex) -> Sy
     links = [link for link in board.list_links() if link.hypothesis_id in hyp_ids]
     answer = SystemAnswer()
     for hyp in hypotheses:
-        person = people.person(hyp.statement)
+        person = named_person(hyp.statement, people)
         answer.hypotheses.append(Hypothesis(hyp.id, hyp.statement, person))
         if person is None:
             continue

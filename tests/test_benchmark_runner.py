@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from benchmark.__main__ import main
-from benchmark.adapter import PeopleIndex, board_answer
+from benchmark.adapter import PeopleIndex, board_answer, named_person
 from benchmark.runner import RunConfig, RunSummary, result_path, run_benchmark
 from benchmark.tables import (
     ROLE_TABLE_TITLE,
@@ -130,6 +130,18 @@ def test_people_index_matches_names_and_ids() -> None:
     assert people.person("Ann Lee, not Bo Day") == "1"  # leftmost
     assert people.person("Person 3 is the murderer") == "3"
     assert people.person("person 99 or Annie Leek") is None
+
+
+def test_a_statement_of_absence_names_nobody() -> None:
+    """Supporting "No person meets all of <witness>'s clues" accuses no one."""
+    people = PeopleIndex([(1, "Ann Lee"), (2, "Bo Day")])
+    for absent in ("No person meets all six of Ann Lee's clues", "Nobody but Bo Day called",
+                   "None of Ann Lee's leads holds", "No one matches Bo Day's account",
+                   "Neither Ann Lee nor Bo Day lied", "  no interview names Ann Lee"):
+        assert named_person(absent, people) is None, absent
+    for named in ("Ann Lee is the murderer", "Notably, Bo Day lied about the gym",
+                  "Nora's neighbour Bo Day did it", "The killer is person 1"):
+        assert named_person(named, people) is not None, named
 
 
 def test_greedy_stops_at_the_first_culprit(cases_dir: Path, tmp_path: Path) -> None:
