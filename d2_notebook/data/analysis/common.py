@@ -10,7 +10,15 @@ import pandas as pd
 
 from d2_notebook.data.analysis import inputs
 from d2_notebook.data.analysis.inputs import Source
-from d2_notebook.data.analysis.plan import PACK, TOTAL, Plan, build_plan, pack_columns, scan_sql
+from d2_notebook.data.analysis.plan import (
+    PACK,
+    TOTAL,
+    Plan,
+    build_plan,
+    pack_columns,
+    scan_sql,
+    total_from_first_pack,
+)
 from d2_notebook.data.analysis.stats import Moments
 from d2_notebook.data.dimensions import (
     Catalog,
@@ -153,11 +161,14 @@ def run_pass(
     start = time.perf_counter()
     frame = sql.run(statement, max_rows=_PASS_ROWS).frame
     packs = pack_columns(prepared.plan)
-    return Pass(statement, _moments(frame, len(by), packs), time.perf_counter() - start)
+    return Pass(statement, _moments(frame, len(by), packs, total_from_first_pack(prepared.plan)),
+                time.perf_counter() - start)
 
 
-def _moments(frame: pd.DataFrame, n_by: int, packs: list[list[int]]) -> dict[tuple, Moments]:
-    """Moments keyed by (dimension, value, *by); packs' joint cells summed to marginals."""
+def _moments(frame: pd.DataFrame, n_by: int, packs: list[list[int]],
+             total_from_pack: bool) -> dict[tuple, Moments]:
+    """Moments keyed by (dimension, value, *by); packs' joint cells summed to marginals
+    (and the first pack's to the total, when the pass has no total branch)."""
     width = max([1, *(len(p) for p in packs)])
     found: dict[tuple, Moments] = {}
     # NULLs (NaN, NA) become None once, column by column, not cell by cell
@@ -172,6 +183,8 @@ def _moments(frame: pd.DataFrame, n_by: int, packs: list[list[int]]) -> dict[tup
         labels = [None if v is None else str(v) for v in values]
         if dim <= PACK:
             targets = list(zip(packs[PACK - dim], labels, strict=False))
+            if total_from_pack and dim == PACK:
+                targets.append((TOTAL, None))
         else:
             targets = [(dim, labels[0])]
         for index, label in targets:

@@ -15,7 +15,8 @@ query is::
            sum(__v*__v) FROM __rows GROUP BY __dA, __dB, ..., <by>
     UNION ALL ...  -- one branch per pack of source dimensions (joint cells, see
                    -- pack_columns), one per parent attribute, one per 1:N attribute,
-                   -- one for the total
+                   -- and one for the total when there is no pack (else the total is
+                   -- the sum of the first pack's cells: every row is in one of them)
 
 The moments (n, Σv, Σv²) are additive, so parent attributes and memberships are read
 from ``__keyed`` (the rows summed per join key: as many rows as distinct keys, not as
@@ -33,7 +34,8 @@ from d2_notebook.data.dimensions import Catalog, Dimension, DimensionKind
 from d2_notebook.data.keys import JoinEdge
 from d2_notebook.data.schema import quote_ident
 
-__all__ = ["PACK", "TOTAL", "Plan", "PlannedDimension", "build_plan", "pack_columns", "scan_sql"]
+__all__ = ["PACK", "TOTAL", "Plan", "PlannedDimension", "build_plan", "pack_columns", "scan_sql",
+           "total_from_first_pack"]
 
 TOTAL = -1
 PACK = -100  # __dim of the n-th pack of source dimensions is PACK - n
@@ -139,7 +141,9 @@ def scan_sql(plan: Plan, value_sql: str, source: Source, where: str | None,
     Args:
         extra: ``(expression over the source, alias)`` columns carried to every branch.
         by: Aliases of ``extra`` columns every branch also groups by.
-        total: Include the all-rows branch (grouped by ``by`` only).
+        total: Give the all-rows moments (grouped by ``by`` only): their own branch when
+            there is no pack of source dimensions, else read from the first pack's cells
+            (see :func:`total_from_first_pack`), which saves a scan of the source.
     """
     packs = pack_columns(plan)
     width = max([1, *(len(p) for p in packs)])
@@ -157,7 +161,7 @@ def scan_sql(plan: Plan, value_sql: str, source: Source, where: str | None,
     ctes = [f"__rows AS NOT MATERIALIZED (\n  SELECT {', '.join(rows)}\n  FROM {source.sql}"
             f"{condition}\n)"]
     branches = []
-    if total:
+    if total and not total_from_first_pack(plan):
         grouped = f" GROUP BY {', '.join(by)}" if by else ""
         branches.append(f"SELECT {TOTAL} AS __dim, {values()}{group_by}, {moments}"
                         f" FROM __rows{grouped}")
@@ -226,6 +230,12 @@ def _spellings(key: str, source: Source) -> list[str]:
         column_name = f"{table.lower()}.{column}"
         spellings.append(prefix + (f"{part}({column_name})" if part else column_name))
     return spellings
+
+
+def total_from_first_pack(plan: Plan) -> bool:
+    """True when the pass has a pack of source dimensions, whose joint cells (one per
+    combination of values, NULL included) sum to the all-rows moments."""
+    return bool(pack_columns(plan))
 
 
 def pack_columns(plan: Plan) -> list[list[int]]:
