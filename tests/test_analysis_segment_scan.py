@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
+import dataclasses
+
 import duckdb
+import pandas as pd
 import pytest
 from analysis_data import planted
 
 from d2_notebook.data import GuardedSQL, QueryResult
-from d2_notebook.data.analysis import AnalysisTool, FlagKind, segment_scan
+from d2_notebook.data.analysis import AnalysisTool, FlagKind, compare_within, segment_scan, trend
 from d2_notebook.data.coverage import column_usage
 from d2_notebook.data.dimensions import read_catalog
 
@@ -99,7 +102,7 @@ def test_a_flat_single_table_uses_all_its_columns() -> None:
     assert _row(result, "t.g", "0")["flagged"]
 
 
-def _tickets() -> GuardedSQL:
+def _tickets_connection() -> duckdb.DuckDBPyConnection:
     """Tickets whose time to close doubles for those opened in December; open tickets
     have no close time (NULL), so the close time's date parts encode the outcome, and
     every cell of state = 'open' has no metric value at all."""
@@ -116,7 +119,11 @@ def _tickets() -> GuardedSQL:
                                                     + to_hours(i % 8760)) = 12
                                          THEN 48 ELSE 24 END + i % 7) END AS closed
         FROM range(20000) t(i)""")
-    return GuardedSQL(con)
+    return con
+
+
+def _tickets() -> GuardedSQL:
+    return GuardedSQL(_tickets_connection())
 
 
 def test_a_duration_is_split_by_the_date_parts_of_its_complete_start_time() -> None:
@@ -167,3 +174,32 @@ def test_a_dimension_named_twice_is_split_once() -> None:
                           metric="avg(date_diff('hour', t.opened, t.closed))",
                           dimensions=["priority", "t.priority", "tickets.priority = high"])
     assert sorted(result.frame["value"]) == ["high", "low"]
+
+
+class _ReversedRows(GuardedSQL):
+    """DuckDB may return a grouped result's rows in any order (its threads): this
+    connection returns the tools' one pass (a UNION ALL of GROUP BYs, no ORDER BY)
+    upside down."""
+
+    def run(self, sql: str, **options: object) -> QueryResult:
+        result = super().run(sql, **options)
+        if not sql.startswith("WITH __rows"):
+            return result
+        return dataclasses.replace(result, frame=result.frame.iloc[::-1].reset_index(drop=True))
+
+
+def test_results_do_not_depend_on_the_order_duckdb_returns_groups_in() -> None:
+    """Ties in the ranking and float sums follow one canonical order, so the evidence and
+    every prompt built from it are the same on every run (replay compares them)."""
+    metric = "avg(date_diff('minute', t.opened, t.closed) / 60.0)"
+    plain = segment_scan(_tickets(), source="tickets t", metric=metric)
+    upside_down = segment_scan(_ReversedRows(_tickets_connection()), source="tickets t",
+                               metric=metric)
+    pd.testing.assert_frame_equal(plain.frame, upside_down.frame, check_exact=True)
+    assert plain.summary == upside_down.summary
+    for tool, extra in ((compare_within, {"exposure": "t.priority", "value": "high"}),
+                        (trend, {"time": "t.opened"})):
+        runs = [tool(sql, source="tickets t", metric=metric, **extra)
+                for sql in (_tickets(), _ReversedRows(_tickets_connection()))]
+        pd.testing.assert_frame_equal(runs[0].frame, runs[1].frame, check_exact=True)
+        assert runs[0].summary == runs[1].summary

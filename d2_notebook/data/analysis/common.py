@@ -173,6 +173,10 @@ def _moments(frame: pd.DataFrame, n_by: int, packs: list[list[int]],
     found: dict[tuple, Moments] = {}
     # NULLs (NaN, NA) become None once, column by column, not cell by cell
     cells = frame.astype(object).where(frame.notna(), None).to_numpy().tolist()
+    # DuckDB returns the groups in any order (threads): sorted, the moments' order and the
+    # order their float sums are added in are the same on every run, so are the results
+    keyed = 1 + width + n_by
+    cells.sort(key=lambda row: tuple((v is None, str(v)) for v in row[:keyed]))
     for row in cells:
         dim, values = int(row[0]), row[1: 1 + width]
         keys = tuple(row[1 + width: 1 + width + n_by])
