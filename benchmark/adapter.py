@@ -12,7 +12,8 @@ A hypothesis "names" a person when its statement contains the full name of someb
 the case database (case-insensitive, longest name first, leftmost occurrence) or, failing
 that, ``person <id>`` / ``id <id>`` of a person in the database. A statement of absence,
 one that opens with "No", "None", "Nobody", "No one" or "Neither" ("No person meets all
-of <witness>'s clues"), names nobody: supporting it accuses no one.
+of <witness>'s clues"), names nobody: supporting it accuses no one — unless it makes an
+exception ("Nobody but X", "None other than X", "No one except X"), which names X.
 """
 
 from __future__ import annotations
@@ -32,6 +33,8 @@ from d2_notebook.detective.variant import VARIANTS, Shape, Variant, parse_varian
 from d2_notebook.errors import InvalidRecordError
 
 _ABSENCE = re.compile(r"^\W*(?:no|none|nobody|no\s+one|neither)\b", re.IGNORECASE)
+_EXCEPTION = re.compile(r"\b(?:but|except|other\s+than|apart\s+from|besides|save\s+for)\b",
+                        re.IGNORECASE)
 _ID_MENTION = re.compile(r"\b(?:person|id)\s*(?:id\s*)?[#:=]?\s*(\d+)\b", re.IGNORECASE)
 
 
@@ -87,7 +90,9 @@ def frame_rows(frame: pd.DataFrame) -> list[tuple[Any, ...]]:
 def named_person(statement: str, people: PeopleIndex) -> str | None:
     """The id of the person a hypothesis statement is about, or None (none named, or a
     statement of absence: see the module docstring)."""
-    return None if _ABSENCE.match(statement) else people.person(statement)
+    if _ABSENCE.match(statement) and not _EXCEPTION.search(statement):
+        return None
+    return people.person(statement)
 
 
 def board_answer(board: Board, investigation_id: str, people: PeopleIndex) -> SystemAnswer:

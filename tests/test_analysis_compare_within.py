@@ -109,7 +109,10 @@ def test_heterogeneity_is_not_flagged_on_a_handful_of_rows_per_arm(
 
     small = check()
     assert FlagKind.HETEROGENEITY not in {f.kind for f in small.flags}
-    assert "Too few rows per arm to test: t.g (a dimension needs two strata with at least " \
-           f"{module.HETEROGENEITY_MIN_ARM} rows in each arm)." in small.summary
+    assert "Dimensions checked: t.g." in small.summary  # standardised: min_support holds
+    assert ("Heterogeneity not tested for t.g: it needs two strata with at least "
+            f"{module.HETEROGENEITY_MIN_ARM} rows in each arm.") in small.summary
+    strata = small.frame[small.frame["dimension"] == "t.g"]
+    assert strata["interaction_q"].isna().all()  # no test, so no q-value (not q = 1)
     monkeypatch.setattr(module, "HETEROGENEITY_MIN_ARM", 2)  # the floor is what holds it
     assert FlagKind.HETEROGENEITY in {f.kind for f in check().flags}

@@ -13,6 +13,7 @@ from d2_notebook.data import GuardedSQL, QueryResult
 from d2_notebook.data.analysis import AnalysisTool, FlagKind, compare_within, segment_scan, trend
 from d2_notebook.data.coverage import column_usage
 from d2_notebook.data.dimensions import read_catalog
+from d2_notebook.errors import QueryFailedError
 
 RATE = "avg(CASE WHEN o.returned THEN 1 ELSE 0 END)"
 
@@ -203,3 +204,68 @@ def test_results_do_not_depend_on_the_order_duckdb_returns_groups_in() -> None:
                 for sql in (_tickets(), _ReversedRows(_tickets_connection()))]
         pd.testing.assert_frame_equal(runs[0].frame, runs[1].frame, check_exact=True)
         assert runs[0].summary == runs[1].summary
+
+
+def _staff() -> GuardedSQL:
+    con = duckdb.connect()
+    con.execute("""
+        CREATE TABLE emp AS
+        SELECT i AS id, CASE WHEN i > 10 THEN 1 + i % 10 END AS manager,
+               ['ops', 'lab', 'desk'][1 + i % 3] AS dept, ['north', 'south'][1 + i % 2] AS region,
+               (i % 7) * 10.0 AS pay
+        FROM range(1, 3001) t(i)""")
+    con.execute("CREATE TABLE site AS SELECT * FROM (VALUES ('north', 'x'), ('south', 'y')) "
+                "v(region, zone)")
+    return GuardedSQL(con)
+
+
+def test_an_alias_spelling_is_read_as_its_table_only_where_that_is_unambiguous() -> None:
+    sql = _staff()
+    # a self-join: m.dept is the manager's department, not the catalog's emp.dept
+    joined = segment_scan(sql, source="emp e JOIN emp m ON e.manager = m.id",
+                          metric="avg(e.pay)", dimensions=["m.dept", "e.dept"])
+    assert set(joined.frame["dimension"]) == {"m.dept", "e.dept"}
+    assert "m.dept AS" in joined.sql
+    # SQL that looks like a dimension keeps its SQL meaning
+    split = segment_scan(sql, source="emp e", metric="avg(e.pay)",
+                         dimensions=["e.dept = 'ops'", "e.region"])
+    assert set(split.frame["value"][split.frame["dimension"] == "e.dept = 'ops'"]) == {
+        "true", "false"}
+    assert "emp.region" in set(split.frame["dimension"])
+
+
+def test_a_bare_column_in_two_source_tables_is_left_to_sql() -> None:
+    with pytest.raises(QueryFailedError, match=r"(?i)ambiguous"):
+        segment_scan(_staff(), source="emp e JOIN site s ON e.region = s.region",
+                     metric="avg(e.pay)", dimensions=["region"])
+    one = segment_scan(_staff(), source="emp e JOIN site s ON e.region = s.region",
+                       metric="avg(e.pay)", dimensions=["zone"])
+    assert set(one.frame["dimension"]) == {"site.zone"}
+
+
+def test_a_metric_that_is_a_function_of_one_time_column_is_not_split_by_its_parts() -> None:
+    result = segment_scan(_tickets(), source="tickets t",
+                          metric="avg(CASE WHEN t.opened >= TIMESTAMP '2023-07-01' THEN 1 "
+                                 "ELSE 0 END)")
+    dimensions = set(result.frame["dimension"])
+    assert not any("tickets.opened" in d for d in dimensions)
+    assert "tickets.priority" in dimensions
+
+
+def test_a_pass_with_more_groups_than_it_keeps_is_refused_not_cut(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    import importlib
+
+    common = importlib.import_module("d2_notebook.data.analysis.common")
+    monkeypatch.setattr(common, "_PASS_ROWS", 500)
+    with pytest.raises(ValueError, match="more than 500 groups: name fewer dimensions"):
+        segment_scan(_tickets(), source="tickets t", metric="avg(t.ticket_id % 7)",
+                     dimensions=["t.ticket_id % 2000", "t.priority"])
+
+
+def test_an_empty_table_in_the_database_gives_no_dimensions_and_no_crash() -> None:
+    con = _tickets_connection()
+    con.execute("CREATE TABLE notes (ticket_id INTEGER, weight DOUBLE, kind VARCHAR, d DATE)")
+    result = segment_scan(GuardedSQL(con), source="tickets t", metric="avg(t.ticket_id % 7)")
+    assert not any("notes." in d for d in set(result.frame["dimension"]))
+    assert "tickets.priority" in set(result.frame["dimension"])

@@ -135,12 +135,14 @@ def test_people_index_matches_names_and_ids() -> None:
 def test_a_statement_of_absence_names_nobody() -> None:
     """Supporting "No person meets all of <witness>'s clues" accuses no one."""
     people = PeopleIndex([(1, "Ann Lee"), (2, "Bo Day")])
-    for absent in ("No person meets all six of Ann Lee's clues", "Nobody but Bo Day called",
+    for absent in ("No person meets all six of Ann Lee's clues",
                    "None of Ann Lee's leads holds", "No one matches Bo Day's account",
                    "Neither Ann Lee nor Bo Day lied", "  no interview names Ann Lee"):
         assert named_person(absent, people) is None, absent
     for named in ("Ann Lee is the murderer", "Notably, Bo Day lied about the gym",
-                  "Nora's neighbour Bo Day did it", "The killer is person 1"):
+                  "Nora's neighbour Bo Day did it", "The killer is person 1",
+                  "Nobody but Bo Day had the key", "None other than Ann Lee killed him",
+                  "No one except Bo Day could have done it"):
         assert named_person(named, people) is not None, named
 
 

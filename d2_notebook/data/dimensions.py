@@ -20,6 +20,7 @@ from dataclasses import dataclass, replace
 from enum import Enum
 from typing import TYPE_CHECKING
 
+import numpy as np
 import pandas as pd
 
 from d2_notebook.data.keys import JoinGraph, join_graph
@@ -267,8 +268,10 @@ def _dimensions(
     distinct = int(found[0] or 0)
     if 2 <= distinct <= max_levels:
         return [Dimension(table, column.name, DimensionKind.VALUES, distinct)]
-    if family == "number" and len(found) > 1 and found[1] is not None:
-        edges = tuple(sorted({float(e) for e in found[1] if e is not None}))
+    quantiles = found[1] if len(found) > 1 else None
+    if family == "number" and isinstance(quantiles, list | tuple | np.ndarray):
+        # an empty table's approx_quantile is NULL (read as NA, not a list): no bins
+        edges = tuple(sorted({float(e) for e in quantiles if e is not None and not pd.isna(e)}))
         if edges:
             return [Dimension(table, column.name, DimensionKind.BINS, len(edges) + 1,
                               edges=edges)]

@@ -116,7 +116,7 @@ def prepare(
     outcome_tables = frozenset(  # a 1:1 satellite of another source table: its outcomes
         e.child for e in catalog.graph.edges
         if e.one_to_one and e.child in metric_tables and e.parent in tables - {e.child})
-    metric_times = _complete_time_columns(sql, catalog, candidates,
+    metric_times = _complete_time_columns(sql, parsed, condition, candidates,
                                           metric_columns - excluded_inputs)
     plan = build_plan(catalog, parsed, candidates, requested if with_dimensions else [],
                       excluded, outcome_tables, metric_times)
@@ -127,23 +127,30 @@ def prepare(
     return Prepared(catalog, parsed, value_sql, condition, plan)
 
 
-def _complete_time_columns(sql: GuardedSQL, catalog: Catalog, candidates: list[Dimension],
+def _complete_time_columns(sql: GuardedSQL, source: Source, where: str | None,
+                           candidates: list[Dimension],
                            columns: set[tuple[str, str]]) -> frozenset[tuple[str, str]]:
-    """The metric's date or timestamp columns that hold no NULL: their date parts stay
-    candidate dimensions (a duration's start month is a real dimension of the duration).
+    """The metric's date or timestamp columns whose date parts stay candidate dimensions:
+    those with no NULL in the population, when the metric reads more than one column (a
+    duration between two times; its start month is a real dimension of it).
 
-    A column with NULLs is left out: its NULLs usually encode the outcome itself (an end
-    time that is missing while the case is open), so its parts would "explain" the
-    metric trivially.
+    Left out: the time column of a metric that reads nothing else (``avg(t.day >= d)`` is
+    a function of it, so its parts would "explain" the metric trivially), and a column
+    with NULLs (they usually encode the outcome: an end time missing while a case is open).
     """
+    if len(columns) < 2:
+        return frozenset()
     timed = sorted({(d.table, d.column) for d in candidates if d.kind is DimensionKind.DATE_PART
                     and (d.table, d.column.lower()) in columns})
+    condition = f" WHERE ({where})" if where else ""
     complete: set[tuple[str, str]] = set()
     for table, column in timed:
-        ref = catalog.table(table).ref
-        missing = sql.run(f"SELECT count(*) - count({quote_ident(column)}) FROM {ref}",
-                          max_rows=1).frame.iloc[0, 0]
-        if int(missing) == 0:
+        refs = [f"{alias}.{quote_ident(column)}" for alias, name in source.aliases
+                if name == table]
+        missing = ", ".join(f"count(*) - count({ref})" for ref in refs)
+        found = sql.run(f"SELECT {missing} FROM {source.sql}{condition}",
+                        max_rows=1).frame.iloc[0].tolist()
+        if all(int(n) == 0 for n in found):
             complete.add((table, column.lower()))
     return frozenset(complete)
 
@@ -159,7 +166,11 @@ def run_pass(
     statement = scan_sql(prepared.plan, prepared.value_sql, prepared.source, prepared.where,
                          extra, by)
     start = time.perf_counter()
-    frame = sql.run(statement, max_rows=_PASS_ROWS).frame
+    result = sql.run(statement, max_rows=_PASS_ROWS)
+    if result.truncated:  # moments from a cut-off set of groups would be wrong, not short
+        raise ValueError(f"the pass gives more than {_PASS_ROWS:,} groups: name fewer "
+                         "dimensions, or expressions with fewer distinct values")
+    frame = result.frame
     packs = pack_columns(prepared.plan)
     return Pass(statement, _moments(frame, len(by), packs, total_from_first_pack(prepared.plan)),
                 time.perf_counter() - start)

@@ -105,7 +105,8 @@ def compare_within(
         reference: The value compared against; default every other non-null value.
         where: Optional filter on the population (one boolean expression).
         dimensions: Dimension names or expressions; default every reachable candidate.
-        min_support: Fewest rows per arm for a stratum to count in the tests.
+        min_support: Fewest rows per arm for a stratum to count in the tests (the
+            heterogeneity test also needs :data:`HETEROGENEITY_MIN_ARM`).
         alpha: False-discovery level of the tests across dimensions.
         max_levels: Most distinct values a column may have to be a dimension.
         top: Strata per flagged dimension shown in the summary.
@@ -143,7 +144,9 @@ def compare_within(
     binary = total.n > 0 and abs(total.s2 - total.s1) <= 1e-9 * max(1.0, total.s1)
     for family in families:
         _test(family, min_support, pooled, binary)
-    q_het = benjamini_hochberg([f.p_het for f in families])
+    q_het = [q if f.tested >= 2 else math.nan  # untested: no q-value, not "q = 1"
+             for f, q in zip(families, benjamini_hochberg([f.p_het for f in families]),
+                             strict=True)]
     q_conf = benjamini_hochberg([max(f.p_exposure, f.p_metric) for f in families])
     flags: list[Flag] = []
     label = f"{exposure} = {describe_value(str(value))}"
@@ -283,15 +286,17 @@ def _summary(metric: str, label: str, versus: str, exposed: Moments, rest: Momen
     else:
         lines.append(f"No confounding and no heterogeneity beyond chance across "
                      f"{len(families)} dimensions (false-discovery level {alpha:g}).")
-    tested = ", ".join(f.name for f in families if f.tested >= 2)
-    thin = [f.name for f in families if f.tested < 2]
-    lines.append(f"Dimensions checked: {tested or '(none)'}.")
+    checked = ", ".join(f.name for f in families if f.usable >= 2)
+    thin = [f.name for f in families if f.usable < 2]
+    untested = [f.name for f in families if f.usable >= 2 and f.tested < 2]
+    lines.append(f"Dimensions checked: {checked or '(none)'}.")
     if thin:
-        floor = max(min_support, HETEROGENEITY_MIN_ARM)
-        advice = ("; a smaller min_support tests thinner strata, with wider intervals"
-                  if min_support > HETEROGENEITY_MIN_ARM else "")
         lines.append(f"Too few rows per arm to test: {', '.join(thin)} (a dimension needs two "
-                     f"strata with at least {floor} rows in each arm{advice}).")
+                     f"strata with at least {min_support} rows in each arm; a smaller "
+                     "min_support tests thinner strata, with wider intervals).")
+    if untested:
+        lines.append(f"Heterogeneity not tested for {', '.join(untested)}: it needs two strata "
+                     f"with at least {HETEROGENEITY_MIN_ARM} rows in each arm.")
     return "\n".join(lines)
 
 

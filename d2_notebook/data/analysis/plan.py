@@ -89,7 +89,9 @@ def build_plan(
         source: The parsed FROM clause.
         candidates: The database's candidate dimensions.
         requested: Dimension names (as listed by the candidates, ``has ...`` for 1:N
-            attributes) or SQL expressions over the source; None means every candidate.
+            attributes, or the spellings :func:`_spellings` accepts: a source alias for
+            the table, a bare column) or SQL expressions over the source; None means
+            every candidate. A name is planned once however often it is requested.
         excluded: ``(table, lower-cased column)`` pairs never used (the metric's own
             columns, the exposure).
         outcome_tables: Tables whose columns are left out of the default scan: tables
@@ -114,6 +116,7 @@ def build_plan(
         chosen = [o for o in offered if _by_default(o[0].dimension, excluded, outcome_tables,
                                                     date_parts_kept)]
     else:  # an explicit request is honoured, even for a column the default leaves out
+        columns = {t.name.lower(): {c.name.lower() for c in t.columns} for t in catalog.tables}
         names = {planned.name.lower(): (planned, how, ref) for planned, how, ref in offered}
         names.update({p.dimension.name.lower(): (p, h, r) for p, h, r in offered if p.dimension})
         chosen = []
@@ -122,7 +125,7 @@ def build_plan(
                 raise ValueError("dimensions must be a list of non-empty strings")
             key = text.strip().lower()
             # A level as the tools print it ("has t.c = v", "t.c = v") names its dimension.
-            hit = next((names[k] for k in _spellings(key, source) if k in names), None)
+            hit = next((names[k] for k in _spellings(key, source, columns) if k in names), None)
             chosen.append(hit or (PlannedDimension(text.strip(), None), "expr", text.strip()))
     seen: set[str] = set()
     for planned, how, ref in chosen:
@@ -134,16 +137,16 @@ def build_plan(
 
 
 def scan_sql(plan: Plan, value_sql: str, source: Source, where: str | None,
-             extra: tuple[tuple[str, str], ...] = (), by: tuple[str, ...] = (),
-             total: bool = True) -> str:
+             extra: tuple[tuple[str, str], ...] = (), by: tuple[str, ...] = ()) -> str:
     """The whole one-pass statement.
+
+    The all-rows moments (grouped by ``by`` only) have a branch of their own when there is
+    no pack of source dimensions; else they are the sum of the first pack's cells (see
+    :func:`total_from_first_pack`), which saves a scan of the source.
 
     Args:
         extra: ``(expression over the source, alias)`` columns carried to every branch.
         by: Aliases of ``extra`` columns every branch also groups by.
-        total: Give the all-rows moments (grouped by ``by`` only): their own branch when
-            there is no pack of source dimensions, else read from the first pack's cells
-            (see :func:`total_from_first_pack`), which saves a scan of the source.
     """
     packs = pack_columns(plan)
     width = max([1, *(len(p) for p in packs)])
@@ -161,7 +164,7 @@ def scan_sql(plan: Plan, value_sql: str, source: Source, where: str | None,
     ctes = [f"__rows AS NOT MATERIALIZED (\n  SELECT {', '.join(rows)}\n  FROM {source.sql}"
             f"{condition}\n)"]
     branches = []
-    if total and not total_from_first_pack(plan):
+    if not total_from_first_pack(plan):
         grouped = f" GROUP BY {', '.join(by)}" if by else ""
         branches.append(f"SELECT {TOTAL} AS __dim, {values()}{group_by}, {moments}"
                         f" FROM __rows{grouped}")
@@ -206,26 +209,43 @@ def _by_default(dimension: Dimension, excluded: set[tuple[str, str]],
                                    and key in date_parts_kept)
 
 
-_NAMED = re.compile(r"^(?:(?P<part>[a-z_]+)\()?(?P<ref>[^()=]+?)\)?$")
+_NAMED = re.compile(r"^(?:(?P<part>[a-z_]+)\()?(?P<ref>[^()=\s]+)\)?$")
+#: Date parts whose names are no DuckDB function: ``part(alias.column)`` can only mean the
+#: dimension. (``month(o.c)`` and ``quarter(o.c)`` are SQL, month and quarter of the year,
+#: unlike the dimensions ``month(t.c)`` and ``quarter(t.c)``, which carry the year; and
+#: ``year(o.c)``, ``hour(o.c)`` give the same groups as SQL.)
+_PART_ONLY_NAMES = frozenset({"month_of_year", "day_of_week"})
 
 
-def _spellings(key: str, source: Source) -> list[str]:
-    """Lower-cased ways ``key`` may name a dimension: as written, without a printed
-    level (`` = value``), and with a source alias (``e.col``, ``part(e.col)``) or a bare
-    column (``col``) written as its table (``table.col``, as dimensions are named)."""
-    spellings = [key]
-    named = key.split(" = ", 1)[0].strip()
-    spellings.append(named)
-    prefix = "has " if named.startswith("has ") else ""
-    match = _NAMED.match(named.removeprefix(prefix))
+def _spellings(key: str, source: Source, columns: dict[str, set[str]]) -> list[str]:
+    """Lower-cased names ``key`` may stand for, tried in order.
+
+    As written; then, for a name as the tools print it, without a printed level
+    (``t.c = v``, ``has t.c = v``); then with the source's alias written as its table
+    (``e.col``, ``month_of_year(e.col)``, ``has e.col``), when the alias is the table's only
+    one in the source (a self-join's second alias is another role of the table: its
+    expression stays SQL); then a bare column (``col``) as the one source table that has
+    it. An alias expression with a level (``o.channel = 'web'``) stays SQL: a yes/no split.
+
+    Args:
+        columns: Lower-cased table name -> its lower-cased column names.
+    """
+    spellings = [key, key.split(" = ", 1)[0].strip()]
+    prefix = "has " if key.startswith("has ") else ""
+    match = _NAMED.match(key.removeprefix(prefix))
     if match is None:
         return spellings
-    part, ref = match.group("part"), match.group("ref").strip()
+    part, ref = match.group("part"), match.group("ref")
+    if part is not None and part not in _PART_ONLY_NAMES:
+        return spellings
     qualifier, _, column = ref.rpartition(".")
     if qualifier:
-        tables = [source.table_of(qualifier) or qualifier]
+        table = source.table_of(qualifier)
+        roles = sum(name == table for _, name in source.aliases)
+        tables = [table] if table is not None and roles == 1 else []
     else:
-        tables = [table for _, table in source.aliases]
+        having = {name for _, name in source.aliases if column in columns.get(name.lower(), ())}
+        tables = list(having) if len(having) == 1 else []
     for table in tables:
         column_name = f"{table.lower()}.{column}"
         spellings.append(prefix + (f"{part}({column_name})" if part else column_name))
