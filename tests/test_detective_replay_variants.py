@@ -8,6 +8,7 @@ import random
 
 import duckdb
 import pytest
+from board_fingerprint import fingerprint
 
 from d2_notebook import investigate
 from d2_notebook.board import Board
@@ -17,30 +18,11 @@ from d2_notebook.errors import ReplayDivergenceError
 from d2_notebook.llm import ModelRequest, ModelResponse
 
 QUESTION = hospital.QUESTION
-# Times differ between runs, and the model_calls rows honestly name the replay model.
-VOLATILE = {"created_at", "updated_at", "time", "duration_s", "latency_s", "model"}
 
 
 @pytest.fixture
 def con() -> duckdb.DuckDBPyConnection:
     return hospital.create()
-
-
-def fingerprint(board: Board) -> dict[str, list]:
-    """Everything on a board except times and durations."""
-
-    def clean(record: dict) -> dict:
-        return {k: (clean(v) if isinstance(v, dict) else v) for k, v in record.items()
-                if k not in VOLATILE}
-
-    return {
-        "hypotheses": [clean(h.to_dict()) for h in board.list_hypotheses()],
-        "evidence": [clean(e.to_dict()) for e in board.list_evidence()],
-        "links": [clean(link.to_dict()) for link in board.list_links()],
-        "verdicts": [clean(v.to_dict()) for v in board.list_verdicts()],
-        "calls": [(c.agent, c.request, c.response) for c in board.list_model_calls()],
-        "events": [(e.seq, e.actor, e.kind, clean(e.payload)) for e in board.events()],
-    }
 
 
 class Jittery(HospitalWalkthrough):

@@ -10,6 +10,7 @@ from pathlib import Path
 
 import duckdb
 import pytest
+from board_fingerprint import fingerprint
 
 from d2_notebook import investigate
 from d2_notebook.board import HypothesisStatus
@@ -70,3 +71,16 @@ def test_the_schema_reading_is_generic():
     assert schema.exposure("How are we doing?") is None
     assert schema.source("orders", "lines") == (
         "orders JOIN lines ON lines.order_id = orders.order_id")
+
+
+async def test_a_run_with_analysis_tools_in_parallel_collectors_replays_identically(tmp_path):
+    """The analysis tools' rows (ties, float sums) and the evidence ids parallel collectors
+    get must not depend on timing: the recorded run replays call for call."""
+    recorded = tmp_path / "recorded.d2board"
+    original = await investigate(hospital.create(), hospital.QUESTION, board=recorded,
+                                 model=NaivePolicy().model(), collectors=4)
+    replayed = await investigate(hospital.create(), None, board=tmp_path / "again.d2board",
+                                 replay=recorded, collectors=4)
+    assert replayed.state == "finished"
+    assert fingerprint(replayed.board) == fingerprint(original.board)
+    assert replayed.report == original.report
