@@ -22,6 +22,7 @@ from d2_notebook.board import Board
 from d2_notebook.data import open_source
 from d2_notebook.datasets import hospital
 from d2_notebook.datasets.sql_city import clues, world
+from d2_notebook.detective.analysis_tools import analysis_tools
 from d2_notebook.detective.context import QueryLog, TeamContext
 from d2_notebook.detective.decisions import (
     CollectorDecision,
@@ -138,7 +139,7 @@ def tool_texts() -> dict[str, str]:
                       investigation_id=investigation.id, question="q", schema_summary="",
                       settings=InvestigationSettings())
     log = QueryLog()
-    tools = [*sql_tools(ctx, log),
+    tools = [*sql_tools(ctx, log), *analysis_tools(ctx, log),
              *hypothesis_tools(ctx, log, "a", "hypothesizer", HypothesizerDecision()),
              *orchestrator_tools(ctx, "a", OrchestratorDecision(), can_ask_for_more=True),
              *evidence_tools(ctx, log, "a", "collector", None),

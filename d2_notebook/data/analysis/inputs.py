@@ -28,7 +28,7 @@ __all__ = ["Source", "literal", "metric_columns", "metric_value", "optional_wher
 _MEANS = frozenset({"avg", "mean"})
 _METRIC_FIX = (
     "write the metric as one mean over rows, avg(<per-row expression>): a rate as "
-    "avg(CASE WHEN <condition> THEN 1 ELSE 0 END), a mean as avg(<numeric column>)"
+    "avg(CASE WHEN <predicate> THEN 1 ELSE 0 END), a mean as avg(<numeric column>)"
 )
 
 

@@ -50,7 +50,7 @@ _COMMON = {
         "WHERE, GROUP BY or LIMIT here.")},
     "metric": {"type": "string", "minLength": 1, "description": (
         "Exactly one mean over rows, avg(<per-row expression>) over the source's columns: a "
-        "rate as avg(CASE WHEN <condition> THEN 1 ELSE 0 END), a mean as avg(<numeric "
+        "rate as avg(CASE WHEN <predicate> THEN 1 ELSE 0 END), a mean as avg(<numeric "
         "column>). Sums, counts, ratios of aggregates, DISTINCT, FILTER, windows and "
         "subqueries are refused.")},
     "where": {"type": "string", "description": (
@@ -77,13 +77,13 @@ _VALUE = {"type": ["string", "number", "boolean"]}
 _CANDIDATES = (
     "Candidate dimensions: low-cardinality columns (at most 30 values) of the source's "
     "tables and of every table reachable by key (N:1 joins add attributes; 1:N tables "
-    "become membership flags 'has <table.column> = <value>'), numeric columns cut into "
+    "become yes/no flags 'has <table.column> = <value>'), numeric columns cut into "
     "five quantile bins, and date parts (year, quarter, month, month of year, day of "
     "week, hour). Left out unless named in dimensions: the columns the metric (and an "
     "exposure or time input) reads, except the date parts of a metric's time column "
-    "that has no NULL (the start of a duration), and the other columns of a table the "
-    "metric reads that is joined 1:1 to another source table (an outcomes table: they "
-    "are recorded with the outcome). The generated SQL runs read-only through the "
+    "that has no NULL (the start of a time span), and the other columns of a table the "
+    "metric reads that is joined 1:1 to another source table (a results table: they "
+    "are recorded with the result). The generated SQL runs read-only through the "
     "SQL guard, in one pass, and is stored as evidence like any query."
 )
 
@@ -105,7 +105,7 @@ TOOL_SPECS: tuple[AnalysisToolSpec, ...] = (
         AnalysisTool.COMPARE_WITHIN,
         "Measure the effect of an exposure (exposure = value, against exposure = reference "
         "or every other non-null value) on the metric: overall, within each stratum of "
-        "each candidate dimension (each 1:N membership flag is its own yes/no dimension), "
+        "each candidate dimension (each 1:N yes/no flag is its own dimension), "
         "and directly standardised over each dimension. Flags, named in words first: "
         "CONFOUNDING (the exposure's share differs across strata of a dimension that also "
         "moves the metric, and holding it fixed changes the effect by 10% or more), "
@@ -122,7 +122,7 @@ TOOL_SPECS: tuple[AnalysisToolSpec, ...] = (
              **_COMMON,
              "exposure": {"type": "string", "minLength": 1, "description": (
                  "A column expression over the source whose value defines the exposed "
-                 "group, e.g. t.treatment. Its columns are not used as dimensions.")},
+                 "group, e.g. t.variant. Its columns are not used as dimensions.")},
              "value": {**_VALUE, "description": "The exposed value of exposure."},
              "reference": {**_VALUE, "description": (
                  "Optional value compared against (default: every other non-null value).")},
