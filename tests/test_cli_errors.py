@@ -10,27 +10,23 @@ from pathlib import Path
 
 import pandas as pd
 import pytest
+from cli_helpers import hospital_database, register_test_policy
 from click.testing import CliRunner
 
 from d2_notebook.board import Board
 from d2_notebook.cli import main
 from d2_notebook.datasets import hospital
-from d2_notebook.detective.policies.hospital import HospitalWalkthrough
 from d2_notebook.errors import BoardError
-from d2_notebook.llm import register_provider
 
 
 @pytest.fixture(autouse=True)
 def _test_provider() -> None:
-    register_provider("testpolicy", lambda model_id, **kw: HospitalWalkthrough().model(),
-                      replace=True)
+    register_test_policy()
 
 
 @pytest.fixture
 def database(tmp_path: Path) -> Path:
-    path = tmp_path / "hospital.duckdb"
-    hospital.create(path).close()
-    return path
+    return hospital_database(tmp_path)
 
 
 @pytest.fixture

@@ -14,6 +14,7 @@ import sys
 from pathlib import Path
 
 import pytest
+from cli_helpers import hospital_database, register_test_policy, slow_team_script
 from click.testing import CliRunner
 
 from d2_notebook.board import Board
@@ -43,17 +44,14 @@ class _FailsAfter:
 
 @pytest.fixture(autouse=True)
 def _test_providers() -> None:
-    register_provider("testpolicy", lambda model_id, **kw: HospitalWalkthrough().model(),
-                      replace=True)
+    register_test_policy()
     register_provider("failing", lambda model_id, **kw: _FailsAfter(int(model_id)),
                       replace=True)
 
 
 @pytest.fixture
 def database(tmp_path: Path) -> Path:
-    path = tmp_path / "hospital.duckdb"
-    hospital.create(path).close()
-    return path
+    return hospital_database(tmp_path)
 
 
 def _invoke(*args: object):
@@ -212,23 +210,7 @@ def test_a_model_failure_leaves_a_board_that_resumes(database, tmp_path):
     assert "investigation I1 finished" in resumed.output
 
 
-_SLOW_TEAM = """
-import asyncio, sys
-from d2_notebook.detective.policies.hospital import HospitalWalkthrough
-from d2_notebook.llm import register_provider
-
-class Slow:
-    def __init__(self):
-        self.inner = HospitalWalkthrough().model()
-        self.name = self.inner.name
-    async def request(self, request):
-        await asyncio.sleep(0.3)
-        return await self.inner.request(request)
-
-register_provider("slow", lambda model_id, **kw: Slow())
-from d2_notebook.cli import main
-sys.exit(main())
-"""
+_SLOW_TEAM = slow_team_script(0.3)
 
 
 def test_ctrl_c_exits_130_and_leaves_a_resumable_board(database, tmp_path):

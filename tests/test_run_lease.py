@@ -14,6 +14,7 @@ import time
 from pathlib import Path
 
 import pytest
+from cli_helpers import hospital_database, register_test_policy, slow_team_script
 from click.testing import CliRunner
 
 from d2_notebook import investigate
@@ -23,20 +24,16 @@ from d2_notebook.cli import main
 from d2_notebook.datasets import hospital
 from d2_notebook.detective.policies.hospital import HospitalWalkthrough
 from d2_notebook.errors import RunLeaseHeldError
-from d2_notebook.llm import register_provider
 
 
 @pytest.fixture(autouse=True)
 def _test_provider() -> None:
-    register_provider("testpolicy", lambda model_id, **kw: HospitalWalkthrough().model(),
-                      replace=True)
+    register_test_policy()
 
 
 @pytest.fixture
 def database(tmp_path: Path) -> Path:
-    path = tmp_path / "hospital.duckdb"
-    hospital.create(path).close()
-    return path
+    return hospital_database(tmp_path)
 
 
 def _started(board: Board) -> str:
@@ -82,23 +79,7 @@ def test_the_keeper_beats_and_releases(board: Board) -> None:
     assert board.get_lease(investigation) is None
 
 
-_SLOW_TEAM = """
-import asyncio, sys
-from d2_notebook.detective.policies.hospital import HospitalWalkthrough
-from d2_notebook.llm import register_provider
-
-class Slow:
-    def __init__(self):
-        self.inner = HospitalWalkthrough().model()
-        self.name = self.inner.name
-    async def request(self, request):
-        await asyncio.sleep(3)
-        return await self.inner.request(request)
-
-register_provider("slow", lambda model_id, **kw: Slow())
-from d2_notebook.cli import main
-sys.exit(main())
-"""
+_SLOW_TEAM = slow_team_script(3)
 
 
 def _wait_for_lease(board_path: Path, process: subprocess.Popen) -> None:
