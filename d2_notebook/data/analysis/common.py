@@ -17,7 +17,6 @@ from d2_notebook.data.analysis.plan import (
     build_plan,
     pack_columns,
     scan_sql,
-    total_from_first_pack,
 )
 from d2_notebook.data.analysis.stats import Moments
 from d2_notebook.data.dimensions import (
@@ -172,14 +171,12 @@ def run_pass(
                          "dimensions, or expressions with fewer distinct values")
     frame = result.frame
     packs = pack_columns(prepared.plan)
-    return Pass(statement, _moments(frame, len(by), packs, total_from_first_pack(prepared.plan)),
-                time.perf_counter() - start)
+    return Pass(statement, _moments(frame, len(by), packs), time.perf_counter() - start)
 
 
-def _moments(frame: pd.DataFrame, n_by: int, packs: list[list[int]],
-             total_from_pack: bool) -> dict[tuple, Moments]:
-    """Moments keyed by (dimension, value, *by); packs' joint cells summed to marginals
-    (and the first pack's to the total, when the pass has no total branch)."""
+def _moments(frame: pd.DataFrame, n_by: int, packs: list[list[int]]) -> dict[tuple, Moments]:
+    """Moments keyed by (dimension, value, *by); packs' joint cells summed to marginals,
+    and the first pack's also to the total (a pass with packs has no total branch)."""
     width = max([1, *(len(p) for p in packs)])
     found: dict[tuple, Moments] = {}
     # NULLs (NaN, NA) become None once, column by column, not cell by cell
@@ -198,7 +195,7 @@ def _moments(frame: pd.DataFrame, n_by: int, packs: list[list[int]],
         labels = [None if v is None else str(v) for v in values]
         if dim <= PACK:
             targets = list(zip(packs[PACK - dim], labels, strict=False))
-            if total_from_pack and dim == PACK:
+            if dim == PACK:
                 targets.append((TOTAL, None))
         else:
             targets = [(dim, labels[0])]

@@ -34,8 +34,7 @@ from d2_notebook.data.dimensions import Catalog, Dimension, DimensionKind
 from d2_notebook.data.keys import JoinEdge
 from d2_notebook.data.schema import quote_ident
 
-__all__ = ["PACK", "TOTAL", "Plan", "PlannedDimension", "build_plan", "pack_columns", "scan_sql",
-           "total_from_first_pack"]
+__all__ = ["PACK", "TOTAL", "Plan", "PlannedDimension", "build_plan", "pack_columns", "scan_sql"]
 
 TOTAL = -1
 PACK = -100  # __dim of the n-th pack of source dimensions is PACK - n
@@ -141,8 +140,9 @@ def scan_sql(plan: Plan, value_sql: str, source: Source, where: str | None,
     """The whole one-pass statement.
 
     The all-rows moments (grouped by ``by`` only) have a branch of their own when there is
-    no pack of source dimensions; else they are the sum of the first pack's cells (see
-    :func:`total_from_first_pack`), which saves a scan of the source.
+    no pack of source dimensions; else they are the sum of the first pack's cells (one
+    per combination of its values, NULL included, so every row is in one), which saves a
+    scan of the source.
 
     Args:
         extra: ``(expression over the source, alias)`` columns carried to every branch.
@@ -164,7 +164,7 @@ def scan_sql(plan: Plan, value_sql: str, source: Source, where: str | None,
     ctes = [f"__rows AS NOT MATERIALIZED (\n  SELECT {', '.join(rows)}\n  FROM {source.sql}"
             f"{condition}\n)"]
     branches = []
-    if not total_from_first_pack(plan):
+    if not packs:
         grouped = f" GROUP BY {', '.join(by)}" if by else ""
         branches.append(f"SELECT {TOTAL} AS __dim, {values()}{group_by}, {moments}"
                         f" FROM __rows{grouped}")
@@ -250,12 +250,6 @@ def _spellings(key: str, source: Source, columns: dict[str, set[str]]) -> list[s
         column_name = f"{table.lower()}.{column}"
         spellings.append(prefix + (f"{part}({column_name})" if part else column_name))
     return spellings
-
-
-def total_from_first_pack(plan: Plan) -> bool:
-    """True when the pass has a pack of source dimensions, whose joint cells (one per
-    combination of values, NULL included) sum to the all-rows moments."""
-    return bool(pack_columns(plan))
 
 
 def pack_columns(plan: Plan) -> list[list[int]]:
