@@ -264,6 +264,78 @@ def test_html_opened_in_chromium_loads_and_runs_nothing(hostile, tmp_path: Path)
     assert [url for url in requests if url.startswith(base)] == []
 
 
+EXTENSION_DETAILS = Path(__file__).resolve().parent.parent / "extension" / "lib" / "details.js"
+
+
+def hand_made_report_html(base: str) -> str:
+    """What a crafted notebook could put in a snapshot's ``report_html``."""
+    return (f"<h2>Answer</h2><p>kept <strong>bold</strong> "
+            f"<a href='https://example.org/x' onclick='alert(1)'>safe link</a> "
+            f"<a href='javascript:alert(2)'>js link</a> "
+            f"<a href=' JaVaScRiPt:alert(3)'>spaced js</a> <a href='{base}/a'>server link</a>"
+            f"<img src={base}/img.png onerror=alert(4)><svg onload=alert(5)></svg>"
+            f"<iframe src={base}/frame></iframe><script>fetch('{base}/script')</script>"
+            f"<style>@import url({base}/css);</style><video poster={base}/poster></video>"
+            f"<span style=\"background:url({base}/bg.png)\">styled</span>"
+            f"<table><tr><td style='text-align:right;background:url({base}/td.png)'>1</td>"
+            f"</tr></table><object data={base}/object></object>"
+            f"<form action={base}/form><button>go</button></form></p>")
+
+
+def test_extension_report_panel_renders_html_that_loads_nothing(hostile, tmp_path) -> None:
+    """The JupyterLab extension's "report" button: the report rendered as HTML, copied
+    through an allowlist, so even a hand-made snapshot loads and runs nothing."""
+    _require_chromium()
+    if not EXTENSION_DETAILS.is_file():
+        pytest.fail(f"{EXTENSION_DETAILS} is missing: cd extension && jlpm build")
+    from playwright.sync_api import sync_playwright
+
+    from d2_notebook.notebook.snapshot import board_snapshot
+
+    board, base, hits = hostile
+    snapshots = [board_snapshot(board),
+                 {"report": "x", "report_html": hand_made_report_html(base)},
+                 {"report": "# old snapshot <img src=x>", "report_html": None}]
+    script = EXTENSION_DETAILS.read_text(encoding="utf-8") + """
+        window.renderReports = (snapshots) => snapshots.map((snapshot) => {
+          const panel = reportPanel(snapshot);
+          document.body.appendChild(panel);
+          return {text: panel.innerText, html: panel.innerHTML};
+        });
+        window.ready = true;"""
+    (tmp_path / "panel.html").write_text("<!doctype html><meta charset=utf-8><body></body>",
+                                         encoding="utf-8")
+    dialogs: list[str] = []
+    with sync_playwright() as pw:
+        browser = pw.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
+        try:
+            page = browser.new_page()
+            page.on("dialog", lambda dialog: (dialogs.append(dialog.message),
+                                              dialog.dismiss()))
+            page.goto((tmp_path / "panel.html").as_uri())
+            page.add_script_tag(content=script, type="module")
+            page.wait_for_function("window.ready === true")
+            rendered = page.evaluate("(s) => window.renderReports(s)", snapshots)
+            page.wait_for_timeout(500)
+            links = page.eval_on_selector_all(
+                "a", "(links) => links.map((a) => [a.textContent, a.getAttribute('href'), "
+                     "a.getAttributeNames().sort().join(' ')])")
+        finally:
+            browser.close()
+    assert hits == [] and dialogs == [], (hits, dialogs)
+    from_board, hand_made, old = rendered
+    assert f"[image: leak — {base}/leak.png]" in from_board["text"]
+    assert "<h2>Answer</h2>" in from_board["html"] and "<table>" in from_board["html"]
+    for panel in (from_board, hand_made):
+        assert_inert_html(panel["html"])
+        assert "style=" not in panel["html"].replace('style="text-align: right;"', "")
+    assert "kept bold safe link js link spaced js server link" in hand_made["text"]
+    assert ["safe link", "https://example.org/x", "href rel target"] in links
+    assert ["server link", f"{base}/a", "href rel target"] in links  # a link: loads nothing
+    assert not any(href.lower().lstrip().startswith("javascript") for _, href, _ in links)
+    assert "<pre" in old["html"] and "# old snapshot <img src=x>" in old["text"]
+
+
 # --- terminal ---------------------------------------------------------------------------
 
 
