@@ -16,7 +16,7 @@ _ESCAPE_SEQUENCE = re.compile(
     r"""
     (?:\x1b\[|\x9b)[\x30-\x3f]*[\x20-\x2f]*[\x40-\x7e]?       # CSI: cursor, colour, clear
   | (?:\x1b[\]PX^_]|[\x90\x98\x9d\x9e\x9f])                  # OSC, DCS, SOS, PM, APC ...
-    [^\x07\x1b\x9c]*(?:\x07|\x1b\\|\x9c)?                      # ... up to BEL or ST
+    [^\x07\x1b\x9c]*(?:\x07|\x1b\\|\x9c)                       # ... up to BEL or ST
   | \x1b[\x20-\x2f]*[\x30-\x7e]?                               # any other ESC sequence
     """,
     re.VERBOSE,
@@ -26,8 +26,9 @@ _CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f\u202a-\u202e\u2066-\u2069]"
 
 def terminal_safe(text: str, *, keep_newlines: bool = True) -> str:
     """``text`` without terminal control: escape sequences (CSI, OSC — hyperlinks,
-    clipboard, window title —, DCS, SOS, PM, APC, and their 8-bit forms) removed whole,
-    and every other C0 or C1 control character and bidirectional override shown as
+    clipboard, window title —, DCS, SOS, PM, APC, and their 8-bit forms) removed whole
+    (an unterminated string loses only its introducer: the rest stays visible), and
+    every other C0 or C1 control character and bidirectional override shown as
     ``U+FFFD``. Tabs stay; newlines (``\\n`` or ``\\r\\n``) stay as ``\\n`` unless
     ``keep_newlines`` is False (then they become spaces, for one-line output).
     """

@@ -350,6 +350,7 @@ def test_terminal_safe_removes_every_sequence_kind() -> None:
     assert terminal_safe("\x1b]8;;http://x/\x1b\\label\x1b]8;;\x1b\\") == "label"
     assert terminal_safe("\x1b[31mred\x1b[0m") == "red"
     assert terminal_safe("a\r\nb\tc") == "a\nb\tc"
+    assert terminal_safe("value \x1b]0;never terminated") == "value 0;never terminated"
     assert terminal_safe("a\nb", keep_newlines=False) == "a b"
     assert terminal_safe("über — 日本") == "über — 日本"
 
