@@ -29,7 +29,7 @@ import re
 from html import escape as escape_html
 from html import unescape as unescape_html
 from typing import Any
-from urllib.parse import quote
+from urllib.parse import quote, unquote
 
 import mistune
 from mistune.renderers.html import HTMLRenderer
@@ -105,7 +105,8 @@ class _SafeMarkdownRenderer(MarkdownRenderer):
         url = token["attrs"]["url"]
         target = link_target(url)
         if target is None:
-            return f"{text} ({escape_markdown(url)})" if url else text
+            label = _plain_text(token.get("children", []))
+            return text if _says_target(label, url) else f"{text} ({escape_markdown(url)})"
         return f"[{text}]({quote(target, safe=_URL_SAFE)})"
 
     def inline_html(self, token: dict[str, Any], state: Any) -> str:
@@ -129,9 +130,16 @@ class _SafeHTMLRenderer(HTMLRenderer):
     def link(self, text: str, url: str, title: str | None = None) -> str:
         target = link_target(url)
         if target is None:
-            return f"{text} ({escape_html(url)})" if url else text
+            label = unescape_html(_strip_tags(text))
+            return text if _says_target(label, url) else f"{text} ({escape_html(url)})"
         return (f'<a href="{escape_html(target, quote=True)}" '
                 f'rel="noopener noreferrer nofollow">{text}</a>')
+
+
+def _says_target(label: str, url: str) -> bool:
+    """Whether a link's text already shows where it points (an autolink), or it points
+    nowhere: then the target is not repeated after it."""
+    return not url or label.strip() in {url, unquote(url)}
 
 
 def _plain_text(tokens: list[dict[str, Any]]) -> str:

@@ -50,7 +50,11 @@ def hostile_report(base: str) -> str:
         "## Answer", "",
         f"- **H1** works ![leak]({base}/leak.png) [ref image][img] ![ref][img]",
         "- see [the docs](https://example.org/docs) and [run](javascript:alert('report'))",
-        f"- [![nested]({base}/nested.png)](https://example.org)", "",
+        f"- [![nested]({base}/nested.png)](https://example.org)",
+        "- <javascript:alert('autolink')> [data](data:text/html;base64,PHNjcmlwdD4=) "
+        "[spaced](<  javascript:alert('spaced')>) [tab](java\tscript:alert('tab'))",
+        f"- [titled](https://example.org \"<img src={base}/title.png onerror=alert(1)>\")",
+        "",
         "| dimension | table | reason |", "|---|---|---|",
         f"| <img src={base}/table.png onerror=alert('table')> | t | not split |", "",
         f"<div><img src={base}/block.png onerror=alert('block')></div>", "",
