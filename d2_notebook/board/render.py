@@ -1,6 +1,8 @@
 """A board as a readable text tree, for ``d2 board show`` and plain-text reprs.
 
-Pure functions of the board's records: no SQL against user data, no model calls.
+Pure functions of the board's records: no SQL against user data, no model calls. Every
+line goes through :func:`~d2_notebook.terminal_text.terminal_safe`, so text on the board
+cannot drive the terminal it is printed on.
 """
 
 from __future__ import annotations
@@ -9,6 +11,7 @@ import textwrap
 
 from d2_notebook.board.board import Board
 from d2_notebook.board.records import Evidence, Hypothesis, Link
+from d2_notebook.terminal_text import terminal_safe
 
 _STATUS_MARK = {
     "proposed": "·",
@@ -25,7 +28,7 @@ def render_tree(board: Board, *, width: int = 100, include_redundant: bool = Tru
     with its verdict and linked evidence, then evidence linked to nothing."""
     lines: list[str] = []
     for inv in board.list_investigations():
-        lines.append(f"Investigation {inv.id} [{inv.state.value}]: {inv.question}")
+        lines.append(_one_line(f"Investigation {inv.id} [{inv.state.value}]: {inv.question}"))
     counts = board.counts()
     lines.append(
         f"{counts['hypotheses']} hypotheses, {counts['evidence']} evidence "
@@ -44,7 +47,7 @@ def render_tree(board: Board, *, width: int = 100, include_redundant: bool = Tru
         lines.append("")
         lines.append(_wrap(f"{indent}{_hypothesis_line(hyp)}", width, indent + "    "))
         if hyp.motivated_by:
-            lines.append(f"{indent}    motivated by: {', '.join(hyp.motivated_by)}")
+            lines.append(_one_line(f"{indent}    motivated by: {', '.join(hyp.motivated_by)}"))
         verdict = board.latest_verdict(hyp.id)
         if verdict is not None:
             cited = ", ".join(verdict.evidence_ids) or "no evidence"
@@ -94,6 +97,10 @@ def _evidence_line(item: Evidence, link: Link | None) -> str:
     return f"{item.id} {stance}{item.description} ({rows}){flags}{reading}"
 
 
+def _one_line(text: str) -> str:
+    return terminal_safe(text, keep_newlines=False)
+
+
 def _wrap(text: str, width: int, subsequent_indent: str) -> str:
-    return textwrap.fill(text, width=width, subsequent_indent=subsequent_indent,
+    return textwrap.fill(_one_line(text), width=width, subsequent_indent=subsequent_indent,
                          break_long_words=False, break_on_hyphens=False)

@@ -31,21 +31,27 @@ from d2_notebook.detective.policies.hospital import HospitalWalkthrough
 from d2_notebook.detective.variant import VARIANTS, Role
 from d2_notebook.errors import D2Error, ModelConfigError
 from d2_notebook.llm import Model, get_model
+from d2_notebook.terminal_text import json_terminal_safe, terminal_safe
 
 F = TypeVar("F", bound=Callable[..., Any])
 
 
 def friendly_errors(command: F) -> F:
-    """Turn d2_notebook's own errors into one-line click errors."""
+    """Turn d2_notebook's own errors into one-line click errors, with terminal control
+    sequences from board text or paths taken out of every error message."""
 
     @functools.wraps(command)
     def wrapper(*args: Any, **kwargs: Any) -> Any:
         try:
             return command(*args, **kwargs)
+        except click.ClickException as exc:
+            exc.message = terminal_safe(exc.message)
+            raise
         except D2Error as exc:
-            raise click.ClickException(str(exc)) from exc
+            raise click.ClickException(terminal_safe(str(exc))) from exc
         except OSError as exc:  # a file the command reads or writes
-            raise click.ClickException(f"{exc}; check the path and its permissions") from exc
+            raise click.ClickException(
+                terminal_safe(f"{exc}; check the path and its permissions")) from exc
 
     return wrapper  # type: ignore[return-value]
 
@@ -106,10 +112,10 @@ def board_export(path: Path, as_json: bool, output: Path | None) -> None:
     with _open_existing(path) as opened:
         document = opened.to_json(indent=2)
     if output is None:
-        click.echo(document)
+        click.echo(json_terminal_safe(document))
     else:
         output.write_text(document + "\n", encoding="utf-8")
-        click.echo(f"wrote {output}", err=True)
+        click.echo(terminal_safe(f"wrote {output}"), err=True)
 
 
 @board.command("import")
@@ -125,7 +131,7 @@ def board_import(json_path: Path, board_path: Path) -> None:
         raise click.ClickException(f"{json_path} is not UTF-8 text ({exc}); pass a file "
                                    "written by `d2 board export --json`") from exc
     Board.from_json(text, board_path).close()
-    click.echo(f"imported {json_path} into {board_path}")
+    click.echo(terminal_safe(f"imported {json_path} into {board_path}"))
 
 
 # --- investigate and demo ------------------------------------------------------------
@@ -182,8 +188,8 @@ def _execute(run: _Run, board: Board) -> InvestigationResult:
     try:
         return asyncio.run(_investigate_live(run, board, view, board.last_seq()))
     except KeyboardInterrupt:
-        click.echo(f"\ninterrupted; the board is saved: resume with `{run.resume_command()}`",
-                   err=True)
+        click.echo(terminal_safe(f"\ninterrupted; the board is saved: resume with "
+                                 f"`{run.resume_command()}`"), err=True)
         sys.exit(130)
     except D2Error as exc:
         states = [i.state.value for i in board.list_investigations()]
@@ -213,7 +219,7 @@ def _print_summary(result: InvestigationResult, board_path: Path) -> None:
             f"{format_tokens(t.total_tokens)} tokens {format_cost(t.cost_usd)}"
             for role, t in usage.by_role.items()))
     if result.stop_reason:
-        click.echo(f"collection stopped early: {result.stop_reason}")
+        click.echo(terminal_safe(f"collection stopped early: {result.stop_reason}"))
     click.echo(f"see the board: d2 board show {board_path}")
 
 
@@ -339,10 +345,10 @@ def investigate_command(source: str, question: str | None, board_path: Path | No
     with _board_for_run(run.board_path) as opened:
         result = _execute(run, opened)
         if quiet:
-            click.echo(result.report)
+            click.echo(terminal_safe(result.report))
             return
         click.echo("")
-        click.echo(result.report.rstrip())
+        click.echo(terminal_safe(result.report.rstrip()))
         click.echo("")
         _print_summary(result, run.board_path)
 
@@ -390,7 +396,7 @@ def demo_command(model: str | None, board_path: Path | None, db_path: Path | Non
         with Board.open(board_path) as opened:
             result = _execute(run, opened)
             click.echo("")
-            click.echo(result.report.rstrip())
+            click.echo(terminal_safe(result.report.rstrip()))
             click.echo("")
             click.echo(render_tree(opened))
             click.echo("")

@@ -5,6 +5,8 @@ worth a line (a hypothesis added or abandoned, a dispatch, evidence with its sta
 verdict, a round, a stop) into short text. :class:`ProgressView` prints those lines
 and, on a terminal, keeps one refreshing status line at the bottom. The view only reads
 the board's event log, like the notebook widget does; it never queries the user's data.
+Every line passes through :func:`~d2_notebook.terminal_text.terminal_safe`: board text
+cannot drive the terminal.
 """
 
 from __future__ import annotations
@@ -21,6 +23,7 @@ import click
 
 from d2_notebook.board import Board
 from d2_notebook.board.records import Event
+from d2_notebook.terminal_text import terminal_safe
 
 _MARK = {"supported": "✔", "contradicted": "✘", "inconclusive": "?", "abandoned": "–"}
 _STATUS_ORDER = ("proposed", "investigating", "supported", "contradicted", "inconclusive",
@@ -170,6 +173,8 @@ def _rows(count: Any) -> str:
 
 
 def _cut(line: str, width: int) -> str:
+    """``line`` on one terminal line: control sequences out, cut to ``width``."""
+    line = terminal_safe(line, keep_newlines=False)
     return line if len(line) <= width else line[: width - 1] + "…"
 
 

@@ -38,6 +38,7 @@ from d2_notebook.detective.variant import Shape
 from d2_notebook.errors import D2Error, InvalidRecordError, ReplayDivergenceError
 from d2_notebook.llm import Budget, BudgetedModel, Model, RecordingModel, Usage, get_model
 from d2_notebook.llm.replay import ReplayModel
+from d2_notebook.safe_markdown import safe_markdown
 
 Database = duckdb.DuckDBPyConnection | GuardedSQL | SQLSource | str | os.PathLike[str] | Any
 """A DuckDB connection or path, a SQLAlchemy URL or Engine, a SparkSession, or a source."""
@@ -84,7 +85,7 @@ class InvestigationResult:
         return len(self.claim_check.unverified)
 
     def _repr_markdown_(self) -> str:
-        return self.report
+        return safe_markdown(self.report)
 
 
 async def investigate(

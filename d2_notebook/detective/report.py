@@ -2,12 +2,23 @@
 
 Used by the ``no_reporter`` variant, and whenever the reporter cannot run (its
 budget is spent). The same structure as the reporter's: the answer first, then each
-hypothesis with its verdict and evidence ids, then what was not examined.
+hypothesis with its verdict and evidence ids, then what was not examined. Board text is
+kept on its own line (a line break in a statement cannot start a heading or a list);
+displays make the whole report inert (:mod:`d2_notebook.safe_markdown`).
 """
 
 from __future__ import annotations
 
+import re
+
 from d2_notebook.board import Board, HypothesisStatus
+
+_LINE_BREAKS = re.compile(r"\s*[\r\n\u2028\u2029\x0b\x0c]+\s*")
+
+
+def _inline(text: str) -> str:
+    """Board text on one line."""
+    return _LINE_BREAKS.sub(" ", text).strip()
 
 
 def fallback_report(board: Board, investigation_id: str, *, note: str = "") -> str:
@@ -15,29 +26,29 @@ def fallback_report(board: Board, investigation_id: str, *, note: str = "") -> s
     question = board.get_investigation(investigation_id).question
     hypotheses = board.list_hypotheses(investigation_id=investigation_id)
     supported = [h for h in hypotheses if h.status is HypothesisStatus.SUPPORTED]
-    lines = [f"# {question}", "", "## Answer", ""]
+    lines = [f"# {_inline(question)}", "", "## Answer", ""]
     if supported:
         for hyp in supported:
             verdict = board.latest_verdict(hyp.id)
             cited = ", ".join(verdict.evidence_ids) if verdict else ""
             confidence = f" (confidence {hyp.confidence:.2f})" if hyp.confidence is not None else ""
-            lines.append(f"- **{hyp.id}** {hyp.statement}{confidence} [{cited}]")
+            lines.append(f"- **{hyp.id}** {_inline(hyp.statement)}{confidence} [{cited}]")
     else:
         lines.append("No hypothesis was supported by the evidence.")
     lines += ["", "## Hypotheses", ""]
     for hyp in hypotheses:
-        lines.append(f"### {hyp.id} — {hyp.status.value}: {hyp.statement}")
+        lines.append(f"### {hyp.id} — {hyp.status.value}: {_inline(hyp.statement)}")
         verdict = board.latest_verdict(hyp.id)
         if verdict is not None:
-            lines.append(f"Verdict ({verdict.confidence:.2f}): {verdict.rationale}")
+            lines.append(f"Verdict ({verdict.confidence:.2f}): {_inline(verdict.rationale)}")
         elif hyp.status_reason:
-            lines.append(f"Note: {hyp.status_reason}")
+            lines.append(f"Note: {_inline(hyp.status_reason)}")
         for link in board.list_links(hypothesis_id=hyp.id):
             evidence = board.get_evidence(link.evidence_id)
             if evidence.redundant:
                 continue
-            reading = f" — {link.rationale}" if link.rationale else ""
-            lines.append(f"- {link.stance.value}: {evidence.id} {evidence.description}"
+            reading = f" — {_inline(link.rationale)}" if link.rationale else ""
+            lines.append(f"- {link.stance.value}: {evidence.id} {_inline(evidence.description)}"
                          f" ({evidence.row_count} rows){reading}")
         lines.append("")
     if note:

@@ -10,6 +10,7 @@ evidence with its SQL and the first rows of its stored result.
 Layout of the document (``version`` 1)::
 
     {"version": 1, "question": str, "state": str, "summary": str, "report": str | null,
+     "report_html": str | null,
      "caps": {"rows_per_evidence": int, "cell_chars": int, "total_cells": int},
      "graph": {"nodes": [{"id", "kind", "label", "classes", "position": {"x", "y"},
                           "data": {...}}], "edges": [{"id", "source", "target", "kind",
@@ -21,6 +22,11 @@ Layout of the document (``version`` 1)::
                          "author", "author_role", "round", "redundant", "redundant_reason",
                          "columns": [str], "rows": [[cell]], "rows_shown": int,
                          "links": [{"hypothesis_id", "stance", "rationale"}]}}}
+
+``report_html`` is the report rendered by :func:`~d2_notebook.safe_markdown.markdown_html`
+(no HTML of its own, images as text, links only to http, https or mailto); the
+extension still copies only text, the tags of a report and such links out of it, so a
+hand-made snapshot cannot load or run anything either.
 
 Caps keep a notebook small: at most ``rows_per_evidence`` rows per evidence, cells cut
 to ``cell_chars`` characters, and ``total_cells`` cells in the whole snapshot (evidence
@@ -39,6 +45,7 @@ from d2_notebook.board import Board, Evidence, Hypothesis, Link
 from d2_notebook.notebook import style
 from d2_notebook.notebook.graph import GraphModel, elements_from_records
 from d2_notebook.notebook.static import summarize, summary_line
+from d2_notebook.safe_markdown import markdown_html, safe_markdown
 
 SNAPSHOT_VERSION: int = style.LOOK["snapshot_version"]
 
@@ -75,6 +82,7 @@ def board_snapshot(board: Board, caps: SnapshotCaps | None = None) -> dict[str, 
         "state": summary.state,
         "summary": summary_line(summary),
         "report": report,
+        "report_html": None if report is None else markdown_html(safe_markdown(report)),
         "caps": {"rows_per_evidence": caps.rows_per_evidence, "cell_chars": caps.cell_chars,
                  "total_cells": caps.total_cells},
         "graph": graph_json(elements_from_records(hypotheses, evidence, links)),

@@ -14,6 +14,7 @@ from html import escape
 from d2_notebook.board import Board, HypothesisStatus
 from d2_notebook.notebook import style
 from d2_notebook.notebook.graph import GraphModel, GraphNode, board_elements
+from d2_notebook.safe_markdown import escape_markdown
 
 MARGIN = 30.0
 
@@ -69,6 +70,12 @@ def summary_line(summary: BoardSummary) -> str:
     return (f"hypotheses: {statuses} · {summary.evidence} evidence "
             f"({summary.redundant} redundant) · {summary.model_calls} model calls · "
             f"{summary.tokens:,} tokens · ${summary.cost_usd:.4f}{elapsed}")
+
+
+def header_text(board: Board) -> str:
+    """The header as plain text (two lines): question and state, then the summary line."""
+    summary = summarize(board)
+    return f"{summary.question} [{summary.state}]\n{summary_line(summary)}"
 
 
 def header_html(board: Board) -> str:
@@ -138,17 +145,19 @@ def legend_html() -> str:
 
 
 def board_markdown(board: Board) -> str:
-    """The board as Markdown: question, summary line and a table of hypotheses."""
+    """The board as Markdown: question, summary line and a table of hypotheses. Board
+    text is escaped (:func:`~d2_notebook.safe_markdown.escape_markdown`): it reads as
+    written and never becomes HTML, an image or a link."""
     summary = summarize(board)
-    lines = [f"**{summary.question}** `[{summary.state}]`", "", summary_line(summary), "",
+    lines = [f"**{escape_markdown(summary.question)}** `[{summary.state}]`", "",
+             escape_markdown(summary_line(summary)), "",
              "| id | status | confidence | statement | evidence |", "|---|---|---|---|---|"]
     for hyp in board.list_hypotheses():
         links = board.list_links(hypothesis_id=hyp.id)
         cited = ", ".join(f"{lk.evidence_id} {lk.stance.value}" for lk in links)
         confidence = "" if hyp.confidence is None else f"{hyp.confidence:.0%}"
-        statement = hyp.statement.replace("|", "\\|")
-        lines.append(f"| {hyp.id} | {hyp.status.value} | {confidence} | {statement} | "
-                     f"{cited} |")
+        lines.append(f"| {escape_markdown(hyp.id)} | {hyp.status.value} | {confidence} | "
+                     f"{escape_markdown(hyp.statement)} | {escape_markdown(cited)} |")
     return "\n".join(lines)
 
 

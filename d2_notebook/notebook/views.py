@@ -7,18 +7,30 @@ and nbconvert. A *live* view adds the ipywidgets board widget, which follows a r
 investigation; the ``%%investigate`` magic shows a live view while it runs and then
 replaces it by a snapshot view, so the saved notebook reopens with the graph instead of
 a widget whose kernel state is gone.
+
+Every text/markdown and text/html part goes through :mod:`d2_notebook.safe_markdown`
+(board text escaped; a report's HTML, images and unsafe links made text) and every
+text/plain part through :func:`~d2_notebook.terminal_text.terminal_safe`: opening or
+printing a display loads, runs and controls nothing.
 """
 
 from __future__ import annotations
 
 import os
-from html import escape
 from typing import Any
 
 from d2_notebook.board import Board
 from d2_notebook.notebook.snapshot import board_snapshot
-from d2_notebook.notebook.static import board_html, board_markdown, board_svg, header_html
+from d2_notebook.notebook.static import (
+    board_html,
+    board_markdown,
+    board_svg,
+    header_html,
+    header_text,
+)
 from d2_notebook.notebook.style import MIME_TYPE
+from d2_notebook.safe_markdown import escape_markdown, markdown_html, safe_markdown
+from d2_notebook.terminal_text import terminal_safe
 
 WIDGET_MIME = "application/vnd.jupyter.widget-view+json"
 
@@ -73,10 +85,11 @@ class BoardView:
         return board_markdown(self.board)
 
     def _repr_mimebundle_(self, include: Any = None, exclude: Any = None) -> dict[str, Any]:
+        markdown = board_markdown(self.board)
         bundle: dict[str, Any] = {
-            "text/plain": f"{self!r}\n{board_markdown(self.board)}",
+            "text/plain": terminal_safe(f"{self!r}\n{header_text(self.board)}"),
             "text/html": board_html(self.board),
-            "text/markdown": board_markdown(self.board),
+            "text/markdown": markdown,
         }
         if self.interactive:
             bundle[MIME_TYPE] = board_snapshot(self.board)
@@ -101,14 +114,18 @@ class InvestigationView:
 
     def _repr_mimebundle_(self, include: Any = None, exclude: Any = None) -> dict[str, Any]:
         result = self.result
-        stop = f"\n\n*Stopped early: {result.stop_reason}*" if result.stop_reason else ""
-        markdown = f"{result.report}{stop}"
-        html = f"<div>{markdown_to_html(markdown)}</div>"
+        stop = f"Stopped early: {result.stop_reason}" if result.stop_reason else ""
+        markdown = safe_markdown(result.report)
+        if stop:
+            markdown += f"\n*{escape_markdown(stop)}*\n"
+        html = f"<div>{markdown_html(markdown)}</div>"
+        plain = f"{self!r}\n{result.report}" + (f"\n\n{stop}" if stop else "")
         if self.show_graph:
             html = (f"{header_html(result.board)}{html}<h4>Audit graph</h4>"
                     f"{board_svg(result.board)}")
-            markdown += "\n\n" + board_markdown(result.board)
-        bundle: dict[str, Any] = {"text/plain": f"{self!r}\n{markdown}",
+            markdown += "\n" + board_markdown(result.board)
+            plain += "\n\n" + header_text(result.board)
+        bundle: dict[str, Any] = {"text/plain": terminal_safe(plain),
                                   "text/markdown": markdown, "text/html": html}
         if self.show_graph:
             bundle[MIME_TYPE] = board_snapshot(result.board)
@@ -127,18 +144,6 @@ def show(board: Board | str | os.PathLike[str], *, show_redundant: bool = True,
 
     opened = board if isinstance(board, Board) else open_existing_board(board)
     return BoardView(opened, show_redundant=show_redundant, live=live)
-
-
-def markdown_to_html(text: str) -> str:
-    """Markdown as HTML with mistune when installed (it ships with JupyterLab's
-    nbconvert), else the text in a ``<pre>``. Raw HTML in a model-written report is
-    escaped, not rendered."""
-    try:
-        import mistune
-    except ImportError:
-        return f"<pre>{escape(text)}</pre>"
-    render = mistune.create_markdown(escape=True, plugins=["table", "strikethrough"])
-    return str(render(text))
 
 
 def _widget_bundle(widget: Any) -> dict[str, Any]:

@@ -1,7 +1,8 @@
 /**
  * The side panel: what a click on a hypothesis or an evidence node shows, built from the
- * snapshot alone (no kernel). DOM nodes with textContent only: nothing in a snapshot is
- * ever parsed as HTML, so the renderer is safe for untrusted notebooks.
+ * snapshot alone (no kernel). DOM nodes with textContent only; the one HTML a snapshot
+ * carries (the report) is parsed into an inert document and copied element by element
+ * through an allowlist, so the renderer is safe for untrusted notebooks.
  */
 import { IEvidence, IHypothesis, ISnapshot } from './elements';
 
@@ -122,10 +123,79 @@ export function detailsPanel(snapshot: ISnapshot, id: string): HTMLElement {
   return element('p', `Nothing to show for ${id}.`);
 }
 
-/** The report, as preformatted Markdown text (the notebook shows it rendered). */
+/** Tags a report may use; any other element keeps only its text (script-like ones not even
+ * that). */
+const REPORT_TAGS = new Set(['h1', 'h2', 'h3', 'h4', 'h5', 'h6', 'p', 'ul', 'ol', 'li', 'table',
+  'thead', 'tbody', 'tr', 'th', 'td', 'strong', 'em', 'del', 'code', 'pre', 'blockquote', 'hr',
+  'br', 'a']);
+const DROPPED_TAGS = new Set(['script', 'style', 'template', 'noscript', 'iframe', 'object',
+  'embed', 'svg', 'math', 'title', 'head']);
+const LINK_TARGET = /^(https?|mailto):/i;
+const ALIGNMENTS = new Set(['left', 'right', 'center']);
+
+/**
+ * Copy a parsed report into fresh DOM nodes: text, the tags of REPORT_TAGS and links to
+ * http, https or mailto (opened in a new tab, no referrer). No attribute is copied except
+ * a link's target, an ordered list's start and a table cell's alignment, so nothing can
+ * load or run, whatever the source document holds.
+ */
+export function copyReport(source: Node, target: Node): void {
+  for (const child of Array.from(source.childNodes)) {
+    if (child.nodeType === Node.TEXT_NODE) {
+      target.appendChild(document.createTextNode(child.textContent ?? ''));
+      continue;
+    }
+    if (child.nodeType !== Node.ELEMENT_NODE) {
+      continue;
+    }
+    const from = child as Element;
+    const tag = from.tagName.toLowerCase();
+    if (DROPPED_TAGS.has(tag)) {
+      continue;
+    }
+    if (!REPORT_TAGS.has(tag)) {
+      copyReport(from, target);
+      continue;
+    }
+    const href = (from.getAttribute('href') ?? '').trim();
+    if (tag === 'a' && !LINK_TARGET.test(href)) {
+      copyReport(from, target);
+      continue;
+    }
+    const to = document.createElement(tag);
+    if (tag === 'a') {
+      to.setAttribute('href', href);
+      to.setAttribute('target', '_blank');
+      to.setAttribute('rel', 'noopener noreferrer nofollow');
+    }
+    const start = from.getAttribute('start');
+    if (tag === 'ol' && start && /^\d+$/.test(start)) {
+      to.setAttribute('start', start);
+    }
+    const align = (from as HTMLElement).style?.textAlign;
+    if ((tag === 'th' || tag === 'td') && align && ALIGNMENTS.has(align)) {
+      to.style.textAlign = align;
+    }
+    copyReport(from, to);
+    target.appendChild(to);
+  }
+}
+
+/**
+ * The report, rendered: the snapshot's ``report_html`` parsed by DOMParser (an inert
+ * document: nothing in it loads or runs) and copied through copyReport. Older snapshots
+ * without it show the Markdown as text.
+ */
 export function reportPanel(snapshot: ISnapshot): HTMLElement {
   const panel = element('div', undefined, 'd2-details-report');
   panel.appendChild(element('h4', 'Report'));
-  panel.appendChild(element('pre', snapshot.report ?? 'No report yet.', 'd2-report'));
+  if (snapshot.report_html) {
+    const parsed = new DOMParser().parseFromString(snapshot.report_html, 'text/html');
+    const body = element('div', undefined, 'd2-report-html');
+    copyReport(parsed.body, body);
+    panel.appendChild(body);
+  } else {
+    panel.appendChild(element('pre', snapshot.report ?? 'No report yet.', 'd2-report'));
+  }
   return panel;
 }

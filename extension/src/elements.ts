@@ -87,6 +87,8 @@ export interface ISnapshot {
   state: string;
   summary: string;
   report: string | null;
+  /** The report as HTML, rendered and made inert in Python (absent in older snapshots). */
+  report_html?: string | null;
   caps: { rows_per_evidence: number; cell_chars: number; total_cells: number };
   graph: { nodes: ISnapshotNode[]; edges: ISnapshotEdge[] };
   hypotheses: { [id: string]: IHypothesis };
