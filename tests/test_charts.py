@@ -112,6 +112,17 @@ def test_a_rate_with_its_count_gets_bars_with_wilson_intervals() -> None:
     assert all(0 <= r["low"] <= r["high"] <= 1 for r in rows.values())
 
 
+def test_two_arms_with_their_counts_get_paired_rate_bars() -> None:
+    frame = pd.DataFrame({"severity": ["mild", "severe"], "rate_drug": [0.05, 0.3],
+                          "n_drug": [200, 40], "rate_care": [0.08, 0.35], "n_care": [400, 90]})
+    chart = chart_for_frame(frame)
+    assert chart is not None and chart.kind is ChartKind.RATE_BARS
+    rows = {(r["category"], r["series"]): r for r in _data(chart.spec)}
+    assert set(rows) == {(c, s) for c in ("mild", "severe") for s in ("rate_drug", "rate_care")}
+    assert rows[("severe", "rate_drug")]["count"] == 40
+    assert rows[("mild", "rate_care")]["rate"] == pytest.approx(0.08)
+
+
 def test_one_category_and_a_measure_gets_bars_in_the_result_order() -> None:
     frame = pd.DataFrame({"ward": ["icu", "ward", "hdu"], "avg_days": [9.5, 4.0, 6.2]})
     chart = chart_for_frame(frame)

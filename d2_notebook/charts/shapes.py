@@ -8,8 +8,9 @@ these rules, in order:
    no chart (an id lookup, a long listing).
 2. A time column and at least one measure: **lines** (the measures over time; a category
    with at most :data:`MAX_SERIES` values colours the lines).
-3. One category, a measure whose values all lie in [0, 1] and a count column: **rate
-   bars** with 95% Wilson intervals (the rate is a share of the count's rows).
+3. One category and rates with their counts (a measure whose values all lie in [0, 1]
+   beside a count column: the only two, or pairs named alike such as ``rate_drug`` and
+   ``n_drug``): **rate bars** with 95% Wilson intervals, one colour per pair.
 4. One category and at least one measure: **bars** of the first measure.
 5. Exactly two measures and no category: a **scatter** plot.
 6. Anything else (free text, several categories and no measure): no chart.
@@ -85,14 +86,14 @@ class Shape:
         x: The category, time or first measure column.
         y: The measure columns (one for bars and scatter, one or more for lines).
         color: A category that colours the marks, if any.
-        count: The count column of a rate (rate bars only).
+        counts: The count column of each rate in ``y`` (rate bars only).
     """
 
     kind: ChartKind
     x: str | None = None
     y: tuple[str, ...] = ()
     color: str | None = None
-    count: str | None = None
+    counts: tuple[str, ...] = ()
 
 
 def shape_of(frame: pd.DataFrame, hint: ChartHint | None = None) -> Shape | None:
@@ -138,17 +139,39 @@ def _plain_shape(frame: pd.DataFrame, hint: ChartHint) -> Shape | None:
         x = x or categories[0]
         if len(frame) > MAX_CATEGORIES or not measures:
             return None
-        rate = y if y and _is_rate(frame[y]) else next(
-            (m for m in measures if _is_rate(frame[m])), None)
-        count = next((m for m in measures if m != rate and _is_count(frame[m], m)), None)
-        if rate is not None and count is not None and (y is None or y == rate):
-            return Shape(ChartKind.RATE_BARS, x=x, y=(rate,), count=count)
+        pairs = _rate_count_pairs(frame, measures)
+        if y is not None:
+            pairs = [p for p in pairs if p[0] == y]
+        if pairs:
+            return Shape(ChartKind.RATE_BARS, x=x, y=tuple(r for r, _ in pairs),
+                         counts=tuple(c for _, c in pairs))
         return Shape(ChartKind.BARS, x=x, y=(y or measures[0],), color=color)
     if not categories and len(measures) == 2 and x in (None, *measures):
         first = x or measures[0]
         second = y if y and y != first else next(m for m in measures if m != first)
         return Shape(ChartKind.SCATTER, x=first, y=(second,), color=color)
     return None
+
+
+def _rate_count_pairs(frame: pd.DataFrame, measures: list[str]) -> list[tuple[str, str]]:
+    """Each rate with the count it is a share of: ``rate_x`` with ``n_x`` (the names'
+    last parts agree), or the only rate with the only count."""
+    rates = [m for m in measures if _is_rate(frame[m])]
+    counts = [m for m in measures if m not in rates and _is_count(frame[m], m)]
+    if len(rates) == 1 and len(counts) == 1:
+        return [(rates[0], counts[0])]
+    pairs = []
+    for rate in rates:
+        suffix = _suffix(rate)
+        match = [c for c in counts if suffix is not None and _suffix(c) == suffix]
+        if len(match) == 1:
+            pairs.append((rate, match[0]))
+    return pairs[:MAX_SERIES]
+
+
+def _suffix(name: str) -> str | None:
+    parts = name.lower().rsplit("_", 1)
+    return parts[1] if len(parts) == 2 and parts[1] else None
 
 
 def _is_time(series: pd.Series) -> bool:

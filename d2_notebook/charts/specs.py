@@ -158,20 +158,35 @@ def _bars(frame: pd.DataFrame, shape: Shape) -> alt.Chart:
 
 
 def _rate_bars(frame: pd.DataFrame, shape: Shape) -> alt.LayerChart:
-    rate, count = shape.y[0], shape.count or ""
-    data = pd.DataFrame({"category": frame[shape.x].astype(str),
-                         "rate": pd.to_numeric(frame[rate], errors="coerce"),
-                         "count": pd.to_numeric(frame[count], errors="coerce")})
-    bounds = [_wilson(r, n) for r, n in zip(data["rate"], data["count"], strict=True)]
-    data["low"] = [b[0] for b in bounds]
-    data["high"] = [b[1] for b in bounds]
-    order = data["category"].tolist()
+    parts = []
+    for rate, count in zip(shape.y, shape.counts, strict=True):
+        part = pd.DataFrame({"category": frame[shape.x].astype(str), "series": rate,
+                             "rate": pd.to_numeric(frame[rate], errors="coerce"),
+                             "count": pd.to_numeric(frame[count], errors="coerce")})
+        bounds = [_wilson(r, n) for r, n in zip(part["rate"], part["count"], strict=True)]
+        part["low"] = [b[0] for b in bounds]
+        part["high"] = [b[1] for b in bounds]
+        parts.append(part)
+    data = pd.concat(parts, ignore_index=True)
+    order = frame[shape.x].astype(str).tolist()
     y = alt.Y("category:N", sort=order, title=shape.x, axis=alt.Axis(labelLimit=220))
-    base = alt.Chart(data).properties(width=WIDTH, height=ROW_HEIGHT * len(data))
-    bars = base.mark_bar(color=_PLAIN).encode(
-        y=y, x=alt.X("rate:Q", title=f"{rate} (95% Wilson interval, n = {count})"),
-        tooltip=["category:N", "rate:Q", "count:Q", "low:Q", "high:Q"])
-    whiskers = base.mark_rule(color="#212121").encode(y=y, x="low:Q", x2="high:Q")
+    offset = alt.YOffset("series:N", sort=list(shape.y))
+    several = len(shape.y) > 1
+    base = alt.Chart(data).properties(width=WIDTH,
+                                      height=ROW_HEIGHT * len(data) * (1.2 if several else 1))
+    counts = ", ".join(shape.counts)
+    title = (f"{shape.y[0]} (95% Wilson interval over {counts} rows)" if not several
+             else f"rate (95% Wilson interval over {counts} rows)")
+    bar_encoding: dict[str, Any] = {
+        "y": y, "x": alt.X("rate:Q", title=title),
+        "tooltip": ["category:N", "series:N", "rate:Q", "count:Q", "low:Q", "high:Q"]}
+    rule_encoding: dict[str, Any] = {"y": y, "x": "low:Q", "x2": "high:Q"}
+    if several:
+        bar_encoding.update(yOffset=offset, color=alt.Color("series:N", title=None,
+                                                            sort=list(shape.y)))
+        rule_encoding["yOffset"] = offset
+    bars = base.mark_bar(color=_PLAIN).encode(**bar_encoding)
+    whiskers = base.mark_rule(color="#212121").encode(**rule_encoding)
     return alt.layer(bars, whiskers)
 
 
