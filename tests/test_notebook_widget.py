@@ -79,6 +79,15 @@ def test_clicking_evidence_shows_sql_stance_and_the_stored_frame(filled: Board) 
     assert "GROUP" in panel and "supports" in panel
 
 
+def test_clicking_chartable_evidence_shows_its_chart_drawn_from_the_stored_rows(
+        filled: Board) -> None:
+    widget = BoardWidget(filled)
+    widget.on_node_click({"data": {"id": "E1"}})
+    panel = widget.details.value
+    assert "<div class='d2-chart'" in panel and "<svg" in panel
+    assert "Pulmorex" in panel.split("<div class='d2-chart'")[1].split("</svg>")[0]
+
+
 def test_clicking_a_hypothesis_shows_verdict_and_linked_evidence(filled: Board) -> None:
     filled.add_verdict("H1", "supported", 0.85, "clearly lower", ["E1"], author="judge-1",
                        round=1)
