@@ -184,6 +184,7 @@ def test_a_board_evidence_charts_from_its_stored_rows_and_says_when_cut(tmp_path
     assert chart.spec["title"]["text"] == f"{evidence.id}: rates by drug"
     bundle = chart._repr_mimebundle_()
     assert bundle[VEGA_LITE_MIME] == chart.spec
+    assert bundle["image/svg+xml"].lstrip().startswith("<svg")
     board.close()
 
 

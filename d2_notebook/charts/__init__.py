@@ -11,6 +11,7 @@ chart's ``_repr_mimebundle_``), an SVG rendered in Python for static HTML and th
 from __future__ import annotations
 
 import json
+from collections import OrderedDict
 from dataclasses import dataclass
 from typing import Any
 
@@ -23,8 +24,9 @@ from d2_notebook.charts.specs import build_spec
 __all__ = ["VEGA_LITE_MIME", "ChartHint", "ChartKind", "EvidenceChart", "chart_for_evidence",
            "chart_for_frame", "chart_png", "chart_svg"]
 
-VEGA_LITE_MIME = "application/vnd.vegalite.v5+json"
-"""The MIME type JupyterLab renders Vega-Lite 5 specs under."""
+VEGA_LITE_MIME = "application/vnd.vegalite.v6+json"
+"""The MIME type of a Vega-Lite 6 spec (what Altair writes). JupyterLab 4 renders only
+Vega-Lite up to 5 natively, so displays also carry the SVG."""
 _TITLE_CHARS = 90
 
 
@@ -45,7 +47,8 @@ class EvidenceChart:
         return json.dumps(self.spec, sort_keys=True, default=str)
 
     def _repr_mimebundle_(self, include: Any = None, exclude: Any = None) -> dict[str, Any]:
-        return {VEGA_LITE_MIME: self.spec, "text/plain": f"<{self.kind.value} chart>"}
+        return {VEGA_LITE_MIME: self.spec, "image/svg+xml": chart_svg(self),
+                "text/plain": f"<{self.kind.value} chart>"}
 
 
 def chart_for_frame(frame: pd.DataFrame, *, title: str = "", row_count: int | None = None,
@@ -69,11 +72,27 @@ def chart_for_frame(frame: pd.DataFrame, *, title: str = "", row_count: int | No
 
 
 def chart_for_evidence(board: Board, evidence_id: str) -> EvidenceChart | None:
-    """The chart of evidence ``evidence_id`` from its stored rows, or None."""
+    """The chart of evidence ``evidence_id`` from its stored rows, or None.
+
+    Stored results never change, so a chart is built once per result (keyed by the
+    result's hash, the title and the row count) and reused by later displays.
+    """
     evidence = board.get_evidence(evidence_id)
-    frame = board.evidence_frame(evidence_id)
-    return chart_for_frame(frame, title=f"{evidence.id}: {evidence.description}",
-                           row_count=evidence.row_count)
+    title = f"{evidence.id}: {evidence.description}"
+    key = (evidence.result_hash, title, evidence.row_count)
+    if key in _BUILT:
+        _BUILT.move_to_end(key)
+        return _BUILT[key]
+    chart = chart_for_frame(board.evidence_frame(evidence_id), title=title,
+                            row_count=evidence.row_count)
+    _BUILT[key] = chart
+    while len(_BUILT) > _BUILT_SIZE:
+        _BUILT.popitem(last=False)
+    return chart
+
+
+_BUILT_SIZE = 512
+_BUILT: OrderedDict[tuple[str, str, int], EvidenceChart | None] = OrderedDict()
 
 
 def chart_svg(chart: EvidenceChart) -> str:

@@ -3,6 +3,7 @@
  * snapshot alone (no kernel). DOM nodes with textContent only: nothing in a snapshot is
  * ever parsed as HTML, so the renderer is safe for untrusted notebooks.
  */
+import { chartElement } from './chart';
 import { IEvidence, IHypothesis, ISnapshot } from './elements';
 
 function element(tag: string, text?: string, className?: string): HTMLElement {
@@ -83,6 +84,9 @@ export function evidencePanel(id: string, item: IEvidence): HTMLElement {
         (link.rationale ? `: ${link.rationale}` : '')));
     }
     panel.appendChild(list);
+  }
+  if (item.chart) {
+    panel.appendChild(chartElement(item.chart));
   }
   panel.appendChild(resultTable(item));
   if (item.rows_shown < item.stored_rows) {
