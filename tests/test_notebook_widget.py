@@ -151,6 +151,28 @@ def test_investigation_view_renders_report_and_escapes_html(filled: Board) -> No
     assert "<svg" in bundle["text/html"] and bundle["text/markdown"].startswith("# Findings")
 
 
+def test_investigation_view_shows_the_charts_of_the_evidence_its_report_cites(
+        filled: Board, tmp_path) -> None:
+    import nbformat
+    from nbconvert import HTMLExporter
+
+    class Result:
+        investigation_id, state, stop_reason, board = "I1", "finished", None, filled
+        report = "Pulmorex has the lowest death rate, 0.08 [E1]."
+
+    bundle = InvestigationView(Result(), show_graph=False)._repr_mimebundle_()
+    html = bundle["text/html"]
+    assert "Charts of the cited evidence" in html
+    chart = html.split("Charts of the cited evidence")[1]
+    assert "<svg" in chart and "Pulmorex" in chart and "Hydrazol" in chart
+    # A saved notebook converted to HTML (nbconvert) keeps the chart: an SVG, no script.
+    cell = nbformat.v4.new_code_cell("view", execution_count=1, outputs=[
+        nbformat.v4.new_output("display_data", data={"text/html": html})])
+    page, _ = HTMLExporter().from_notebook_node(nbformat.v4.new_notebook(cells=[cell]))
+    converted = page.split("Charts of the cited evidence")[1]
+    assert "<svg" in converted and "Hydrazol" in converted
+
+
 def test_applying_three_hundred_nodes_to_the_widget(board: Board) -> None:
     inv = board.start_investigation("Big board", {}, actor="user")
     for i in range(60):

@@ -23,7 +23,7 @@ from d2_notebook.notebook.details import frame_html, sql_html
 from d2_notebook.notebook.static import board_svg, header_html
 from d2_notebook.notebook.views import markdown_to_html
 
-__all__ = ["TABLE_ROWS", "report_document", "write_report"]
+__all__ = ["TABLE_ROWS", "cited_charts_html", "report_document", "write_report"]
 
 TABLE_ROWS = 50
 """Rows of each evidence table the report shows (the board keeps the stored rest)."""
@@ -86,14 +86,19 @@ def _report_section(board: Board, investigation: Investigation) -> list[str]:
                               for c in check.unverified)))
     parts = ["<h2>Report</h2>", markdown_to_html(investigation.report),
              f"<p class='check'><b>Claim check:</b> {verdict}</p>"]
-    cited = list(dict.fromkeys(_EVIDENCE_ID.findall(investigation.report)))
-    known = {e.id for e in board.list_evidence()}
-    charts = [(eid, _chart(board, eid)) for eid in cited if eid in known]
-    drawn = [f"<figure>{svg}</figure>" for _, svg in charts if svg]
-    if drawn:
-        parts.append("<h2>Charts of the cited evidence</h2>")
-        parts.extend(drawn)
+    cited = cited_charts_html(board, investigation.report)
+    if cited:
+        parts.extend(["<h2>Charts of the cited evidence</h2>", cited])
     return parts
+
+
+def cited_charts_html(board: Board, text: str) -> str:
+    """The charts (inline SVG) of the evidence ``text`` cites, in the order it first
+    cites them; empty when none of them has a chart."""
+    known = {e.id for e in board.list_evidence()}
+    cited = [eid for eid in dict.fromkeys(_EVIDENCE_ID.findall(text)) if eid in known]
+    return "".join(f"<figure>{svg}</figure>" for svg in map(
+        lambda eid: _chart(board, eid), cited) if svg)
 
 
 def _hypotheses_section(board: Board, investigation: Investigation | None) -> list[str]:

@@ -104,6 +104,9 @@ class InvestigationView:
         stop = f"\n\n*Stopped early: {result.stop_reason}*" if result.stop_reason else ""
         markdown = f"{result.report}{stop}"
         html = f"<div>{markdown_to_html(markdown)}</div>"
+        charts = _cited_charts(result.board, result.report or "")
+        if charts:
+            html += f"<h4>Charts of the cited evidence</h4>{charts}"
         if self.show_graph:
             html = (f"{header_html(result.board)}{html}<h4>Audit graph</h4>"
                     f"{board_svg(result.board)}")
@@ -139,6 +142,12 @@ def markdown_to_html(text: str) -> str:
         return f"<pre>{escape(text)}</pre>"
     render = mistune.create_markdown(escape=True, plugins=["table", "strikethrough"])
     return str(render(text))
+
+
+def _cited_charts(board: Board, report: str) -> str:
+    from d2_notebook.notebook.report_html import cited_charts_html
+
+    return cited_charts_html(board, report)
 
 
 def _widget_bundle(widget: Any) -> dict[str, Any]:
