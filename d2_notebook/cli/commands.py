@@ -373,15 +373,16 @@ def investigate_command(source: str, question: str | None, board_path: Path | No
 
 
 def _source_argument(source: str) -> Path | str:
-    """A SQLAlchemy URL as given, or the path of an existing DuckDB file."""
+    """A SQLAlchemy URL as given, or the path of a DuckDB file, a CSV/Parquet file or a
+    folder of them."""
     if "://" in source:
         return source
-    path = Path(source)
-    if not path.is_file():
-        raise click.UsageError(
-            f"no DuckDB file at {source!r}; pass an existing file or a SQLAlchemy URL "
-            "(postgresql+psycopg://user@host/db)")
-    return path
+    from d2_notebook.data.sources.files import path_source_problem
+
+    problem = path_source_problem(source)
+    if problem is not None:
+        raise click.UsageError(problem)
+    return Path(source)
 
 
 @main.command("demo")
