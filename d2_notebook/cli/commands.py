@@ -25,6 +25,7 @@ from d2_notebook.board import Board
 from d2_notebook.board.records import Event
 from d2_notebook.board.render import render_tree
 from d2_notebook.cli.progress import ProgressView, format_cost, format_tokens
+from d2_notebook.cli.recheck_command import recheck_command
 from d2_notebook.datasets import hospital
 from d2_notebook.detective.investigate import InvestigationResult, investigate
 from d2_notebook.detective.policies.hospital import HospitalWalkthrough
@@ -135,6 +136,9 @@ def board_export(path: Path, as_json: bool, html_path: Path | None,
     else:
         output.write_text(document + "\n", encoding="utf-8")
         click.echo(f"wrote {output}", err=True)
+
+
+board.add_command(recheck_command)
 
 
 @board.command("import")
@@ -332,7 +336,7 @@ def investigate_command(source: str, question: str | None, board_path: Path | No
     it). The team's progress is shown as it happens, then the report and where the
     board is.
     """
-    database = _source_argument(source)
+    database = source_argument(source)
     if resume and replay:
         raise click.UsageError("use --resume or --replay, not both")
     if force and not resume:
@@ -372,7 +376,7 @@ def investigate_command(source: str, question: str | None, board_path: Path | No
         _print_summary(result, run.board_path)
 
 
-def _source_argument(source: str) -> Path | str:
+def source_argument(source: str) -> Path | str:
     """A SQLAlchemy URL as given, or the path of a DuckDB file, a CSV/Parquet file or a
     folder of them."""
     if "://" in source:
