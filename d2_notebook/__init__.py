@@ -14,14 +14,18 @@ from d2_notebook.detective import (
     investigate,
     investigate_sync,
 )
+from d2_notebook.detective.recheck import RecheckResult, recheck, recheck_sync
 
 __all__ = [
     "Board",
     "InvestigationResult",
     "InvestigationSettings",
+    "RecheckResult",
     "__version__",
     "investigate",
     "investigate_sync",
+    "recheck",
+    "recheck_sync",
 ]
 
 

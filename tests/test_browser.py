@@ -11,7 +11,8 @@ extension:
   hypothesis and evidence, labels readable at the first zoom (>= 11 px), and a real
   mouse click on an evidence node must show its SQL and its result table;
 - **Open With → Board**: the ``.d2board`` file opens in the extension's document viewer
-  (no kernel), and the server answers the snapshot of a board JSON export;
+  (no kernel), a click on an evidence shows its table and its chart (vega-embed, bundled),
+  and the server answers the snapshot of a board JSON export;
 - **the live widget** follows a board growing to 50 hypotheses and 300 evidence in
   batches; the test prints the time from the last update to the browser showing it.
 
@@ -375,6 +376,10 @@ def test_board_file_opens_with_the_board_viewer(tmp_path: Path) -> None:
         assert {n["id"] for n in graph["nodes"]} == want
         click_node(page, graph, "evidence")
         page.locator(".d2-board-document table.d2-frame").wait_for(timeout=10_000)
+        # Its chart, drawn by the bundled vega-embed from the snapshot's spec.
+        chart = page.locator(".d2-board-document .d2-chart svg")
+        chart.wait_for(timeout=10_000)
+        assert "Pulmorex" in chart.inner_html() and "deaths" in chart.inner_html()
         with urllib.request.urlopen(f"{base}/api/kernels?token={TOKEN}") as response:
             assert json.loads(response.read()) == []
     problems = [e for e in errors if not any(b in e for b in BENIGN_CONSOLE)]

@@ -103,8 +103,8 @@ def test_replay_of_a_file_that_is_not_a_board_is_one_line(database: Path,
 
 
 def test_a_run_that_fails_before_starting_leaves_no_board(tmp_path: Path) -> None:
-    not_duckdb = tmp_path / "data.duckdb"
-    not_duckdb.write_text("this is not a DuckDB file")
+    not_duckdb = tmp_path / "data.duckdb"  # DuckDB's magic bytes, then garbage
+    not_duckdb.write_bytes(b"\0" * 8 + b"DUCK" + b"this is not a DuckDB file" * 100)
     board = tmp_path / "run.d2board"
     result = _invoke("investigate", not_duckdb, "why?", "--board", board, "--model",
                      "testpolicy:x")
@@ -115,7 +115,7 @@ def test_a_run_that_fails_before_starting_leaves_no_board(tmp_path: Path) -> Non
 def test_a_failing_run_keeps_a_board_that_was_already_there(small_board: Path,
                                                             tmp_path: Path) -> None:
     not_duckdb = tmp_path / "data.duckdb"
-    not_duckdb.write_text("nope")
+    not_duckdb.write_bytes(b"\0" * 8 + b"DUCK" + b"nope" * 100)
     result = _invoke("investigate", not_duckdb, "why?", "--board", small_board, "--model",
                      "testpolicy:x")
     assert result.exit_code == 1

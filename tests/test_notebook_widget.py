@@ -79,6 +79,15 @@ def test_clicking_evidence_shows_sql_stance_and_the_stored_frame(filled: Board) 
     assert "GROUP" in panel and "supports" in panel
 
 
+def test_clicking_chartable_evidence_shows_its_chart_drawn_from_the_stored_rows(
+        filled: Board) -> None:
+    widget = BoardWidget(filled)
+    widget.on_node_click({"data": {"id": "E1"}})
+    panel = widget.details.value
+    assert "<div class='d2-chart'" in panel and "<svg" in panel
+    assert "Pulmorex" in panel.split("<div class='d2-chart'")[1].split("</svg>")[0]
+
+
 def test_clicking_a_hypothesis_shows_verdict_and_linked_evidence(filled: Board) -> None:
     filled.add_verdict("H1", "supported", 0.85, "clearly lower", ["E1"], author="judge-1",
                        round=1)
@@ -140,6 +149,28 @@ def test_investigation_view_renders_report_and_escapes_html(filled: Board) -> No
     assert "<h1>Findings</h1>" in bundle["text/html"]
     assert "<script>" not in bundle["text/html"]
     assert "<svg" in bundle["text/html"] and bundle["text/markdown"].startswith("# Findings")
+
+
+def test_investigation_view_shows_the_charts_of_the_evidence_its_report_cites(
+        filled: Board, tmp_path) -> None:
+    import nbformat
+    from nbconvert import HTMLExporter
+
+    class Result:
+        investigation_id, state, stop_reason, board = "I1", "finished", None, filled
+        report = "Pulmorex has the lowest death rate, 0.08 [E1]."
+
+    bundle = InvestigationView(Result(), show_graph=False)._repr_mimebundle_()
+    html = bundle["text/html"]
+    assert "Charts of the cited evidence" in html
+    chart = html.split("Charts of the cited evidence")[1]
+    assert "<svg" in chart and "Pulmorex" in chart and "Hydrazol" in chart
+    # A saved notebook converted to HTML (nbconvert) keeps the chart: an SVG, no script.
+    cell = nbformat.v4.new_code_cell("view", execution_count=1, outputs=[
+        nbformat.v4.new_output("display_data", data={"text/html": html})])
+    page, _ = HTMLExporter().from_notebook_node(nbformat.v4.new_notebook(cells=[cell]))
+    converted = page.split("Charts of the cited evidence")[1]
+    assert "<svg" in converted and "Hydrazol" in converted
 
 
 def test_applying_three_hundred_nodes_to_the_widget(board: Board) -> None:

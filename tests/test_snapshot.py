@@ -103,3 +103,21 @@ def test_cells_become_json_values() -> None:
 def test_bad_caps_are_refused() -> None:
     with pytest.raises(ValueError, match="must be >= 0"):
         SnapshotCaps(rows_per_evidence=-1)
+
+
+def test_chartable_evidence_carries_its_chart_within_the_caps(board: Board) -> None:
+    inv = board.start_investigation("Which drug works?", {}, actor="user")
+    frame = pd.DataFrame({"drug": ["Pulmorex", "Hydrazol", "Virexa"], "deaths": [3, 9, 5]})
+    item = board.add_evidence("SELECT drug, deaths FROM t", frame,
+                              description="deaths by drug", investigation_id=inv.id)
+    lookup = board.add_evidence("SELECT name FROM p WHERE id = 1",
+                                pd.DataFrame({"name": ["Ann"]}), description="who")
+    chart = board_snapshot(board)["evidence"][item.id]["chart"]
+    assert "vega-lite" in chart["$schema"]
+    drawn = [row for rows in chart["datasets"].values() for row in rows]
+    assert [row["drug"] for row in drawn] == ["Pulmorex", "Hydrazol", "Virexa"]
+    assert board_snapshot(board)["evidence"][lookup.id]["chart"] is None
+    assert board_snapshot(board, SnapshotCaps(chart_rows=2))["evidence"][item.id][
+        "chart"] is None
+    assert board_snapshot(board, SnapshotCaps(total_cells=7))["evidence"][item.id][
+        "chart"] is None  # 6 cells of rows leave too little for the chart's data

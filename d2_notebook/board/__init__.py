@@ -13,8 +13,14 @@ from d2_notebook.board.records import (
     InvestigationState,
     Link,
     ModelCall,
+    Recheck,
+    RecheckedVerdict,
+    RecheckOutcome,
+    RecheckRun,
     Stance,
+    ToolCall,
     Verdict,
+    VerdictCheck,
 )
 
 __all__ = [
@@ -30,6 +36,12 @@ __all__ = [
     "InvestigationState",
     "Link",
     "ModelCall",
+    "Recheck",
+    "RecheckOutcome",
+    "RecheckRun",
+    "RecheckedVerdict",
     "Stance",
+    "ToolCall",
     "Verdict",
+    "VerdictCheck",
 ]

@@ -22,20 +22,21 @@ from d2_notebook.board.evidence import EvidenceRecords
 from d2_notebook.board.hypotheses import HypothesisRecords
 from d2_notebook.board.leases import LeaseRecords
 from d2_notebook.board.model_calls import ModelCallRecords
+from d2_notebook.board.rechecks import RecheckRecords
 from d2_notebook.board.store import DEFAULT_MAX_ROWS, now
 
 __all__ = ["DEFAULT_MAX_ROWS", "Board", "now"]
 
 
 class Board(HypothesisRecords, EvidenceRecords, ModelCallRecords, LeaseRecords,
-            DismissalRecords):
+            DismissalRecords, RecheckRecords):
     """A Data Investigation Board stored in one SQLite file.
 
     Open one with :meth:`Board.open`; use it as a context manager or call
     :meth:`close`. All methods are safe to call from several threads at once.
     The methods are grouped by record type in :mod:`.store` (file, events),
-    :mod:`.hypotheses`, :mod:`.evidence`, :mod:`.model_calls`, :mod:`.leases` and
-    :mod:`.dismissals`.
+    :mod:`.hypotheses`, :mod:`.evidence`, :mod:`.model_calls`, :mod:`.leases`,
+    :mod:`.dismissals` and :mod:`.rechecks`.
     """
 
     # --- export and import (implemented in d2_notebook.board.export) ----------

@@ -24,7 +24,10 @@ JSON_SCHEMA_VERSION = 1
 """Version of the JSON document's layout; bump it when the layout changes."""
 
 TABLES = ("investigations", "hypotheses", "evidence", "links", "verdicts", "model_calls",
-          "dimension_dismissals", "events")
+          "dimension_dismissals", "evidence_tool_calls", "recheck_runs", "rechecks",
+          "recheck_verdicts", "events")
+_BLOBS = {"evidence": "result", "rechecks": "result"}
+"""The blob column of each table that has one (base64 text in the document)."""
 
 
 def board_to_json(board: Board, *, indent: int | None = None) -> str:
@@ -42,9 +45,10 @@ def board_to_json(board: Board, *, indent: int | None = None) -> str:
     snapshot = board._snapshot_rows(TABLES)
     for table in TABLES:
         records = snapshot[table]
-        if table == "evidence":
-            for record in records:
-                record["result"] = base64.b64encode(record["result"]).decode("ascii")
+        blob = _BLOBS.get(table)
+        for record in records if blob else ():
+            if record[blob] is not None:
+                record[blob] = base64.b64encode(record[blob]).decode("ascii")
         document[table] = records
     return json.dumps(document, indent=indent, ensure_ascii=False)
 
@@ -112,13 +116,15 @@ def _parse(document: str | Mapping[str, Any]) -> tuple[int, dict[str, list[dict[
                 raise BoardFormatError(
                     f"malformed {table} records: they must be a list of JSON objects")
             records = [dict(r) for r in found]
-            if table == "evidence":
-                for record in records:
-                    if not isinstance(record["result"], str):
-                        raise BoardFormatError(
-                            f"evidence record {record.get('id')!r}, field 'result' must be "
-                            "base64 text")
-                    record["result"] = base64.b64decode(record["result"], validate=True)
+            blob = _BLOBS.get(table)
+            for record in records if blob else ():
+                if table != "evidence" and record.get(blob) is None:
+                    continue  # a re-check that did not run has no result
+                if not isinstance(record[blob], str):
+                    raise BoardFormatError(
+                        f"{table} record {record.get('id')!r}, field {blob!r} must be "
+                        "base64 text")
+                record[blob] = base64.b64decode(record[blob], validate=True)
         except KeyError as exc:
             raise BoardFormatError(f"a record of {table} lacks the field {exc}") from exc
         except (TypeError, ValueError) as exc:  # binascii.Error is a ValueError

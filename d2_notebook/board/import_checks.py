@@ -18,7 +18,13 @@ from typing import Any
 import pyarrow as pa
 
 from d2_notebook.board import rows
-from d2_notebook.board.records import HypothesisStatus, InvestigationState, Stance
+from d2_notebook.board.records import (
+    HypothesisStatus,
+    InvestigationState,
+    RecheckOutcome,
+    Stance,
+    VerdictCheck,
+)
 from d2_notebook.errors import BoardFormatError
 
 __all__ = ["Column", "check_record"]
@@ -31,11 +37,14 @@ _ENUMS: dict[tuple[str, str], type] = {
     ("hypotheses", "status"): HypothesisStatus,
     ("verdicts", "status"): HypothesisStatus,
     ("links", "stance"): Stance,
+    ("rechecks", "outcome"): RecheckOutcome,
+    ("recheck_verdicts", "state"): VerdictCheck,
 }
 _JSON_FIELDS = frozenset({
     ("investigations", "settings"), ("hypotheses", "motivated_by"), ("evidence", "columns"),
     ("verdicts", "evidence_ids"), ("model_calls", "request"), ("model_calls", "response"),
-    ("events", "payload"),
+    ("events", "payload"), ("evidence_tool_calls", "args"), ("rechecks", "columns"),
+    ("recheck_verdicts", "evidence_ids"),
 })  # fmt: skip
 _CONFIDENCE = frozenset({("hypotheses", "confidence"), ("verdicts", "confidence")})
 _INT64 = (-(2**63), 2**63 - 1)

@@ -176,6 +176,47 @@ MIGRATIONS: tuple[Migration, ...] = (
         );
         """,
     ),
+    Migration(
+        6,
+        "re-checks: analysis-tool calls behind evidence, evidence re-run, verdicts re-judged",
+        """
+        CREATE TABLE evidence_tool_calls (
+            evidence_id TEXT PRIMARY KEY REFERENCES evidence(id),
+            tool TEXT NOT NULL,
+            args TEXT NOT NULL,
+            created_at TEXT NOT NULL
+        );
+        CREATE TABLE recheck_runs (
+            num INTEGER NOT NULL UNIQUE,
+            id TEXT PRIMARY KEY,
+            investigation_id TEXT NOT NULL REFERENCES investigations(id),
+            source TEXT NOT NULL,
+            created_at TEXT NOT NULL,
+            finished_at TEXT
+        );
+        CREATE TABLE rechecks (
+            id INTEGER PRIMARY KEY,
+            run_id TEXT NOT NULL REFERENCES recheck_runs(id),
+            evidence_id TEXT NOT NULL REFERENCES evidence(id),
+            outcome TEXT NOT NULL CHECK (outcome IN ('same', 'changed', 'fails', 'unchecked')),
+            detail TEXT NOT NULL,
+            row_count INTEGER,
+            columns TEXT,
+            result BLOB,
+            result_hash TEXT,
+            created_at TEXT NOT NULL,
+            UNIQUE (run_id, evidence_id)
+        );
+        CREATE TABLE recheck_verdicts (
+            run_id TEXT NOT NULL REFERENCES recheck_runs(id),
+            hypothesis_id TEXT NOT NULL REFERENCES hypotheses(id),
+            state TEXT NOT NULL CHECK (state IN ('confirmed', 'stale')),
+            evidence_ids TEXT NOT NULL,
+            created_at TEXT NOT NULL,
+            PRIMARY KEY (run_id, hypothesis_id)
+        );
+        """,
+    ),
 )
 
 

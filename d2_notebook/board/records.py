@@ -237,3 +237,71 @@ class Event(_Record):
     kind: str
     payload: dict[str, Any] = field(default_factory=dict)
     investigation_id: str | None = None
+
+
+# --- re-checks (d2_notebook.board.rechecks) ------------------------------------
+
+
+class RecheckOutcome(StrEnum):
+    """What re-running one evidence found."""
+
+    SAME = "same"
+    CHANGED = "changed"
+    FAILS = "fails"
+    UNCHECKED = "unchecked"
+    """It could not be re-run (e.g. an analysis evidence recorded without its call)."""
+
+
+class VerdictCheck(StrEnum):
+    """What a re-check means for a verdict."""
+
+    CONFIRMED = "confirmed"
+    STALE = "stale"
+
+
+@dataclass(frozen=True)
+class ToolCall:
+    """The analysis-tool call that produced an evidence: its tool and arguments."""
+
+    tool: str
+    args: dict[str, Any]
+
+
+@dataclass(frozen=True)
+class RecheckRun:
+    """One re-check of an investigation's evidence."""
+
+    id: str
+    investigation_id: str
+    source: str
+    created_at: str
+    finished_at: str | None
+
+
+@dataclass(frozen=True)
+class Recheck:
+    """One evidence re-run in one re-check run.
+
+    Attributes:
+        detail: For *changed*, the diff in words ("rows 4 -> 5; death_rate[icu] 0.41 ->
+            0.12"); for *fails*, the error; for *unchecked*, why; empty for *same*.
+        row_count: The new result's true row count (None unless it ran).
+    """
+
+    run_id: str
+    evidence_id: str
+    outcome: RecheckOutcome
+    detail: str
+    row_count: int | None
+    created_at: str
+
+
+@dataclass(frozen=True)
+class RecheckedVerdict:
+    """What a re-check run decided for one hypothesis's verdict, and on what evidence."""
+
+    run_id: str
+    hypothesis_id: str
+    check: VerdictCheck
+    evidence_ids: tuple[str, ...]
+    created_at: str

@@ -33,8 +33,8 @@ DEFAULT_MAX_ROWS = 10_000
 DEFAULT_MAX_RESULT_BYTES = 64 * 1024 * 1024
 """How many bytes one stored result may take by default (SQLite refuses values over
 its length limit, about 1 GB; a board also stays small enough to open and export)."""
-_ID_PREFIX = {"hypotheses": "H", "evidence": "E", "investigations": "I"}
-_BY_ID = frozenset({"links", "verdicts", "model_calls", "dimension_dismissals"})
+_ID_PREFIX = {"hypotheses": "H", "evidence": "E", "investigations": "I", "recheck_runs": "R"}
+_BY_ID = frozenset({"links", "verdicts", "model_calls", "dimension_dismissals", "rechecks"})
 """Tables keyed by an integer ``id`` (the others by ``num``, the event log by ``seq``)."""
 
 
@@ -275,7 +275,9 @@ class BoardStore:
             self._conn.execute("BEGIN")
             try:
                 for table in tables:
-                    key = {"events": "seq"}.get(table, "id" if table in _BY_ID else "num")
+                    key = {"events": "seq", "evidence_tool_calls": "rowid",
+                           "recheck_verdicts": "rowid"}.get(
+                        table, "id" if table in _BY_ID else "num")
                     found = self._conn.execute(f"SELECT * FROM {table} ORDER BY {key}")
                     out[table] = [dict(r) for r in found.fetchall()]
             finally:

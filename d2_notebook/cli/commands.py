@@ -25,6 +25,7 @@ from d2_notebook.board import Board
 from d2_notebook.board.records import Event
 from d2_notebook.board.render import render_tree
 from d2_notebook.cli.progress import ProgressView, format_cost, format_tokens
+from d2_notebook.cli.recheck_command import recheck_command
 from d2_notebook.datasets import hospital
 from d2_notebook.detective.investigate import InvestigationResult, investigate
 from d2_notebook.detective.policies.hospital import HospitalWalkthrough
@@ -91,24 +92,49 @@ def board() -> None:
 @click.option("--hide-redundant", is_flag=True, help="Leave out evidence marked redundant.")
 @click.option("--width", type=click.IntRange(min=20), default=100, show_default=True,
               help="Wrap lines at this width (at least 20).")
+@click.option("--charts", "charts_dir", type=click.Path(file_okay=False, path_type=Path),
+              help="Also write each evidence's chart into this folder (E<n>.svg).")
+@click.option("--chart-format", type=click.Choice(["svg", "png"]), default="svg",
+              show_default=True, help="File format of --charts.")
 @friendly_errors
-def board_show(path: Path, hide_redundant: bool, width: int) -> None:
+def board_show(path: Path, hide_redundant: bool, width: int, charts_dir: Path | None,
+               chart_format: str) -> None:
     """Print a board's hypotheses, verdicts, evidence and links as a tree."""
     with _open_existing(path) as opened:
         click.echo(render_tree(opened, width=width, include_redundant=not hide_redundant))
+        if charts_dir is not None:
+            from d2_notebook.cli.chart_files import ChartFormat, write_chart_files
+
+            written = write_chart_files(opened, charts_dir, ChartFormat(chart_format))
+            click.echo(f"wrote {len(written)} chart(s) to {charts_dir}", err=True)
 
 
 @board.command("export")
 @click.argument("path", type=click.Path(path_type=Path))
-@click.option("--json", "as_json", is_flag=True, required=True,
-              help="Export as JSON (the only format for now).")
+@click.option("--json", "as_json", is_flag=True,
+              help="Export everything, events included, as JSON.")
+@click.option("--html", "html_path", type=click.Path(path_type=Path), default=None,
+              help="Write a self-contained HTML report (answer, charts, graph, evidence) "
+                   "to this file.")
 @click.option("-o", "--output", type=click.Path(path_type=Path), default=None,
-              help="Write to this file instead of standard output.")
+              help="With --json: write to this file instead of standard output.")
 @friendly_errors
-def board_export(path: Path, as_json: bool, output: Path | None) -> None:
-    """Export everything on a board, events included, as JSON."""
-    if output is not None:
-        _writable_output(output)
+def board_export(path: Path, as_json: bool, html_path: Path | None,
+                 output: Path | None) -> None:
+    """Export a board: everything as JSON (--json), or a report to open in a browser
+    (--html FILE)."""
+    if as_json == (html_path is not None):
+        raise click.UsageError("pass --json or --html FILE (one of them)")
+    for target in (output, html_path):
+        if target is not None:
+            _writable_output(target)
+    if html_path is not None:
+        from d2_notebook.notebook.report_html import write_report
+
+        with _open_existing(path) as opened:
+            write_report(opened, html_path)
+        click.echo(f"wrote {html_path}", err=True)
+        return
     with _open_existing(path) as opened:
         document = opened.to_json(indent=2)
     if output is None:
@@ -116,6 +142,9 @@ def board_export(path: Path, as_json: bool, output: Path | None) -> None:
     else:
         output.write_text(document + "\n", encoding="utf-8")
         click.echo(terminal_safe(f"wrote {output}"), err=True)
+
+
+board.add_command(recheck_command)
 
 
 @board.command("import")
@@ -313,7 +342,7 @@ def investigate_command(source: str, question: str | None, board_path: Path | No
     it). The team's progress is shown as it happens, then the report and where the
     board is.
     """
-    database = _source_argument(source)
+    database = source_argument(source)
     if resume and replay:
         raise click.UsageError("use --resume or --replay, not both")
     if force and not resume:
@@ -353,16 +382,17 @@ def investigate_command(source: str, question: str | None, board_path: Path | No
         _print_summary(result, run.board_path)
 
 
-def _source_argument(source: str) -> Path | str:
-    """A SQLAlchemy URL as given, or the path of an existing DuckDB file."""
+def source_argument(source: str) -> Path | str:
+    """A SQLAlchemy URL as given, or the path of a DuckDB file, a CSV/Parquet file or a
+    folder of them."""
     if "://" in source:
         return source
-    path = Path(source)
-    if not path.is_file():
-        raise click.UsageError(
-            f"no DuckDB file at {source!r}; pass an existing file or a SQLAlchemy URL "
-            "(postgresql+psycopg://user@host/db)")
-    return path
+    from d2_notebook.data.sources.files import path_source_problem
+
+    problem = path_source_problem(source)
+    if problem is not None:
+        raise click.UsageError(problem)
+    return Path(source)
 
 
 @main.command("demo")

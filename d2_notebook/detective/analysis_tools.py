@@ -17,7 +17,7 @@ import json
 import re
 from typing import Any
 
-from d2_notebook.board import Evidence
+from d2_notebook.board import Evidence, ToolCall
 from d2_notebook.data.analysis import TOOL_SPECS, AnalysisResult, AnalysisTool, AnalysisToolSpec
 from d2_notebook.detective.context import QueryLog, TeamContext, normalize_sql
 from d2_notebook.detective.sql_tools import (
@@ -47,7 +47,7 @@ def _wrap(ctx: TeamContext, log: QueryLog, spec: AnalysisToolSpec) -> Tool:
         key = f"{spec.name} {json.dumps(args, sort_keys=True)}"
         result, query_id = await run_once_in_order(
             log, key, f"{spec.name} call", lambda: asyncio.to_thread(_call, ctx, spec, args),
-            lambda result: _registered(log, key, result))
+            lambda result: _registered(log, key, result, ToolCall(spec.name, dict(args))))
         preview = result.preview(max_rows=ctx.settings.preview_rows, max_chars=PREVIEW_CHARS,
                                  max_colwidth=PREVIEW_CELL_CHARS)
         return f"{query_id}: {preview}"
@@ -58,11 +58,13 @@ def _wrap(ctx: TeamContext, log: QueryLog, spec: AnalysisToolSpec) -> Tool:
                 required=schema.get("required", []), concurrent=True)
 
 
-def _registered(log: QueryLog, key: str, result: AnalysisResult) -> str:
+def _registered(log: QueryLog, key: str, result: AnalysisResult, call: ToolCall) -> str:
     """Keep ``result`` in ``log`` under a new query id, known both by its generated SQL
-    and by the call (``key``), and return the id."""
+    and by the call (``key``), remember the call (a re-check re-runs it), and return the
+    id."""
     query_id = log.add(result.sql, result, result.summary.split("\n", 1)[0])
     log.by_sql[normalize_sql(key)] = query_id
+    log.calls[query_id] = call
     return query_id
 
 

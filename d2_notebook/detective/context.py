@@ -13,7 +13,7 @@ import asyncio
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 
-from d2_notebook.board import Board
+from d2_notebook.board import Board, ToolCall
 from d2_notebook.data import QueryResult, SQLSource, open_source
 from d2_notebook.detective.coverage_view import NO_CANDIDATES, CandidateDimensions
 from d2_notebook.detective.sequencer import WriteSequencer
@@ -71,6 +71,8 @@ class QueryLog:
     by_sql: dict[str, str] = field(default_factory=dict)
     evidence_ids: dict[str, str] = field(default_factory=dict)
     purposes: dict[str, str] = field(default_factory=dict)
+    calls: dict[str, ToolCall] = field(default_factory=dict)
+    """The analysis-tool call behind each query id that came from one (for re-checks)."""
     repeats: int = 0
     _last: asyncio.Future[None] | None = field(default=None, repr=False)
 

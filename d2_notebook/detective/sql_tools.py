@@ -134,6 +134,8 @@ def record_query(ctx: TeamContext, log: QueryLog, query_id: str, description: st
         duration_s=result.duration_s, round=ctx.round, investigation_id=ctx.investigation_id,
     )
     log.evidence_ids[query_id] = evidence.id
+    if query_id in log.calls:
+        ctx.board.record_tool_call(evidence.id, log.calls[query_id], actor=agent)
     return evidence.id
 
 

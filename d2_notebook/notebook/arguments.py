@@ -15,6 +15,7 @@ import duckdb
 from IPython.core.error import UsageError
 
 from d2_notebook.data import GuardedSQL, is_source_input
+from d2_notebook.data.sources.files import path_source_problem
 from d2_notebook.errors import D2Error
 from d2_notebook.llm import get_model
 
@@ -29,9 +30,10 @@ def resolve_database(namespace: Mapping[str, Any], name: str | None,
     if db_path and "://" in db_path:
         return db_path
     if db_path:
-        if not Path(db_path).expanduser().is_file():
-            raise UsageError(f"no DuckDB file at {db_path!r}; check the path, or name a "
-                             "connection instead: %%investigate con ...")
+        problem = path_source_problem(db_path)
+        if problem is not None:
+            raise UsageError(f"{problem}; or name a connection instead: "
+                             "%%investigate con ...")
         return str(Path(db_path).expanduser())
     if not name:
         known = connection_names(namespace)

@@ -85,8 +85,20 @@ def evidence_html(board: Board, evidence_id: str) -> str:
                          f"{escape(link.hypothesis_id)}"
                          f"{': ' + escape(link.rationale) if link.rationale else ''}</li>")
         parts.append("</ul>")
+    parts.append(chart_html(board, item.id))
     parts.append(frame_html(board.evidence_frame(item.id)))
     return "".join(parts)
+
+
+def chart_html(board: Board, evidence_id: str) -> str:
+    """The evidence's chart as inline SVG (drawn from its stored rows), or nothing where
+    no chart helps."""
+    from d2_notebook.charts import chart_for_evidence, chart_svg
+
+    chart = chart_for_evidence(board, evidence_id)
+    if chart is None:
+        return ""
+    return f"<div class='d2-chart' style='overflow-x:auto'>{chart_svg(chart)}</div>"
 
 
 def frame_html(frame: pd.DataFrame) -> str:

@@ -64,7 +64,8 @@ class Investigate(Magics):
 
     @magic_arguments()
     @argument("connection", nargs="?", help="Name of a DuckDB connection in the notebook.")
-    @argument("--db", help="Path of a DuckDB file (opened read-only) instead of a connection.")
+    @argument("--db", help="Path of a DuckDB file (opened read-only), a CSV or Parquet file, "
+              "or a folder of them, instead of a connection.")
     @argument("--board", help="Board file (.d2board); default: a new one in board_dir.")
     @argument("--model", help="provider:model-id, or the name of a model object.")
     @argument("--collectors", type=int, help="Evidence collectors at once.")

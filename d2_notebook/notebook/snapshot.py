@@ -21,6 +21,7 @@ Layout of the document (``version`` 1)::
      "evidence": {"E1": {"description", "sql", "row_count", "stored_rows", "truncated",
                          "author", "author_role", "round", "redundant", "redundant_reason",
                          "columns": [str], "rows": [[cell]], "rows_shown": int,
+                         "chart": {Vega-Lite spec} | null,
                          "links": [{"hypothesis_id", "stance", "rationale"}]}}}
 
 ``report_html`` is the report rendered by :func:`~d2_notebook.safe_markdown.markdown_html`
@@ -30,7 +31,9 @@ hand-made snapshot cannot load or run anything either.
 
 Caps keep a notebook small: at most ``rows_per_evidence`` rows per evidence, cells cut
 to ``cell_chars`` characters, and ``total_cells`` cells in the whole snapshot (evidence
-past that budget shows its SQL and counts, no rows).
+past that budget shows its SQL and counts, no rows). The chart of an evidence
+(:mod:`d2_notebook.charts`, drawn from all its stored rows) comes with it while its data
+holds at most ``chart_rows`` rows and the ``total_cells`` budget lasts.
 """
 
 from __future__ import annotations
@@ -42,6 +45,7 @@ from typing import Any
 import pandas as pd
 
 from d2_notebook.board import Board, Evidence, Hypothesis, Link
+from d2_notebook.charts import chart_for_evidence
 from d2_notebook.notebook import style
 from d2_notebook.notebook.graph import GraphModel, elements_from_records
 from d2_notebook.notebook.static import summarize, summary_line
@@ -57,9 +61,11 @@ class SnapshotCaps:
     rows_per_evidence: int = 20
     cell_chars: int = 200
     total_cells: int = 20_000
+    chart_rows: int = 200
 
     def __post_init__(self) -> None:
-        if min(self.rows_per_evidence, self.cell_chars, self.total_cells) < 0:
+        if min(self.rows_per_evidence, self.cell_chars, self.total_cells,
+               self.chart_rows) < 0:
             raise ValueError(f"snapshot caps must be >= 0, got {self}")
 
 
@@ -132,15 +138,32 @@ def _evidence_json(board: Board, item: Evidence, links: list[Link], caps: Snapsh
     limit = min(caps.rows_per_evidence, item.stored_rows, budget[0] // width)
     rows = frame_rows(board.evidence_frame(item.id), limit, caps.cell_chars) if limit else []
     budget[0] -= len(rows) * width
+    chart = _chart_json(board, item, caps, budget)
     return {
         "description": item.description, "sql": item.sql, "row_count": item.row_count,
         "stored_rows": item.stored_rows, "truncated": item.truncated, "author": item.author,
         "author_role": item.author_role, "round": item.round, "redundant": item.redundant,
         "redundant_reason": item.redundant_reason, "columns": columns, "rows": rows,
-        "rows_shown": len(rows),
+        "rows_shown": len(rows), "chart": chart,
         "links": [{"hypothesis_id": lk.hypothesis_id, "stance": lk.stance.value,
                    "rationale": lk.rationale} for lk in links if lk.evidence_id == item.id],
     }
+
+
+def _chart_json(board: Board, item: Evidence, caps: SnapshotCaps,
+                budget: list[int]) -> dict[str, Any] | None:
+    """The evidence's chart spec while it fits the caps (its data counts against the
+    cell budget), else None."""
+    if item.stored_rows == 0 or item.stored_rows > caps.chart_rows or budget[0] <= 0:
+        return None
+    chart = chart_for_evidence(board, item.id)
+    if chart is None:
+        return None
+    cells = sum(len(row) for rows in chart.spec.get("datasets", {}).values() for row in rows)
+    if cells > budget[0]:
+        return None
+    budget[0] -= cells
+    return chart.spec
 
 
 def _cell(value: Any, cell_chars: int) -> Any:

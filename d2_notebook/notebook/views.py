@@ -120,6 +120,9 @@ class InvestigationView:
             markdown += f"\n*{escape_markdown(stop)}*\n"
         html = f"<div>{markdown_html(markdown)}</div>"
         plain = f"{self!r}\n{result.report}" + (f"\n\n{stop}" if stop else "")
+        charts = _cited_charts(result.board, result.report or "")
+        if charts:
+            html += f"<h4>Charts of the cited evidence</h4>{charts}"
         if self.show_graph:
             html = (f"{header_html(result.board)}{html}<h4>Audit graph</h4>"
                     f"{board_svg(result.board)}")
@@ -144,6 +147,12 @@ def show(board: Board | str | os.PathLike[str], *, show_redundant: bool = True,
 
     opened = board if isinstance(board, Board) else open_existing_board(board)
     return BoardView(opened, show_redundant=show_redundant, live=live)
+
+
+def _cited_charts(board: Board, report: str) -> str:
+    from d2_notebook.notebook.report_html import cited_charts_html
+
+    return cited_charts_html(board, report)
 
 
 def _widget_bundle(widget: Any) -> dict[str, Any]:

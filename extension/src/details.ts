@@ -85,6 +85,9 @@ export function evidencePanel(id: string, item: IEvidence): HTMLElement {
     }
     panel.appendChild(list);
   }
+  if (item.chart) {
+    panel.appendChild(chartHolder(item.chart));
+  }
   panel.appendChild(resultTable(item));
   if (item.rows_shown < item.stored_rows) {
     panel.appendChild(element('p', `First ${plural(item.rows_shown, 'row')} of ` +
@@ -92,6 +95,22 @@ export function evidencePanel(id: string, item: IEvidence): HTMLElement {
       'has them all).', 'd2-note'));
   }
   return panel;
+}
+
+/**
+ * A placeholder the evidence's chart is drawn into. The chart code (vega-embed and
+ * Vega) is a separate chunk, loaded on the first chart shown, so the panel itself stays
+ * light.
+ */
+function chartHolder(spec: object): HTMLElement {
+  const holder = element('div', undefined, 'd2-chart-holder');
+  import('./chart')
+    .then(module => holder.appendChild(module.chartElement(spec)))
+    .catch((error: unknown) => {
+      holder.appendChild(element('p', `The chart could not be drawn: ${String(error)}`,
+        'd2-note'));
+    });
+  return holder;
 }
 
 /** The stored rows as an HTML table (class d2-frame, like the widget's). */

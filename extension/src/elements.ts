@@ -77,6 +77,8 @@ export interface IEvidence {
   columns: string[];
   rows: Cell[][];
   rows_shown: number;
+  /** The Vega-Lite spec of the evidence's chart, when it has one within the caps. */
+  chart?: object | null;
   links: { hypothesis_id: string; stance: string; rationale: string }[];
 }
 

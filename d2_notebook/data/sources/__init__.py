@@ -4,6 +4,8 @@
 :class:`~d2_notebook.data.sources.base.SQLSource`:
 
 - a DuckDB connection, a path to a DuckDB file, or a ``GuardedSQL`` -> DuckDB;
+- a CSV or Parquet file, or a folder of them -> DuckDB in memory, one table per file
+  (:mod:`.files`);
 - a SQLAlchemy URL (``postgresql+psycopg://...``; any ``dialect+driver://`` text) or
   an ``Engine`` -> :class:`SQLAlchemySource` (PostgreSQL tested; other backends get
   the same guard, "not tested here");
@@ -22,6 +24,7 @@ import duckdb
 from d2_notebook.data.guarded_sql import GuardedSQL
 from d2_notebook.data.sources.base import ForeignKey, SourceInfo, SourceKind, SQLSource
 from d2_notebook.data.sources.duckdb_source import DuckDBSource
+from d2_notebook.data.sources.files import is_data_files, open_data_files
 
 __all__ = ["DuckDBSource", "ForeignKey", "SQLSource", "SourceInfo", "SourceKind",
            "is_source_input", "open_source"]
@@ -52,6 +55,8 @@ def open_source(source: Any, *, timeout_s: float = 30.0, max_rows: int = 10_000)
 
         return SQLAlchemySource(source, **limits)
     if isinstance(source, str | os.PathLike):
+        if is_data_files(source):
+            return open_data_files(source, **limits)
         return DuckDBSource(source, **limits)
     if _is_engine(source):
         from d2_notebook.data.sources.sqlalchemy_source import SQLAlchemySource

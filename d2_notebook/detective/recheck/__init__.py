@@ -1,0 +1,210 @@
+"""Re-check: re-run an investigation's evidence on the data as it is now, with no model.
+
+:func:`recheck` runs every evidence query of a board's investigation again through the
+same guard (analysis-tool evidence from its stored call), compares each result with the
+stored one (:mod:`.compare`) and records a re-check run on the board
+(:mod:`d2_notebook.board.rechecks`): per evidence *same*, *changed* (with the diff and
+the new rows) or *fails* (with the error); per verdict *confirmed* (everything it cites
+came back the same) or *stale* (something it cites changed or failed). A verdict resting
+on evidence that could not be re-run is neither, and is listed as not re-checked.
+
+A re-check interrupted (Ctrl-C, kill -9) is continued by the next one: evidence already
+re-run in the open run is not run again.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+from dataclasses import dataclass
+from typing import Any
+
+import pandas as pd
+
+from d2_notebook.board import (
+    Board,
+    Evidence,
+    Investigation,
+    Recheck,
+    RecheckOutcome,
+    RecheckRun,
+    VerdictCheck,
+)
+from d2_notebook.data import SQLSource, open_source
+from d2_notebook.data.analysis import spec_for
+from d2_notebook.detective.analysis_tools import analysis_tool_of
+from d2_notebook.detective.investigate import SOURCE_KEY, Database
+from d2_notebook.detective.recheck.compare import compare_results
+from d2_notebook.errors import D2Error, InvalidRecordError, NotFoundError
+
+__all__ = ["RecheckResult", "recheck", "recheck_sync"]
+
+ACTOR = "recheck"
+
+
+@dataclass(frozen=True)
+class RecheckResult:
+    """What a re-check found.
+
+    Attributes:
+        run: The re-check run on the board (``R<n>``).
+        rechecks: One record per evidence, in evidence order.
+        stale: Hypotheses whose verdict cites evidence that changed or fails.
+        confirmed: Hypotheses whose cited evidence all came back the same.
+        not_rechecked: Hypotheses with a verdict resting on evidence that could not be
+            re-run (and nothing that changed).
+    """
+
+    run: RecheckRun
+    rechecks: tuple[Recheck, ...]
+    stale: tuple[str, ...]
+    confirmed: tuple[str, ...]
+    not_rechecked: tuple[str, ...]
+
+    def count(self, outcome: RecheckOutcome) -> int:
+        """How many evidence re-checks ended in ``outcome``."""
+        return sum(1 for r in self.rechecks if r.outcome is outcome)
+
+    def summary(self) -> str:
+        """Two lines: the evidence outcomes, then the verdicts."""
+        evidence = ", ".join(f"{self.count(o)} {o.value}" for o in RecheckOutcome
+                             if self.count(o))
+        verdicts = [f"{len(self.stale)} stale" + (f" ({', '.join(self.stale)})"
+                                                   if self.stale else ""),
+                    f"{len(self.confirmed)} confirmed"]
+        if self.not_rechecked:
+            verdicts.append(f"{len(self.not_rechecked)} not re-checked")
+        return (f"re-check {self.run.id} of {self.run.investigation_id}: evidence "
+                f"{evidence or 'none'}\nverdicts: {', '.join(verdicts)}")
+
+    def __str__(self) -> str:
+        lines = [self.summary()]
+        lines.extend(f"  {r.evidence_id} {r.outcome.value}" + (f": {r.detail}" if r.detail
+                                                              else "")
+                     for r in self.rechecks if r.outcome is not RecheckOutcome.SAME)
+        return "\n".join(lines)
+
+
+async def recheck(database: Database, board: Board | str | os.PathLike[str], *,
+                  investigation_id: str | None = None, force: bool = False) -> RecheckResult:
+    """Re-check ``investigation_id`` (default: the board's latest) on ``database``.
+
+    Args:
+        database: What :func:`~d2_notebook.detective.investigate` takes: a DuckDB
+            connection or path, CSV/Parquet files, a SQLAlchemy URL or engine, a Spark
+            session or a source.
+        board: The board (open for writing), or the path of its file.
+        investigation_id: The investigation to re-check.
+        force: Re-check on a source other than the one the investigation ran on.
+
+    Raises:
+        NotFoundError: The board has no such investigation.
+        InvalidRecordError: The source differs from the recorded one and ``force`` is
+            False (the message names both).
+    """
+    if not isinstance(board, Board):
+        with Board.open(board) as opened:
+            return await recheck(database, opened, investigation_id=investigation_id,
+                                 force=force)
+    investigation = _investigation(board, investigation_id)
+    source = open_source(database)
+    try:
+        _check_source(investigation, source, force)
+        run = _open_run(board, investigation, source)
+        done = {r.evidence_id for r in board.list_rechecks(run.id)}
+        for evidence in board.list_evidence(investigation_id=investigation.id):
+            if evidence.id not in done:
+                outcome, detail, frame, count = await asyncio.to_thread(
+                    _recheck_one, board, source, evidence)
+                board.record_recheck(run.id, evidence.id, outcome, detail, frame, count,
+                                     actor=ACTOR)
+        rechecks = {r.evidence_id: r for r in board.list_rechecks(run.id)}
+        checks, unsure = _verdict_checks(board, investigation, rechecks)
+        finished = board.finish_recheck(run.id, checks, actor=ACTOR)
+    finally:
+        if source is not database:
+            source.close()
+    return RecheckResult(
+        finished, tuple(rechecks.values()),
+        tuple(h for h, (c, _) in checks.items() if c is VerdictCheck.STALE),
+        tuple(h for h, (c, _) in checks.items() if c is VerdictCheck.CONFIRMED),
+        tuple(unsure))
+
+
+def recheck_sync(database: Database, board: Board | str | os.PathLike[str],
+                 **kwargs: Any) -> RecheckResult:
+    """:func:`recheck` for code without an event loop."""
+    return asyncio.run(recheck(database, board, **kwargs))
+
+
+def _investigation(board: Board, investigation_id: str | None) -> Investigation:
+    if investigation_id is not None:
+        return board.get_investigation(investigation_id)
+    investigations = board.list_investigations()
+    if not investigations:
+        raise NotFoundError(f"board {board.path} holds no investigation to re-check")
+    return investigations[-1]
+
+
+def _check_source(investigation: Investigation, source: SQLSource, force: bool) -> None:
+    recorded = investigation.settings.get(SOURCE_KEY) or {}
+    current = source.info.to_dict()
+    differs = recorded and (recorded.get("kind") != current["kind"] or (
+        recorded.get("url") not in ("", "connection", None)
+        and current["url"] not in ("", "connection")
+        and recorded.get("url") != current["url"]))
+    if differs and not force:
+        raise InvalidRecordError(
+            f"{investigation.id} ran on {recorded.get('kind')} {recorded.get('url')!r}, not "
+            f"on {current['kind']} {current['url']!r}; re-check on the same data, or pass "
+            "--force (force=True) to compare with this source anyway")
+
+
+def _open_run(board: Board, investigation: Investigation, source: SQLSource) -> RecheckRun:
+    """The investigation's unfinished run (an interrupted re-check), or a new one."""
+    runs = board.list_recheck_runs(investigation_id=investigation.id)
+    if runs and runs[-1].finished_at is None:
+        return runs[-1]
+    return board.start_recheck(investigation.id, source.info.describe(), actor=ACTOR)
+
+
+def _recheck_one(board: Board, source: SQLSource, evidence: Evidence) -> tuple[
+        RecheckOutcome, str, pd.DataFrame | None, int | None]:
+    call = board.tool_call_of(evidence.id)
+    if call is None and analysis_tool_of(evidence) is not None:
+        return (RecheckOutcome.UNCHECKED, "an analysis result recorded before tool calls "
+                "were stored; investigate again to re-check it", None, None)
+    try:
+        if call is not None:
+            result = spec_for(call.tool).function(source, **call.args)
+        else:
+            result = source.run(evidence.sql, max_rows=board.max_rows)
+    except (D2Error, ValueError) as exc:
+        return RecheckOutcome.FAILS, f"{type(exc).__name__}: {exc}", None, None
+    count = result.row_count if result.row_count is not None else len(result.frame)
+    comparison = compare_results(board.evidence_frame(evidence.id), evidence.row_count,
+                                 result.frame, count)
+    if comparison.same:
+        return RecheckOutcome.SAME, "", None, count
+    return RecheckOutcome.CHANGED, comparison.detail, result.frame, count
+
+
+def _verdict_checks(board: Board, investigation: Investigation, rechecks: dict[str, Recheck],
+                    ) -> tuple[dict[str, tuple[VerdictCheck, list[str]]], list[str]]:
+    checks: dict[str, tuple[VerdictCheck, list[str]]] = {}
+    unsure: list[str] = []
+    for hypothesis in board.list_hypotheses(investigation_id=investigation.id):
+        verdict = board.latest_verdict(hypothesis.id)
+        if verdict is None:
+            continue
+        cited = list(verdict.evidence_ids) or [
+            link.evidence_id for link in board.list_links(hypothesis_id=hypothesis.id)]
+        outcomes = [rechecks[e].outcome for e in cited if e in rechecks]
+        if any(o in (RecheckOutcome.CHANGED, RecheckOutcome.FAILS) for o in outcomes):
+            checks[hypothesis.id] = (VerdictCheck.STALE, cited)
+        elif outcomes and len(outcomes) == len(cited) and all(
+                o is RecheckOutcome.SAME for o in outcomes):
+            checks[hypothesis.id] = (VerdictCheck.CONFIRMED, cited)
+        else:
+            unsure.append(hypothesis.id)
+    return checks, unsure
