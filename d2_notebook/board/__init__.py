@@ -13,6 +13,7 @@ from d2_notebook.board.records import (
     InvestigationState,
     Link,
     ModelCall,
+    ModelCallStatus,
     Stance,
     Verdict,
 )
@@ -30,6 +31,7 @@ __all__ = [
     "InvestigationState",
     "Link",
     "ModelCall",
+    "ModelCallStatus",
     "Stance",
     "Verdict",
 ]
