@@ -108,6 +108,11 @@ class RecordingModel:
         started = time.perf_counter()
         try:
             response = await self.inner.request(request)
+        except BudgetExceededError as exc:  # refused further in (a replayed refusal)
+            self.ledger.cancel(reservation)
+            await self._in_turn(request, _Outcome(ModelCallStatus.REFUSED, None,
+                                                  error=error_text(exc)))
+            raise
         except Exception as exc:
             await self._in_turn(request, _Outcome(
                 ModelCallStatus.FAILED, reservation, error=error_text(exc),

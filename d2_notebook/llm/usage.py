@@ -162,6 +162,12 @@ class Ledger:
             self.usage.record(reservation.role, usage, cost_usd, priced)
 
 
+    def cancel(self, reservation: Reservation) -> None:
+        """The reserved call was never sent after all (refused further in): forget it."""
+        with self._lock:
+            self._in_flight.pop(reservation.number, None)
+
+
 class BudgetedModel:
     """Wraps a model: reserves each call on a :class:`Ledger` under a :class:`Budget`
     before sending it, settles the usage after it (also when it fails or is cancelled).
