@@ -81,7 +81,7 @@ async def test_dollar_cap_and_usage_by_role() -> None:
     await model.request(ask("hypothesizer"))
     await model.request(ask("judge"))
     await model.request(ask("judge"))
-    with pytest.raises(BudgetExceededError, match=r"dollar budget spent: max_usd=\$0\.50 reached"):
+    with pytest.raises(BudgetExceededError, match=r"dollar budget spent: max_usd=\$0\.5 reached"):
         await model.request(ask("judge"))
     assert usage.calls == 3 and usage.input_tokens == 30_000
     assert usage.cost_usd == pytest.approx(0.54)

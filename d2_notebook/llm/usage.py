@@ -105,7 +105,12 @@ class Budget:
                 f"token budget spent: max_tokens={self.max_tokens} reached; {FINISH_HINT}")
         if self.max_usd is not None and usage.cost_usd >= self.max_usd:
             raise BudgetExceededError(
-                f"dollar budget spent: max_usd=${self.max_usd:.2f} reached; {FINISH_HINT}")
+                f"dollar budget spent: max_usd=${_dollars(self.max_usd)} reached; {FINISH_HINT}")
+
+
+def _dollars(amount: float) -> str:
+    """``amount`` to the cent or finer, without trailing zeros (5, 0.5, 0.068)."""
+    return f"{amount:.4f}".rstrip("0").rstrip(".")
 
 
 @dataclass(frozen=True)
