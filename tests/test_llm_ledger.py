@@ -88,6 +88,9 @@ async def test_max_calls_holds_across_models_sharing_a_ledger(tmp_path) -> None:
         assert ledger.in_flight == 0 and board_totals(board) == ledger_totals(ledger)
         statuses = [c.status for c in board.list_model_calls(refused=True)]
         assert statuses.count(ModelCallStatus.REFUSED) == 9
+        kinds = [e.kind for e in board.events()]  # views counting calls from the log
+        assert (kinds.count("model_call.recorded"), kinds.count("model_call.refused")) == (3, 9)
+        assert board.counts()["model_calls"] == 3
 
 
 async def test_max_calls_is_never_exceeded_with_a_model_per_role(con) -> None:
@@ -271,3 +274,23 @@ def test_the_default_budget_is_dollars_and_can_be_removed() -> None:
     assert InvestigationSettings().max_usd == DEFAULT_MAX_USD == 5.0
     assert InvestigationSettings(max_usd=None).max_usd is None
     assert InvestigationSettings.from_dict({"max_usd": None}).max_usd is None
+
+
+def test_calls_recorded_before_the_status_column_read_as_answered_or_failed(tmp_path) -> None:
+    import sqlite3
+
+    from d2_notebook.board import migrations
+
+    path = tmp_path / "old.d2board"
+    conn = sqlite3.connect(path, isolation_level=None)
+    migrations.migrate(conn, [m for m in migrations.MIGRATIONS if m.version <= 5])
+    for error in (None, "ModelAPIError: HTTP 500"):
+        conn.execute(
+            "INSERT INTO model_calls (investigation_id, role, agent, model, request, response,"
+            " error, input_tokens, output_tokens, cache_read_tokens, cache_write_tokens,"
+            " cost_usd, latency_s, created_at) VALUES (NULL, 'judge', 'judge', 'm', '{}',"
+            " ?, ?, 5, 5, 0, 0, 0.0, 0.1, 't')", (None if error else "{}", error))
+    conn.close()
+    with Board.open(path) as board:
+        assert [c.status for c in board.list_model_calls()] == [ModelCallStatus.ANSWERED,
+                                                                 ModelCallStatus.FAILED]

@@ -50,7 +50,10 @@ class ModelCallRecords(BoardStore):
     ) -> ModelCall:
         """Append one model request and its response (or error) to the audit trail.
 
-        ``status`` defaults to ``failed`` when ``error`` is set, else ``answered``.
+        ``status`` defaults to ``failed`` when ``error`` is set, else ``answered``. The
+        event logged is ``model_call.recorded`` for a call that was sent and
+        ``model_call.refused`` for a request the budget refused (not a call: views
+        that count calls from the log leave it out).
         """
         if status is None:
             status = ModelCallStatus.FAILED if error else ModelCallStatus.ANSWERED
@@ -67,8 +70,9 @@ class ModelCallRecords(BoardStore):
                  latency_s, stamp, status.value),
             )
             call_id = int(cursor.lastrowid or 0)
+            kind = ("model_call.recorded" if status.was_sent else "model_call.refused")
             self._append_event(
-                conn, "model_call.recorded",
+                conn, kind,
                 {"id": call_id, "role": role, "agent": agent, "model": model, "error": error,
                  "input_tokens": input_tokens, "output_tokens": output_tokens,
                  "cost_usd": cost_usd, "latency_s": latency_s, "status": status.value},
