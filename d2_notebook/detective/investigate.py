@@ -117,7 +117,9 @@ async def investigate(
             the configured default (``D2_MODEL``). It answers every role not in
             ``models``.
         settings: team settings; keyword ``options`` (``collectors=``, ``max_depth=``,
-            ``max_usd=``, ``variant=`` ...) override single fields.
+            ``max_usd=``, ``variant=`` ...) override single fields. Budgets count the
+            whole investigation, earlier runs of a resumed one included; ``max_usd``
+            is $5 unless given (``max_usd=None`` removes it).
         models: a model (or model name) per role, e.g. ``{"collector": "anthropic:..."}``.
             Names are stored with the settings, so a resumed run uses them again
             (models passed as objects must be passed again); a replay answers every
