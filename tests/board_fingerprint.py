@@ -20,6 +20,7 @@ def fingerprint(board: Board) -> dict[str, list]:
         "evidence": [clean(e.to_dict()) for e in board.list_evidence()],
         "links": [clean(link.to_dict()) for link in board.list_links()],
         "verdicts": [clean(v.to_dict()) for v in board.list_verdicts()],
-        "calls": [(c.agent, c.request, c.response) for c in board.list_model_calls()],
+        "calls": [(c.agent, c.status.value, c.request, c.response)
+                  for c in board.list_model_calls(refused=True)],
         "events": [(e.seq, e.actor, e.kind, clean(e.payload)) for e in board.events()],
     }

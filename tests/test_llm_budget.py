@@ -12,13 +12,13 @@ from d2_notebook.llm import (
     Budget,
     BudgetedModel,
     ConcurrencyLimit,
+    Ledger,
     ModelRequest,
     ModelResponse,
     Price,
     PriceTable,
     TextPart,
     TokenUsage,
-    Usage,
     UserMessage,
     cost_of,
 )
@@ -46,7 +46,7 @@ async def test_call_cap_stops_the_next_request() -> None:
     model = BudgetedModel(inner, Budget(max_calls=3))
     for _ in range(3):
         await model.request(ask())
-    with pytest.raises(BudgetExceededError, match=r"3 of max_calls=3"):
+    with pytest.raises(BudgetExceededError, match=r"3 of max_calls=3 calls made or under way"):
         await model.request(ask())
     assert len(inner.requests) == 3  # the refused request never reached the model
 
@@ -69,18 +69,19 @@ async def test_token_cap() -> None:
     await model.request(ask())
     await model.request(ask())  # 700 then 1400 tokens: still under the cap
     await model.request(ask())  # 2100: this one crossed it
-    with pytest.raises(BudgetExceededError, match=r"token budget spent: 2100 of max_tokens=1500"):
+    with pytest.raises(BudgetExceededError, match=r"token budget spent: max_tokens=1500 reached"):
         await model.request(ask())
 
 
 async def test_dollar_cap_and_usage_by_role() -> None:
-    usage = Usage()
+    ledger = Ledger()
+    usage = ledger.usage
     # sonnet: 1M input tokens = $3, so each call costs $0.03 + 10k output ($0.15) = $0.18
-    model = BudgetedModel(fixed(10_000, 10_000), Budget(max_usd=0.5), usage)
+    model = BudgetedModel(fixed(10_000, 10_000), Budget(max_usd=0.5), ledger)
     await model.request(ask("hypothesizer"))
     await model.request(ask("judge"))
     await model.request(ask("judge"))
-    with pytest.raises(BudgetExceededError, match=r"dollar budget spent: \$0\.5400 of max_usd"):
+    with pytest.raises(BudgetExceededError, match=r"dollar budget spent: max_usd=\$0\.5 reached"):
         await model.request(ask("judge"))
     assert usage.calls == 3 and usage.input_tokens == 30_000
     assert usage.cost_usd == pytest.approx(0.54)
@@ -89,8 +90,9 @@ async def test_dollar_cap_and_usage_by_role() -> None:
 
 
 async def test_unpriced_models_cost_nothing_but_are_flagged() -> None:
-    usage = Usage()
-    model = BudgetedModel(fixed(100, 100, model="llama3.1"), Budget(max_usd=0.01), usage)
+    ledger = Ledger()
+    usage = ledger.usage
+    model = BudgetedModel(fixed(100, 100, model="llama3.1"), Budget(max_usd=0.01), ledger)
     await model.request(ask())
     assert usage.cost_usd == 0 and usage.unpriced_calls == 1
     assert cost_of("llama3.1", TokenUsage(5, 5)).priced is False

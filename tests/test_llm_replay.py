@@ -11,6 +11,7 @@ import d2_notebook.llm as llm
 from d2_notebook.board import Board
 from d2_notebook.errors import ModelAPIError, ReplayDivergenceError, ScriptExhaustedError
 from d2_notebook.llm import (
+    Ledger,
     Message,
     Model,
     ModelRequest,
@@ -18,7 +19,6 @@ from d2_notebook.llm import (
     RecordingModel,
     ToolResult,
     ToolSpec,
-    Usage,
     UserMessage,
 )
 from d2_notebook.llm.offline import ReplayModel, ScriptedModel, text, tool_call
@@ -64,8 +64,9 @@ def script() -> ScriptedModel:
 async def record_session(board_path: Path) -> tuple[str, dict[str, list[ModelResponse]]]:
     with Board.open(board_path) as board:
         investigation = board.start_investigation("Who did it?")
-        usage = Usage()
-        model = RecordingModel(script(), board, investigation.id, usage=usage)
+        ledger = Ledger()
+        usage = ledger.usage
+        model = RecordingModel(script(), board, investigation.id, ledger=ledger)
         h1, h2 = await asyncio.gather(agent_session(model, "collector-H1", "Check H1"),
                                       agent_session(model, "collector-H2", "Check H2"))
         assert usage.calls == 5 and usage.by_role["collector"].calls == 5

@@ -217,6 +217,14 @@ MIGRATIONS: tuple[Migration, ...] = (
         );
         """,
     ),
+    Migration(
+        7,
+        "how each model call ended: answered, failed, cancelled or refused by the budget",
+        """
+        ALTER TABLE model_calls ADD COLUMN status TEXT NOT NULL DEFAULT 'answered';
+        UPDATE model_calls SET status = 'failed' WHERE error IS NOT NULL;
+        """,
+    ),
 )
 
 

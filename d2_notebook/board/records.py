@@ -50,6 +50,26 @@ class Stance(StrEnum):
     CONTRADICTS = "contradicts"
 
 
+class ModelCallStatus(StrEnum):
+    """How a recorded model call ended.
+
+    ``answered`` and ``failed`` calls were sent and ended; a ``cancelled`` one was sent
+    and the run was stopped (time budget, Ctrl-C) before it was recorded in its turn,
+    with whatever usage came back; a ``refused`` one was never sent: the budget was
+    spent (kept so a replay stops at the same point).
+    """
+
+    ANSWERED = "answered"
+    FAILED = "failed"
+    CANCELLED = "cancelled"
+    REFUSED = "refused"
+
+    @property
+    def was_sent(self) -> bool:
+        """True for a call that reached the provider (and counts as a call)."""
+        return self is not ModelCallStatus.REFUSED
+
+
 class InvestigationState(StrEnum):
     """Life cycle of one investigation on a board."""
 
@@ -225,6 +245,7 @@ class ModelCall(_Record):
     cost_usd: float = 0.0
     latency_s: float = 0.0
     created_at: str = ""
+    status: ModelCallStatus = ModelCallStatus.ANSWERED
 
 
 @dataclass(frozen=True)

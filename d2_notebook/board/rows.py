@@ -17,6 +17,7 @@ from d2_notebook.board.records import (
     InvestigationState,
     Link,
     ModelCall,
+    ModelCallStatus,
     Stance,
     Verdict,
 )
@@ -140,6 +141,7 @@ def model_call(row: sqlite3.Row) -> ModelCall:
         cost_usd=row["cost_usd"],
         latency_s=row["latency_s"],
         created_at=row["created_at"],
+        status=ModelCallStatus(row["status"]),
     )
 
 

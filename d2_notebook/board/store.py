@@ -253,6 +253,8 @@ class BoardStore:
             counts[row["status"]] = row["n"]
         for table in ("hypotheses", "evidence", "links", "verdicts", "model_calls", "events"):
             counts[table] = int(self._query(f"SELECT count(*) FROM {table}")[0][0])
+        counts["model_calls"] -= int(self._query(  # refused requests were never sent
+            "SELECT count(*) FROM model_calls WHERE status = 'refused'")[0][0])
         counts["redundant_evidence"] = int(
             self._query("SELECT count(*) FROM evidence WHERE redundant = 1")[0][0]
         )

@@ -31,12 +31,12 @@ from d2_notebook.detective.claim_check import ClaimCheck, check_report
 from d2_notebook.detective.context import TeamContext
 from d2_notebook.detective.coverage_view import NO_CANDIDATES, read_candidates
 from d2_notebook.detective.loop import LOOP_ACTOR, ControlLoop, RunOutcome
-from d2_notebook.detective.resume import resume_investigation
+from d2_notebook.detective.resume import resume_investigation, spent_so_far
 from d2_notebook.detective.sequencer import WriteSequencer
 from d2_notebook.detective.settings import InvestigationSettings, check_role_names
 from d2_notebook.detective.variant import Shape
 from d2_notebook.errors import D2Error, InvalidRecordError, ReplayDivergenceError
-from d2_notebook.llm import Budget, BudgetedModel, Model, RecordingModel, Usage, get_model
+from d2_notebook.llm import Budget, Ledger, Model, RecordingModel, Usage, get_model
 from d2_notebook.llm.replay import ReplayModel
 from d2_notebook.safe_markdown import safe_markdown
 
@@ -60,8 +60,10 @@ class InvestigationResult:
     """What an investigation produced. ``board`` holds the complete history.
 
     ``answer`` is the structured answer every variant gives (for the benchmark):
-    ``{"answers": [...], "candidates_considered": [...]}``. ``usage.by_role`` has the
-    calls, tokens and cost of each role. ``claim_check`` looked every number of the
+    ``{"answers": [...], "candidates_considered": [...]}``. ``usage`` is the
+    investigation's ledger: every call it sent, earlier runs of a resumed one included
+    (refused requests are not calls); ``usage.by_role`` has each role's calls, tokens
+    and cost. ``claim_check`` looked every number of the
     report up in the evidence it cites (``report`` has the unverified ones marked);
     ``unverified_claims`` counts those not found.
     """
@@ -116,7 +118,9 @@ async def investigate(
             the configured default (``D2_MODEL``). It answers every role not in
             ``models``.
         settings: team settings; keyword ``options`` (``collectors=``, ``max_depth=``,
-            ``max_usd=``, ``variant=`` ...) override single fields.
+            ``max_usd=``, ``variant=`` ...) override single fields. Budgets count the
+            whole investigation, earlier runs of a resumed one included; ``max_usd``
+            is $5 unless given (``max_usd=None`` removes it).
         models: a model (or model name) per role, e.g. ``{"collector": "anthropic:..."}``.
             Names are stored with the settings, so a resumed run uses them again
             (models passed as objects must be passed again); a replay answers every
@@ -182,7 +186,8 @@ async def investigate(
                 lease.acquire(investigation.id)
             if role_inner is None:  # resumed: the stored names, unless given again
                 role_inner = _resolve_role_models(settings.role_models, objects)
-            return await _run(opened, sql, investigation, settings, inner, role_inner)
+            return await _run(opened, sql, investigation, settings, inner, role_inner,
+                              replaying=recorded is not None)
         finally:
             lease.release()
     finally:
@@ -192,30 +197,30 @@ async def investigate(
 
 async def _run(opened: Board, sql: SQLSource, investigation: Any,
                settings: InvestigationSettings, inner: Model,
-               role_inner: dict[str, Model]) -> InvestigationResult:
-    usage = Usage()
+               role_inner: dict[str, Model], *, replaying: bool) -> InvestigationResult:
+    # One ledger for every role and model, starting from what earlier runs spent. A
+    # replay sets no caps of its own: its budget stops are the recording's refusals.
+    ledger = Ledger(spent_so_far(opened, investigation.id))
     sequencer = WriteSequencer()
-    reserve = _reserve(settings)
-    full_budget = Budget(settings.max_calls, settings.max_tokens, settings.max_usd)
+    collection = Budget() if replaying else _reserve(settings)
+    whole = Budget() if replaying else Budget(settings.max_calls, settings.max_tokens,
+                                              settings.max_usd)
 
     def recorded(model: Model) -> RecordingModel:
-        return RecordingModel(model, opened, investigation.id, before_record=sequencer.arrive)
+        return RecordingModel(model, opened, investigation.id, ledger=ledger,
+                              budget=collection, before_record=sequencer.arrive)
 
     recording = recorded(inner)
     role_recording = {role: recorded(model) for role, model in role_inner.items()}
-    # One budget and one usage for every role: BudgetedModels share ``usage``.
     ctx = TeamContext(
-        board=opened, sql=sql, model=BudgetedModel(recording, reserve, usage),
+        board=opened, sql=sql, model=recording,
         investigation_id=investigation.id, question=investigation.question,
         schema_summary=await asyncio.to_thread(sql.schema_summary), settings=settings,
-        sequencer=sequencer,
-        role_models={role: BudgetedModel(model, reserve, usage)
-                     for role, model in role_recording.items()},
+        sequencer=sequencer, role_models=role_recording,
         candidates=(NO_CANDIDATES if settings.variant.shape is Shape.REACT
                     else await asyncio.to_thread(read_candidates, sql)),
     )
-    reporter_model = BudgetedModel(role_recording.get("reporter", recording), full_budget,
-                                   usage)
+    reporter_model = role_recording.get("reporter", recording).with_budget(whole)
     loop = ControlLoop(ctx, reporter_model=reporter_model,
                        hypothesizer_calls=1 if _hypotheses(opened, investigation.id) else 0)
     try:
@@ -231,7 +236,7 @@ async def _run(opened: Board, sql: SQLSource, investigation: Any,
     outcome = replace(outcome, report=check.marked_report)
     opened.set_investigation_state(investigation.id, "finished", actor=LOOP_ACTOR,
                                    report=outcome.report)
-    return replace(_result(opened, investigation.id, outcome, usage, settings),
+    return replace(_result(opened, investigation.id, outcome, ledger.usage, settings),
                    claim_check=check)
 
 

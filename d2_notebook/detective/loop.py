@@ -33,7 +33,7 @@ from d2_notebook.detective.decisions import Judgement, Steering
 from d2_notebook.detective.report import fallback_report
 from d2_notebook.detective.scheduler import BranchScheduler
 from d2_notebook.detective.variant import Role, Shape
-from d2_notebook.errors import BudgetExceededError, ModelError
+from d2_notebook.errors import BudgetExceededError, ModelError, ReplayDivergenceError
 
 LOOP_ACTOR = "detective"
 
@@ -235,6 +235,8 @@ class ControlLoop:
                                                      Role.REPORTER.value: self.reporter_model})
             try:
                 report = (await roles.write_report(reporter_ctx, unexamined_note=note)).report
+            except ReplayDivergenceError:
+                raise  # a replay that took another path fails; no fallback hides it
             except ModelError as exc:
                 note = (note + " " if note else "") + f"The reporter could not run: {exc}."
         if report is None:

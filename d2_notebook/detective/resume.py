@@ -22,6 +22,7 @@ from d2_notebook.board import Board, HypothesisStatus, Investigation
 from d2_notebook.detective.loop import LOOP_ACTOR
 from d2_notebook.detective.settings import InvestigationSettings
 from d2_notebook.errors import InvalidRecordError
+from d2_notebook.llm import TokenUsage, Usage
 
 
 def resume_investigation(
@@ -83,3 +84,19 @@ def _new_evidence_on_settled(board: Board, additions: list[Any]) -> list[tuple[s
         if hyp.status.is_settled and hyp.status is not HypothesisStatus.ABANDONED:
             reopened.setdefault(hyp.id, event.payload["evidence_id"])
     return list(reopened.items())
+
+
+def spent_so_far(board: Board, investigation_id: str) -> Usage:
+    """What the investigation's recorded calls used, by role: the ledger's starting
+    point, so budgets count the whole investigation across resumes (zero for a new one).
+
+    Every call that was sent counts (answered, failed, cancelled); refused requests do
+    not. Earlier calls count as priced (the board keeps their cost, not the price table
+    that made it).
+    """
+    spent = Usage()
+    for role in board.model_spend(investigation_id):
+        spent.record(role.role, TokenUsage(role.input_tokens, role.output_tokens,
+                                           role.cache_read_tokens, role.cache_write_tokens),
+                     role.cost_usd, calls=role.calls)
+    return spent

@@ -15,6 +15,13 @@ from typing import Any
 from d2_notebook.detective.variant import FULL, Role, Variant, parse_variant
 from d2_notebook.errors import InvalidRecordError
 
+DEFAULT_MAX_USD = 5.0
+"""The dollar budget of an investigation unless one is given: about a large team run
+on a Sonnet-class model (a $0.70–$1.40 investigation fits several times over; a
+runaway cascade of refinements stops here). ``max_usd=None`` removes it. Models
+without a known price (offline, replay, unpriced self-hosted ones) cost $0 and never
+reach it."""
+
 
 @dataclass(frozen=True)
 class InvestigationSettings:
@@ -31,7 +38,10 @@ class InvestigationSettings:
             gets about what the whole team would use.
         max_evidence_returns: times a judge may send a hypothesis back for more evidence.
         max_hypothesizer_calls: times the hypothesizer runs (first pass included).
-        max_calls, max_tokens, max_usd: the model budget for the whole investigation.
+        max_calls, max_tokens, max_usd: the model budget for the whole investigation,
+            counted over every run of it (a resumed run counts what earlier runs
+            spent); every call sent counts, a cancelled one included. ``max_usd``
+            defaults to :data:`DEFAULT_MAX_USD`; None means no cap.
         max_seconds: wall-time budget.
         reporter_reserve: share of the call/token/dollar budget kept for the reporter.
         preview_rows: rows of a query result shown to a model.
@@ -52,7 +62,7 @@ class InvestigationSettings:
     max_hypothesizer_calls: int = 2
     max_calls: int | None = None
     max_tokens: int | None = None
-    max_usd: float | None = None
+    max_usd: float | None = DEFAULT_MAX_USD
     max_seconds: float | None = None
     reporter_reserve: float = 0.15
     preview_rows: int = 20

@@ -3,8 +3,9 @@
 ``get_model("anthropic:claude-sonnet-4-6")`` or ``get_model("openai:llama3.1",
 base_url=...)`` gives a :class:`Model`; ``await model.request(ModelRequest(...))``
 gives a :class:`ModelResponse` of typed parts. Wrap a model in
-:class:`RecordingModel` to log every call on the board and :class:`BudgetedModel` to
-stop at a :class:`Budget`. Offline models live in :mod:`d2_notebook.llm.offline`.
+:class:`RecordingModel` to log every call on the board and count it on an
+investigation's :class:`Ledger` against a :class:`Budget` (:class:`BudgetedModel`
+does the counting without a board). Offline models live in :mod:`d2_notebook.llm.offline`.
 
 Set ``ALLOW_MODEL_REQUESTS = False`` on this module (tests do) to make every real
 provider fail with ``ModelRequestsBlockedError`` before any network I/O.
@@ -47,7 +48,15 @@ from d2_notebook.llm.settings import (
     default_model_name,
     model_requests_allowed,
 )
-from d2_notebook.llm.usage import Budget, BudgetedModel, ConcurrencyLimit, Usage, UsageTotals
+from d2_notebook.llm.usage import (
+    Budget,
+    BudgetedModel,
+    ConcurrencyLimit,
+    Ledger,
+    Reservation,
+    Usage,
+    UsageTotals,
+)
 
 ALLOW_MODEL_REQUESTS: bool = True
 """False blocks every real provider request (see :mod:`d2_notebook.llm.settings`)."""
@@ -62,6 +71,7 @@ __all__ = [
     "ConcurrencyLimit",
     "ContextWindowTable",
     "Cost",
+    "Ledger",
     "Message",
     "Model",
     "ModelRequest",
@@ -71,6 +81,7 @@ __all__ = [
     "PriceTable",
     "ProviderFactory",
     "RecordingModel",
+    "Reservation",
     "StopReason",
     "TextPart",
     "TokenUsage",

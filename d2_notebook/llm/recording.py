@@ -1,21 +1,31 @@
 """Record every model call on the board: the audit trail, cost meter and replay source.
 
-Each call becomes one ``model_calls`` row as it finishes: role, agent, model name,
-``request.to_dict()``, ``response.to_dict()`` (None when it failed), token counts,
-cost, latency and, for a failure, the error as ``"<ErrorClass>: <message>"``.
-:class:`~d2_notebook.llm.offline.ReplayModel` reads these rows back.
+Each request becomes one ``model_calls`` row: role, agent, model name,
+``request.to_dict()``, ``response.to_dict()`` (None when none came back), token
+counts, cost, latency, how it ended (``status``: answered, failed, cancelled or
+refused) and, for a failure or a refusal, the error as ``"<ErrorClass>: <message>"``.
+:class:`~d2_notebook.llm.replay.ReplayModel` reads these rows back.
+
+The recorder is also where a call meets the investigation's :class:`Ledger`: it is
+reserved before it is sent and settled when its row is written, so the board's rows
+and the ledger agree after any stop, a cancellation included.
 """
 
 from __future__ import annotations
 
 import time
 from collections.abc import Awaitable, Callable
+from dataclasses import dataclass, replace
 from typing import Protocol
 
-from d2_notebook.llm.messages import ModelRequest, ModelResponse
+from d2_notebook.board.records import ModelCallStatus
+from d2_notebook.errors import BudgetExceededError
+from d2_notebook.llm.messages import ModelRequest, ModelResponse, TokenUsage
 from d2_notebook.llm.model import Model
 from d2_notebook.llm.pricing import PriceTable, cost_of
-from d2_notebook.llm.usage import Usage
+from d2_notebook.llm.usage import Budget, Ledger, Reservation
+
+CANCELLED_TEXT = "cancelled: the run stopped before this call was recorded in its turn"
 
 
 class ModelCallSink(Protocol):
@@ -31,16 +41,32 @@ def error_text(exc: BaseException) -> str:
     return f"{type(exc).__name__}: {exc}"
 
 
+@dataclass(frozen=True)
+class _Outcome:
+    """How one request ended, ready to be written."""
+
+    status: ModelCallStatus
+    reservation: Reservation | None
+    response: ModelResponse | None = None
+    error: str | None = None
+    latency_s: float = 0.0
+
+
 class RecordingModel:
-    """Wraps a model and records each call on ``board`` as it happens.
+    """Wraps a model and records each request on ``board``, counting it on ``ledger``.
 
-    Failed calls are recorded too (response None, error set) and the error is then
-    re-raised unchanged. Cancellation (``asyncio.CancelledError``) is not recorded.
-    If ``usage`` is given, successful calls are also counted there.
+    Before a request is sent it is reserved on ``ledger`` under ``budget``; a request
+    the budget refuses is recorded as ``refused`` (never sent) and its
+    :class:`~d2_notebook.errors.BudgetExceededError` raised. A failed call is recorded
+    (response None, error set) and its error re-raised unchanged. A call cancelled
+    (``asyncio.CancelledError``, ``KeyboardInterrupt``) while out at the provider, or
+    after its response came back but before its turn to be recorded, is recorded at
+    once as ``cancelled`` with whatever usage came back, and the cancellation goes on.
 
-    ``before_record`` (optional) is awaited after the model answered (or failed) and
-    before the call is written: a caller that orders board writes of parallel agents
-    uses it to write each call in its turn (see ``d2_notebook.detective.sequencer``).
+    ``before_record`` (optional) is awaited after the model answered (or failed, or the
+    budget refused) and before the call is written: a caller that orders board writes
+    of parallel agents uses it to write each call in its turn (see
+    ``d2_notebook.detective.sequencer``).
     """
 
     def __init__(
@@ -49,57 +75,95 @@ class RecordingModel:
         board: ModelCallSink,
         investigation_id: str | None = None,
         *,
-        usage: Usage | None = None,
+        ledger: Ledger | None = None,
+        budget: Budget | None = None,
         prices: PriceTable | None = None,
         before_record: Callable[[ModelRequest], Awaitable[None]] | None = None,
     ) -> None:
-        """Record calls of ``inner`` on ``board`` under ``investigation_id``."""
+        """Record calls of ``inner`` on ``board`` under ``investigation_id``; count them
+        on ``ledger`` (a new one when None) against ``budget`` (no caps when None)."""
         self.inner = inner
         self.name = inner.name
         self.board = board
         self.investigation_id = investigation_id
-        self.usage = usage
+        self.ledger = ledger if ledger is not None else Ledger()
+        self.budget = budget if budget is not None else Budget()
         self.prices = prices
         self.before_record = before_record
 
+    def with_budget(self, budget: Budget) -> RecordingModel:
+        """The same recorder (same board, ledger and turn order) under another budget."""
+        return RecordingModel(self.inner, self.board, self.investigation_id, ledger=self.ledger,
+                              budget=budget, prices=self.prices,
+                              before_record=self.before_record)
+
     async def request(self, request: ModelRequest) -> ModelResponse:
-        """Forward ``request``, record the outcome, return or re-raise it."""
+        """Reserve, forward ``request``, record the outcome, return or re-raise it."""
+        try:
+            reservation = self.ledger.reserve(request.role, self.budget)
+        except BudgetExceededError as exc:
+            await self._in_turn(request, _Outcome(ModelCallStatus.REFUSED, None,
+                                                  error=error_text(exc)))
+            raise
         started = time.perf_counter()
         try:
             response = await self.inner.request(request)
+        except BudgetExceededError as exc:  # refused further in (a replayed refusal)
+            self.ledger.cancel(reservation)
+            await self._in_turn(request, _Outcome(ModelCallStatus.REFUSED, None,
+                                                  error=error_text(exc)))
+            raise
         except Exception as exc:
+            await self._in_turn(request, _Outcome(
+                ModelCallStatus.FAILED, reservation, error=error_text(exc),
+                latency_s=time.perf_counter() - started))
+            raise
+        except BaseException:  # cancelled while out at the provider: nothing came back
+            self._write(request, _Outcome(ModelCallStatus.CANCELLED, reservation,
+                                          error=CANCELLED_TEXT,
+                                          latency_s=time.perf_counter() - started))
+            raise
+        await self._in_turn(request, _Outcome(ModelCallStatus.ANSWERED, reservation, response,
+                                              latency_s=time.perf_counter() - started))
+        return response
+
+    async def _in_turn(self, request: ModelRequest, outcome: _Outcome) -> None:
+        """Wait for the call's turn, then write it; cancelled while waiting, write it at
+        once (an answered call as ``cancelled``, with its usage) and go on cancelling."""
+        try:
             if self.before_record is not None:
                 await self.before_record(request)
+        except BaseException:
+            if outcome.status is ModelCallStatus.ANSWERED:
+                outcome = replace(outcome, status=ModelCallStatus.CANCELLED,
+                                  error=CANCELLED_TEXT)
+            self._write(request, outcome)
+            raise
+        self._write(request, outcome)
+
+    def _write(self, request: ModelRequest, outcome: _Outcome) -> None:
+        """Write the call's row and settle its reservation into the ledger."""
+        response = outcome.response
+        usage = response.usage if response is not None else TokenUsage()
+        cost = cost_of((response.model if response is not None else None) or self.name,
+                       usage, self.prices)
+        try:
             self.board.record_model_call(
                 role=request.role,
                 agent=request.agent,
                 model=self.name,
                 request=request.to_dict(),
-                response=None,
-                error=error_text(exc),
-                latency_s=time.perf_counter() - started,
+                response=None if response is None else response.to_dict(),
+                error=outcome.error,
+                input_tokens=usage.input_tokens,
+                output_tokens=usage.output_tokens,
+                cache_read_tokens=usage.cache_read_tokens,
+                cache_write_tokens=usage.cache_write_tokens,
+                cost_usd=cost.usd,
+                latency_s=outcome.latency_s,
                 investigation_id=self.investigation_id,
+                status=outcome.status,
             )
-            raise
-        latency = time.perf_counter() - started
-        if self.before_record is not None:
-            await self.before_record(request)
-        cost = cost_of(response.model or self.name, response.usage, self.prices)
-        self.board.record_model_call(
-            role=request.role,
-            agent=request.agent,
-            model=self.name,
-            request=request.to_dict(),
-            response=response.to_dict(),
-            error=None,
-            input_tokens=response.usage.input_tokens,
-            output_tokens=response.usage.output_tokens,
-            cache_read_tokens=response.usage.cache_read_tokens,
-            cache_write_tokens=response.usage.cache_write_tokens,
-            cost_usd=cost.usd,
-            latency_s=latency,
-            investigation_id=self.investigation_id,
-        )
-        if self.usage is not None:
-            self.usage.record(request.role, response.usage, cost.usd, cost.priced)
-        return response
+        finally:
+            if outcome.reservation is not None:
+                self.ledger.settle(outcome.reservation, usage, cost.usd, cost.priced)

@@ -22,7 +22,11 @@ A request that differs raises :class:`~d2_notebook.errors.ReplayDivergenceError`
 naming the agent, call number, field and first difference; it is never answered.
 A recorded *failed* call is replayed as the same error: the recorded class if it is
 a :class:`~d2_notebook.errors.ModelError` subclass, else ``ModelAPIError``, with
-the recorded text.
+the recorded text. A request the budget *refused* is refused again, at the same
+point of the order and with the same message
+(:class:`~d2_notebook.errors.BudgetExceededError`), so a budget-stopped run replays
+to the same board. A call recorded as *cancelled* ends the recording: asking for it
+is a divergence (the recorded run was stopped there).
 """
 
 from __future__ import annotations
@@ -32,7 +36,8 @@ import threading
 from typing import Any, Protocol
 
 from d2_notebook import errors
-from d2_notebook.errors import ModelError, ReplayDivergenceError
+from d2_notebook.board.records import ModelCallStatus
+from d2_notebook.errors import BudgetExceededError, ModelError, ReplayDivergenceError
 from d2_notebook.llm.messages import ModelRequest, ModelResponse
 
 COMPARED_FIELDS = ("system", "tools", "messages")
@@ -45,13 +50,16 @@ class RecordedCall(Protocol):
     request: dict[str, Any]
     response: dict[str, Any] | None
     error: str | None
+    status: ModelCallStatus
 
 
 class ModelCallSource(Protocol):
     """What :class:`ReplayModel` needs of a board (``Board`` satisfies it)."""
 
-    def list_model_calls(self, *, investigation_id: str | None = None) -> list[Any]:
-        """Recorded calls in the order they were made."""
+    def list_model_calls(self, *, investigation_id: str | None = None,
+                         refused: bool = False) -> list[Any]:
+        """Recorded calls in the order they were made (with ``refused``: the requests
+        the budget refused too)."""
         ...
 
 
@@ -83,7 +91,7 @@ class ReplayModel:
         self.wait_timeout_s = wait_timeout_s
         self._calls: dict[str, list[RecordedCall]] = {}
         self._order: list[tuple[str, int]] = []  # global position -> (agent, index)
-        for call in board.list_model_calls(investigation_id=investigation_id):
+        for call in board.list_model_calls(investigation_id=investigation_id, refused=True):
             calls = self._calls.setdefault(call.agent, [])
             self._order.append((call.agent, len(calls)))
             calls.append(call)
@@ -137,6 +145,14 @@ class ReplayModel:
                     f"{difference}; the run asks something the recording does not contain "
                     "— re-record it with a real model"
                 )
+        if call.status is ModelCallStatus.REFUSED:
+            _, _, message = (call.error or "").partition(": ")
+            raise BudgetExceededError(message)
+        if call.status is ModelCallStatus.CANCELLED:
+            raise ReplayDivergenceError(
+                f"replay diverged: agent {agent!r}, call #{number} was cancelled in the "
+                "recorded run (it was stopped there), so the recording has no answer to "
+                "it; resume that run instead of replaying it, or re-record it")
         if call.response is None:
             raise _recorded_error(call.error or "")
         return ModelResponse.from_dict(call.response)

@@ -1,10 +1,17 @@
-"""Running totals of model use, budgets that stop a team before it overspends, and the
+"""One ledger of an investigation's model use, the budgets checked against it, and the
 per-model concurrency cap.
 
-A :class:`Usage` is shared by every agent of an investigation; :class:`BudgetedModel`
-checks a :class:`Budget` against it *before* each request and raises
-:class:`~d2_notebook.errors.BudgetExceededError` once a cap is reached, so the team can
-catch it and finish gracefully.
+A :class:`Ledger` is the single account of an investigation: every role and every
+model of it reserve each call there before it is sent (:meth:`Ledger.reserve` checks a
+:class:`Budget` against the calls made *and* those in flight), and the reservation is
+settled into the actual usage when the call ends — answered, failed or cancelled
+(:meth:`Ledger.settle`). So ``max_calls`` holds whatever the number of models and
+agents running at once. A resumed investigation's ledger starts from the spend already
+recorded on its board, so the budgets count the whole investigation.
+
+:class:`~d2_notebook.llm.recording.RecordingModel` is the wrapper an investigation
+uses (it records refusals and cancellations on the board too); :class:`BudgetedModel`
+is the same accounting without a board.
 """
 
 from __future__ import annotations
@@ -18,6 +25,8 @@ from d2_notebook.errors import BudgetExceededError
 from d2_notebook.llm.messages import ModelRequest, ModelResponse, TokenUsage
 from d2_notebook.llm.model import Model
 from d2_notebook.llm.pricing import PriceTable, cost_of
+
+FINISH_HINT = "finish with what the board holds, or raise the budget"
 
 
 @dataclass
@@ -40,15 +49,15 @@ class UsageTotals:
             + self.cache_write_tokens
         )
 
-    def add(self, usage: TokenUsage, cost_usd: float, priced: bool) -> None:
-        """Count one call."""
-        self.calls += 1
+    def add(self, usage: TokenUsage, cost_usd: float, priced: bool, *, calls: int = 1) -> None:
+        """Count ``calls`` call(s) that used ``usage`` together."""
+        self.calls += calls
         self.input_tokens += usage.input_tokens
         self.output_tokens += usage.output_tokens
         self.cache_read_tokens += usage.cache_read_tokens
         self.cache_write_tokens += usage.cache_write_tokens
         self.cost_usd += cost_usd
-        self.unpriced_calls += 0 if priced else 1
+        self.unpriced_calls += 0 if priced else calls
 
 
 @dataclass
@@ -59,69 +68,138 @@ class Usage(UsageTotals):
     by_role: dict[str, UsageTotals] = field(default_factory=dict)
     _lock: threading.Lock = field(default_factory=threading.Lock, repr=False, compare=False)
 
-    def record(self, role: str, usage: TokenUsage, cost_usd: float, priced: bool = True) -> None:
-        """Add one finished call made by ``role``."""
+    def record(self, role: str, usage: TokenUsage, cost_usd: float, priced: bool = True, *,
+               calls: int = 1) -> None:
+        """Add ``calls`` finished call(s) made by ``role`` (one, unless seeding totals)."""
         with self._lock:
-            self.add(usage, cost_usd, priced)
-            self.by_role.setdefault(role, UsageTotals()).add(usage, cost_usd, priced)
+            self.add(usage, cost_usd, priced, calls=calls)
+            self.by_role.setdefault(role, UsageTotals()).add(usage, cost_usd, priced,
+                                                             calls=calls)
 
 
 @dataclass(frozen=True)
 class Budget:
-    """Caps on an investigation's model use; None means no cap."""
+    """Caps on an investigation's model use; None means no cap.
+
+    The refusal messages name the cap only, never a count taken at that instant, so
+    the same stop reads the same in every run (and in its replay).
+    """
 
     max_calls: int | None = None
     max_tokens: int | None = None
     max_usd: float | None = None
 
     def check(self, usage: UsageTotals, *, pending_calls: int = 0) -> None:
-        """Raise if ``usage`` (plus calls already in flight) has reached a cap.
+        """Raise if ``usage`` (plus ``pending_calls`` reserved and in flight) has
+        reached a cap.
 
         Raises:
             BudgetExceededError: a cap is reached; the message names which.
         """
-        calls = usage.calls + pending_calls
-        if self.max_calls is not None and calls >= self.max_calls:
+        if self.max_calls is not None and usage.calls + pending_calls >= self.max_calls:
             raise BudgetExceededError(
-                f"model call budget spent: {calls} of max_calls={self.max_calls}; "
-                "finish with what the board holds, or raise the budget"
-            )
+                f"model call budget spent: {self.max_calls} of max_calls={self.max_calls} "
+                f"calls made or under way; {FINISH_HINT}")
         if self.max_tokens is not None and usage.total_tokens >= self.max_tokens:
             raise BudgetExceededError(
-                f"token budget spent: {usage.total_tokens} of max_tokens={self.max_tokens}; "
-                "finish with what the board holds, or raise the budget"
-            )
+                f"token budget spent: max_tokens={self.max_tokens} reached; {FINISH_HINT}")
         if self.max_usd is not None and usage.cost_usd >= self.max_usd:
             raise BudgetExceededError(
-                f"dollar budget spent: ${usage.cost_usd:.4f} of max_usd=${self.max_usd:.2f}; "
-                "finish with what the board holds, or raise the budget"
-            )
+                f"dollar budget spent: max_usd=${_dollars(self.max_usd)} reached; {FINISH_HINT}")
+
+
+def _dollars(amount: float) -> str:
+    """``amount`` to the cent or finer, without trailing zeros (5, 0.5, 0.068)."""
+    return f"{amount:.4f}".rstrip("0").rstrip(".")
+
+
+@dataclass(frozen=True)
+class Reservation:
+    """One call's place in the ledger, from before it is sent until it is settled."""
+
+    role: str
+    number: int
+
+
+class Ledger:
+    """The one account of an investigation's model use, shared by every role and model.
+
+    Calls are reserved before they are sent and settled when they end; a reserved call
+    counts against ``max_calls`` at once, tokens and dollars count once they are known.
+    Thread-safe.
+    """
+
+    def __init__(self, spent: Usage | None = None) -> None:
+        """Start from ``spent`` (an investigation's earlier runs), or from nothing."""
+        self.usage = spent if spent is not None else Usage()
+        self._in_flight: dict[int, Reservation] = {}
+        self._numbers = 0
+        self._lock = threading.Lock()
+
+    @property
+    def in_flight(self) -> int:
+        """Calls reserved and not yet settled."""
+        with self._lock:
+            return len(self._in_flight)
+
+    def reserve(self, role: str, budget: Budget) -> Reservation:
+        """Reserve one call of ``role`` under ``budget``.
+
+        Raises:
+            BudgetExceededError: the call would pass a cap; nothing is reserved.
+        """
+        with self._lock:
+            budget.check(self.usage, pending_calls=len(self._in_flight))
+            self._numbers += 1
+            reservation = Reservation(role, self._numbers)
+            self._in_flight[reservation.number] = reservation
+            return reservation
+
+    def settle(self, reservation: Reservation, usage: TokenUsage, cost_usd: float,
+               priced: bool) -> None:
+        """The reserved call ended (answered, failed or cancelled): count what it used.
+
+        Settling a reservation twice counts it once.
+        """
+        with self._lock:
+            if self._in_flight.pop(reservation.number, None) is None:
+                return
+            self.usage.record(reservation.role, usage, cost_usd, priced)
+
+
+    def cancel(self, reservation: Reservation) -> None:
+        """The reserved call was never sent after all (refused further in): forget it."""
+        with self._lock:
+            self._in_flight.pop(reservation.number, None)
 
 
 class BudgetedModel:
-    """Wraps a model: checks the budget before each request, counts usage after it.
+    """Wraps a model: reserves each call on a :class:`Ledger` under a :class:`Budget`
+    before sending it, settles the usage after it (also when it fails or is cancelled).
 
-    Calls already in flight count against ``max_calls``, so concurrent agents cannot
-    overshoot the call cap; token and dollar caps are checked on finished calls only
-    (a request's cost is unknown until it returns).
+    For a model outside an investigation; an investigation's models are
+    :class:`~d2_notebook.llm.recording.RecordingModel`\\ s, which also record every call.
     """
 
     def __init__(
         self,
         inner: Model,
         budget: Budget,
-        usage: Usage | None = None,
+        ledger: Ledger | None = None,
         *,
         prices: PriceTable | None = None,
     ) -> None:
-        """Wrap ``inner``; totals go to ``usage`` (a new :class:`Usage` when None)."""
+        """Wrap ``inner``; calls are counted on ``ledger`` (a new one when None)."""
         self.inner = inner
         self.name = inner.name
         self.budget = budget
-        self.usage = usage if usage is not None else Usage()
+        self.ledger = ledger if ledger is not None else Ledger()
         self.prices = prices
-        self._in_flight = 0
-        self._lock = threading.Lock()
+
+    @property
+    def usage(self) -> Usage:
+        """The ledger's totals."""
+        return self.ledger.usage
 
     async def request(self, request: ModelRequest) -> ModelResponse:
         """Forward ``request`` unless the budget is spent.
@@ -129,16 +207,14 @@ class BudgetedModel:
         Raises:
             BudgetExceededError: before the request, when a cap is reached.
         """
-        with self._lock:
-            self.budget.check(self.usage, pending_calls=self._in_flight)
-            self._in_flight += 1
+        reservation = self.ledger.reserve(request.role, self.budget)
         try:
             response = await self.inner.request(request)
-        finally:
-            with self._lock:
-                self._in_flight -= 1
+        except BaseException:
+            self.ledger.settle(reservation, TokenUsage(), 0.0, True)
+            raise
         cost = cost_of(response.model or self.name, response.usage, self.prices)
-        self.usage.record(request.role, response.usage, cost.usd, cost.priced)
+        self.ledger.settle(reservation, response.usage, cost.usd, cost.priced)
         return response
 
 
