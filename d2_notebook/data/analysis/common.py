@@ -18,7 +18,12 @@ from d2_notebook.data.analysis.plan import (
     pack_columns,
     scan_sql,
 )
-from d2_notebook.data.analysis.stats import Moments
+from d2_notebook.data.analysis.stats import (
+    MIN_SUPPORT_CAP,
+    MIN_SUPPORT_FLOOR,
+    Moments,
+    adaptive_min_support,
+)
 from d2_notebook.data.dimensions import (
     Catalog,
     Dimension,
@@ -31,7 +36,8 @@ from d2_notebook.data.schema import quote_ident
 if TYPE_CHECKING:
     from d2_notebook.data.guarded_sql import GuardedSQL
 
-__all__ = ["DEFAULT_ALPHA", "Pass", "Prepared", "check_settings", "prepare", "run_pass"]
+__all__ = ["DEFAULT_ALPHA", "Pass", "Prepared", "Support", "check_settings", "definition_lines",
+           "prepare", "run_pass"]
 
 _PASS_ROWS = 1_000_000
 #: Default level of every tool's flags. One call runs tens to hundreds of tests and each
@@ -65,10 +71,65 @@ class Pass:
         return self.moments.get((TOTAL, None, *by), Moments(0, 0, 0))
 
 
-def check_settings(min_support: int, alpha: float) -> None:
-    """Refuse settings the statistics cannot honour (a clear message naming the fix)."""
-    if not isinstance(min_support, int) or min_support < 2:
-        raise ValueError(f"min_support must be an integer >= 2, got {min_support!r}")
+@dataclass(frozen=True)
+class Support:
+    """The minimum support of one call: the fewest rows a group needs to be tested.
+
+    Given by the caller, or adapted to the data: 1% of the population's rows, between
+    :data:`~d2_notebook.data.analysis.stats.MIN_SUPPORT_FLOOR` and
+    :data:`~d2_notebook.data.analysis.stats.MIN_SUPPORT_CAP`; dimensions the caller named
+    are tested down to the floor, so that the group a question names is examined.
+
+    Attributes:
+        rows: The minimum support.
+        adapted: True when it was chosen from the data.
+        named: True when the caller named the dimensions.
+        population: Rows in the population.
+    """
+
+    rows: int
+    adapted: bool
+    named: bool
+    population: int
+
+    @classmethod
+    def of(cls, given: int | None, population: float, *, named: bool) -> Support:
+        """The support a call uses (``given`` None: adapted)."""
+        if given is not None:
+            return cls(given, False, named, int(population))
+        rows = MIN_SUPPORT_FLOOR if named else adaptive_min_support(population)
+        return cls(rows, True, named, int(population))
+
+    def describe(self) -> str:
+        """How it was chosen, for the summary."""
+        if not self.adapted:
+            return f"minimum support {self.rows} rows, as set"
+        if self.named:
+            return f"minimum support {self.rows} rows for the dimensions named"
+        return (f"minimum support {self.rows} rows: 1% of the {self.population} rows, between "
+                f"{MIN_SUPPORT_FLOOR} and {MIN_SUPPORT_CAP}")
+
+
+def definition_lines(plan: Plan) -> list[str]:
+    """The summary line for requested dimensions the metric's definition reads."""
+    if not plan.definitional:
+        return []
+    names = ", ".join(name for name, _ in plan.definitional)
+    return [f"Not split by {names}: part of the metric's definition (the metric, its filter, "
+            "the source's join condition or another input reads it), so it would explain "
+            "the metric trivially."]
+
+
+def check_settings(min_support: int | None, alpha: float) -> None:
+    """Refuse settings the statistics cannot honour (a clear message naming the fix).
+
+    ``min_support`` None means "adapt to the population" (see
+    :func:`~d2_notebook.data.analysis.stats.adaptive_min_support`).
+    """
+    if min_support is not None and (isinstance(min_support, bool) or not isinstance(
+            min_support, int) or min_support < 2):
+        raise ValueError(f"min_support must be an integer >= 2 (or omitted to adapt it to "
+                         f"the data), got {min_support!r}")
     if not 0 < alpha < 1:
         raise ValueError(f"alpha must be between 0 and 1 (e.g. 0.01), got {alpha!r}")
 
@@ -89,7 +150,8 @@ def prepare(
     Args:
         exclude: Further inputs, ``{input name: SQL expression over the source}``
             (the exposure, the time column), bound like the metric; their columns are
-            not used as dimensions.
+            not used as dimensions. Nor are the columns the metric, the ``where`` filter
+            and the source's join conditions read (the metric's definition).
         with_dimensions: False for tools that split by no dimension (``trend``).
 
     Raises:
@@ -107,7 +169,9 @@ def prepare(
     excluded_inputs: set[tuple[str, str]] = set()
     for expression in (exclude or {}).values():
         excluded_inputs |= inputs.metric_columns(expression, parsed)
-    excluded = metric_columns | excluded_inputs
+    defining = inputs.join_columns(parsed) | (inputs.metric_columns(condition, parsed)
+                                              if condition else set())
+    excluded = metric_columns | excluded_inputs | defining
     candidates = candidate_dimensions(sql, max_levels=max_levels, catalog=catalog) \
         if with_dimensions else []
     requested = list(dimensions) if dimensions is not None else None
@@ -122,6 +186,7 @@ def prepare(
     pieces = {"metric": value_sql, **(exclude or {})}
     pieces.update({f"dimension {e!r}": e for e, a in plan.row_columns
                    if a.startswith("__d") and plan.dimensions[int(a[3:])].dimension is None})
+    pieces.update({f"dimension {e!r}": e for _, e in plan.definitional if e is not None})
     inputs.require_binds(sql, parsed, condition, pieces)
     return Prepared(catalog, parsed, value_sql, condition, plan)
 

@@ -22,8 +22,8 @@ from d2_notebook.errors import QueryFailedError
 if TYPE_CHECKING:
     from d2_notebook.data.guarded_sql import GuardedSQL
 
-__all__ = ["Source", "literal", "metric_columns", "metric_value", "optional_where",
-           "parse_source", "require_binds"]
+__all__ = ["Source", "join_columns", "literal", "metric_columns", "metric_value",
+           "optional_where", "parse_source", "require_binds"]
 
 _MEANS = frozenset({"avg", "mean"})
 _METRIC_FIX = (
@@ -125,8 +125,30 @@ def metric_value(metric: str) -> str:
 
 
 def metric_columns(value_sql: str, source: Source) -> set[tuple[str, str]]:
-    """``(table, lower-cased column)`` pairs the per-row metric value reads."""
-    node = select_node(f"SELECT {value_sql}")
+    """``(table, lower-cased column)`` pairs the per-row metric value (or any expression
+    over the source) reads; an unqualified column counts for every source table."""
+    return _columns_in(select_node(f"SELECT {value_sql}"), source)
+
+
+def join_columns(source: Source) -> set[tuple[str, str]]:
+    """``(table, lower-cased column)`` pairs the source's join conditions read (``ON``,
+    ``USING``): a column a LEFT JOIN's condition reads (an event time inside a window)
+    decides which rows match, so it is part of the definition of a metric over them."""
+    found: set[tuple[str, str]] = set()
+    pending = [select_node(f"SELECT 1 FROM {source.sql}").get("from_table") or {}]
+    while pending:
+        ref = pending.pop()
+        if ref.get("type") != "JOIN":
+            continue
+        pending += [ref["left"], ref["right"]]
+        if ref.get("condition"):
+            found |= _columns_in(ref["condition"], source)
+        for column in ref.get("using_columns") or []:
+            found.update((table, str(column).lower()) for _, table in source.aliases)
+    return found
+
+
+def _columns_in(node: object, source: Source) -> set[tuple[str, str]]:
     found: set[tuple[str, str]] = set()
     for inner in iter_nodes(node):
         if inner.get("class") != "COLUMN_REF":
