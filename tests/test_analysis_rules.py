@@ -93,7 +93,7 @@ def test_a_constant_ratio_is_not_heterogeneity_and_the_scale_is_named() -> None:
     varied = compare_within(sql, source="sales s", metric="avg(s.price)",
                             exposure="s.discounted", value="yes", dimensions=["s.category"])
     text = next(f.text for f in varied.flags if f.kind is FlagKind.HETEROGENEITY)
-    assert "beyond chance on the ratio scale (exposed / reference" in text
+    assert "on the ratio scale, exposed / reference: the effect is nearer a constant" in text
     assert "dear: " in text and "ratio 0.399" in text
 
 

@@ -361,12 +361,12 @@ def _flag_text(kind: FlagKind, family: _Family, q_het: float, q_change: float, l
             + f" (n = {int(m1.n)} / {int(m0.n)})"
             for stratum, m1, m0 in family.strata[:top]
         )
-        scale = ("on the ratio scale (exposed / reference: the effect is further from a "
-                 "constant difference)" if family.effect_scale is EffectScale.RATIO else
-                 "on the difference scale (exposed - reference: the effect is no closer to "
-                 "a constant ratio)")
+        scale = ("on the ratio scale, exposed / reference: the effect is nearer a constant "
+                 "ratio than a constant difference" if family.effect_scale is EffectScale.RATIO
+                 else "on the difference scale, exposed - reference: the effect is no nearer "
+                 "a constant ratio")
         return (f"HETEROGENEITY: the effect of {label} differs across {family.name} beyond "
-                f"chance {scale} (interaction test q = {q_het:.2g}): {effects}")
+                f"chance (interaction test q = {q_het:.2g}, {scale}): {effects}")
     name = "SIMPSON'S PARADOX" if kind is FlagKind.SIMPSONS_PARADOX else "CONFOUNDING"
     std, crude, change = family.standardised, family.crude, family.change
     share = family.share_removed
@@ -375,11 +375,11 @@ def _flag_text(kind: FlagKind, family: _Family, q_het: float, q_change: float, l
                        for s, m1, m0 in family.strata[:top])
     verdict = ("the effect reverses within its strata" if kind is FlagKind.SIMPSONS_PARADOX
                else "the effect changes once it is held fixed")
-    return (f"{name} by {family.name}: {verdict}. Over {_strata_text(family)}, the crude "
-            f"effect {figure(crude.difference)} (95% CI {figure(crude.low)} to "
-            f"{figure(crude.high)}) becomes {figure(std.difference)} standardised over "
-            f"{family.name} (95% CI {figure(std.low)} to {figure(std.high)}): standardising "
-            f"removes {share:.0%} of it (95% CI {low:.0%} to {high:.0%}; q = {q_change:.2g}). "
+    return (f"{name} by {family.name}: {verdict}. Over {_strata_text(family)}: crude effect "
+            f"{figure(crude.difference)} (95% CI {figure(crude.low)} to {figure(crude.high)}); "
+            f"standardised over {family.name} {figure(std.difference)} (95% CI "
+            f"{figure(std.low)} to {figure(std.high)}); standardising removes {share:.0%} of "
+            f"the crude effect (95% CI {low:.0%} to {high:.0%}; q = {q_change:.2g}). "
             f"Share exposed per stratum: {shares}.")
 
 
