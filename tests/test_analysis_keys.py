@@ -136,3 +136,14 @@ def test_relationships_declare_and_veto_edges() -> None:
         GuardedSQL(duckdb.connect(), relationships=["orders customers"])
     with pytest.raises(ValueError, match="names no table 'nowhere'"):
         read_catalog(_id_tables(["staff.id -> nowhere.id"]))
+
+
+def test_relationships_reach_the_tools_through_the_source() -> None:
+    """A GuardedSQL with relationships, handed to investigate (as a DuckDB source), keeps
+    them: the catalog the tools and the coverage map read has the user's edge."""
+    from d2_notebook.data.sources import open_source
+
+    source = open_source(_id_tables(["staff.id -> regions.id"]))
+    assert _edges(source) == {("staff", "regions"): (KeyOrigin.USER, True)}
+    result = segment_scan(source, source="staff s", metric="avg(s.value)")
+    assert "regions.zone" in set(result.frame["dimension"])

@@ -369,8 +369,13 @@ def _flag_text(kind: FlagKind, family: _Family, q_het: float, q_change: float, l
                 f"chance (interaction test q = {q_het:.2g}, {scale}): {effects}")
     name = "SIMPSON'S PARADOX" if kind is FlagKind.SIMPSONS_PARADOX else "CONFOUNDING"
     std, crude, change = family.standardised, family.crude, family.change
-    share = family.share_removed
-    low, high = sorted((change.low / crude.difference, change.high / crude.difference))
+    if crude.difference:
+        low, high = sorted((change.low / crude.difference, change.high / crude.difference))
+        removed = (f"standardising removes {family.share_removed:.0%} of the crude effect "
+                   f"(95% CI {low:.0%} to {high:.0%}; q = {q_change:.2g})")
+    else:
+        removed = (f"standardising moves it by {figure(change.difference)} (95% CI "
+                   f"{figure(change.low)} to {figure(change.high)}; q = {q_change:.2g})")
     shares = ", ".join(f"{s}: {figure(m1.n / (m1.n + m0.n)) if m1.n + m0.n else 'n/a'}"
                        for s, m1, m0 in family.strata[:top])
     verdict = ("the effect reverses within its strata" if kind is FlagKind.SIMPSONS_PARADOX
@@ -378,8 +383,7 @@ def _flag_text(kind: FlagKind, family: _Family, q_het: float, q_change: float, l
     return (f"{name} by {family.name}: {verdict}. Over {_strata_text(family)}: crude effect "
             f"{figure(crude.difference)} (95% CI {figure(crude.low)} to {figure(crude.high)}); "
             f"standardised over {family.name} {figure(std.difference)} (95% CI "
-            f"{figure(std.low)} to {figure(std.high)}); standardising removes {share:.0%} of "
-            f"the crude effect (95% CI {low:.0%} to {high:.0%}; q = {q_change:.2g}). "
+            f"{figure(std.low)} to {figure(std.high)}); {removed}. "
             f"Share exposed per stratum: {shares}.")
 
 
@@ -416,11 +420,16 @@ def _summary(metric: str, label: str, versus: str, exposed: Moments, rest: Momen
         lines.append(f"FLAGS ({len(flags)}):")
         lines += [f"- {f.text}" for f in flags]
     found = {f.kind for f in flags}
-    if FlagKind.CONFOUNDING not in found and FlagKind.SIMPSONS_PARADOX not in found:
+    if not confounding:
+        lines.append("Confounding not tested: no dimension has two strata with rows in both "
+                     "arms.")
+    elif FlagKind.CONFOUNDING not in found and FlagKind.SIMPSONS_PARADOX not in found:
         lines.append(f"No confounding among the {len(confounding)} dimensions tested for it "
                      f"(standardising over none removes {CHANGE_IN_ESTIMATE:.0%} or more of the "
                      "crude effect beyond chance).")
-    if FlagKind.HETEROGENEITY not in found:
+    if not heterogeneity:
+        lines.append("Heterogeneity not tested on any dimension (see below).")
+    elif FlagKind.HETEROGENEITY not in found:
         lines.append(f"No heterogeneity beyond chance among the {len(heterogeneity)} "
                      f"dimensions tested for it (false-discovery level {alpha:g}).")
     lines.append(f"Tested: confounding {len(confounding)} of {len(families)} dimensions, "
