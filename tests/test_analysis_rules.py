@@ -39,6 +39,12 @@ def test_a_crude_effect_made_by_a_time_trend_is_confounding_by_time() -> None:
     assert quarter["share_removed"] > 0.9 and abs(quarter["standardised_effect"]) < 1
     assert "cases.kind" not in confounders
     assert result.summary.splitlines()[1].startswith("FLAGS")
+    # a time window in the filter keeps the time dimensions: they still confound
+    windowed = compare_within(_time_confounded(), source="cases c", metric="avg(c.days)",
+                              exposure="c.channel", value="new",
+                              where="c.opened_on >= DATE '2022-04-01'")
+    assert "quarter(cases.opened_on)" in {f.dimension for f in windowed.flags
+                                          if f.kind is FlagKind.CONFOUNDING}
 
 
 def test_strata_without_overlap_are_not_standardised_over_and_said_so() -> None:

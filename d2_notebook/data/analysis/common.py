@@ -169,9 +169,8 @@ def prepare(
     excluded_inputs: set[tuple[str, str]] = set()
     for expression in (exclude or {}).values():
         excluded_inputs |= inputs.metric_columns(expression, parsed)
-    defining = inputs.join_columns(parsed) | (inputs.metric_columns(condition, parsed)
-                                              if condition else set())
-    excluded = metric_columns | excluded_inputs | defining
+    filtered = inputs.metric_columns(condition, parsed) if condition else set()
+    excluded = metric_columns | excluded_inputs | inputs.join_columns(parsed) | filtered
     candidates = candidate_dimensions(sql, max_levels=max_levels, catalog=catalog) \
         if with_dimensions else []
     requested = list(dimensions) if dimensions is not None else None
@@ -179,8 +178,12 @@ def prepare(
     outcome_tables = frozenset(  # a 1:1 satellite of another source table: its outcomes
         e.child for e in catalog.graph.edges
         if e.one_to_one and e.child in metric_tables and e.parent in tables - {e.child})
+    # a time window in the filter restricts the population without defining the metric:
+    # the date parts of its column stay candidates (time can confound like any dimension)
     metric_times = _complete_time_columns(sql, parsed, condition, candidates,
-                                          metric_columns - excluded_inputs)
+                                          metric_columns - excluded_inputs) | frozenset(
+        (d.table, d.column.lower()) for d in candidates if d.kind is DimensionKind.DATE_PART
+        and (d.table, d.column.lower()) in filtered - metric_columns - excluded_inputs)
     plan = build_plan(catalog, parsed, candidates, requested if with_dimensions else [],
                       excluded, outcome_tables, metric_times)
     pieces = {"metric": value_sql, **(exclude or {})}
