@@ -51,8 +51,11 @@ _COMMON = {
     "metric": {"type": "string", "minLength": 1, "description": (
         "Exactly one mean over rows, avg(<per-row expression>) over the source's columns: a "
         "rate as avg(CASE WHEN <predicate> THEN 1 ELSE 0 END), a mean as avg(<numeric "
-        "column>). Sums, counts, ratios of aggregates, DISTINCT, FILTER, windows and "
-        "subqueries are refused.")},
+        "column>). A per-entity condition is an EXISTS or IN test: avg(CASE WHEN EXISTS "
+        "(SELECT 1 FROM <table> x WHERE x.<key> = <alias>.<key> AND <condition>) THEN 1 "
+        "ELSE 0 END), one row per source row, no join that repeats rows. Sums, counts, "
+        "ratios of aggregates, DISTINCT, FILTER, windows and subqueries that return a "
+        "value are refused.")},
     "where": {"type": "string", "description": (
         "Optional filter on the population: one boolean SQL expression over the source "
         "(no WHERE keyword, no subquery that writes; one statement only).")},
