@@ -30,7 +30,7 @@ _METRIC_FIX = (
     "write the metric as one mean over rows, avg(<per-row expression>): a rate as "
     "avg(CASE WHEN <predicate> THEN 1 ELSE 0 END), a mean as avg(<numeric column>), a "
     "per-entity flag as avg(CASE WHEN EXISTS (SELECT 1 FROM <table> x WHERE x.<key> = "
-    "<alias>.<key> AND <condition>) THEN 1 ELSE 0 END) or with <alias>.<key> IN (SELECT ...)"
+    "<alias>.<key> AND <predicate>) THEN 1 ELSE 0 END) or with <alias>.<key> IN (SELECT ...)"
 )
 _ROW_TESTS = frozenset({"EXISTS", "NOT_EXISTS", "ANY"})
 """Subqueries a metric may hold: per-row yes/no tests (EXISTS, IN), never a value."""

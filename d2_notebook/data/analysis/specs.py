@@ -51,8 +51,8 @@ _COMMON = {
     "metric": {"type": "string", "minLength": 1, "description": (
         "Exactly one mean over rows, avg(<per-row expression>) over the source's columns: a "
         "rate as avg(CASE WHEN <predicate> THEN 1 ELSE 0 END), a mean as avg(<numeric "
-        "column>). A per-entity condition is an EXISTS or IN test: avg(CASE WHEN EXISTS "
-        "(SELECT 1 FROM <table> x WHERE x.<key> = <alias>.<key> AND <condition>) THEN 1 "
+        "column>). A per-entity yes/no is an EXISTS or IN test: avg(CASE WHEN EXISTS "
+        "(SELECT 1 FROM <table> x WHERE x.<key> = <alias>.<key> AND <predicate>) THEN 1 "
         "ELSE 0 END), one row per source row, no join that repeats rows. Sums, counts, "
         "ratios of aggregates, DISTINCT, FILTER, windows and subqueries that return a "
         "value are refused.")},
