@@ -135,3 +135,18 @@ def test_a_per_entity_flag_is_an_exists_or_in_test_inside_the_mean(sql: GuardedS
     with pytest.raises(UnsafeSQLError):
         segment_scan(sql, source="customers c", metric="avg(CASE WHEN EXISTS (SELECT 1 FROM "
                      "read_csv('/etc/passwd')) THEN 1 ELSE 0 END)")
+
+
+def test_a_dimension_of_a_table_outside_the_source_gets_a_spelling_that_works(
+        sql: GuardedSQL) -> None:
+    with pytest.raises(QueryFailedError, match=r"Hint: customers is not in the source, but a "
+                       r"key reaches it: name one of its dimensions as the tools write them: "
+                       r"customers\.region"):
+        segment_scan(sql, source="orders o", metric="avg(o.amount)",
+                     dimensions=["customers.nickname"])
+    con = duckdb.connect()
+    con.execute("CREATE TABLE a AS SELECT i AS id, i % 3 AS g FROM range(100) r(i)")
+    con.execute("CREATE TABLE b AS SELECT i AS id, i * 2.5 AS w FROM range(100) r(i)")
+    with pytest.raises(QueryFailedError, match=r"no key joins b to the source's tables: join "
+                       r"it in the source .*'a LEFT JOIN b x ON \.\.\.'.*relationships="):
+        segment_scan(GuardedSQL(con), source="a", metric="avg(a.g)", dimensions=["b.w"])

@@ -190,8 +190,45 @@ def prepare(
     pieces.update({f"dimension {e!r}": e for e, a in plan.row_columns
                    if a.startswith("__d") and plan.dimensions[int(a[3:])].dimension is None})
     pieces.update({f"dimension {e!r}": e for _, e in plan.definitional if e is not None})
-    inputs.require_binds(sql, parsed, condition, pieces)
+    hints = {name: _dimension_hint(expression, catalog, parsed, candidates)
+             for name, expression in pieces.items() if name.startswith("dimension ")}
+    inputs.require_binds(sql, parsed, condition, pieces,
+                         {name: hint for name, hint in hints.items() if hint})
     return Prepared(catalog, parsed, value_sql, condition, plan)
+
+
+def _dimension_hint(text: str, catalog: Catalog, source: Source,
+                    candidates: list[Dimension]) -> str | None:
+    """A spelling that works for a requested dimension naming a table outside the source:
+    its candidate dimensions when a key path reaches it (``table.column`` for an N:1 or
+    1:1 table, ``has table.column`` for a 1:N one), else how to join it into the source."""
+    qualifier = text.strip().removeprefix("has ").split("(")[-1].split(".")[0].strip()
+    table = catalog.table(qualifier) if qualifier else None
+    if table is None or source.table_of(qualifier) is not None:
+        return None
+    plan = build_plan(catalog, source, [d for d in candidates if d.table == table.name],
+                      None, set())
+    names = [p.name for p in plan.dimensions]
+    if names:
+        shown = ", ".join(names[:8]) + (", ..." if len(names) > 8 else "")
+        return (f"{table.name} is not in the source, but a key reaches it: name one of its "
+                f"dimensions as the tools write them: {shown}.")
+    joins = [e for e in catalog.graph.edges if table.name in (e.child, e.parent)
+             and ({e.child, e.parent} - {table.name}) & {t for _, t in source.aliases}]
+    if joins:
+        edge = joins[0]
+        other = edge.parent if edge.child == table.name else edge.child
+        alias = source.alias_of(other)
+        mine, theirs = ((edge.child_columns, edge.parent_columns) if edge.child == table.name
+                        else (edge.parent_columns, edge.child_columns))
+        on = " AND ".join(f"x.{quote_ident(m)} = {alias}.{quote_ident(t)}"
+                          for m, t in zip(mine, theirs, strict=True))
+        return (f"{table.name} is not in the source and has no candidate dimension there; "
+                f"join it in the source ('{source.sql} LEFT JOIN {table.name} x ON {on}') "
+                "and name x.<column>.")
+    return (f"no key joins {table.name} to the source's tables: join it in the source with an "
+            f"explicit condition ('{source.sql} LEFT JOIN {table.name} x ON ...') and name "
+            "x.<column>, or declare the key with relationships=.")
 
 
 def _complete_time_columns(sql: GuardedSQL, source: Source, where: str | None,

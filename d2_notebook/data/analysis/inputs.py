@@ -211,11 +211,12 @@ def _outer_nodes(node: object) -> list[dict]:
 
 
 def require_binds(sql: GuardedSQL, source: Source, where: str | None,
-                  pieces: dict[str, str]) -> None:
+                  pieces: dict[str, str], hints: dict[str, str] | None = None) -> None:
     """Bind every piece once (``LIMIT 0``); on failure name the input that does not bind.
 
     Args:
         pieces: Input name (``"metric"``, ``"dimension 'x'"``, ...) -> SQL expression.
+        hints: Input name -> a better hint than the generic one (a spelling that works).
 
     Raises:
         QueryFailedError: DuckDB's message, which input it came from and how to fix it.
@@ -233,10 +234,12 @@ def require_binds(sql: GuardedSQL, source: Source, where: str | None,
         try:
             sql.run(f"SELECT ({expr}) FROM {source.sql}{test_condition} LIMIT 0", max_rows=0)
         except QueryFailedError as exc:
+            hint = (hints or {}).get(name) or (
+                f"use columns of the source's tables (aliases: {aliases}); DESCRIBE <table> "
+                "lists them.")
             raise QueryFailedError(
                 f"the {name} does not bind to the source: {str(exc).splitlines()[0]}\n"
-                f"Hint: use columns of the source's tables (aliases: {aliases}); "
-                "DESCRIBE <table> lists them."
+                f"Hint: {hint}"
             ) from exc
     raise failure
 
