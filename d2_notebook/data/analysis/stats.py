@@ -34,7 +34,6 @@ __all__ = [
     "cochran_q",
     "compare",
     "is_material",
-    "means_differ",
     "metric_scale",
     "wilson_interval",
 ]
@@ -169,15 +168,6 @@ def chi_square_independence(table: list[list[float]]) -> float:
     if counts.shape[0] < 2 or counts.shape[1] < 2:
         return 1.0
     return float(stats.chi2_contingency(counts, correction=False)[1])
-
-
-def means_differ(groups: list[Moments]) -> float:
-    """p-value that the groups' means are equal (chi-square on k-1 df, large samples)."""
-    usable = [g for g in groups if g.n >= 2 and g.var > 0]
-    if len(usable) < 2:
-        return 1.0
-    _, _, p = cochran_q([g.mean for g in usable], [g.se for g in usable])
-    return p
 
 
 def adaptive_min_support(population: float) -> int:
