@@ -33,7 +33,6 @@ time, with its slope and no interval or p-value: there is no chance to test agai
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 import numpy as np
@@ -41,7 +40,15 @@ import pandas as pd
 from scipy import stats
 
 from d2_notebook.data.analysis.common import DEFAULT_ALPHA, check_settings, prepare, run_pass
+from d2_notebook.data.analysis.least_squares import Fit, nested_p, wls
 from d2_notebook.data.analysis.result import AnalysisResult, AnalysisTool, Flag, FlagKind, capped
+from d2_notebook.data.analysis.season import (
+    SEASONS,
+    Seasons,
+    find_season,
+    season_dummies,
+    season_label,
+)
 from d2_notebook.data.analysis.stats import RELATIVE_TOLERANCE, Moments, is_material, metric_scale
 from d2_notebook.data.analysis.text import figure
 
@@ -57,38 +64,9 @@ GRAINS: dict[str, tuple[str, float]] = {  # name -> (pandas period code, length 
 COLUMNS = ["period", "kind", "n", "metric", "ci_low", "ci_high", "fitted"]
 _MAX_PERIODS = 60
 _MAX_BREAK_CANDIDATES = 200  # break times tried (evenly spaced buckets, 2 periods in)
-_SEASONS = {  # name -> (grouping of bucket times, cycle length in days, buckets needed)
-    "month_of_year": (lambda t: t.month, 365.25, "D"),
-    "day_of_week": (lambda t: t.day_of_week, 7.0, "D"),
-    "hour": (lambda t: t.hour, 1.0, "h"),
-}
-_WITHIN = {  # season -> the period whose own level is removed before its test
-    "day_of_week": lambda t: t.to_period("W").dt.start_time,
-    "hour": lambda t: t.floor("D"),
-}
-_CYCLES = 1.5  # cycles of a season the data must span for it to be tested
 _DETERMINISTIC = 1e-7
 """A straight line whose residuals are below this share of the metric's scale fits exactly."""
-_DAY_NAMES = ("Monday", "Tuesday", "Wednesday", "Thursday", "Friday", "Saturday", "Sunday")
 
-
-@dataclass(frozen=True)
-class _Seasons:
-    """The season tests of one call: which grains were tested, which could not be."""
-
-    tested: tuple[str, ...]
-    untested: tuple[str, ...]  # "month_of_year (needs 18 months, the data span 13)"
-    best: str | None = None
-    p_value: float = 1.0
-    amplitude: float = 0.0
-
-
-@dataclass(frozen=True)
-class _Fit:
-    coef: np.ndarray
-    cov: np.ndarray
-    rss: float
-    dof: int
 
 
 def trend(
@@ -156,12 +134,12 @@ def trend(
     each = alpha / 3
     t = days / length
     base = np.column_stack([np.ones_like(days), t])
-    linear = _wls(base, y, w)
+    linear = wls(base, y, w)
     # an exact function of the time, or of the date alone (rows at any hour of a day
     # share the day's value): no chance to test against
     days_only = np.column_stack([np.ones_like(days), np.floor(days + 1e-9) / length])
     for exact in (base, days_only):
-        line = _wls(exact, y, w)
+        line = wls(exact, y, w)
         if _is_deterministic(line, w, scale):
             frame = _rows(buckets, exact @ line.coef, line, [], (None, []), grain, periods,
                           length)
@@ -170,16 +148,16 @@ def trend(
             return capped(AnalysisTool.TREND, scan.sql, frame, sql.max_rows,
                           scan.duration_s, summary, [])
     breaks = _breaks(base, t, y, w, buckets["period"], each, scale)
-    seasons = _season(buckets, np.column_stack([base, *_break_columns(t, breaks)]), y, w,
+    seasons = find_season(buckets, np.column_stack([base, *_break_columns(t, breaks)]), y, w,
                       each, scale)
     season = seasons.best
-    levels = sorted(set(_SEASONS[season][0](buckets["t"].dt))) if season else []
-    extra = _season_dummies(buckets["t"], season, levels)
+    levels = sorted(set(SEASONS[season][0](buckets["t"].dt))) if season else []
+    extra = season_dummies(buckets["t"], season, levels)
     if season:
         breaks = _breaks(np.column_stack([base, *extra]), t, y, w, buckets["period"], each,
                          scale)
     design = np.column_stack([base, *_break_columns(t, breaks), *extra])
-    fit = _wls(design, y, w)
+    fit = wls(design, y, w)
     flags = _flags(linear, fit, breaks, seasons, buckets, grain, each, metric, scale,
                    float(t.max()))
     frame = _rows(buckets, design @ fit.coef, fit, breaks, (season, levels), grain, periods,
@@ -189,13 +167,13 @@ def trend(
                   summary, flags)
 
 
-def _is_deterministic(fit: _Fit, w: np.ndarray, scale: float) -> bool:
+def _is_deterministic(fit: Fit, w: np.ndarray, scale: float) -> bool:
     """Whether the line fits every bucket exactly (residuals are rounding noise)."""
     residual = math.sqrt(max(fit.rss, 0.0) / max(float(w.sum()), 1.0))
     return residual <= _DETERMINISTIC * max(scale, abs(float(fit.coef[0])), 1e-300)
 
 
-def _deterministic_line(fit: _Fit, grain: str) -> str:
+def _deterministic_line(fit: Fit, grain: str) -> str:
     slope = float(fit.coef[1])
     change = "constant" if abs(slope) <= 1e-12 * max(1.0, abs(float(fit.coef[0]))) else (
         f"{'rises' if slope > 0 else 'falls'} by exactly {figure(abs(slope))} per {grain}")
@@ -229,24 +207,6 @@ def _auto_grain(times: pd.Series) -> str:
     return "year"
 
 
-def _wls(x: np.ndarray, y: np.ndarray, w: np.ndarray) -> _Fit:
-    """Weighted least squares by the normal equations (a few columns, many rows)."""
-    xtw = (x * w[:, None]).T
-    inverse = np.linalg.pinv(xtw @ x)
-    coef = inverse @ (xtw @ y)
-    residual = y - x @ coef
-    dof = max(1, len(y) - x.shape[1])
-    rss = float((w * residual) @ residual)
-    return _Fit(coef, (rss / dof) * inverse, rss, dof)
-
-
-def _nested_p(small: _Fit, big: _Fit, extra: int) -> float:
-    if big.rss <= 0 or extra <= 0 or small.rss <= big.rss:
-        return 1.0
-    f = ((small.rss - big.rss) / extra) / (big.rss / big.dof)
-    return float(stats.f.sf(f, extra, big.dof))
-
-
 def _break_columns(t: np.ndarray, breaks: list[float]) -> list[np.ndarray]:
     columns = []
     for tau in breaks:
@@ -268,16 +228,16 @@ def _breaks(base: np.ndarray, t: np.ndarray, y: np.ndarray, w: np.ndarray,
     end = float(t.max())
     for _ in range(2):
         current = np.column_stack([base, *_break_columns(t, breaks)])
-        small = _wls(current, y, w)
+        small = wls(current, y, w)
         taken = {period_of.get(b) for b in breaks}
         best, best_fit = None, None  # the least residual sum of squares (p may underflow)
         for tau in candidates:
             if period_of.get(tau) in taken or current.shape[0] <= current.shape[1] + 4:
                 continue
-            fit = _wls(np.column_stack([current, *_break_columns(t, [tau])]), y, w)
+            fit = wls(np.column_stack([current, *_break_columns(t, [tau])]), y, w)
             if best_fit is None or fit.rss < best_fit.rss:
                 best, best_fit = tau, fit
-        if best is None or _nested_p(small, best_fit, 2) * max(1, len(candidates)) >= alpha:
+        if best is None or nested_p(small, best_fit, 2) * max(1, len(candidates)) >= alpha:
             break
         shift, slope_change = best_fit.coef[-2], best_fit.coef[-1]
         if not (is_material(shift, scale) or is_material(slope_change * (end - best), scale)):
@@ -286,105 +246,7 @@ def _breaks(base: np.ndarray, t: np.ndarray, y: np.ndarray, w: np.ndarray,
     return sorted(breaks)
 
 
-def _season(buckets: pd.DataFrame, design: np.ndarray, y: np.ndarray, w: np.ndarray,
-            alpha: float, scale: float) -> _Seasons:
-    """Test each seasonal grain the data covers on the detrended series; keep the
-    strongest whose Bonferroni-corrected test passes and whose amplitude is material."""
-    times = buckets["t"]
-    span = (times.max() - times.min()).total_seconds() / 86400.0
-    hourly = not (times.dt.hour == 0).all()
-    applicable = [name for name, (_, _, need) in _SEASONS.items() if need == "D" or hourly]
-    tested = [n for n in applicable if span >= _CYCLES * _SEASONS[n][1]]
-    untested = tuple(_needs(n, span) for n in applicable if n not in tested)
-    best, best_p, best_f, best_amplitude = None, 1.0, -1.0, 0.0
-    for name in tested:
-        found = _season_test(times, name, design, y, w)
-        if found is None:
-            continue
-        f, p, amplitude = found
-        if f > best_f:  # the F statistic ranks candidates even when p underflows to 0
-            best, best_p, best_f, best_amplitude = name, p, f, amplitude
-    if (best is None or best_p * max(1, len(tested)) >= alpha
-            or not is_material(best_amplitude, scale)):
-        return _Seasons(tuple(tested), untested, None, min(1.0, best_p * max(1, len(tested))))
-    return _Seasons(tuple(tested), untested, best, best_p * len(tested), best_amplitude)
-
-
-def _needs(name: str, span_days: float) -> str:
-    """``month_of_year (needs 18 months of data, the data span 13)``."""
-    cycle = _SEASONS[name][1]
-    if cycle >= 365:
-        return (f"{name} (needs {_CYCLES * 12:.0f} months of data, the data span "
-                f"{span_days / 30.4375:.0f})")
-    if cycle >= 7:
-        return f"{name} (needs {_CYCLES * 7:.1f} days of data, the data span {span_days:.1f})"
-    return f"{name} (needs {_CYCLES * 24:.0f} hours of data, the data span {span_days * 24:.0f})"
-
-
-def _season_test(times: pd.Series, name: str, design: np.ndarray, y: np.ndarray,
-                 w: np.ndarray) -> tuple[float, float, float] | None:
-    """(F statistic, p-value, amplitude) of one seasonal grain, or None if untestable.
-
-    Hour of day and day of week are tested within each day / week (each period's own
-    weighted mean removed from the metric and from the dummies); month of year beside
-    ``design`` (the trend and change points)."""
-    levels = sorted(set(_SEASONS[name][0](times.dt)))
-    dummies = _season_dummies(times, name, levels)
-    if not dummies:
-        return None
-    x = np.column_stack(dummies)
-    if name in _WITHIN:
-        groups = pd.factorize(_WITHIN[name](times.dt))[0]
-        if len(y) <= groups.max() + 1 + x.shape[1] + 2:
-            return None
-        y_within = y - _group_mean(y, w, groups)
-        x_within = x - np.column_stack([_group_mean(c, w, groups) for c in x.T])
-        small_rss = float((w * y_within) @ y_within)
-        coef, big_rss = _wls_no_intercept(x_within, y_within, w)
-        dof = len(y) - (groups.max() + 1) - x.shape[1]
-    else:
-        if len(y) <= design.shape[1] + x.shape[1] + 2:
-            return None
-        small_rss = _wls(design, y, w).rss
-        big = _wls(np.column_stack([design, x]), y, w)
-        coef, big_rss, dof = big.coef[design.shape[1]:], big.rss, big.dof
-    amplitude = float(np.ptp(np.concatenate([[0.0], coef])))
-    if small_rss <= 0 or dof <= 0:
-        return None
-    f = ((small_rss - big_rss) / x.shape[1]) / max(big_rss / dof, 1e-300)
-    p = float(stats.f.sf(f, x.shape[1], dof)) if big_rss > 0 else 0.0
-    return f, p, amplitude
-
-
-def _group_mean(values: np.ndarray, w: np.ndarray, groups: np.ndarray) -> np.ndarray:
-    """Each element's group's weighted mean."""
-    sums = np.bincount(groups, weights=w * values)
-    weights = np.bincount(groups, weights=w)
-    return (sums / np.where(weights > 0, weights, 1.0))[groups]
-
-
-def _wls_no_intercept(x: np.ndarray, y: np.ndarray, w: np.ndarray) -> tuple[np.ndarray, float]:
-    xtw = (x * w[:, None]).T
-    coef = np.linalg.pinv(xtw @ x) @ (xtw @ y)
-    residual = y - x @ coef
-    return coef, float((w * residual) @ residual)
-
-
-def _season_dummies(times: pd.Series, name: str | None, levels: list) -> list[np.ndarray]:
-    """One 0/1 column per season level but the first (the first is the baseline)."""
-    if name is None:
-        return []
-    groups = _SEASONS[name][0](times.dt)
-    return [(groups == level).to_numpy(dtype=float) for level in levels[1:]]
-
-
-def _season_label(name: str, level: int) -> str:
-    if name == "day_of_week":
-        return _DAY_NAMES[level]
-    return f"{level:02d}" if name == "hour" else f"month {level}"
-
-
-def _flags(linear: _Fit, fit: _Fit, breaks: list[float], seasons: _Seasons,
+def _flags(linear: Fit, fit: Fit, breaks: list[float], seasons: Seasons,
            buckets: pd.DataFrame, grain: str, alpha: float, metric: str, scale: float,
            span: float) -> list[Flag]:
     flags: list[Flag] = []
@@ -411,7 +273,7 @@ def _flags(linear: _Fit, fit: _Fit, breaks: list[float], seasons: _Seasons,
             f"{figure(after)} after; level shift {figure(fit.coef[2 + 2 * i])}")))
     season = seasons.best
     if season:
-        groups = _SEASONS[season][0](buckets["t"].dt)
+        groups = SEASONS[season][0](buckets["t"].dt)
         by_group = (buckets.assign(g=groups.to_numpy()).groupby("g")
                  .apply(lambda f: f["s1"].sum() / f["n"].sum(), include_groups=False))
         high, low = by_group.idxmax(), by_group.idxmin()
@@ -419,12 +281,12 @@ def _flags(linear: _Fit, fit: _Fit, breaks: list[float], seasons: _Seasons,
         flags.append(Flag(FlagKind.SEASON, season, (
             f"SEASON by {season}{within.get(season, '')} (p = {seasons.p_value:.2g} after "
             f"correction; amplitude {figure(seasons.amplitude)} on the detrended series): "
-            f"highest in {_season_label(season, high)} ({figure(by_group[high])}), lowest in "
-            f"{_season_label(season, low)} ({figure(by_group[low])})")))
+            f"highest in {season_label(season, high)} ({figure(by_group[high])}), lowest in "
+            f"{season_label(season, low)} ({figure(by_group[low])})")))
     return flags
 
 
-def _rows(buckets: pd.DataFrame, fitted: np.ndarray, fit: _Fit, breaks: list[float],
+def _rows(buckets: pd.DataFrame, fitted: np.ndarray, fit: Fit, breaks: list[float],
           season: tuple[str | None, list], grain: str, periods: int,
           length: float) -> pd.DataFrame:
     frame = buckets.assign(fitted_sum=fitted * buckets["n"])
@@ -470,12 +332,12 @@ def _season_row(start: pd.Timestamp, season: tuple[str | None, list]) -> list[fl
     name, levels = season
     if name is None:
         return []
-    level = _SEASONS[name][0](pd.Series([start]).dt).iloc[0]
+    level = SEASONS[name][0](pd.Series([start]).dt).iloc[0]
     return [1.0 if level == v else 0.0 for v in levels[1:]]
 
 
 def _summary(metric: str, time: str, grain: str, frame: pd.DataFrame, flags: list[Flag],
-             periods: int, deterministic: str | None, seasons: _Seasons | None) -> str:
+             periods: int, deterministic: str | None, seasons: Seasons | None) -> str:
     observed = frame[frame["kind"] == "observed"]
     lines = [f"trend of {metric} by {grain} of {time}: {len(observed)} periods, "
              f"{observed['period'].iloc[0]} to {observed['period'].iloc[-1]}, "
