@@ -33,12 +33,9 @@ untested, never as "no confounding".
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, field
-from enum import Enum
 from typing import TYPE_CHECKING
 
 import pandas as pd
-from scipy import stats
 
 from d2_notebook.data.analysis.common import (
     DEFAULT_ALPHA,
@@ -53,17 +50,14 @@ from d2_notebook.data.analysis.common import (
 from d2_notebook.data.analysis.inputs import literal
 from d2_notebook.data.analysis.result import AnalysisResult, AnalysisTool, Flag, FlagKind, capped
 from d2_notebook.data.analysis.stats import (
-    ABSOLUTE_FLOOR,
-    Z95,
     Comparison,
     Moments,
     benjamini_hochberg,
-    chi_square_independence,
-    cochran_q,
     compare,
     is_material,
     metric_scale,
 )
+from d2_notebook.data.analysis.strata import EffectScale, Family, check_heterogeneity, standardise
 from d2_notebook.data.analysis.text import describe_value, figure, name_list
 
 if TYPE_CHECKING:
@@ -81,42 +75,6 @@ CONFOUNDING_LEVEL = 0.05
 HETEROGENEITY_MIN_ARM = 10
 """Fewest rows per arm for a stratum to enter the heterogeneity test, whatever min_support."""
 _FLAG_ORDER = (FlagKind.SIMPSONS_PARADOX, FlagKind.CONFOUNDING, FlagKind.HETEROGENEITY)
-
-
-class EffectScale(Enum):
-    """The scale heterogeneity is judged on."""
-
-    DIFFERENCE = "difference"
-    RATIO = "ratio"
-
-
-@dataclass
-class _Family:
-    """One dimension's strata (label, exposed, reference) and what the tests found."""
-
-    name: str
-    strata: list[tuple[str, Moments, Moments]]
-    p_het: float = 1.0
-    effect_scale: EffectScale = EffectScale.DIFFERENCE
-    het_material: bool = False
-    tested: int = 0  # strata that enter the heterogeneity test
-    p_exposure: float = 1.0
-    overlap: list[str] = field(default_factory=list)
-    one_arm: list[tuple[str, str]] = field(default_factory=list)  # (stratum, which arm)
-    overlap_share: float = 0.0
-    crude: Comparison | None = None  # over the strata with overlap
-    standardised: Comparison | None = None
-    change: Comparison | None = None  # crude - standardised, with its p-value
-
-    @property
-    def confounding_tested(self) -> bool:
-        return len(self.overlap) >= 2 and self.change is not None
-
-    @property
-    def share_removed(self) -> float:
-        if self.change is None or self.crude is None or self.crude.difference == 0:
-            return math.nan
-        return self.change.difference / self.crude.difference
 
 
 def compare_within(
@@ -186,8 +144,9 @@ def compare_within(
     families = _families(scan, prepared, exposed, rest)
     binary = total.n > 0 and abs(total.s2 - total.s1) <= 1e-9 * max(1.0, total.s1)
     for family in families:
-        _heterogeneity(family, support.rows, pooled, binary, scale)
-        _standardise(family, pooled, total.n)
+        check_heterogeneity(family, max(support.rows, HETEROGENEITY_MIN_ARM), pooled, binary,
+                           scale)
+        standardise(family, pooled, total.n)
     q_het = _adjusted([f.p_het if f.tested >= 2 else None for f in families])
     q_change = _adjusted([f.change.p_value if f.confounding_tested else None
                           for f in families])
@@ -235,7 +194,7 @@ def _adjusted(p_values: list[float | None]) -> list[float]:
     return [math.nan if p is None else next(q_values) for p in p_values]
 
 
-def _families(scan: Pass, prepared: Prepared, exposed: Moments, rest: Moments) -> list[_Family]:
+def _families(scan: Pass, prepared: Prepared, exposed: Moments, rest: Moments) -> list[Family]:
     zero = Moments(0, 0, 0)
     values: dict[int, dict[str, list[Moments]]] = {}
     for (index, value, arm), group in scan.moments.items():
@@ -247,97 +206,15 @@ def _families(scan: Pass, prepared: Prepared, exposed: Moments, rest: Moments) -
         found = values.get(index, {})
         if planned.membership:
             for value, (m1, m0) in sorted(found.items()):
-                families.append(_Family(f"{planned.name} = {value}",
+                families.append(Family(f"{planned.name} = {value}",
                                         [("yes", m1, m0), ("no", exposed - m1, rest - m0)]))
         elif found:
-            families.append(_Family(planned.name, [(v, m1, m0) for v, (m1, m0)
+            families.append(Family(planned.name, [(v, m1, m0) for v, (m1, m0)
                                                    in sorted(found.items())]))
     return families
 
 
-def _heterogeneity(family: _Family, min_support: int, pooled: float | None, binary: bool,
-                   scale: float) -> None:
-    """Cochran's Q on the difference and (where defined) the ratio scale; the scale on
-    which the effect is more nearly constant is kept."""
-    arm_floor = max(min_support, HETEROGENEITY_MIN_ARM)
-    tested = [(m1, m0) for _, m1, m0 in family.strata
-              if m1.n >= arm_floor and m0.n >= arm_floor]
-    family.tested = len(tested)
-    if len(tested) < 2:
-        return
-    effects = [compare(m1, m0, pooled_var=pooled) for m1, m0 in tested]
-    candidates = [(EffectScale.DIFFERENCE, [(e.difference, e.se) for e in effects])]
-    if binary:
-        candidates.append((EffectScale.RATIO, [_log_risk_ratio(m1, m0) for m1, m0 in tested]))
-    elif all(m1.mean > 0 and m0.mean > 0 for m1, m0 in tested):
-        candidates.append((EffectScale.RATIO, [_log_ratio(m1, m0, pooled) for m1, m0 in tested]))
-    best = None
-    for effect_scale, pairs in candidates:
-        _, q_statistic, p = cochran_q([e for e, _ in pairs], [se for _, se in pairs])
-        if best is None or q_statistic < best[1]:
-            best = (effect_scale, q_statistic, p, [e for e, _ in pairs])
-    family.effect_scale, _, family.p_het, values = best
-    spread = max(values) - min(values)
-    family.het_material = (is_material(math.expm1(spread), 1.0) if family.effect_scale
-                           is EffectScale.RATIO else is_material(spread, scale))
-
-
-def _standardise(family: _Family, pooled: float | None, population: float) -> None:
-    """Standardise over the strata with rows in both arms; the change from the crude
-    effect over the same strata, with its standard error (the weights held fixed)."""
-    both = [(s, m1, m0) for s, m1, m0 in family.strata if m1.n > 0 and m0.n > 0]
-    family.overlap = [s for s, _, _ in both]
-    family.one_arm = [(s, "exposed only" if m1.n > 0 else "reference only")
-                      for s, m1, m0 in family.strata if (m1.n > 0) != (m0.n > 0)]
-    if not both:
-        return
-    n1 = sum(m1.n for _, m1, _ in both)
-    n0 = sum(m0.n for _, _, m0 in both)
-    rows = n1 + n0
-    family.overlap_share = rows / population if population else math.nan
-    family.p_exposure = chi_square_independence([[m1.n, m0.n] for _, m1, m0 in both])
-    exposed = sum((m1 for _, m1, _ in both), Moments(0, 0, 0))
-    reference = sum((m0 for _, _, m0 in both), Moments(0, 0, 0))
-    family.crude = compare(exposed, reference, pooled_var=pooled)
-    difference, change, var_std, var_change = 0.0, 0.0, 0.0, 0.0
-    for _, m1, m0 in both:
-        weight = (m1.n + m0.n) / rows
-        v1 = (m1.var if m1.var > 0 else pooled or 0.0) / m1.n
-        v0 = (m0.var if m0.var > 0 else pooled or 0.0) / m0.n
-        difference += weight * (m1.mean - m0.mean)
-        var_std += weight**2 * (v1 + v0)
-        g1, g0 = m1.n / n1 - weight, m0.n / n0 - weight
-        change += g1 * m1.mean - g0 * m0.mean
-        var_change += g1**2 * v1 + g0**2 * v0
-    se = math.sqrt(var_std)
-    family.standardised = Comparison(difference, se, difference - Z95 * se,
-                                     difference + Z95 * se, math.nan)
-    se_change = math.sqrt(var_change)
-    if se_change > 0:
-        p = float(2 * stats.norm.sf(abs(change) / se_change))
-    else:
-        p = 1.0 if abs(change) <= ABSOLUTE_FLOOR else 0.0
-    family.change = Comparison(change, se_change, change - Z95 * se_change,
-                               change + Z95 * se_change, p)
-
-
-def _log_risk_ratio(exposed: Moments, reference: Moments) -> tuple[float, float]:
-    """log(p1/p0) and its standard error, with 0.5 added to each cell (no zero cells)."""
-    a, b = exposed.s1 + 0.5, reference.s1 + 0.5
-    n1, n0 = exposed.n + 1.0, reference.n + 1.0
-    return (math.log((a / n1) / (b / n0)), math.sqrt(1 / a - 1 / n1 + 1 / b - 1 / n0))
-
-
-def _log_ratio(exposed: Moments, reference: Moments,
-               pooled: float | None) -> tuple[float, float]:
-    """log(m1/m0) of two positive means and its delta-method standard error."""
-    v1 = exposed.var if exposed.var > 0 else pooled or 0.0
-    v0 = reference.var if reference.var > 0 else pooled or 0.0
-    se = math.sqrt(v1 / exposed.n / exposed.mean**2 + v0 / reference.n / reference.mean**2)
-    return math.log(exposed.mean / reference.mean), se
-
-
-def _judge(family: _Family, q_het: float, q_change: float, q_exposure: float, alpha: float,
+def _judge(family: Family, q_het: float, q_change: float, q_exposure: float, alpha: float,
            scale: float) -> list[FlagKind]:
     kinds = []
     std, crude, change = family.standardised, family.crude, family.change
@@ -351,7 +228,7 @@ def _judge(family: _Family, q_het: float, q_change: float, q_exposure: float, al
     return kinds
 
 
-def _flag_text(kind: FlagKind, family: _Family, q_het: float, q_change: float, label: str,
+def _flag_text(kind: FlagKind, family: Family, q_het: float, q_change: float, label: str,
                top: int) -> str:
     if kind is FlagKind.HETEROGENEITY:
         effects = "; ".join(
@@ -387,7 +264,7 @@ def _flag_text(kind: FlagKind, family: _Family, q_het: float, q_change: float, l
             f"Share exposed per stratum: {shares}.")
 
 
-def _strata_text(family: _Family) -> str:
+def _strata_text(family: Family) -> str:
     """``all 5 strata`` or ``4 of 5 strata (93% of rows; X: exposed only)``."""
     total = len(family.strata)
     if not family.one_arm and len(family.overlap) == total:
@@ -407,7 +284,7 @@ def _overall_row(exposed: Moments, rest: Moments, crude: Comparison) -> dict:
 
 
 def _summary(metric: str, label: str, versus: str, exposed: Moments, rest: Moments,
-             crude: Comparison, flags: list[Flag], families: list[_Family],
+             crude: Comparison, flags: list[Flag], families: list[Family],
              alpha: float, support: Support, prepared: Prepared) -> str:
     lines = [
         f"compare_within: {metric} for {label} vs {versus}: {figure(exposed.mean)} (n = "
@@ -460,10 +337,10 @@ def _summary(metric: str, label: str, versus: str, exposed: Moments, rest: Momen
     return "\n".join(lines)
 
 
-def _untested(families: list[_Family]) -> str:
+def _untested(families: list[Family]) -> str:
     """Untested dimensions: by name when few, else counted per table, each with its
     largest stratum's smaller arm (the support it had)."""
-    def arm(family: _Family) -> int:
+    def arm(family: Family) -> int:
         return int(max((min(m1.n, m0.n) for _, m1, m0 in family.strata), default=0))
     if len(families) <= 12:
         return ", ".join(f"{f.name} (largest arm {arm(f)})" for f in families)
