@@ -187,3 +187,26 @@ def test_a_bad_min_support_names_the_fix(bad: object) -> None:
     con.execute("CREATE TABLE t AS SELECT i, i % 2 AS g FROM range(100) r(i)")
     with pytest.raises(ValueError, match=r"min_support must be an integer >= 2 \(or omitted"):
         segment_scan(GuardedSQL(con), source="t", metric="avg(t.i)", min_support=bad)
+
+
+def test_a_dimension_that_determines_the_metric_exactly_is_not_a_finding() -> None:
+    """A stored copy of the outcome (``band`` is 'done' exactly when the task finished)
+    splits the metric perfectly: it is the metric's definition, not its explanation."""
+    con = duckdb.connect()
+    con.execute("""
+        CREATE TABLE work AS
+        SELECT i, (hash(i) % 3 = 0) AS finished,
+               CASE WHEN hash(i) % 3 = 0 THEN 'done' ELSE 'open' END AS band,
+               ['ops', 'lab'][1 + i % 2] AS team, ['x', 'y'][1 + i % 3 % 2] AS plan
+        FROM range(3000) r(i)""")
+    sql = GuardedSQL(con)
+    metric = "avg(CASE WHEN w.finished THEN 1 ELSE 0 END)"
+    scan = segment_scan(sql, source="work w", metric=metric)
+    assert not any(f.dimension == "work.band" for f in scan.flags)
+    assert scan.frame.loc[scan.frame["dimension"] == "work.band", "p_value"].isna().all()
+    assert ("Not tested: work.band determine(s) the metric exactly (each value has a single "
+            "metric value): part of the metric's definition.") in scan.summary
+    check = compare_within(sql, source="work w", metric=metric, exposure="w.plan", value="x")
+    assert "work.band" not in set(check.frame["dimension"])
+    assert "work.band determine(s) the metric exactly" in check.summary
+    assert "work.team" in set(check.frame["dimension"])

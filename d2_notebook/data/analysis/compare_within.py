@@ -54,6 +54,7 @@ from d2_notebook.data.analysis.stats import (
     Moments,
     benjamini_hochberg,
     compare,
+    determines_exactly,
     is_material,
     metric_scale,
 )
@@ -142,6 +143,9 @@ def compare_within(
     support = Support.of(min_support, total.n, named=dimensions is not None)
     scale = metric_scale(total)
     families = _families(scan, prepared, exposed, rest)
+    exact = [f.name for f in families if not f.membership and determines_exactly(
+        [m1 + m0 for _, m1, m0 in f.strata], total)]
+    families = [f for f in families if f.name not in exact]
     binary = total.n > 0 and abs(total.s2 - total.s1) <= 1e-9 * max(1.0, total.s1)
     for family in families:
         check_heterogeneity(family, max(support.rows, HETEROGENEITY_MIN_ARM), pooled, binary,
@@ -178,7 +182,7 @@ def compare_within(
     flags.sort(key=lambda f: _FLAG_ORDER.index(f.kind))
     frame = pd.DataFrame(rows, columns=COLUMNS)
     summary = _summary(metric, label, versus, exposed, rest, crude, flags, families, alpha,
-                       support, prepared)
+                       support, prepared, exact)
     return capped(AnalysisTool.COMPARE_WITHIN, scan.sql, frame, sql.max_rows,
                   scan.duration_s, summary, flags)
 
@@ -207,7 +211,8 @@ def _families(scan: Pass, prepared: Prepared, exposed: Moments, rest: Moments) -
         if planned.membership:
             for value, (m1, m0) in sorted(found.items()):
                 families.append(Family(f"{planned.name} = {value}",
-                                        [("yes", m1, m0), ("no", exposed - m1, rest - m0)]))
+                                       [("yes", m1, m0), ("no", exposed - m1, rest - m0)],
+                                       membership=True))
         elif found:
             families.append(Family(planned.name, [(v, m1, m0) for v, (m1, m0)
                                                    in sorted(found.items())]))
@@ -285,7 +290,7 @@ def _overall_row(exposed: Moments, rest: Moments, crude: Comparison) -> dict:
 
 def _summary(metric: str, label: str, versus: str, exposed: Moments, rest: Moments,
              crude: Comparison, flags: list[Flag], families: list[Family],
-             alpha: float, support: Support, prepared: Prepared) -> str:
+             alpha: float, support: Support, prepared: Prepared, exact: list[str]) -> str:
     lines = [
         f"compare_within: {metric} for {label} vs {versus}: {figure(exposed.mean)} (n = "
         f"{int(exposed.n)}) vs {figure(rest.mean)} (n = {int(rest.n)}); crude effect "
@@ -334,6 +339,10 @@ def _summary(metric: str, label: str, versus: str, exposed: Moments, rest: Momen
         lines.append(f"Strata without overlap (one arm only: they cannot confound and are not "
                      f"standardised over): {shown}{more}.")
     lines += definition_lines(prepared.plan)
+    if exact:
+        lines.append(f"Not tested: {name_list(exact)} determine(s) the metric exactly (each "
+                     "value has a single metric value): part of the metric's definition, not a "
+                     "confounder.")
     return "\n".join(lines)
 
 

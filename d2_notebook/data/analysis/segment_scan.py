@@ -38,6 +38,7 @@ from d2_notebook.data.analysis.stats import (
     Moments,
     benjamini_hochberg,
     compare,
+    determines_exactly,
     is_material,
     metric_scale,
     wilson_interval,
@@ -126,6 +127,10 @@ def segment_scan(
             "score": max(0.0, abs(test.difference) - Z95 * test.se),
             "tested": tested,
         })
+    exact = _determining(scan.moments, prepared, total)
+    for row in rows:
+        if row["dimension"] in exact:
+            row["tested"], row["p_value"] = False, math.nan
     tested_rows = [r for r in rows if r["tested"]]
     for row, q in zip(tested_rows, benjamini_hochberg([r["p_value"] for r in tested_rows]),
                       strict=True):
@@ -143,7 +148,8 @@ def segment_scan(
     ]
     immaterial = int((frame["tested"] & (frame["q_value"] < alpha) & ~frame["material"]).sum())
     frame = frame.drop(columns="material")
-    summary = _summary(metric, total, frame, flags, prepared, support, alpha, top, immaterial)
+    summary = _summary(metric, total, frame[~frame["dimension"].isin(exact)], flags, prepared,
+                       support, alpha, top, immaterial, exact)
     return capped(AnalysisTool.SEGMENT_SCAN, scan.sql, frame, sql.max_rows, scan.duration_s,
                   summary, flags)
 
@@ -160,7 +166,7 @@ def _flag_text(row: object, metric: str) -> str:
 
 def _summary(metric: str, total: Moments, frame: pd.DataFrame, flags: list[Flag],
              prepared: Prepared, support: Support, alpha: float, top: int,
-             immaterial: int) -> str:
+             immaterial: int, exact: list[str]) -> str:
     tested = frame[frame["tested"]]
     n_dimensions = len(prepared.plan.dimensions)
     lines = [
@@ -190,8 +196,21 @@ def _summary(metric: str, total: Moments, frame: pd.DataFrame, flags: list[Flag]
     if len(untested):
         lines.append(untested_line(untested, support))
     lines += definition_lines(prepared.plan)
+    if exact:
+        lines.append(f"Not tested: {name_list(exact)} determine(s) the metric exactly (each "
+                     "value has a single metric value): part of the metric's definition.")
     lines.append(f"Dimensions scanned: {name_list(list(dict.fromkeys(frame['dimension'])))}.")
     return "\n".join(lines)
+
+
+def _determining(moments: dict, prepared: Prepared, total: Moments) -> list[str]:
+    """Names of the (non-membership) dimensions that determine the metric exactly."""
+    groups: dict[int, list[Moments]] = {}
+    for (index, _), group in moments.items():
+        if index >= 0 and not prepared.plan.dimensions[index].membership:
+            groups.setdefault(index, []).append(group)
+    return [prepared.plan.dimensions[i].name for i, found in sorted(groups.items())
+            if determines_exactly(found, total)]
 
 
 def untested_line(untested: pd.DataFrame, support: Support) -> str:

@@ -33,6 +33,7 @@ __all__ = [
     "chi_square_independence",
     "cochran_q",
     "compare",
+    "determines_exactly",
     "is_material",
     "metric_scale",
     "wilson_interval",
@@ -189,3 +190,16 @@ def is_material(difference: float, scale: float) -> bool:
     """Whether a difference is large enough to matter (see the module docstring)."""
     size = abs(difference)
     return math.isfinite(size) and size >= ABSOLUTE_FLOOR and size >= RELATIVE_TOLERANCE * scale
+
+
+def determines_exactly(groups: list[Moments], total: Moments) -> bool:
+    """Whether a dimension whose values split the population into ``groups`` determines
+    the metric exactly: the metric varies, but not within any of its values (every group
+    of two rows or more, covering nine tenths of the rows, has a single metric value).
+    Such a dimension is part of the metric's definition, not an explanation of it."""
+    if total.n < 2 or total.var <= 0:
+        return False
+    sized = [g for g in groups if g.n >= 2]
+    covered = sum(g.n for g in sized)
+    return (len(sized) >= 2 and covered >= 0.9 * total.n
+            and all(g.var <= 1e-12 * total.var for g in sized))

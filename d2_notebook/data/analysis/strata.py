@@ -44,6 +44,7 @@ class Family:
 
     name: str
     strata: list[tuple[str, Moments, Moments]]
+    membership: bool = False  # a 1:N "has <value>" yes/no split
     p_het: float = 1.0
     effect_scale: EffectScale = EffectScale.DIFFERENCE
     het_material: bool = False
