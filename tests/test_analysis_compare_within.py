@@ -54,7 +54,9 @@ def test_no_flag_for_an_exposure_with_no_effect(sql: GuardedSQL) -> None:
     result = compare_within(sql, source=SOURCE, metric=RATE, exposure="o.channel",
                             value="web", reference="store")
     assert result.flags == ()
-    assert "No confounding and no heterogeneity beyond chance" in result.summary
+    assert "No confounding among the 14 dimensions tested for it" in result.summary
+    assert "No heterogeneity beyond chance among the 14 dimensions tested" in result.summary
+    assert "Tested: confounding 14 of 14 dimensions, heterogeneity 14 of 14" in result.summary
     assert "has tags.tag = veteran" in result.summary  # 1:N flags are checked too
 
 
@@ -76,13 +78,17 @@ def test_strata_too_thin_to_test_are_named_with_the_setting_that_tests_them(
         sql: GuardedSQL) -> None:
     strict = compare_within(sql, source=SOURCE, metric=RATE, exposure="o.promo",
                             value="coupon", dimensions=["customers.tier"], min_support=10**6)
-    assert "Dimensions checked: (none)." in strict.summary
-    assert ("Too few rows per arm to test: customers.tier (a dimension needs two strata with "
-            "at least 1000000 rows in each arm; a smaller min_support") in strict.summary
+    # confounding is judged by standardising over every stratum with both arms, whatever
+    # min_support; the heterogeneity test needs min_support rows per arm
+    assert {f.kind for f in strict.flags} == {FlagKind.SIMPSONS_PARADOX}
+    assert "Tested: confounding 1 of 1 dimensions, heterogeneity 0 of 1" in strict.summary
+    assert ("Heterogeneity not tested for customers.tier: it needs two strata with at least "
+            "1000000 rows in each arm (a smaller min_support") in strict.summary
     tested = compare_within(sql, source=SOURCE, metric=RATE, exposure="o.promo",
                             value="coupon", dimensions=["customers.tier"])
     assert "Dimensions checked: customers.tier." in tested.summary
-    assert "Too few rows" not in tested.summary
+    assert "heterogeneity 1 of 1" in tested.summary and "not tested" not in tested.summary
+    assert "minimum support 10 rows for the dimensions named" in tested.summary
 
 
 def _tiny_crossover() -> GuardedSQL:

@@ -108,3 +108,45 @@ def test_specs_match_the_python_keywords(sql: GuardedSQL) -> None:
     tool_input = {"source": "orders", "metric": "avg(amount)", "time": "ordered_on",
                   "grain": "month"}
     assert spec_for("trend").function(sql, **tool_input).tool is AnalysisTool.TREND
+
+
+def test_a_per_entity_flag_is_an_exists_or_in_test_inside_the_mean(sql: GuardedSQL) -> None:
+    """"Customer tagged veteran" as a metric over customers, without a join that repeats
+    rows: one generated pass, through the guard, and the same figures as plain SQL."""
+    flag = ("avg(CASE WHEN EXISTS (SELECT 1 FROM tags t WHERE t.customer_id = c.customer_id "
+            "AND t.tag = 'veteran') THEN 1 ELSE 0 END)")
+    result = segment_scan(sql, source="customers c", metric=flag, dimensions=["c.region"])
+    expected = sql.run("SELECT avg(CASE WHEN customer_id IN (SELECT customer_id FROM tags "
+                       "WHERE tag = 'veteran') THEN 1 ELSE 0 END) AS r FROM customers"
+                       ).frame["r"].iloc[0]
+    assert result.summary.startswith("segment_scan of " + flag + " over 3000 rows (overall "
+                                     f"{expected:.3f}")
+    in_list = segment_scan(sql, source="customers c", metric="avg(CASE WHEN c.customer_id IN "
+                           "(SELECT customer_id FROM tags WHERE tag = 'veteran') THEN 1 ELSE "
+                           "0 END)", dimensions=["c.region", "c.tier"])
+    assert set(in_list.frame["dimension"]) == {"customers.region", "customers.tier"}
+    # the subquery's own columns define the metric: no circular "has tags.tag" segments
+    default = segment_scan(sql, source="customers c", metric=flag)
+    assert "has tags.tag" not in set(default.frame["dimension"]), default.summary
+    assert "customers.tier" in set(default.frame["dimension"])
+    with pytest.raises(ValueError, match="takes a value from a subquery; only EXISTS and IN"):
+        segment_scan(sql, source="customers c", metric="avg((SELECT max(amount) FROM orders o "
+                     "WHERE o.customer_id = c.customer_id))")
+    with pytest.raises(UnsafeSQLError):
+        segment_scan(sql, source="customers c", metric="avg(CASE WHEN EXISTS (SELECT 1 FROM "
+                     "read_csv('/etc/passwd')) THEN 1 ELSE 0 END)")
+
+
+def test_a_dimension_of_a_table_outside_the_source_gets_a_spelling_that_works(
+        sql: GuardedSQL) -> None:
+    with pytest.raises(QueryFailedError, match=r"Hint: customers is not in the source, but a "
+                       r"key reaches it: name one of its dimensions as the tools write them: "
+                       r"customers\.region"):
+        segment_scan(sql, source="orders o", metric="avg(o.amount)",
+                     dimensions=["customers.nickname"])
+    con = duckdb.connect()
+    con.execute("CREATE TABLE a AS SELECT i AS id, i % 3 AS g FROM range(100) r(i)")
+    con.execute("CREATE TABLE b AS SELECT i AS id, i * 2.5 AS w FROM range(100) r(i)")
+    with pytest.raises(QueryFailedError, match=r"no key joins b to the source's tables: join "
+                       r"it in the source .*'a LEFT JOIN b x ON \.\.\.'.*relationships="):
+        segment_scan(GuardedSQL(con), source="a", metric="avg(a.g)", dimensions=["b.w"])

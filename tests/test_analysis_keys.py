@@ -7,7 +7,7 @@ import pytest
 from analysis_data import planted
 
 from d2_notebook.data import GuardedSQL
-from d2_notebook.data.analysis import segment_scan
+from d2_notebook.data.analysis import compare_within, segment_scan
 from d2_notebook.data.dimensions import read_catalog
 from d2_notebook.data.keys import KeyOrigin
 from d2_notebook.datasets import hospital
@@ -62,10 +62,10 @@ def test_schema_summary_without_keys_is_unchanged() -> None:
 def test_one_to_one_satellites_are_joined_as_attributes(declared: bool) -> None:
     con = duckdb.connect()
     key = " PRIMARY KEY" if declared else ""
-    ref = " REFERENCES people (id)" if declared else ""
-    con.execute(f"CREATE TABLE people (id INTEGER{key}, team VARCHAR)")
-    con.execute(f"CREATE TABLE scores (id INTEGER{key}{ref}, score DOUBLE)")
-    con.execute("INSERT INTO people SELECT i, CASE WHEN i % 2 = 0 THEN 'red' ELSE 'blue' END "
+    ref = " REFERENCES players (player_id)" if declared else ""
+    con.execute(f"CREATE TABLE players (player_id INTEGER{key}, team VARCHAR)")
+    con.execute(f"CREATE TABLE scores (player_id INTEGER{key}{ref}, score DOUBLE)")
+    con.execute("INSERT INTO players SELECT i, CASE WHEN i % 2 = 0 THEN 'red' ELSE 'blue' END "
                 "FROM range(200) t(i)")
     con.execute("INSERT INTO scores SELECT i, CASE WHEN i % 2 = 0 THEN 10 ELSE 0 END + i % 7 "
                 "FROM range(200) t(i)")
@@ -74,7 +74,76 @@ def test_one_to_one_satellites_are_joined_as_attributes(declared: bool) -> None:
     assert list(edges.values()) == [(KeyOrigin.DECLARED if declared else KeyOrigin.INFERRED,
                                      True)]
     child = next(iter(edges))[0]
-    source, other = ("scores s", "people") if child == "scores" else ("people s", "scores")
-    metric = "avg(s.score)" if child == "scores" else "avg(s.id % 2)"
+    source, other = ("scores s", "players") if child == "scores" else ("players s", "scores")
+    metric = "avg(s.score)" if child == "scores" else "avg(s.player_id % 2)"
     result = segment_scan(sql, source=source, metric=metric)
     assert any(d.startswith(f"{other}.") for d in result.frame["dimension"])
+
+
+def _id_tables(relationships: list[str] | None = None) -> GuardedSQL:
+    """Five tables, each with its own ``id`` primary key and no reference between them:
+    the smaller tables' ids are all contained in the larger ones'."""
+    con = duckdb.connect()
+    for name, rows, column in (("accounts", 400, "plan"), ("devices", 300, "os"),
+                               ("prices", 50, "currency"), ("regions", 8, "zone"),
+                               ("staff", 120, "team")):
+        con.execute(f"CREATE TABLE {name} (id INTEGER PRIMARY KEY, {column} VARCHAR, "
+                    "value DOUBLE)")
+        con.execute(f"INSERT INTO {name} SELECT i, ['a', 'b', 'c'][1 + i % 3], i % 7 "
+                    f"FROM range(1, {rows + 1}) t(i)")
+    return GuardedSQL(con, relationships=relationships)
+
+
+def test_tables_that_each_have_an_id_key_are_not_joined_by_it() -> None:
+    sql = _id_tables()
+    assert _edges(sql) == {}
+    assert "Join keys" not in sql.schema_summary()
+    graph = read_catalog(sql).graph
+    assert graph.is_unique("prices", ("id",)) and graph.is_unique("accounts", ("id",))
+    for table, result in (
+        ("accounts", segment_scan(sql, source="accounts", metric="avg(value)")),
+        ("accounts", compare_within(sql, source="accounts a", metric="avg(a.value)",
+                                    exposure="a.plan", value="a")),
+        ("staff", segment_scan(sql, source="staff s", metric="avg(s.value)")),
+    ):
+        named = {d.split(".")[0].removeprefix("has ") for d in result.frame["dimension"]
+                 if d != "(overall)"}
+        assert named <= {table}, result.summary
+        for other in {"accounts", "devices", "prices", "regions", "staff"} - {table}:
+            assert f"{other}." not in result.summary
+
+
+def test_a_column_named_after_the_other_table_is_a_reference_even_when_unique() -> None:
+    con = duckdb.connect()
+    con.execute("CREATE TABLE customers AS SELECT i AS customer_id, i % 3 AS band "
+                "FROM range(100) t(i)")
+    con.execute("CREATE TABLE customer_notes AS SELECT i AS customer_id, 'x' AS note "
+                "FROM range(40) t(i)")
+    assert _edges(GuardedSQL(con)) == {("customer_notes", "customers"): (KeyOrigin.INFERRED,
+                                                                         True)}
+    summary = GuardedSQL(con).schema_summary()
+    assert "(1:1, inferred)" in summary and "relationships=" in summary
+
+
+def test_relationships_declare_and_veto_edges() -> None:
+    declared = _id_tables(["staff.id -> regions.id"])
+    assert _edges(declared) == {("staff", "regions"): (KeyOrigin.USER, True)}
+    assert "staff.id -> regions.id (1:1, declared by the user)" in declared.schema_summary()
+    vetoed = GuardedSQL(planted(declared=False), relationships=["tags.customer_id -/> "
+                                                                "customers.customer_id"])
+    assert _edges(vetoed) == {("orders", "customers"): (KeyOrigin.INFERRED, False)}
+    with pytest.raises(ValueError, match=r"is not understood: write 'child_table\.column -> "):
+        GuardedSQL(duckdb.connect(), relationships=["orders customers"])
+    with pytest.raises(ValueError, match="names no table 'nowhere'"):
+        read_catalog(_id_tables(["staff.id -> nowhere.id"]))
+
+
+def test_relationships_reach_the_tools_through_the_source() -> None:
+    """A GuardedSQL with relationships, handed to investigate (as a DuckDB source), keeps
+    them: the catalog the tools and the coverage map read has the user's edge."""
+    from d2_notebook.data.sources import open_source
+
+    source = open_source(_id_tables(["staff.id -> regions.id"]))
+    assert _edges(source) == {("staff", "regions"): (KeyOrigin.USER, True)}
+    result = segment_scan(source, source="staff s", metric="avg(s.value)")
+    assert "regions.zone" in set(result.frame["dimension"])

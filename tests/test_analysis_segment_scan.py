@@ -85,8 +85,9 @@ def test_requested_dimensions_and_min_support(sql: GuardedSQL) -> None:
     assert november["flagged"] and november["difference"] > 4
     strict = segment_scan(sql, source="orders o", metric="avg(o.amount)",
                           dimensions=["month_of_year(orders.ordered_on)"], min_support=5000)
-    assert not strict.frame["flagged"].any()
-    assert "No segment deviates beyond chance" in strict.summary
+    assert not strict.frame["flagged"].any() and strict.frame["p_value"].isna().all()
+    assert "0 of 12 segments of 1 dimensions tested" in strict.summary
+    assert "month_of_year(orders.ordered_on) = 4: not tested (n = " in strict.summary
 
 
 def test_results_are_capped_like_any_query() -> None:
@@ -160,14 +161,17 @@ def test_an_uncomputable_p_value_counts_as_one_in_the_adjustment() -> None:
 
 def test_requested_dimensions_may_be_written_with_the_alias_or_a_bare_column() -> None:
     """Dimensions are named ``part(table.column)``; models also write the source's alias
-    or a bare column, and may ask for a column the default scan leaves out."""
+    or a bare column. A column the metric is computed from is no dimension even when
+    asked for: the answer says it is part of the metric's definition."""
     result = segment_scan(_tickets(), source="tickets t",
                           metric="avg(date_diff('hour', t.opened, t.closed))",
                           dimensions=["day_of_week(t.opened)", "priority",
-                                      "month_of_year(t.closed)"])
-    assert set(result.frame["dimension"]) == {
-        "day_of_week(tickets.opened)", "tickets.priority", "month_of_year(tickets.closed)"}
+                                      "month_of_year(t.closed)", "t.closed IS NULL"])
+    assert set(result.frame["dimension"]) == {"day_of_week(tickets.opened)",
+                                              "tickets.priority"}
     assert "month_of_year(tickets.opened)" not in result.summary
+    assert ("Not split by month_of_year(tickets.closed), t.closed IS NULL: part of the "
+            "metric's definition") in result.summary
 
 
 def test_a_dimension_named_twice_is_split_once() -> None:
@@ -259,7 +263,8 @@ def test_a_pass_with_more_groups_than_it_keeps_is_refused_not_cut(
     common = importlib.import_module("d2_notebook.data.analysis.common")
     monkeypatch.setattr(common, "_PASS_ROWS", 500)
     with pytest.raises(ValueError, match="more than 500 groups: name fewer dimensions"):
-        segment_scan(_tickets(), source="tickets t", metric="avg(t.ticket_id % 7)",
+        segment_scan(_tickets(), source="tickets t",
+                     metric="avg(CASE WHEN t.state = 'open' THEN 1 ELSE 0 END)",
                      dimensions=["t.ticket_id % 2000", "t.priority"])
 
 

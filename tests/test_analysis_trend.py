@@ -75,3 +75,51 @@ def test_sparse_timestamps_keep_every_row_and_a_constant_metric_gives_no_flag() 
     observed = result.frame[result.frame["kind"] == "observed"]
     assert observed["n"].sum() == 500 and len(observed) == 12
     assert result.flags == ()
+
+
+def _linear(noise: float = 0.0, days: int = 400) -> GuardedSQL:
+    """Events at uneven volume (more every month, bunched into some hours) whose metric is
+    exactly 3 + 0.01 per day since the start, plus optional per-row noise of size ``noise``."""
+    con = duckdb.connect()
+    con.execute(f"""
+        CREATE TABLE events AS
+        SELECT TIMESTAMP '2022-01-01' + to_days(d) + to_hours((i * 7) % 24) AS seen,
+               3 + 0.01 * d + {noise} * ((hash(d, i) % 1001)::INTEGER - 500) / 500.0 AS value
+        FROM range({days}) r(d), range(1 + d // 40 + (d % 5 = 0)::INT * 6) s(i)""")
+    return GuardedSQL(con)
+
+
+def test_an_exactly_linear_metric_is_deterministic_not_a_significance_result() -> None:
+    result = trend(_linear(), source="events", metric="avg(value)", time="seen",
+                   grain="month")
+    assert result.flags == ()
+    assert "DETERMINISTIC: the metric is an exact function of time" in result.summary
+    assert "rises by exactly 0.304 per month" in result.summary
+    assert "CHANGE POINT" not in result.summary and "SEASON" not in result.summary
+    assert "p = 0" not in result.summary and "CI" not in result.summary
+
+
+def test_a_metric_that_depends_on_the_date_is_no_season_of_the_hour() -> None:
+    """Rows at many hours of each day, the metric a function of the date plus noise: the
+    hours differ only by which dates their rows fall on, which detrending removes."""
+    result = trend(_linear(noise=0.5), source="events", metric="avg(value)", time="seen",
+                   grain="month")
+    kinds = [f.kind for f in result.flags]
+    assert FlagKind.SEASON not in kinds and FlagKind.CHANGE_POINT not in kinds, result.summary
+    assert kinds == [FlagKind.TREND]
+    assert "No season among day_of_week, hour (tested on the detrended series)" in result.summary
+
+
+def test_floating_point_noise_raises_no_flag() -> None:
+    result = trend(_linear(noise=1e-9, days=300), source="events",
+                   metric="avg(5 + (value - 3 - 0.01 * date_diff('day', TIMESTAMP '2022-01-01', "
+                          "date_trunc('day', seen))))", time="seen")
+    assert result.flags == (), result.summary
+
+
+def test_a_season_is_not_claimed_from_fewer_cycles_than_it_needs() -> None:
+    result = trend(_linear(noise=0.5, days=396), source="events", metric="avg(value)",
+                   time="seen", grain="month")
+    assert "Season not tested: month_of_year (needs 18 months of data, the data span 13)" \
+        in result.summary
+    assert "No season among day_of_week, hour" in result.summary

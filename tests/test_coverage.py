@@ -109,3 +109,28 @@ def test_coverage_map_per_hypothesis_and_untouched(sql: GuardedSQL, tables: dict
     assert "H1: controlled or split by" in text and "Untouched by any evidence:" in text
     # the pure function also works from the dimensions alone
     assert coverage_map(dimensions, evidence).untouched == coverage.untouched
+
+
+def test_a_date_part_counts_only_when_the_evidence_splits_by_that_part(
+        sql: GuardedSQL, tables: dict) -> None:
+    dimensions = [d for d in candidate_dimensions(sql) if d.column == "admitted_on"]
+    parts = {d.part.value for d in dimensions}
+    assert {"year", "quarter", "month", "month_of_year", "day_of_week"} <= parts
+
+    def controlled(sql_text: str) -> set[str]:
+        found = coverage_map(dimensions, [("H1", sql_text)], tables).hypotheses[0].controlled
+        return {name.split("(")[0] for name in found}
+
+    by = "SELECT count(*) FROM admissions a JOIN treatments t USING (admission_id) GROUP BY "
+    assert controlled(by + "month(a.admitted_on)") == {"month_of_year"}
+    assert controlled(by + "date_trunc('month', a.admitted_on)") == {
+        "year", "quarter", "month", "month_of_year"}
+    assert controlled(by + "year(a.admitted_on) * 100 + month(a.admitted_on)") == {
+        "year", "quarter", "month", "month_of_year"}
+    assert controlled(by + "strftime(a.admitted_on, '%Y')") == {"year"}
+    assert controlled(by + "dayname(a.admitted_on)") == {"day_of_week"}
+    # an expression that merely reads the column splits by none of its parts
+    assert controlled(by + "date_diff('day', a.admitted_on, t.started_on) > 7") == set()
+    # the column itself (or its date) splits by every part
+    assert controlled(by + "a.admitted_on") >= {"year", "month", "day_of_week"}
+    assert controlled(by + "a.admitted_on::DATE") >= {"year", "month", "day_of_week"}

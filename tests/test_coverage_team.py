@@ -124,3 +124,32 @@ def test_the_digest_without_candidates_has_no_map(board_path):
     board = Board.open(board_path)
     board.add_hypothesis("h")
     assert "CANDIDATE DIMENSIONS" not in board_digest(board)
+
+
+def _with_price_list() -> duckdb.DuckDBPyConnection:
+    """The hospital data and a price list no key joins to any of its tables."""
+    con = hospital.create(patients=400)
+    con.execute("CREATE TABLE price_list AS SELECT 'item' || i AS item, ['a', 'b', 'c'][1 + "
+                "i % 3] AS band, ['x', 'y'][1 + i % 2] AS supplier, i * 1.5 AS price "
+                "FROM range(60) r(i)")
+    return con
+
+
+async def test_an_unreachable_table_is_listed_once_and_never_blocks_finish():
+    con = _with_price_list()
+    candidates = read_candidates(GuardedSQL(con))
+    priced = [n for n in candidates.names if n.startswith("price_list.")]
+    assert {"price_list.band", "price_list.supplier"} <= set(priced)
+    policy = OneQuery()
+    result = await investigate(con, hospital.QUESTION, model=policy.model())
+    coverage = board_coverage(result.board, candidates, result.investigation_id)
+    assert dict(coverage.unreachable) == {"price_list": tuple(priced)}
+    assert not set(priced) & set(coverage.untouched)
+    assert (f"UNREACHABLE DIMENSIONS (no key joins their table to the tables the evidence "
+            f"reads; they do not block finishing): price_list ({len(priced)})"
+            ) in policy.orchestrator_digest
+    refused = policy.orchestrator_results[0][1]
+    assert refused.startswith("cannot finish") and "price_list" not in refused
+    dismissed = {d.dimension for d in result.board.list_dimension_dismissals()}
+    assert not dismissed & set(priced) and result.state == "finished"
+    assert "price_list" not in (coverage.hypothesis_line("H1") or "")

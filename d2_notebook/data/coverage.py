@@ -9,12 +9,19 @@ Columns are traced through aliases, subqueries and CTEs to the tables they come 
 
 :func:`coverage_map` is pure: from the candidate dimensions and the ``(hypothesis id,
 evidence SQL)`` pairs it says, per hypothesis, which dimensions its evidence controlled
-or split by, and which dimensions no evidence on the board has touched. A column counts
-for every dimension built on it (its date parts, its bins).
+or split by, and which dimensions no evidence on the board has touched. A dimension
+counts as controlled only when the evidence filters, groups or stratifies by that
+dimension itself: any use of a column counts for its values and bins, but a date part
+counts only when the expression determines that part (``month(t.d)`` gives the month of
+year; ``year(t.d) * 100 + month(t.d)``, ``date_trunc('month', t.d)`` or
+``strftime(t.d, '%Y-%m')`` the month, and with it the quarter and year; the column
+itself, or ``t.d::DATE``, every part), never by an expression that merely reads the
+column (``date_diff('day', t.d, t.e)``).
 """
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 
@@ -28,10 +35,26 @@ __all__ = ["ColumnRef", "ColumnUsage", "CoverageMap", "HypothesisCoverage", "col
 
 @dataclass(frozen=True, order=True)
 class ColumnRef:
-    """A catalog column: table as written in SQL (``TableInfo.name``), column lower-cased."""
+    """A catalog column: table as written in SQL (``TableInfo.name``), column lower-cased.
+
+    Attributes:
+        grain: How the statement uses it: ``""`` the column itself; else the date parts
+            the expression over it determines, comma-separated (``"month_of_year"``,
+            ``"month,month_of_year,quarter,year"``), or ``"-"`` for none (a duration,
+            arithmetic on the column).
+    """
 
     table: str
     column: str
+    grain: str = ""
+
+    def controls(self, dimension: Dimension) -> bool:
+        """Whether this use holds ``dimension`` fixed or splits by it."""
+        if (self.table, self.column) != (dimension.table, dimension.column.lower()):
+            return False
+        if dimension.part is None or self.grain == "":
+            return True
+        return dimension.part.value in self.grain.split(",")
 
 
 @dataclass(frozen=True)
@@ -41,6 +64,8 @@ class ColumnUsage:
     filters: frozenset[ColumnRef] = frozenset()
     groups: frozenset[ColumnRef] = frozenset()
     joins: frozenset[ColumnRef] = frozenset()
+    tables: frozenset[str] = frozenset()
+    """The catalog tables the statement reads."""
 
     @property
     def controlled(self) -> frozenset[ColumnRef]:
@@ -101,7 +126,7 @@ def column_usage(sql: str, tables: Mapping[str, Iterable[str]]) -> ColumnUsage:
     statement = serialize(sql)["statements"][0]["node"]
     reader.query(statement, [])
     return ColumnUsage(frozenset(reader.filters), frozenset(reader.groups),
-                       frozenset(reader.joins))
+                       frozenset(reader.joins), frozenset(reader.tables))
 
 
 def coverage_map(
@@ -135,8 +160,7 @@ def coverage_map(
         except SQLError:
             unreadable += 1
             continue
-        hit = {d.name for d in dimensions
-               if ColumnRef(d.table, d.column.lower()) in usage.controlled}
+        hit = {d.name for d in dimensions if any(r.controls(d) for r in usage.controlled)}
         board |= hit
         if hypothesis_id is not None:
             touched_by.setdefault(hypothesis_id, set()).update(hit)
@@ -190,6 +214,7 @@ class _Reader:
         self.filters: set[ColumnRef] = set()
         self.groups: set[ColumnRef] = set()
         self.joins: set[ColumnRef] = set()
+        self.tables: set[str] = set()
         self.ctes: list[dict[str, _Relation]] = []
 
     def query(self, node: dict, outer: list[dict[str, _Relation]]) -> _Relation:
@@ -256,6 +281,7 @@ class _Reader:
             elif name in self.catalog:
                 table, columns = self.catalog[name]
                 scope[alias] = _Relation(table=table, columns=frozenset(columns))
+                self.tables.add(table)
         elif kind == "SUBQUERY":
             relation = self.query(ref["subquery"]["node"], scopes[:-1])
             names = [str(n).lower() for n in ref.get("column_name_alias") or []]
@@ -273,30 +299,33 @@ class _Reader:
                     self.joins |= relation.resolve(str(column).lower()) or set()
 
     def _columns(self, expression: object, scopes: list) -> set[ColumnRef]:
-        """Catalog columns an expression reads; subqueries inside add their own usage."""
-        found: set[ColumnRef] = set()
-        pending = [expression]
-        while pending:
-            item = pending.pop()
-            if isinstance(item, list):
-                pending.extend(item)
-                continue
-            if not isinstance(item, dict):
-                continue
-            if item.get("class") == "COLUMN_REF":
-                names = [str(n).lower() for n in item.get("column_names") or []]
-                qualifier = names[-2] if len(names) >= 2 else None
-                found |= _lookup(scopes, qualifier, names[-1]) or set() if names else set()
-                continue
-            if item.get("class") == "SUBQUERY":
-                inner = self.query(item["subquery"]["node"], scopes)
-                for refs in inner.lineage.values():
-                    found |= refs
-                if item.get("child"):
-                    pending.append(item["child"])
-                continue
-            pending.extend(item.values())
-        return found
+        """Catalog columns an expression reads, each with the date parts it determines
+        (:attr:`ColumnRef.grain`); subqueries inside add their own usage."""
+        return _combined(self._walk(expression, scopes, None))
+
+    def _walk(self, item: object, scopes: list, wrap: dict | None) -> set[ColumnRef]:
+        """Columns under ``item``; ``wrap`` is the nearest function call around it."""
+        if isinstance(item, list):
+            return set().union(*(self._walk(i, scopes, wrap) for i in item)) if item else set()
+        if not isinstance(item, dict):
+            return set()
+        kind = item.get("class")
+        if kind == "COLUMN_REF":
+            names = [str(n).lower() for n in item.get("column_names") or []]
+            if not names:
+                return set()
+            qualifier = names[-2] if len(names) >= 2 else None
+            found = _lookup(scopes, qualifier, names[-1]) or set()
+            return {_derived(ref, wrap) for ref in found}
+        if kind == "SUBQUERY":
+            inner = self.query(item["subquery"]["node"], scopes)
+            found = {ref for refs in inner.lineage.values() for ref in refs}
+            if item.get("child"):
+                found |= self._walk(item["child"], scopes, wrap)
+            return found
+        if kind == "FUNCTION" or (kind == "CAST" and _cast_to_date(item)):
+            return self._walk([v for k, v in item.items() if k != "class"], scopes, item)
+        return self._walk(list(item.values()), scopes, wrap)
 
     def _group_target(self, expression: dict, select_list: list, outputs: dict,
                       scopes: list) -> set[ColumnRef]:
@@ -327,6 +356,111 @@ _AGGREGATE_HINTS = frozenset({
 def _is_aggregate(node: dict) -> bool:
     return node.get("class") == "WINDOW" or str(node.get("function_name", "")).lower() in \
         _AGGREGATE_HINTS
+
+
+_PART_FUNCTIONS = {
+    "year": {"year"}, "isoyear": {"year"}, "month": {"month_of_year"},
+    "monthname": {"month_of_year"}, "quarter": {"quarter_of_year"},
+    "dayofweek": {"day_of_week"}, "isodow": {"day_of_week"}, "weekday": {"day_of_week"},
+    "dayname": {"day_of_week"}, "hour": {"hour"},
+}  # fmt: skip
+_DAY = {"year", "quarter", "month", "month_of_year", "day_of_week"}
+_TRUNCATED = {
+    "year": {"year"}, "quarter": {"year", "quarter"},
+    "month": {"year", "quarter", "month", "month_of_year"}, "day": _DAY,
+    "hour": _DAY | {"hour"}, "minute": _DAY | {"hour"}, "second": _DAY | {"hour"},
+}  # fmt: skip
+_NAMED_PARTS = {"year": {"year"}, "month": {"month_of_year"}, "quarter": {"quarter_of_year"},
+                "dow": {"day_of_week"}, "isodow": {"day_of_week"},
+                "dayofweek": {"day_of_week"}, "weekday": {"day_of_week"}, "hour": {"hour"}}
+_KEEPS_COLUMN = frozenset({"coalesce", "ifnull", "nullif", "greatest", "least", "trim",
+                           "lower", "upper", "lcase", "ucase"})
+
+
+def _derived(ref: ColumnRef, wrap: dict | None) -> ColumnRef:
+    """``ref`` as seen through ``wrap``, the nearest function call around it (a use
+    already derived in a subquery keeps what it determined)."""
+    if wrap is None or ref.grain != "":
+        return ref
+    if wrap.get("class") == "CAST":
+        return ColumnRef(ref.table, ref.column, _grain(_DAY))
+    name = str(wrap.get("function_name", "")).lower()
+    if name in _KEEPS_COLUMN:
+        return ref
+    parts = _parts_of_call(name, wrap)
+    return ColumnRef(ref.table, ref.column, "-" if parts is None else _grain(parts))
+
+
+def _parts_of_call(name: str, call: dict) -> set[str] | None:
+    """The date parts a call over a date column determines (None: not a date function)."""
+    if name in _PART_FUNCTIONS:
+        return set(_PART_FUNCTIONS[name])
+    text = _first_literal(call)
+    if name in ("date_trunc", "datetrunc", "time_bucket"):
+        return set(_TRUNCATED.get((text or "").lower(), set()))
+    if name in ("date_part", "datepart", "extract"):
+        return set(_NAMED_PARTS.get((text or "").lower(), set()))
+    if name in ("strftime", "date_format"):
+        return _format_parts(text or "")
+    return None
+
+
+def _format_parts(fmt: str) -> set[str]:
+    """Date parts a strftime format determines (``%Y-%m`` the month and its year...)."""
+    codes = set(re.findall(r"%([a-zA-Z])", fmt))
+    parts: set[str] = set()
+    if codes & {"Y", "G", "y"}:
+        parts.add("year")
+    if codes & {"m", "b", "B"}:
+        parts.add("month_of_year")
+    if codes & {"a", "A", "w", "u"}:
+        parts.add("day_of_week")
+    if codes & {"d", "j"} and {"year", "month_of_year"} <= parts | {"month_of_year"}:
+        parts |= _DAY if "year" in parts else set()
+    if codes & {"H", "I"}:
+        parts.add("hour")
+    return parts
+
+
+def _first_literal(call: dict) -> str | None:
+    """The first string constant among a call's arguments (a unit, a part, a format)."""
+    for argument in call.get("arguments") or []:
+        expression = argument.get("expression", argument) if isinstance(argument, dict) else {}
+        literal = expression.get("literal") or {}
+        if expression.get("class") == "CONSTANT" and literal.get("kind") == "STRING":
+            return str(literal.get("text", ""))
+    return None
+
+
+def _cast_to_date(node: dict) -> bool:
+    return str((node.get("type_expr") or {}).get("type_name", "")).upper() == "DATE"
+
+
+def _grain(parts: set[str]) -> str:
+    """Parts as :attr:`ColumnRef.grain`, with what they imply together (a year and a month
+    of year give the month and its quarter)."""
+    parts = set(parts)
+    if {"year", "month_of_year"} <= parts:
+        parts |= {"month", "quarter"}
+    if {"year", "quarter_of_year"} <= parts:
+        parts.add("quarter")
+    return ",".join(sorted(parts)) or "-"
+
+
+def _combined(refs: set[ColumnRef]) -> set[ColumnRef]:
+    """One expression's uses of a column merged: ``year(d) * 100 + month(d)`` is the month."""
+    by_column: dict[tuple[str, str], list[ColumnRef]] = {}
+    for ref in refs:
+        by_column.setdefault((ref.table, ref.column), []).append(ref)
+    merged: set[ColumnRef] = set()
+    for (table, column), uses in by_column.items():
+        grains = {u.grain for u in uses}
+        if "" in grains:
+            merged.add(ColumnRef(table, column))
+            continue
+        parts = {p for g in grains for p in g.split(",") if p not in ("-", "")}
+        merged.add(ColumnRef(table, column, _grain(parts)))
+    return merged
 
 
 def _default_name(expression: dict) -> str:

@@ -163,7 +163,8 @@ class Catalog:
 
 
 def read_catalog(sql: GuardedSQL) -> Catalog:
-    """Tables (with columns and row counts) and the join graph, through ``sql``'s guard."""
+    """Tables (with columns and row counts) and the join graph, through ``sql``'s guard
+    (with the relationships the user declared or vetoed on it, if any)."""
     query = _query(sql)
     columns: dict[tuple[str, str, str], list[ColumnInfo]] = {}
     for row in query(
@@ -177,7 +178,7 @@ def read_catalog(sql: GuardedSQL) -> Catalog:
         replace(info, columns=tuple(columns.get((info.database, info.schema, info.table), ())))
         for info in sql.list_tables()
     )
-    return Catalog(tables, join_graph(query, list(tables)))
+    return Catalog(tables, join_graph(query, list(tables), getattr(sql, "relationships", ())))
 
 
 def candidate_dimensions(

@@ -74,6 +74,9 @@ class GuardedSQL:
             a DuckDB file (opened read-only with external access disabled).
         timeout_s: Default per-query time limit in seconds (> 0).
         max_rows: Default number of rows kept per result (>= 0).
+        relationships: Join edges to declare or veto (``"orders.customer_id ->
+            customers.id"``, ``"orders.id -/> customers.id"``) where the inferred join
+            graph is wrong (:class:`~d2_notebook.data.keys.Relationship`).
 
     Raises:
         QueryFailedError: ``source`` is a path that cannot be opened read-only.
@@ -88,8 +91,10 @@ class GuardedSQL:
         *,
         timeout_s: float = 30.0,
         max_rows: int = 10_000,
+        relationships: list[str] | None = None,
     ) -> None:
         self.timeout_s = _valid_timeout(timeout_s)
+        self.relationships = keys.parse_relationships(relationships)
         self.max_rows = _valid_max_rows(max_rows)
         self._functions: frozenset[str] = frozenset()
         self._types: frozenset[str] = frozenset()
@@ -212,7 +217,8 @@ class GuardedSQL:
         (``data/keys.py``).
         """
         tables = [schema.describe(self._query, i, n_samples) for i in self._catalog()]
-        return schema.summarize(tables, keys.join_graph(self._query, tables).describe())
+        return schema.summarize(tables, keys.join_graph(self._query, tables,
+                                                              self.relationships).describe())
 
     def _catalog(self) -> list[TableInfo]:
         """The catalog, each view marked ``unreadable`` when its definition is refused."""

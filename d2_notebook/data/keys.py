@@ -2,10 +2,15 @@
 
 A join edge says that each row of a *child* table points at most one row of a *parent*
 table (``child.columns`` → ``parent.columns``, the parent side unique). Edges come from the
-database's ``FOREIGN KEY`` constraints; between two tables not both part of a declared
-edge, an edge is inferred when a column of the same name and kind exists in both, its
-values are unique in one (the parent) and every non-null value of the other (the child)
-is among them.
+database's ``FOREIGN KEY`` constraints, and from the user's own :class:`Relationship`
+declarations. Between two tables not both part of a declared edge, an edge is inferred
+when a column of the same name and kind exists in both, its values are unique in the
+parent, every non-null value of the child is among them, and either the child's values
+repeat (many child rows per parent row) or the column's name points at the parent table
+(``customer_id`` in ``customers`` and ``customer_notes``). A column unique in both tables
+whose name points at neither (two ``id`` primary keys) is a key of each, not a
+reference: containment of one table's ids in another's is a coincidence of numbering.
+A user vetoes a wrong inferred edge, or declares a missing one, with ``relationships``.
 
 The analysis tools follow these edges to reach attribute tables; the schema summary every
 role reads lists them, so that models join along keys instead of guessing.
@@ -13,6 +18,7 @@ role reads lists them, so that models join along keys instead of guessing.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable
 from dataclasses import dataclass
 from enum import Enum
@@ -21,7 +27,8 @@ import pandas as pd
 
 from d2_notebook.data.schema import TableInfo, quote_ident
 
-__all__ = ["JoinEdge", "JoinGraph", "KeyOrigin", "join_graph"]
+__all__ = ["JoinEdge", "JoinGraph", "KeyOrigin", "Relationship", "join_graph",
+           "parse_relationships"]
 
 Query = Callable[[str], pd.DataFrame]
 
@@ -37,6 +44,108 @@ class KeyOrigin(Enum):
 
     DECLARED = "declared"
     INFERRED = "inferred"
+    USER = "declared by the user"
+
+
+_ARROWS = {"->": False, "-/>": True}
+
+
+@dataclass(frozen=True)
+class Relationship:
+    """A join edge the user declares (``orders.customer_id -> customers.id``) or vetoes
+    (``orders.id -/> customers.id``: never join these columns, whatever the data suggests).
+
+    Attributes:
+        child: Referencing table name (bare or as written in SQL; case-insensitive).
+        child_columns: Its columns.
+        parent: Referenced table.
+        parent_columns: The referenced columns, in the order of ``child_columns``.
+        veto: True to forbid the edge instead of declaring it.
+    """
+
+    child: str
+    child_columns: tuple[str, ...]
+    parent: str
+    parent_columns: tuple[str, ...]
+    veto: bool = False
+
+    @classmethod
+    def parse(cls, text: str) -> Relationship:
+        """Read ``child.col -> parent.col`` (declare) or ``child.col -/> parent.col`` (veto);
+        several columns as ``t.(a, b) -> p.(x, y)``.
+
+        Raises:
+            ValueError: Not in that form (the message shows it).
+        """
+        spelled = ("write 'child_table.column -> parent_table.column' to declare a join, "
+                   "'child_table.column -/> parent_table.column' to forbid one")
+        if not isinstance(text, str):
+            raise ValueError(f"a relationship must be a string: {spelled}; got {text!r}")
+        match = re.fullmatch(r"\s*(.+?)\s*(-/>|->)\s*(.+?)\s*", text)
+        if match is None:
+            raise ValueError(f"relationship {text!r} is not understood: {spelled}")
+        child, child_columns = _side(match.group(1), text, spelled)
+        parent, parent_columns = _side(match.group(3), text, spelled)
+        if len(child_columns) != len(parent_columns):
+            raise ValueError(f"relationship {text!r} pairs {len(child_columns)} column(s) with "
+                             f"{len(parent_columns)}: {spelled}")
+        return cls(child, child_columns, parent, parent_columns, _ARROWS[match.group(2)])
+
+    def describe(self) -> str:
+        """The relationship in the form :meth:`parse` reads."""
+        def side(table: str, columns: tuple[str, ...]) -> str:
+            return f"{table}.{columns[0]}" if len(columns) == 1 else \
+                f"{table}.({', '.join(columns)})"
+        arrow = "-/>" if self.veto else "->"
+        return (f"{side(self.child, self.child_columns)} {arrow} "
+                f"{side(self.parent, self.parent_columns)}")
+
+    def matches(self, edge: JoinEdge, tables: dict[str, TableInfo]) -> bool:
+        """Whether ``edge`` joins the same columns (either direction, case-insensitive)."""
+        def same(table: str, columns: tuple[str, ...], other: str,
+                 other_columns: tuple[str, ...]) -> bool:
+            return (_names(table, tables) & _names(other, tables) != set()
+                    and [c.lower() for c in columns] == [c.lower() for c in other_columns])
+        forward = (same(self.child, self.child_columns, edge.child, edge.child_columns)
+                   and same(self.parent, self.parent_columns, edge.parent,
+                            edge.parent_columns))
+        backward = (same(self.child, self.child_columns, edge.parent, edge.parent_columns)
+                    and same(self.parent, self.parent_columns, edge.child, edge.child_columns))
+        return forward or backward
+
+
+def parse_relationships(items: object) -> tuple[Relationship, ...]:
+    """Relationships from a list of strings or :class:`Relationship` objects (None: none).
+
+    Raises:
+        ValueError: An item is not understood (the message shows the form).
+    """
+    if items is None:
+        return ()
+    if isinstance(items, str | Relationship):
+        items = [items]
+    if not isinstance(items, list | tuple):
+        raise ValueError("relationships must be a list of strings such as "
+                         "'orders.customer_id -> customers.id'")
+    return tuple(i if isinstance(i, Relationship) else Relationship.parse(i) for i in items)
+
+
+def _side(text: str, whole: str, spelled: str) -> tuple[str, tuple[str, ...]]:
+    group = re.fullmatch(r"(.+)\.\(([^()]+)\)", text)
+    if group:
+        table, columns = group.group(1), [c.strip() for c in group.group(2).split(",")]
+    else:
+        table, _, column = text.rpartition(".")
+        columns = [column]
+    if not table.strip() or not all(columns):
+        raise ValueError(f"relationship {whole!r} is not understood: {spelled}")
+    return table.strip().strip('"'), tuple(c.strip().strip('"') for c in columns)
+
+
+def _names(table: str, tables: dict[str, TableInfo]) -> set[str]:
+    """Lower-cased names a table may be written by (SQL name and bare name)."""
+    info = tables.get(table.lower())
+    return {table.lower()} | ({info.name.lower(), info.table.lower()} if info else set())
 
 
 @dataclass(frozen=True)
@@ -101,16 +210,22 @@ class JoinGraph:
             return ""
         lines = ["Join keys (child -> parent; N:1 = many child rows per parent row):"]
         lines.extend(f"  {edge.describe()}" for edge in self.edges)
+        if any(e.origin is KeyOrigin.INFERRED for e in self.edges):
+            lines.append("  (inferred = read from shared column names and contained values, "
+                         "not declared; a wrong one is vetoed with relationships=)")
         return "\n".join(lines)
 
 
-def join_graph(query: Query, tables: list[TableInfo]) -> JoinGraph:
+def join_graph(query: Query, tables: list[TableInfo],
+               relationships: tuple[Relationship, ...] = ()) -> JoinGraph:
     """Declared edges, plus edges inferred between tables that declare none between them.
 
     Args:
         query: Runs SQL we generate (catalog names quoted) and returns the rows.
         tables: Described tables (with columns and row counts); views take part in
             inference only.
+        relationships: The user's declarations (added as edges, the parent side taken as
+            unique) and vetoes (no edge joins those columns, declared or inferred).
 
     Returns:
         The graph; inference costs one profiling query per table with shared columns and
@@ -140,9 +255,27 @@ def join_graph(query: Query, tables: list[TableInfo]) -> JoinGraph:
         JoinEdge(child, cols, parent, pcols, KeyOrigin.DECLARED, graph.is_unique(child, cols))
         for child, cols, parent, pcols in declared
     ]
+    named = {}
+    for table in tables:
+        named.setdefault(table.name.lower(), table)
+        named.setdefault(table.table.lower(), table)
+    for wanted in relationships:
+        if wanted.veto:
+            continue
+        child, parent = named.get(wanted.child.lower()), named.get(wanted.parent.lower())
+        if child is None or parent is None:
+            missing = wanted.child if child is None else wanted.parent
+            raise ValueError(f"relationship {wanted.describe()!r} names no table {missing!r}; "
+                             f"tables: {', '.join(t.name for t in tables) or '(none)'}")
+        unique.add((parent.name, wanted.parent_columns))
+        edges.append(JoinEdge(child.name, wanted.child_columns, parent.name,
+                              wanted.parent_columns, KeyOrigin.USER,
+                              graph.is_unique(child.name, wanted.child_columns)))
     declaring = {e.child for e in edges} | {e.parent for e in edges}
     inferred, inferred_unique = _infer(query, tables, declaring)
     edges.extend(inferred)
+    vetoes = [r for r in relationships if r.veto]
+    edges = [e for e in edges if not any(v.matches(e, named) for v in vetoes)]
     edges.sort(key=lambda e: (e.child, e.parent, e.child_columns))
     return JoinGraph(tuple(edges), tuple(sorted(unique | inferred_unique)))
 
@@ -177,10 +310,15 @@ def _infer(
     edges: list[JoinEdge] = []
     unique: set[tuple[str, tuple[str, ...]]] = set()
     for left, right, name in pairs:
+        if is_unique[left.name, name] and is_unique[right.name, name]:
+            unique.add((left.name, (kinds[left.name][name][0],)))
+            unique.add((right.name, (kinds[right.name][name][0],)))
         for child, parent in ((left, right), (right, left)):
             child_col, parent_col = kinds[child.name][name][0], kinds[parent.name][name][0]
             if not is_unique[parent.name, name]:
                 continue
+            if is_unique[child.name, name] and not _points_at(name, parent):
+                continue  # unique in both: a key of each, a reference only by its name
             if not _contained(query, child, child_col, parent, parent_col):
                 continue
             edges.append(JoinEdge(child.name, (child_col,), parent.name, (parent_col,),
@@ -188,6 +326,19 @@ def _infer(
             unique.add((parent.name, (parent_col,)))
             break  # a 1:1 pair gets one edge, from the first table to the second
     return edges, unique
+
+
+def _points_at(column: str, table: TableInfo) -> bool:
+    """Whether a column's name names ``table``: ``customer_id`` or ``customerid`` for
+    ``customers``/``customer``, ``category_id`` for ``categories``."""
+    stem = re.sub(r"_?id$", "", column.lower())
+    if not stem or stem == column.lower():
+        return False
+    name = table.table.lower()
+    forms = {name, name.removesuffix("s"), name.removesuffix("es")}
+    if name.endswith("ies"):
+        forms.add(name[:-3] + "y")
+    return stem in forms
 
 
 def _uniqueness(

@@ -7,7 +7,9 @@ candidate dimensions it filtered or grouped by; :func:`board_coverage` gathers t
 hypothesis (through the links) and for the whole board, and subtracts the dimensions the
 orchestrator dismissed with a reason. The digest shows it compactly (it is in every
 prompt); the orchestrator's ``finish`` is refused while :attr:`BoardCoverage.untouched`
-is not empty.
+is not empty. Dimensions of tables no key path joins to the tables the evidence reads
+are not untouched but *unreachable*: listed once, by table, and never blocking ``finish``
+(no analysis of the evidence's population can split by them).
 """
 
 from __future__ import annotations
@@ -17,9 +19,9 @@ from functools import cached_property, lru_cache
 
 from d2_notebook.board import Board, DimensionDismissal
 from d2_notebook.data import GuardedSQL
-from d2_notebook.data.coverage import coverage_map
+from d2_notebook.data.coverage import column_usage, coverage_map
 from d2_notebook.data.dimensions import Dimension, candidate_dimensions, read_catalog
-from d2_notebook.errors import D2Error
+from d2_notebook.errors import D2Error, SQLError
 
 
 @dataclass(frozen=True)
@@ -29,17 +31,31 @@ class CandidateDimensions:
     Attributes:
         dimensions: Every candidate dimension, as the analysis tools name them.
         tables: ``(table, its columns)`` pairs.
+        joins: ``(child, parent)`` table pairs of the join graph's edges.
     """
 
     dimensions: tuple[Dimension, ...] = ()
     tables: tuple[tuple[str, tuple[str, ...]], ...] = ()
+    joins: tuple[tuple[str, str], ...] = ()
 
     def __hash__(self) -> int:
         """Hashed once: the value keys the per-statement cache of :func:`_touched`, looked
         up for every evidence each time a digest is drawn."""
         if "_hash" not in self.__dict__:
-            self.__dict__["_hash"] = hash((self.dimensions, self.tables))
+            self.__dict__["_hash"] = hash((self.dimensions, self.tables, self.joins))
         return self.__dict__["_hash"]
+
+    def reachable_from(self, tables: frozenset[str]) -> frozenset[str]:
+        """The tables a key path joins to any of ``tables`` (themselves included)."""
+        reached, queue = set(tables), list(tables)
+        while queue:
+            table = queue.pop()
+            for child, parent in self.joins:
+                for here, there in ((child, parent), (parent, child)):
+                    if here == table and there not in reached:
+                        reached.add(there)
+                        queue.append(there)
+        return frozenset(reached)
 
     @cached_property
     def names(self) -> tuple[str, ...]:
@@ -63,7 +79,8 @@ def read_candidates(sql: GuardedSQL) -> CandidateDimensions:
     except (D2Error, ValueError):
         return NO_CANDIDATES
     tables = tuple((t.name, tuple(c.name for c in t.columns)) for t in catalog.tables)
-    return CandidateDimensions(tuple(dimensions), tables)
+    joins = tuple(dict.fromkeys((e.child, e.parent) for e in catalog.graph.edges))
+    return CandidateDimensions(tuple(dimensions), tables, joins)
 
 
 @dataclass(frozen=True)
@@ -76,17 +93,25 @@ class BoardCoverage:
             split by (only hypotheses with linked evidence).
         touched: Dimensions some evidence on the board touched.
         dismissed: The dismissals recorded for this investigation.
+        unreachable: ``(table, its dimensions)`` for tables no key path joins to the
+            tables the evidence reads (empty until some evidence reads a table).
     """
 
     names: tuple[str, ...]
     by_hypothesis: dict[str, tuple[str, ...]]
     touched: frozenset[str]
     dismissed: tuple[DimensionDismissal, ...]
+    unreachable: tuple[tuple[str, tuple[str, ...]], ...] = ()
+
+    @property
+    def unreachable_names(self) -> frozenset[str]:
+        """Every dimension of an unreachable table."""
+        return frozenset(n for _, names in self.unreachable for n in names)
 
     @property
     def untouched(self) -> tuple[str, ...]:
-        """Dimensions no evidence touched and nobody dismissed, in candidate order."""
-        gone = {d.dimension for d in self.dismissed}
+        """Reachable dimensions no evidence touched and nobody dismissed, in order."""
+        gone = {d.dimension for d in self.dismissed} | self.unreachable_names
         return tuple(n for n in self.names if n not in self.touched and n not in gone)
 
     def hypothesis_line(self, hypothesis_id: str) -> str | None:
@@ -94,7 +119,8 @@ class BoardCoverage:
         done = self.by_hypothesis.get(hypothesis_id)
         if done is None:
             return None
-        missing = [n for n in self.names if n not in done]
+        away = self.unreachable_names
+        missing = [n for n in self.names if n not in done and n not in away]
         if not done:
             return "dimensions controlled or split by: none yet"
         if not missing:
@@ -108,6 +134,10 @@ class BoardCoverage:
         left = self.untouched
         lines = [f"CANDIDATE DIMENSIONS ({len(self.names)}), {len(left)} of them untouched by "
                  "any evidence: " + (", ".join(left) if left else "none")]
+        if self.unreachable:
+            tables = ", ".join(f"{t} ({len(n)})" for t, n in self.unreachable)
+            lines.append(f"UNREACHABLE DIMENSIONS (no key joins their table to the tables the "
+                         f"evidence reads; they do not block finishing): {tables}")
         if self.dismissed:
             lines.append("DISMISSED DIMENSIONS: " + "; ".join(
                 f"{d.dimension} ({d.reason})" for d in self.dismissed))
@@ -120,7 +150,10 @@ def board_coverage(board: Board, candidates: CandidateDimensions,
     if not candidates.dimensions:
         return None
     evidence = board.list_evidence(investigation_id=investigation_id)
-    touched_by = {e.id: _touched(candidates, e.sql) for e in evidence}
+    read = {e.id: _touched(candidates, e.sql) for e in evidence}
+    touched_by = {key: found for key, (found, _) in read.items()}
+    tables_read = frozenset().union(*(tables for _, tables in read.values())) if read \
+        else frozenset()
     by_hypothesis: dict[str, set[str]] = {}
     for link in board.list_links():
         if link.evidence_id in touched_by:
@@ -130,11 +163,23 @@ def board_coverage(board: Board, candidates: CandidateDimensions,
     ordered = {h: tuple(n for n in names if n in hit) for h, hit in by_hypothesis.items()}
     touched = frozenset().union(*touched_by.values()) if touched_by else frozenset()
     dismissed = tuple(board.list_dimension_dismissals(investigation_id=investigation_id))
-    return BoardCoverage(names, ordered, touched, dismissed)
+    unreachable: dict[str, list[str]] = {}
+    if tables_read:
+        reachable = candidates.reachable_from(tables_read)
+        for dimension in candidates.dimensions:
+            if dimension.table not in reachable and dimension.name not in touched:
+                unreachable.setdefault(dimension.table, []).append(dimension.name)
+    return BoardCoverage(names, ordered, touched, dismissed,
+                         tuple((t, tuple(dict.fromkeys(n))) for t, n in unreachable.items()))
 
 
 @lru_cache(maxsize=4096)
-def _touched(candidates: CandidateDimensions, sql: str) -> frozenset[str]:
-    """The candidate dimensions one statement filters or groups by (parsed once)."""
+def _touched(candidates: CandidateDimensions, sql: str) -> tuple[frozenset[str], frozenset[str]]:
+    """The candidate dimensions one statement filters or groups by, and the catalog
+    tables it reads (parsed once)."""
+    try:
+        tables = column_usage(sql, dict(candidates.tables)).tables
+    except SQLError:
+        tables = frozenset()
     found = coverage_map(candidates.dimensions, [(None, sql)], dict(candidates.tables))
-    return frozenset(found.dimensions) - frozenset(found.untouched)
+    return frozenset(found.dimensions) - frozenset(found.untouched), tables

@@ -18,7 +18,12 @@ from d2_notebook.data.analysis.plan import (
     pack_columns,
     scan_sql,
 )
-from d2_notebook.data.analysis.stats import Moments
+from d2_notebook.data.analysis.stats import (
+    MIN_SUPPORT_CAP,
+    MIN_SUPPORT_FLOOR,
+    Moments,
+    adaptive_min_support,
+)
 from d2_notebook.data.dimensions import (
     Catalog,
     Dimension,
@@ -31,7 +36,8 @@ from d2_notebook.data.schema import quote_ident
 if TYPE_CHECKING:
     from d2_notebook.data.guarded_sql import GuardedSQL
 
-__all__ = ["DEFAULT_ALPHA", "Pass", "Prepared", "check_settings", "prepare", "run_pass"]
+__all__ = ["DEFAULT_ALPHA", "Pass", "Prepared", "Support", "check_settings", "definition_lines",
+           "prepare", "run_pass"]
 
 _PASS_ROWS = 1_000_000
 #: Default level of every tool's flags. One call runs tens to hundreds of tests and each
@@ -65,10 +71,65 @@ class Pass:
         return self.moments.get((TOTAL, None, *by), Moments(0, 0, 0))
 
 
-def check_settings(min_support: int, alpha: float) -> None:
-    """Refuse settings the statistics cannot honour (a clear message naming the fix)."""
-    if not isinstance(min_support, int) or min_support < 2:
-        raise ValueError(f"min_support must be an integer >= 2, got {min_support!r}")
+@dataclass(frozen=True)
+class Support:
+    """The minimum support of one call: the fewest rows a group needs to be tested.
+
+    Given by the caller, or adapted to the data: 1% of the population's rows, between
+    :data:`~d2_notebook.data.analysis.stats.MIN_SUPPORT_FLOOR` and
+    :data:`~d2_notebook.data.analysis.stats.MIN_SUPPORT_CAP`; dimensions the caller named
+    are tested down to the floor, so that the group a question names is examined.
+
+    Attributes:
+        rows: The minimum support.
+        adapted: True when it was chosen from the data.
+        named: True when the caller named the dimensions.
+        population: Rows in the population.
+    """
+
+    rows: int
+    adapted: bool
+    named: bool
+    population: int
+
+    @classmethod
+    def of(cls, given: int | None, population: float, *, named: bool) -> Support:
+        """The support a call uses (``given`` None: adapted)."""
+        if given is not None:
+            return cls(given, False, named, int(population))
+        rows = MIN_SUPPORT_FLOOR if named else adaptive_min_support(population)
+        return cls(rows, True, named, int(population))
+
+    def describe(self) -> str:
+        """How it was chosen, for the summary."""
+        if not self.adapted:
+            return f"minimum support {self.rows} rows, as set"
+        if self.named:
+            return f"minimum support {self.rows} rows for the dimensions named"
+        return (f"minimum support {self.rows} rows: 1% of the {self.population} rows, between "
+                f"{MIN_SUPPORT_FLOOR} and {MIN_SUPPORT_CAP}")
+
+
+def definition_lines(plan: Plan) -> list[str]:
+    """The summary line for requested dimensions the metric's definition reads."""
+    if not plan.definitional:
+        return []
+    names = ", ".join(name for name, _ in plan.definitional)
+    return [f"Not split by {names}: part of the metric's definition (the metric, its filter, "
+            "the source's join condition or another input reads it), so it would explain "
+            "the metric trivially."]
+
+
+def check_settings(min_support: int | None, alpha: float) -> None:
+    """Refuse settings the statistics cannot honour (a clear message naming the fix).
+
+    ``min_support`` None means "adapt to the population" (see
+    :func:`~d2_notebook.data.analysis.stats.adaptive_min_support`).
+    """
+    if min_support is not None and (isinstance(min_support, bool) or not isinstance(
+            min_support, int) or min_support < 2):
+        raise ValueError(f"min_support must be an integer >= 2 (or omitted to adapt it to "
+                         f"the data), got {min_support!r}")
     if not 0 < alpha < 1:
         raise ValueError(f"alpha must be between 0 and 1 (e.g. 0.01), got {alpha!r}")
 
@@ -89,7 +150,8 @@ def prepare(
     Args:
         exclude: Further inputs, ``{input name: SQL expression over the source}``
             (the exposure, the time column), bound like the metric; their columns are
-            not used as dimensions.
+            not used as dimensions. Nor are the columns the metric, the ``where`` filter
+            and the source's join conditions read (the metric's definition).
         with_dimensions: False for tools that split by no dimension (``trend``).
 
     Raises:
@@ -107,7 +169,8 @@ def prepare(
     excluded_inputs: set[tuple[str, str]] = set()
     for expression in (exclude or {}).values():
         excluded_inputs |= inputs.metric_columns(expression, parsed)
-    excluded = metric_columns | excluded_inputs
+    filtered = inputs.metric_columns(condition, parsed) if condition else set()
+    excluded = metric_columns | excluded_inputs | inputs.join_columns(parsed) | filtered
     candidates = candidate_dimensions(sql, max_levels=max_levels, catalog=catalog) \
         if with_dimensions else []
     requested = list(dimensions) if dimensions is not None else None
@@ -115,15 +178,57 @@ def prepare(
     outcome_tables = frozenset(  # a 1:1 satellite of another source table: its outcomes
         e.child for e in catalog.graph.edges
         if e.one_to_one and e.child in metric_tables and e.parent in tables - {e.child})
+    # a time window in the filter restricts the population without defining the metric:
+    # the date parts of its column stay candidates (time can confound like any dimension)
     metric_times = _complete_time_columns(sql, parsed, condition, candidates,
-                                          metric_columns - excluded_inputs)
+                                          metric_columns - excluded_inputs) | frozenset(
+        (d.table, d.column.lower()) for d in candidates if d.kind is DimensionKind.DATE_PART
+        and (d.table, d.column.lower()) in filtered - metric_columns - excluded_inputs)
     plan = build_plan(catalog, parsed, candidates, requested if with_dimensions else [],
                       excluded, outcome_tables, metric_times)
     pieces = {"metric": value_sql, **(exclude or {})}
     pieces.update({f"dimension {e!r}": e for e, a in plan.row_columns
                    if a.startswith("__d") and plan.dimensions[int(a[3:])].dimension is None})
-    inputs.require_binds(sql, parsed, condition, pieces)
+    pieces.update({f"dimension {e!r}": e for _, e in plan.definitional if e is not None})
+    hints = {name: _dimension_hint(expression, catalog, parsed, candidates)
+             for name, expression in pieces.items() if name.startswith("dimension ")}
+    inputs.require_binds(sql, parsed, condition, pieces,
+                         {name: hint for name, hint in hints.items() if hint})
     return Prepared(catalog, parsed, value_sql, condition, plan)
+
+
+def _dimension_hint(text: str, catalog: Catalog, source: Source,
+                    candidates: list[Dimension]) -> str | None:
+    """A spelling that works for a requested dimension naming a table outside the source:
+    its candidate dimensions when a key path reaches it (``table.column`` for an N:1 or
+    1:1 table, ``has table.column`` for a 1:N one), else how to join it into the source."""
+    qualifier = text.strip().removeprefix("has ").split("(")[-1].split(".")[0].strip()
+    table = catalog.table(qualifier) if qualifier else None
+    if table is None or source.table_of(qualifier) is not None:
+        return None
+    plan = build_plan(catalog, source, [d for d in candidates if d.table == table.name],
+                      None, set())
+    names = [p.name for p in plan.dimensions]
+    if names:
+        shown = ", ".join(names[:8]) + (", ..." if len(names) > 8 else "")
+        return (f"{table.name} is not in the source, but a key reaches it: name one of its "
+                f"dimensions as the tools write them: {shown}.")
+    joins = [e for e in catalog.graph.edges if table.name in (e.child, e.parent)
+             and ({e.child, e.parent} - {table.name}) & {t for _, t in source.aliases}]
+    if joins:
+        edge = joins[0]
+        other = edge.parent if edge.child == table.name else edge.child
+        alias = source.alias_of(other)
+        mine, theirs = ((edge.child_columns, edge.parent_columns) if edge.child == table.name
+                        else (edge.parent_columns, edge.child_columns))
+        on = " AND ".join(f"x.{quote_ident(m)} = {alias}.{quote_ident(t)}"
+                          for m, t in zip(mine, theirs, strict=True))
+        return (f"{table.name} is not in the source and has no candidate dimension there; "
+                f"join it in the source ('{source.sql} LEFT JOIN {table.name} x ON {on}') "
+                "and name x.<column>.")
+    return (f"no key joins {table.name} to the source's tables: join it in the source with an "
+            f"explicit condition ('{source.sql} LEFT JOIN {table.name} x ON ...') and name "
+            "x.<column>, or declare the key with relationships=.")
 
 
 def _complete_time_columns(sql: GuardedSQL, source: Source, where: str | None,

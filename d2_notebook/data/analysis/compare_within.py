@@ -5,26 +5,34 @@ and reference rows (``exposure = reference``, or every other non-null value). Fo
 candidate dimension (a 1:N attribute value counts as its own yes/no dimension) the pass
 gives the effect within each stratum; then:
 
-- **heterogeneity**: Cochran's Q test that the stratum effects are equal (strata with at
-  least ``min_support`` rows in both arms, and never fewer than
-  :data:`HETEROGENEITY_MIN_ARM`: the test's normal approximation does not hold on a
-  handful of rows, and a flag calls for a split), Benjamini–Hochberg across dimensions. For a
-  0/1 metric (a rate) the test is on the log risk ratio, the scale on which a treatment
-  that halves the risk everywhere is homogeneous (a constant ratio gives differences
-  that grow with the baseline risk); for other metrics on the difference of means;
-- **confounding**: the exposure's share differs across the strata (chi-square test of
-  independence), the dimension moves the metric among reference rows (Q test of their
-  means), both beyond chance after correction, and direct standardisation over the
-  dimension (stratum effects weighted by the strata's share of the population) moves
-  the effect by at least 10% of the crude one (the epidemiologists' change-in-estimate
-  rule). A standardised effect of the opposite sign whose interval excludes zero, while
-  the crude one's does too, is called a **Simpson's paradox**.
+- **overlap**: a stratum with rows in only one arm (an exposure share of 0 or 1) cannot
+  confound and is not standardised over; such strata are named, and the standardised
+  effect states the strata it was taken over and their share of the rows;
+- **confounding** is judged by what adjustment does: direct standardisation over the
+  dimension (stratum effects weighted by the strata's share of the rows) is compared
+  with the crude effect over the same strata. The dimension is flagged when that removes
+  (or adds) at least :data:`CHANGE_IN_ESTIMATE` of the crude effect, a material amount,
+  with the change beyond chance (its standard error from the strata's moments,
+  Benjamini–Hochberg over dimensions at :data:`CONFOUNDING_LEVEL`), and the exposure's
+  share differs across the strata (chi-square, q below ``alpha``). The share removed is
+  reported with its 95% interval. A standardised effect of the opposite sign whose
+  interval excludes zero, while the crude one's does too, is a **Simpson's paradox**;
+- **heterogeneity** is judged on the scale the effect lives on: Cochran's Q test that the
+  stratum effects are equal, on the difference scale and, where every stratum's metric
+  is positive, on the ratio scale (the log risk ratio for a 0/1 metric); the scale on
+  which the effect is more nearly constant is used and named, so a constant ratio whose
+  differences grow with the baseline (a flat 20% discount) is not heterogeneity. Strata
+  enter with at least the minimum support and never fewer than
+  :data:`HETEROGENEITY_MIN_ARM` rows in each arm; the spread of the stratum effects must
+  be material; Benjamini–Hochberg across dimensions at ``alpha``.
+
+A dimension that could not be tested (too few strata with both arms) is counted as
+untested, never as "no confounding".
 """
 
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 import pandas as pd
@@ -33,23 +41,25 @@ from d2_notebook.data.analysis.common import (
     DEFAULT_ALPHA,
     Pass,
     Prepared,
+    Support,
     check_settings,
+    definition_lines,
     prepare,
     run_pass,
 )
 from d2_notebook.data.analysis.inputs import literal
 from d2_notebook.data.analysis.result import AnalysisResult, AnalysisTool, Flag, FlagKind, capped
 from d2_notebook.data.analysis.stats import (
-    Z95,
     Comparison,
     Moments,
     benjamini_hochberg,
-    chi_square_independence,
-    cochran_q,
     compare,
-    means_differ,
+    determines_exactly,
+    is_material,
+    metric_scale,
 )
-from d2_notebook.data.analysis.text import describe_value, figure
+from d2_notebook.data.analysis.strata import EffectScale, Family, check_heterogeneity, standardise
+from d2_notebook.data.analysis.text import describe_value, figure, name_list
 
 if TYPE_CHECKING:
     from d2_notebook.data.guarded_sql import GuardedSQL
@@ -58,25 +68,14 @@ __all__ = ["compare_within"]
 
 COLUMNS = ["dimension", "stratum", "n_exposed", "metric_exposed", "n_reference",
            "metric_reference", "effect", "ci_low", "ci_high", "interaction_q",
-           "standardised_effect", "confounding_q", "flag"]
-_CHANGE_IN_ESTIMATE = 0.10
+           "standardised_effect", "share_removed", "confounding_q", "flag"]
+CHANGE_IN_ESTIMATE = 0.10
+"""Smallest share of the crude effect that standardising must remove (or add) to flag."""
+CONFOUNDING_LEVEL = 0.05
+"""False-discovery level of the change-in-estimate test across dimensions."""
 HETEROGENEITY_MIN_ARM = 10
 """Fewest rows per arm for a stratum to enter the heterogeneity test, whatever min_support."""
 _FLAG_ORDER = (FlagKind.SIMPSONS_PARADOX, FlagKind.CONFOUNDING, FlagKind.HETEROGENEITY)
-
-
-@dataclass
-class _Family:
-    """One dimension's strata: label -> (exposed, reference) moments."""
-
-    name: str
-    strata: list[tuple[str, Moments, Moments]]
-    p_het: float = 1.0
-    p_exposure: float = 1.0
-    p_metric: float = 1.0
-    standardised: Comparison | None = None
-    usable: int = 0  # strata with min_support rows per arm (standardisation)
-    tested: int = 0  # of those, strata that enter the heterogeneity test
 
 
 def compare_within(
@@ -89,7 +88,7 @@ def compare_within(
     reference: str | float | bool | None = None,
     where: str | None = None,
     dimensions: list[str] | None = None,
-    min_support: int = 30,
+    min_support: int | None = None,
     alpha: float = DEFAULT_ALPHA,
     max_levels: int = 30,
     top: int = 8,
@@ -105,9 +104,10 @@ def compare_within(
         reference: The value compared against; default every other non-null value.
         where: Optional filter on the population (one boolean expression).
         dimensions: Dimension names or expressions; default every reachable candidate.
-        min_support: Fewest rows per arm for a stratum to count in the tests (the
-            heterogeneity test also needs :data:`HETEROGENEITY_MIN_ARM`).
-        alpha: False-discovery level of the tests across dimensions.
+        min_support: Fewest rows per arm for a stratum to enter the heterogeneity test
+            (which also needs :data:`HETEROGENEITY_MIN_ARM`); default adapted to the data
+            (:class:`~d2_notebook.data.analysis.common.Support`).
+        alpha: False-discovery level of the heterogeneity and exposure-share tests.
         max_levels: Most distinct values a column may have to be a dimension.
         top: Strata per flagged dimension shown in the summary.
 
@@ -130,54 +130,75 @@ def compare_within(
                        exclude={"exposure": exposure}, max_levels=max_levels)
     population = f"({exposure}) IS NOT NULL AND ({arm} OR {others})"
     prepared = Prepared(prepared.catalog, prepared.source, prepared.value_sql,
-                              f"({prepared.where}) AND {population}" if prepared.where
-                              else population, prepared.plan)
+                        f"({prepared.where}) AND {population}" if prepared.where
+                        else population, prepared.plan)
     scan = run_pass(sql, prepared, extra=((f"CASE WHEN {arm} THEN 1 ELSE 0 END", "__x"),),
                     by=("__x",))
     exposed, rest = scan.total(1), scan.total(0)
     if exposed.n == 0 or rest.n == 0:
         _missing_arm(sql, prepared, exposure, value, reference, exposed.n == 0)
-    pooled = (exposed + rest).var or None
-    crude = compare(exposed, rest, pooled_var=pooled)
-    families = _families(scan, prepared, exposed, rest)
     total = exposed + rest
+    pooled = total.var or None
+    crude = compare(exposed, rest, pooled_var=pooled)
+    support = Support.of(min_support, total.n, named=dimensions is not None)
+    scale = metric_scale(total)
+    families = _families(scan, prepared, exposed, rest)
+    exact = [f.name for f in families if not f.membership and determines_exactly(
+        [m1 + m0 for _, m1, m0 in f.strata], total)]
+    families = [f for f in families if f.name not in exact]
     binary = total.n > 0 and abs(total.s2 - total.s1) <= 1e-9 * max(1.0, total.s1)
     for family in families:
-        _test(family, min_support, pooled, binary)
-    q_het = [q if f.tested >= 2 else math.nan  # untested: no q-value, not "q = 1"
-             for f, q in zip(families, benjamini_hochberg([f.p_het for f in families]),
-                             strict=True)]
-    q_conf = benjamini_hochberg([max(f.p_exposure, f.p_metric) for f in families])
+        check_heterogeneity(family, max(support.rows, HETEROGENEITY_MIN_ARM), pooled, binary,
+                           scale)
+        standardise(family, pooled, total.n)
+    q_het = _adjusted([f.p_het if f.tested >= 2 else None for f in families])
+    q_change = _adjusted([f.change.p_value if f.confounding_tested else None
+                          for f in families])
+    q_exposure = _adjusted([f.p_exposure if f.confounding_tested else None for f in families])
     flags: list[Flag] = []
     label = f"{exposure} = {describe_value(str(value))}"
     versus = f"{exposure} = {reference}" if reference is not None else "the rest"
     rows = [_overall_row(exposed, rest, crude)]
-    ranked = sorted(zip(families, q_het, q_conf, strict=True), key=lambda t: min(t[1], t[2]))
-    for family, qh, qc in ranked:
-        kinds = _judge(family, crude, qh, qc, alpha)
+    ranked = sorted(zip(families, q_het, q_change, q_exposure, strict=True),
+                    key=lambda t: min(_or_one(t[1]), _or_one(t[2])))
+    for family, qh, qc, qx in ranked:
+        kinds = _judge(family, qh, qc, qx, alpha, scale)
         for kind in kinds:
-            flags.append(Flag(kind, family.name, _flag_text(kind, family, crude, qh, qc, label,
-                                                            top)))
+            flags.append(Flag(kind, family.name, _flag_text(kind, family, qh, qc, label, top)))
         for stratum, m1, m0 in family.strata:
             effect = compare(m1, m0, pooled_var=pooled)
             rows.append({
                 "dimension": family.name, "stratum": stratum, "n_exposed": int(m1.n),
                 "metric_exposed": m1.mean, "n_reference": int(m0.n), "metric_reference": m0.mean,
-                "effect": effect.difference, "ci_low": effect.low, "ci_high": effect.high,
+                "effect": effect.difference if m1.n and m0.n else math.nan,
+                "ci_low": effect.low if m1.n and m0.n else math.nan,
+                "ci_high": effect.high if m1.n and m0.n else math.nan,
                 "interaction_q": qh, "confounding_q": qc,
                 "standardised_effect": family.standardised.difference
                 if family.standardised else math.nan,
+                "share_removed": family.share_removed,
                 "flag": ", ".join(k.value for k in kinds),
             })
     flags.sort(key=lambda f: _FLAG_ORDER.index(f.kind))
     frame = pd.DataFrame(rows, columns=COLUMNS)
     summary = _summary(metric, label, versus, exposed, rest, crude, flags, families, alpha,
-                       min_support)
+                       support, prepared, exact)
     return capped(AnalysisTool.COMPARE_WITHIN, scan.sql, frame, sql.max_rows,
                   scan.duration_s, summary, flags)
 
 
-def _families(scan: Pass, prepared: Prepared, exposed: Moments, rest: Moments) -> list[_Family]:
+def _or_one(q: float) -> float:
+    return 1.0 if math.isnan(q) else q
+
+
+def _adjusted(p_values: list[float | None]) -> list[float]:
+    """BH q-values over the tests that ran; NaN (no q) for those that did not."""
+    ran = [p for p in p_values if p is not None]
+    q_values = iter(benjamini_hochberg(ran))
+    return [math.nan if p is None else next(q_values) for p in p_values]
+
+
+def _families(scan: Pass, prepared: Prepared, exposed: Moments, rest: Moments) -> list[Family]:
     zero = Moments(0, 0, 0)
     values: dict[int, dict[str, list[Moments]]] = {}
     for (index, value, arm), group in scan.moments.items():
@@ -189,79 +210,74 @@ def _families(scan: Pass, prepared: Prepared, exposed: Moments, rest: Moments) -
         found = values.get(index, {})
         if planned.membership:
             for value, (m1, m0) in sorted(found.items()):
-                families.append(_Family(f"{planned.name} = {value}",
-                                        [("yes", m1, m0), ("no", exposed - m1, rest - m0)]))
+                families.append(Family(f"{planned.name} = {value}",
+                                       [("yes", m1, m0), ("no", exposed - m1, rest - m0)],
+                                       membership=True))
         elif found:
-            families.append(_Family(planned.name, [(v, m1, m0) for v, (m1, m0)
+            families.append(Family(planned.name, [(v, m1, m0) for v, (m1, m0)
                                                    in sorted(found.items())]))
     return families
 
 
-def _test(family: _Family, min_support: int, pooled: float | None, binary: bool) -> None:
-    usable = [(m1, m0) for _, m1, m0 in family.strata if m1.n >= min_support
-              and m0.n >= min_support]
-    family.usable = len(usable)
-    effects = [compare(m1, m0, pooled_var=pooled) for m1, m0 in usable]
-    tested = [(m1, m0, e) for (m1, m0), e in zip(usable, effects, strict=True)
-              if min(m1.n, m0.n) >= HETEROGENEITY_MIN_ARM]
-    family.tested = len(tested)
-    scale = [_log_risk_ratio(m1, m0) for m1, m0, _ in tested] if binary else [
-        (e.difference, e.se) for _, _, e in tested]
-    _, _, family.p_het = cochran_q([e for e, _ in scale], [se for _, se in scale])
-    family.p_exposure = chi_square_independence([[m1.n, m0.n] for _, m1, m0 in family.strata])
-    family.p_metric = means_differ([m0 for _, _, m0 in family.strata if m0.n >= min_support])
-    if usable:
-        weights = [m1.n + m0.n for m1, m0 in usable]
-        total = sum(weights)
-        difference = sum(w * e.difference for w, e in zip(weights, effects, strict=True)) / total
-        se = math.sqrt(sum((w / total) ** 2 * e.se**2
-                           for w, e in zip(weights, effects, strict=True)))
-        family.standardised = Comparison(difference, se, difference - Z95 * se,
-                                         difference + Z95 * se, math.nan)
-
-
-def _log_risk_ratio(exposed: Moments, reference: Moments) -> tuple[float, float]:
-    """log(p1/p0) and its standard error, with 0.5 added to each cell (no zero cells)."""
-    a, b = exposed.s1 + 0.5, reference.s1 + 0.5
-    n1, n0 = exposed.n + 1.0, reference.n + 1.0
-    return (math.log((a / n1) / (b / n0)), math.sqrt(1 / a - 1 / n1 + 1 / b - 1 / n0))
-
-
-def _judge(family: _Family, crude: Comparison, q_het: float, q_conf: float,
-           alpha: float) -> list[FlagKind]:
+def _judge(family: Family, q_het: float, q_change: float, q_exposure: float, alpha: float,
+           scale: float) -> list[FlagKind]:
     kinds = []
-    std = family.standardised
-    if std is not None and q_conf < alpha:
-        change = abs(std.difference - crude.difference)
-        if change >= _CHANGE_IN_ESTIMATE * abs(crude.difference) and change > 0:
-            reversed_ = (std.low > 0 > crude.high) or (std.high < 0 < crude.low)
-            kinds.append(FlagKind.SIMPSONS_PARADOX if reversed_ else FlagKind.CONFOUNDING)
-    if q_het < alpha:
+    std, crude, change = family.standardised, family.crude, family.change
+    if (family.confounding_tested and q_change < CONFOUNDING_LEVEL and q_exposure < alpha
+            and abs(change.difference) >= CHANGE_IN_ESTIMATE * abs(crude.difference)
+            and is_material(change.difference, scale)):
+        reversed_ = (std.low > 0 > crude.high) or (std.high < 0 < crude.low)
+        kinds.append(FlagKind.SIMPSONS_PARADOX if reversed_ else FlagKind.CONFOUNDING)
+    if family.tested >= 2 and q_het < alpha and family.het_material:
         kinds.append(FlagKind.HETEROGENEITY)
     return kinds
 
 
-def _flag_text(kind: FlagKind, family: _Family, crude: Comparison, q_het: float,
-               q_conf: float, label: str, top: int) -> str:
-    std = family.standardised
+def _flag_text(kind: FlagKind, family: Family, q_het: float, q_change: float, label: str,
+               top: int) -> str:
     if kind is FlagKind.HETEROGENEITY:
         effects = "; ".join(
-            f"{stratum}: {figure(m1.mean)} vs {figure(m0.mean)}, effect "
-            f"{figure(m1.mean - m0.mean)} (n = {int(m1.n)} / {int(m0.n)})"
+            f"{stratum}: {figure(m1.mean)} vs {figure(m0.mean)}, "
+            + (f"ratio {figure(m1.mean / m0.mean)}" if family.effect_scale is EffectScale.RATIO
+               and m0.mean else f"effect {figure(m1.mean - m0.mean)}")
+            + f" (n = {int(m1.n)} / {int(m0.n)})"
             for stratum, m1, m0 in family.strata[:top]
         )
+        scale = ("on the ratio scale, exposed / reference: the effect is nearer a constant "
+                 "ratio than a constant difference" if family.effect_scale is EffectScale.RATIO
+                 else "on the difference scale, exposed - reference: the effect is no nearer "
+                 "a constant ratio")
         return (f"HETEROGENEITY: the effect of {label} differs across {family.name} beyond "
-                f"chance (interaction test q = {q_het:.2g}): {effects}")
+                f"chance (interaction test q = {q_het:.2g}, {scale}): {effects}")
     name = "SIMPSON'S PARADOX" if kind is FlagKind.SIMPSONS_PARADOX else "CONFOUNDING"
+    std, crude, change = family.standardised, family.crude, family.change
+    if crude.difference:
+        low, high = sorted((change.low / crude.difference, change.high / crude.difference))
+        removed = (f"standardising removes {family.share_removed:.0%} of the crude effect "
+                   f"(95% CI {low:.0%} to {high:.0%}; q = {q_change:.2g})")
+    else:
+        removed = (f"standardising moves it by {figure(change.difference)} (95% CI "
+                   f"{figure(change.low)} to {figure(change.high)}; q = {q_change:.2g})")
     shares = ", ".join(f"{s}: {figure(m1.n / (m1.n + m0.n)) if m1.n + m0.n else 'n/a'}"
                        for s, m1, m0 in family.strata[:top])
     verdict = ("the effect reverses within its strata" if kind is FlagKind.SIMPSONS_PARADOX
                else "the effect changes once it is held fixed")
-    return (f"{name} by {family.name}: {verdict}. Crude effect {figure(crude.difference)} "
-            f"(95% CI {figure(crude.low)} to {figure(crude.high)}); standardised over "
-            f"{family.name} {figure(std.difference)} (95% CI {figure(std.low)} to "
-            f"{figure(std.high)}). Share exposed per stratum: {shares}; {family.name} also "
-            f"moves the metric (q = {q_conf:.2g}).")
+    return (f"{name} by {family.name}: {verdict}. Over {_strata_text(family)}: crude effect "
+            f"{figure(crude.difference)} (95% CI {figure(crude.low)} to {figure(crude.high)}); "
+            f"standardised over {family.name} {figure(std.difference)} (95% CI "
+            f"{figure(std.low)} to {figure(std.high)}); {removed}. "
+            f"Share exposed per stratum: {shares}.")
+
+
+def _strata_text(family: Family) -> str:
+    """``all 5 strata`` or ``4 of 5 strata (93% of rows; X: exposed only)``."""
+    total = len(family.strata)
+    if not family.one_arm and len(family.overlap) == total:
+        return f"all {total} strata"
+    left = "; ".join(f"{s}: {arm}" for s, arm in family.one_arm[:6])
+    more = f"; ... {len(family.one_arm) - 6} more" if len(family.one_arm) > 6 else ""
+    return (f"the {len(family.overlap)} of {total} strata with both arms "
+            f"({family.overlap_share:.0%} of rows; left out, no overlap: {left}{more})")
 
 
 def _overall_row(exposed: Moments, rest: Moments, crude: Comparison) -> dict:
@@ -269,35 +285,75 @@ def _overall_row(exposed: Moments, rest: Moments, crude: Comparison) -> dict:
             "metric_exposed": exposed.mean, "n_reference": int(rest.n),
             "metric_reference": rest.mean, "effect": crude.difference, "ci_low": crude.low,
             "ci_high": crude.high, "interaction_q": math.nan, "standardised_effect": math.nan,
-            "confounding_q": math.nan, "flag": ""}
+            "share_removed": math.nan, "confounding_q": math.nan, "flag": ""}
 
 
 def _summary(metric: str, label: str, versus: str, exposed: Moments, rest: Moments,
-             crude: Comparison, flags: list[Flag], families: list[_Family],
-             alpha: float, min_support: int) -> str:
+             crude: Comparison, flags: list[Flag], families: list[Family],
+             alpha: float, support: Support, prepared: Prepared, exact: list[str]) -> str:
     lines = [
         f"compare_within: {metric} for {label} vs {versus}: {figure(exposed.mean)} (n = "
         f"{int(exposed.n)}) vs {figure(rest.mean)} (n = {int(rest.n)}); crude effect "
         f"{figure(crude.difference)} (95% CI {figure(crude.low)} to {figure(crude.high)}).",
     ]
+    confounding = [f for f in families if f.confounding_tested]
+    heterogeneity = [f for f in families if f.tested >= 2]
     if flags:
-        lines.append(f"FLAGS ({len(flags)}; false-discovery level {alpha:g}):")
+        lines.append(f"FLAGS ({len(flags)}):")
         lines += [f"- {f.text}" for f in flags]
-    else:
-        lines.append(f"No confounding and no heterogeneity beyond chance across "
-                     f"{len(families)} dimensions (false-discovery level {alpha:g}).")
-    checked = ", ".join(f.name for f in families if f.usable >= 2)
-    thin = [f.name for f in families if f.usable < 2]
-    untested = [f.name for f in families if f.usable >= 2 and f.tested < 2]
-    lines.append(f"Dimensions checked: {checked or '(none)'}.")
+    found = {f.kind for f in flags}
+    if not confounding:
+        lines.append("Confounding not tested: no dimension has two strata with rows in both "
+                     "arms.")
+    elif FlagKind.CONFOUNDING not in found and FlagKind.SIMPSONS_PARADOX not in found:
+        lines.append(f"No confounding among the {len(confounding)} dimensions tested for it "
+                     f"(standardising over none removes {CHANGE_IN_ESTIMATE:.0%} or more of the "
+                     "crude effect beyond chance).")
+    if not heterogeneity:
+        lines.append("Heterogeneity not tested on any dimension (see below).")
+    elif FlagKind.HETEROGENEITY not in found:
+        lines.append(f"No heterogeneity beyond chance among the {len(heterogeneity)} "
+                     f"dimensions tested for it (false-discovery level {alpha:g}).")
+    lines.append(f"Tested: confounding {len(confounding)} of {len(families)} dimensions, "
+                 f"heterogeneity {len(heterogeneity)} of {len(families)} "
+                 f"({support.describe()} per arm).")
+    checked = [f.name for f in families if f.confounding_tested or f.tested >= 2]
+    lines.append(f"Dimensions checked: {name_list(checked)}.")
+    thin = [f for f in families if not f.confounding_tested]
     if thin:
-        lines.append(f"Too few rows per arm to test: {', '.join(thin)} (a dimension needs two "
-                     f"strata with at least {min_support} rows in each arm; a smaller "
-                     "min_support tests thinner strata, with wider intervals).")
-    if untested:
-        lines.append(f"Heterogeneity not tested for {', '.join(untested)}: it needs two strata "
-                     f"with at least {HETEROGENEITY_MIN_ARM} rows in each arm.")
+        lines.append("Too few rows per arm to test: " + _untested(thin) + " (a dimension "
+                     "needs two strata with rows in both arms).")
+    unsplit = [f.name for f in families if f.confounding_tested and f.tested < 2]
+    if unsplit:
+        hint = (" (a smaller min_support tests thinner strata, with wider intervals)"
+                if support.rows > HETEROGENEITY_MIN_ARM else "")
+        lines.append(f"Heterogeneity not tested for {name_list(unsplit)}: it needs two strata "
+                     f"with at least {max(support.rows, HETEROGENEITY_MIN_ARM)} rows in each "
+                     f"arm{hint}.")
+    partial = [f for f in families if f.one_arm and len(f.overlap) >= 1]
+    if partial:
+        shown = "; ".join(f"{f.name}: " + ", ".join(f"{s} ({arm})" for s, arm in f.one_arm[:4])
+                          + (f", ... {len(f.one_arm) - 4} more" if len(f.one_arm) > 4 else "")
+                          for f in partial[:6])
+        more = f"; ... {len(partial) - 6} more dimensions" if len(partial) > 6 else ""
+        lines.append(f"Strata without overlap (one arm only: they cannot confound and are not "
+                     f"standardised over): {shown}{more}.")
+    lines += definition_lines(prepared.plan)
+    if exact:
+        lines.append(f"Not tested: {name_list(exact)} determine(s) the metric exactly (each "
+                     "value has a single metric value): part of the metric's definition, not a "
+                     "confounder.")
     return "\n".join(lines)
+
+
+def _untested(families: list[Family]) -> str:
+    """Untested dimensions: by name when few, else counted per table, each with its
+    largest stratum's smaller arm (the support it had)."""
+    def arm(family: Family) -> int:
+        return int(max((min(m1.n, m0.n) for _, m1, m0 in family.strata), default=0))
+    if len(families) <= 12:
+        return ", ".join(f"{f.name} (largest arm {arm(f)})" for f in families)
+    return name_list([f.name for f in families])
 
 
 def _missing_arm(sql: GuardedSQL, prepared: Prepared, exposure: str, value: object,

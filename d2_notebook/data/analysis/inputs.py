@@ -22,14 +22,18 @@ from d2_notebook.errors import QueryFailedError
 if TYPE_CHECKING:
     from d2_notebook.data.guarded_sql import GuardedSQL
 
-__all__ = ["Source", "literal", "metric_columns", "metric_value", "optional_where",
-           "parse_source", "require_binds"]
+__all__ = ["Source", "join_columns", "literal", "metric_columns", "metric_value",
+           "optional_where", "parse_source", "require_binds"]
 
 _MEANS = frozenset({"avg", "mean"})
 _METRIC_FIX = (
     "write the metric as one mean over rows, avg(<per-row expression>): a rate as "
-    "avg(CASE WHEN <predicate> THEN 1 ELSE 0 END), a mean as avg(<numeric column>)"
+    "avg(CASE WHEN <predicate> THEN 1 ELSE 0 END), a mean as avg(<numeric column>), a "
+    "per-entity flag as avg(CASE WHEN EXISTS (SELECT 1 FROM <table> x WHERE x.<key> = "
+    "<alias>.<key> AND <predicate>) THEN 1 ELSE 0 END) or with <alias>.<key> IN (SELECT ...)"
 )
+_ROW_TESTS = frozenset({"EXISTS", "NOT_EXISTS", "ANY"})
+"""Subqueries a metric may hold: per-row yes/no tests (EXISTS, IN), never a value."""
 
 
 @dataclass(frozen=True)
@@ -106,14 +110,18 @@ def metric_value(metric: str) -> str:
         raise ValueError(f"metric {metric!r} is not one mean over rows; {_METRIC_FIX}")
     argument = top["arguments"][0]
     argument = argument.get("expression", argument)
-    for inner in iter_nodes(argument):
-        if inner.get("class") in ("WINDOW", "SUBQUERY") or (
+    for inner in _outer_nodes(argument):
+        if inner.get("class") == "SUBQUERY" and inner.get("subquery_type") not in _ROW_TESTS:
+            raise ValueError(f"metric {metric!r} takes a value from a subquery; only EXISTS "
+                             f"and IN (SELECT ...) tests may be used inside the mean; "
+                             f"{_METRIC_FIX}")
+        if inner.get("class") == "WINDOW" or (
             inner.get("class") == "FUNCTION"
             and str(inner.get("function_name", "")).lower() in _MEANS | {"sum", "count", "min",
                                                                         "max", "count_star"}
         ):
             raise ValueError(
-                f"metric {metric!r} nests an aggregate, window or subquery inside the mean; "
+                f"metric {metric!r} nests an aggregate or window inside the mean; "
                 f"{_METRIC_FIX}"
             )
     # Operators and casts report the operator's position, so cut the call's own span.
@@ -125,9 +133,34 @@ def metric_value(metric: str) -> str:
 
 
 def metric_columns(value_sql: str, source: Source) -> set[tuple[str, str]]:
-    """``(table, lower-cased column)`` pairs the per-row metric value reads."""
-    node = select_node(f"SELECT {value_sql}")
+    """``(table, lower-cased column)`` pairs the per-row metric value (or any expression
+    over the source) reads; an unqualified column counts for every source table."""
+    return _columns_in(select_node(f"SELECT {value_sql}"), source)
+
+
+def join_columns(source: Source) -> set[tuple[str, str]]:
+    """``(table, lower-cased column)`` pairs the source's join conditions read (``ON``,
+    ``USING``): a column a LEFT JOIN's condition reads (an event time inside a window)
+    decides which rows match, so it is part of the definition of a metric over them."""
     found: set[tuple[str, str]] = set()
+    pending = [select_node(f"SELECT 1 FROM {source.sql}").get("from_table") or {}]
+    while pending:
+        ref = pending.pop()
+        if ref.get("type") != "JOIN":
+            continue
+        pending += [ref["left"], ref["right"]]
+        if ref.get("condition"):
+            found |= _columns_in(ref["condition"], source)
+        for column in ref.get("using_columns") or []:
+            found.update((table, str(column).lower()) for _, table in source.aliases)
+    return found
+
+
+def _columns_in(node: object, source: Source) -> set[tuple[str, str]]:
+    """Source columns an expression reads; inside an EXISTS/IN subquery, only those
+    qualified by a source alias (a bare name there is the subquery's own column)."""
+    found: set[tuple[str, str]] = set()
+    outer = {id(n) for n in _outer_nodes(node)}
     for inner in iter_nodes(node):
         if inner.get("class") != "COLUMN_REF":
             continue
@@ -136,17 +169,54 @@ def metric_columns(value_sql: str, source: Source) -> set[tuple[str, str]]:
             table = source.table_of(names[-2])
             if table:
                 found.add((table, names[-1].lower()))
-        elif names:
+        elif names and id(inner) in outer:
             found.update((table, names[0].lower()) for _, table in source.aliases)
+    for inner in iter_nodes(node):
+        if inner.get("class") == "SUBQUERY":
+            found |= _subquery_columns(inner["subquery"])
+    return found
+
+
+def _subquery_columns(subquery: object) -> set[tuple[str, str]]:
+    """``(table, column)`` pairs a subquery reads from its own tables (as written)."""
+    tables = {str(ref.get("alias") or ref["table_name"]).lower(): str(ref["table_name"])
+              for ref in iter_nodes(subquery) if ref.get("type") == "BASE_TABLE"}
+    found: set[tuple[str, str]] = set()
+    for inner in iter_nodes(subquery):
+        names = [str(n) for n in inner.get("column_names") or []] \
+            if inner.get("class") == "COLUMN_REF" else []
+        if len(names) >= 2 and names[-2].lower() in tables:
+            found.add((tables[names[-2].lower()], names[-1].lower()))
+        elif len(names) == 1:
+            found.update((table, names[0].lower()) for table in tables.values())
+    return found
+
+
+def _outer_nodes(node: object) -> list[dict]:
+    """The nodes of an expression outside its subqueries' own SELECTs (an ``IN``'s left
+    operand included)."""
+    found: list[dict] = []
+    pending = [node]
+    while pending:
+        item = pending.pop()
+        if isinstance(item, list):
+            pending.extend(item)
+        elif isinstance(item, dict):
+            found.append(item)
+            if item.get("class") == "SUBQUERY":
+                pending.append(item.get("child"))
+            else:
+                pending.extend(item.values())
     return found
 
 
 def require_binds(sql: GuardedSQL, source: Source, where: str | None,
-                  pieces: dict[str, str]) -> None:
+                  pieces: dict[str, str], hints: dict[str, str] | None = None) -> None:
     """Bind every piece once (``LIMIT 0``); on failure name the input that does not bind.
 
     Args:
         pieces: Input name (``"metric"``, ``"dimension 'x'"``, ...) -> SQL expression.
+        hints: Input name -> a better hint than the generic one (a spelling that works).
 
     Raises:
         QueryFailedError: DuckDB's message, which input it came from and how to fix it.
@@ -164,10 +234,12 @@ def require_binds(sql: GuardedSQL, source: Source, where: str | None,
         try:
             sql.run(f"SELECT ({expr}) FROM {source.sql}{test_condition} LIMIT 0", max_rows=0)
         except QueryFailedError as exc:
+            hint = (hints or {}).get(name) or (
+                f"use columns of the source's tables (aliases: {aliases}); DESCRIBE <table> "
+                "lists them.")
             raise QueryFailedError(
                 f"the {name} does not bind to the source: {str(exc).splitlines()[0]}\n"
-                f"Hint: use columns of the source's tables (aliases: {aliases}); "
-                "DESCRIBE <table> lists them."
+                f"Hint: {hint}"
             ) from exc
     raise failure
 

@@ -29,10 +29,11 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from d2_notebook.data.analysis.inputs import Source
+from d2_notebook.data.analysis.inputs import Source, metric_columns
 from d2_notebook.data.dimensions import Catalog, Dimension, DimensionKind
 from d2_notebook.data.keys import JoinEdge
 from d2_notebook.data.schema import quote_ident
+from d2_notebook.errors import SQLError
 
 __all__ = ["PACK", "TOTAL", "Plan", "PlannedDimension", "build_plan", "pack_columns", "scan_sql"]
 
@@ -70,6 +71,9 @@ class Plan:
     base_columns: tuple[tuple[str, str], ...]  # (expression over __rows / __rN, __alias)
     joins: tuple[str, ...]
     branches: tuple[tuple[int, str, str], ...]  # (dimension index, kind, SQL piece)
+    definitional: tuple[tuple[str, str | None], ...] = ()
+    """Requested dimensions left out because the metric's definition reads their column:
+    (name, the SQL expression when it is one, to bind it all the same)."""
 
 
 def build_plan(
@@ -91,8 +95,10 @@ def build_plan(
             attributes, or the spellings :func:`_spellings` accepts: a source alias for
             the table, a bare column) or SQL expressions over the source; None means
             every candidate. A name is planned once however often it is requested.
-        excluded: ``(table, lower-cased column)`` pairs never used (the metric's own
-            columns, the exposure).
+        excluded: ``(table, lower-cased column)`` pairs never used (the columns the
+            metric, its filter and the source's join conditions read, the exposure): by
+            default they are left out; requested, they are answered "part of the metric's
+            definition" (:attr:`Plan.definitional`).
         outcome_tables: Tables whose columns are left out of the default scan: tables
             the metric reads that hold one row per row of another source table (1:1, as
             an outcomes table beside admissions); their other columns are recorded with
@@ -125,6 +131,13 @@ def build_plan(
             key = text.strip().lower()
             # A level as the tools print it ("has t.c = v", "t.c = v") names its dimension.
             hit = next((names[k] for k in _spellings(key, source, columns) if k in names), None)
+            if hit is not None and not _by_default(hit[0].dimension, excluded, frozenset(),
+                                                   date_parts_kept):
+                builder.definitional.append((hit[0].name, None))
+                continue
+            if hit is None and _reads_any(text.strip(), source, excluded):
+                builder.definitional.append((text.strip(), text.strip()))
+                continue
             chosen.append(hit or (PlannedDimension(text.strip(), None), "expr", text.strip()))
     seen: set[str] = set()
     for planned, how, ref in chosen:
@@ -207,6 +220,15 @@ def _by_default(dimension: Dimension, excluded: set[tuple[str, str]],
     key = (dimension.table, dimension.column.lower())
     return key not in excluded or (dimension.kind is DimensionKind.DATE_PART
                                    and key in date_parts_kept)
+
+
+def _reads_any(expression: str, source: Source, columns: set[tuple[str, str]]) -> bool:
+    """Whether a requested SQL expression reads one of ``columns`` (False if it does not
+    parse: binding it reports the error)."""
+    try:
+        return bool(metric_columns(expression, source) & columns)
+    except (SQLError, ValueError):
+        return False
 
 
 _NAMED = re.compile(r"^(?:(?P<part>[a-z_]+)\()?(?P<ref>[^()=\s]+)\)?$")
@@ -293,6 +315,7 @@ class _Builder:
         self._members: dict[str, tuple[JoinEdge, str]] = {}  # 1:N child -> (edge, parent)
         self._joined: set[str] = set()
         self._keys: dict[str, str] = {}
+        self.definitional: list[tuple[str, str | None]] = []
 
     def reach(self) -> dict[str, tuple[str, str]]:
         """Table -> ("source" | "parent" | "member", its alias) for every reachable table."""
@@ -350,7 +373,8 @@ class _Builder:
 
     def plan(self) -> Plan:
         return Plan(tuple(self._dimensions), tuple(self._rows), tuple(self._base),
-                    tuple(self._joins), tuple(self._branches))
+                    tuple(self._joins), tuple(self._branches),
+                    tuple(dict.fromkeys(self.definitional)))
 
     def _join(self, table: str) -> None:
         """LEFT JOIN ``table`` (and the parents on its path) into ``__base``."""

@@ -4,28 +4,52 @@ Each segment (a value of a dimension, or membership "has <value>" of a 1:N attri
 compared with the rest of the population: difference of means, its 95% interval and a
 two-sided z test; the segment's own metric gets a 95% interval too (Wilson's for a 0/1
 metric, normal otherwise). The p-values of all segments are corrected together
-(Benjamini–Hochberg); a segment is flagged when its q-value is below ``alpha`` and both
-it and the rest have at least ``min_support`` rows. Rows are ranked by a sample-size
-aware score: the end of the interval nearest zero (``|difference| - 1.96·SE``, floored at
-0), so a large gap in a tiny group ranks below a solid one in a large group.
+(Benjamini–Hochberg) over the segments tested: those where both the segment and the rest
+have at least the minimum support (adapted to the data unless given: see
+:class:`~d2_notebook.data.analysis.common.Support`); the others carry no p or q and are
+counted as "not tested". A segment is flagged when its q-value is below ``alpha`` and its
+difference is material (:func:`~d2_notebook.data.analysis.stats.is_material`). Rows are
+ranked by a sample-size aware score: the end of the interval nearest zero
+(``|difference| - 1.96·SE``, floored at 0), so a large gap in a tiny group ranks below a
+solid one in a large group.
 """
 
 from __future__ import annotations
 
+import math
 from typing import TYPE_CHECKING
 
 import pandas as pd
 
-from d2_notebook.data.analysis.common import DEFAULT_ALPHA, check_settings, prepare, run_pass
+from d2_notebook.data.analysis.common import (
+    DEFAULT_ALPHA,
+    Prepared,
+    Support,
+    check_settings,
+    definition_lines,
+    prepare,
+    run_pass,
+)
 from d2_notebook.data.analysis.result import AnalysisResult, AnalysisTool, Flag, FlagKind, capped
 from d2_notebook.data.analysis.stats import (
+    MIN_SUPPORT_FLOOR,
+    RELATIVE_TOLERANCE,
     Z95,
     Moments,
     benjamini_hochberg,
     compare,
+    determines_exactly,
+    is_material,
+    metric_scale,
     wilson_interval,
 )
-from d2_notebook.data.analysis.text import describe_value, figure, segment_label
+from d2_notebook.data.analysis.text import (
+    describe_value,
+    figure,
+    name_list,
+    segment_label,
+    table_of,
+)
 
 if TYPE_CHECKING:
     from d2_notebook.data.guarded_sql import GuardedSQL
@@ -34,7 +58,7 @@ __all__ = ["segment_scan"]
 
 COLUMNS = ["dimension", "value", "n", "metric", "metric_low", "metric_high", "rest_n",
            "rest_metric", "difference",
-           "ci_low", "ci_high", "p_value", "q_value", "score", "flagged"]
+           "ci_low", "ci_high", "p_value", "q_value", "score", "tested", "flagged"]
 
 
 def segment_scan(
@@ -44,7 +68,7 @@ def segment_scan(
     metric: str,
     where: str | None = None,
     dimensions: list[str] | None = None,
-    min_support: int = 30,
+    min_support: int | None = None,
     alpha: float = DEFAULT_ALPHA,
     max_levels: int = 30,
     top: int = 10,
@@ -59,7 +83,8 @@ def segment_scan(
         where: Optional filter (one boolean expression over the source) on the population.
         dimensions: Dimension names or SQL expressions over the source; default every
             candidate reachable from the source by key.
-        min_support: Fewest rows a segment (and its rest) needs to be flagged.
+        min_support: Fewest rows a segment (and its rest) needs to be tested; default
+            adapted to the data (:class:`~d2_notebook.data.analysis.common.Support`).
         alpha: False-discovery level over all segments (Benjamini–Hochberg).
         max_levels: Most distinct values a column may have to be a dimension.
         top: Segments described in the summary.
@@ -77,6 +102,8 @@ def segment_scan(
                        max_levels=max_levels)
     scan = run_pass(sql, prepared)
     total = scan.total()
+    support = Support.of(min_support, total.n, named=dimensions is not None)
+    scale = metric_scale(total)
     pooled = total.var if total.var > 0 else None
     binary = total.n > 0 and abs(total.s2 - total.s1) <= 1e-9 * max(1.0, total.s1)
     rows: list[dict] = []
@@ -90,29 +117,39 @@ def segment_scan(
         test = compare(group, rest, pooled_var=pooled)
         low, high = (wilson_interval(group.s1, group.n) if binary
                      else (group.mean - Z95 * group.se, group.mean + Z95 * group.se))
+        tested = group.n >= support.rows and rest.n >= support.rows
         rows.append({
             "dimension": planned.name, "value": describe_value(value), "n": int(group.n),
             "metric": group.mean, "metric_low": low, "metric_high": high,
             "rest_n": int(rest.n), "rest_metric": rest.mean,
             "difference": test.difference, "ci_low": test.low, "ci_high": test.high,
-            "p_value": test.p_value,
+            "p_value": test.p_value if tested else math.nan,
             "score": max(0.0, abs(test.difference) - Z95 * test.se),
-            "supported": group.n >= min_support and rest.n >= min_support,
+            "tested": tested,
         })
-    q_values = benjamini_hochberg([r["p_value"] if r["supported"] else 1.0 for r in rows])
-    for row, q in zip(rows, q_values, strict=True):
+    exact = _determining(scan.moments, prepared, total)
+    for row in rows:
+        if row["dimension"] in exact:
+            row["tested"], row["p_value"] = False, math.nan
+    tested_rows = [r for r in rows if r["tested"]]
+    for row, q in zip(tested_rows, benjamini_hochberg([r["p_value"] for r in tested_rows]),
+                      strict=True):
         row["q_value"] = q
-        row["flagged"] = bool(row.pop("supported") and q < alpha)
-    frame = pd.DataFrame(rows, columns=COLUMNS)
-    frame["_supported"] = (frame["n"] >= min_support) & (frame["rest_n"] >= min_support)
-    frame = frame.sort_values(["flagged", "_supported", "score", "n"], ascending=False,
-                              kind="stable").drop(columns="_supported").reset_index(drop=True)
+    for row in rows:
+        row.setdefault("q_value", math.nan)
+        row["material"] = is_material(row["difference"], scale)
+        row["flagged"] = bool(row["tested"] and row["q_value"] < alpha and row["material"])
+    frame = pd.DataFrame(rows, columns=[*COLUMNS, "material"])
+    frame = frame.sort_values(["flagged", "tested", "score", "n"], ascending=False,
+                              kind="stable").reset_index(drop=True)
     flags = [
         Flag(FlagKind.SEGMENT, r.dimension, _flag_text(r, metric))
         for r in frame[frame["flagged"]].itertuples()
     ]
-    summary = _summary(metric, total, frame, flags, len(prepared.plan.dimensions), min_support,
-                       alpha, top)
+    immaterial = int((frame["tested"] & (frame["q_value"] < alpha) & ~frame["material"]).sum())
+    frame = frame.drop(columns="material")
+    summary = _summary(metric, total, frame[~frame["dimension"].isin(exact)], flags, prepared,
+                       support, alpha, top, immaterial, exact)
     return capped(AnalysisTool.SEGMENT_SCAN, scan.sql, frame, sql.max_rows, scan.duration_s,
                   summary, flags)
 
@@ -128,23 +165,67 @@ def _flag_text(row: object, metric: str) -> str:
 
 
 def _summary(metric: str, total: Moments, frame: pd.DataFrame, flags: list[Flag],
-             n_dimensions: int, min_support: int, alpha: float, top: int) -> str:
-    head = (
+             prepared: Prepared, support: Support, alpha: float, top: int,
+             immaterial: int, exact: list[str]) -> str:
+    tested = frame[frame["tested"]]
+    n_dimensions = len(prepared.plan.dimensions)
+    lines = [
         f"segment_scan of {metric} over {int(total.n)} rows (overall {figure(total.mean)}): "
-        f"{len(frame)} segments of {n_dimensions} dimensions compared with the rest."
-    )
+        f"{len(tested)} of {len(frame)} segments of {n_dimensions} dimensions tested against "
+        f"the rest ({support.describe()}).",
+    ]
+    rule = (f"false-discovery level {alpha:g}, a difference of at least "
+            f"{RELATIVE_TOLERANCE:.0%} of the metric's scale")
     if flags:
-        lines = [head, f"FLAGGED SEGMENTS ({len(flags)}; false-discovery level {alpha:g}, "
-                       f"at least {min_support} rows):"]
+        lines.append(f"FLAGGED SEGMENTS ({len(flags)}; {rule}):")
         lines += [f"- {f.text}" for f in flags[:top]]
         if len(flags) > top:
             lines.append(f"- ... {len(flags) - top} more flagged segments in the rows")
-    else:
-        lines = [head, f"No segment deviates beyond chance (false-discovery level {alpha:g}, "
-                       f"at least {min_support} rows); the largest gaps:"]
-        for row in frame.head(min(top, 5)).itertuples():
+    elif len(tested):
+        lines.append(f"No tested segment deviates beyond chance by a material amount ({rule}); "
+                     "the largest gaps among the tested:")
+        for row in tested.head(min(top, 5)).itertuples():
             lines.append(f"- {segment_label(row.dimension, row.value)}: {figure(row.metric)} "
                          f"vs {figure(row.rest_metric)} (n = {row.n}, p = {row.p_value:.2g})")
-    dimensions = ", ".join(dict.fromkeys(frame["dimension"]))
-    lines.append(f"Dimensions scanned: {dimensions or '(none)'}.")
+    else:
+        lines.append("No segment was tested: none has enough rows (see below).")
+    if immaterial:
+        lines.append(f"{immaterial} segment(s) differ beyond chance by less than "
+                     f"{RELATIVE_TOLERANCE:.0%} of the metric's scale: not flagged.")
+    untested = frame[~frame["tested"]]
+    if len(untested):
+        lines.append(untested_line(untested, support))
+    lines += definition_lines(prepared.plan)
+    if exact:
+        lines.append(f"Not tested: {name_list(exact)} determine(s) the metric exactly (each "
+                     "value has a single metric value): part of the metric's definition.")
+    lines.append(f"Dimensions scanned: {name_list(list(dict.fromkeys(frame['dimension'])))}.")
     return "\n".join(lines)
+
+
+def _determining(moments: dict, prepared: Prepared, total: Moments) -> list[str]:
+    """Names of the (non-membership) dimensions that determine the metric exactly."""
+    groups: dict[int, list[Moments]] = {}
+    for (index, _), group in moments.items():
+        if index >= 0 and not prepared.plan.dimensions[index].membership:
+            groups.setdefault(index, []).append(group)
+    return [prepared.plan.dimensions[i].name for i, found in sorted(groups.items())
+            if determines_exactly(found, total)]
+
+
+def untested_line(untested: pd.DataFrame, support: Support) -> str:
+    """The segments below the minimum support: counted by table, the named ones by name."""
+    if support.named:
+        named = "; ".join(
+            f"{segment_label(r.dimension, r.value)}: "
+            f"{'too small to test' if min(r.n, r.rest_n) < MIN_SUPPORT_FLOOR else 'not tested'}"
+            f" (n = {r.n})" for r in untested.head(12).itertuples())
+        more = f"; ... {len(untested) - 12} more" if len(untested) > 12 else ""
+        return f"Not tested (fewer than {support.rows} rows): {named}{more}."
+    by_table = untested.assign(table=untested["dimension"].map(table_of)).groupby(
+        "table", sort=True)["n"].agg(["count", "max"])
+    parts = ", ".join(f"{table}: {int(r['count'])} (largest n = {int(r['max'])})"
+                      for table, r in by_table.iterrows())
+    return (f"Not tested (fewer than {support.rows} rows in the segment or the rest; no p or "
+            f"q): {len(untested)} segments — {parts}. Name a dimension in dimensions to "
+            f"test its values down to {MIN_SUPPORT_FLOOR} rows.")

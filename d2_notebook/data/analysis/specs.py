@@ -51,8 +51,11 @@ _COMMON = {
     "metric": {"type": "string", "minLength": 1, "description": (
         "Exactly one mean over rows, avg(<per-row expression>) over the source's columns: a "
         "rate as avg(CASE WHEN <predicate> THEN 1 ELSE 0 END), a mean as avg(<numeric "
-        "column>). Sums, counts, ratios of aggregates, DISTINCT, FILTER, windows and "
-        "subqueries are refused.")},
+        "column>). A per-entity yes/no is an EXISTS or IN test: avg(CASE WHEN EXISTS "
+        "(SELECT 1 FROM <table> x WHERE x.<key> = <alias>.<key> AND <predicate>) THEN 1 "
+        "ELSE 0 END), one row per source row, no join that repeats rows. Sums, counts, "
+        "ratios of aggregates, DISTINCT, FILTER, windows and subqueries that return a "
+        "value are refused.")},
     "where": {"type": "string", "description": (
         "Optional filter on the population: one boolean SQL expression over the source "
         "(no WHERE keyword, no subquery that writes; one statement only).")},
@@ -63,10 +66,14 @@ _DIMENSIONS = {"type": "array", "items": {"type": "string", "minLength": 1}, "de
     "an alias or a bare column may stand for table.column: \"month_of_year(o.ordered_on)\") "
     "or SQL expressions over the source's aliases. Default: every candidate dimension "
     "reachable from the source by key. A named dimension is used even where the default "
-    "leaves it out.")}
+    "leaves it out, except a column the metric is defined from (the metric, the where "
+    "filter or a join clause reads it): that is answered 'part of the metric's "
+    "definition'.")}
 _SETTINGS = {
-    "min_support": {"type": "integer", "minimum": 2, "default": 30, "description": (
-        "Fewest rows a group needs to be flagged (default 30).")},
+    "min_support": {"type": "integer", "minimum": 2, "description": (
+        "Fewest rows a group needs to be tested. Default: adapted to the data (1% of the "
+        "rows, at least 10 and at most 30; named dimensions are tested down to 10 rows), "
+        "stated in the summary. Groups below it carry no p or q: 'not tested (n = ...)'.")},
     "alpha": {"type": "number", "exclusiveMinimum": 0, "exclusiveMaximum": 1,
               "default": DEFAULT_ALPHA, "description": (
                   "False-discovery level over all the tests of one call (default "
@@ -79,12 +86,16 @@ _CANDIDATES = (
     "tables and of every table reachable by key (N:1 joins add attributes; 1:N tables "
     "become yes/no flags 'has <table.column> = <value>'), numeric columns cut into "
     "five quantile bins, and date parts (year, quarter, month, month of year, day of "
-    "week, hour). Left out unless named in dimensions: the columns the metric (and an "
-    "exposure or time input) reads, except the date parts of a metric's time column "
-    "that has no NULL (the start of a time span), and the other columns of a table the "
-    "metric reads that is joined 1:1 to another source table (a results table: they "
-    "are recorded with the result). The generated SQL runs read-only through the "
-    "SQL guard, in one pass, and is stored as evidence like any query."
+    "week, hour). Never used: the columns the metric's definition reads (the metric, the "
+    "where filter, the source's join clauses, an exposure or time input), except the "
+    "date parts of a metric's time column that has no NULL (the start of a time span). "
+    "Left out unless named: the other columns of a table the metric reads that is joined "
+    "1:1 to another source table (a results table: they are recorded with the result). "
+    "A flag needs a difference of at least 1% of the metric's scale as well as passing "
+    "its test, so rounding noise is never flagged. The summary says how many of the "
+    "groups or dimensions were tested and which were not, with their size. The "
+    "generated SQL runs read-only through the SQL guard, in one pass, and is stored as "
+    "evidence like any query."
 )
 
 TOOL_SPECS: tuple[AnalysisToolSpec, ...] = (
@@ -94,8 +105,9 @@ TOOL_SPECS: tuple[AnalysisToolSpec, ...] = (
         "across every candidate dimension at once. Each row: dimension, value, n, metric, "
         "the rest's metric, difference with its 95% interval, p and Benjamini–Hochberg q, "
         "and a score that accounts for sample size (the interval end nearest zero). "
-        "Segments are flagged when q < alpha and both sides have at least min_support "
-        "rows; the summary lists the flagged segments first. " + _CANDIDATES,
+        "Segments are tested when both sides have at least min_support rows and flagged "
+        "when q < alpha and the difference is material; the summary lists the flagged "
+        "segments first. " + _CANDIDATES,
         {"type": "object", "additionalProperties": False,
          "required": ["source", "metric"],
          "properties": {**_COMMON, "dimensions": _DIMENSIONS, **_SETTINGS}},
@@ -106,14 +118,18 @@ TOOL_SPECS: tuple[AnalysisToolSpec, ...] = (
         "Measure the effect of an exposure (exposure = value, against exposure = reference "
         "or every other non-null value) on the metric: overall, within each stratum of "
         "each candidate dimension (each 1:N yes/no flag is its own dimension), "
-        "and directly standardised over each dimension. Flags, named in words first: "
-        "CONFOUNDING (the exposure's share differs across strata of a dimension that also "
-        "moves the metric, and holding it fixed changes the effect by 10% or more), "
-        "SIMPSON'S PARADOX (the standardised effect has the opposite sign, both intervals "
-        "excluding zero), HETEROGENEITY (the effect differs between strata beyond chance: "
-        "Cochran's Q interaction test, on the risk-ratio scale for a 0/1 metric, over "
-        "strata with at least min_support and never fewer than 10 rows in each arm; the "
-        "strata and their effects are listed). One call is the heterogeneity check a "
+        "and directly standardised over each dimension (over the strata that have both "
+        "arms; strata with one arm only cannot confound and are named). Flags, named in "
+        "words first: CONFOUNDING (standardising over the dimension removes 10% or more of "
+        "the crude effect, beyond chance, and the exposure's share differs across its "
+        "strata; the share removed is given with its interval), SIMPSON'S PARADOX (the "
+        "standardised effect has the opposite sign, both intervals excluding zero), "
+        "HETEROGENEITY (the effect differs between strata beyond chance on the scale it "
+        "lives on, ratio or difference, whichever is more nearly constant and named: a "
+        "constant ratio is not heterogeneity; Cochran's Q over strata with at least "
+        "min_support and never fewer than 10 rows in each arm; the strata and their "
+        "effects are listed). Time dimensions (year, quarter, month of a date column) are "
+        "candidates like any other. One call is the heterogeneity check a "
         "verdict on an effect needs. value and reference must be values that occur in "
         "the population; reference must differ from value. " + _CANDIDATES,
         {"type": "object", "additionalProperties": False,
@@ -136,9 +152,13 @@ TOOL_SPECS: tuple[AnalysisToolSpec, ...] = (
         "95% interval, the fitted line, the slope per period with its interval (TREND "
         "flag), up to two change points in level and slope (CHANGE POINT flag, Bonferroni "
         "over the boundaries tried), the strongest seasonal grain among month of year, day "
-        "of week and hour that the data covers 1.5 cycles of (SEASON flag), and a clearly "
-        "labelled LINEAR PROJECTION of the next periods with 95% prediction intervals. "
-        "Needs at least 3 periods of the grain. The generated SQL runs read-only through "
+        "of week and hour that the data covers 1.5 cycles of, tested on the detrended "
+        "metric (SEASON flag; grains with fewer cycles are named as not tested), and a "
+        "clearly labelled LINEAR PROJECTION of the next periods with 95% prediction "
+        "intervals. Every flag needs a material size (1% of the metric's scale) as well as "
+        "its test; a metric that is an exact function of time is reported as "
+        "DETERMINISTIC, with no interval or p-value. Needs at least 3 periods of the "
+        "grain. The generated SQL runs read-only through "
         "the SQL guard in one pass and is stored as evidence like any query.",
         {"type": "object", "additionalProperties": False,
          "required": ["source", "metric", "time"],

@@ -5,6 +5,12 @@ per-row metric value; means, variances and the tests below follow from those, an
 group's complement ("the rest") is the total minus the group. Tests are two-sided;
 families of tests are corrected with Benjamini–Hochberg so that pure noise raises no
 flag at the default level (about ``alpha`` chance of any flag per call).
+
+A flag needs practical significance too: :func:`is_material` asks that a difference be
+at least :data:`RELATIVE_TOLERANCE` of the metric's scale (the larger of its overall mean's
+size and its per-row standard deviation) and above :data:`ABSOLUTE_FLOOR`, so that
+floating-point noise and ±1e-05 shifts never qualify however small their p-value.
+Minimum support adapts to the population (:func:`adaptive_min_support`).
 """
 
 from __future__ import annotations
@@ -16,17 +22,34 @@ import numpy as np
 from scipy import stats
 
 __all__ = [
+    "ABSOLUTE_FLOOR",
+    "MIN_SUPPORT_CAP",
+    "MIN_SUPPORT_FLOOR",
+    "RELATIVE_TOLERANCE",
     "Comparison",
     "Moments",
+    "adaptive_min_support",
     "benjamini_hochberg",
     "chi_square_independence",
     "cochran_q",
     "compare",
-    "means_differ",
+    "determines_exactly",
+    "is_material",
+    "metric_scale",
     "wilson_interval",
 ]
 
 Z95 = 1.959963984540054
+RELATIVE_TOLERANCE = 0.01
+"""Smallest flagged difference, as a share of the metric's scale (:func:`metric_scale`)."""
+ABSOLUTE_FLOOR = 1e-9
+"""Differences below this are floating-point noise in any unit: never flagged."""
+MIN_SUPPORT_FLOOR = 10
+"""Fewest rows any test runs on (a segment, each arm of a stratum): below it the normal
+approximation does not hold, and the value is reported as too small to test."""
+MIN_SUPPORT_CAP = 30
+"""The default minimum support of a large population."""
+_MIN_SUPPORT_SHARE = 0.01
 
 
 @dataclass(frozen=True)
@@ -148,10 +171,35 @@ def chi_square_independence(table: list[list[float]]) -> float:
     return float(stats.chi2_contingency(counts, correction=False)[1])
 
 
-def means_differ(groups: list[Moments]) -> float:
-    """p-value that the groups' means are equal (chi-square on k-1 df, large samples)."""
-    usable = [g for g in groups if g.n >= 2 and g.var > 0]
-    if len(usable) < 2:
-        return 1.0
-    _, _, p = cochran_q([g.mean for g in usable], [g.se for g in usable])
-    return p
+def adaptive_min_support(population: float) -> int:
+    """The default minimum support: 1% of the population's rows, at least
+    :data:`MIN_SUPPORT_FLOOR` and at most :data:`MIN_SUPPORT_CAP` (a 900-row table gets 10,
+    so a 28-row group in it is tested; a 100,000-row one gets 30)."""
+    wanted = math.ceil(_MIN_SUPPORT_SHARE * max(0.0, population))
+    return int(min(MIN_SUPPORT_CAP, max(MIN_SUPPORT_FLOOR, wanted)))
+
+
+def metric_scale(total: Moments) -> float:
+    """The metric's scale: the larger of |overall mean| and the per-row standard deviation."""
+    if total.n <= 0:
+        return 0.0
+    return max(abs(total.mean), math.sqrt(total.var))
+
+
+def is_material(difference: float, scale: float) -> bool:
+    """Whether a difference is large enough to matter (see the module docstring)."""
+    size = abs(difference)
+    return math.isfinite(size) and size >= ABSOLUTE_FLOOR and size >= RELATIVE_TOLERANCE * scale
+
+
+def determines_exactly(groups: list[Moments], total: Moments) -> bool:
+    """Whether a dimension whose values split the population into ``groups`` determines
+    the metric exactly: the metric varies, but not within any of its values (every group
+    of two rows or more, covering nine tenths of the rows, has a single metric value).
+    Such a dimension is part of the metric's definition, not an explanation of it."""
+    if total.n < 2 or total.var <= 0:
+        return False
+    sized = [g for g in groups if g.n >= 2]
+    covered = sum(g.n for g in sized)
+    return (len(sized) >= 2 and covered >= 0.9 * total.n
+            and all(g.var <= 1e-12 * total.var for g in sized))

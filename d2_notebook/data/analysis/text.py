@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import math
+import re
+from collections import Counter
 
-__all__ = ["MISSING", "describe_value", "figure", "segment_label"]
+__all__ = ["MISSING", "describe_value", "figure", "name_list", "segment_label", "table_of"]
 
 MISSING = "(missing)"
 
@@ -30,3 +32,27 @@ def describe_value(value: str | None) -> str:
 def segment_label(dimension: str, value: str) -> str:
     """``patients.sex = F``; for a 1:N attribute ``has comorbidities.condition = asthma``."""
     return f"{dimension} = {value}"
+
+
+_LISTED = 20
+"""Most names a summary lists one by one; beyond, it counts them per table."""
+
+
+def table_of(name: str) -> str:
+    """The table a dimension name reads: ``customers`` for ``customers.region``,
+    ``month(orders.ordered_on)`` and ``has tags.tag = x``; an expression is ``(expression)``."""
+    bare = name.removeprefix("has ")
+    match = re.fullmatch(r"(?:[a-z_]+\()?([^().\s]+(?:\.[^().\s]+)*?)\.[^().\s]+\)?"
+                         r"(?: = .*)?", bare)
+    return match.group(1) if match else "(expression)"
+
+
+def name_list(names: list[str]) -> str:
+    """Names one by one when few; else a count per table (``orders: 7, customers: 3``),
+    so a summary never lists hundreds of names."""
+    if not names:
+        return "(none)"
+    if len(names) <= _LISTED:
+        return ", ".join(names)
+    counts = Counter(table_of(n) for n in names)
+    return f"{len(names)} — " + ", ".join(f"{t}: {c}" for t, c in sorted(counts.items()))

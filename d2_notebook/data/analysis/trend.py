@@ -10,21 +10,29 @@ extra day-to-day dispersion):
 - **change points**: up to two breaks, each a new level and slope from a bucket on
   (up to 200 evenly spaced candidates, none in the first or last two periods), searched
   greedily; a break counts when the nested-model F test, Bonferroni corrected for the
-  number of candidates tried, passes;
+  number of candidates tried, passes and it changes the level or the slope materially
+  (by the end of the series); a second break in the period of the first is the same one;
 - **season**: month of year, day of week and hour of day (those the data spans at least
-  1.5 cycles of), each tested as a set of dummies added to the trend model (nested F
-  test, Bonferroni over the candidates); the strongest is reported;
+  1.5 cycles of; the others are named as not tested, with the span they need), each
+  tested on the detrended series: hour of day within each day, day of week within each
+  week (the day's or week's own level removed, so a trend or a metric that depends only
+  on the date cannot pose as a season), month of year as dummies beside the trend and
+  change points (nested F test, Bonferroni over the candidates); the strongest is
+  reported when its amplitude is material;
 - **projection**: the last trend segment (plus the season) extended over the next
   periods, with 95% prediction intervals, labelled as a linear projection.
 
 The three families share ``alpha`` (each gets a third), so pure noise raises a flag in
-about ``alpha`` of calls.
+about ``alpha`` of calls. Every flag must also be material
+(:func:`~d2_notebook.data.analysis.stats.is_material`: the slope over the whole span, a
+level shift or slope change, a season's amplitude). A metric the straight line fits
+exactly (zero residual variance) is reported as **deterministic**, an exact function of
+time, with its slope and no interval or p-value: there is no chance to test against.
 """
 
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 import numpy as np
@@ -32,7 +40,16 @@ import pandas as pd
 from scipy import stats
 
 from d2_notebook.data.analysis.common import DEFAULT_ALPHA, check_settings, prepare, run_pass
+from d2_notebook.data.analysis.least_squares import Fit, nested_p, wls
 from d2_notebook.data.analysis.result import AnalysisResult, AnalysisTool, Flag, FlagKind, capped
+from d2_notebook.data.analysis.season import (
+    SEASONS,
+    Seasons,
+    find_season,
+    season_dummies,
+    season_label,
+)
+from d2_notebook.data.analysis.stats import RELATIVE_TOLERANCE, Moments, is_material, metric_scale
 from d2_notebook.data.analysis.text import figure
 
 if TYPE_CHECKING:
@@ -47,20 +64,9 @@ GRAINS: dict[str, tuple[str, float]] = {  # name -> (pandas period code, length 
 COLUMNS = ["period", "kind", "n", "metric", "ci_low", "ci_high", "fitted"]
 _MAX_PERIODS = 60
 _MAX_BREAK_CANDIDATES = 200  # break times tried (evenly spaced buckets, 2 periods in)
-_SEASONS = {  # name -> (grouping of bucket times, cycle length in days, buckets needed)
-    "month_of_year": (lambda t: t.month, 365.25, "D"),
-    "day_of_week": (lambda t: t.day_of_week, 7.0, "D"),
-    "hour": (lambda t: t.hour, 1.0, "h"),
-}
-_DAY_NAMES = ("Monday", "Tuesday", "Wednesday", "Thursday", "Friday", "Saturday", "Sunday")
+_DETERMINISTIC = 1e-7
+"""A straight line whose residuals are below this share of the metric's scale fits exactly."""
 
-
-@dataclass(frozen=True)
-class _Fit:
-    coef: np.ndarray
-    cov: np.ndarray
-    rss: float
-    dof: int
 
 
 def trend(
@@ -123,25 +129,57 @@ def trend(
         raise ValueError(f"trend needs at least 3 periods of {grain}; use a finer grain")
     days = (buckets["t"] - buckets["t"].min()).dt.total_seconds().to_numpy() / 86400.0
     y, w = buckets["mean"].to_numpy(), buckets["n"].to_numpy()
+    scale = metric_scale(Moments(float(buckets["n"].sum()), float(buckets["s1"].sum()),
+                                 float(buckets["s2"].sum())))
     each = alpha / 3
-    base = np.column_stack([np.ones_like(days), days / length])
-    linear = _wls(base, y, w)
-    breaks = _breaks(base, days / length, y, w, buckets["period"], each)
-    season, season_p = _season(buckets, np.column_stack([base, *_break_columns(
-        days / length, breaks)]), y, w, each)
-    levels = sorted(set(_SEASONS[season][0](buckets["t"].dt))) if season else []
-    extra = _season_dummies(buckets["t"], season, levels)
+    t = days / length
+    base = np.column_stack([np.ones_like(days), t])
+    linear = wls(base, y, w)
+    # an exact function of the time, or of the date alone (rows at any hour of a day
+    # share the day's value): no chance to test against
+    days_only = np.column_stack([np.ones_like(days), np.floor(days + 1e-9) / length])
+    for exact in (base, days_only):
+        line = wls(exact, y, w)
+        if _is_deterministic(line, w, scale):
+            frame = _rows(buckets, exact @ line.coef, line, [], (None, []), grain, periods,
+                          length)
+            summary = _summary(metric, time, grain, frame, [], periods,
+                               _deterministic_line(line, grain), None)
+            return capped(AnalysisTool.TREND, scan.sql, frame, sql.max_rows,
+                          scan.duration_s, summary, [])
+    breaks = _breaks(base, t, y, w, buckets["period"], each, scale)
+    seasons = find_season(buckets, np.column_stack([base, *_break_columns(t, breaks)]), y, w,
+                      each, scale)
+    season = seasons.best
+    levels = sorted(set(SEASONS[season][0](buckets["t"].dt))) if season else []
+    extra = season_dummies(buckets["t"], season, levels)
     if season:
-        breaks = _breaks(np.column_stack([base, *extra]), days / length, y, w,
-                         buckets["period"], each)
-    design = np.column_stack([base, *_break_columns(days / length, breaks), *extra])
-    fit = _wls(design, y, w)
-    flags = _flags(linear, fit, breaks, season, season_p, buckets, grain, each, metric)
+        breaks = _breaks(np.column_stack([base, *extra]), t, y, w, buckets["period"], each,
+                         scale)
+    design = np.column_stack([base, *_break_columns(t, breaks), *extra])
+    fit = wls(design, y, w)
+    flags = _flags(linear, fit, breaks, seasons, buckets, grain, each, metric, scale,
+                   float(t.max()))
     frame = _rows(buckets, design @ fit.coef, fit, breaks, (season, levels), grain, periods,
                   length)
-    summary = _summary(metric, time, grain, frame, flags, periods)
+    summary = _summary(metric, time, grain, frame, flags, periods, None, seasons)
     return capped(AnalysisTool.TREND, scan.sql, frame, sql.max_rows, scan.duration_s,
                   summary, flags)
+
+
+def _is_deterministic(fit: Fit, w: np.ndarray, scale: float) -> bool:
+    """Whether the line fits every bucket exactly (residuals are rounding noise)."""
+    residual = math.sqrt(max(fit.rss, 0.0) / max(float(w.sum()), 1.0))
+    return residual <= _DETERMINISTIC * max(scale, abs(float(fit.coef[0])), 1e-300)
+
+
+def _deterministic_line(fit: Fit, grain: str) -> str:
+    slope = float(fit.coef[1])
+    change = "constant" if abs(slope) <= 1e-12 * max(1.0, abs(float(fit.coef[0]))) else (
+        f"{'rises' if slope > 0 else 'falls'} by exactly {figure(abs(slope))} per {grain}")
+    return (f"DETERMINISTIC: the metric is an exact function of time — a straight line that "
+            f"{change} (zero residual variance: no interval, p-value, change point or "
+            f"season test applies).")
 
 
 def _buckets(moments: dict) -> pd.DataFrame:
@@ -169,24 +207,6 @@ def _auto_grain(times: pd.Series) -> str:
     return "year"
 
 
-def _wls(x: np.ndarray, y: np.ndarray, w: np.ndarray) -> _Fit:
-    """Weighted least squares by the normal equations (a few columns, many rows)."""
-    xtw = (x * w[:, None]).T
-    inverse = np.linalg.pinv(xtw @ x)
-    coef = inverse @ (xtw @ y)
-    residual = y - x @ coef
-    dof = max(1, len(y) - x.shape[1])
-    rss = float((w * residual) @ residual)
-    return _Fit(coef, (rss / dof) * inverse, rss, dof)
-
-
-def _nested_p(small: _Fit, big: _Fit, extra: int) -> float:
-    if big.rss <= 0 or extra <= 0 or small.rss <= big.rss:
-        return 1.0
-    f = ((small.rss - big.rss) / extra) / (big.rss / big.dof)
-    return float(stats.f.sf(f, extra, big.dof))
-
-
 def _break_columns(t: np.ndarray, breaks: list[float]) -> list[np.ndarray]:
     columns = []
     for tau in breaks:
@@ -195,69 +215,40 @@ def _break_columns(t: np.ndarray, breaks: list[float]) -> list[np.ndarray]:
 
 
 def _breaks(base: np.ndarray, t: np.ndarray, y: np.ndarray, w: np.ndarray,
-            period: pd.Series, alpha: float) -> list[float]:
-    """Up to two break times (in grain units), each kept when its Bonferroni test passes."""
+            period: pd.Series, alpha: float, scale: float) -> list[float]:
+    """Up to two break times (in grain units), each kept when its Bonferroni test passes
+    and it shifts the level or the slope materially; one per period of the grain."""
     starts = sorted(set(period))
     inner = (period >= starts[2]).to_numpy() & (period <= starts[-3]).to_numpy()
     positions = np.unique(t[inner]) if len(starts) > 4 else np.array([])
     step = max(1, math.ceil(len(positions) / _MAX_BREAK_CANDIDATES))
     candidates = list(positions[::step])
+    period_of = dict(zip(t.tolist(), period.tolist(), strict=False))
     breaks: list[float] = []
+    end = float(t.max())
     for _ in range(2):
         current = np.column_stack([base, *_break_columns(t, breaks)])
-        small = _wls(current, y, w)
+        small = wls(current, y, w)
+        taken = {period_of.get(b) for b in breaks}
         best, best_fit = None, None  # the least residual sum of squares (p may underflow)
         for tau in candidates:
-            if tau in breaks or current.shape[0] <= current.shape[1] + 4:
+            if period_of.get(tau) in taken or current.shape[0] <= current.shape[1] + 4:
                 continue
-            fit = _wls(np.column_stack([current, *_break_columns(t, [tau])]), y, w)
+            fit = wls(np.column_stack([current, *_break_columns(t, [tau])]), y, w)
             if best_fit is None or fit.rss < best_fit.rss:
                 best, best_fit = tau, fit
-        if best is None or _nested_p(small, best_fit, 2) * max(1, len(candidates)) >= alpha:
+        if best is None or nested_p(small, best_fit, 2) * max(1, len(candidates)) >= alpha:
+            break
+        shift, slope_change = best_fit.coef[-2], best_fit.coef[-1]
+        if not (is_material(shift, scale) or is_material(slope_change * (end - best), scale)):
             break
         breaks.append(best)
     return sorted(breaks)
 
 
-def _season(buckets: pd.DataFrame, design: np.ndarray, y: np.ndarray, w: np.ndarray,
-            alpha: float) -> tuple[str | None, float]:
-    times = buckets["t"]
-    span = (times.max() - times.min()).total_seconds() / 86400.0
-    hourly = not (times.dt.hour == 0).all()
-    tested = [name for name, (_, cycle, need) in _SEASONS.items()
-              if span >= 1.5 * cycle and (need == "D" or hourly)]
-    small = _wls(design, y, w)
-    best, best_p, best_f = None, 1.0, -1.0
-    for name in tested:
-        dummies = _season_dummies(times, name, sorted(set(_SEASONS[name][0](times.dt))))
-        if not dummies or len(y) <= design.shape[1] + len(dummies) + 2:
-            continue
-        big = _wls(np.column_stack([design, *dummies]), y, w)
-        f = ((small.rss - big.rss) / len(dummies)) / max(big.rss / big.dof, 1e-300)
-        if f > best_f:  # the F statistic ranks candidates even when p underflows to 0
-            best, best_p, best_f = name, _nested_p(small, big, len(dummies)), f
-    if best is None or best_p * max(1, len(tested)) >= alpha:
-        return None, best_p
-    return best, best_p * len(tested)
-
-
-def _season_dummies(times: pd.Series, name: str | None, levels: list) -> list[np.ndarray]:
-    """One 0/1 column per season level but the first (the first is the baseline)."""
-    if name is None:
-        return []
-    groups = _SEASONS[name][0](times.dt)
-    return [(groups == level).to_numpy(dtype=float) for level in levels[1:]]
-
-
-def _season_label(name: str, level: int) -> str:
-    if name == "day_of_week":
-        return _DAY_NAMES[level]
-    return f"{level:02d}" if name == "hour" else f"month {level}"
-
-
-def _flags(linear: _Fit, fit: _Fit, breaks: list[float], season: str | None,
-           season_p: float, buckets: pd.DataFrame, grain: str, alpha: float,
-           metric: str) -> list[Flag]:
+def _flags(linear: Fit, fit: Fit, breaks: list[float], seasons: Seasons,
+           buckets: pd.DataFrame, grain: str, alpha: float, metric: str, scale: float,
+           span: float) -> list[Flag]:
     flags: list[Flag] = []
     means = buckets["mean"].to_numpy()
     if np.ptp(means) <= 1e-9 * max(1.0, float(np.abs(means).max())):
@@ -265,7 +256,7 @@ def _flags(linear: _Fit, fit: _Fit, breaks: list[float], season: str | None,
     slope, se = linear.coef[1], math.sqrt(max(linear.cov[1, 1], 0.0))
     t_crit = stats.t.ppf(0.975, linear.dof)
     p = float(2 * stats.t.sf(abs(slope) / se, linear.dof)) if se > 0 else 1.0
-    if p < alpha:
+    if p < alpha and is_material(slope * span, scale):
         flags.append(Flag(FlagKind.TREND, None, (
             f"TREND: {metric} {'rises' if slope > 0 else 'falls'} by {figure(abs(slope))} per "
             f"{grain} (95% CI {figure(slope - t_crit * se)} to {figure(slope + t_crit * se)}, "
@@ -280,19 +271,22 @@ def _flags(linear: _Fit, fit: _Fit, breaks: list[float], season: str | None,
         flags.append(Flag(FlagKind.CHANGE_POINT, None, (
             f"CHANGE POINT at {when}: slope {figure(before)} per {grain} before, "
             f"{figure(after)} after; level shift {figure(fit.coef[2 + 2 * i])}")))
+    season = seasons.best
     if season:
-        groups = _SEASONS[season][0](buckets["t"].dt)
+        groups = SEASONS[season][0](buckets["t"].dt)
         by_group = (buckets.assign(g=groups.to_numpy()).groupby("g")
                  .apply(lambda f: f["s1"].sum() / f["n"].sum(), include_groups=False))
         high, low = by_group.idxmax(), by_group.idxmin()
+        within = {"hour": " (within each day)", "day_of_week": " (within each week)"}
         flags.append(Flag(FlagKind.SEASON, season, (
-            f"SEASON by {season} (p = {season_p:.2g} after correction): highest in "
-            f"{_season_label(season, high)} ({figure(by_group[high])}), lowest in "
-            f"{_season_label(season, low)} ({figure(by_group[low])})")))
+            f"SEASON by {season}{within.get(season, '')} (p = {seasons.p_value:.2g} after "
+            f"correction; amplitude {figure(seasons.amplitude)} on the detrended series): "
+            f"highest in {season_label(season, high)} ({figure(by_group[high])}), lowest in "
+            f"{season_label(season, low)} ({figure(by_group[low])})")))
     return flags
 
 
-def _rows(buckets: pd.DataFrame, fitted: np.ndarray, fit: _Fit, breaks: list[float],
+def _rows(buckets: pd.DataFrame, fitted: np.ndarray, fit: Fit, breaks: list[float],
           season: tuple[str | None, list], grain: str, periods: int,
           length: float) -> pd.DataFrame:
     frame = buckets.assign(fitted_sum=fitted * buckets["n"])
@@ -338,21 +332,34 @@ def _season_row(start: pd.Timestamp, season: tuple[str | None, list]) -> list[fl
     name, levels = season
     if name is None:
         return []
-    level = _SEASONS[name][0](pd.Series([start]).dt).iloc[0]
+    level = SEASONS[name][0](pd.Series([start]).dt).iloc[0]
     return [1.0 if level == v else 0.0 for v in levels[1:]]
 
 
 def _summary(metric: str, time: str, grain: str, frame: pd.DataFrame, flags: list[Flag],
-             periods: int) -> str:
+             periods: int, deterministic: str | None, seasons: Seasons | None) -> str:
     observed = frame[frame["kind"] == "observed"]
     lines = [f"trend of {metric} by {grain} of {time}: {len(observed)} periods, "
              f"{observed['period'].iloc[0]} to {observed['period'].iloc[-1]}, "
              f"{int(observed['n'].sum())} rows."]
-    if flags:
+    if deterministic:
+        lines.append(deterministic)
+    elif flags:
         lines.append("FLAGS:")
         lines += [f"- {f.text}" for f in flags]
-    else:
-        lines.append("No trend, change point or season beyond chance.")
+    found = {f.kind for f in flags}
+    if seasons is not None:
+        missing = [word for kind, word in ((FlagKind.TREND, "trend"),
+                                           (FlagKind.CHANGE_POINT, "change point"))
+                   if kind not in found]
+        if missing:
+            lines.append(f"No {' or '.join(missing)} both beyond chance and material (at least "
+                         f"{RELATIVE_TOLERANCE:.0%} of the metric's scale).")
+        if seasons.tested and FlagKind.SEASON not in found:
+            lines.append(f"No season among {', '.join(seasons.tested)} (tested on the "
+                         "detrended series).")
+        if seasons.untested:
+            lines.append(f"Season not tested: {'; '.join(seasons.untested)}.")
     projected = frame[frame["kind"] == "projection"]
     if periods and len(projected):
         values = "; ".join(f"{r.period}: {figure(r.metric)} (95% PI {figure(r.ci_low)} to "

@@ -53,6 +53,11 @@ class DuckDBSource:
         return self._guarded
 
     @property
+    def relationships(self) -> tuple:
+        """The join edges the user declared or vetoed (GuardedSQL's)."""
+        return self._guarded.relationships
+
+    @property
     def timeout_s(self) -> float:
         """Default per-query time limit (GuardedSQL's)."""
         return self._guarded.timeout_s

@@ -1,0 +1,212 @@
+"""The tools' rules on small known-answer databases: practical and statistical significance
+together, confounding judged by what adjustment does, honest summaries."""
+
+from __future__ import annotations
+
+import duckdb
+import pytest
+
+from d2_notebook.data import GuardedSQL
+from d2_notebook.data.analysis import FlagKind, compare_within, segment_scan
+
+
+def _time_confounded() -> GuardedSQL:
+    """Resolution days fall 0.02 a day over two years for everyone; the exposure (a new
+    channel) goes from 10% to 90% of the cases over that time and changes nothing."""
+    con = duckdb.connect()
+    con.execute("""
+        CREATE TABLE cases AS
+        SELECT i AS case_id, DATE '2022-01-01' + (i % 730)::INTEGER AS opened_on,
+               CASE WHEN hash(i, 'x') % 1000 < 100 + (i % 730) * 800 / 730 THEN 'new'
+                    ELSE 'old' END AS channel,
+               ['a', 'b', 'c'][1 + (hash(i, 'k') % 3)::INTEGER] AS kind,
+               20 - 0.02 * (i % 730) + ((hash(i, 'n') % 1001)::INTEGER - 500) / 100.0 AS days
+        FROM range(20000) r(i)""")
+    return GuardedSQL(con)
+
+
+def test_a_crude_effect_made_by_a_time_trend_is_confounding_by_time() -> None:
+    result = compare_within(_time_confounded(), source="cases c", metric="avg(c.days)",
+                            exposure="c.channel", value="new")
+    crude = result.frame.iloc[0]
+    assert crude["effect"] < -3 and crude["ci_high"] < 0  # looks like the channel helps
+    confounders = {f.dimension: f.text for f in result.flags
+                   if f.kind is FlagKind.CONFOUNDING}
+    assert {"year(cases.opened_on)", "quarter(cases.opened_on)"} <= set(confounders)
+    text = confounders["quarter(cases.opened_on)"]
+    assert "Over all 8 strata" in text and "standardising removes 9" in text  # 9x%
+    quarter = result.frame[result.frame["dimension"] == "quarter(cases.opened_on)"].iloc[0]
+    assert quarter["share_removed"] > 0.9 and abs(quarter["standardised_effect"]) < 1
+    assert "cases.kind" not in confounders
+    assert result.summary.splitlines()[1].startswith("FLAGS")
+    # a time window in the filter keeps the time dimensions: they still confound
+    windowed = compare_within(_time_confounded(), source="cases c", metric="avg(c.days)",
+                              exposure="c.channel", value="new",
+                              where="c.opened_on >= DATE '2022-04-01'")
+    assert "quarter(cases.opened_on)" in {f.dimension for f in windowed.flags
+                                          if f.kind is FlagKind.CONFOUNDING}
+
+
+def test_strata_without_overlap_are_not_standardised_over_and_said_so() -> None:
+    """The exposed suppliers are all in one country (its exposure share is 1) and a
+    second country has none of them: neither can confound; the rest is standardised."""
+    con = duckdb.connect()
+    con.execute("""
+        CREATE TABLE deliveries AS
+        SELECT i, ['north', 'south', 'east', 'west', 'far'][1 + i % 5] AS country,
+               CASE WHEN i % 5 = 4 THEN 'yes' WHEN i % 5 = 3 THEN 'no'
+                    WHEN hash(i) % 2 = 0 THEN 'yes' ELSE 'no' END AS exposed,
+               (i % 5) * 2.0 + ((hash(i, 'n') % 101)::INTEGER - 50) / 50.0 AS delay
+        FROM range(5000) r(i)""")
+    result = compare_within(GuardedSQL(con), source="deliveries d", metric="avg(d.delay)",
+                            exposure="d.exposed", value="yes", dimensions=["d.country"])
+    assert result.flags == ()  # within the countries with both arms: no effect
+    crude = result.frame.iloc[0]
+    assert crude["effect"] > 0.5  # overall, the exposed-only country's delays show
+    assert ("Strata without overlap (one arm only: they cannot confound and are not "
+            "standardised over): deliveries.country: far (exposed only), west (reference "
+            "only).") in result.summary
+    row = result.frame[result.frame["dimension"] == "deliveries.country"].iloc[0]
+    assert abs(row["standardised_effect"]) < 0.1
+    # the same exposure with a real confounder among the overlapping strata
+    con.execute("UPDATE deliveries SET exposed = 'yes', delay = delay + 0 "
+                "WHERE country = 'north' AND hash(i, 'm') % 10 < 8")
+    shifted = compare_within(GuardedSQL(con), source="deliveries d", metric="avg(d.delay)",
+                             exposure="d.exposed", value="yes", dimensions=["d.country"])
+    text = next(f.text for f in shifted.flags if f.dimension == "deliveries.country")
+    assert ("Over the 3 of 5 strata with both arms (60% of rows; left out, no overlap: "
+            "far: exposed only; west: reference only)") in text
+
+
+def test_a_constant_ratio_is_not_heterogeneity_and_the_scale_is_named() -> None:
+    """A flat 20% discount: its size in money differs between cheap and dear categories,
+    its ratio does not."""
+    con = duckdb.connect()
+    con.execute("""
+        CREATE TABLE sales AS
+        SELECT i, ['cheap', 'mid', 'dear'][1 + i % 3] AS category,
+               CASE WHEN hash(i) % 2 = 0 THEN 'yes' ELSE 'no' END AS discounted,
+               [10.0, 100.0, 1000.0][1 + i % 3]
+                 * CASE WHEN hash(i) % 2 = 0 THEN 0.8 ELSE 1.0 END
+                 * (1 + ((hash(i, 'n') % 101)::INTEGER - 50) / 500.0) AS price
+        FROM range(6000) r(i)""")
+    sql = GuardedSQL(con)
+    flat = compare_within(sql, source="sales s", metric="avg(s.price)", exposure="s.discounted",
+                          value="yes", dimensions=["s.category"])
+    assert FlagKind.HETEROGENEITY not in {f.kind for f in flat.flags}, flat.summary
+    con.execute("UPDATE sales SET price = price * CASE WHEN category = 'dear' AND "
+                "discounted = 'yes' THEN 0.5 ELSE 1 END")
+    varied = compare_within(sql, source="sales s", metric="avg(s.price)",
+                            exposure="s.discounted", value="yes", dimensions=["s.category"])
+    text = next(f.text for f in varied.flags if f.kind is FlagKind.HETEROGENEITY)
+    assert "on the ratio scale, exposed / reference: the effect is nearer a constant" in text
+    assert "dear: " in text and "ratio 0.399" in text
+
+
+def test_a_metric_defined_from_two_columns_is_split_by_neither() -> None:
+    con = duckdb.connect()
+    con.execute("""
+        CREATE TABLE tasks AS
+        SELECT i, (i % 11) * 10 AS percent_complete, [50, 80][1 + i % 2] AS target,
+               ['ops', 'lab'][1 + (i // 2) % 2] AS team, ['x', 'y'][1 + i % 3 % 2] AS plan
+        FROM range(3000) r(i)""")
+    sql = GuardedSQL(con)
+    metric = "avg(CASE WHEN t.percent_complete >= t.target THEN 1 ELSE 0 END)"
+    for result in (segment_scan(sql, source="tasks t", metric=metric),
+                   compare_within(sql, source="tasks t", metric=metric, exposure="t.plan",
+                                  value="x")):
+        dimensions = set(result.frame["dimension"])
+        assert not any("percent_complete" in d or "target" in d for d in dimensions)
+        assert "tasks.team" in dimensions
+    asked = compare_within(sql, source="tasks t", metric=metric, exposure="t.plan", value="x",
+                           dimensions=["t.percent_complete", "t.target", "t.team"])
+    assert set(asked.frame["dimension"]) == {"(overall)", "tasks.team"}
+    assert ("Not split by tasks.percent_complete, tasks.target: part of the metric's "
+            "definition") in asked.summary
+    assert not any(f.dimension and "percent" in f.dimension for f in asked.flags)
+
+
+def test_a_column_only_the_join_condition_reads_is_part_of_the_metric() -> None:
+    """A metric over a LEFT JOIN on an event inside a window: the event's time decides
+    whether a row matched (it is missing exactly when the metric is 0)."""
+    con = duckdb.connect()
+    con.execute("CREATE TABLE users AS SELECT i AS user_id, DATE '2023-01-01' + (i % 300)::INT "
+                "AS joined_on, ['a', 'b'][1 + i % 2] AS tier FROM range(2000) r(i)")
+    con.execute("CREATE TABLE visits AS SELECT i AS visit_id, (i * 7) % 2000 AS user_id, "
+                "DATE '2023-01-01' + (i % 360)::INT AS visited_on FROM range(3000) r(i)")
+    result = segment_scan(GuardedSQL(con), source="users u LEFT JOIN visits v ON v.user_id = "
+                          "u.user_id AND v.visited_on BETWEEN u.joined_on AND u.joined_on + 30",
+                          metric="avg(CASE WHEN v.visit_id IS NULL THEN 0 ELSE 1 END)")
+    dimensions = set(result.frame["dimension"])
+    assert not any("visited_on" in d or "joined_on" in d for d in dimensions), dimensions
+    assert "users.tier" in dimensions
+
+
+def test_floating_point_noise_is_never_a_segment() -> None:
+    """Group means differ by 1e-9 on a metric of size 5: a p-value near 0, no flag."""
+    con = duckdb.connect()
+    con.execute("CREATE TABLE r AS SELECT i, ['a', 'b', 'c'][1 + i % 3] AS g, "
+                "5 + (i % 3) * 1e-9 + (i % 7) * 1e-12 AS residual FROM range(30000) t(i)")
+    result = segment_scan(GuardedSQL(con), source="r", metric="avg(r.residual)")
+    assert result.flags == ()
+    assert result.frame["p_value"].min() < 1e-6  # beyond chance, but immaterial
+    assert "differ beyond chance by less than 1% of the metric's scale: not flagged" \
+        in result.summary
+
+
+def test_a_small_named_group_is_examined_and_its_size_stated() -> None:
+    """A 28-row department in 900 rows: the adaptive support (1% of the rows, at least 10)
+    tests it; a 6-row one is too small to test and is named with its size."""
+    con = duckdb.connect()
+    con.execute("""
+        CREATE TABLE staff AS
+        SELECT i, CASE WHEN i < 28 THEN 'audit' WHEN i < 34 THEN 'legal'
+                       ELSE ['ops', 'sales', 'lab'][1 + i % 3] END AS dept,
+               CASE WHEN i < 28 THEN 0.8 ELSE 0.2 END
+                 + ((hash(i) % 101)::INTEGER - 50) / 500.0 AS turnover
+        FROM range(900) r(i)""")
+    sql = GuardedSQL(con)
+    result = segment_scan(sql, source="staff s", metric="avg(s.turnover)")
+    audit = result.frame[result.frame["value"] == "audit"].iloc[0]
+    assert audit["tested"] and audit["flagged"] and audit["n"] == 28
+    assert "minimum support 10 rows: 1% of the 900 rows, between 10 and 30" in result.summary
+    named = segment_scan(sql, source="staff s", metric="avg(s.turnover)",
+                         dimensions=["s.dept"])
+    legal = named.frame[named.frame["value"] == "legal"].iloc[0]
+    assert not legal["tested"] and legal["p_value"] != legal["p_value"]  # NaN: no p
+    assert "staff.dept = legal: too small to test (n = 6)" in named.summary
+    strict = segment_scan(sql, source="staff s", metric="avg(s.turnover)", min_support=30)
+    assert "staff.dept = audit" not in " ".join(f.text for f in strict.flags)
+    assert "Not tested (fewer than 30 rows in the segment or the rest; no p or q): " \
+           "2 segments — staff: 2 (largest n = 28)" in strict.summary
+
+
+@pytest.mark.parametrize("bad", [0, 1, 2.5, True, "30"])
+def test_a_bad_min_support_names_the_fix(bad: object) -> None:
+    con = duckdb.connect()
+    con.execute("CREATE TABLE t AS SELECT i, i % 2 AS g FROM range(100) r(i)")
+    with pytest.raises(ValueError, match=r"min_support must be an integer >= 2 \(or omitted"):
+        segment_scan(GuardedSQL(con), source="t", metric="avg(t.i)", min_support=bad)
+
+
+def test_a_dimension_that_determines_the_metric_exactly_is_not_a_finding() -> None:
+    """A stored copy of the outcome (``band`` is 'done' exactly when the task finished)
+    splits the metric perfectly: it is the metric's definition, not its explanation."""
+    con = duckdb.connect()
+    con.execute("""
+        CREATE TABLE work AS
+        SELECT i, (hash(i) % 3 = 0) AS finished,
+               CASE WHEN hash(i) % 3 = 0 THEN 'done' ELSE 'open' END AS band,
+               ['ops', 'lab'][1 + i % 2] AS team, ['x', 'y'][1 + i % 3 % 2] AS plan
+        FROM range(3000) r(i)""")
+    sql = GuardedSQL(con)
+    metric = "avg(CASE WHEN w.finished THEN 1 ELSE 0 END)"
+    scan = segment_scan(sql, source="work w", metric=metric)
+    assert not any(f.dimension == "work.band" for f in scan.flags)
+    assert scan.frame.loc[scan.frame["dimension"] == "work.band", "p_value"].isna().all()
+    assert ("Not tested: work.band determine(s) the metric exactly (each value has a single "
+            "metric value): part of the metric's definition.") in scan.summary
+    check = compare_within(sql, source="work w", metric=metric, exposure="w.plan", value="x")
+    assert "work.band" not in set(check.frame["dimension"])
+    assert "work.band determine(s) the metric exactly" in check.summary
+    assert "work.team" in set(check.frame["dimension"])
