@@ -134,3 +134,26 @@ def test_a_date_part_counts_only_when_the_evidence_splits_by_that_part(
     # the column itself (or its date) splits by every part
     assert controlled(by + "a.admitted_on") >= {"year", "month", "day_of_week"}
     assert controlled(by + "a.admitted_on::DATE") >= {"year", "month", "day_of_week"}
+
+
+def test_the_not_examined_table_gives_each_reason_once_grouped_by_table() -> None:
+    from d2_notebook.board import DimensionDismissal
+    from d2_notebook.detective.report import UNTOUCHED_REASON, not_examined_table
+
+    def dismissal(dimension: str, reason: str) -> DimensionDismissal:
+        return DimensionDismissal(1, "I1", dimension, reason, "orchestrator", "t")
+
+    table = not_examined_table(
+        [dismissal("admissions.ward", "outside the objective."),
+         dismissal("month(admissions.admitted_on)", "outside the objective"),
+         dismissal("patients.sex", "outside the objective"),
+         dismissal("has comorbidities.condition", "no | such data")],
+        untouched=["treatments.days"])
+    lines = table.splitlines()
+    assert lines[0] == "| why not examined | table | dimensions |"
+    assert lines[2] == "| outside the objective | admissions | ward, month(admitted_on) |"
+    assert lines[3] == "| 〃 | patients | sex |"
+    assert lines[4] == "| no \\| such data | comorbidities | has condition |"
+    assert lines[5] == f"| {UNTOUCHED_REASON} | treatments | days |"
+    assert table.count("outside the objective") == 1
+    assert not_examined_table([]) == ""

@@ -28,9 +28,9 @@ from d2_notebook.board import HypothesisStatus
 from d2_notebook.data import QueryResult
 from d2_notebook.detective import roles
 from d2_notebook.detective.context import TeamContext
-from d2_notebook.detective.coverage_view import board_coverage
+from d2_notebook.detective.coverage_view import BoardCoverage, board_coverage
 from d2_notebook.detective.decisions import Judgement, Steering
-from d2_notebook.detective.report import fallback_report
+from d2_notebook.detective.report import fallback_report, not_examined_table
 from d2_notebook.detective.scheduler import BranchScheduler
 from d2_notebook.detective.variant import Role, Shape
 from d2_notebook.errors import BudgetExceededError, ModelError, ReplayDivergenceError
@@ -244,33 +244,29 @@ class ControlLoop:
         elif note and "## Not examined" not in report:
             report += f"\n\n## Not examined\n\n{note}\n"
         else:  # the reporter's own section: every dismissal must still be in it
-            missed = [line for line in self._dimension_notes() if line not in report]
+            coverage = self._coverage()
+            missed = [d for d in coverage.dismissed if d.dimension not in report] \
+                if coverage is not None else []
             if missed:
-                report += "\n" + "\n".join(f"- {line}" for line in missed) + "\n"
+                report += "\n\n" + not_examined_table(missed) + "\n"
         return report
 
     def _unexamined_note(self) -> str:
+        """What the team left unexamined: a sentence for an early stop and for open
+        hypotheses, then one compact table of the dimensions (:func:`not_examined_table`)."""
         still_open = [h.id for h in self._open()]
         parts = []
         if self.stop_reason:
             parts.append(f"Collection stopped early: {self.stop_reason}.")
         if still_open:
             parts.append(f"Left without a verdict: {', '.join(still_open)}.")
-        parts.extend(self._dimension_notes())
-        return " ".join(parts)
+        coverage = self._coverage()
+        table = (not_examined_table(coverage.dismissed, coverage.untouched)
+                 if coverage is not None else "")
+        return "\n\n".join(p for p in (" ".join(parts), table) if p)
 
-    def _dimension_notes(self) -> list[str]:
-        """The dismissed dimensions, and those still untouched (a run that stopped)."""
-        coverage = board_coverage(self.ctx.board, self.ctx.candidates,
-                                  self.ctx.investigation_id)
-        if coverage is None:
-            return []
-        notes = [f"Dimension {d.dimension} was not examined: {d.reason}."
-                 for d in coverage.dismissed]
-        if coverage.untouched:
-            notes.append("No evidence touched the candidate dimension(s) "
-                         f"{', '.join(coverage.untouched)}.")
-        return notes
+    def _coverage(self) -> BoardCoverage | None:
+        return board_coverage(self.ctx.board, self.ctx.candidates, self.ctx.investigation_id)
 
     async def _run_react(self) -> RunOutcome:
         found: list[Any] = []

@@ -10,10 +10,14 @@ displays make the whole report inert (:mod:`d2_notebook.safe_markdown`).
 from __future__ import annotations
 
 import re
+from collections.abc import Iterable
 
-from d2_notebook.board import Board, HypothesisStatus
+from d2_notebook.board import Board, DimensionDismissal, HypothesisStatus
 
 _LINE_BREAKS = re.compile(r"\s*[\r\n\u2028\u2029\x0b\x0c]+\s*")
+_TABLE_OF = re.compile(r"([A-Za-z_]\w*)\.[A-Za-z_\"]")
+UNTOUCHED_REASON = "no evidence touched it (collection stopped first)"
+"""The reason given for a candidate dimension left untouched by a run that stopped."""
 
 
 def _inline(text: str) -> str:
@@ -54,3 +58,34 @@ def fallback_report(board: Board, investigation_id: str, *, note: str = "") -> s
     if note:
         lines += ["## Not examined", "", note, ""]
     return "\n".join(lines).rstrip() + "\n"
+
+
+def not_examined_table(dismissed: Iterable[DimensionDismissal],
+                       untouched: Iterable[str] = ()) -> str:
+    """The dimensions left unexamined as one compact Markdown table: one row per table
+    and reason, the reason written once for all the dimensions it covers.
+
+    Returns an empty string when nothing was left unexamined.
+    """
+    groups: dict[tuple[str, str], list[str]] = {}
+    reasons = [(d.dimension, _inline(d.reason).rstrip(".")) for d in dismissed]
+    reasons += [(name, UNTOUCHED_REASON) for name in untouched]
+    for dimension, reason in reasons:
+        table = _table_of(dimension)
+        shown = dimension.replace(f"{table}.", "") if table else dimension
+        groups.setdefault((reason, table), []).append(shown)
+    if not groups:
+        return ""
+    lines = ["| why not examined | table | dimensions |", "|---|---|---|"]
+    previous = None
+    for (reason, table), names in groups.items():
+        cell = reason.replace("|", "\\|") if reason != previous else "〃"
+        lines.append(f"| {cell} | {table or '—'} | {', '.join(names).replace('|', '/')} |")
+        previous = reason
+    return "\n".join(lines)
+
+
+def _table_of(dimension: str) -> str:
+    """The table a candidate dimension's name reads (``month(orders.placed)`` -> orders)."""
+    found = _TABLE_OF.search(dimension)
+    return found.group(1) if found else ""
