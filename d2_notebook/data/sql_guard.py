@@ -58,8 +58,9 @@ from d2_notebook.data.statement_bounds import measure
 from d2_notebook.data.statement_reasons import refusal_for_type
 from d2_notebook.errors import QueryFailedError, UnsafeSQLError
 
-__all__ = ["MAX_TREE_DEPTH", "CheckedSQL", "FunctionName", "TableName", "analyze_sql",
-           "check_macro_definition", "check_sql", "check_view_definition"]
+__all__ = ["MAX_TREE_DEPTH", "CheckedSQL", "FunctionName", "TableName",
+           "UnclassifiedFunctionError", "analyze_sql", "check_macro_definition", "check_sql",
+           "check_view_definition"]
 
 MAX_TREE_DEPTH = 500
 """Deepest parse tree (JSON nesting levels) checked; about 160 chained terms such as
@@ -89,13 +90,19 @@ _CALL = re.compile(r"CALL\s+(.+)", re.I | re.S)
 # reads state.
 _SHOW_CATALOG = frozenset({'"tables"', "__show_tables_expanded", '"databases"', '"schemas"'})
 _RULE = (
-    "only one read-only statement per call (SELECT, WITH, DESCRIBE, SHOW, SUMMARIZE, "
+    "only one read-only statement per call (SELECT, WITH, DESCRIBE, SHOW TABLES, SUMMARIZE, "
     "EXPLAIN or a read-only PRAGMA such as table_info) over tables already in the database"
 )
 
 _parser_lock = threading.Lock()  # held only to create a thread's cursor
 _parser: duckdb.DuckDBPyConnection | None = None
 _local = threading.local()
+
+
+class UnclassifiedFunctionError(UnsafeSQLError):
+    """A call to a name the reviewed function table does not know: refused, unless the
+    database defines a macro of that name whose definition passes (the runner retries
+    with the database's macro names, :func:`analyze_sql`'s ``user_functions``)."""
 
 
 @dataclass(frozen=True)
@@ -164,20 +171,30 @@ def check_sql(sql: str) -> str:
     return analyze_sql(sql).sql
 
 
-def analyze_sql(sql: str) -> CheckedSQL:
-    """Like :func:`check_sql`, but also return the statement kind, functions, types and
-    tables."""
-    return _analyze(sql, registered_scans=False)
+def analyze_sql(sql: str, *, user_functions: frozenset[str] = frozenset()) -> CheckedSQL:
+    """Like :func:`check_sql`, but also return the statement kind, functions, types,
+    tables and calls.
+
+    Args:
+        sql: The statement.
+        user_functions: Lower-cased names of the database's own macros and functions.
+            A call to one of these that the reviewed table does not know is let through
+            here; the runner checks the macro's definition against the catalog
+            (:mod:`~d2_notebook.data.definitions`).
+    """
+    return _analyze(sql, registered_scans=False, user_functions=user_functions)
 
 
 @lru_cache(maxsize=512)
-def check_view_definition(create_sql: str, *, registered: bool = False) -> CheckedSQL:
+def check_view_definition(create_sql: str, *, registered: bool = False,
+                          user_functions: frozenset[str] = frozenset()) -> CheckedSQL:
     """Check the query of a view from its ``CREATE VIEW ... AS <query>`` text.
 
     Args:
         create_sql: The ``sql`` column of ``duckdb_views()``.
         registered: True for a temporary view of the user's own connection, which may
             scan a registered DataFrame or Arrow table (``pandas_scan()``).
+        user_functions: As for :func:`analyze_sql`.
 
     Raises:
         UnsafeSQLError: The view's query would be refused, or the text is not a view.
@@ -185,24 +202,28 @@ def check_view_definition(create_sql: str, *, registered: bool = False) -> Check
     query = _view_query(create_sql)
     if query is None:
         _refuse("a view's definition could not be read", "query the tables it reads directly")
-    return _analyze(query, registered_scans=registered)
+    return _analyze(query, registered_scans=registered, user_functions=user_functions)
 
 
 @lru_cache(maxsize=512)
-def check_macro_definition(definition: str, *, table: bool) -> CheckedSQL:
+def check_macro_definition(definition: str, *, table: bool,
+                           user_functions: frozenset[str] = frozenset()) -> CheckedSQL:
     """Check the body of a database macro (``duckdb_functions().macro_definition``).
 
     Args:
         definition: The macro's expression, or its query for a table macro.
         table: True for a table macro.
+        user_functions: As for :func:`analyze_sql`.
 
     Raises:
         UnsafeSQLError: The body would be refused as agent SQL.
     """
-    return _analyze(definition if table else f"SELECT {definition}", registered_scans=False)
+    return _analyze(definition if table else f"SELECT {definition}", registered_scans=False,
+                    user_functions=user_functions)
 
 
-def _analyze(sql: str, *, registered_scans: bool) -> CheckedSQL:
+def _analyze(sql: str, *, registered_scans: bool,
+             user_functions: frozenset[str] = frozenset()) -> CheckedSQL:
     if not isinstance(sql, str) or not sql.strip():
         _refuse("the statement is empty", "send one SELECT statement")
     exceeded = measure(sql)
@@ -217,10 +238,10 @@ def _analyze(sql: str, *, registered_scans: bool) -> CheckedSQL:
     kind = _statement_type(statements[0])
     text = _normalize(statements[0].query)
     if kind == "SELECT":
-        return _check_tree(text, registered_scans)
+        return _check_tree(text, registered_scans, user_functions)
     if kind == "EXPLAIN":
         match = _EXPLAIN.fullmatch(text)
-        inner = analyze_sql(match.group(1)) if match else None
+        inner = analyze_sql(match.group(1), user_functions=user_functions) if match else None
         if inner is None or inner.kind != "SELECT":
             _refuse("EXPLAIN may only wrap a SELECT", "EXPLAIN the SELECT alone")
         return CheckedSQL(text, "EXPLAIN", inner.functions, inner.types, inner.tables,
@@ -231,7 +252,7 @@ def _analyze(sql: str, *, registered_scans: bool) -> CheckedSQL:
         match = _CALL.fullmatch(text)
         if not match:
             _refuse("CHECKPOINT writes the database file", "query tables with SELECT")
-        inner = analyze_sql(f"SELECT * FROM {match.group(1)}")
+        inner = analyze_sql(f"SELECT * FROM {match.group(1)}", user_functions=user_functions)
         if inner.kind != "SELECT":
             _refuse("CALL may only call a read-only table function", "use SELECT")
         return inner
@@ -253,7 +274,11 @@ def _check_pragma(text: str) -> CheckedSQL:
 
 
 def _refuse(reason: str, fix: str) -> NoReturn:
-    raise UnsafeSQLError(f"SQL refused: {reason}. The SQL tool runs {_RULE}; {fix}.")
+    raise UnsafeSQLError(_refusal_text(reason, fix))
+
+
+def _refusal_text(reason: str, fix: str) -> str:
+    return f"SQL refused: {reason}. The SQL tool runs {_RULE}; {fix}."
 
 
 def _parser_connection() -> duckdb.DuckDBPyConnection:
@@ -348,7 +373,8 @@ def _json_depth(document: str) -> int:
     return deepest
 
 
-def _check_tree(text: str, registered_scans: bool) -> CheckedSQL:
+def _check_tree(text: str, registered_scans: bool,
+                user_functions: frozenset[str] = frozenset()) -> CheckedSQL:
     functions: set[str] = set()
     types: set[str] = set()
     tables: set[TableName] = set()
@@ -363,11 +389,11 @@ def _check_tree(text: str, registered_scans: bool) -> CheckedSQL:
             continue
         children = node
         if "class" in node:
-            _check_expression(node, functions, types, calls)
+            _check_expression(node, functions, types, calls, user_functions)
         elif "modifiers" in node and node.get("type") not in _QUERY_NODES:
             _refuse(f"a {node.get('type')} inside the query would change data", "use SELECT only")
         elif "alias" in node and "sample" in node:
-            _check_table_ref(node, tables, calls, registered_scans)
+            _check_table_ref(node, tables, calls, registered_scans, user_functions)
             if node.get("type") == "TABLE_FUNCTION":  # its call is checked as a table use
                 function = node.get("function") or {}
                 children = {**node, "function": None, "arguments": function.get("arguments")}
@@ -382,7 +408,7 @@ def _call_of(function: dict, *, table: bool) -> FunctionName:
 
 
 def _check_expression(node: dict, functions: set[str], types: set[str],
-                      calls: set[FunctionName]) -> None:
+                      calls: set[FunctionName], user_functions: frozenset[str]) -> None:
     if node["class"] == "TYPE" and node.get("type_name"):
         types.add(str(node["type_name"]).lower())
     name = node.get("function_name")
@@ -391,7 +417,7 @@ def _check_expression(node: dict, functions: set[str], types: set[str],
     name = name.lower()
     functions.add(name)
     calls.add(_call_of(node, table=False))
-    _refuse_function(name, FunctionUse.EXPRESSION)
+    _refuse_function(name, FunctionUse.EXPRESSION, user_functions)
     arguments = node.get("arguments") or []
     _check_size(name, arguments, table=False)
     message = _ERROR_MESSAGE_ARGUMENT.get(name)
@@ -411,14 +437,18 @@ def _check_size(name: str, arguments: list, *, table: bool) -> None:
         _refuse(*problem)
 
 
-def _refuse_function(name: str, use: FunctionUse) -> None:
+def _refuse_function(name: str, use: FunctionUse,
+                     user_functions: frozenset[str] = frozenset()) -> None:
     refusal = classify(name, use)
-    if refusal is None:
+    if refusal is None or (refusal is Refusal.UNCLASSIFIED and name in user_functions):
         return
     where = "table function" if use is FunctionUse.TABLE else "function"
-    fix = ("use a built-in function of DuckDB's core" if refusal is Refusal.UNCLASSIFIED
-           else "remove it; query the database's tables")
-    _refuse(f"{where} {name}() is refused because {refusal.value}", fix)
+    if refusal is Refusal.UNCLASSIFIED:
+        raise UnclassifiedFunctionError(_refusal_text(
+            f"{where} {name}() is refused because {refusal.value}",
+            "use a built-in function of DuckDB's core"))
+    _refuse(f"{where} {name}() is refused because {refusal.value}",
+            "remove it; query the database's tables")
 
 
 def _string_argument(arguments: list, position: int) -> str | None:
@@ -471,7 +501,7 @@ def _structure_types(name: str, arguments: list) -> set[str]:
 
 
 def _check_table_ref(ref: dict, tables: set[TableName], calls: set[FunctionName],
-                     registered_scans: bool) -> None:
+                     registered_scans: bool, user_functions: frozenset[str]) -> None:
     kind = ref.get("type")
     if kind not in _TABLE_REFS:
         _refuse(f"table reference of kind {kind} cannot be verified", "select from tables")
@@ -495,7 +525,7 @@ def _check_table_ref(ref: dict, tables: set[TableName], calls: set[FunctionName]
                     "call a table function by its name")
         if registered_scans and name in _REGISTERED_SCANS and not function.get("arguments"):
             return  # the user's registered DataFrame or Arrow table
-        _refuse_function(name, FunctionUse.TABLE)
+        _refuse_function(name, FunctionUse.TABLE, user_functions)
         calls.add(_call_of(function, table=True))
         _check_size(name, function.get("arguments") or [], table=True)
 
