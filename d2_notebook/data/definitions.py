@@ -10,6 +10,9 @@ to are looked up in the connection's catalog and their definitions checked like 
 SQL, recursively (a view calling a macro reading a view ...). A name matches every
 object it could denote (any schema for a bare name), so a refusal may be conservative,
 never lax; a call qualified as ``system.main.name`` is DuckDB's own and matches none.
+SHOW, DESCRIBE, SUMMARIZE and PRAGMA are rewritten by DuckDB into SQL that calls
+built-in functions by plain name (``min``, ``first``, ``duckdb_tables`` ...), so for
+them every database macro named like a built-in function is checked.
 
 The catalog queries here call no function a database could shadow: every table
 function is qualified as ``system.main.name``.
@@ -22,6 +25,7 @@ from dataclasses import dataclass
 
 import duckdb
 
+from d2_notebook.data.function_policy import FunctionUse, Refusal, classify
 from d2_notebook.data.sql_guard import (
     CheckedSQL,
     FunctionName,
@@ -80,7 +84,7 @@ class DefinitionCheck:
 
     def check(self, con: duckdb.DuckDBPyConnection, tables: frozenset[TableName],
               calls: frozenset[FunctionName] = frozenset(),
-              macros: list[Macro] | None = None) -> None:
+              macros: list[Macro] | None = None, *, rewritten: bool = False) -> None:
         """Refuse a statement that reaches a view or macro the guard would refuse.
 
         Args:
@@ -88,13 +92,15 @@ class DefinitionCheck:
             tables: The table and view names it reads.
             calls: The function calls it makes.
             macros: The connection's macros if already read (:func:`read_macros`).
+            rewritten: The statement is one DuckDB rewrites into its own SQL
+                (:attr:`~d2_notebook.data.sql_guard.CheckedSQL.rewritten`).
 
         Raises:
             UnsafeSQLError: A view or macro it reaches wraps something the SQL tool may
                 not run (the message names the object).
         """
         calls = frozenset(c for c in calls if not c.builtin)
-        if not tables and not calls:
+        if not tables and not calls and not rewritten:
             return
         with self._lock:
             if self._system is None:
@@ -105,6 +111,8 @@ class DefinitionCheck:
             by_name.setdefault(macro.name, []).append(macro)
         names = frozenset(by_name)
         pending: list[TableName | FunctionName] = [*tables, *calls]
+        if rewritten:
+            pending.extend(FunctionName("", "", name) for name in names if _builtin_name(name))
         seen: set[tuple[str, ...]] = set()
         while pending:
             wanted = pending.pop()
@@ -129,6 +137,11 @@ class DefinitionCheck:
                 seen.add(key)
                 found = _checked_view(view, names)
                 pending.extend((*found.tables, *(c for c in found.calls if not c.builtin)))
+
+
+def _builtin_name(name: str) -> bool:
+    """Whether DuckDB itself has a function of this name (the reviewed table knows it)."""
+    return any(classify(name, use) is not Refusal.UNCLASSIFIED for use in FunctionUse)
 
 
 def _by_name(rows: list[_View]) -> dict[str, list[_View]]:

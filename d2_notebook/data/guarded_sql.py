@@ -182,6 +182,7 @@ class GuardedSQL:
             types=checked.types,
             tables=checked.tables,
             calls=checked.calls,
+            rewritten=checked.rewritten,
         )
 
     async def arun(
@@ -307,6 +308,7 @@ class GuardedSQL:
         types: frozenset[str] = frozenset(),
         tables: frozenset[TableName] = frozenset(),
         calls: frozenset[FunctionName] = frozenset(),
+        rewritten: bool = False,
     ) -> QueryResult:
         with self._session() as con:
             start = time.perf_counter()
@@ -315,8 +317,9 @@ class GuardedSQL:
                 with watchdog, extensions_off(con, user_connection=not self._owned):
                     self._require_functions(con, functions)
                     self._require_types(con, types)
-                    if tables or any(not c.builtin for c in calls):
-                        self._definitions.check(con, tables, calls, self._macros(con))
+                    if tables or rewritten or any(not c.builtin for c in calls):
+                        self._definitions.check(con, tables, calls, self._macros(con),
+                                                rewritten=rewritten)
                     con.execute(sql)
                     frame, truncated = fetch_capped(con, max_rows)
                     row_count: int | None = len(frame)

@@ -150,6 +150,9 @@ class CheckedSQL:
             literals and the element/field types nested in them).
         tables: Every table or view name the statement reads (to resolve views).
         calls: Every function call as written, qualifiers kept (to resolve macros).
+        rewritten: True when DuckDB rewrites the statement into SQL of its own that
+            calls built-in functions by plain name (SHOW, DESCRIBE, SUMMARIZE, PRAGMA):
+            a database macro shadowing any built-in name may run.
     """
 
     sql: str
@@ -158,6 +161,7 @@ class CheckedSQL:
     types: frozenset[str] = frozenset()
     tables: frozenset[TableName] = frozenset()
     calls: frozenset[FunctionName] = frozenset()
+    rewritten: bool = False
 
 
 def check_sql(sql: str) -> str:
@@ -245,7 +249,7 @@ def _analyze(sql: str, *, registered_scans: bool,
         if inner is None or inner.kind != "SELECT":
             _refuse("EXPLAIN may only wrap a SELECT", "EXPLAIN the SELECT alone")
         return CheckedSQL(text, "EXPLAIN", inner.functions, inner.types, inner.tables,
-                          inner.calls)
+                          inner.calls, inner.rewritten)
     if kind == "PRAGMA" and _PRAGMA_NAME.match(text):
         return _check_pragma(text)
     if kind == "CALL":
@@ -270,7 +274,7 @@ def _check_pragma(text: str) -> CheckedSQL:
     if not match or "=" in text:
         _refuse(f"PRAGMA {name} takes at most one string argument here (no assignment)",
                 f"write PRAGMA {name} or PRAGMA {name}('name')")
-    return CheckedSQL(text, "PRAGMA", frozenset())
+    return CheckedSQL(text, "PRAGMA", frozenset(), rewritten=True)
 
 
 def _refuse(reason: str, fix: str) -> NoReturn:
@@ -379,6 +383,7 @@ def _check_tree(text: str, registered_scans: bool,
     types: set[str] = set()
     tables: set[TableName] = set()
     calls: set[FunctionName] = set()
+    rewritten = False
     pending: list[object] = [_serialize(text)]
     while pending:  # iterative: a deep tree cannot exhaust the stack
         node = pending.pop()
@@ -394,12 +399,13 @@ def _check_tree(text: str, registered_scans: bool,
             _refuse(f"a {node.get('type')} inside the query would change data", "use SELECT only")
         elif "alias" in node and "sample" in node:
             _check_table_ref(node, tables, calls, registered_scans, user_functions)
+            rewritten = rewritten or node.get("type") == "SHOW_REF"
             if node.get("type") == "TABLE_FUNCTION":  # its call is checked as a table use
                 function = node.get("function") or {}
                 children = {**node, "function": None, "arguments": function.get("arguments")}
         pending.extend(v for v in children.values() if isinstance(v, dict | list))
     return CheckedSQL(text, "SELECT", frozenset(functions), frozenset(types), frozenset(tables),
-                      frozenset(calls))
+                      frozenset(calls), rewritten)
 
 
 def _call_of(function: dict, *, table: bool) -> FunctionName:
