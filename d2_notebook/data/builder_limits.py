@@ -5,16 +5,20 @@ allocate their whole result inside one function call: DuckDB's memory manager do
 bound that memory and the time limit cannot interrupt the call, so one short statement
 could take gigabytes and minutes. Their size arguments are therefore read from the
 parse tree before anything runs: they must be integer constants (possibly cast) within
-:data:`BUILDER_LIMITS`, and a refusal names the limit. Table functions (``FROM
-range(n)``) stream their rows and are interruptible, so they get a higher cap; temporal
-ranges (dates and timestamps with an interval step) are allowed as tables only.
+:data:`BUILDER_LIMITS`, and a refusal names the limit. Because builders nest (a lambda
+over ``range(n)`` returning ``range(m)``) and DuckDB evaluates 2,048 rows at a time, the
+*product* of every builder's size in one statement is capped, not each alone. Table
+functions (``FROM range(n)``) stream their rows and are interruptible, so they get a
+separate, higher cap; temporal ranges (dates and timestamps with an interval step) are
+allowed as tables only. The quadratic string distances (``levenshtein``,
+``damerau_levenshtein``, ...) take columns and literals only, never a built string.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 
-__all__ = ["BUILDER_LIMITS", "BuilderLimits", "check_builder"]
+__all__ = ["BUILDER_LIMITS", "BuilderLimits", "builder_size", "check_builder"]
 
 
 @dataclass(frozen=True)
@@ -23,17 +27,20 @@ class BuilderLimits:
 
     Attributes:
         list_elements: Elements of a list built by ``range``/``generate_series`` (as a
-            scalar), ``list_resize`` or ``repeat`` of a list.
+            scalar), ``list_resize`` or ``repeat`` of a list; also the product of all
+            builders' sizes in one statement.
         string_chars: Characters of a string built by ``repeat``, ``lpad`` or ``rpad``.
         table_rows: Rows of ``FROM range(...)`` / ``FROM generate_series(...)``.
         unknown_width: Assumed characters (or elements) of a non-constant value that
             ``repeat`` multiplies.
+        distance_literal_chars: Longest literal a quadratic string distance compares.
     """
 
-    list_elements: int = 1_000_000
-    string_chars: int = 1_000_000
+    list_elements: int = 10_000
+    string_chars: int = 10_000
     table_rows: int = 10_000_000
     unknown_width: int = 100
+    distance_literal_chars: int = 1_000
 
 
 BUILDER_LIMITS = BuilderLimits()
@@ -42,6 +49,34 @@ _RANGES = frozenset({"range", "generate_series"})
 _RESIZES = frozenset({"list_resize", "array_resize"})
 _PADS = frozenset({"lpad", "rpad"})
 _TEMPORAL = frozenset({"DATE", "TIMESTAMP", "TIMESTAMPTZ", "TIMESTAMP WITH TIME ZONE"})
+_QUADRATIC_DISTANCES = frozenset({
+    "levenshtein", "editdist3", "damerau_levenshtein", "jaro_similarity",
+    "jaro_winkler_similarity",
+})  # fmt: skip
+_PLAIN_TEXT_FUNCTIONS = frozenset({"lower", "upper", "lcase", "ucase", "trim", "ltrim",
+                                   "rtrim", "strip_accents", "nfc_normalize"})
+
+
+def builder_size(name: str, arguments: list, *, table: bool,
+                 limits: BuilderLimits = BUILDER_LIMITS) -> int:
+    """Elements or characters the call builds (1 for anything that is not a builder, and
+    for table functions, which are capped on their own). Call after
+    :func:`check_builder` passed."""
+    if table:
+        return 1
+    expressions = [a.get("expression") if isinstance(a, dict) else None for a in arguments]
+    if name in _RANGES:
+        numbers = [_integer(e) for e in expressions]
+        if expressions and all(n is not None for n in numbers):
+            return max(1, _range_count(numbers, inclusive=name == "generate_series"))  # type: ignore[arg-type]
+        return 1
+    if name == "repeat" and len(expressions) == 2:
+        width = _constant_width(expressions[0])
+        times = _integer(expressions[1]) or 0
+        return max(1, times * (limits.unknown_width if width is None else max(width, 1)))
+    if (name in _RESIZES or name in _PADS) and len(expressions) >= 2:
+        return max(1, _integer(expressions[1]) or 0)
+    return 1
 
 
 def check_builder(name: str, arguments: list, *, table: bool,
@@ -58,6 +93,8 @@ def check_builder(name: str, arguments: list, *, table: bool,
         return _check_range(name, expressions, table, limits)
     if table:
         return None
+    if name in _QUADRATIC_DISTANCES:
+        return _check_distance(name, expressions, limits)
     if name == "repeat" and len(expressions) == 2:
         return _check_repeat(expressions, limits)
     if name in _RESIZES and len(expressions) >= 2:
@@ -122,6 +159,35 @@ def _check_size(name: str, expression: object, cap: int, unit: str) -> tuple[str
     if size > cap:
         return (f"{name}() would make {size:,} {unit} and the limit is {cap:,}",
                 "use a smaller size")
+    return None
+
+
+def _check_distance(name: str, expressions: list,
+                    limits: BuilderLimits) -> tuple[str, str] | None:
+    """Columns, short literals, casts and case/trim functions of those only."""
+    pending = list(expressions)
+    while pending:
+        item = pending.pop()
+        if not isinstance(item, dict):
+            continue
+        kind = item.get("class")
+        if kind == "COLUMN_REF":
+            continue
+        if kind == "CONSTANT":
+            text = str((item.get("literal") or {}).get("text", ""))
+            if len(text) <= limits.distance_literal_chars:
+                continue
+        elif kind == "CAST":
+            pending.append(item.get("child"))
+            continue
+        elif kind == "FUNCTION" and item.get("function_name") in _PLAIN_TEXT_FUNCTIONS:
+            pending.extend(a.get("expression") for a in item.get("arguments") or []
+                           if isinstance(a, dict))
+            continue
+        return (f"{name}() takes time and memory that grow with the product of its inputs' "
+                f"lengths; it may compare columns and literals of at most "
+                f"{limits.distance_literal_chars:,} characters only",
+                f"call {name}() on columns (optionally lower()/trim()) or short literals")
     return None
 
 

@@ -52,7 +52,7 @@ from typing import NoReturn
 
 import duckdb
 
-from d2_notebook.data.builder_limits import check_builder
+from d2_notebook.data.builder_limits import BUILDER_LIMITS, builder_size, check_builder
 from d2_notebook.data.function_policy import FunctionUse, Refusal, classify
 from d2_notebook.data.statement_bounds import measure
 from d2_notebook.data.statement_reasons import refusal_for_type
@@ -384,6 +384,7 @@ def _check_tree(text: str, registered_scans: bool,
     tables: set[TableName] = set()
     calls: set[FunctionName] = set()
     rewritten = False
+    built = [1]  # product of every builder's size in the statement
     pending: list[object] = [_serialize(text)]
     while pending:  # iterative: a deep tree cannot exhaust the stack
         node = pending.pop()
@@ -394,7 +395,7 @@ def _check_tree(text: str, registered_scans: bool,
             continue
         children = node
         if "class" in node:
-            _check_expression(node, functions, types, calls, user_functions)
+            _check_expression(node, functions, types, calls, user_functions, built)
         elif "modifiers" in node and node.get("type") not in _QUERY_NODES:
             _refuse(f"a {node.get('type')} inside the query would change data", "use SELECT only")
         elif "alias" in node and "sample" in node:
@@ -414,7 +415,8 @@ def _call_of(function: dict, *, table: bool) -> FunctionName:
 
 
 def _check_expression(node: dict, functions: set[str], types: set[str],
-                      calls: set[FunctionName], user_functions: frozenset[str]) -> None:
+                      calls: set[FunctionName], user_functions: frozenset[str],
+                      built: list[int]) -> None:
     if node["class"] == "TYPE" and node.get("type_name"):
         types.add(str(node["type_name"]).lower())
     name = node.get("function_name")
@@ -426,6 +428,11 @@ def _check_expression(node: dict, functions: set[str], types: set[str],
     _refuse_function(name, FunctionUse.EXPRESSION, user_functions)
     arguments = node.get("arguments") or []
     _check_size(name, arguments, table=False)
+    built[0] *= builder_size(name, arguments, table=False)
+    if built[0] > BUILDER_LIMITS.list_elements:
+        _refuse(f"the list and string builders of the statement (range, repeat, lpad, ...) "
+                f"together make more than {BUILDER_LIMITS.list_elements:,} elements per row "
+                "(their sizes multiply)", "use smaller sizes or FROM range(...) as a table")
     message = _ERROR_MESSAGE_ARGUMENT.get(name)
     if (message is not None and len(arguments) > message
             and _string_argument(arguments, message) is None):
