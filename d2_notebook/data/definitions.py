@@ -8,8 +8,10 @@ a table macro ``range(n)``, and DuckDB resolves a plain ``upper('a')`` to it. Be
 statement runs, every view it may name and every database macro its calls may resolve
 to are looked up in the connection's catalog and their definitions checked like agent
 SQL, recursively (a view calling a macro reading a view ...). A name matches every
-object it could denote (any schema for a bare name), so a refusal may be conservative,
-never lax; a call qualified as ``system.main.name`` is DuckDB's own and matches none.
+object it could denote (any schema for a bare table name; any schema for every function
+name, since ``t.col.upper()`` is the method-call form of ``upper(t.col)``), so a refusal
+may be conservative, never lax; a call qualified as ``system.main.name`` is DuckDB's own
+and matches none.
 SHOW, DESCRIBE, SUMMARIZE and PRAGMA are rewritten by DuckDB into SQL that calls
 built-in functions by plain name (``min``, ``first``, ``duckdb_tables`` ...), so for
 them every database macro named like a built-in function is checked.
@@ -120,8 +122,7 @@ class DefinitionCheck:
                 for macro in by_name.get(wanted.name, ()):
                     key = ("macro", macro.database, macro.schema, macro.name,
                            macro.definition or "")
-                    if key in seen or not _may_denote(wanted.catalog, wanted.schema,
-                                                      macro.database, macro.schema):
+                    if key in seen:  # any schema: x.y.f() may be f(x.y), a method call
                         continue
                     seen.add(key)
                     found = _checked_macro(macro, names)

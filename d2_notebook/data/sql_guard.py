@@ -431,8 +431,9 @@ def _check_expression(node: dict, functions: set[str], types: set[str],
     built[0] *= builder_size(name, arguments, table=False)
     if built[0] > BUILDER_LIMITS.list_elements:
         _refuse(f"the list and string builders of the statement (range, repeat, lpad, ...) "
-                f"together make more than {BUILDER_LIMITS.list_elements:,} elements per row "
-                "(their sizes multiply)", "use smaller sizes or FROM range(...) as a table")
+                f"make {built[0]:,} elements per row together (their sizes multiply) and the "
+                f"limit is {BUILDER_LIMITS.list_elements:,}",
+                "use smaller sizes or FROM range(...) as a table")
     message = _ERROR_MESSAGE_ARGUMENT.get(name)
     if (message is not None and len(arguments) > message
             and _string_argument(arguments, message) is None):
