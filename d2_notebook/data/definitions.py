@@ -23,6 +23,7 @@ function is qualified as ``system.main.name``.
 from __future__ import annotations
 
 import threading
+from collections.abc import Callable
 from dataclasses import dataclass
 
 import duckdb
@@ -86,14 +87,17 @@ class DefinitionCheck:
 
     def check(self, con: duckdb.DuckDBPyConnection, tables: frozenset[TableName],
               calls: frozenset[FunctionName] = frozenset(),
-              macros: list[Macro] | None = None, *, rewritten: bool = False) -> None:
+              macros: Callable[[], list[Macro]] | None = None, *,
+              rewritten: bool = False) -> None:
         """Refuse a statement that reaches a view or macro the guard would refuse.
 
         Args:
             con: The connection the statement will run on.
             tables: The table and view names it reads.
             calls: The function calls it makes.
-            macros: The connection's macros if already read (:func:`read_macros`).
+            macros: Gives the connection's macros (default :func:`read_macros`); called
+                only when a call or a view is to be resolved (reading them costs a
+                scan of every function DuckDB knows).
             rewritten: The statement is one DuckDB rewrites into its own SQL
                 (:attr:`~d2_notebook.data.sql_guard.CheckedSQL.rewritten`).
 
@@ -108,24 +112,30 @@ class DefinitionCheck:
             if self._system is None:
                 self._system = _by_name(con.execute(_VIEWS_SQL.format("")).fetchall())
         user = _by_name(con.execute(_VIEWS_SQL.format("NOT")).fetchall())
-        by_name: dict[str, list[Macro]] = {}
-        for macro in read_macros(con) if macros is None else macros:
-            by_name.setdefault(macro.name, []).append(macro)
-        names = frozenset(by_name)
+        found_macros: dict[str, list[Macro]] | None = None
+
+        def by_name() -> dict[str, list[Macro]]:
+            nonlocal found_macros
+            if found_macros is None:
+                found_macros = {}
+                for macro in read_macros(con) if macros is None else macros():
+                    found_macros.setdefault(macro.name, []).append(macro)
+            return found_macros
+
         pending: list[TableName | FunctionName] = [*tables, *calls]
         if rewritten:
-            pending.extend(FunctionName("", "", name) for name in names if _builtin_name(name))
+            pending.extend(FunctionName("", "", n) for n in by_name() if _builtin_name(n))
         seen: set[tuple[str, ...]] = set()
         while pending:
             wanted = pending.pop()
             if isinstance(wanted, FunctionName):
-                for macro in by_name.get(wanted.name, ()):
+                for macro in by_name().get(wanted.name, ()):
                     key = ("macro", macro.database, macro.schema, macro.name,
                            macro.definition or "")
                     if key in seen:  # any schema: x.y.f() may be f(x.y), a method call
                         continue
                     seen.add(key)
-                    found = _checked_macro(macro, names)
+                    found = _checked_macro(macro, frozenset(by_name()))
                     pending.extend((*found.tables, *(c for c in found.calls if not c.builtin)))
                 continue
             for view in (*self._system.get(wanted.name.lower(), ()),
@@ -136,7 +146,7 @@ class DefinitionCheck:
                                                   schema_name):
                     continue
                 seen.add(key)
-                found = _checked_view(view, names)
+                found = _checked_view(view, frozenset(by_name()))
                 pending.extend((*found.tables, *(c for c in found.calls if not c.builtin)))
 
 

@@ -250,7 +250,7 @@ class GuardedSQL:
                 try:
                     self._definitions.check(
                         con, frozenset({TableName(info.database, info.schema, info.table)}),
-                        macros=self._macros(con))
+                        macros=lambda: self._macros(con))
                 except UnsafeSQLError as exc:
                     refusals[info.ref] = str(exc).removeprefix("SQL refused: ")
         return [dataclasses.replace(i, unreadable=refusals[i.ref]) if i.ref in refusals else i
@@ -318,8 +318,8 @@ class GuardedSQL:
                     self._require_functions(con, functions)
                     self._require_types(con, types)
                     if tables or rewritten or any(not c.builtin for c in calls):
-                        self._definitions.check(con, tables, calls, self._macros(con),
-                                                rewritten=rewritten)
+                        self._definitions.check(con, tables, calls,
+                                                lambda: self._macros(con), rewritten=rewritten)
                     con.execute(sql)
                     frame, truncated = fetch_capped(con, max_rows)
                     row_count: int | None = len(frame)
