@@ -290,6 +290,7 @@ def test_show_of_a_table_points_to_describe(user_guard: GuardedSQL) -> None:
     assert len(user_guard.run("SHOW ALL TABLES").frame) >= 1
     assert len(user_guard.run("SUMMARIZE patients").frame) == 3
     assert len(user_guard.run("SHOW DATABASES").frame) >= 1
+    assert "patients" in set(user_guard.run("SHOW TABLES FROM main").frame["name"])
 
 
 def test_macros_whose_definitions_pass_are_allowed(shadow_guard: GuardedSQL) -> None:

@@ -14,7 +14,9 @@ may be conservative, never lax; a call qualified as ``system.main.name`` is Duck
 and matches none.
 SHOW, DESCRIBE, SUMMARIZE and PRAGMA are rewritten by DuckDB into SQL that calls
 built-in functions by plain name (``min``, ``first``, ``duckdb_tables`` ...), so for
-them every database macro named like a built-in function is checked.
+them every database macro named like a built-in function is checked. (A macro's
+parameter defaults are not in its definition, but DuckDB folds them to constants when
+the macro is created, so they cannot read anything at run time.)
 
 The catalog queries here call no function a database could shadow: every table
 function is qualified as ``system.main.name``.

@@ -442,7 +442,7 @@ def _check_expression(node: dict, functions: set[str], types: set[str],
     if name in _JSON_STRUCTURE_FUNCTIONS:
         types.update(_structure_types(name, arguments))
     if name in _AGGREGATE_BY_NAME:
-        _check_named_aggregate(name, arguments)
+        calls.add(FunctionName("", "", _check_named_aggregate(name, arguments)))
 
 
 def _check_size(name: str, arguments: list, *, table: bool) -> None:
@@ -475,13 +475,15 @@ def _string_argument(arguments: list, position: int) -> str | None:
     return str(literal.get("text", ""))
 
 
-def _check_named_aggregate(name: str, arguments: list) -> None:
-    """``list_aggr(l, 'sum')`` names a function by string: it must be a literal, allowed."""
+def _check_named_aggregate(name: str, arguments: list) -> str:
+    """``list_aggr(l, 'sum')`` names a function by string: it must be a literal, allowed.
+    Returns the lower-cased name (resolved against the database's macros too)."""
     named = _string_argument(arguments, 1)
     if named is None:
         _refuse(f"the function name given to {name}() must be a string literal",
                 f"write e.g. {name}(l, 'sum')")
     _refuse_function(named.lower(), FunctionUse.EXPRESSION)
+    return named.lower()
 
 
 def _structure_types(name: str, arguments: list) -> set[str]:
@@ -556,6 +558,8 @@ def _check_show(ref: dict, tables: set[TableName]) -> None:
         if name.lower() not in _SHOW_CATALOG:
             _refuse(f"SHOW {name.strip(chr(34)).upper()} reads variables or settings, not "
                     "the catalog", "use SHOW TABLES, SHOW ALL TABLES or DESCRIBE table")
+        return
+    if show_type == "SHOW_FROM":  # SHOW TABLES FROM [catalog.]schema: a catalog listing
         return
     if ref.get("query") is None:
         _refuse(f"SHOW {name} reads the setting of that name when no such table exists",

@@ -142,6 +142,12 @@ SELECT (SELECT upper('a'))
 WITH c AS (SELECT upper('a') AS u) SELECT * FROM c
 SELECT list_transform([1], x -> upper('a'))
 SELECT [upper(x) FOR x IN ['a']]
+SELECT list_aggr(['a'], 'min')
+SELECT min(age) OVER () FROM patients
+SELECT first(name ORDER BY id) FROM patients
+SELECT abs(age) FILTER (WHERE age > 0) FROM patients
+SHOW TABLES FROM main
+SELECT * FROM (SHOW ALL TABLES)
 SELECT count(*) FROM patients
 SELECT min(age) FROM patients
 SUMMARIZE patients
