@@ -27,9 +27,10 @@ import duckdb
 import pytest
 
 from d2_notebook.data import GuardedSQL
+from d2_notebook.data.execution import extensions_off
 from d2_notebook.data.sql_guard import check_sql
 from d2_notebook.data.statement_bounds import LIMITS
-from d2_notebook.errors import QueryFailedError, SQLError, UnsafeSQLError
+from d2_notebook.errors import QueryFailedError, QueryTimeoutError, SQLError, UnsafeSQLError
 
 CORPUS = Path(__file__).parent / "sql_corpus" / "hostile_round3_duckdb.sql"
 SECRET_SETTING = "PLANTED-proxy-pw-31d9"
@@ -322,9 +323,27 @@ def test_extension_settings_restored_on_the_user_connection(
     guard.run("SELECT 1")
     with pytest.raises(QueryFailedError):
         guard.run("SELECT CAST('x' AS INTEGER)")
+    with pytest.raises(QueryTimeoutError):
+        guard.run("SELECT count(*) FROM range(10000000) a, range(10000000) b", timeout_s=0.5)
     settings = con.execute("SELECT current_setting('autoinstall_known_extensions'), "
                            "current_setting('autoload_known_extensions')").fetchall()
     assert settings == [(True, True)]
+    con.close()
+
+
+def test_extension_loading_is_off_while_a_guarded_query_runs(
+        place: Path, repository: _Repository) -> None:
+    """What the guard runs on the user's connection cannot auto-load: inside the block
+    the settings are off, and an extension type fails without asking the repository."""
+    con = _user_connection(place, repository)
+    read = ("SELECT current_setting('autoinstall_known_extensions'), "
+            "current_setting('autoload_known_extensions')")
+    with extensions_off(con, user_connection=True):
+        assert con.execute(read).fetchall() == [(False, False)]
+        with pytest.raises(duckdb.Error):
+            con.execute("SELECT '1.2.3.4'::INET")
+    assert con.execute(read).fetchall() == [(True, True)]
+    assert repository.requests == []
     con.close()
 
 
@@ -404,6 +423,7 @@ _CHILD = textwrap.dedent("""
     resource.setrlimit(resource.RLIMIT_AS, (CAP, CAP))
     import duckdb
     from d2_notebook.data import GuardedSQL
+from d2_notebook.data.execution import extensions_off
     con = duckdb.connect()
     con.execute("SET enable_progress_bar = false")
     guard = GuardedSQL(con, timeout_s=10, max_rows=50_000)

@@ -135,7 +135,10 @@ def extensions_off(con: duckdb.DuckDBPyConnection, *, user_connection: bool) -> 
         yield
     finally:
         for name in changed:
-            con.execute(f"SET {name} = true")
+            try:
+                con.execute(f"SET {name} = true")
+            except duckdb.Error:  # e.g. an interrupt that landed on the SET: once more
+                con.execute(f"SET {name} = true")
 
 
 def fetch_capped(con: duckdb.DuckDBPyConnection, max_rows: int,

@@ -314,7 +314,8 @@ class GuardedSQL:
             start = time.perf_counter()
             watchdog = Watchdog(con, timeout_s)
             try:
-                with watchdog, extensions_off(con, user_connection=not self._owned):
+                # the watchdog is disarmed before the settings are restored
+                with extensions_off(con, user_connection=not self._owned), watchdog:
                     self._require_functions(con, functions)
                     self._require_types(con, types)
                     if tables or rewritten or any(not c.builtin for c in calls):
