@@ -468,3 +468,39 @@ def test_runtime_limits_hold_under_an_address_space_cap() -> None:
         assert "MemoryError" not in text
     by_sql = {sql: text for sql, _, text, _ in outcomes}
     assert "too large" in by_sql["SELECT repeat('x', 10000) AS s FROM range(20000)"]
+
+
+# --- analysis tools: hostile inputs, no value in the error ----------------------------
+
+HOSTILE_PIECES = [
+    "(SELECT * FROM (SHOW http_proxy_password))",
+    "(SELECT list(v)[1] FROM (SHOW temp_directory) t(v))",
+    "(SELECT value FROM (SHOW VARIABLES) LIMIT 1)",
+    "CAST((SELECT * FROM (SHOW http_proxy_password)) AS INTEGER)",
+    "error(p.name)",
+    "upper(p.name)",
+    "p.name.lower()",
+]
+
+
+@pytest.mark.parametrize("piece", HOSTILE_PIECES)
+@pytest.mark.parametrize("tool", ["compare_within", "segment_scan", "trend"])
+def test_analysis_tools_echo_no_value(piece: str, tool: str, user_guard: GuardedSQL,
+                                      shadow_user_guard: GuardedSQL) -> None:
+    from d2_notebook.data.analysis import compare_within, segment_scan, trend
+
+    calls = {
+        "compare_within": lambda g: compare_within(
+            g, source="patients p", metric="avg(p.age)", exposure=piece, value="x"),
+        "segment_scan": lambda g: segment_scan(
+            g, source="patients p", metric="avg(p.age)", dimensions=[piece]),
+        "trend": lambda g: trend(g, source="patients p", metric="avg(p.age)",
+                                 time="DATE '2020-01-01'", where=f"{piece} IS NOT NULL"),
+    }
+    for guard in (user_guard, shadow_user_guard):
+        try:
+            result = calls[tool](guard)
+        except (SQLError, ValueError) as exc:
+            _assert_no_plant(str(exc))
+            continue
+        _assert_no_plant(str(result), data_readable=True)
