@@ -283,6 +283,18 @@ def test_cast_error_hides_the_value_but_binder_errors_keep_names(user_guard: Gua
         user_guard.run("SELECT * FROM patient")
 
 
+def test_binder_errors_hide_macro_defaults(place: Path, repository: _Repository) -> None:
+    """DuckDB folds a macro's parameter defaults to constants at creation and lists them
+    when a call does not match; the error keeps the signature, not the value."""
+    con = _user_connection(place, repository)
+    con.execute("CREATE MACRO keep(x, y := current_setting('http_proxy_password')) AS x")
+    with pytest.raises(QueryFailedError) as info:
+        GuardedSQL(con).run("SELECT keep(1, 2, 3, 4)")
+    assert "keep(x, y := …)" in str(info.value)
+    _assert_no_plant(str(info.value))
+    con.close()
+
+
 def test_show_of_a_table_points_to_describe(user_guard: GuardedSQL) -> None:
     assert "write DESCRIBE patients" in _refused(user_guard, "SHOW patients")
     assert list(user_guard.run("DESCRIBE patients").frame["column_name"]) == [

@@ -26,6 +26,9 @@ _EXTENSION_SETTINGS = ("autoinstall_known_extensions", "autoload_known_extension
 # names and literals the statement itself wrote. Every other error may quote values the
 # query computed.
 _COMPILE_ERRORS = (duckdb.ParserException, duckdb.BinderException, duckdb.CatalogException)
+# A macro's parameter defaults, folded to constants when it was created, are listed in
+# binder errors ("Candidate macros: m(x, y := '<value>')").
+_MACRO_DEFAULT = re.compile(r":=\s*(?:'(?:[^']|'')*'|[^,)\n]+)")
 _QUOTED = re.compile(r"'(?:[^']|'')*'|\"(?:[^\"]|\"\")*\"")
 
 
@@ -184,9 +187,10 @@ def with_hint(exc: duckdb.Error) -> str:
     A run-time error (a failed cast, bad JSON, an overflow) quotes the value that failed,
     which a hostile query could have computed from anything it reached; parse, binder and
     catalog errors quote only what the statement wrote and the catalog's names, and keep
-    them (the agent needs "Did you mean ..." to fix a name).
+    them (the agent needs "Did you mean ..." to fix a name) — except the values of macro
+    parameter defaults a binder error lists, which are always hidden.
     """
-    text = str(exc)
+    text = _MACRO_DEFAULT.sub(":= …", str(exc))
     if not isinstance(exc, _COMPILE_ERRORS):
         text = _QUOTED.sub(lambda m: m.group(0)[0] + "…" + m.group(0)[0], text)
     if "Table with name" in text or ("does not exist" in text and "Table" in text):
