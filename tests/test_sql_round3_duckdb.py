@@ -435,7 +435,6 @@ _CHILD = textwrap.dedent("""
     resource.setrlimit(resource.RLIMIT_AS, (CAP, CAP))
     import duckdb
     from d2_notebook.data import GuardedSQL
-from d2_notebook.data.execution import extensions_off
     con = duckdb.connect()
     con.execute("SET enable_progress_bar = false")
     guard = GuardedSQL(con, timeout_s=10, max_rows=50_000)
