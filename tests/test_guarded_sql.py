@@ -41,7 +41,7 @@ INSERT INTO treatments VALUES (1, 'A', 'recovered', 1.5), (2, 'B', 'died', 2.0),
 CREATE VIEW old_patients AS SELECT * FROM patients WHERE age > 60;
 CREATE SEQUENCE seq;
 """
-SLOW = "SELECT count(*) FROM range(100000000) a, range(100000) b"
+SLOW = "SELECT count(*) FROM range(10000000) a, range(10000000) b"
 
 
 @pytest.fixture

@@ -1,20 +1,39 @@
-"""Low-level execution helpers for GuardedSQL: timeout watchdog, capped fetch, hints."""
+"""Low-level execution helpers for GuardedSQL: timeout watchdog, capped fetch, extension
+auto-loading off, error text without the values it quotes."""
 
 from __future__ import annotations
 
 import heapq
 import itertools
 import math
+import re
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 
 import duckdb
 import pandas as pd
 
-__all__ = ["Watchdog", "count_rows", "fetch_capped", "with_hint"]
+__all__ = ["RESULT_BYTE_LIMIT", "ResultTooLargeError", "Watchdog", "count_rows",
+           "extensions_off", "fetch_capped", "with_hint"]
 
 _VECTOR_ROWS = 2048
+RESULT_BYTE_LIMIT = 100_000_000
+"""Bytes a kept result may take in memory (as a DataFrame); larger results fail cleanly."""
+_EXTENSION_SETTINGS = ("autoinstall_known_extensions", "autoload_known_extensions")
+# Errors raised before anything runs (parsing, binding names): their quoted parts are
+# names and literals the statement itself wrote. Every other error may quote values the
+# query computed.
+_COMPILE_ERRORS = (duckdb.ParserException, duckdb.BinderException, duckdb.CatalogException)
+# A macro's parameter defaults, folded to constants when it was created, are listed in
+# binder errors ("Candidate macros: m(x, y := '<value>')").
+_MACRO_DEFAULT = re.compile(r":=\s*(?:'(?:[^']|'')*'|[^,)\n]+)")
+_QUOTED = re.compile(r"'(?:[^']|'')*'|\"(?:[^\"]|\"\")*\"")
+
+
+class ResultTooLargeError(Exception):
+    """A result passed :data:`RESULT_BYTE_LIMIT` while it was fetched."""
 
 
 class _Deadlines:
@@ -98,17 +117,52 @@ class Watchdog:
             _DEADLINES.cancel(self._handle)
 
 
-def fetch_capped(con: duckdb.DuckDBPyConnection, max_rows: int) -> tuple[pd.DataFrame, bool]:
-    """Fetch at most ``max_rows + 1`` rows of the open result as a DataFrame."""
-    vectors = max(1, math.ceil((max_rows + 1) / _VECTOR_ROWS))
+@contextmanager
+def extensions_off(con: duckdb.DuckDBPyConnection, *, user_connection: bool) -> Iterator[None]:
+    """Switch extension auto-install and auto-load off while the block runs.
+
+    Both settings are global in DuckDB, so on the user's connection they are read, set
+    off, and restored to the user's values afterwards (also after an error). A
+    connection GuardedSQL opened itself has them off from the start.
+    """
+    if not user_connection:
+        yield
+        return
+    reads = ", ".join(f"system.main.current_setting('{n}')" for n in _EXTENSION_SETTINGS)
+    before = dict(zip(_EXTENSION_SETTINGS, con.execute(f"SELECT {reads}").fetchall()[0],
+                      strict=True))
+    changed = [name for name, value in before.items() if value]
+    for name in changed:
+        con.execute(f"SET {name} = false")
+    try:
+        yield
+    finally:
+        for name in changed:
+            try:
+                con.execute(f"SET {name} = true")
+            except duckdb.Error:  # e.g. an interrupt that landed on the SET: once more
+                con.execute(f"SET {name} = true")
+
+
+def fetch_capped(con: duckdb.DuckDBPyConnection, max_rows: int,
+                 max_bytes: int = RESULT_BYTE_LIMIT) -> tuple[pd.DataFrame, bool]:
+    """Fetch at most ``max_rows + 1`` rows of the open result as a DataFrame.
+
+    Raises:
+        ResultTooLargeError: The rows fetched so far take more than ``max_bytes``.
+    """
+    vectors = max(1, min(math.ceil((max_rows + 1) / _VECTOR_ROWS), 4))
     chunks: list[pd.DataFrame] = []
-    fetched = 0
+    fetched = size = 0
     while fetched <= max_rows:
         chunk = con.fetch_df_chunk(vectors)
         if len(chunk) == 0 and chunks:
             break
         chunks.append(chunk)
         fetched += len(chunk)
+        size += int(chunk.memory_usage(index=False, deep=True).sum())
+        if size > max_bytes:
+            raise ResultTooLargeError(f"more than {max_bytes:,} bytes")
         if len(chunk) == 0:
             break
     frame = chunks[0] if len(chunks) == 1 else pd.concat(chunks, ignore_index=True)
@@ -128,7 +182,17 @@ def count_rows(con: duckdb.DuckDBPyConnection, count_sql: str | None) -> int | N
 
 
 def with_hint(exc: duckdb.Error) -> str:
-    text = str(exc)
+    """DuckDB's message with a hint; quoted parts of run-time errors replaced by ``'…'``.
+
+    A run-time error (a failed cast, bad JSON, an overflow) quotes the value that failed,
+    which a hostile query could have computed from anything it reached; parse, binder and
+    catalog errors quote only what the statement wrote and the catalog's names, and keep
+    them (the agent needs "Did you mean ..." to fix a name) — except the values of macro
+    parameter defaults a binder error lists, which are always hidden.
+    """
+    text = _MACRO_DEFAULT.sub(":= …", str(exc))
+    if not isinstance(exc, _COMPILE_ERRORS):
+        text = _QUOTED.sub(lambda m: m.group(0)[0] + "…" + m.group(0)[0], text)
     if "Table with name" in text or ("does not exist" in text and "Table" in text):
         hint = "use SHOW TABLES (or list_tables()) to see the tables"
     elif "column" in text.lower() and "Binder" in text:

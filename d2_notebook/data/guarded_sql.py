@@ -7,24 +7,31 @@ tables):
 - **User connection** (a ``DuckDBPyConnection`` passed in): every query runs on that very
   connection, serialized by one lock per connection object (shared by all GuardedSQL
   instances wrapping it). Queries therefore see everything the user sees, registered
-  DataFrames and TEMP tables included, and the connection's settings are never changed.
-  Safety comes from the static check (:func:`~d2_notebook.data.check_sql`), not from
-  settings. Because DuckDB 2.0 refuses a new statement while a result is open, a query
-  may fail if the user's own code holds an unfetched result on the same connection.
-- **Path** (``str``/``PathLike``): we open the file ourselves with ``read_only=True`` and
-  ``enable_external_access=False``, and each query runs on its own ``cursor()``, so
-  queries run in parallel; the database itself rejects writes and file access, a second
-  line of defence behind the check.
+  DataFrames and TEMP tables included. Safety comes from the static check
+  (:func:`~d2_notebook.data.check_sql`) and the catalog check of views and macros; the
+  only settings touched are ``autoinstall_known_extensions`` and
+  ``autoload_known_extensions`` (global in DuckDB), switched off while a guarded query
+  runs and restored to the user's values right after. Because DuckDB 2.0 refuses a new
+  statement while a result is open, a query may fail if the user's own code holds an
+  unfetched result on the same connection.
+- **Path** (``str``/``PathLike``): we open the file ourselves with ``read_only=True``,
+  ``enable_external_access=False`` and extension auto-install and auto-load off, and each
+  query runs on its own ``cursor()``, so queries run in parallel; the database itself
+  rejects writes and file access, a second line of defence behind the check.
 
 Timeouts: a timer thread calls ``interrupt()`` on the connection/cursor running the
 query; the timeout error is raised and the connection stays usable. No setting is
 changed. Functions and types (casts such as ``x::INET``, typed literals, nested
 ``STRUCT``/``MAP``/list element types) that do not exist in the database are refused
 before running, so DuckDB never auto-installs or auto-loads an extension on the agent's
-behalf, and every view a statement reads is checked through its definition
-(:class:`~d2_notebook.data.views.ViewCatalog`): ``pg_settings`` is refused because it
-wraps ``duckdb_settings()``. Views refused that way get no samples or counts in the
-schema summary either.
+behalf, and every view a statement reads and every database macro its calls may
+resolve to is checked through its definition
+(:class:`~d2_notebook.data.definitions.DefinitionCheck`): ``pg_settings`` is refused
+because it wraps ``duckdb_settings()``, a database macro ``upper(x)`` defined as
+``current_setting(...)`` because of its body. Views refused that way get no samples or
+counts in the schema summary either. Results are capped in bytes as well as rows, and
+errors DuckDB raises while running are reported without the values they quote
+(:func:`~d2_notebook.data.execution.with_hint`).
 """
 
 from __future__ import annotations
@@ -42,11 +49,24 @@ import duckdb
 import pandas as pd
 
 from d2_notebook.data import keys, schema
-from d2_notebook.data.execution import Watchdog, count_rows, fetch_capped, with_hint
+from d2_notebook.data.definitions import DefinitionCheck, Macro, read_macros
+from d2_notebook.data.execution import (
+    ResultTooLargeError,
+    Watchdog,
+    count_rows,
+    extensions_off,
+    fetch_capped,
+    with_hint,
+)
 from d2_notebook.data.results import QueryResult
 from d2_notebook.data.schema import TableInfo
-from d2_notebook.data.sql_guard import TableName, analyze_sql, check_sql
-from d2_notebook.data.views import ViewCatalog
+from d2_notebook.data.sql_guard import (
+    CheckedSQL,
+    FunctionName,
+    TableName,
+    UnclassifiedFunctionError,
+    analyze_sql,
+)
 from d2_notebook.errors import QueryFailedError, QueryTimeoutError, UnsafeSQLError
 
 __all__ = ["GuardedSQL"]
@@ -99,12 +119,14 @@ class GuardedSQL:
         self._functions: frozenset[str] = frozenset()
         self._types: frozenset[str] = frozenset()
         self._cursor_lock = threading.Lock()
-        self._views = ViewCatalog()
+        self._definitions = DefinitionCheck()
+        self._owned_macros: list[Macro] | None = None
         if isinstance(source, duckdb.DuckDBPyConnection):
             self._con, self._owned, self._lock = source, False, _lock_for(source)
         elif isinstance(source, str | os.PathLike):
             path = os.fspath(source)
-            config = {"enable_external_access": False}
+            config = {"enable_external_access": False, "autoinstall_known_extensions": False,
+                      "autoload_known_extensions": False}
             try:
                 self._con = duckdb.connect(path, read_only=True, config=config)
             except duckdb.Error as exc:
@@ -154,7 +176,7 @@ class GuardedSQL:
             QueryFailedError: DuckDB rejected or failed the statement.
             QueryTimeoutError: It ran past the time limit and was interrupted.
         """
-        checked = analyze_sql(sql)
+        checked = self._analyze(sql)
         countable = checked.kind == "SELECT"
         return self._execute(
             checked.sql,
@@ -164,6 +186,8 @@ class GuardedSQL:
             functions=checked.functions,
             types=checked.types,
             tables=checked.tables,
+            calls=checked.calls,
+            rewritten=checked.rewritten,
         )
 
     async def arun(
@@ -230,14 +254,37 @@ class GuardedSQL:
         with self._session() as con:
             for info in views:
                 try:
-                    self._views.check(con, frozenset({TableName(info.database, info.schema,
-                                                           info.table)}))
+                    self._definitions.check(
+                        con, frozenset({TableName(info.database, info.schema, info.table)}),
+                        macros=lambda: self._macros(con))
                 except UnsafeSQLError as exc:
                     refusals[info.ref] = str(exc).removeprefix("SQL refused: ")
         return [dataclasses.replace(i, unreadable=refusals[i.ref]) if i.ref in refusals else i
                 for i in infos]
 
     # --- internals ----------------------------------------------------------------------
+
+    def _analyze(self, sql: str) -> CheckedSQL:
+        """The static check; names it does not know are retried as the database's macros
+        (their definitions are checked before the statement runs)."""
+        try:
+            return analyze_sql(sql)
+        except UnclassifiedFunctionError:
+            with self._session() as con:
+                names = frozenset(m.name for m in self._macros(con))
+            if not names:
+                raise
+            return analyze_sql(sql, user_functions=names)
+
+    def _macros(self, con: duckdb.DuckDBPyConnection) -> list[Macro]:
+        """The database's macros; read once for a file opened read-only (they cannot
+        change), on every call for the user's connection."""
+        if not self._owned:
+            return read_macros(con)
+        with self._cursor_lock:
+            if self._owned_macros is None:
+                self._owned_macros = read_macros(con)
+            return self._owned_macros
 
     def _query(self, sql: str) -> pd.DataFrame:
         """Run SQL we generated ourselves (catalog names quoted), unchecked."""
@@ -266,22 +313,32 @@ class GuardedSQL:
         functions: frozenset[str] = frozenset(),
         types: frozenset[str] = frozenset(),
         tables: frozenset[TableName] = frozenset(),
+        calls: frozenset[FunctionName] = frozenset(),
+        rewritten: bool = False,
     ) -> QueryResult:
         with self._session() as con:
             start = time.perf_counter()
             watchdog = Watchdog(con, timeout_s)
             try:
-                with watchdog:
+                # the watchdog is disarmed before the settings are restored
+                with extensions_off(con, user_connection=not self._owned), watchdog:
                     self._require_functions(con, functions)
                     self._require_types(con, types)
-                    self._views.check(con, tables)
+                    if tables or rewritten or any(not c.builtin for c in calls):
+                        self._definitions.check(con, tables, calls,
+                                                lambda: self._macros(con), rewritten=rewritten)
                     con.execute(sql)
                     frame, truncated = fetch_capped(con, max_rows)
                     row_count: int | None = len(frame)
                     if truncated:  # only then is the true count worth a second query
-                        row_count = count_rows(con, _count_sql(sql) if countable else None)
+                        row_count = count_rows(con, _count_sql(sql, calls) if countable
+                                               else None)
                 if watchdog.fired:  # never return rows an interrupt may have cut short
                     raise duckdb.InterruptException("interrupted by the time limit")
+            except (MemoryError, ResultTooLargeError) as exc:
+                raise QueryFailedError(
+                    f"the result is too large to keep ({exc}); select fewer or shorter "
+                    "columns, aggregate, or add LIMIT") from None
             except duckdb.Error as exc:
                 if watchdog.fired:
                     raise QueryTimeoutError(
@@ -294,8 +351,8 @@ class GuardedSQL:
     def _require_functions(self, con: duckdb.DuckDBPyConnection, names: frozenset[str]) -> None:
         if names <= self._functions:
             return
-        rows = con.execute("SELECT DISTINCT lower(function_name) FROM duckdb_functions()")
-        self._functions = frozenset(r[0] for r in rows.fetchall())
+        rows = con.execute("SELECT DISTINCT function_name FROM system.main.duckdb_functions()")
+        self._functions = frozenset(str(r[0]).lower() for r in rows.fetchall())
         missing = sorted(names - self._functions)
         if missing:
             raise QueryFailedError(
@@ -307,8 +364,8 @@ class GuardedSQL:
     def _require_types(self, con: duckdb.DuckDBPyConnection, names: frozenset[str]) -> None:
         if names <= self._types:
             return
-        rows = con.execute("SELECT DISTINCT lower(type_name) FROM duckdb_types()")
-        self._types = frozenset(r[0] for r in rows.fetchall())
+        rows = con.execute("SELECT DISTINCT type_name FROM system.main.duckdb_types()")
+        self._types = frozenset(str(r[0]).lower() for r in rows.fetchall())
         missing = sorted(names - self._types)
         if missing:
             raise QueryFailedError(
@@ -319,9 +376,11 @@ class GuardedSQL:
             )
 
 
-def _count_sql(sql: str) -> str:
-    """``count(*)`` over an already checked SELECT, checked again as a whole."""
-    return check_sql(f"SELECT count(*) FROM (\n{sql}\n)")
+def _count_sql(sql: str, calls: frozenset[FunctionName]) -> str:
+    """``count(*)`` over an already checked SELECT (whose calls were resolved), checked
+    again as a whole; DuckDB's own ``count_star``, which no macro can shadow."""
+    wrapped = f"SELECT system.main.count_star() FROM (\n{sql}\n)"
+    return analyze_sql(wrapped, user_functions=frozenset(c.name for c in calls)).sql
 
 
 def _valid_timeout(timeout_s: float) -> float:

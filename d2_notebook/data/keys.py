@@ -237,7 +237,7 @@ def join_graph(query: Query, tables: list[TableInfo],
     for row in query(
         "SELECT database_name, schema_name, table_name, constraint_type, "
         "constraint_column_names, referenced_table, referenced_column_names "
-        "FROM duckdb_constraints() WHERE constraint_type IN ('PRIMARY KEY', 'UNIQUE', "
+        "FROM system.main.duckdb_constraints() WHERE constraint_type IN ('PRIMARY KEY', 'UNIQUE', "
         "'FOREIGN KEY') ORDER BY ALL"
     ).itertuples(index=False):
         table = by_coordinates.get((row[0], row[1], str(row[2]).lower()))
@@ -346,7 +346,7 @@ def _uniqueness(
 ) -> dict[str, bool]:
     """Per column: non-null values present and all distinct."""
     columns = [quote_ident(kinds[table.name][n][0]) for n in names]
-    parts = ", ".join(f"count({c}), count(DISTINCT {c})" for c in columns)
+    parts = ", ".join(f"system.main.count({c}), system.main.count(DISTINCT {c})" for c in columns)
     row = query(f"SELECT {parts} FROM {table.ref}").iloc[0].tolist()
     return {n: bool(row[2 * i] > 0 and row[2 * i] == row[2 * i + 1]) for i, n in enumerate(names)}
 
@@ -357,7 +357,8 @@ def _contained(
     """Every non-null value of ``child.child_col`` also occurs in ``parent.parent_col``."""
     column, target = quote_ident(child_col), quote_ident(parent_col)
     missing = query(
-        f"SELECT count(*) FROM (SELECT {column} FROM {child.ref} WHERE {column} IS NOT NULL "
+        f"SELECT system.main.count_star() FROM (SELECT {column} FROM {child.ref} "
+        f"WHERE {column} IS NOT NULL "
         f"EXCEPT SELECT {target} FROM {parent.ref})"
     ).iat[0, 0]
     return int(missing) == 0

@@ -18,21 +18,20 @@ from d2_notebook.errors import QueryFailedError
 
 __all__ = ["iter_nodes", "select_node", "serialize"]
 
-_lock = threading.Lock()
+_lock = threading.Lock()  # held only to create a thread's cursor
 _parser: duckdb.DuckDBPyConnection | None = None
+_local = threading.local()
 
 
 def serialize(sql: str) -> dict:
     """The JSON parse tree of one SELECT statement.
 
+    Each thread parses on its own cursor, so no process-wide lock is held while parsing.
+
     Raises:
         QueryFailedError: The text is not one parseable SELECT (DuckDB's message and a fix).
     """
-    global _parser
-    with _lock:
-        if _parser is None:
-            _parser = duckdb.connect(config={"enable_external_access": False})
-        row = _parser.execute("SELECT json_serialize_sql(?::VARCHAR)", [sql]).fetchall()
+    row = _cursor().execute("SELECT json_serialize_sql(?::VARCHAR)", [sql]).fetchall()
     tree = json.loads(row[0][0])
     if tree.get("error") or len(tree.get("statements", [])) != 1:
         raise QueryFailedError(
@@ -40,6 +39,19 @@ def serialize(sql: str) -> dict:
             "\nHint: check the syntax (DuckDB SQL dialect) and send one SELECT."
         )
     return tree
+
+
+def _cursor() -> duckdb.DuckDBPyConnection:
+    global _parser
+    cursor = getattr(_local, "cursor", None)
+    if cursor is None:
+        with _lock:
+            if _parser is None:
+                _parser = duckdb.connect(config={
+                    "enable_external_access": False, "autoinstall_known_extensions": False,
+                    "autoload_known_extensions": False})
+            cursor = _local.cursor = _parser.cursor()
+    return cursor
 
 
 def select_node(sql: str) -> dict:

@@ -27,10 +27,10 @@ _SAMPLE_ROWS = 100
 _SAMPLE_CHARS = 30
 _CATALOG_SQL = """
 SELECT database_name, schema_name, table_name AS name, 'table' AS kind, temporary
-FROM duckdb_tables() WHERE NOT internal
+FROM system.main.duckdb_tables() WHERE NOT internal
 UNION ALL
 SELECT database_name, schema_name, view_name, 'view', temporary
-FROM duckdb_views() WHERE NOT internal
+FROM system.main.duckdb_views() WHERE NOT internal
 ORDER BY temporary, database_name, schema_name, name
 """
 
@@ -90,7 +90,7 @@ def prompt_ident(name: str) -> str:
 
 def catalog(query: Query) -> list[TableInfo]:
     """List user tables and views (no row counts, no columns), ordered by name."""
-    current = str(query("SELECT current_database()").iat[0, 0])
+    current = str(query("SELECT system.main.current_database()").iat[0, 0])
     infos = []
     for row in query(_CATALOG_SQL).itertuples(index=False):
         db, schema, table = str(row.database_name), str(row.schema_name), str(row.name)
@@ -110,7 +110,7 @@ def count_rows(query: Query, info: TableInfo) -> int | None:
     if info.unreadable:
         return None
     try:
-        return int(query(f"SELECT count(*) FROM {info.ref}").iat[0, 0])
+        return int(query(f"SELECT system.main.count_star() FROM {info.ref}").iat[0, 0])
     except QueryFailedError:
         return None
 
@@ -132,7 +132,7 @@ def resolve(infos: list[TableInfo], table: str) -> TableInfo:
 def describe(query: Query, info: TableInfo, n_samples: int = 3) -> TableInfo:
     """Return ``info`` with its row count and columns (with up to ``n_samples`` values)."""
     cols = query(
-        "SELECT column_name, data_type, is_nullable FROM duckdb_columns() "
+        "SELECT column_name, data_type, is_nullable FROM system.main.duckdb_columns() "
         f"WHERE database_name = {_lit(info.database)} AND schema_name = {_lit(info.schema)} "
         f"AND table_name = {_lit(info.table)} ORDER BY column_index"
     )

@@ -23,7 +23,8 @@ __all__ = ["DuckDBSource"]
 
 _KEYS_SQL = (
     "SELECT table_name, constraint_column_names, referenced_table, "
-    "referenced_column_names FROM duckdb_constraints() WHERE constraint_type = 'FOREIGN KEY' "
+    "referenced_column_names FROM system.main.duckdb_constraints() "
+    "WHERE constraint_type = 'FOREIGN KEY' "
     "ORDER BY table_name, constraint_index"
 )
 
