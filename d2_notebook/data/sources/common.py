@@ -19,10 +19,14 @@ from d2_notebook.data.results import QueryResult
 from d2_notebook.data.schema import ColumnInfo, TableInfo, quote_ident, samples_of
 from d2_notebook.errors import QueryFailedError, QueryTimeoutError
 
-__all__ = ["CatalogSource", "Deadline", "frame_from_rows", "render_summary", "resolve_table",
-           "valid_max_rows", "valid_timeout"]
+__all__ = ["MAX_RESULT_BYTES", "ByteBudget", "CatalogSource", "Deadline", "frame_from_rows",
+           "render_summary", "resolve_table", "valid_max_bytes", "valid_max_rows",
+           "valid_timeout"]
 
 SAMPLE_ROWS = 100
+MAX_RESULT_BYTES = 64 * 1024 * 1024
+"""Default cap on the bytes of values in one result (64 MiB): far above what an evidence
+table needs, far below what would strain the notebook's memory."""
 
 
 def valid_timeout(timeout_s: float) -> float:
@@ -37,6 +41,54 @@ def valid_max_rows(max_rows: int) -> int:
     if max_rows < 0:
         raise ValueError(f"max_rows must be >= 0, got {max_rows!r}")
     return int(max_rows)
+
+
+def valid_max_bytes(max_bytes: int) -> int:
+    """``max_bytes`` as an int, or ValueError naming the rule (> 0)."""
+    if not max_bytes > 0:
+        raise ValueError(f"max_bytes must be > 0, got {max_bytes!r}")
+    return int(max_bytes)
+
+
+def value_bytes(value: object) -> int:
+    """About how many bytes ``value`` holds as result data (text and binary by length)."""
+    if value is None:
+        return 1
+    if isinstance(value, str | bytes | bytearray | memoryview):
+        return len(value)
+    if isinstance(value, int | float | Decimal | bool | dt.date | dt.time | dt.timedelta):
+        return 16
+    if isinstance(value, dict):
+        return sum(value_bytes(k) + value_bytes(v) for k, v in value.items())
+    if isinstance(value, list | tuple):
+        return sum(value_bytes(v) for v in value)
+    return len(str(value))
+
+
+class ByteBudget:
+    """A running count of a result's bytes that fails as soon as it passes ``max_bytes``.
+
+    Raises (from :meth:`add`):
+        QueryFailedError: The result holds more than ``max_bytes``; the message names the
+            cap and the fix.
+    """
+
+    def __init__(self, max_bytes: int) -> None:
+        self.max_bytes = max_bytes
+        self.used = 0
+
+    def add(self, row: Sequence[Any]) -> None:
+        """Count one row."""
+        self.used += sum(value_bytes(v) for v in row)
+        if self.used > self.max_bytes:
+            raise QueryFailedError(result_too_large(self.max_bytes))
+
+
+def result_too_large(max_bytes: int) -> str:
+    """The message of a result past the byte cap."""
+    return (f"the result is larger than the {max_bytes / 2**20:g} MiB cap on one result "
+            f"(max_bytes={max_bytes}) and was not kept; select fewer or narrower columns, "
+            "aggregate, or add LIMIT")
 
 
 class _Stopper:
