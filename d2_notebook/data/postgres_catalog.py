@@ -112,19 +112,19 @@ def check_catalog(connection: Any, statement: GuardedStatement, *, timeout_s: fl
     Raises:
         UnsafeSQLError: A relation or function is refused; the message names it and why.
     """
-    _check(_Walk(connection, timeout_s, set()), statement, depth=0, within="")
+    _check(_Walk(connection, timeout_s, set()), statement, depth=0)
 
 
-def _check(walk: _Walk, statement: GuardedStatement, *, depth: int, within: str) -> None:
+def _check(walk: _Walk, statement: GuardedStatement, *, depth: int) -> None:
     if depth > MAX_DEPTH:
-        _refuse(f"{within} nests views or functions more than {MAX_DEPTH} levels deep",
+        _refuse(f"views or functions nest more than {MAX_DEPTH} levels deep",
                 "query the tables directly")
     for relation in sorted(statement.relations):
-        _check_relation(walk, ".".join(relation), depth, within)
-    _check_functions(walk, statement, depth, within)
+        _check_relation(walk, ".".join(relation), depth)
+    _check_functions(walk, statement, depth)
 
 
-def _check_relation(walk: _Walk, name: str, depth: int, within: str) -> None:
+def _check_relation(walk: _Walk, name: str, depth: int) -> None:
     row = walk.connection.exec_driver_sql(_RELATION_SQL, {"name": name}).fetchone()
     if row is None:  # a CTE's name, or no such relation (the server says which)
         return
@@ -132,13 +132,13 @@ def _check_relation(walk: _Walk, name: str, depth: int, within: str) -> None:
     qualified = f"{schema}.{relname}"
     if schema in _SYSTEM_SCHEMAS or schema.startswith("pg_toast"):
         if qualified not in SYSTEM_RELATIONS:
-            _refuse(f"{_where(within)}relation {qualified} is not readable: it is a system "
+            _refuse(f"relation {qualified} is not readable: it is a system "
                     "relation outside d2's reviewed list (settings, configuration files, "
                     "roles, sessions, function sources and credentials are not readable)",
                     "query the data tables")
         return
     if kind == "f":
-        _refuse(f"{_where(within)}{qualified} is a foreign table: it reads another server or "
+        _refuse(f"{qualified} is a foreign table: it reads another server or "
                 "a file", "query the local tables")
     if kind != "v" or oid in walk.seen:
         return
@@ -146,8 +146,7 @@ def _check_relation(walk: _Walk, name: str, depth: int, within: str) -> None:
     _check_definition(walk, f"view {qualified}", [str(definition)], depth)
 
 
-def _check_functions(walk: _Walk, statement: GuardedStatement, depth: int,
-                     within: str) -> None:
+def _check_functions(walk: _Walk, statement: GuardedStatement, depth: int) -> None:
     names = sorted({ref.name for ref in statement.function_refs})
     defined: set[str] = set()
     if names:
@@ -159,23 +158,23 @@ def _check_functions(walk: _Walk, statement: GuardedStatement, depth: int,
             walk.seen.add(oid)
             label = f"function {schema}.{name}()"
             if kind in _KINDS:
-                _refuse(f"{_where(within)}{label} is {_KINDS[kind]} defined in the database, "
+                _refuse(f"{label} is {_KINDS[kind]} defined in the database, "
                         "whose support functions the guard does not check", "remove it")
             if definer:
-                _refuse(f"{_where(within)}{label} is SECURITY DEFINER: it runs with its "
+                _refuse(f"{label} is SECURITY DEFINER: it runs with its "
                         "owner's privileges", "remove it")
             if settings:
-                _refuse(f"{_where(within)}{label} changes settings when it runs (SET in its "
+                _refuse(f"{label} changes settings when it runs (SET in its "
                         "definition)", "remove it")
             if language != "sql":
-                _refuse(f"{_where(within)}{label} is written in {language}, whose body the "
+                _refuse(f"{label} is written in {language}, whose body the "
                         "guard cannot check", "remove it or rewrite it as SQL")
             body = walk.connection.exec_driver_sql(_SQL_BODY, {"oid": oid}).scalar() \
                 if atomic else source
             _check_definition(walk, label, _body_statements(str(body or "")), depth)
     for ref in sorted(statement.function_refs, key=lambda r: (r.schema, r.name)):
         if ref.name in statement.unknown_functions and ref.name not in defined:
-            _refuse(f"{_where(within)}function {ref.name}() is not allowed: it is not in d2's "
+            _refuse(f"function {ref.name}() is not allowed: it is not in d2's "
                     "reviewed PostgreSQL function table and the database defines no "
                     "function of that name", "remove it or check the name")
 
@@ -186,11 +185,11 @@ def _check_definition(walk: _Walk, label: str, statements: list[str], depth: int
     for text in statements:
         try:
             inner = check_statement(text, Dialect.POSTGRES, timeout_s=walk.timeout_s)
+            _check(walk, inner, depth=depth + 1)
         except UnsafeSQLError as exc:
             reason = str(exc).removeprefix("SQL refused: ").split(". The SQL tool runs")[0]
             _refuse(f"{label} is refused: its definition is not allowed ({reason})",
                     "query the tables it reads directly")
-        _check(walk, inner, depth=depth + 1, within=label)
 
 
 def _body_statements(body: str) -> list[str]:
@@ -215,10 +214,6 @@ def _split_statements(text: str) -> list[str]:
     except (ParseError, TokenError):
         return [text]  # the guard refuses it with the parse error
     return [t.sql(dialect=Dialect.POSTGRES.value) for t in trees if t is not None] or [text]
-
-
-def _where(within: str) -> str:
-    return f"{within} uses " if within else ""
 
 
 def _refuse(reason: str, fix: str) -> NoReturn:
