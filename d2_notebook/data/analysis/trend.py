@@ -34,6 +34,7 @@ from scipy import stats
 from d2_notebook.data.analysis.common import DEFAULT_ALPHA, check_settings, prepare, run_pass
 from d2_notebook.data.analysis.result import AnalysisResult, AnalysisTool, Flag, FlagKind, capped
 from d2_notebook.data.analysis.text import figure
+from d2_notebook.data.catalog_access import dialect_sql
 
 if TYPE_CHECKING:
     from d2_notebook.data.guarded_sql import GuardedSQL
@@ -97,6 +98,7 @@ def trend(
         UnsafeSQLError / QueryFailedError: As :func:`segment_scan` (``time`` must bind).
     """
     check_settings(min_support, alpha)
+    sql = dialect_sql(sql)  # any source: its SQL is transpiled and guarded there
     if grain is not None and grain not in GRAINS:
         raise ValueError(f"grain must be one of {', '.join(GRAINS)}, got {grain!r}")
     if not isinstance(periods, int) or not 0 <= periods <= 24:

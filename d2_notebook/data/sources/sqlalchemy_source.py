@@ -35,6 +35,7 @@ import sqlalchemy as sa
 from sqlalchemy.engine import URL, Connection, Engine
 
 from d2_notebook.data import sqlglot_guard
+from d2_notebook.data.catalog_access import KeyConstraint
 from d2_notebook.data.dialects import Dialect
 from d2_notebook.data.postgres_catalog import check_catalog
 from d2_notebook.data.results import QueryResult
@@ -186,6 +187,28 @@ class SQLAlchemySource(CatalogSource):
                 keys.append(ForeignKey(info.name, tuple(fk["constrained_columns"]), target,
                                        tuple(fk["referred_columns"])))
         return sorted(keys, key=str)
+
+    def key_constraints(self) -> list[KeyConstraint]:
+        """Primary, unique and foreign keys of every table, as the analysis tools' key
+        inference reads them (``duckdb_constraints()``'s shape)."""
+        inspector = sa.inspect(self._engine)
+        by_coordinates = {(i.schema, i.table): i for i in self._catalog()}
+        keys: list[KeyConstraint] = []
+        for (schema, table), info in sorted(by_coordinates.items()):
+            if info.kind != "table":
+                continue
+            primary = inspector.get_pk_constraint(table, schema=schema or None)
+            if primary.get("constrained_columns"):
+                keys.append(KeyConstraint("", schema, table, "PRIMARY KEY",
+                                          tuple(primary["constrained_columns"])))
+            keys.extend(KeyConstraint("", schema, table, "UNIQUE", tuple(u["column_names"]))
+                        for u in inspector.get_unique_constraints(table, schema=schema or None))
+            for fk in inspector.get_foreign_keys(table, schema=schema or None):
+                keys.append(KeyConstraint("", schema, table, "FOREIGN KEY",
+                                          tuple(fk["constrained_columns"]),
+                                          str(fk["referred_table"]),
+                                          tuple(fk["referred_columns"])))
+        return keys
 
     # --- internals ----------------------------------------------------------------------
 
