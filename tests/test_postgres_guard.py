@@ -144,7 +144,10 @@ def test_views_and_functions_whose_definitions_pass_run(source):
     assert source.run("SELECT safe_double(21) AS v").frame["v"].tolist() == [42]
     assert source.run("SELECT atomic_triple(5) AS v").frame["v"].tolist() == [15]
     assert source.run("SELECT max(twice) AS m FROM double_view").frame["m"].tolist() == [158]
-    assert source.run("SELECT upper('a') AS u").frame["u"].tolist() == ["A"]
+    assert source.run("SELECT lower('A') AS u").frame["u"].tolist() == ["a"]
+    # the database's upper(integer) shadows the name: every upper() call is held to it
+    with pytest.raises(UnsafeSQLError, match=r"function public.upper\(\) is refused"):
+        source.run("SELECT upper('a') AS u")
     tables = source.run("SELECT table_name FROM information_schema.tables "
                         "WHERE table_schema = 'public' ORDER BY 1").frame["table_name"]
     assert "patients" in tables.tolist()
@@ -204,3 +207,15 @@ def test_every_function_of_the_server_is_classified(hostile_cluster):
             "ON n.oid = p.pronamespace WHERE n.nspname IN ('pg_catalog', 'information_schema')")]
     assert len(names) > 2000
     assert [n for n in names if classify(n) is PgRefusal.UNCLASSIFIED] == []
+
+
+def test_schema_summary_reads_the_database_views_through_the_guard(source, hostile_cluster):
+    """Samples and counts come through the guard: a view over settings, passwords or a
+    leaking function is listed as unreadable and never run, whoever connects."""
+    summary = source.schema_summary()
+    assert leaked(summary, hostile_cluster) == []
+    for view in ("settings_view", "secrets_view", "func_view", "xml_view", "role_view"):
+        assert f"{view} (view, not readable by the SQL tool" in summary
+    assert "innocent_view (view, 45 rows)" in summary
+    with pytest.raises(UnsafeSQLError, match=r"view public\.settings_view is refused"):
+        source.sample("settings_view")

@@ -17,6 +17,7 @@ import pytest
 from d2_notebook import investigate
 from d2_notebook.board import Board
 from d2_notebook.data import Dialect, SourceKind, open_source, transpile
+from d2_notebook.data.sources.spark_source import SparkSource
 from d2_notebook.datasets import hospital
 from d2_notebook.detective.policies.hospital import (
     DOSE_BANDS_SQL,
@@ -132,6 +133,15 @@ def test_caps_count_and_catalog_summary(source):
         source.describe("nope")
     with pytest.raises(QueryFailedError, match="describe_table shows the columns"):
         source.run("SELECT nope FROM patients")
+
+
+def test_results_past_the_byte_cap_fail_before_they_are_collected(spark):
+    capped = SparkSource(spark, timeout_s=60, max_bytes=1_000_000)
+    with pytest.raises(QueryFailedError, match=r"larger than the 0.953674 MiB cap .*"
+                                                r"max_bytes=1000000"):
+        capped.run("SELECT repeat('x', 100000) AS big, repeat('y', 1) AS big FROM range(20)")
+    assert len(capped.run("SELECT repeat('x', 1000) AS big FROM range(20)").frame) == 20
+    assert spark._jsparkSession.sharedState().cacheManager().isEmpty()  # rows released
 
 
 def test_time_limit_cancels_the_job_group(source):

@@ -133,11 +133,14 @@ class DialectSQL:
         return list(self.source.list_tables())
 
     def tables(self) -> list[TableInfo]:
-        """Every table and view with its columns (DuckDB type names) and row count."""
+        """Every table and view with its columns (DuckDB type names) and row count; views
+        the guard refuses (``unreadable``) are left out on sources other than DuckDB."""
         if self.dialect is Dialect.DUCKDB:
             return self._duckdb_tables()
         out = []
         for info in self.source.list_tables():
+            if info.unreadable:  # a view the guard refuses: never profiled or read
+                continue
             columns = tuple(ColumnInfo(c.name, duckdb_type(c.type, self.dialect), c.nullable)
                             for c in info.columns)
             out.append(replace(info, columns=columns))

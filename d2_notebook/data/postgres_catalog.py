@@ -197,12 +197,10 @@ def _body_statements(body: str) -> list[str]:
     and the classic string body alike), as SELECT statements the guard can check."""
     atomic = _ATOMIC.match(body)
     text = atomic.group(1) if atomic else body
-    parts = [p.strip() for p in _split_statements(text) if p.strip()]
-    out = []
-    for part in parts:
-        returned = _RETURN.match(part)
-        out.append(f"SELECT {returned.group(1)}" if returned else part)
-    return out
+    returned = _RETURN.match(text)
+    if returned:
+        return [f"SELECT {returned.group(1)}"]
+    return [p.strip() for p in _split_statements(text) if p.strip()]
 
 
 def _split_statements(text: str) -> list[str]:

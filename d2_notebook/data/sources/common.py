@@ -8,6 +8,7 @@ from __future__ import annotations
 import asyncio
 import datetime as dt
 from collections.abc import Callable, Sequence
+from dataclasses import replace
 from decimal import Decimal
 from typing import Any, Self
 
@@ -17,7 +18,7 @@ from d2_notebook.data.dialects import Dialect
 from d2_notebook.data.execution import Watchdog
 from d2_notebook.data.results import QueryResult
 from d2_notebook.data.schema import ColumnInfo, TableInfo, quote_ident, samples_of
-from d2_notebook.errors import QueryFailedError, QueryTimeoutError
+from d2_notebook.errors import QueryFailedError, QueryTimeoutError, UnsafeSQLError
 
 __all__ = ["MAX_RESULT_BYTES", "ByteBudget", "CatalogSource", "Deadline", "frame_from_rows",
            "render_summary", "resolve_table", "valid_max_bytes", "valid_max_rows",
@@ -175,12 +176,19 @@ def resolve_table(infos: list[TableInfo], table: str) -> TableInfo:
     raise QueryFailedError(f"no table or view named {table!r}; available: {names}")
 
 
+def refusal_reason(error: UnsafeSQLError) -> str:
+    """The reason part of a guard refusal (``SQL refused: <reason>. The SQL tool ...``)."""
+    return str(error).removeprefix("SQL refused: ").split(". The SQL tool runs")[0]
+
+
 def render_summary(dialect: Dialect, tables: list[TableInfo], keys: Sequence[object]) -> str:
     """Described tables (and declared foreign keys) as stable text for a prompt."""
     lines = [f"{dialect.title} database: {len(tables)} tables/views. "
              "Columns: name TYPE e.g. samples. Write SQL in this dialect."]
     for info in tables:
         rows = "? rows" if info.row_count is None else f"{info.row_count} rows"
+        if info.unreadable:
+            rows = "not readable by the SQL tool: its definition is refused"
         lines.append(f"{info.name} ({info.kind}, {rows})")
         for col in info.columns:
             example = f" e.g. {' | '.join(col.samples)}" if col.samples else ""
@@ -257,26 +265,27 @@ class CatalogSource:
             QueryFailedError: No such table (the message lists the names).
         """
         info = resolve_table(self._catalog(), table)
-        return self._execute(f"SELECT * FROM {info.name} LIMIT {int(n)}",
-                             timeout_s=self.timeout_s, max_rows=max(int(n), 0))
+        return self.run(f"SELECT * FROM {info.name} LIMIT {int(n)}", max_rows=max(int(n), 0))
 
     def _counted(self, info: TableInfo) -> TableInfo:
+        """``info`` with its row count; a view the guard refuses is marked unreadable
+        (with the reason) and never run, so its rows reach no prompt."""
         try:
             count: int | None = int(self._query(f"SELECT count(*) FROM {info.name}").iat[0, 0])
+        except UnsafeSQLError as exc:
+            return replace(info, row_count=None, unreadable=refusal_reason(exc))
         except (QueryFailedError, QueryTimeoutError):
             count = None
-        return TableInfo(info.name, info.kind, count, info.columns, info.database,
-                         info.schema, info.table)
+        return replace(info, row_count=count)
 
     def _describe(self, info: TableInfo, n_samples: int) -> TableInfo:
-        head = None
-        if n_samples > 0:
-            head = self._query(f"SELECT * FROM {info.name} LIMIT {SAMPLE_ROWS}")
         counted = self._counted(info)
-        return TableInfo(info.name, info.kind, counted.row_count,
-                         with_samples(list(info.columns), head, n_samples), info.database,
-                         info.schema, info.table)
+        head = None
+        if n_samples > 0 and not counted.unreadable:
+            head = self._query(f"SELECT * FROM {info.name} LIMIT {SAMPLE_ROWS}")
+        return replace(counted, columns=with_samples(list(info.columns), head, n_samples))
 
     def _query(self, sql: str) -> pd.DataFrame:
-        """Run SQL we generated ourselves (quoted catalog names), unchecked."""
-        return self._execute(sql, timeout_s=self.timeout_s, max_rows=1_000_000).frame
+        """Run SQL we generated ourselves (quoted catalog names) through the guard: the
+        database's views are held to the same rules as an agent's query."""
+        return self.run(sql, max_rows=1_000_000).frame
