@@ -219,3 +219,9 @@ def test_schema_summary_reads_the_database_views_through_the_guard(source, hosti
     assert "innocent_view (view, 45 rows)" in summary
     with pytest.raises(UnsafeSQLError, match=r"view public\.settings_view is refused"):
         source.sample("settings_view")
+
+
+def test_every_statement_runs_under_the_time_limit_in_its_transaction(source):
+    frame = source.run("SELECT current_setting('statement_timeout') AS t, "
+                       "current_setting('transaction_read_only') AS ro", timeout_s=3).frame
+    assert frame.iloc[0].tolist() == ["3s", "on"]
