@@ -60,6 +60,9 @@ CREATE FUNCTION nested_leak() RETURNS text LANGUAGE sql AS $$ SELECT leak_settin
 CREATE VIEW func_view AS SELECT leak_setting() AS s;
 CREATE FUNCTION evil_step(int, int) RETURNS int LANGUAGE sql AS $$ SELECT $1 + $2 $$;
 CREATE AGGREGATE evil_agg(int) (SFUNC = evil_step, STYPE = int);
+CREATE FUNCTION op_leak(text, text) RETURNS text LANGUAGE sql AS
+  $$ SELECT current_setting('d2.secret') $$;
+CREATE OPERATOR public.# (LEFTARG = text, RIGHTARG = text, FUNCTION = op_leak);
 CREATE VIEW innocent_view AS SELECT patient_id, age FROM patients WHERE age >= 65;
 CREATE FUNCTION safe_double(x integer) RETURNS integer LANGUAGE sql AS $$ SELECT x * 2 $$;
 CREATE FUNCTION atomic_triple(x integer) RETURNS integer LANGUAGE sql RETURN x * 3;
@@ -225,3 +228,12 @@ def test_every_statement_runs_under_the_time_limit_in_its_transaction(source):
     frame = source.run("SELECT current_setting('statement_timeout') AS t, "
                        "current_setting('transaction_read_only') AS ro", timeout_s=3).frame
     assert frame.iloc[0].tolist() == ["3s", "on"]
+
+
+def test_the_operator_check_is_what_stops_the_database_operator(source, monkeypatch):
+    """Without the operator check the server would run op_leak() for ``#`` on text."""
+    from d2_notebook.data import postgres_catalog
+
+    monkeypatch.setattr(postgres_catalog, "_check_operators", lambda walk, statement: None)
+    frame = source.run("SELECT 'a' # 'b' AS v").frame
+    assert frame["v"].tolist() == [SETTING_SECRET]

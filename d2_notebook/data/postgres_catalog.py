@@ -12,7 +12,9 @@ role, same ``search_path``), before it runs:
   shadows a built-in is found too): only a plain ``LANGUAGE sql`` function whose body
   passes the whole guard runs; ``SECURITY DEFINER``, other languages, user aggregates and
   procedures are refused with their name;
-- a name in none of the reviewed function tables and defined by no user is refused.
+- a name in none of the reviewed function tables and defined by no user is refused;
+- an operator symbol the database defines itself (outside an extension) is refused where
+  the statement writes it (its function would run unseen).
 
 The catalog queries are d2's own, fully schema-qualified, so the database's objects cannot
 change what they read.
@@ -85,6 +87,16 @@ _FUNCTIONS_SQL = (
     "AND n.nspname OPERATOR(pg_catalog.<>) ALL(ARRAY['pg_catalog', 'information_schema']) "
     "ORDER BY n.nspname, p.proname, p.oid"
 )
+_OPERATORS_SQL = (
+    "SELECT n.nspname, o.oprname, o.oprcode::pg_catalog.text "
+    "FROM pg_catalog.pg_operator o "
+    "JOIN pg_catalog.pg_namespace n ON n.oid OPERATOR(pg_catalog.=) o.oprnamespace "
+    "WHERE n.nspname OPERATOR(pg_catalog.<>) ALL(ARRAY['pg_catalog', 'information_schema']) "
+    "AND NOT EXISTS (SELECT 1 FROM pg_catalog.pg_depend d "
+    "WHERE d.classid OPERATOR(pg_catalog.=) 'pg_catalog.pg_operator'::pg_catalog.regclass "
+    "AND d.objid OPERATOR(pg_catalog.=) o.oid AND d.deptype OPERATOR(pg_catalog.=) 'e') "
+    "ORDER BY 1, 2"
+)
 _SQL_BODY = "SELECT pg_catalog.pg_get_function_sqlbody(%(oid)s::pg_catalog.oid)"
 _KINDS = {"a": "an aggregate", "w": "a window function", "p": "a procedure"}
 _ATOMIC = re.compile(r"^\s*BEGIN\s+ATOMIC\s*(.*?)\s*END\s*;?\s*$", re.I | re.S)
@@ -98,6 +110,7 @@ class _Walk:
     connection: Any
     timeout_s: float
     seen: set[int]
+    operators: list[tuple[str, str, str]] | None = None
 
 
 def check_catalog(connection: Any, statement: GuardedStatement, *, timeout_s: float) -> None:
@@ -122,6 +135,7 @@ def _check(walk: _Walk, statement: GuardedStatement, *, depth: int) -> None:
     for relation in sorted(statement.relations):
         _check_relation(walk, ".".join(relation), depth)
     _check_functions(walk, statement, depth)
+    _check_operators(walk, statement)
 
 
 def _check_relation(walk: _Walk, name: str, depth: int) -> None:
@@ -177,6 +191,19 @@ def _check_functions(walk: _Walk, statement: GuardedStatement, depth: int) -> No
             _refuse(f"function {ref.name}() is not allowed: it is not in d2's "
                     "reviewed PostgreSQL function table and the database defines no "
                     "function of that name", "remove it or check the name")
+
+
+def _check_operators(walk: _Walk, statement: GuardedStatement) -> None:
+    """Refuse a statement that writes an operator symbol the database defines itself
+    (outside extensions): its function runs unseen. Looked up once per statement."""
+    if walk.operators is None:
+        walk.operators = [tuple(r) for r in
+                          walk.connection.exec_driver_sql(_OPERATORS_SQL).fetchall()]
+    for schema, symbol, function in walk.operators:
+        if symbol in statement.sql:
+            _refuse(f"the database defines operator {schema}.{symbol} (function {function}), "
+                    "whose function the guard does not check, and the statement writes "
+                    f"{symbol}", "rewrite it without that operator")
 
 
 def _check_definition(walk: _Walk, label: str, statements: list[str], depth: int) -> None:

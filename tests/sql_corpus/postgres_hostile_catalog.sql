@@ -92,6 +92,7 @@ function public.nested_leak() is refused ||| SELECT nested_leak()
 view public.func_view is refused ||| SELECT * FROM func_view
 function public.evil_agg() is an aggregate ||| SELECT evil_agg(patient_id) FROM patients
 function mystery_fn() is not allowed ||| SELECT mystery_fn(1)
+the database defines operator public.# ||| SELECT 'a' # 'b'
 -- string breakouts: what the guard reads is what the server runs
 it reads or writes server files ||| SELECT 'a\' AS p, pg_read_file($$d2_secret.txt$$) AS leak --'
 it reads or writes server files ||| SELECT E'a\\' AS p, pg_read_file('d2_secret.txt') AS leak --'
