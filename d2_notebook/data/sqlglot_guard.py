@@ -6,8 +6,13 @@ read-only query (SELECT, WITH, VALUES, set operations; Spark's DESCRIBE of a tab
 write, DDL, transaction control, setting change, command or lock anywhere in the tree
 (a ``DELETE ... RETURNING`` inside a CTE, ``SELECT ... INTO``, ``FOR UPDATE`` are found
 wherever they sit), no function of the dialect's denied families (files, large objects,
-other servers, settings, sleeping past the time limit, the JVM), no table function
-outside the dialect's allowlist, and no relation that reads files or secrets.
+other servers, settings, sleeping past the time limit, the JVM; on Spark models
+(``ai_*``), secrets and XML parsers), no table function outside the dialect's allowlist,
+and no relation that reads files or secrets. PostgreSQL's functions go by an allowlist
+(:mod:`~d2_notebook.data.postgres_functions`: every ``pg_proc`` name classified); a name
+in none of its tables, and every relation, is then resolved in the database's catalog
+(:mod:`~d2_notebook.data.postgres_catalog`), where views and SQL functions are checked
+through their definitions.
 
 What runs is the SQL sqlglot regenerates from the tree it checked (without comments),
 never the original
