@@ -174,7 +174,7 @@ class SparkSource(CatalogSource):
         try:
             if _result_bytes(limited) > self.max_bytes:
                 raise QueryFailedError(result_too_large(self.max_bytes))
-            frame = _to_pandas(limited)
+            frame = _local_times(_to_pandas(limited), self._session_time_zone())
         finally:
             limited.unpersist()
         truncated = len(frame) > max_rows
@@ -183,6 +183,12 @@ class SparkSource(CatalogSource):
             frame = frame.iloc[:max_rows].reset_index(drop=True)
             row_count = int(frame_all.count()) if countable else None
         return normalize_frame(frame), truncated, row_count
+
+    def _session_time_zone(self) -> str:
+        try:
+            return str(self._spark.conf.get("spark.sql.session.timeZone"))
+        except Exception:
+            return "UTC"
 
     def _tagged(self, group: str) -> _JobGroup:
         return _JobGroup(self._spark, self._context, group)
@@ -244,6 +250,16 @@ def _to_pandas(frame: Any) -> pd.DataFrame:
     if callable(to_arrow):
         return to_arrow().to_pandas()
     return frame.toPandas()
+
+
+def _local_times(frame: pd.DataFrame, time_zone: str) -> pd.DataFrame:
+    """Spark's ``TIMESTAMP`` (an instant, zone-aware in Arrow) as the session's wall-clock
+    time without zone, as Spark shows it and as DuckDB's ``TIMESTAMP`` reads."""
+    for position in range(frame.shape[1]):
+        column = frame.iloc[:, position]
+        if isinstance(column.dtype, pd.DatetimeTZDtype):
+            frame.isetitem(position, column.dt.tz_convert(time_zone).dt.tz_localize(None))
+    return frame
 
 
 def _result_bytes(frame: Any) -> int:
