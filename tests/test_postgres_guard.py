@@ -237,3 +237,12 @@ def test_the_operator_check_is_what_stops_the_database_operator(source, monkeypa
     monkeypatch.setattr(postgres_catalog, "_check_operators", lambda walk, statement: None)
     frame = source.run("SELECT 'a' # 'b' AS v").frame
     assert frame["v"].tolist() == [SETTING_SECRET]
+
+
+def test_xml_entities_are_not_expanded(source, hostile_cluster):
+    """PostgreSQL's XML functions are allowed: the server never loads external entities."""
+    entity = f"file://{hostile_cluster.data_dir}/d2_secret.txt"
+    document = f'<!DOCTYPE a [<!ENTITY x SYSTEM "{entity}">]><a>&x;</a>'
+    frame = source.run(f"SELECT xpath('/a', '{document}')::text AS a, "
+                       f"xml_is_well_formed('{document}') AS ok").frame
+    assert FILE_SECRET not in str(frame.iloc[0].tolist())
