@@ -184,14 +184,19 @@ def test_read_only_transaction_catches_what_a_disabled_check_lets_through(
     assert table_counts(postgres_cluster) == COUNTS
 
 
-def test_a_function_that_writes_passes_the_parser_but_not_the_database(
-        source, postgres_cluster):
+def test_a_function_that_writes_is_refused_by_its_definition_and_by_the_database(
+        source, postgres_cluster, monkeypatch):
     with postgres_cluster.admin("hospital") as con:
         con.execute("CREATE TABLE IF NOT EXISTS d2_log (n int)")
         con.execute("CREATE OR REPLACE FUNCTION d2_bump() RETURNS int LANGUAGE sql AS "
                     "'INSERT INTO d2_log VALUES (1) RETURNING n'")
         con.execute("GRANT INSERT ON d2_log TO analyst")
     try:
+        with pytest.raises(UnsafeSQLError, match=r"function public.d2_bump\(\) is refused: "
+                                                 r"its definition is not allowed \(it writes"):
+            source.run("SELECT d2_bump()")
+        # with the catalog check off, the READ ONLY transaction still refuses the write
+        monkeypatch.setattr(sqlalchemy_source, "check_catalog", lambda *a, **k: None)
         with pytest.raises(QueryFailedError, match="read-only transaction"):
             source.run("SELECT d2_bump()")
         with postgres_cluster.admin("hospital") as con:

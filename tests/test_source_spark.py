@@ -16,7 +16,9 @@ import pytest
 
 from d2_notebook import investigate
 from d2_notebook.board import Board
-from d2_notebook.data import Dialect, SourceKind, open_source, transpile
+from d2_notebook.data import Dialect, GuardedSQL, SourceKind, open_source, transpile
+from d2_notebook.data.analysis import FlagKind, compare_within, segment_scan, trend
+from d2_notebook.data.sources.spark_source import SparkSource
 from d2_notebook.datasets import hospital
 from d2_notebook.detective.policies.hospital import (
     DOSE_BANDS_SQL,
@@ -132,6 +134,34 @@ def test_caps_count_and_catalog_summary(source):
         source.describe("nope")
     with pytest.raises(QueryFailedError, match="describe_table shows the columns"):
         source.run("SELECT nope FROM patients")
+
+
+def test_results_past_the_byte_cap_fail_before_they_are_collected(spark):
+    capped = SparkSource(spark, timeout_s=60, max_bytes=1_000_000)
+    with pytest.raises(QueryFailedError, match=r"larger than the 0.953674 MiB cap .*"
+                                                r"max_bytes=1000000"):
+        capped.run("SELECT repeat('x', 100000) AS big, repeat('y', 1) AS big FROM range(20)")
+    assert len(capped.run("SELECT repeat('x', 1000) AS big FROM range(20)").frame) == 20
+    assert spark._jsparkSession.sharedState().cacheManager().isEmpty()  # rows released
+
+
+def test_the_analysis_tools_run_on_spark(source):
+    """They read Spark's catalog and run transpiled, guarded Spark SQL: DuckDB's answers."""
+    joined = ("admissions a JOIN patients p USING (patient_id) JOIN treatments t "
+              "USING (admission_id) JOIN outcomes o USING (admission_id)")
+    deaths = "avg(CASE WHEN o.died THEN 1 ELSE 0 END)"
+    scan = segment_scan(source, source=joined, metric=deaths,
+                        where="p.age >= 65 AND t.drug = 'Virexa'")
+    asthma = scan.frame[(scan.frame["dimension"] == "has comorbidities.condition")
+                        & (scan.frame["value"] == "asthma")].iloc[0]
+    assert asthma["flagged"] and asthma["difference"] < -0.1
+    compared = compare_within(source, source=joined, metric=deaths, exposure="t.drug",
+                              value="Corvalin", reference="Standard care", where="p.age >= 65")
+    assert "admissions.severity" in {f.dimension for f in compared.flags
+                                     if f.kind is FlagKind.CONFOUNDING}
+    arguments = {"source": joined, "metric": deaths, "time": "a.admitted_on"}
+    on_spark = trend(source, **arguments)
+    assert on_spark.summary == trend(GuardedSQL(hospital.create()), **arguments).summary
 
 
 def test_time_limit_cancels_the_job_group(source):

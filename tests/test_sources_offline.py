@@ -34,13 +34,13 @@ def test_guard_runs_the_regenerated_sql_not_the_text():
 
 
 @pytest.mark.parametrize(("sql", "reason"), [
-    ("SELECT pg_read_file('/etc/passwd')", "server functions read files"),
-    ("SELECT lo_import('/x')", "large-object functions"),
+    ("SELECT pg_read_file('/etc/passwd')", "reads or writes server files"),
+    ("SELECT lo_import('/x')", "large objects"),
     ("COPY (SELECT 1) TO PROGRAM 'id'", "copies data to or from files or programs"),
     ("WITH d AS (DELETE FROM t RETURNING *) SELECT * FROM d", "DELETE: it writes data"),
     ("SELECT pg_sleep(60)", "within the 5 s time limit"),
     ("SELECT current_setting('ssl_key_file')", "may reveal secrets"),
-    ("SELECT * FROM pg_shadow", "password hashes"),
+    ("SELECT * FROM pg_shadow", "role passwords"),
     ("SELECT 1; SELECT 2", "got 2 statements"),
     ("", "empty"),
 ])

@@ -16,13 +16,14 @@ from __future__ import annotations
 import itertools
 import re
 from collections.abc import Callable
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from enum import Enum
 from typing import TYPE_CHECKING
 
 import numpy as np
 import pandas as pd
 
+from d2_notebook.data.catalog_access import dialect_sql
 from d2_notebook.data.keys import JoinGraph, join_graph
 from d2_notebook.data.schema import ColumnInfo, TableInfo, quote_ident
 
@@ -163,22 +164,15 @@ class Catalog:
 
 
 def read_catalog(sql: GuardedSQL) -> Catalog:
-    """Tables (with columns and row counts) and the join graph, through ``sql``'s guard
-    (with the relationships the user declared or vetoed on it, if any)."""
-    query = _query(sql)
-    columns: dict[tuple[str, str, str], list[ColumnInfo]] = {}
-    for row in query(
-        "SELECT database_name, schema_name, table_name, column_name, data_type, is_nullable "
-        "FROM duckdb_columns() WHERE NOT internal ORDER BY database_name, schema_name, "
-        "table_name, column_index"
-    ).itertuples(index=False):
-        columns.setdefault((row[0], row[1], row[2]), []).append(
-            ColumnInfo(str(row[3]), str(row[4]), bool(row[5])))
-    tables = tuple(
-        replace(info, columns=tuple(columns.get((info.database, info.schema, info.table), ())))
-        for info in sql.list_tables()
-    )
-    return Catalog(tables, join_graph(query, list(tables), getattr(sql, "relationships", ())))
+    """Tables (with columns and row counts) and the join graph, read through the source's
+    own catalog API and its guard (any source: see :mod:`~d2_notebook.data.catalog_access`),
+    with the relationships the user declared or vetoed on it, if any."""
+    access = dialect_sql(sql)
+    tables = access.tables()
+    keys = [key.as_row() for key in access.key_constraints()]
+    return Catalog(tuple(tables), join_graph(_query(access), tables,
+                                             getattr(sql, "relationships", ()),
+                                             constraints=keys))
 
 
 def candidate_dimensions(
@@ -197,6 +191,7 @@ def candidate_dimensions(
     """
     if max_levels < 2:
         raise ValueError(f"max_levels must be >= 2, got {max_levels!r}")
+    sql = dialect_sql(sql)
     catalog = catalog or read_catalog(sql)
     dimensions: list[Dimension] = []
     for table in catalog.tables:

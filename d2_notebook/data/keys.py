@@ -19,9 +19,10 @@ role reads lists them, so that models join along keys instead of guessing.
 from __future__ import annotations
 
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from enum import Enum
+from typing import Any
 
 import pandas as pd
 
@@ -217,7 +218,8 @@ class JoinGraph:
 
 
 def join_graph(query: Query, tables: list[TableInfo],
-               relationships: tuple[Relationship, ...] = ()) -> JoinGraph:
+               relationships: tuple[Relationship, ...] = (),
+               constraints: Sequence[Sequence[Any]] | None = None) -> JoinGraph:
     """Declared edges, plus edges inferred between tables that declare none between them.
 
     Args:
@@ -226,6 +228,9 @@ def join_graph(query: Query, tables: list[TableInfo],
             inference only.
         relationships: The user's declarations (added as edges, the parent side taken as
             unique) and vetoes (no edge joins those columns, declared or inferred).
+        constraints: The declared keys as ``duckdb_constraints()`` rows (database,
+            schema, table, type, columns, referenced table, referenced columns), read
+            through the source's own catalog; None reads them with ``query`` (DuckDB).
 
     Returns:
         The graph; inference costs one profiling query per table with shared columns and
@@ -234,12 +239,14 @@ def join_graph(query: Query, tables: list[TableInfo],
     by_coordinates = {(t.database, t.schema, t.table.lower()): t for t in tables}
     unique: set[tuple[str, tuple[str, ...]]] = set()
     declared: list[tuple[str, tuple[str, ...], str, tuple[str, ...]]] = []
-    for row in query(
-        "SELECT database_name, schema_name, table_name, constraint_type, "
-        "constraint_column_names, referenced_table, referenced_column_names "
-        "FROM system.main.duckdb_constraints() WHERE constraint_type IN ('PRIMARY KEY', 'UNIQUE', "
-        "'FOREIGN KEY') ORDER BY ALL"
-    ).itertuples(index=False):
+    if constraints is None:
+        constraints = list(query(
+            "SELECT database_name, schema_name, table_name, constraint_type, "
+            "constraint_column_names, referenced_table, referenced_column_names "
+            "FROM system.main.duckdb_constraints() WHERE constraint_type IN "
+            "('PRIMARY KEY', 'UNIQUE', 'FOREIGN KEY') ORDER BY ALL"
+        ).itertuples(index=False))
+    for row in constraints:
         table = by_coordinates.get((row[0], row[1], str(row[2]).lower()))
         if table is None:
             continue

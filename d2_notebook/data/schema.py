@@ -71,8 +71,9 @@ class TableInfo:
 
     @property
     def ref(self) -> str:
-        """The fully qualified, quoted reference used in generated SQL."""
-        return ".".join(quote_ident(p) for p in (self.database, self.schema, self.table))
+        """The fully qualified, quoted reference used in generated SQL (coordinates a
+        source does not have, such as a database name on PostgreSQL, are left out)."""
+        return ".".join(quote_ident(p) for p in (self.database, self.schema, self.table) if p)
 
 
 def quote_ident(name: str) -> str:

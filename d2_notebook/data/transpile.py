@@ -4,7 +4,13 @@ Code that generates SQL (the analysis tools, the scripted policies) writes it on
 DuckDB's dialect; :func:`transpile` rewrites it with sqlglot for PostgreSQL, Spark or
 any dialect sqlglot knows. Beyond sqlglot's own translation it expands DuckDB's
 ``GROUP BY ALL`` and ``ORDER BY ALL``, which other dialects lack or read differently,
-into column positions.
+into column positions, and rewrites what sqlglot leaves in DuckDB's vocabulary:
+
+- PostgreSQL: ``approx_count_distinct`` -> ``count(DISTINCT ...)``, ``approx_quantile(x,
+  [q...])`` -> ``percentile_disc(ARRAY[q...]) WITHIN GROUP (ORDER BY x)`` (exact), and the date
+  parts (``year``, ``quarter``, ``month``, ``isodow``, ``hour``) -> integer ``EXTRACT``;
+- Spark: a 1-based index into a list literal -> ``element_at`` (Spark's ``[]`` is
+  0-based), and ``AS NOT MATERIALIZED`` CTEs -> plain CTEs.
 """
 
 from __future__ import annotations
@@ -44,7 +50,46 @@ def transpile(duckdb_sql: str, dialect: Dialect | str) -> str:
     if len(trees) != 1:
         raise QueryFailedError(f"cannot transpile {len(trees)} statements; pass one")
     tree = trees[0].transform(_expand_all)
+    if target is Dialect.POSTGRES:  # date parts first: the aggregates' rewrite keeps them
+        tree = tree.transform(_postgres_date_parts).transform(_for_postgres)
+    elif target in (Dialect.SPARK, Dialect.DATABRICKS):
+        tree = tree.transform(_for_spark)
     return tree.sql(dialect=target.value)
+
+
+_EXTRACTED = {exp.Year: "YEAR", exp.Quarter: "QUARTER", exp.Month: "MONTH",
+              exp.DayOfWeekIso: "ISODOW", exp.Hour: "HOUR"}
+
+
+def _for_postgres(node: exp.Expression) -> exp.Expression:
+    if isinstance(node, exp.ApproxDistinct):
+        return exp.Count(this=exp.Distinct(expressions=[node.this]))
+    if isinstance(node, exp.ApproxQuantile):
+        quantiles = node.args.get("quantile")
+        if isinstance(quantiles, exp.Array):
+            quantiles = exp.cast(quantiles, "DOUBLE PRECISION[]", dialect="postgres")
+        ordered = exp.Order(expressions=[exp.Ordered(this=node.this)])
+        return exp.WithinGroup(this=exp.Anonymous(this="percentile_disc",
+                                                  expressions=[quantiles]),
+                               expression=ordered)
+    return node
+
+
+def _postgres_date_parts(node: exp.Expression) -> exp.Expression:
+    for kind, part in _EXTRACTED.items():
+        if isinstance(node, kind):
+            extracted = exp.Extract(this=exp.var(part), expression=node.this)
+            return exp.cast(extracted, "INTEGER")
+    return node
+
+
+def _for_spark(node: exp.Expression) -> exp.Expression:
+    if isinstance(node, exp.Bracket) and isinstance(node.this, exp.Array) \
+            and len(node.expressions) == 1:
+        return exp.Anonymous(this="element_at", expressions=[node.this, node.expressions[0]])
+    if isinstance(node, exp.CTE) and node.args.get("materialized") is not None:
+        node.set("materialized", None)
+    return node
 
 
 def _expand_all(node: exp.Expression) -> exp.Expression:

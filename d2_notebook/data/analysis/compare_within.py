@@ -60,6 +60,7 @@ from d2_notebook.data.analysis.stats import (
 )
 from d2_notebook.data.analysis.strata import EffectScale, Family, check_heterogeneity, standardise
 from d2_notebook.data.analysis.text import describe_value, figure, name_list
+from d2_notebook.data.catalog_access import dialect_sql
 
 if TYPE_CHECKING:
     from d2_notebook.data.guarded_sql import GuardedSQL
@@ -120,6 +121,7 @@ def compare_within(
         UnsafeSQLError / QueryFailedError: As :func:`segment_scan`.
     """
     check_settings(min_support, alpha)
+    sql = dialect_sql(sql)  # any source: its SQL is transpiled and guarded there
     if not isinstance(exposure, str) or not exposure.strip():
         raise ValueError("exposure is required: a column expression over the source, e.g. t.drug")
     arm = f"({exposure}) = {literal(value)}"

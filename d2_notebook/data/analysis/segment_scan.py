@@ -50,6 +50,7 @@ from d2_notebook.data.analysis.text import (
     segment_label,
     table_of,
 )
+from d2_notebook.data.catalog_access import dialect_sql
 
 if TYPE_CHECKING:
     from d2_notebook.data.guarded_sql import GuardedSQL
@@ -98,6 +99,7 @@ def segment_scan(
         QueryFailedError: A piece does not bind (unknown column...) or the pass failed.
     """
     check_settings(min_support, alpha)
+    sql = dialect_sql(sql)  # any source: its SQL is transpiled and guarded there
     prepared = prepare(sql, source=source, metric=metric, where=where, dimensions=dimensions,
                        max_levels=max_levels)
     scan = run_pass(sql, prepared)

@@ -51,6 +51,7 @@ from d2_notebook.data.analysis.season import (
 )
 from d2_notebook.data.analysis.stats import RELATIVE_TOLERANCE, Moments, is_material, metric_scale
 from d2_notebook.data.analysis.text import figure
+from d2_notebook.data.catalog_access import dialect_sql
 
 if TYPE_CHECKING:
     from d2_notebook.data.guarded_sql import GuardedSQL
@@ -103,6 +104,7 @@ def trend(
         UnsafeSQLError / QueryFailedError: As :func:`segment_scan` (``time`` must bind).
     """
     check_settings(min_support, alpha)
+    sql = dialect_sql(sql)  # any source: its SQL is transpiled and guarded there
     if grain is not None and grain not in GRAINS:
         raise ValueError(f"grain must be one of {', '.join(GRAINS)}, got {grain!r}")
     if not isinstance(periods, int) or not 0 <= periods <= 24:

@@ -8,6 +8,7 @@ from __future__ import annotations
 import asyncio
 import datetime as dt
 from collections.abc import Callable, Sequence
+from dataclasses import replace
 from decimal import Decimal
 from typing import Any, Self
 
@@ -17,12 +18,16 @@ from d2_notebook.data.dialects import Dialect
 from d2_notebook.data.execution import Watchdog
 from d2_notebook.data.results import QueryResult
 from d2_notebook.data.schema import ColumnInfo, TableInfo, quote_ident, samples_of
-from d2_notebook.errors import QueryFailedError, QueryTimeoutError
+from d2_notebook.errors import QueryFailedError, QueryTimeoutError, UnsafeSQLError
 
-__all__ = ["CatalogSource", "Deadline", "frame_from_rows", "render_summary", "resolve_table",
-           "valid_max_rows", "valid_timeout"]
+__all__ = ["MAX_RESULT_BYTES", "ByteBudget", "CatalogSource", "Deadline", "frame_from_rows",
+           "render_summary", "resolve_table", "valid_max_bytes", "valid_max_rows",
+           "valid_timeout"]
 
 SAMPLE_ROWS = 100
+MAX_RESULT_BYTES = 64 * 1024 * 1024
+"""Default cap on the bytes of values in one result (64 MiB): far above what an evidence
+table needs, far below what would strain the notebook's memory."""
 
 
 def valid_timeout(timeout_s: float) -> float:
@@ -37,6 +42,54 @@ def valid_max_rows(max_rows: int) -> int:
     if max_rows < 0:
         raise ValueError(f"max_rows must be >= 0, got {max_rows!r}")
     return int(max_rows)
+
+
+def valid_max_bytes(max_bytes: int) -> int:
+    """``max_bytes`` as an int, or ValueError naming the rule (> 0)."""
+    if not max_bytes > 0:
+        raise ValueError(f"max_bytes must be > 0, got {max_bytes!r}")
+    return int(max_bytes)
+
+
+def value_bytes(value: object) -> int:
+    """About how many bytes ``value`` holds as result data (text and binary by length)."""
+    if value is None:
+        return 1
+    if isinstance(value, str | bytes | bytearray | memoryview):
+        return len(value)
+    if isinstance(value, int | float | Decimal | bool | dt.date | dt.time | dt.timedelta):
+        return 16
+    if isinstance(value, dict):
+        return sum(value_bytes(k) + value_bytes(v) for k, v in value.items())
+    if isinstance(value, list | tuple):
+        return sum(value_bytes(v) for v in value)
+    return len(str(value))
+
+
+class ByteBudget:
+    """A running count of a result's bytes that fails as soon as it passes ``max_bytes``.
+
+    Raises (from :meth:`add`):
+        QueryFailedError: The result holds more than ``max_bytes``; the message names the
+            cap and the fix.
+    """
+
+    def __init__(self, max_bytes: int) -> None:
+        self.max_bytes = max_bytes
+        self.used = 0
+
+    def add(self, row: Sequence[Any]) -> None:
+        """Count one row."""
+        self.used += sum(value_bytes(v) for v in row)
+        if self.used > self.max_bytes:
+            raise QueryFailedError(result_too_large(self.max_bytes))
+
+
+def result_too_large(max_bytes: int) -> str:
+    """The message of a result past the byte cap."""
+    return (f"the result is larger than the {max_bytes / 2**20:g} MiB cap on one result "
+            f"(max_bytes={max_bytes}) and was not kept; select fewer or narrower columns, "
+            "aggregate, or add LIMIT")
 
 
 class _Stopper:
@@ -123,12 +176,19 @@ def resolve_table(infos: list[TableInfo], table: str) -> TableInfo:
     raise QueryFailedError(f"no table or view named {table!r}; available: {names}")
 
 
+def refusal_reason(error: UnsafeSQLError) -> str:
+    """The reason part of a guard refusal (``SQL refused: <reason>. The SQL tool ...``)."""
+    return str(error).removeprefix("SQL refused: ").split(". The SQL tool runs")[0]
+
+
 def render_summary(dialect: Dialect, tables: list[TableInfo], keys: Sequence[object]) -> str:
     """Described tables (and declared foreign keys) as stable text for a prompt."""
     lines = [f"{dialect.title} database: {len(tables)} tables/views. "
              "Columns: name TYPE e.g. samples. Write SQL in this dialect."]
     for info in tables:
         rows = "? rows" if info.row_count is None else f"{info.row_count} rows"
+        if info.unreadable:
+            rows = "not readable by the SQL tool: its definition is refused"
         lines.append(f"{info.name} ({info.kind}, {rows})")
         for col in info.columns:
             example = f" e.g. {' | '.join(col.samples)}" if col.samples else ""
@@ -205,26 +265,27 @@ class CatalogSource:
             QueryFailedError: No such table (the message lists the names).
         """
         info = resolve_table(self._catalog(), table)
-        return self._execute(f"SELECT * FROM {info.name} LIMIT {int(n)}",
-                             timeout_s=self.timeout_s, max_rows=max(int(n), 0))
+        return self.run(f"SELECT * FROM {info.name} LIMIT {int(n)}", max_rows=max(int(n), 0))
 
     def _counted(self, info: TableInfo) -> TableInfo:
+        """``info`` with its row count; a view the guard refuses is marked unreadable
+        (with the reason) and never run, so its rows reach no prompt."""
         try:
             count: int | None = int(self._query(f"SELECT count(*) FROM {info.name}").iat[0, 0])
+        except UnsafeSQLError as exc:
+            return replace(info, row_count=None, unreadable=refusal_reason(exc))
         except (QueryFailedError, QueryTimeoutError):
             count = None
-        return TableInfo(info.name, info.kind, count, info.columns, info.database,
-                         info.schema, info.table)
+        return replace(info, row_count=count)
 
     def _describe(self, info: TableInfo, n_samples: int) -> TableInfo:
-        head = None
-        if n_samples > 0:
-            head = self._query(f"SELECT * FROM {info.name} LIMIT {SAMPLE_ROWS}")
         counted = self._counted(info)
-        return TableInfo(info.name, info.kind, counted.row_count,
-                         with_samples(list(info.columns), head, n_samples), info.database,
-                         info.schema, info.table)
+        head = None
+        if n_samples > 0 and not counted.unreadable:
+            head = self._query(f"SELECT * FROM {info.name} LIMIT {SAMPLE_ROWS}")
+        return replace(counted, columns=with_samples(list(info.columns), head, n_samples))
 
     def _query(self, sql: str) -> pd.DataFrame:
-        """Run SQL we generated ourselves (quoted catalog names), unchecked."""
-        return self._execute(sql, timeout_s=self.timeout_s, max_rows=1_000_000).frame
+        """Run SQL we generated ourselves (quoted catalog names) through the guard: the
+        database's views are held to the same rules as an agent's query."""
+        return self.run(sql, max_rows=1_000_000).frame

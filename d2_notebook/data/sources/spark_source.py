@@ -12,8 +12,10 @@ Local (``local[2]``) and cluster sessions use the same API. Defence in depth, pe
    and again every 0.25 s until the query returns (jobs a still-planning query submits
    later are cancelled too; on Spark Connect, an operation tag and ``interruptTag``),
    so a runaway query frees the cluster instead of running on after the caller gave up.
-3. At most ``max_rows + 1`` rows are collected (``LIMIT`` on the DataFrame); a
-   truncated result is counted under the same job group and time limit.
+3. At most ``max_rows + 1`` rows are collected (``LIMIT`` on the DataFrame), and only
+   after Spark measured them under ``max_bytes`` (the limited rows are cached for that
+   and released after): a larger result is an error naming the cap, never a driver-sized
+   collect. A truncated result is counted under the same job group and time limit.
 """
 
 from __future__ import annotations
@@ -32,10 +34,13 @@ from d2_notebook.data.results import QueryResult
 from d2_notebook.data.schema import ColumnInfo, TableInfo, quote_ident
 from d2_notebook.data.sources.base import ForeignKey, SourceInfo, SourceKind
 from d2_notebook.data.sources.common import (
+    MAX_RESULT_BYTES,
     CatalogSource,
     Deadline,
     normalize_frame,
     render_summary,
+    result_too_large,
+    valid_max_bytes,
     valid_max_rows,
     valid_timeout,
 )
@@ -55,11 +60,15 @@ class SparkSource(CatalogSource):
             stopped by this class and its catalog and configuration are never changed.
         timeout_s: Default per-query time limit in seconds (> 0).
         max_rows: Default number of rows kept per result (>= 0).
+        max_bytes: Most bytes of values (as text) one result may hold (> 0); a larger
+            result is refused with :class:`~d2_notebook.errors.QueryFailedError`.
     """
 
-    def __init__(self, spark: Any, *, timeout_s: float = 30.0, max_rows: int = 10_000) -> None:
+    def __init__(self, spark: Any, *, timeout_s: float = 30.0, max_rows: int = 10_000,
+                 max_bytes: int = MAX_RESULT_BYTES) -> None:
         self.timeout_s = valid_timeout(timeout_s)
         self.max_rows = valid_max_rows(max_rows)
+        self.max_bytes = valid_max_bytes(max_bytes)
         self._spark = spark
         self._context = _spark_context(spark)
         master = self._context.master if self._context is not None else "spark-connect"
@@ -161,13 +170,25 @@ class SparkSource(CatalogSource):
     def _collect(self, sql: str, max_rows: int,
                  countable: bool) -> tuple[pd.DataFrame, bool, int | None]:
         frame_all = self._spark.sql(sql)
-        frame = _to_pandas(frame_all.limit(max_rows + 1))
+        limited = frame_all.limit(max_rows + 1).persist()
+        try:
+            if _result_bytes(limited) > self.max_bytes:
+                raise QueryFailedError(result_too_large(self.max_bytes))
+            frame = _local_times(_to_pandas(limited), self._session_time_zone())
+        finally:
+            limited.unpersist()
         truncated = len(frame) > max_rows
         row_count: int | None = len(frame)
         if truncated:
             frame = frame.iloc[:max_rows].reset_index(drop=True)
             row_count = int(frame_all.count()) if countable else None
         return normalize_frame(frame), truncated, row_count
+
+    def _session_time_zone(self) -> str:
+        try:
+            return str(self._spark.conf.get("spark.sql.session.timeZone"))
+        except Exception:
+            return "UTC"
 
     def _tagged(self, group: str) -> _JobGroup:
         return _JobGroup(self._spark, self._context, group)
@@ -229,6 +250,33 @@ def _to_pandas(frame: Any) -> pd.DataFrame:
     if callable(to_arrow):
         return to_arrow().to_pandas()
     return frame.toPandas()
+
+
+def _local_times(frame: pd.DataFrame, time_zone: str) -> pd.DataFrame:
+    """Spark's ``TIMESTAMP`` (an instant, zone-aware in Arrow) as the session's wall-clock
+    time without zone, as Spark shows it and as DuckDB's ``TIMESTAMP`` reads."""
+    for position in range(frame.shape[1]):
+        column = frame.iloc[:, position]
+        if isinstance(column.dtype, pd.DatetimeTZDtype):
+            frame.isetitem(position, column.dt.tz_convert(time_zone).dt.tz_localize(None))
+    return frame
+
+
+def _result_bytes(frame: Any) -> int:
+    """The bytes of ``frame``'s values written as text, summed by Spark (not collected)."""
+    from pyspark.sql import functions as F
+
+    width = len(frame.columns)
+    if width == 0:
+        return 0
+    renamed = frame.toDF(*[f"c{i}" for i in range(width)])  # duplicate names stay apart
+    sizes = [F.coalesce(F.octet_length(F.col(f"c{i}").cast("string")), F.lit(0))
+             for i in range(width)]
+    total = sizes[0]
+    for size in sizes[1:]:
+        total = total + size
+    value = renamed.agg(F.sum(total.cast("long"))).collect()[0][0]
+    return int(value or 0)
 
 
 def _spark_ident(name: str) -> str:

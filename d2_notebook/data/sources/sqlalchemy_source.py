@@ -10,12 +10,18 @@ Defence in depth, per query:
    engine's dialect and refuses anything but one read-only query; what runs is the SQL
    it regenerated.
 2. On PostgreSQL the statement runs in a ``READ ONLY`` transaction with
-   ``statement_timeout`` set to the time limit (``SET LOCAL``: nothing outlives the
-   transaction), which is rolled back after the query whatever happened — so even a
-   function that writes, or a check that let something through, changes nothing.
+   ``statement_timeout`` set to the time limit and ``standard_conforming_strings`` on
+   (``SET LOCAL``: nothing outlives the transaction; a backslash in a string literal is
+   then a plain character, as the guard read it), which is rolled back after the query
+   whatever happened — so even a function that writes, or a check that let something
+   through, changes nothing. Before the statement runs, the catalog check
+   (:mod:`~d2_notebook.data.postgres_catalog`) resolves its relations and functions in
+   that transaction: views and SQL functions of the database are checked through their
+   definitions, system relations outside the reviewed list are refused.
 3. A deadline cancels the query from the client at the time limit (``cancel()`` of the
-   DB-API connection), rows are fetched through a server-side cursor and capped at
-   ``max_rows``, and a truncated result is counted in the same transaction.
+   DB-API connection), rows are fetched through a server-side cursor in chunks and capped
+   at ``max_rows`` and at ``max_bytes`` (a result past the byte cap is an error naming
+   it), and a truncated result is counted in the same transaction.
 """
 
 from __future__ import annotations
@@ -29,19 +35,24 @@ import sqlalchemy as sa
 from sqlalchemy.engine import URL, Connection, Engine
 
 from d2_notebook.data import sqlglot_guard
+from d2_notebook.data.catalog_access import KeyConstraint
 from d2_notebook.data.dialects import Dialect
+from d2_notebook.data.postgres_catalog import check_catalog
 from d2_notebook.data.results import QueryResult
 from d2_notebook.data.schema import ColumnInfo, TableInfo
 from d2_notebook.data.sources.base import ForeignKey, SourceInfo, SourceKind
 from d2_notebook.data.sources.common import (
+    MAX_RESULT_BYTES,
+    ByteBudget,
     CatalogSource,
     Deadline,
     frame_from_rows,
     render_summary,
+    valid_max_bytes,
     valid_max_rows,
     valid_timeout,
 )
-from d2_notebook.data.sqlglot_guard import StatementKind
+from d2_notebook.data.sqlglot_guard import GuardedStatement, StatementKind
 from d2_notebook.errors import QueryFailedError, QueryTimeoutError
 
 __all__ = ["SQLAlchemySource", "redact_url"]
@@ -51,6 +62,7 @@ _SYSTEM_SCHEMAS = frozenset({"information_schema", "pg_catalog", "pg_toast", "my
 _SECRET_PARAMS = ("password", "secret", "token", "key", "credential")
 _QUERY_CANCELED = "57014"
 _READ_ONLY_VIOLATION = "25006"
+_CHUNK_ROWS = 200
 
 
 def redact_url(url: URL) -> str:
@@ -71,6 +83,8 @@ class SQLAlchemySource(CatalogSource):
             :meth:`close`).
         timeout_s: Default per-query time limit in seconds (> 0).
         max_rows: Default number of rows kept per result (>= 0).
+        max_bytes: Most bytes of values one result may hold (> 0); a larger result is
+            refused with :class:`~d2_notebook.errors.QueryFailedError`.
 
     Raises:
         ValueError: The backend has no sqlglot dialect, or it is DuckDB (pass the
@@ -79,9 +93,10 @@ class SQLAlchemySource(CatalogSource):
     """
 
     def __init__(self, source: Engine | URL | str, *, timeout_s: float = 30.0,
-                 max_rows: int = 10_000) -> None:
+                 max_rows: int = 10_000, max_bytes: int = MAX_RESULT_BYTES) -> None:
         self.timeout_s = valid_timeout(timeout_s)
         self.max_rows = valid_max_rows(max_rows)
+        self.max_bytes = valid_max_bytes(max_bytes)
         if isinstance(source, Engine):
             self._engine, self._owned = source, False
         else:
@@ -141,7 +156,8 @@ class SQLAlchemySource(CatalogSource):
         count_sql = None
         if checked.kind is StatementKind.QUERY:
             count_sql = f"SELECT count(*) FROM (\n{checked.sql}\n) AS d2_counted"
-        return self._execute(checked.sql, timeout_s=limit, max_rows=keep, count_sql=count_sql)
+        return self._execute(checked.sql, timeout_s=limit, max_rows=keep, count_sql=count_sql,
+                             checked=checked)
 
     def cancel(self) -> None:
         """Cancel every query running on this source now."""
@@ -171,6 +187,28 @@ class SQLAlchemySource(CatalogSource):
                 keys.append(ForeignKey(info.name, tuple(fk["constrained_columns"]), target,
                                        tuple(fk["referred_columns"])))
         return sorted(keys, key=str)
+
+    def key_constraints(self) -> list[KeyConstraint]:
+        """Primary, unique and foreign keys of every table, as the analysis tools' key
+        inference reads them (``duckdb_constraints()``'s shape)."""
+        inspector = sa.inspect(self._engine)
+        by_coordinates = {(i.schema, i.table): i for i in self._catalog()}
+        keys: list[KeyConstraint] = []
+        for (schema, table), info in sorted(by_coordinates.items()):
+            if info.kind != "table":
+                continue
+            primary = inspector.get_pk_constraint(table, schema=schema or None)
+            if primary.get("constrained_columns"):
+                keys.append(KeyConstraint("", schema, table, "PRIMARY KEY",
+                                          tuple(primary["constrained_columns"])))
+            keys.extend(KeyConstraint("", schema, table, "UNIQUE", tuple(u["column_names"]))
+                        for u in inspector.get_unique_constraints(table, schema=schema or None))
+            for fk in inspector.get_foreign_keys(table, schema=schema or None):
+                keys.append(KeyConstraint("", schema, table, "FOREIGN KEY",
+                                          tuple(fk["constrained_columns"]),
+                                          str(fk["referred_table"]),
+                                          tuple(fk["referred_columns"])))
+        return keys
 
     # --- internals ----------------------------------------------------------------------
 
@@ -203,11 +241,13 @@ class SQLAlchemySource(CatalogSource):
     def _session_setup(self, timeout_s: float) -> list[str]:
         if self._dialect in (Dialect.POSTGRES, Dialect.REDSHIFT):  # one round trip
             return ["SET TRANSACTION READ ONLY; "
-                    f"SET LOCAL statement_timeout = {max(1, round(timeout_s * 1000))}"]
+                    f"SET LOCAL statement_timeout = {max(1, round(timeout_s * 1000))}; "
+                    "SET LOCAL standard_conforming_strings = on"]
         return []
 
     def _execute(self, sql: str, *, timeout_s: float, max_rows: int,
-                 count_sql: str | None = None) -> QueryResult:
+                 count_sql: str | None = None,
+                 checked: GuardedStatement | None = None) -> QueryResult:
         start = time.perf_counter()
         with self._engine.connect() as conn:
             dbapi = conn.connection.dbapi_connection
@@ -217,7 +257,7 @@ class SQLAlchemySource(CatalogSource):
             try:
                 with deadline:
                     columns, rows, truncated, row_count = self._fetch(
-                        conn, sql, timeout_s, max_rows, count_sql)
+                        conn, sql, timeout_s, max_rows, count_sql, checked)
                 if deadline.fired:  # never return rows a cancel may have cut short
                     raise QueryTimeoutError(_timeout_message(timeout_s))
             except sa.exc.DBAPIError as exc:
@@ -236,15 +276,17 @@ class SQLAlchemySource(CatalogSource):
         return QueryResult(sql, frame, row_count, truncated, time.perf_counter() - start)
 
     def _fetch(self, conn: Connection, sql: str, timeout_s: float, max_rows: int,
-               count_sql: str | None) -> tuple[list[str], list[Any], bool, int | None]:
+               count_sql: str | None, checked: GuardedStatement | None,
+               ) -> tuple[list[str], list[Any], bool, int | None]:
         for statement in self._session_setup(timeout_s):
             conn.exec_driver_sql(statement)
-        streaming = conn.execution_options(stream_results=True,
-                                           max_row_buffer=min(max_rows + 1, 10_000))
+        if checked is not None and self._dialect is Dialect.POSTGRES:
+            check_catalog(conn, checked, timeout_s=timeout_s)
+        streaming = conn.execution_options(stream_results=True, max_row_buffer=_CHUNK_ROWS)
         result = streaming.exec_driver_sql(_escape_percent(sql, conn))
         try:
             columns = list(result.keys()) if result.returns_rows else []
-            rows = [tuple(r) for r in result.fetchmany(max_rows + 1)] if columns else []
+            rows = self._capped_rows(result, max_rows + 1) if columns else []
         finally:
             result.close()
         truncated = len(rows) > max_rows
@@ -256,6 +298,20 @@ class SQLAlchemySource(CatalogSource):
                 counted = conn.exec_driver_sql(_escape_percent(count_sql, conn))
                 row_count = int(counted.scalar_one())
         return columns, rows, truncated, row_count
+
+
+    def _capped_rows(self, result: Any, limit: int) -> list[tuple[Any, ...]]:
+        """Up to ``limit`` rows, fetched in chunks while their bytes stay under the cap."""
+        budget = ByteBudget(self.max_bytes)
+        rows: list[tuple[Any, ...]] = []
+        while len(rows) < limit:
+            chunk = result.fetchmany(min(_CHUNK_ROWS, limit - len(rows)))
+            if not chunk:
+                break
+            for row in chunk:
+                budget.add(row)
+                rows.append(tuple(row))
+        return rows
 
 
 def _escape_percent(sql: str, conn: Connection) -> str:
