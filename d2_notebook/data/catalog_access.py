@@ -118,6 +118,12 @@ class DialectSQL:
         """The source's default time limit."""
         return float(self.source.timeout_s)
 
+    @property
+    def relationships(self) -> tuple[Any, ...]:
+        """The join edges the user declared or vetoed on the source (none if it has
+        none), so the catalog read through this wrapper keeps them."""
+        return tuple(getattr(self.source, "relationships", ()))
+
     def run(self, sql: str, *, timeout_s: float | None = None,
             max_rows: int | None = None) -> QueryResult:
         """Run one DuckDB statement on the source, transpiled into its dialect.
