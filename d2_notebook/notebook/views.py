@@ -16,6 +16,7 @@ from html import escape
 from typing import Any
 
 from d2_notebook.board import Board
+from d2_notebook.errors import BoardError
 from d2_notebook.notebook.snapshot import board_snapshot
 from d2_notebook.notebook.static import board_html, board_markdown, board_svg, header_html
 from d2_notebook.notebook.style import MIME_TYPE
@@ -67,21 +68,32 @@ class BoardView:
         return f"BoardView({self.board.path!r})"
 
     def _repr_html_(self) -> str:
-        return board_html(self.board)
+        try:
+            return board_html(self.board)
+        except BoardError as exc:
+            return _error_bundle(exc)["text/html"]
 
     def _repr_markdown_(self) -> str:
-        return board_markdown(self.board)
+        try:
+            return board_markdown(self.board)
+        except BoardError as exc:
+            return _error_bundle(exc)["text/markdown"]
 
     def _repr_mimebundle_(self, include: Any = None, exclude: Any = None) -> dict[str, Any]:
-        bundle: dict[str, Any] = {
-            "text/plain": f"{self!r}\n{board_markdown(self.board)}",
-            "text/html": board_html(self.board),
-            "text/markdown": board_markdown(self.board),
-        }
-        if self.interactive:
-            bundle[MIME_TYPE] = board_snapshot(self.board)
-            if self.live:
-                bundle.update(_widget_bundle(self.widget))
+        """The board's displays; a board that cannot be read (damaged) shows the one
+        line that says so and what to do, in every format, instead of a traceback."""
+        try:
+            bundle: dict[str, Any] = {
+                "text/plain": f"{self!r}\n{board_markdown(self.board)}",
+                "text/html": board_html(self.board),
+                "text/markdown": board_markdown(self.board),
+            }
+            if self.interactive:
+                bundle[MIME_TYPE] = board_snapshot(self.board)
+        except BoardError as exc:
+            return _error_bundle(exc)
+        if self.interactive and self.live:
+            bundle.update(_widget_bundle(self.widget))
         return bundle
 
 
@@ -120,12 +132,15 @@ def show(board: Board | str | os.PathLike[str], *, show_redundant: bool = True,
     """A displayable view of a board (an open one, or the path of a board file);
     ``live=True`` adds the widget, for a board another process is writing.
 
+    A path is opened read-only: showing never writes to the file or beside it (an
+    empty or foreign file is refused untouched, an older board is shown unmigrated).
+
     Raises:
-        BoardError: the path is not a board file.
+        BoardError: the path is not a board file (shown as one line in a notebook).
     """
     from d2_notebook.notebook.paths import open_existing_board
 
-    opened = board if isinstance(board, Board) else open_existing_board(board)
+    opened = board if isinstance(board, Board) else open_existing_board(board, read_only=True)
     return BoardView(opened, show_redundant=show_redundant, live=live)
 
 
@@ -139,6 +154,13 @@ def markdown_to_html(text: str) -> str:
         return f"<pre>{escape(text)}</pre>"
     render = mistune.create_markdown(escape=True, plugins=["table", "strikethrough"])
     return str(render(text))
+
+
+def _error_bundle(exc: BoardError) -> dict[str, str]:
+    """One line naming the fault and the fix, in every format a display may use."""
+    line = f"{type(exc).__name__}: {exc}"
+    return {"text/plain": line, "text/markdown": f"**{escape(type(exc).__name__)}:** "
+            f"{escape(str(exc))}", "text/html": f"<pre>{escape(line)}</pre>"}
 
 
 def _widget_bundle(widget: Any) -> dict[str, Any]:
