@@ -271,7 +271,7 @@ def test_a_board_on_read_only_media_is_shown_and_exported(tmp_path: Path) -> Non
             assert outcome.ok, (reader, outcome.text)
         assert sorted(p.name for p in source.iterdir()) == ["b.d2board"]
     finally:
-        subprocess.run(["umount", str(media)], check=True)
+        subprocess.run(["umount", "--lazy", str(media)], check=True)
 
 
 # --- a run leaves one self-contained file ----------------------------------------------
