@@ -342,19 +342,32 @@ def test_a_cli_run_leaves_only_the_board_file(recorded: tuple[Path, Path],
     assert sorted(p.name for p in tmp_path.iterdir()) == ["b.d2board"]
 
 
-def test_a_board_left_open_is_closed_when_the_process_exits(tmp_path: Path) -> None:
-    path = tmp_path / "b.d2board"
+def test_a_notebook_run_leaves_only_the_board_file_when_the_kernel_exits(
+        tmp_path: Path) -> None:
+    """The magic keeps its last board open (for ``%%evidence``); the run checkpoints it,
+    and the kernel's exit closes it: one self-contained file, as after nbclient."""
     done = subprocess.run([sys.executable, "-c", textwrap.dedent(f"""
         import sys
         sys.path.insert(0, {str(Path(__file__).parents[1])!r})
-        from d2_notebook.board import Board
-        board = Board.open({str(path)!r})  # as a notebook kernel keeps its last board
-        board.start_investigation("q", {{}}, actor="user")
-        """)], capture_output=True, text=True, timeout=60)
+        from IPython.core.interactiveshell import InteractiveShell
+        from d2_notebook.datasets import hospital
+        from d2_notebook.detective.policies.hospital import HospitalWalkthrough
+        shell = InteractiveShell.instance()
+        shell.run_line_magic("load_ext", "d2_notebook.notebook")
+        shell.user_ns.update(con=hospital.create(patients=300),
+                             team=HospitalWalkthrough().model())
+        ran = shell.run_cell("%%investigate con --board covid.d2board --model team\\n"
+                             + hospital.QUESTION)
+        assert ran.success, ran.error_in_exec or ran.error_before_exec
+        print(shell.user_ns["_"].result.board.counts()["events"])
+        """)], capture_output=True, text=True, timeout=300, cwd=tmp_path)
     assert done.returncode == 0, done.stderr
-    assert sorted(p.name for p in tmp_path.iterdir()) == ["b.d2board"]
-    with Board.open(path, read_only=True) as board:
-        assert len(board.list_investigations()) == 1
+    events = int(done.stdout.strip().splitlines()[-1])
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["covid.d2board"]
+    shutil.copy(tmp_path / "covid.d2board", tmp_path / "mailed.d2board")
+    with Board.open(tmp_path / "mailed.d2board", read_only=True) as board:
+        assert board.counts()["events"] == events > 0
+        assert board.list_investigations()[-1].state.value == "finished"
 
 
 def test_a_background_run_leaves_no_thread_behind(recorded: tuple[Path, Path],
