@@ -375,7 +375,9 @@ def test_a_background_run_leaves_no_thread_behind(recorded: tuple[Path, Path],
     before = set(threading.enumerate())
     run = start_run(investigate(recorded[0], hospital.QUESTION, board=tmp_path / "b.d2board",
                                 model=HospitalWalkthrough().model()), background=True)
-    assert run.wait().state == "finished"
+    result = run.wait()
+    assert result.state == "finished"
+    result.board.close()
     for thread in set(threading.enumerate()) - before:
         thread.join(timeout=10)
     assert set(threading.enumerate()) - before == set()

@@ -112,9 +112,10 @@ async def investigate(
         question: the investigative objective; may be None when resuming.
         board: where the board lives (a path, an open :class:`Board`, or None for an
             in-memory board). However the run ends, its write-ahead log is emptied
-            into the file, so the ``.d2board`` alone is the whole board; a board opened
-            here from a path is also closed (the result's ``board`` then reads the
-            finished file, read-only), an open :class:`Board` stays open.
+            into the file, so the ``.d2board`` alone is the whole board. A board opened
+            here from a path is closed if the run raises; otherwise it is the result's
+            ``board`` (close it when done, or it is closed when Python exits). An open
+            :class:`Board` passed in stays open.
         model: a model or a model name (``anthropic:...``, ``openai:...``); None uses
             the configured default (``D2_MODEL``). It answers every role not in
             ``models``.
@@ -178,9 +179,8 @@ async def investigate(
             if recorded_source is not None:
                 _check_replay_source(recorded_source, sql.info)
             opened = board if isinstance(board, Board) else Board.open(board or ":memory:")
-            own_file = opened is not board and opened.path != ":memory:"
-            if own_file:
-                owned.callback(opened.close)
+            if opened is not board:  # a run that raises closes the board it opened
+                owned.push(lambda failed, *_: opened.close() if failed else None)
             owned.callback(_settle, opened)  # runs first: the log is emptied into the file
             lease = LeaseKeeper(opened, force=force)  # one live process per investigation
             try:
@@ -198,8 +198,6 @@ async def investigate(
         finally:
             if own_sql:
                 sql.close()  # closes only what it opened itself (a path, a URL)
-    if own_file:  # the run's board is closed: the result reads the finished file
-        result = replace(result, board=Board.open(opened.path, read_only=True))
     return result
 
 
