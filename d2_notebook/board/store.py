@@ -193,7 +193,7 @@ class BoardStore:
             except sqlite3.OperationalError as exc:
                 if "no such" in str(exc):
                     raise  # a programming error, not a fault of the file
-                raise board_fault(self._path, exc, read_only=False) from exc
+                raise board_fault(self._path, exc) from exc
             except sqlite3.DatabaseError as exc:
                 if type(exc) is not sqlite3.DatabaseError:
                     raise

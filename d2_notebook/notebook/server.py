@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from d2_notebook.board import Board
-from d2_notebook.errors import D2Error
+from d2_notebook.errors import BoardDamagedError, D2Error
 from d2_notebook.notebook.paths import BOARD_SUFFIX
 from d2_notebook.notebook.snapshot import board_snapshot
 
@@ -77,6 +77,8 @@ def snapshot_of_file(location: Path) -> dict[str, Any]:
     else:
         try:
             board = Board.open(location, read_only=True)  # viewing never writes
+        except BoardDamagedError as exc:
+            raise SnapshotRequestError(422, str(exc)) from None
         except D2Error as exc:
             raise SnapshotRequestError(422, f"{location.name} is not a board: {exc}") from None
     with board:
