@@ -16,7 +16,7 @@ from html import escape
 from typing import Any
 
 from d2_notebook.board import Board
-from d2_notebook.errors import BoardError
+from d2_notebook.notebook.board_faults import shows_board_faults
 from d2_notebook.notebook.snapshot import board_snapshot
 from d2_notebook.notebook.static import board_html, board_markdown, board_svg, header_html
 from d2_notebook.notebook.style import MIME_TYPE
@@ -67,33 +67,25 @@ class BoardView:
     def __repr__(self) -> str:
         return f"BoardView({self.board.path!r})"
 
+    @shows_board_faults("text/html")
     def _repr_html_(self) -> str:
-        try:
-            return board_html(self.board)
-        except BoardError as exc:
-            return _error_bundle(exc)["text/html"]
+        return board_html(self.board)
 
+    @shows_board_faults("text/markdown")
     def _repr_markdown_(self) -> str:
-        try:
-            return board_markdown(self.board)
-        except BoardError as exc:
-            return _error_bundle(exc)["text/markdown"]
+        return board_markdown(self.board)
 
+    @shows_board_faults()  # a damaged board: one line naming it and the fix
     def _repr_mimebundle_(self, include: Any = None, exclude: Any = None) -> dict[str, Any]:
-        """The board's displays; a board that cannot be read (damaged) shows the one
-        line that says so and what to do, in every format, instead of a traceback."""
-        try:
-            bundle: dict[str, Any] = {
-                "text/plain": f"{self!r}\n{board_markdown(self.board)}",
-                "text/html": board_html(self.board),
-                "text/markdown": board_markdown(self.board),
-            }
-            if self.interactive:
-                bundle[MIME_TYPE] = board_snapshot(self.board)
-        except BoardError as exc:
-            return _error_bundle(exc)
-        if self.interactive and self.live:
-            bundle.update(_widget_bundle(self.widget))
+        bundle: dict[str, Any] = {
+            "text/plain": f"{self!r}\n{board_markdown(self.board)}",
+            "text/html": board_html(self.board),
+            "text/markdown": board_markdown(self.board),
+        }
+        if self.interactive:
+            bundle[MIME_TYPE] = board_snapshot(self.board)
+            if self.live:
+                bundle.update(_widget_bundle(self.widget))
         return bundle
 
 
@@ -154,13 +146,6 @@ def markdown_to_html(text: str) -> str:
         return f"<pre>{escape(text)}</pre>"
     render = mistune.create_markdown(escape=True, plugins=["table", "strikethrough"])
     return str(render(text))
-
-
-def _error_bundle(exc: BoardError) -> dict[str, str]:
-    """One line naming the fault and the fix, in every format a display may use."""
-    line = f"{type(exc).__name__}: {exc}"
-    return {"text/plain": line, "text/markdown": f"**{escape(type(exc).__name__)}:** "
-            f"{escape(str(exc))}", "text/html": f"<pre>{escape(line)}</pre>"}
 
 
 def _widget_bundle(widget: Any) -> dict[str, Any]:
