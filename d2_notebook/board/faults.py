@@ -52,6 +52,10 @@ def board_fault(location: str, exc: sqlite3.Error, *, read_only: bool = False) -
             "folder and pass that path")
     if name.startswith(_DAMAGED) or "malformed" in text or "not a database" in text:
         return damaged(location, text)
+    if name.startswith("SQLITE_IOERR"):
+        return BoardError(f"board {location!r}: the disk reported an error ({text}); check "
+                          "the disk, or copy the board to another one, then resume with "
+                          "--resume")
     if name.startswith("SQLITE_CANTOPEN"):
         return BoardError(f"cannot open board {location!r} ({text}); check that the file and "
                           "its folder exist and are readable")
