@@ -17,7 +17,15 @@ class D2Error(Exception):
 
 
 class BoardError(D2Error):
-    """A fault reading or writing a Data Investigation Board."""
+    """A fault reading or writing a Data Investigation Board.
+
+    In IPython and Jupyter a board error shows as its one-line message, not a traceback
+    (``_render_traceback_`` is IPython's hook for exactly that): the message already
+    names the board and the fix.
+    """
+
+    def _render_traceback_(self) -> list[str]:
+        return [f"{type(self).__name__}: {self}"]
 
 
 class NotFoundError(BoardError, KeyError):
@@ -33,6 +41,25 @@ class InvalidRecordError(BoardError, ValueError):
 
 class BoardFormatError(BoardError):
     """A file or JSON document is not a board, or is from a newer, unknown version."""
+
+
+class BoardDamagedError(BoardFormatError):
+    """A board file is damaged: SQLite reports a corrupt page, or a stored record (a
+    status, a result) cannot be decoded. Reading it again will fail the same way."""
+
+
+class BoardReadOnlyError(BoardError):
+    """A write was refused: the board, its folder or its medium is read-only, or the
+    board was opened for reading only."""
+
+
+class BoardFullError(BoardError):
+    """A write failed because the disk (or the board's page limit) is full; nothing of
+    the failed write was kept, so the run resumes once there is space."""
+
+
+class BoardLockedError(BoardError):
+    """Another connection held the board's write lock past the busy timeout."""
 
 
 class RunLeaseHeldError(BoardError):

@@ -33,6 +33,7 @@ import json
 import os
 import shutil
 import socket
+import sqlite3
 import subprocess
 import sys
 import time
@@ -347,6 +348,11 @@ def test_board_file_opens_with_the_board_viewer(tmp_path: Path) -> None:
         (root / "notes-export.json").write_text(board.to_json())
         want = set(board_elements(board).nodes)
     (root / "not-a-board.json").write_text('{"hello": 1}')
+    (root / "empty.d2board").touch()
+    shutil.copy(root / "notes.d2board", root / "damaged.d2board")
+    with sqlite3.connect(root / "damaged.d2board") as conn:
+        conn.execute("UPDATE hypotheses SET status = 'probably'")
+    conn.close()
 
     def snapshot(path: str) -> tuple[int, dict[str, Any]]:
         url = f"{base}/d2-notebook/snapshot?path={path}&token={TOKEN}"
@@ -365,6 +371,14 @@ def test_board_file_opens_with_the_board_viewer(tmp_path: Path) -> None:
         assert snapshot("../outside.d2board")[0] in (403, 404)
         assert "not a board" in snapshot("missing.txt")[1]["message"] or (
             snapshot("missing.txt")[0] == 404)
+        # Viewing never writes: an empty .d2board stays empty; damage is one JSON line.
+        for name, words in (("empty.d2board", "is not a d2 board"),
+                            ("damaged.d2board", "is damaged")):
+            status, body = snapshot(name)
+            assert status == 422 and words in body["message"], body
+            assert "\n" not in body["message"] and name in body["message"]
+        assert (root / "empty.d2board").stat().st_size == 0
+        assert not list(root.glob("*-wal")) and not list(root.glob("*-shm"))
 
         # A .d2board opens in the Board viewer by default: no kernel is started.
         page.goto(f"{base}/lab/tree/notes.d2board?token={TOKEN}")

@@ -8,7 +8,7 @@ from typing import Any
 import pandas as pd
 
 from d2_notebook.board import rows
-from d2_notebook.board.frames import decode_frame, encode_frame, result_hash
+from d2_notebook.board.frames import encode_frame, result_hash
 from d2_notebook.board.records import (
     Evidence,
     Link,
@@ -150,9 +150,9 @@ class EvidenceRecords(BoardStore):
             if cached is not None:
                 self._frames.move_to_end(evidence_id)
                 return cached.copy()
-        row = self._one("SELECT columns, result FROM evidence WHERE id = ?", (evidence_id,),
+        row = self._one("SELECT id, columns, result FROM evidence WHERE id = ?", (evidence_id,),
                         f"evidence {evidence_id!r}")
-        frame = decode_frame(row["result"], rows.columns_from_text(row["columns"]))
+        frame = rows.result_frame(row)
         with self._lock:
             self._frames[evidence_id] = frame
             while len(self._frames) > FRAME_CACHE_SIZE:

@@ -11,6 +11,7 @@ To change the schema, append a migration; never edit one that has shipped.
 
 from __future__ import annotations
 
+import contextlib
 import sqlite3
 from dataclasses import dataclass
 from datetime import UTC, datetime
@@ -276,7 +277,9 @@ def migrate(
             conn.execute(f"PRAGMA user_version = {int(migration.version)}")
             conn.execute("COMMIT")
         except BaseException:
-            conn.execute("ROLLBACK")
+            if conn.in_transaction:  # SQLite rolls back by itself after e.g. a full disk
+                with contextlib.suppress(sqlite3.Error):
+                    conn.execute("ROLLBACK")
             raise
         applied.append(migration.version)
     return applied

@@ -1,11 +1,24 @@
-"""Conversions between SQLite rows of the board file and its typed records."""
+"""Conversions between SQLite rows of the board file and its typed records.
+
+A row that cannot be converted (an unknown status, garbled JSON, a result blob that
+does not decode) means the file was damaged or edited by hand: it raises
+:class:`~d2_notebook.errors.BoardDamagedError` naming the board and the record, never
+a bare ``ValueError`` from deep inside.
+"""
 
 from __future__ import annotations
 
+import functools
 import json
 import sqlite3
-from typing import Any
+from collections.abc import Callable
+from typing import Any, TypeVar
 
+import pandas as pd
+import pyarrow as pa
+
+from d2_notebook.board.faults import damaged
+from d2_notebook.board.frames import decode_frame
 from d2_notebook.board.records import (
     ColumnSpec,
     DimensionDismissal,
@@ -22,12 +35,46 @@ from d2_notebook.board.records import (
     Verdict,
 )
 
+R = TypeVar("R")
+_UNREADABLE = (ValueError, KeyError, TypeError, IndexError, OSError, pa.ArrowException)
+"""What decoding a damaged row raises (json, enums, pyarrow, pandas)."""
+
+
+def _decoded(what: str) -> Callable[[Callable[[sqlite3.Row], R]], Callable[[sqlite3.Row], R]]:
+    """Turn a converter's failure on a damaged row into a BoardDamagedError."""
+
+    def wrap(convert: Callable[[sqlite3.Row], R]) -> Callable[[sqlite3.Row], R]:
+        @functools.wraps(convert)
+        def checked(row: sqlite3.Row) -> R:
+            try:
+                return convert(row)
+            except _UNREADABLE as exc:
+                raise damaged(getattr(row, "board_path", None),
+                              f"{_record_name(what, row)} cannot be read: {exc}") from exc
+
+        return checked
+
+    return wrap
+
+
+def _record_name(what: str, row: sqlite3.Row) -> str:
+    keys = row.keys()
+    key = next((row[k] for k in ("id", "seq") if k in keys), None)
+    return f"{what} {key}" if key is not None else what
+
+
+@_decoded("the stored result of evidence")
+def result_frame(row: sqlite3.Row) -> pd.DataFrame:
+    """The query result an evidence row stores, as the DataFrame that was stored."""
+    return decode_frame(row["result"], columns_from_text(row["columns"]))
+
 
 def to_json_text(value: Any) -> str:
     """Compact, key-sorted JSON for columns that hold structured values."""
     return json.dumps(value, sort_keys=True, separators=(",", ":"), default=str)
 
 
+@_decoded("investigation")
 def investigation(row: sqlite3.Row) -> Investigation:
     return Investigation(
         id=row["id"],
@@ -41,6 +88,7 @@ def investigation(row: sqlite3.Row) -> Investigation:
     )
 
 
+@_decoded("hypothesis")
 def hypothesis(row: sqlite3.Row) -> Hypothesis:
     return Hypothesis(
         id=row["id"],
@@ -64,6 +112,7 @@ def columns_from_text(text: str) -> tuple[ColumnSpec, ...]:
     return tuple(ColumnSpec(**spec) for spec in json.loads(text))
 
 
+@_decoded("evidence")
 def evidence(row: sqlite3.Row) -> Evidence:
     return Evidence(
         id=row["id"],
@@ -86,6 +135,7 @@ def evidence(row: sqlite3.Row) -> Evidence:
     )
 
 
+@_decoded("dimension dismissal")
 def dimension_dismissal(row: sqlite3.Row) -> DimensionDismissal:
     return DimensionDismissal(
         id=row["id"],
@@ -97,6 +147,7 @@ def dimension_dismissal(row: sqlite3.Row) -> DimensionDismissal:
     )
 
 
+@_decoded("link")
 def link(row: sqlite3.Row) -> Link:
     return Link(
         id=row["id"],
@@ -109,6 +160,7 @@ def link(row: sqlite3.Row) -> Link:
     )
 
 
+@_decoded("verdict")
 def verdict(row: sqlite3.Row) -> Verdict:
     return Verdict(
         id=row["id"],
@@ -124,6 +176,7 @@ def verdict(row: sqlite3.Row) -> Verdict:
     )
 
 
+@_decoded("model call")
 def model_call(row: sqlite3.Row) -> ModelCall:
     return ModelCall(
         id=row["id"],
@@ -145,6 +198,7 @@ def model_call(row: sqlite3.Row) -> ModelCall:
     )
 
 
+@_decoded("event")
 def event(row: sqlite3.Row) -> Event:
     return Event(
         seq=row["seq"],

@@ -8,11 +8,13 @@ Record-specific methods live in mixins (:mod:`.hypotheses`, :mod:`.evidence`,
 from __future__ import annotations
 
 import asyncio
+import atexit
+import contextlib
 import sqlite3
 import threading
+import weakref
 from collections import OrderedDict
 from collections.abc import AsyncIterator, Iterable, Iterator, Mapping
-from contextlib import contextmanager
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, Self
@@ -21,12 +23,13 @@ import pandas as pd
 
 from d2_notebook.board import rows
 from d2_notebook.board.connect import connect_read_only, connect_writable
+from d2_notebook.board.faults import board_fault
 from d2_notebook.board.import_checks import check_record
 from d2_notebook.board.records import (
     Event,
     HypothesisStatus,
 )
-from d2_notebook.errors import BoardError, BoardFormatError, InvalidRecordError, NotFoundError
+from d2_notebook.errors import BoardFormatError, InvalidRecordError, NotFoundError
 
 DEFAULT_MAX_ROWS = 10_000
 """How many rows of a query result a board stores by default (the rest are counted)."""
@@ -51,11 +54,16 @@ class BoardStore:
     """
 
     def __init__(self, conn: sqlite3.Connection, path: str, *, max_rows: int,
-                 max_result_bytes: int = DEFAULT_MAX_RESULT_BYTES) -> None:
+                 max_result_bytes: int = DEFAULT_MAX_RESULT_BYTES,
+                 read_only: bool = False) -> None:
         """Wrap an open, migrated connection. Use :meth:`open` instead."""
         self._conn = conn
         self._path = path
         self._lock = threading.RLock()
+        self._closed = False
+        self.read_only = read_only
+        if not read_only and path != ":memory:":
+            _OPEN_FOR_WRITING.add(self)
         self.max_rows = max_rows
         self.max_result_bytes = max_result_bytes
         # Decoded evidence results (never change once written), most recent last.
@@ -70,7 +78,9 @@ class BoardStore:
 
         An older board file is migrated to the current schema on open, unless
         ``read_only``: then an existing board is opened for reading and nothing is
-        written to the file (writes raise :class:`BoardError`).
+        ever written to the file or beside it — no migration (an older board is
+        migrated in memory), no ``-wal``/``-shm`` files — and writes raise
+        :class:`BoardReadOnlyError`. See :mod:`d2_notebook.board.connect`.
 
         Args:
             path: The board file.
@@ -80,7 +90,9 @@ class BoardStore:
             read_only: Open an existing board without writing to it.
 
         Raises:
-            BoardFormatError: the file is not a board, or was written by a newer version.
+            BoardFormatError: the file is not a board (it is left untouched), or was
+                written by a newer version.
+            BoardDamagedError: the file is a damaged board.
             BoardError: the file cannot be opened (missing folder or file, no permission).
         """
         if max_rows < 1:
@@ -90,17 +102,48 @@ class BoardStore:
                 f"max_result_bytes must be at least 1024, got {max_result_bytes}")
         location = str(path)
         conn = connect_read_only(location) if read_only else connect_writable(location)
-        return cls(conn, location, max_rows=max_rows, max_result_bytes=max_result_bytes)
+        return cls(conn, location, max_rows=max_rows, max_result_bytes=max_result_bytes,
+                   read_only=read_only)
 
     @property
     def path(self) -> str:
         """The file the board lives in (``":memory:"`` for an in-memory board)."""
         return self._path
 
-    def close(self) -> None:
-        """Close the file. The board must not be used afterwards."""
+    def checkpoint(self) -> None:
+        """Copy the write-ahead log into the board file and empty the log, so the
+        ``.d2board`` file alone holds the whole board (a run calls this when it ends).
+
+        Best effort: while another process reads the board, the part of the log it
+        still needs stays in the log (SQLite moves it later). Does nothing for a
+        read-only or in-memory board.
+        """
+        if self.read_only or self._path == ":memory:":
+            return
         with self._lock:
-            self._conn.close()
+            if self._closed:
+                return
+            try:
+                self._conn.execute("PRAGMA wal_checkpoint(TRUNCATE)").fetchall()
+            except sqlite3.Error as exc:
+                raise board_fault(self._path, exc) from exc
+
+    def close(self) -> None:
+        """Checkpoint (see :meth:`checkpoint`) and close the file; closing twice is
+        harmless. The board must not be used afterwards. A board opened for writing
+        and never closed is closed when the interpreter exits."""
+        with self._lock:
+            if self._closed:
+                return
+            self._closed = True
+            _OPEN_FOR_WRITING.discard(self)
+            try:
+                if not self.read_only and self._path != ":memory:":
+                    self._conn.execute("PRAGMA wal_checkpoint(TRUNCATE)").fetchall()
+            except sqlite3.Error:
+                pass  # a full disk or a reader still in the log: the log stays, nothing is lost
+            finally:
+                self._conn.close()
 
     def __enter__(self) -> Self:
         return self
@@ -113,37 +156,48 @@ class BoardStore:
 
     # --- the plumbing every write goes through -------------------------------
 
-    @contextmanager
+    @contextlib.contextmanager
     def _write(self) -> Iterator[sqlite3.Connection]:
+        """One write transaction: committed when the block ends, rolled back when it
+        raises. SQLite's own faults (disk full, locked, read-only, damaged) come out as
+        the typed :class:`BoardError` that names the fix, never hidden behind a failed
+        rollback (SQLite rolls back by itself after some of them)."""
         with self._lock:
+            if self.read_only:
+                raise board_fault(self._path, sqlite3.OperationalError(
+                    "attempt to write a readonly database"), read_only=True)
             try:
                 self._conn.execute("BEGIN IMMEDIATE")
             except sqlite3.OperationalError as exc:
-                raise self._write_error(exc) from exc
+                raise board_fault(self._path, exc) from exc
             try:
                 yield self._conn
-            except sqlite3.OperationalError as exc:
-                self._conn.execute("ROLLBACK")
-                raise self._write_error(exc) from exc
-            except BaseException:
-                self._conn.execute("ROLLBACK")
-                raise
-            try:
                 self._conn.execute("COMMIT")
-            except sqlite3.OperationalError as exc:
-                self._conn.execute("ROLLBACK")
-                raise self._write_error(exc) from exc
+            except BaseException as exc:
+                self._rollback()
+                if type(exc) in (sqlite3.OperationalError, sqlite3.DatabaseError):
+                    raise board_fault(self._path, exc) from exc
+                raise
 
-    def _write_error(self, exc: sqlite3.OperationalError) -> BoardError:
-        """A write the file refused, as a BoardError that names the fix."""
-        if "readonly" in str(exc):
-            return BoardError(f"cannot write to board {self._path!r}: it is read-only ({exc}); "
-                              "check the file's permissions or pass another board path")
-        return BoardError(f"cannot write to board {self._path!r}: {exc}")
+    def _rollback(self) -> None:
+        """Roll back the open transaction, if SQLite has not already done so."""
+        if self._conn.in_transaction:
+            # The transaction is gone either way; the caller raises the original fault.
+            with contextlib.suppress(sqlite3.Error):
+                self._conn.execute("ROLLBACK")
 
     def _query(self, sql: str, params: Iterable[Any] = ()) -> list[sqlite3.Row]:
         with self._lock:
-            return self._conn.execute(sql, tuple(params)).fetchall()
+            try:
+                return self._conn.execute(sql, tuple(params)).fetchall()
+            except sqlite3.OperationalError as exc:
+                if "no such" in str(exc):
+                    raise  # a programming error, not a fault of the file
+                raise board_fault(self._path, exc) from exc
+            except sqlite3.DatabaseError as exc:
+                if type(exc) is not sqlite3.DatabaseError:
+                    raise
+                raise board_fault(self._path, exc) from exc
 
     def _select(self, table: str, order: str, **equal: Any) -> list[sqlite3.Row]:
         """Rows of ``table`` in ``order`` whose columns equal the given values (a value
@@ -274,16 +328,23 @@ class BoardStore:
         """
         out: dict[str, list[dict[str, Any]]] = {}
         with self._lock:
-            self._conn.execute("BEGIN")
             try:
-                for table in tables:
-                    key = {"events": "seq", "evidence_tool_calls": "rowid",
-                           "recheck_verdicts": "rowid"}.get(
-                        table, "id" if table in _BY_ID else "num")
-                    found = self._conn.execute(f"SELECT * FROM {table} ORDER BY {key}")
-                    out[table] = [dict(r) for r in found.fetchall()]
-            finally:
-                self._conn.execute("COMMIT")
+                self._conn.execute("BEGIN")
+                try:
+                    for table in tables:
+                        key = {"events": "seq", "evidence_tool_calls": "rowid",
+                               "recheck_verdicts": "rowid"}.get(
+                            table, "id" if table in _BY_ID else "num")
+                        found = self._conn.execute(f"SELECT * FROM {table} ORDER BY {key}")
+                        out[table] = [dict(r) for r in found.fetchall()]
+                finally:
+                    self._rollback()
+            except sqlite3.OperationalError as exc:
+                raise board_fault(self._path, exc) from exc
+            except sqlite3.DatabaseError as exc:
+                if type(exc) is not sqlite3.DatabaseError:
+                    raise
+                raise board_fault(self._path, exc) from exc
         return out
 
     def _insert_raw(self, tables: Mapping[str, list[dict[str, Any]]]) -> None:
@@ -317,6 +378,18 @@ class BoardStore:
                         raise BoardFormatError(problem) from exc
                     except (sqlite3.DatabaseError, sqlite3.InterfaceError, OverflowError) as exc:
                         raise BoardFormatError(f"{_describe(table, record)}: {exc}") from exc
+
+
+_OPEN_FOR_WRITING: weakref.WeakSet[BoardStore] = weakref.WeakSet()
+"""Boards opened for writing and not yet closed: closed (checkpointed) at exit, so a
+kernel that shuts down with a board still open leaves one self-contained file."""
+
+
+@atexit.register
+def _close_boards_left_open() -> None:
+    for board in list(_OPEN_FOR_WRITING):
+        with contextlib.suppress(Exception):  # the interpreter is exiting; nothing to tell
+            board.close()
 
 
 def _describe(table: str, record: Mapping[str, Any]) -> str:

@@ -271,14 +271,19 @@ def _role_models(pairs: tuple[str, ...]) -> dict[str, str]:
 
 @contextlib.contextmanager
 def _board_for_run(path: Path) -> Iterator[Board]:
-    """Open (or create) the run's board; a board this run created is removed again
-    when the run fails before an investigation was recorded on it."""
+    """Open (or create) the run's board and close it however the run ends (closing
+    empties the write-ahead log into the file: the ``.d2board`` alone is the board); a
+    board this run created is removed again when the run fails before an investigation
+    was recorded on it."""
     created = not path.exists()
     opened = Board.open(path)
     try:
         yield opened
     except BaseException:
-        empty = not opened.list_investigations()
+        try:
+            empty = not opened.list_investigations()
+        except D2Error:  # e.g. locked: keep the file, it may hold a run
+            empty = False
         opened.close()
         if created and empty:
             for suffix in ("", "-wal", "-shm", "-journal"):

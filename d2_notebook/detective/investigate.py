@@ -16,6 +16,7 @@ and leaves the investigation ``finished``, ``interrupted`` (Ctrl-C, cancel) or
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import os
 from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
@@ -113,7 +114,11 @@ async def investigate(
             records the source's kind, dialect and URL (never a password).
         question: the investigative objective; may be None when resuming.
         board: where the board lives (a path, an open :class:`Board`, or None for an
-            in-memory board).
+            in-memory board). However the run ends, its write-ahead log is emptied
+            into the file, so the ``.d2board`` alone is the whole board. A board opened
+            here from a path is closed if the run raises; otherwise it is the result's
+            ``board`` (close it when done, or it is closed when Python exits). An open
+            :class:`Board` passed in stays open.
         model: a model or a model name (``anthropic:...``, ``openai:...``); None uses
             the configured default (``D2_MODEL``). It answers every role not in
             ``models``.
@@ -138,61 +143,68 @@ async def investigate(
         RunLeaseHeldError: ``resume`` while another live process runs the investigation.
         ModelError: the model failed beyond retries (the board is left ``failed``).
     """
-    recorded: Board | None = None
-    recorded_source: dict[str, Any] | None = None
-    if replay is not None:
-        recorded = replay if isinstance(replay, Board) else _open_existing_board(replay)
-        _refuse_replay_into_recording(recorded, board)
-        if not recorded.list_investigations():
-            raise InvalidRecordError(f"nothing to replay on {recorded.path}: it holds no "
-                                     "investigation; pass the board of an earlier run")
-        source = recorded.list_investigations()[-1]
-        _check_replayable(source.settings)
-        question = question or source.question
-        settings = InvestigationSettings.from_dict(source.settings)
-        recorded_source = source.settings.get(SOURCE_KEY) or {"kind": "duckdb",
-                                                              "dialect": "duckdb", "url": ""}
-        model = ReplayModel(recorded, source.id, ordered=True)
-        models = None
-    # Everything that can fail on bad input fails before the board is touched.
-    given = check_role_names(dict(models or {}))
-    objects = {role: m for role, m in given.items() if not isinstance(m, str)}
-    named = {role: m for role, m in given.items() if isinstance(m, str)}
-    if named:
-        stored = dict(settings.role_models) if settings is not None and not resume else {}
-        options = {**options, "role_models": {**stored, **options.get("role_models", {}),
-                                              **named}}
-    inner = model if model is not None and not isinstance(model, str) else get_model(model)
-    role_inner: dict[str, Model] | None = None
-    if recorded is not None:
-        role_inner = {}  # the recording answers every role
-    elif not resume:
-        stored = dict(settings.role_models) if settings is not None else {}
-        role_inner = _resolve_role_models({**stored, **options.get("role_models", {})},
-                                          objects)
-    sql = open_source(database)
-    own_sql = sql is not database
-    try:
-        if recorded_source is not None:
-            _check_replay_source(recorded_source, sql.info)
-        opened = board if isinstance(board, Board) else Board.open(board or ":memory:")
-        lease = LeaseKeeper(opened, force=force)  # one live process per investigation
+    with contextlib.ExitStack() as owned:  # what this call opened, closed on every path
+        recorded: Board | None = None
+        recorded_source: dict[str, Any] | None = None
+        if replay is not None:
+            recorded = replay if isinstance(replay, Board) else _open_existing_board(replay)
+            if recorded is not replay:
+                owned.callback(recorded.close)
+            _refuse_replay_into_recording(recorded, board)
+            if not recorded.list_investigations():
+                raise InvalidRecordError(f"nothing to replay on {recorded.path}: it holds no "
+                                         "investigation; pass the board of an earlier run")
+            source = recorded.list_investigations()[-1]
+            _check_replayable(source.settings)
+            question = question or source.question
+            settings = InvestigationSettings.from_dict(source.settings)
+            recorded_source = source.settings.get(SOURCE_KEY) or {"kind": "duckdb",
+                                                                  "dialect": "duckdb", "url": ""}
+            model = ReplayModel(recorded, source.id, ordered=True)
+            models = None
+        # Everything that can fail on bad input fails before the board is touched.
+        given = check_role_names(dict(models or {}))
+        objects = {role: m for role, m in given.items() if not isinstance(m, str)}
+        named = {role: m for role, m in given.items() if isinstance(m, str)}
+        if named:
+            stored = dict(settings.role_models) if settings is not None and not resume else {}
+            options = {**options, "role_models": {**stored, **options.get("role_models", {}),
+                                                  **named}}
+        inner = model if model is not None and not isinstance(model, str) else get_model(model)
+        role_inner: dict[str, Model] | None = None
+        if recorded is not None:
+            role_inner = {}  # the recording answers every role
+        elif not resume:
+            stored = dict(settings.role_models) if settings is not None else {}
+            role_inner = _resolve_role_models({**stored, **options.get("role_models", {})},
+                                              objects)
+        sql = open_source(database)
+        own_sql = sql is not database
         try:
-            if resume and opened.list_investigations():
-                lease.acquire(opened.list_investigations()[-1].id)  # before anything changes
-            investigation, settings, _ = _start_or_resume(opened, question, settings, options,
-                                                          resume, sql.info)
-            if not resume:
-                lease.acquire(investigation.id)
-            if role_inner is None:  # resumed: the stored names, unless given again
-                role_inner = _resolve_role_models(settings.role_models, objects)
-            return await _run(opened, sql, investigation, settings, inner, role_inner,
-                              replaying=recorded is not None)
+            if recorded_source is not None:
+                _check_replay_source(recorded_source, sql.info)
+            opened = board if isinstance(board, Board) else Board.open(board or ":memory:")
+            if opened is not board:  # a run that raises closes the board it opened
+                owned.push(lambda failed, *_: opened.close() if failed else None)
+            owned.callback(_settle, opened)  # runs first: the log is emptied into the file
+            lease = LeaseKeeper(opened, force=force)  # one live process per investigation
+            try:
+                if resume and opened.list_investigations():
+                    lease.acquire(opened.list_investigations()[-1].id)  # before anything changes
+                investigation, settings, _ = _start_or_resume(opened, question, settings, options,
+                                                              resume, sql.info)
+                if not resume:
+                    lease.acquire(investigation.id)
+                if role_inner is None:  # resumed: the stored names, unless given again
+                    role_inner = _resolve_role_models(settings.role_models, objects)
+                result = await _run(opened, sql, investigation, settings, inner, role_inner,
+                                    replaying=recorded is not None)
+            finally:
+                lease.release()
         finally:
-            lease.release()
-    finally:
-        if own_sql:
-            sql.close()  # closes only what it opened itself (a path, a URL)
+            if own_sql:
+                sql.close()  # closes only what it opened itself (a path, a URL)
+    return result
 
 
 async def _run(opened: Board, sql: SQLSource, investigation: Any,
@@ -323,6 +335,14 @@ def _check_replayable(stored: Mapping[str, Any]) -> None:
         "round by round; this version streams them, so its requests differ from the "
         "recorded ones. Replay it with d2-notebook from before the streaming scheduler, "
         "or record it again; the board itself still opens (d2 board show) and resumes")
+
+
+def _settle(board: Board) -> None:
+    """At the end of a run, however it ends: empty the write-ahead log into the board
+    file, so the ``.d2board`` alone is the whole board (best effort: a full disk or a
+    reader still in the log leaves the log, and nothing is lost)."""
+    with contextlib.suppress(D2Error):
+        board.checkpoint()
 
 
 def _open_existing_board(path: str | os.PathLike[str]) -> Board:

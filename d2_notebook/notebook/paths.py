@@ -38,17 +38,18 @@ def check_board_path(path: str | os.PathLike[str]) -> Path:
     return location
 
 
-def open_existing_board(path: str | os.PathLike[str]) -> Board:
-    """Open a board file that must already exist (to show or replay it).
+def open_existing_board(path: str | os.PathLike[str], *, read_only: bool = False) -> Board:
+    """Open a board file that must already exist: ``read_only`` to show it (nothing is
+    written to the file or beside it), else to add to it (``%%evidence --board``).
 
     Raises:
-        BoardError: no such file, a folder, or not a board.
+        BoardError: no such file, a folder, or not a board (left untouched).
     """
     location = Path(path).expanduser()
     if not location.is_file():
         raise BoardError(f"no board file at {str(path)!r}; pass the path of a .d2board file "
                          "written by an earlier investigation")
-    return Board.open(location)
+    return Board.open(location, read_only=read_only)
 
 
 def new_board_path(folder: str | os.PathLike[str], question: str,

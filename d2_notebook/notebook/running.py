@@ -72,6 +72,8 @@ class InvestigationRun:
 
     def cancel(self) -> None:
         """Stop the investigation; the board is left ``interrupted`` (resumable)."""
+        if self._task.done():
+            return
         if isinstance(self._task, concurrent.futures.Future):
             self._task.cancel() or self._loop.call_soon_threadsafe(_cancel_all, self._loop)
         elif not self._task.done():
@@ -96,7 +98,7 @@ class InvestigationRun:
             raise
         finally:
             if self._owns_loop and self._task.done() and not self._loop.is_closed():
-                self._loop.close()
+                close_loop(self._loop)
 
     def __await__(self) -> Generator[Any, None, Any]:
         if isinstance(self._task, concurrent.futures.Future):
@@ -166,9 +168,26 @@ def make_reentrant(loop: asyncio.AbstractEventLoop) -> None:
     nest_asyncio2.apply(loop)
 
 
+def close_loop(loop: asyncio.AbstractEventLoop) -> None:
+    """Close a private loop and join its executor threads (``asyncio.to_thread``), so
+    a run leaves no thread or file handle behind."""
+    try:
+        loop.run_until_complete(loop.shutdown_asyncgens())
+        loop.run_until_complete(loop.shutdown_default_executor())
+    finally:
+        loop.close()
+
+
 def _in_thread(coro: Coroutine[Any, Any, Any]) -> InvestigationRun:
     loop = asyncio.new_event_loop()
-    thread = threading.Thread(target=loop.run_forever, name="d2-investigation", daemon=True)
+
+    def serve() -> None:
+        try:
+            loop.run_forever()
+        finally:
+            close_loop(loop)
+
+    thread = threading.Thread(target=serve, name="d2-investigation", daemon=True)
     thread.start()
     future = asyncio.run_coroutine_threadsafe(coro, loop)
     future.add_done_callback(lambda _f: loop.call_soon_threadsafe(loop.stop))

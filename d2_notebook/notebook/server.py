@@ -3,7 +3,8 @@
 JupyterLab's "Open With → Board" (``extension/src/plugin.ts``) asks
 ``GET {base_url}d2-notebook/snapshot?path=<path under the server root>`` and draws the
 answer, the same snapshot a notebook output carries (:func:`board_snapshot`). The file
-is a ``.d2board`` (the SQLite board, opened here and closed again) or a board JSON export
+is a ``.d2board`` (the SQLite board, opened read-only here and closed again: viewing
+never writes to the file or beside it) or a board JSON export
 (:meth:`Board.to_json`, rebuilt in memory). No kernel is started and no user database is
 touched: only the board file is read.
 
@@ -18,7 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from d2_notebook.board import Board
-from d2_notebook.errors import D2Error
+from d2_notebook.errors import BoardDamagedError, D2Error
 from d2_notebook.notebook.paths import BOARD_SUFFIX
 from d2_notebook.notebook.snapshot import board_snapshot
 
@@ -62,7 +63,7 @@ def snapshot_of_file(location: Path) -> dict[str, Any]:
 
     Raises:
         SnapshotRequestError: the file is not a board (422) or too large (413).
-        BoardError: the board cannot be opened.
+        BoardError: the board cannot be read (e.g. :class:`BoardDamagedError`).
     """
     if location.suffix == ".json":
         if location.stat().st_size > MAX_JSON_BYTES:
@@ -75,7 +76,9 @@ def snapshot_of_file(location: Path) -> dict[str, Any]:
                                        ) from None
     else:
         try:
-            board = Board.open(location)
+            board = Board.open(location, read_only=True)  # viewing never writes
+        except BoardDamagedError as exc:
+            raise SnapshotRequestError(422, str(exc)) from None
         except D2Error as exc:
             raise SnapshotRequestError(422, f"{location.name} is not a board: {exc}") from None
     with board:

@@ -20,6 +20,7 @@ import os
 from typing import Any
 
 from d2_notebook.board import Board
+from d2_notebook.notebook.board_faults import shows_board_faults
 from d2_notebook.notebook.snapshot import board_snapshot
 from d2_notebook.notebook.static import (
     board_html,
@@ -78,12 +79,15 @@ class BoardView:
     def __repr__(self) -> str:
         return f"BoardView({self.board.path!r})"
 
+    @shows_board_faults("text/html")
     def _repr_html_(self) -> str:
         return board_html(self.board)
 
+    @shows_board_faults("text/markdown")
     def _repr_markdown_(self) -> str:
         return board_markdown(self.board)
 
+    @shows_board_faults()  # a damaged board: one line naming it and the fix
     def _repr_mimebundle_(self, include: Any = None, exclude: Any = None) -> dict[str, Any]:
         markdown = board_markdown(self.board)
         bundle: dict[str, Any] = {
@@ -140,12 +144,15 @@ def show(board: Board | str | os.PathLike[str], *, show_redundant: bool = True,
     """A displayable view of a board (an open one, or the path of a board file);
     ``live=True`` adds the widget, for a board another process is writing.
 
+    A path is opened read-only: showing never writes to the file or beside it (an
+    empty or foreign file is refused untouched, an older board is shown unmigrated).
+
     Raises:
-        BoardError: the path is not a board file.
+        BoardError: the path is not a board file (shown as one line in a notebook).
     """
     from d2_notebook.notebook.paths import open_existing_board
 
-    opened = board if isinstance(board, Board) else open_existing_board(board)
+    opened = board if isinstance(board, Board) else open_existing_board(board, read_only=True)
     return BoardView(opened, show_redundant=show_redundant, live=live)
 
 
