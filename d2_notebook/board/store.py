@@ -56,6 +56,7 @@ class BoardStore:
         self._conn = conn
         self._path = path
         self._lock = threading.RLock()
+        self._atomic_depth = 0
         self.max_rows = max_rows
         self.max_result_bytes = max_result_bytes
         # Decoded evidence results (never change once written), most recent last.
@@ -114,8 +115,58 @@ class BoardStore:
     # --- the plumbing every write goes through -------------------------------
 
     @contextmanager
+    def atomic(self) -> Iterator[None]:
+        """Make every write inside the block one transaction: all land, or none does.
+
+        Each board write (``add_evidence``, ``link``, ``add_verdict`` ...) is its own
+        transaction; inside ``with board.atomic():`` they join one, so a tool that
+        records evidence and then links it never leaves the evidence without its link.
+        A write inside that fails (a rule it breaks) undoes only itself; an exception
+        leaving the block undoes everything in it. Blocks nest (the inner one joins the
+        outer). The block holds the board's lock: do not ``await`` inside it.
+
+        Raises:
+            BoardError: the transaction could not start or commit (locked, full,
+                read-only); nothing in the block was written.
+        """
+        with self._lock:
+            if self._atomic_depth:
+                self._atomic_depth += 1
+                try:
+                    yield
+                finally:
+                    self._atomic_depth -= 1
+                return
+            try:
+                self._conn.execute("BEGIN IMMEDIATE")
+            except sqlite3.OperationalError as exc:
+                raise self._write_error(exc) from exc
+            self._atomic_depth = 1
+            try:
+                yield
+            except BaseException:
+                self._undo()
+                raise
+            finally:
+                self._atomic_depth = 0
+            try:
+                self._conn.execute("COMMIT")
+            except sqlite3.OperationalError as exc:
+                self._undo()
+                raise self._write_error(exc) from exc
+
+    def _undo(self) -> None:
+        """Roll the open transaction back (SQLite may already have done so itself, e.g.
+        on a full disk)."""
+        if self._conn.in_transaction:
+            self._conn.execute("ROLLBACK")
+
+    @contextmanager
     def _write(self) -> Iterator[sqlite3.Connection]:
         with self._lock:
+            if self._atomic_depth:  # inside atomic(): a savepoint of its transaction
+                yield from self._write_in_atomic()
+                return
             try:
                 self._conn.execute("BEGIN IMMEDIATE")
             except sqlite3.OperationalError as exc:
@@ -133,6 +184,19 @@ class BoardStore:
             except sqlite3.OperationalError as exc:
                 self._conn.execute("ROLLBACK")
                 raise self._write_error(exc) from exc
+
+    def _write_in_atomic(self) -> Iterator[sqlite3.Connection]:
+        self._conn.execute("SAVEPOINT board_write")
+        try:
+            yield self._conn
+        except BaseException as exc:
+            if self._conn.in_transaction:
+                self._conn.execute("ROLLBACK TO board_write")
+                self._conn.execute("RELEASE board_write")
+            if isinstance(exc, sqlite3.OperationalError):
+                raise self._write_error(exc) from exc
+            raise
+        self._conn.execute("RELEASE board_write")
 
     def _write_error(self, exc: sqlite3.OperationalError) -> BoardError:
         """A write the file refused, as a BoardError that names the fix."""

@@ -20,6 +20,8 @@ writes the same board.
 from __future__ import annotations
 
 import asyncio
+import contextlib
+import sqlite3
 from collections.abc import Coroutine
 from dataclasses import dataclass, field, replace
 from typing import Any
@@ -33,7 +35,7 @@ from d2_notebook.detective.decisions import Judgement, Steering
 from d2_notebook.detective.report import fallback_report
 from d2_notebook.detective.scheduler import BranchScheduler
 from d2_notebook.detective.variant import Role, Shape
-from d2_notebook.errors import BudgetExceededError, ModelError
+from d2_notebook.errors import BoardError, BudgetExceededError, ModelError
 
 LOOP_ACTOR = "detective"
 
@@ -212,8 +214,9 @@ class ControlLoop:
                 self.scheduler.raise_failure(budget_too=False)  # a fault meanwhile fails
         except TimeoutError:
             self.stop_reason = f"the time budget ({limit:g} s) ran out"
-        except BaseException:
+        except BaseException as exc:
             await self.scheduler.cancel()
+            self._record_fault(exc)
             raise
         finally:
             await self.scheduler.cancel()
@@ -225,6 +228,18 @@ class ControlLoop:
                     self.ctx.board.set_status(
                         hyp.id, HypothesisStatus.PROPOSED, actor=LOOP_ACTOR,
                         reason=f"not examined to the end: {self.stop_reason}")
+
+    def _record_fault(self, exc: BaseException) -> None:
+        """A fault stops the run: say on the board, if it still takes writes, which
+        hypotheses it left unexamined and why (the run's error is recorded as well)."""
+        if not isinstance(exc, Exception):
+            return  # an interruption: the investigation is marked interrupted
+        reason = f"a fault stopped the run: {type(exc).__name__}: {exc}"
+        with contextlib.suppress(sqlite3.Error, BoardError):
+            self.ctx.board.log_event(
+                "collection.stopped",
+                {"reason": reason, "not_examined": [h.id for h in self._open()]},
+                actor=LOOP_ACTOR, investigation_id=self.ctx.investigation_id)
 
     async def _report(self, *, use_reporter: bool) -> str:
         ctx = self.ctx
