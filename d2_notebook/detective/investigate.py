@@ -16,7 +16,9 @@ and leaves the investigation ``finished``, ``interrupted`` (Ctrl-C, cancel) or
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import os
+import sqlite3
 from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -35,7 +37,7 @@ from d2_notebook.detective.resume import resume_investigation
 from d2_notebook.detective.sequencer import WriteSequencer
 from d2_notebook.detective.settings import InvestigationSettings, check_role_names
 from d2_notebook.detective.variant import Shape
-from d2_notebook.errors import D2Error, InvalidRecordError, ReplayDivergenceError
+from d2_notebook.errors import BoardError, D2Error, InvalidRecordError, ReplayDivergenceError
 from d2_notebook.llm import Budget, BudgetedModel, Model, RecordingModel, Usage, get_model
 from d2_notebook.llm.replay import ReplayModel
 
@@ -132,11 +134,51 @@ async def investigate(
             different kind of source than the recorded one.
         RunLeaseHeldError: ``resume`` while another live process runs the investigation.
         ModelError: the model failed beyond retries (the board is left ``failed``).
+        RunLeaseLostError: the run lease could not be renewed; the run stopped (the
+            board is left ``interrupted``, resumable).
+
+    Whatever this call opened is closed when it raises (the board included; a board
+    that was passed in stays open); a replay's recording is closed when it returns.
     """
+    opened = _OpenedHere()
+    try:
+        return await _investigate(database, question, board=board, model=model,
+                                  settings=settings, resume=resume, replay=replay,
+                                  models=models, force=force, opened=opened, **options)
+    except BaseException:
+        opened.close_board()
+        raise
+    finally:
+        opened.close_recording()
+
+
+@dataclass
+class _OpenedHere:
+    """The boards one :func:`investigate` call opened itself (and so must close)."""
+
+    board: Board | None = None
+    recording: Board | None = None
+
+    def close_board(self) -> None:
+        if self.board is not None:
+            self.board.close()
+
+    def close_recording(self) -> None:
+        if self.recording is not None:
+            self.recording.close()
+
+
+async def _investigate(
+    database: Database, question: str | None, *, board: Board | str | os.PathLike[str] | None,
+    model: Model | str | None, settings: InvestigationSettings | None, resume: bool,
+    replay: Board | str | os.PathLike[str] | None, models: Mapping[str, Model | str] | None,
+    force: bool, opened: _OpenedHere, **options: Any,
+) -> InvestigationResult:
     recorded: Board | None = None
     recorded_source: dict[str, Any] | None = None
     if replay is not None:
         recorded = replay if isinstance(replay, Board) else _open_existing_board(replay)
+        opened.recording = None if recorded is replay else recorded
         _refuse_replay_into_recording(recorded, board)
         if not recorded.list_investigations():
             raise InvalidRecordError(f"nothing to replay on {recorded.path}: it holds no "
@@ -170,18 +212,20 @@ async def investigate(
     try:
         if recorded_source is not None:
             _check_replay_source(recorded_source, sql.info)
-        opened = board if isinstance(board, Board) else Board.open(board or ":memory:")
-        lease = LeaseKeeper(opened, force=force)  # one live process per investigation
+        work_board = board if isinstance(board, Board) else Board.open(board or ":memory:")
+        opened.board = None if work_board is board else work_board
+        lease = LeaseKeeper(work_board, force=force)  # one live process per investigation
         try:
-            if resume and opened.list_investigations():
-                lease.acquire(opened.list_investigations()[-1].id)  # before anything changes
-            investigation, settings, _ = _start_or_resume(opened, question, settings, options,
+            if resume and work_board.list_investigations():
+                lease.acquire(work_board.list_investigations()[-1].id)  # before any change
+            investigation, settings, _ = _start_or_resume(work_board, question, settings, options,
                                                           resume, sql.info)
             if not resume:
                 lease.acquire(investigation.id)
             if role_inner is None:  # resumed: the stored names, unless given again
                 role_inner = _resolve_role_models(settings.role_models, objects)
-            return await _run(opened, sql, investigation, settings, inner, role_inner)
+            return await lease.guard(_run(work_board, sql, investigation, settings, inner,
+                                          role_inner))
         finally:
             lease.release()
     finally:
@@ -221,9 +265,11 @@ async def _run(opened: Board, sql: SQLSource, investigation: Any,
         outcome = await loop.run()
     except BaseException as exc:
         interrupted = isinstance(exc, KeyboardInterrupt | asyncio.CancelledError)
-        opened.set_investigation_state(
-            investigation.id, "interrupted" if interrupted else "failed", actor=LOOP_ACTOR,
-            error=f"{type(exc).__name__}: {exc}" if not interrupted else "interrupted")
+        with contextlib.suppress(sqlite3.Error, BoardError):  # the board itself may be the fault
+            opened.set_investigation_state(
+                investigation.id, "interrupted" if interrupted else "failed",
+                actor=LOOP_ACTOR,
+                error=f"{type(exc).__name__}: {exc}" if not interrupted else "interrupted")
         raise
     queries = {query_id: r.frame for query_id, r in outcome.queries.items()}
     check = check_report(opened, investigation.id, outcome.report, queries=queries)
