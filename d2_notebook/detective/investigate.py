@@ -33,7 +33,7 @@ from d2_notebook.detective.claim_check import ClaimCheck, check_report
 from d2_notebook.detective.context import TeamContext
 from d2_notebook.detective.coverage_view import NO_CANDIDATES, read_candidates
 from d2_notebook.detective.loop import LOOP_ACTOR, ControlLoop, RunOutcome
-from d2_notebook.detective.resume import resume_investigation
+from d2_notebook.detective.resume import investigation_to_resume, resume_investigation
 from d2_notebook.detective.sequencer import WriteSequencer
 from d2_notebook.detective.settings import InvestigationSettings, check_role_names
 from d2_notebook.detective.variant import Shape
@@ -216,8 +216,8 @@ async def _investigate(
         opened.board = None if work_board is board else work_board
         lease = LeaseKeeper(work_board, force=force)  # one live process per investigation
         try:
-            if resume and work_board.list_investigations():
-                lease.acquire(work_board.list_investigations()[-1].id)  # before any change
+            if resume and work_board.list_investigations():  # before anything changes
+                lease.acquire(investigation_to_resume(work_board).id)
             investigation, settings, _ = _start_or_resume(work_board, question, settings, options,
                                                           resume, sql.info)
             if not resume:
