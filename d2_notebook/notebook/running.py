@@ -13,7 +13,9 @@ cell cannot simply block on a coroutine. Two ways out:
   an :class:`InvestigationRun` at once; clicks and other cells run meanwhile.
 
 Without a running loop (terminal IPython, tests) a private loop is used for a
-foreground run, and a private loop in a daemon thread for a background one.
+foreground run, and a private loop in a daemon thread for a background one. A private
+loop is closed when its run ends, its worker threads (``asyncio.to_thread``) shut down
+first, so a run leaves no thread behind; the kernel's own loop is never closed.
 """
 
 from __future__ import annotations
@@ -38,11 +40,16 @@ class InvestigationRun:
     """
 
     def __init__(self, task: asyncio.Future[Any] | concurrent.futures.Future[Any],
-                 loop: asyncio.AbstractEventLoop, *, owns_loop: bool = False) -> None:
-        """Wrap a task on ``loop`` (or a concurrent future of a loop in a thread)."""
+                 loop: asyncio.AbstractEventLoop, *, owns_loop: bool = False,
+                 thread: threading.Thread | None = None) -> None:
+        """Wrap a task on ``loop`` (or a concurrent future of a loop in ``thread``).
+
+        ``owns_loop``: the loop is private to this run and is closed when it ends.
+        """
         self._task = task
         self._loop = loop
         self._owns_loop = owns_loop
+        self._thread = thread
 
     @property
     def done(self) -> bool:
@@ -72,6 +79,8 @@ class InvestigationRun:
 
     def cancel(self) -> None:
         """Stop the investigation; the board is left ``interrupted`` (resumable)."""
+        if self._task.done():
+            return
         if isinstance(self._task, concurrent.futures.Future):
             self._task.cancel() or self._loop.call_soon_threadsafe(_cancel_all, self._loop)
         elif not self._task.done():
@@ -95,8 +104,10 @@ class InvestigationRun:
             self._wind_down()
             raise
         finally:
-            if self._owns_loop and self._task.done() and not self._loop.is_closed():
-                self._loop.close()
+            if self._thread is not None and self._task.done():
+                self._thread.join(timeout=30)  # it closes its loop, then ends
+            elif self._owns_loop and self._task.done() and not self._loop.is_closed():
+                close_loop(self._loop)
 
     def __await__(self) -> Generator[Any, None, Any]:
         if isinstance(self._task, concurrent.futures.Future):
@@ -166,13 +177,31 @@ def make_reentrant(loop: asyncio.AbstractEventLoop) -> None:
     nest_asyncio2.apply(loop)
 
 
+def close_loop(loop: asyncio.AbstractEventLoop) -> None:
+    """Close a private loop that has stopped: its async generators and worker threads
+    (``asyncio.to_thread``) are shut down first, so none is left running."""
+    try:
+        loop.run_until_complete(loop.shutdown_asyncgens())
+        loop.run_until_complete(loop.shutdown_default_executor())
+    finally:
+        loop.close()
+
+
 def _in_thread(coro: Coroutine[Any, Any, Any]) -> InvestigationRun:
     loop = asyncio.new_event_loop()
-    thread = threading.Thread(target=loop.run_forever, name="d2-investigation", daemon=True)
+
+    def drive() -> None:
+        asyncio.set_event_loop(loop)
+        try:
+            loop.run_forever()
+        finally:
+            close_loop(loop)
+
+    thread = threading.Thread(target=drive, name="d2-investigation", daemon=True)
     thread.start()
     future = asyncio.run_coroutine_threadsafe(coro, loop)
     future.add_done_callback(lambda _f: loop.call_soon_threadsafe(loop.stop))
-    return InvestigationRun(future, loop)
+    return InvestigationRun(future, loop, thread=thread)
 
 
 def _cancel_all(loop: asyncio.AbstractEventLoop) -> None:
