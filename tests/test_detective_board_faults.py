@@ -165,3 +165,43 @@ async def test_evidence_is_never_left_without_its_link(con, board_path):
     result = await investigate(con, None, board=board_path, resume=True,
                                model=HospitalWalkthrough().model())
     assert result.state == "finished"
+
+
+class ThinkingHypothesizer:
+    """The hypothesizer adds H1, then thinks forever; H1's collector meets a board that
+    refuses its evidence."""
+
+    def __init__(self) -> None:
+        self.thinking = asyncio.Event()
+
+    async def __call__(self, request):
+        from d2_notebook.llm.offline import tool_call
+
+        first = len(request.messages) == 1
+        if request.role == "hypothesizer":
+            if first:
+                return tool_call("add_hypothesis", {"statement": "Pulmorex lowers deaths",
+                                                    "rationale": "lowest death rate"})
+            self.thinking.set()
+            await asyncio.Event().wait()
+        if request.role == "collector":
+            if first:
+                await self.thinking.wait()
+                return tool_call("run_sql", {"sql": "SELECT count(*) AS n FROM patients"})
+            return tool_call("record_evidence", {"query_id": "Q1", "description": "count",
+                                                 "stance": "supports", "reading": "many"})
+        raise AssertionError(f"unexpected call for {request.role}")
+
+
+async def test_a_branch_fault_stops_the_run_at_once_while_another_role_thinks(con, board_path):
+    from d2_notebook.llm.offline import FunctionModel
+
+    _fresh_board(board_path)
+    _inject(board_path, "CREATE TRIGGER refuse_evidence BEFORE INSERT ON evidence "
+            "BEGIN SELECT RAISE(ABORT, 'injected: disk I/O error'); END")
+    model = FunctionModel(ThinkingHypothesizer())
+    with pytest.raises(sqlite3.Error, match="injected"):
+        await asyncio.wait_for(investigate(con, QUESTION, board=board_path, model=model), 20)
+    with Board.open(board_path) as board:
+        assert board.get_investigation("I1").state.value == "failed"
+        assert board.list_evidence() == []

@@ -5,6 +5,7 @@ raises, no thread when a background run ends (counted in /proc/self/fd and
 from __future__ import annotations
 
 import asyncio
+import gc
 import os
 import threading
 import time
@@ -25,6 +26,7 @@ QUESTION = hospital.QUESTION
 
 
 def _open_files() -> int:
+    gc.collect()  # what earlier tests dropped is closed now, not in the middle of a count
     return len(os.listdir("/proc/self/fd"))
 
 
@@ -62,7 +64,7 @@ def test_investigate_closes_what_it_opened_when_it_raises(database: Path,
     files, threads = _open_files(), threading.active_count()
     for n in range(3):
         _failing_run(database, tmp_path / f"failed-{n}.d2board")
-    assert _open_files() == files, "no board, lease or database handle left open"
+    assert _open_files() <= files, "no board, lease or database handle left open"
     assert _settled(threads) == threads, "no heartbeat or worker thread left"
     with Board.open(tmp_path / "failed-0.d2board") as board:
         assert board.list_investigations()[-1].state.value == "failed"
@@ -76,7 +78,7 @@ def test_a_replay_closes_its_recording(database: Path, tmp_path: Path) -> None:
     files = _open_files()
     replayed = asyncio.run(investigate(str(database), None, replay=tmp_path / "rec.d2board"))
     assert replayed.state == "finished"
-    assert _open_files() == files, "only the replay's own in-memory board is left"
+    assert _open_files() <= files, "only the replay's own in-memory board is left"
     replayed.board.close()
 
 
@@ -104,7 +106,7 @@ def test_background_runs_close_their_loops_and_threads(database: Path, tmp_path:
         assert result.state == "finished"
         result.board.close()
     assert _settled(threads) == threads, "five runs leave no loop or worker thread alive"
-    assert _open_files() == files
+    assert _open_files() <= files
     assert all(run._loop.is_closed() for run in runs)
 
 

@@ -235,7 +235,7 @@ class LeaseKeeper:
             while not self._stop.wait(wait):
                 try:
                     held = renew()
-                except (sqlite3.Error, BoardError) as exc:  # locked, busy, I/O: retry
+                except Exception as exc:  # locked, busy, I/O trouble: retried until late
                     self.failed_renewals += 1
                     silent = time.monotonic() - last_renewed
                     if silent >= give_up_after:

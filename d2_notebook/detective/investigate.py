@@ -19,6 +19,7 @@ import asyncio
 import contextlib
 import os
 import sqlite3
+import time
 from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -230,7 +231,22 @@ async def _investigate(
             lease.release()
     finally:
         if own_sql:
-            sql.close()  # closes only what it opened itself (a path, a URL)
+            await _close_source(sql)  # closes only what it opened itself (a path, a URL)
+
+
+async def _close_source(sql: SQLSource, *, wait_s: float = 30.0) -> None:
+    """Close a source this call opened. A run stopped mid-query (a fault, Ctrl-C) may
+    leave the query finishing in its worker thread, and the connection refuses to close
+    until it has: wait for it (``wait_s`` at most)."""
+    deadline = time.monotonic() + wait_s
+    while True:
+        try:
+            sql.close()
+            return
+        except Exception:
+            if time.monotonic() > deadline:
+                raise
+            await asyncio.sleep(0.05)
 
 
 async def _run(opened: Board, sql: SQLSource, investigation: Any,

@@ -207,7 +207,7 @@ class ControlLoop:
         try:
             try:
                 async with asyncio.timeout(limit):
-                    await work
+                    await self._until_fault(work)
             except BudgetExceededError as exc:
                 self.stop_reason = str(exc)
                 await self.scheduler.finish_running()  # in flight: their next call stops
@@ -228,6 +228,25 @@ class ControlLoop:
                     self.ctx.board.set_status(
                         hyp.id, HypothesisStatus.PROPOSED, actor=LOOP_ACTOR,
                         reason=f"not examined to the end: {self.stop_reason}")
+
+    async def _until_fault(self, work: Coroutine[Any, Any, Any]) -> None:
+        """Await ``work``; a branch's fault (the board locked, full, a model error) stops
+        it at once, whatever role is still thinking; the other running branches finish
+        their work, then the fault is raised in its place."""
+        task = asyncio.ensure_future(work)
+        self.scheduler.on_fault = task.cancel
+        try:
+            await task
+            return
+        except asyncio.CancelledError:
+            current = asyncio.current_task()
+            stopped_from_outside = current is not None and current.cancelling() > 0
+            if self.scheduler.fault is None or stopped_from_outside:
+                raise
+        finally:
+            self.scheduler.on_fault = None
+        await self.scheduler.finish_running()
+        raise self.scheduler.fault
 
     def _record_fault(self, exc: BaseException) -> None:
         """A fault stops the run: say on the board, if it still takes writes, which

@@ -59,6 +59,9 @@ class BranchScheduler:
         self.stopped = False
         self.failures: list[BaseException] = []
         self.started: list[str] = []
+        self.on_fault: Callable[[], None] | None = None
+        """Called (synchronously) when a branch fails with a fault that is not a budget
+        stop, so the caller can stop its own work at once."""
 
     # --- the queue -------------------------------------------------------------------
 
@@ -135,6 +138,8 @@ class BranchScheduler:
         except Exception as exc:  # kept for idle(); other branches finish their work
             self.failures.append(exc)
             self.stopped = True
+            if not isinstance(exc, BudgetExceededError) and self.on_fault is not None:
+                self.on_fault()
         finally:
             # Synchronous from the branch's last board write on: the freed slot is
             # refilled at the same point of the write order in every run.
@@ -167,6 +172,12 @@ class BranchScheduler:
                 return  # nothing runs: either nothing waits, or the queue is stopped
             await asyncio.wait(list(self._running.values()),
                                return_when=asyncio.FIRST_COMPLETED)
+
+    @property
+    def fault(self) -> BaseException | None:
+        """The first failure that was not a budget stop, if any."""
+        return next((f for f in self.failures if not isinstance(f, BudgetExceededError)),
+                    None)
 
     def raise_failure(self, *, budget_too: bool = True) -> None:
         """Raise what stopped a branch, if anything did: a fault before a budget stop
