@@ -205,3 +205,43 @@ async def test_a_branch_fault_stops_the_run_at_once_while_another_role_thinks(co
     with Board.open(board_path) as board:
         assert board.get_investigation("I1").state.value == "failed"
         assert board.list_evidence() == []
+
+
+class DiskFillsUp(HospitalWalkthrough):
+    """The walkthrough; the disk fills up (``max_page_count``) when the first judge is
+    asked, and the run goes on writing until the board refuses."""
+
+    def __init__(self, board: Board) -> None:
+        super().__init__()
+        self.board = board
+        self.full = False
+
+    def __call__(self, request):  # type: ignore[override]
+        if request.role == "judge" and not self.full:
+            self.full = True
+            conn = self.board._conn
+            pages = conn.execute("PRAGMA page_count").fetchone()[0]
+            conn.execute(f"PRAGMA max_page_count = {pages}")
+        return super().__call__(request)
+
+
+async def test_a_full_disk_stops_the_run_cleanly_and_it_resumes_once_space_is_back(
+        con, board_path):
+    board = Board.open(board_path)
+    try:
+        with pytest.raises(BoardError, match="full"):
+            await asyncio.wait_for(investigate(con, QUESTION, board=board,
+                                               model=DiskFillsUp(board).model()), 60)
+        board._conn.execute("PRAGMA max_page_count = 1073741823")  # space freed
+        linked = {link.evidence_id for link in board.list_links()}
+        motivating = {e for h in board.list_hypotheses() for e in h.motivated_by}
+        assert {e.id for e in board.list_evidence()} <= linked | motivating
+        verdicts = {v.hypothesis_id for v in board.list_verdicts()}
+        assert all(h.status.is_settled == (h.id in verdicts) or
+                   h.status is HypothesisStatus.ABANDONED for h in board.list_hypotheses())
+        result = await investigate(con, None, board=board, resume=True,
+                                   model=HospitalWalkthrough().model())
+        assert result.state == "finished"
+        assert all(h.status.is_settled for h in board.list_hypotheses())
+    finally:
+        board.close()

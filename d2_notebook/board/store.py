@@ -8,6 +8,7 @@ Record-specific methods live in mixins (:mod:`.hypotheses`, :mod:`.evidence`,
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import sqlite3
 import threading
 from collections import OrderedDict
@@ -145,21 +146,22 @@ class BoardStore:
             try:
                 yield
             except BaseException:
-                self._undo()
+                self._rollback()
                 raise
             finally:
                 self._atomic_depth = 0
             try:
                 self._conn.execute("COMMIT")
             except sqlite3.OperationalError as exc:
-                self._undo()
+                self._rollback()
                 raise self._write_error(exc) from exc
 
-    def _undo(self) -> None:
-        """Roll the open transaction back (SQLite may already have done so itself, e.g.
-        on a full disk)."""
+    def _rollback(self) -> None:
+        """Roll back the open transaction, if SQLite has not already done so."""
         if self._conn.in_transaction:
-            self._conn.execute("ROLLBACK")
+            # The transaction is gone either way; the caller raises the original fault.
+            with contextlib.suppress(sqlite3.Error):
+                self._conn.execute("ROLLBACK")
 
     @contextmanager
     def _write(self) -> Iterator[sqlite3.Connection]:
@@ -174,15 +176,15 @@ class BoardStore:
             try:
                 yield self._conn
             except sqlite3.OperationalError as exc:
-                self._conn.execute("ROLLBACK")
+                self._rollback()
                 raise self._write_error(exc) from exc
             except BaseException:
-                self._conn.execute("ROLLBACK")
+                self._rollback()
                 raise
             try:
                 self._conn.execute("COMMIT")
             except sqlite3.OperationalError as exc:
-                self._conn.execute("ROLLBACK")
+                self._rollback()
                 raise self._write_error(exc) from exc
 
     def _write_in_atomic(self) -> Iterator[sqlite3.Connection]:
