@@ -207,32 +207,52 @@ async def test_a_branch_fault_stops_the_run_at_once_while_another_role_thinks(co
         assert board.list_evidence() == []
 
 
-class DiskFillsUp(HospitalWalkthrough):
-    """The walkthrough; the disk fills up (``max_page_count``) when the first judge is
-    asked, and the run goes on writing until the board refuses."""
+class FaultAtFirstJudge(HospitalWalkthrough):
+    """The walkthrough; the board starts refusing writes when the first judge is asked
+    (``fault`` runs on the board's connection), and the run goes on until it notices."""
 
-    def __init__(self, board: Board) -> None:
+    def __init__(self, board: Board, fault) -> None:
         super().__init__()
         self.board = board
-        self.full = False
+        self.fault = fault
+        self.struck = False
 
     def __call__(self, request):  # type: ignore[override]
-        if request.role == "judge" and not self.full:
-            self.full = True
-            conn = self.board._conn
-            pages = conn.execute("PRAGMA page_count").fetchone()[0]
-            conn.execute(f"PRAGMA max_page_count = {pages}")
+        if request.role == "judge" and not self.struck:
+            self.struck = True
+            self.fault(self.board._conn)
         return super().__call__(request)
 
 
-async def test_a_full_disk_stops_the_run_cleanly_and_it_resumes_once_space_is_back(
-        con, board_path):
+def _fill_disk(conn: sqlite3.Connection) -> None:
+    pages = conn.execute("PRAGMA page_count").fetchone()[0]
+    conn.execute(f"PRAGMA max_page_count = {pages}")
+
+
+def _free_disk(conn: sqlite3.Connection) -> None:
+    conn.execute("PRAGMA max_page_count = 1073741823")
+
+
+def _make_read_only(conn: sqlite3.Connection) -> None:
+    conn.execute("PRAGMA query_only = ON")
+
+
+def _make_writable(conn: sqlite3.Connection) -> None:
+    conn.execute("PRAGMA query_only = OFF")
+
+
+@pytest.mark.parametrize(("fault", "cure", "named"), [(_fill_disk, _free_disk, "full"),
+                                                     (_make_read_only, _make_writable,
+                                                      "read-only")])
+async def test_a_board_that_stops_taking_writes_stops_the_run_cleanly_and_it_resumes(
+        con, board_path, fault, cure, named):
     board = Board.open(board_path)
     try:
-        with pytest.raises(BoardError, match="full"):
+        with pytest.raises(BoardError, match=named):
             await asyncio.wait_for(investigate(con, QUESTION, board=board,
-                                               model=DiskFillsUp(board).model()), 60)
-        board._conn.execute("PRAGMA max_page_count = 1073741823")  # space freed
+                                               model=FaultAtFirstJudge(board, fault).model()),
+                                   60)
+        cure(board._conn)
         linked = {link.evidence_id for link in board.list_links()}
         motivating = {e for h in board.list_hypotheses() for e in h.motivated_by}
         assert {e.id for e in board.list_evidence()} <= linked | motivating

@@ -37,7 +37,7 @@ from datetime import UTC, datetime
 from typing import TypeVar
 
 from d2_notebook.board.store import BoardStore, now
-from d2_notebook.errors import BoardError, RunLeaseHeldError, RunLeaseLostError
+from d2_notebook.errors import RunLeaseHeldError, RunLeaseLostError
 
 _Result = TypeVar("_Result")
 
@@ -212,15 +212,17 @@ class LeaseKeeper:
         raise lost.exception()  # type: ignore[misc]
 
     def release(self) -> None:
-        """Stop the heartbeat and give the lease up (no-op if none was acquired)."""
+        """Stop the heartbeat and give the lease up (no-op if none was acquired).
+
+        The heartbeat's own connection deletes the lease, so a board whose connection
+        stopped taking writes still lets its lease go; if nothing can write the file,
+        the lease goes stale instead.
+        """
         self._stop.set()
         if self._thread is not None:
             self._thread.join()
             self._thread = None
-        if self._lease is not None:
-            with contextlib.suppress(sqlite3.Error, BoardError):  # closed: it goes stale
-                self._board.release_lease(self._lease)
-            self._lease = None
+        self._lease = None
 
     # --- the heartbeat thread ----------------------------------------------------------
 
@@ -231,6 +233,7 @@ class LeaseKeeper:
         last_renewed = time.monotonic()
         give_up_after = max(self._stale - self._every, self._every)
         wait = self._every
+        lost = False
         try:
             while not self._stop.wait(wait):
                 try:
@@ -241,27 +244,34 @@ class LeaseKeeper:
                     if silent >= give_up_after:
                         self._lose(lease, f"it could not be renewed for {silent:.0f} s "
                                    f"(last error: {exc})")
-                        return
+                        lost = True
+                        break
                     wait = min(self._every, max(0.05, give_up_after - silent) / 4)
                     continue
                 if not held:
                     self._lose(lease, "another process took it over (--force)")
-                    return
+                    lost = True
+                    break
                 last_renewed, wait = time.monotonic(), self._every
+            if lost:
+                self._stop.wait()  # the run is stopping; give the lease up with it
+            _give_up(renew)
         finally:
             renew.close()
 
     def _renewer(self, lease: Lease) -> _Renewer | None:
         path = self._board.path
         if path == ":memory:":  # one process only: the board's own connection will do
-            return _Renewer(None, lambda: self._board.renew_lease(lease))
+            return _Renewer(None, lambda: self._board.renew_lease(lease),
+                            lambda: self._board.release_lease(lease))
         try:
             conn = sqlite3.connect(path, isolation_level=None, check_same_thread=False,
                                    timeout=min(self._every, 1.0))
         except sqlite3.Error as exc:
             self._lose(lease, f"the board file could not be opened for the heartbeat ({exc})")
             return None
-        return _Renewer(conn, lambda: _renew_on(conn, lease))
+        return _Renewer(conn, lambda: _renew_on(conn, lease),
+                        lambda: _release_on(conn, lease))
 
     def _lose(self, lease: Lease, why: str) -> None:
         self.lost = RunLeaseLostError(
@@ -274,11 +284,14 @@ class LeaseKeeper:
 
 
 class _Renewer:
-    """One renewal attempt, and the heartbeat's own connection to close at the end."""
+    """Renewing and releasing one lease, and the heartbeat's own connection to close at
+    the end."""
 
-    def __init__(self, conn: sqlite3.Connection | None, renew: Callable[[], bool]) -> None:
+    def __init__(self, conn: sqlite3.Connection | None, renew: Callable[[], bool],
+                 release: Callable[[], None]) -> None:
         self._conn = conn
         self._renew = renew
+        self.release = release
 
     def __call__(self) -> bool:
         return self._renew()
@@ -309,6 +322,26 @@ def _renew_on(conn: sqlite3.Connection, lease: Lease) -> bool:
                 conn.execute("ROLLBACK")
         raise
     return held
+
+
+def _give_up(renewer: _Renewer, *, within_s: float = 2.0) -> None:
+    """Release the lease, retrying a locked file for ``within_s`` seconds; if nothing
+    can write the file, the lease is left to go stale."""
+    deadline = time.monotonic() + within_s
+    while True:
+        try:
+            renewer.release()
+            return
+        except Exception:
+            if time.monotonic() > deadline:
+                return
+            time.sleep(0.1)
+
+
+def _release_on(conn: sqlite3.Connection, lease: Lease) -> None:
+    """Delete ``lease`` on the heartbeat's own connection (a no-op once taken over)."""
+    conn.execute("DELETE FROM run_leases WHERE investigation_id = ? AND token = ?",
+                 (lease.investigation_id, lease.token))
 
 
 def _held_message(held: Lease, stale_after_s: float) -> str:
