@@ -66,6 +66,11 @@ class RunLeaseHeldError(BoardError):
     """Another live process is running this investigation (it holds the run lease)."""
 
 
+class RunLeaseLostError(BoardError):
+    """This process could not keep its run lease (renewal failed for too long, or
+    another process took it over), so its run stopped."""
+
+
 # --- guarded SQL -----------------------------------------------------------------
 
 

@@ -196,3 +196,14 @@ def test_human_api_adds_and_abandons(board: Board) -> None:
     hyp = nb.human.add_hypothesis(board, "Age explains the difference")
     assert (hyp.author_role, hyp.investigation_id) == ("human", "I1")
     assert nb.human.abandon(board, hyp.id, "not a treatment").status.value == "abandoned"
+
+
+def test_evidence_goes_to_the_investigation_of_its_hypothesis(shell) -> None:
+    run(shell, "%%investigate con --board two.d2board --model team --out res\nWhich?")
+    run(shell, "%%investigate con --board two.d2board --model team --out res2\nWhich now?")
+    board = shell.user_ns["res2"].board
+    assert [i.id for i in board.list_investigations()] == ["I1", "I2"]
+    run(shell, '%%evidence con --for H1 --supports "as the first run said"\nSELECT 1 AS one')
+    [evidence] = [e for e in board.list_evidence() if e.author_role == "human"]
+    assert evidence.investigation_id == "I1", "H1 is the first investigation's"
+    assert board.get_investigation("I2").state.value == "finished"

@@ -10,6 +10,7 @@ import socket
 import sqlite3
 import subprocess
 import sys
+import threading
 import time
 from pathlib import Path
 
@@ -18,12 +19,13 @@ from cli_helpers import hospital_database, register_test_policy, slow_team_scrip
 from click.testing import CliRunner
 
 from d2_notebook import investigate
-from d2_notebook.board import Board
+from d2_notebook.board import Board, leases
 from d2_notebook.board.leases import LeaseKeeper
 from d2_notebook.cli import main
 from d2_notebook.datasets import hospital
 from d2_notebook.detective.policies.hospital import HospitalWalkthrough
-from d2_notebook.errors import RunLeaseHeldError
+from d2_notebook.errors import RunLeaseHeldError, RunLeaseLostError
+from d2_notebook.llm.offline import FunctionModel
 
 
 @pytest.fixture(autouse=True)
@@ -136,3 +138,145 @@ def test_force_needs_resume(database: Path, tmp_path: Path) -> None:
     result = CliRunner().invoke(main, ["investigate", str(database), "q", "--force",
                                        "--board", str(tmp_path / "b.d2board")])
     assert result.exit_code == 2 and "--force only applies with --resume" in result.output
+
+
+# --- the heartbeat survives transient faults, and stops the run when it cannot ----------
+
+
+def _hold_write_lock(board_path: Path, seconds: float) -> threading.Thread:
+    """Another writer holds the board's write lock for ``seconds`` (in a thread)."""
+    locked = threading.Event()
+
+    def hold() -> None:
+        conn = sqlite3.connect(board_path, isolation_level=None)
+        conn.execute("BEGIN IMMEDIATE")
+        locked.set()
+        time.sleep(seconds)
+        conn.execute("ROLLBACK")
+        conn.close()
+
+    thread = threading.Thread(target=hold, daemon=True)
+    thread.start()
+    locked.wait(5)
+    return thread
+
+
+def test_a_transient_error_does_not_kill_the_heartbeat(board: Board, board_path: Path) -> None:
+    investigation = _started(board)
+    keeper = LeaseKeeper(board, heartbeat_every_s=0.1, stale_after_s=3.0)
+    keeper.acquire(investigation)
+    _hold_write_lock(board_path, 0.8).join()  # several renewals fail with "locked"
+    locked_until = time.monotonic()
+    time.sleep(0.5)
+    assert keeper.failed_renewals >= 1 and keeper.lost is None
+    assert board.get_lease(investigation).age_s() < time.monotonic() - locked_until
+    keeper.release()
+    assert board.get_lease(investigation) is None
+
+
+def test_the_heartbeat_has_its_own_connection(board: Board) -> None:
+    """The board's own connection busy for a long time (an export) does not starve it."""
+    investigation = _started(board)
+    keeper = LeaseKeeper(board, heartbeat_every_s=0.05, stale_after_s=3.0)
+    lease = keeper.acquire(investigation)
+    with board._lock:  # what a long export holds
+        time.sleep(0.4)
+        with sqlite3.connect(board.path) as other:
+            beat = other.execute("SELECT heartbeat_at FROM run_leases").fetchone()[0]
+    assert beat > lease.heartbeat_at
+    keeper.release()
+
+
+def test_a_lease_that_cannot_be_renewed_is_lost_and_says_why(board: Board,
+                                                             board_path: Path) -> None:
+    investigation = _started(board)
+    keeper = LeaseKeeper(board, heartbeat_every_s=0.1, stale_after_s=0.6)
+    keeper.acquire(investigation)
+    _hold_write_lock(board_path, 1.5).join()
+    assert isinstance(keeper.lost, RunLeaseLostError)
+    assert "could not be renewed" in str(keeper.lost) and "--resume" in str(keeper.lost)
+    keeper.release()
+
+
+def test_a_lease_taken_over_with_force_is_lost(board: Board) -> None:
+    investigation = _started(board)
+    keeper = LeaseKeeper(board, heartbeat_every_s=0.05)
+    keeper.acquire(investigation)
+    board.acquire_lease(investigation, force=True)
+    time.sleep(0.3)
+    assert keeper.lost is not None and "took it over" in str(keeper.lost)
+    keeper.release()
+
+
+async def test_a_persistent_heartbeat_failure_stops_the_run(database: Path, tmp_path: Path,
+                                                             monkeypatch) -> None:
+    monkeypatch.setattr(leases, "HEARTBEAT_EVERY_S", 0.1)
+    monkeypatch.setattr(leases, "STALE_AFTER_S", 0.8)
+    board_path = tmp_path / "lost.d2board"
+    slow = FunctionModel(_slowly(HospitalWalkthrough(), 0.05))
+    run = asyncio.create_task(investigate(str(database), hospital.QUESTION,
+                                          board=str(board_path), model=slow))
+    while not board_path.exists() or not _has_lease(board_path):
+        await asyncio.sleep(0.05)
+    holder = await asyncio.to_thread(_hold_write_lock, board_path, 2.0)
+    with pytest.raises(RunLeaseLostError, match="could not be renewed"):
+        await asyncio.wait_for(run, 60)
+    holder.join()
+    with Board.open(board_path) as opened:
+        investigation = opened.list_investigations()[-1]
+        assert investigation.state.value == "interrupted"  # resumable
+        assert opened.get_lease(investigation.id) is None
+    resumed = await investigate(str(database), None, board=str(board_path), resume=True,
+                                model=HospitalWalkthrough().model())
+    assert resumed.state == "finished"
+    resumed.board.close()
+
+
+def test_resume_is_refused_while_the_first_run_survives_failing_heartbeats(
+        database: Path, tmp_path: Path, monkeypatch) -> None:
+    monkeypatch.setattr(leases, "STALE_AFTER_S", 2.0)
+    board_path = tmp_path / "live.d2board"
+    script = ("import d2_notebook.board.leases as leases\n"
+              "leases.HEARTBEAT_EVERY_S, leases.STALE_AFTER_S = 0.2, 2.0\n" + _SLOW_TEAM)
+    here = str(Path(__file__).resolve().parents[1])  # this checkout's d2_notebook
+    process = subprocess.Popen(
+        [sys.executable, "-c", script, "investigate", str(database), hospital.QUESTION,
+         "--model", "slow:x", "--board", str(board_path), "--quiet"],
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=tmp_path,
+        env={**os.environ, "PYTHONPATH": here})
+    try:
+        _wait_for_lease(board_path, process)
+        _refuse_renewals(board_path, 1.0)  # the first run's renewals fail meanwhile
+        time.sleep(2.5)  # longer than a lease lives without a heartbeat
+        assert process.poll() is None, process.stderr.read()
+        with pytest.raises(RunLeaseHeldError, match=f"pid {process.pid}"):
+            asyncio.run(investigate(str(database), None, board=str(board_path), resume=True,
+                                    model=HospitalWalkthrough().model()))
+    finally:
+        process.send_signal(signal.SIGKILL)
+        process.communicate(timeout=30)
+
+
+def _refuse_renewals(board_path: Path, seconds: float) -> None:
+    """Every heartbeat fails at once (an I/O error, as SQLite reports it) for ``seconds``."""
+    with sqlite3.connect(board_path, timeout=30) as conn:
+        conn.execute("CREATE TRIGGER refuse_renewal BEFORE UPDATE ON run_leases "
+                     "BEGIN SELECT RAISE(ABORT, 'injected: disk I/O error'); END")
+    time.sleep(seconds)
+    with sqlite3.connect(board_path, timeout=30) as conn:
+        conn.execute("DROP TRIGGER refuse_renewal")
+
+
+def _has_lease(board_path: Path) -> bool:
+    try:
+        with sqlite3.connect(board_path) as conn:
+            return bool(conn.execute("SELECT count(*) FROM run_leases").fetchone()[0])
+    except sqlite3.OperationalError:
+        return False
+
+
+def _slowly(policy: HospitalWalkthrough, delay_s: float):
+    async def respond(request):
+        await asyncio.sleep(delay_s)
+        return policy(request)
+    return respond

@@ -101,7 +101,8 @@ class HypothesisRecords(BoardStore):
     ) -> Hypothesis:
         """Add a hypothesis in status ``proposed``; returns it with its new id (``H<n>``).
 
-        ``motivated_by`` names the exploration evidence that suggested it.
+        ``motivated_by`` names the exploration evidence that suggested it. A refinement
+        (``parent_id``) without ``investigation_id`` belongs to its parent's investigation.
 
         Raises:
             InvalidRecordError: empty statement or a confidence outside 0–1.
@@ -116,6 +117,8 @@ class HypothesisRecords(BoardStore):
         with self._write() as conn:
             if parent_id is not None:
                 self._require(conn, "hypotheses", parent_id)
+                if investigation_id is None:  # a refinement belongs where its parent does
+                    investigation_id = investigation_of(conn, "hypotheses", parent_id)
             if investigation_id is not None:
                 self._require(conn, "investigations", investigation_id)
             for evidence_id in motivating:

@@ -62,6 +62,7 @@ class BoardStore:
         self._lock = threading.RLock()
         self._closed = False
         self.read_only = read_only
+        self._atomic_depth = 0
         if not read_only and path != ":memory:":
             _OPEN_FOR_WRITING.add(self)
         self.max_rows = max_rows
@@ -157,15 +158,59 @@ class BoardStore:
     # --- the plumbing every write goes through -------------------------------
 
     @contextlib.contextmanager
+    def atomic(self) -> Iterator[None]:
+        """Make every write inside the block one transaction: all land, or none does.
+
+        Each board write (``add_evidence``, ``link``, ``add_verdict`` ...) is its own
+        transaction; inside ``with board.atomic():`` they join one, so a tool that
+        records evidence and then links it never leaves the evidence without its link.
+        A write inside that fails (a rule it breaks) undoes only itself; an exception
+        leaving the block undoes everything in it. Blocks nest (the inner one joins the
+        outer). The block holds the board's lock: do not ``await`` inside it.
+
+        Raises:
+            BoardError: the transaction could not start or commit (locked, full,
+                read-only); nothing in the block was written.
+        """
+        with self._lock:
+            if self._atomic_depth:
+                self._atomic_depth += 1
+                try:
+                    yield
+                finally:
+                    self._atomic_depth -= 1
+                return
+            self._refuse_if_read_only()
+            try:
+                self._conn.execute("BEGIN IMMEDIATE")
+            except sqlite3.OperationalError as exc:
+                raise board_fault(self._path, exc) from exc
+            self._atomic_depth = 1
+            try:
+                yield
+            except BaseException:
+                self._rollback()
+                raise
+            finally:
+                self._atomic_depth = 0
+            try:
+                self._conn.execute("COMMIT")
+            except sqlite3.OperationalError as exc:
+                self._rollback()
+                raise board_fault(self._path, exc) from exc
+
+    @contextlib.contextmanager
     def _write(self) -> Iterator[sqlite3.Connection]:
         """One write transaction: committed when the block ends, rolled back when it
         raises. SQLite's own faults (disk full, locked, read-only, damaged) come out as
         the typed :class:`BoardError` that names the fix, never hidden behind a failed
-        rollback (SQLite rolls back by itself after some of them)."""
+        rollback (SQLite rolls back by itself after some of them). Inside
+        :meth:`atomic` the write is a savepoint of that transaction."""
         with self._lock:
-            if self.read_only:
-                raise board_fault(self._path, sqlite3.OperationalError(
-                    "attempt to write a readonly database"), read_only=True)
+            if self._atomic_depth:
+                yield from self._write_in_atomic()
+                return
+            self._refuse_if_read_only()
             try:
                 self._conn.execute("BEGIN IMMEDIATE")
             except sqlite3.OperationalError as exc:
@@ -178,6 +223,24 @@ class BoardStore:
                 if type(exc) in (sqlite3.OperationalError, sqlite3.DatabaseError):
                     raise board_fault(self._path, exc) from exc
                 raise
+
+    def _write_in_atomic(self) -> Iterator[sqlite3.Connection]:
+        self._conn.execute("SAVEPOINT board_write")
+        try:
+            yield self._conn
+        except BaseException as exc:
+            if self._conn.in_transaction:
+                self._conn.execute("ROLLBACK TO board_write")
+                self._conn.execute("RELEASE board_write")
+            if type(exc) in (sqlite3.OperationalError, sqlite3.DatabaseError):
+                raise board_fault(self._path, exc) from exc
+            raise
+        self._conn.execute("RELEASE board_write")
+
+    def _refuse_if_read_only(self) -> None:
+        if self.read_only:
+            raise board_fault(self._path, sqlite3.OperationalError(
+                "attempt to write a readonly database"), read_only=True)
 
     def _rollback(self) -> None:
         """Roll back the open transaction, if SQLite has not already done so."""

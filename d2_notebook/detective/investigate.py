@@ -18,6 +18,8 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import os
+import sqlite3
+import time
 from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -32,11 +34,15 @@ from d2_notebook.detective.claim_check import ClaimCheck, check_report
 from d2_notebook.detective.context import TeamContext
 from d2_notebook.detective.coverage_view import NO_CANDIDATES, read_candidates
 from d2_notebook.detective.loop import LOOP_ACTOR, ControlLoop, RunOutcome
-from d2_notebook.detective.resume import resume_investigation, spent_so_far
+from d2_notebook.detective.resume import (
+    investigation_to_resume,
+    resume_investigation,
+    spent_so_far,
+)
 from d2_notebook.detective.sequencer import WriteSequencer
 from d2_notebook.detective.settings import InvestigationSettings, check_role_names
 from d2_notebook.detective.variant import Shape
-from d2_notebook.errors import D2Error, InvalidRecordError, ReplayDivergenceError
+from d2_notebook.errors import BoardError, D2Error, InvalidRecordError, ReplayDivergenceError
 from d2_notebook.llm import Budget, Ledger, Model, RecordingModel, Usage, get_model
 from d2_notebook.llm.replay import ReplayModel
 from d2_notebook.safe_markdown import safe_markdown
@@ -142,6 +148,11 @@ async def investigate(
             different kind of source than the recorded one.
         RunLeaseHeldError: ``resume`` while another live process runs the investigation.
         ModelError: the model failed beyond retries (the board is left ``failed``).
+        RunLeaseLostError: the run lease could not be renewed; the run stopped (the
+            board is left ``interrupted``, resumable).
+
+    Whatever this call opened is closed when it raises (the board included; a board
+    that was passed in stays open); a replay's recording is closed when it returns.
     """
     with contextlib.ExitStack() as owned:  # what this call opened, closed on every path
         recorded: Board | None = None
@@ -189,22 +200,37 @@ async def investigate(
             owned.callback(_settle, opened)  # runs first: the log is emptied into the file
             lease = LeaseKeeper(opened, force=force)  # one live process per investigation
             try:
-                if resume and opened.list_investigations():
-                    lease.acquire(opened.list_investigations()[-1].id)  # before anything changes
+                if resume and opened.list_investigations():  # before anything changes
+                    lease.acquire(investigation_to_resume(opened).id)
                 investigation, settings, _ = _start_or_resume(opened, question, settings, options,
                                                               resume, sql.info)
                 if not resume:
                     lease.acquire(investigation.id)
                 if role_inner is None:  # resumed: the stored names, unless given again
                     role_inner = _resolve_role_models(settings.role_models, objects)
-                result = await _run(opened, sql, investigation, settings, inner, role_inner,
-                                    replaying=recorded is not None)
+                result = await lease.guard(_run(opened, sql, investigation, settings, inner,
+                                                role_inner, replaying=recorded is not None))
             finally:
                 lease.release()
         finally:
             if own_sql:
-                sql.close()  # closes only what it opened itself (a path, a URL)
+                await _close_source(sql)  # closes only what it opened itself (a path, a URL)
     return result
+
+
+async def _close_source(sql: SQLSource, *, wait_s: float = 30.0) -> None:
+    """Close a source this call opened. A run stopped mid-query (a fault, Ctrl-C) may
+    leave the query finishing in its worker thread, and the connection refuses to close
+    until it has: wait for it (``wait_s`` at most)."""
+    deadline = time.monotonic() + wait_s
+    while True:
+        try:
+            sql.close()
+            return
+        except Exception:
+            if time.monotonic() > deadline:
+                raise
+            await asyncio.sleep(0.05)
 
 
 async def _run(opened: Board, sql: SQLSource, investigation: Any,
@@ -239,9 +265,11 @@ async def _run(opened: Board, sql: SQLSource, investigation: Any,
         outcome = await loop.run()
     except BaseException as exc:
         interrupted = isinstance(exc, KeyboardInterrupt | asyncio.CancelledError)
-        opened.set_investigation_state(
-            investigation.id, "interrupted" if interrupted else "failed", actor=LOOP_ACTOR,
-            error=f"{type(exc).__name__}: {exc}" if not interrupted else "interrupted")
+        with contextlib.suppress(sqlite3.Error, BoardError):  # the board itself may be the fault
+            opened.set_investigation_state(
+                investigation.id, "interrupted" if interrupted else "failed",
+                actor=LOOP_ACTOR,
+                error=f"{type(exc).__name__}: {exc}" if not interrupted else "interrupted")
         raise
     queries = {query_id: r.frame for query_id, r in outcome.queries.items()}
     check = check_report(opened, investigation.id, outcome.report, queries=queries)

@@ -20,6 +20,8 @@ writes the same board.
 from __future__ import annotations
 
 import asyncio
+import contextlib
+import sqlite3
 from collections.abc import Coroutine
 from dataclasses import dataclass, field, replace
 from typing import Any
@@ -33,7 +35,7 @@ from d2_notebook.detective.decisions import Judgement, Steering
 from d2_notebook.detective.report import fallback_report, not_examined_table
 from d2_notebook.detective.scheduler import BranchScheduler
 from d2_notebook.detective.variant import Role, Shape
-from d2_notebook.errors import BudgetExceededError, ModelError, ReplayDivergenceError
+from d2_notebook.errors import BoardError, BudgetExceededError, ModelError, ReplayDivergenceError
 
 LOOP_ACTOR = "detective"
 
@@ -205,15 +207,16 @@ class ControlLoop:
         try:
             try:
                 async with asyncio.timeout(limit):
-                    await work
+                    await self._until_fault(work)
             except BudgetExceededError as exc:
                 self.stop_reason = str(exc)
                 await self.scheduler.finish_running()  # in flight: their next call stops
                 self.scheduler.raise_failure(budget_too=False)  # a fault meanwhile fails
         except TimeoutError:
             self.stop_reason = f"the time budget ({limit:g} s) ran out"
-        except BaseException:
+        except BaseException as exc:
             await self.scheduler.cancel()
+            self._record_fault(exc)
             raise
         finally:
             await self.scheduler.cancel()
@@ -225,6 +228,37 @@ class ControlLoop:
                     self.ctx.board.set_status(
                         hyp.id, HypothesisStatus.PROPOSED, actor=LOOP_ACTOR,
                         reason=f"not examined to the end: {self.stop_reason}")
+
+    async def _until_fault(self, work: Coroutine[Any, Any, Any]) -> None:
+        """Await ``work``; a branch's fault (the board locked, full, a model error) stops
+        it at once, whatever role is still thinking; the other running branches finish
+        their work, then the fault is raised in its place."""
+        task = asyncio.ensure_future(work)
+        self.scheduler.on_fault = task.cancel
+        try:
+            await task
+            return
+        except asyncio.CancelledError:
+            current = asyncio.current_task()
+            stopped_from_outside = current is not None and current.cancelling() > 0
+            if self.scheduler.fault is None or stopped_from_outside:
+                raise
+        finally:
+            self.scheduler.on_fault = None
+        await self.scheduler.finish_running()
+        raise self.scheduler.fault
+
+    def _record_fault(self, exc: BaseException) -> None:
+        """A fault stops the run: say on the board, if it still takes writes, which
+        hypotheses it left unexamined and why (the run's error is recorded as well)."""
+        if not isinstance(exc, Exception):
+            return  # an interruption: the investigation is marked interrupted
+        reason = f"a fault stopped the run: {type(exc).__name__}: {exc}"
+        with contextlib.suppress(sqlite3.Error, BoardError):
+            self.ctx.board.log_event(
+                "collection.stopped",
+                {"reason": reason, "not_examined": [h.id for h in self._open()]},
+                actor=LOOP_ACTOR, investigation_id=self.ctx.investigation_id)
 
     async def _report(self, *, use_reporter: bool) -> str:
         ctx = self.ctx

@@ -10,6 +10,10 @@ Two cases:
   every settled hypothesis that received new evidence after its verdict goes back to
   ``proposed`` so it is judged again.
 
+A board may hold several investigations (follow-ups); each is kept apart: what counts
+as added to one is only what belongs to it (records addressed to it, events logged for
+it). The investigation resumed is the board's last one, unless that one is finished with
+nothing new and an earlier one received additions: then that earlier one is reopened.
 A finished investigation with nothing new is refused with a message naming the fix.
 """
 
@@ -29,13 +33,9 @@ def resume_investigation(
     board: Board, question: str | None, settings: InvestigationSettings | None,
     options: dict[str, Any],
 ) -> tuple[Investigation, InvestigationSettings, bool]:
-    """Reopen the board's last investigation; returns it, its settings, and whether it
-    was finished (reopened for new material)."""
-    investigations = board.list_investigations()
-    if not investigations:
-        raise InvalidRecordError(f"nothing to resume on {board.path}: it holds no "
-                                 "investigation; start one without --resume")
-    investigation = investigations[-1]
+    """Reopen the investigation :func:`investigation_to_resume` names; returns it, its
+    settings, and whether it was finished (reopened for new material)."""
+    investigation = investigation_to_resume(board)
     if question and question.strip() != investigation.question.strip():
         raise InvalidRecordError(
             f"the board's investigation asks {investigation.question!r}; pass the same "
@@ -66,13 +66,34 @@ def resume_investigation(
     return board.get_investigation(investigation.id), chosen, finished
 
 
+def investigation_to_resume(board: Board) -> Investigation:
+    """The investigation a resume continues: the board's last one, unless it is finished
+    with nothing added since and an earlier one has additions (the latest such).
+
+    Raises:
+        InvalidRecordError: the board holds no investigation.
+    """
+    investigations = board.list_investigations()
+    if not investigations:
+        raise InvalidRecordError(f"nothing to resume on {board.path}: it holds no "
+                                 "investigation; start one without --resume")
+    last = investigations[-1]
+    if last.state.value != "finished" or _added_since_finished(board, last.id):
+        return last
+    for earlier in reversed(investigations[:-1]):
+        if earlier.state.value == "finished" and _added_since_finished(board, earlier.id):
+            return earlier
+    return last
+
+
 def _added_since_finished(board: Board, investigation_id: str) -> list[Any]:
-    """Hypotheses and links added after the investigation last finished."""
+    """Hypotheses and links added to this investigation after it last finished."""
     finished_at = max((e.seq for e in board.events(kinds=["investigation.state"])
                        if e.investigation_id == investigation_id
                        and e.payload.get("state") == "finished"), default=0)
     return [e for e in board.events(since=finished_at, kinds=["hypothesis.added",
-                                                              "link.added"])]
+                                                              "link.added"])
+            if e.investigation_id == investigation_id]
 
 
 def _new_evidence_on_settled(board: Board, additions: list[Any]) -> list[tuple[str, str]]:

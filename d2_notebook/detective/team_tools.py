@@ -9,6 +9,8 @@ the agent actually ran.
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+from contextlib import contextmanager
 from typing import Any
 
 from d2_notebook.board import HypothesisStatus
@@ -59,15 +61,18 @@ def hypothesis_tools(ctx: TeamContext, log: QueryLog, agent: str, role: str,
                 raise ToolError(f"unknown query id {query_id!r}; run it with run_sql or an "
                                 "analysis tool first")
         cited = []
-        for query_id in query_ids:  # recorded as evidence: the context it came from
-            result = log.results[query_id]
-            description = (log.purposes.get(query_id)
-                           or f"Exploration: {first_line(result.sql)}")
-            cited.append(record_query(ctx, log, query_id, description, role=role, agent=agent))
-        hyp = ctx.board.add_hypothesis(
-            statement, rationale=args.get("rationale", ""), author_role=role, author=agent,
-            round=ctx.round, investigation_id=ctx.investigation_id, motivated_by=cited,
-        )
+        with _one_write(ctx, log):  # the motivating evidence and the hypothesis, or none
+            for query_id in query_ids:  # recorded as evidence: the context it came from
+                result = log.results[query_id]
+                description = (log.purposes.get(query_id)
+                               or f"Exploration: {first_line(result.sql)}")
+                cited.append(record_query(ctx, log, query_id, description, role=role,
+                                          agent=agent))
+            hyp = ctx.board.add_hypothesis(
+                statement, rationale=args.get("rationale", ""), author_role=role,
+                author=agent, round=ctx.round, investigation_id=ctx.investigation_id,
+                motivated_by=cited,
+            )
         decision.added.append(hyp.id)
         ctx.on_new_hypothesis(hyp.id)
         return f"added {hyp.id}" + (f", motivated by {', '.join(cited)}" if cited else "")
@@ -221,9 +226,10 @@ def evidence_tools(ctx: TeamContext, log: QueryLog, agent: str, role: str,
     async def record_evidence(args: dict[str, Any]) -> str:
         target = hypothesis_id or args["hypothesis_id"]
         _hypothesis(ctx, target)
-        evidence_id = record_query(ctx, log, args["query_id"], args["description"], role=role,
-                              agent=agent)
-        ctx.board.link(evidence_id, target, args["stance"], args["reading"], actor=agent)
+        with _one_write(ctx, log):  # the evidence and its link, or neither
+            evidence_id = record_query(ctx, log, args["query_id"], args["description"],
+                                       role=role, agent=agent)
+            ctx.board.link(evidence_id, target, args["stance"], args["reading"], actor=agent)
         return f"recorded {evidence_id} ({args['stance']} {target})"
 
     return [tool("record_evidence",
@@ -326,15 +332,21 @@ def verdict_tools(ctx: TeamContext, agent: str, decision: JudgeDecision | Collec
         for child in children:
             if not str(child.get("statement", "")).strip():
                 raise ToolError("every child needs a statement")
-        result = verdict(args, refining=True)
         assert isinstance(decision, JudgeDecision)
+        added, before = [], (decision.judgement, decision.status)
+        try:
+            with _one_write(ctx):  # the verdict and every child, or nothing
+                result = verdict(args, refining=True)
+                for child in children:
+                    added.append(ctx.board.add_hypothesis(
+                        child["statement"], rationale=child.get("rationale", ""),
+                        parent_id=hypothesis_id, author_role="judge", author=agent,
+                        round=ctx.round + 1, investigation_id=ctx.investigation_id).id)
+        except BaseException:
+            decision.judgement, decision.status = before
+            raise
         decision.judgement = Judgement.REFINED
-        for child in children:
-            added = ctx.board.add_hypothesis(
-                child["statement"], rationale=child.get("rationale", ""),
-                parent_id=hypothesis_id, author_role="judge", author=agent,
-                round=ctx.round + 1, investigation_id=ctx.investigation_id)
-            decision.children.append(added.id)
+        decision.children.extend(added)
         for child_id in decision.children:
             ctx.on_new_hypothesis(child_id)
         return f"{result}; refined into {', '.join(decision.children)}"
@@ -451,6 +463,21 @@ def final_answer_tool(decision: ReactAnswer, log: QueryLog) -> Tool:
 
 
 # --- helpers ---------------------------------------------------------------------------
+
+
+@contextmanager
+def _one_write(ctx: TeamContext, log: QueryLog | None = None) -> Iterator[None]:
+    """One board transaction for a tool's writes (:meth:`Board.atomic`); when it is
+    undone, ``log`` forgets the evidence ids recorded inside it too."""
+    recorded = dict(log.evidence_ids) if log is not None else {}
+    try:
+        with ctx.board.atomic():
+            yield
+    except BaseException:
+        if log is not None:
+            log.evidence_ids.clear()
+            log.evidence_ids.update(recorded)
+        raise
 
 
 def _hypothesis(ctx: TeamContext, hypothesis_id: str) -> Any:

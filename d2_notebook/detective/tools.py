@@ -3,8 +3,10 @@
 A :class:`Tool` is a spec the model sees plus an async handler. A handler returns the
 text the model reads; it raises :class:`ToolError` for anything the model did wrong
 (bad SQL, unknown id, a missing argument) and that message goes back to the model as
-an ``is_error`` tool result — a tool error never crashes the run (STYLE.md, after
-pydantic-ai's ``ModelRetry``).
+an ``is_error`` tool result — a model's mistake never crashes the run (STYLE.md, after
+pydantic-ai's ``ModelRetry``). Only mistakes go back (:data:`MODEL_MISTAKES`): a fault
+of the machinery (the board locked, full, read-only or corrupt; any other error) is
+no message for the model and stops the run, which leaves it resumable.
 
 A tool that *finishes* an agent's turn (``done``, ``finish``, ``give_verdict`` ...)
 sets :attr:`Tool.ends_turn`; the agent loop stops after the response that called it.
@@ -20,7 +22,7 @@ from collections.abc import Awaitable, Callable, Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from d2_notebook.errors import D2Error
+from d2_notebook.errors import InvalidRecordError, NotFoundError, SQLError
 from d2_notebook.llm import ToolCallPart, ToolResult, ToolSpec
 
 Handler = Callable[[dict[str, Any]], Awaitable[str]]
@@ -37,6 +39,14 @@ _JSON_TYPES: dict[str, tuple[type, ...]] = {
 
 class ToolError(Exception):
     """A tool call the model must fix; the message is returned to it as a tool error."""
+
+
+MODEL_MISTAKES: tuple[type[Exception], ...] = (ToolError, NotFoundError, InvalidRecordError,
+                                               SQLError)
+"""What a tool call may fail with and go back to the model: its own mistakes (a bad or
+missing argument, an unknown id, a record that breaks a board rule, SQL the guard
+refused or the database rejected). Everything else (a ``BoardError`` about the file,
+``sqlite3.Error``, a bug) propagates and stops the run."""
 
 
 @dataclass(frozen=True)
@@ -119,7 +129,12 @@ class Toolset:
         return [await self.call(c) for c in calls]
 
     async def call(self, call: ToolCallPart) -> ToolResult:
-        """Run one tool call; faults the model can fix come back as ``is_error``."""
+        """Run one tool call; the model's mistakes come back as ``is_error``.
+
+        Raises:
+            Exception: any fault that is not one of :data:`MODEL_MISTAKES` (the board
+                locked, full or read-only ...): the run stops with it.
+        """
         item = self._tools.get(call.name)
         if item is None:
             names = ", ".join(self._tools)
@@ -128,7 +143,7 @@ class Toolset:
         try:
             _validate(call.args, item.spec.parameters)
             content = await item.handler(dict(call.args))
-        except (ToolError, D2Error) as exc:
+        except MODEL_MISTAKES as exc:
             return ToolResult(call.id, str(exc), is_error=True)
         return ToolResult(call.id, content)
 

@@ -13,7 +13,9 @@ cell cannot simply block on a coroutine. Two ways out:
   an :class:`InvestigationRun` at once; clicks and other cells run meanwhile.
 
 Without a running loop (terminal IPython, tests) a private loop is used for a
-foreground run, and a private loop in a daemon thread for a background one.
+foreground run, and a private loop in a daemon thread for a background one. A private
+loop is closed when its run ends, its worker threads (``asyncio.to_thread``) shut down
+first, so a run leaves no thread behind; the kernel's own loop is never closed.
 """
 
 from __future__ import annotations
@@ -38,11 +40,16 @@ class InvestigationRun:
     """
 
     def __init__(self, task: asyncio.Future[Any] | concurrent.futures.Future[Any],
-                 loop: asyncio.AbstractEventLoop, *, owns_loop: bool = False) -> None:
-        """Wrap a task on ``loop`` (or a concurrent future of a loop in a thread)."""
+                 loop: asyncio.AbstractEventLoop, *, owns_loop: bool = False,
+                 thread: threading.Thread | None = None) -> None:
+        """Wrap a task on ``loop`` (or a concurrent future of a loop in ``thread``).
+
+        ``owns_loop``: the loop is private to this run and is closed when it ends.
+        """
         self._task = task
         self._loop = loop
         self._owns_loop = owns_loop
+        self._thread = thread
 
     @property
     def done(self) -> bool:
@@ -97,7 +104,9 @@ class InvestigationRun:
             self._wind_down()
             raise
         finally:
-            if self._owns_loop and self._task.done() and not self._loop.is_closed():
+            if self._thread is not None and self._task.done():
+                self._thread.join(timeout=30)  # it closes its loop, then ends
+            elif self._owns_loop and self._task.done() and not self._loop.is_closed():
                 close_loop(self._loop)
 
     def __await__(self) -> Generator[Any, None, Any]:
@@ -169,8 +178,8 @@ def make_reentrant(loop: asyncio.AbstractEventLoop) -> None:
 
 
 def close_loop(loop: asyncio.AbstractEventLoop) -> None:
-    """Close a private loop and join its executor threads (``asyncio.to_thread``), so
-    a run leaves no thread or file handle behind."""
+    """Close a private loop that has stopped: its async generators and worker threads
+    (``asyncio.to_thread``) are shut down first, so none is left running."""
     try:
         loop.run_until_complete(loop.shutdown_asyncgens())
         loop.run_until_complete(loop.shutdown_default_executor())
@@ -181,17 +190,18 @@ def close_loop(loop: asyncio.AbstractEventLoop) -> None:
 def _in_thread(coro: Coroutine[Any, Any, Any]) -> InvestigationRun:
     loop = asyncio.new_event_loop()
 
-    def serve() -> None:
+    def drive() -> None:
+        asyncio.set_event_loop(loop)
         try:
             loop.run_forever()
         finally:
             close_loop(loop)
 
-    thread = threading.Thread(target=serve, name="d2-investigation", daemon=True)
+    thread = threading.Thread(target=drive, name="d2-investigation", daemon=True)
     thread.start()
     future = asyncio.run_coroutine_threadsafe(coro, loop)
     future.add_done_callback(lambda _f: loop.call_soon_threadsafe(loop.stop))
-    return InvestigationRun(future, loop)
+    return InvestigationRun(future, loop, thread=thread)
 
 
 def _cancel_all(loop: asyncio.AbstractEventLoop) -> None:

@@ -1,0 +1,120 @@
+"""A run leaves nothing open behind it: no board file handle when ``investigate()``
+raises, no thread when a background run ends (counted in /proc/self/fd and
+``threading``)."""
+
+from __future__ import annotations
+
+import asyncio
+import gc
+import os
+import threading
+import time
+from pathlib import Path
+
+import pytest
+from cli_helpers import hospital_database
+
+from d2_notebook import investigate
+from d2_notebook.board import Board
+from d2_notebook.datasets import hospital
+from d2_notebook.detective.policies.hospital import HospitalWalkthrough
+from d2_notebook.errors import ModelAPIError
+from d2_notebook.llm import ModelRequest, ModelResponse
+from d2_notebook.notebook.running import start_run
+
+QUESTION = hospital.QUESTION
+
+
+def _open_files() -> int:
+    gc.collect()  # what earlier tests dropped is closed now, not in the middle of a count
+    return len(os.listdir("/proc/self/fd"))
+
+
+def _settled(count: int) -> int:
+    """The thread count once finishing threads have ended (give them a moment)."""
+    deadline = time.monotonic() + 5
+    while threading.active_count() > count and time.monotonic() < deadline:
+        time.sleep(0.02)
+    return threading.active_count()
+
+
+class FailingCollector(HospitalWalkthrough):
+    """The provider fails for good on the first collector call."""
+
+    def __call__(self, request: ModelRequest) -> ModelResponse:  # type: ignore[override]
+        if request.role == "collector":
+            raise ModelAPIError("the provider is overloaded (529) after 4 retries")
+        return super().__call__(request)
+
+
+@pytest.fixture
+def database(tmp_path: Path) -> Path:
+    return hospital_database(tmp_path)
+
+
+def _failing_run(database: Path, board: Path, **kwargs) -> None:
+    with pytest.raises(ModelAPIError):
+        asyncio.run(investigate(str(database), QUESTION, board=str(board),
+                                model=FailingCollector().model(), **kwargs))
+
+
+def test_investigate_closes_what_it_opened_when_it_raises(database: Path,
+                                                          tmp_path: Path) -> None:
+    _failing_run(database, tmp_path / "warm-up.d2board")  # imports, caches
+    files, threads = _open_files(), threading.active_count()
+    for n in range(3):
+        _failing_run(database, tmp_path / f"failed-{n}.d2board")
+    assert _open_files() <= files, "no board, lease or database handle left open"
+    assert _settled(threads) == threads, "no heartbeat or worker thread left"
+    with Board.open(tmp_path / "failed-0.d2board") as board:
+        assert board.list_investigations()[-1].state.value == "failed"
+
+
+def test_a_replay_closes_its_recording(database: Path, tmp_path: Path) -> None:
+    recorded = asyncio.run(investigate(str(database), QUESTION,
+                                       board=str(tmp_path / "rec.d2board"),
+                                       model=HospitalWalkthrough().model()))
+    recorded.board.close()
+    files = _open_files()
+    replayed = asyncio.run(investigate(str(database), None, replay=tmp_path / "rec.d2board"))
+    assert replayed.state == "finished"
+    assert _open_files() <= files, "only the replay's own in-memory board is left"
+    replayed.board.close()
+
+
+def test_a_board_passed_in_stays_open_when_investigate_raises(database: Path,
+                                                              tmp_path: Path) -> None:
+    with Board.open(tmp_path / "mine.d2board") as board:
+        with pytest.raises(ModelAPIError):
+            asyncio.run(investigate(str(database), QUESTION, board=board,
+                                    model=FailingCollector().model()))
+        assert board.list_investigations()[-1].state.value == "failed"
+
+
+def test_background_runs_close_their_loops_and_threads(database: Path, tmp_path: Path) -> None:
+    def background(n: int):
+        return start_run(investigate(str(database), QUESTION,
+                                     board=str(tmp_path / f"bg-{n}.d2board"),
+                                     model=HospitalWalkthrough().model()), background=True)
+
+    first = background(0)
+    first.wait().board.close()
+    files, threads = _open_files(), _settled(threading.active_count())
+    runs = [background(n) for n in range(1, 6)]
+    for run in runs:
+        result = run.wait()
+        assert result.state == "finished"
+        result.board.close()
+    assert _settled(threads) == threads, "five runs leave no loop or worker thread alive"
+    assert _open_files() <= files
+    assert all(run._loop.is_closed() for run in runs)
+
+
+def test_a_foreground_run_without_a_loop_closes_its_private_loop(database: Path,
+                                                                 tmp_path: Path) -> None:
+    threads = threading.active_count()
+    run = start_run(investigate(str(database), QUESTION, board=str(tmp_path / "fg.d2board"),
+                                model=HospitalWalkthrough().model()), background=False)
+    run.wait().board.close()
+    assert run._loop.is_closed()
+    assert _settled(threads) == threads
