@@ -21,6 +21,7 @@ import re
 from collections.abc import Iterable
 from typing import Any
 
+import duckdb
 import pandas as pd
 
 from d2_notebook.board import Board
@@ -55,8 +56,9 @@ class PeopleIndex:
             if names else None
 
     @classmethod
-    def from_database(cls, database: str | os.PathLike[str]) -> PeopleIndex:
-        """Load ``person (id, name)`` of a case DuckDB file (opened read-only)."""
+    def from_database(cls, database: duckdb.DuckDBPyConnection | str | os.PathLike[str]
+                      ) -> PeopleIndex:
+        """Load ``person (id, name)`` of a case DuckDB file (opened read-only) or connection."""
         with GuardedSQL(database, max_rows=1_000_000) as sql:
             frame = sql.run("SELECT id, name FROM person ORDER BY id").frame
         return cls(zip(frame["id"].tolist(), frame["name"].tolist(), strict=True))
