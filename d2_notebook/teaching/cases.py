@@ -140,8 +140,8 @@ def case_people(gold: Gold, database: CaseDatabase | None = None) -> PeopleIndex
     """Everybody in the case's ``person`` table, to tell whom a hypothesis names.
 
     Read from ``database`` (a path or an open connection) when given; otherwise rebuilt
-    from the gold's seed, index and tier (cases are deterministic; cached, so a class of
-    boards rebuilds it once).
+    from the gold's seed, index and tier (cases are deterministic). A file or a rebuilt
+    case is read once (cached), so a class of boards pays for it once.
 
     Raises:
         CaseFileError: no database at the path, or the gold is not a standard generated
@@ -154,7 +154,8 @@ def case_people(gold: Gold, database: CaseDatabase | None = None) -> PeopleIndex
         if not path.is_file():
             raise CaseFileError(f"no case database at {str(path)!r}; pass the "
                                 "<case>.duckdb that `d2 case new` wrote")
-        return PeopleIndex.from_database(path)
+        stat = path.stat()
+        return _people_of_file(str(path.resolve()), stat.st_mtime_ns, stat.st_size)
     return _regenerated_people(gold.seed, gold.index, gold.tier, _cast(gold))
 
 
@@ -170,6 +171,12 @@ def _cast(gold: Gold) -> tuple[tuple[int, str], ...]:
     """The gold's suspects and murderers as ``(id, name)``: what a rebuilt case must match."""
     return tuple(sorted({(int(p["id"]), str(p["name"]))
                          for p in [*gold.suspects, *gold.murderers]}))
+
+
+@functools.lru_cache(maxsize=8)
+def _people_of_file(path: str, mtime_ns: int, size: int) -> PeopleIndex:
+    """The people of a database file, read once per version of the file."""
+    return PeopleIndex.from_database(path)
 
 
 @functools.lru_cache(maxsize=8)
