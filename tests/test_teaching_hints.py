@@ -15,6 +15,7 @@ from d2_notebook.datasets.sql_city import Gold, generate_case, standard_tiers, w
 from d2_notebook.errors import BoardError
 from d2_notebook.teaching import Gap, HintLevel, grade, hint, hints_used, read_gold
 from d2_notebook.teaching.assessment import HINT_EVENT, assess
+from d2_notebook.teaching.case_map import Source, case_map
 from d2_notebook.teaching.hints import NOTHING_LEFT, hint_text
 from d2_notebook.teaching.needs import needs
 from tests.teaching_boards import StudentBoard, gold_board
@@ -188,6 +189,8 @@ def test_hints_never_name_a_person_or_a_value_of_the_gold_over_the_standard_case
         case = generate_case(0, index, tier)
         gold = case.gold
         forbidden = _forbidden(gold)
+        sources = {node.source for node in case_map(gold).nodes.values()}
+        assert Source.OTHER not in sources, gold.case_id  # every gold node is understood
         people = tmp_path / f"{gold.case_id}.duckdb"  # the case's people, nothing else
         with duckdb.connect(str(people)) as con:
             con.register("people_arrow", case.tables["person"])

@@ -133,8 +133,7 @@ def hint_text(need: Need, level: HintLevel) -> str:
                       f"It is in {_tables(sources)}.",
                       f"To read it: {_how(sources)}.")),
         Gap.WITNESS: ("A witness has not been interviewed on your board yet.",
-                      ("The crime scene report says how to find them: look at "
-                       f"{_kinds(sources)}.",
+                      (f"Look at {_kinds(sources[:1])}, then at {_kinds(sources[1:])}.",
                        f"Find them in {_tables(sources[:1])}, then read "
                        f"{_tables(sources[1:])}.",
                        f"To find and read them: {_how(sources)}.")),
