@@ -17,8 +17,7 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
-from benchmark.adapter import PeopleIndex, board_answer, react_answer
-from benchmark.metrics import CaseScore, SystemAnswer, score_case, score_dict
+from benchmark.adapter import react_answer
 from d2_notebook.board import Board
 from d2_notebook.datasets.sql_city import (
     Gold,
@@ -31,6 +30,9 @@ from d2_notebook.detective import investigate
 from d2_notebook.detective.settings import InvestigationSettings
 from d2_notebook.detective.variant import Shape, parse_variant
 from d2_notebook.llm.replay import ReplayModel
+from d2_notebook.teaching.answer import SystemAnswer
+from d2_notebook.teaching.board_answer import PeopleIndex, board_answer
+from d2_notebook.teaching.scoring import CaseScore, score_case, score_dict
 
 _CASE_ID = re.compile(r"sqlcity-s(\d+)-(\d+)")
 

@@ -15,8 +15,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-from benchmark.adapter import PeopleIndex, system_answer
-from benchmark.metrics import CaseScore, score_case, score_dict
+from benchmark.adapter import system_answer
 from benchmark.results import (
     check_same_config,
     fresh_board_path,
@@ -32,6 +31,8 @@ from d2_notebook.datasets.sql_city import Gold, generate_standard_set, load_gold
 from d2_notebook.detective import VARIANTS, investigate, parse_variant
 from d2_notebook.detective.policies.sql_city import POLICIES
 from d2_notebook.errors import InvalidRecordError
+from d2_notebook.teaching.board_answer import PeopleIndex
+from d2_notebook.teaching.scoring import CaseScore, score_case, score_dict
 
 
 @dataclass

@@ -10,8 +10,9 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from benchmark.metrics import TIER_ORDER, CaseScore, aggregate
+from benchmark.aggregate import TIER_ORDER, aggregate
 from d2_notebook.detective import VARIANTS
+from d2_notebook.teaching.scoring import CaseScore
 
 TABLE1_TITLE = "Table 1. Correctness / Completeness / Verifiability ease (%) by difficulty"
 TABLE2_TITLE = "Table 2. Ablation study (mean over all cases)"

@@ -12,7 +12,6 @@ from pathlib import Path
 import pytest
 
 from benchmark.__main__ import main
-from benchmark.adapter import PeopleIndex, board_answer, named_person
 from benchmark.runner import RunConfig, RunSummary, result_path, run_benchmark
 from benchmark.tables import (
     ROLE_TABLE_TITLE,
@@ -23,6 +22,7 @@ from benchmark.tables import (
 )
 from d2_notebook.board import Board
 from d2_notebook.datasets.sql_city import generate_case, load_gold, write_case
+from d2_notebook.teaching.board_answer import PeopleIndex, board_answer, named_person
 
 ROOT = Path(__file__).resolve().parents[1]
 EASY, HARD = "sqlcity-s3-000", "sqlcity-s3-001"

@@ -97,3 +97,10 @@ def test_murder_notebook_runs_offline(tmp_path: Path, monkeypatch: pytest.Monkey
     assert (tmp_path / "student.d2board").is_file()
     assert len(list(tmp_path.glob("a-murder-happened-*.d2board"))) == 1
     assert (tmp_path / "cases" / "sqlcity-s0-000.duckdb").is_file()
+    # The grades side by side: the student's board and the (scripted) detective's.
+    assert "your board" in text and "detective" in text
+    assert "Raymond Carter (murderer)" in text and "caught" in text
+    assert "Grade of student.d2board (case sqlcity-s0-000, easy)" in text
+    assert "verifiability  0.50" in text                  # one query for three clues
+    assert "Hint 1** (level 1 of 3): H2 has a clue" in text
+    assert "Hint 2** (level 2 of 3)" in text and "drivers_license" in text

@@ -8,19 +8,17 @@ from dataclasses import replace
 
 import pytest
 
-from benchmark.evidence_match import coverage, row_score, soft_prf
-from benchmark.metrics import (
-    CaseScore,
+from benchmark.aggregate import aggregate
+from d2_notebook.teaching.answer import (
     ConsideredSuspect,
     Edge,
     Evidence,
     Hypothesis,
     SystemAnswer,
-    aggregate,
     oracle_answer,
-    prf,
-    score_case,
 )
+from d2_notebook.teaching.evidence_match import coverage, row_score, soft_prf
+from d2_notebook.teaching.scoring import CaseScore, prf, score_case
 
 PLATE_SQL = ("SELECT p.id, p.name, dl.plate_number FROM person p LEFT JOIN drivers_license dl "
              "ON dl.id = p.license_id WHERE p.id = {} ORDER BY ALL")

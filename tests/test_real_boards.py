@@ -17,11 +17,12 @@ from pathlib import Path
 
 import pytest
 
-from benchmark.adapter import PeopleIndex
-from benchmark.metrics import Edge, Evidence, People, SystemAnswer, oracle_answer, score_case
 from benchmark.rescore import answer_from_board
 from d2_notebook.board import Board
 from d2_notebook.datasets.sql_city import generate_case, load_gold, write_case
+from d2_notebook.teaching.answer import Edge, Evidence, People, SystemAnswer, oracle_answer
+from d2_notebook.teaching.board_answer import PeopleIndex
+from d2_notebook.teaching.scoring import score_case
 from tests.shared_dir import shared_dir
 
 
@@ -127,9 +128,9 @@ def test_a_team_board_of_the_round_based_loop_is_refused_for_replay_and_still_sc
     dispatched hypotheses: the streaming scheduler asks other questions, so replay
     refuses them before running any query, with the reason — and re-scoring reads the
     board as it is, with the scores it had."""
-    from benchmark.adapter import board_answer
     from d2_notebook.detective import investigate
     from d2_notebook.errors import ReplayDivergenceError
+    from d2_notebook.teaching.board_answer import board_answer
 
     case = "sqlcity-s0-038"
     _, gold, _, recorded = rescored[(case, "full")]

@@ -468,5 +468,10 @@ def _fresh_demo_board(path: Path | None) -> Path:
     return default
 
 
+from d2_notebook.cli.case_commands import case  # noqa: E402  (it uses friendly_errors above)
+
+main.add_command(case)
+
+
 if __name__ == "__main__":  # pragma: no cover
     sys.exit(main())

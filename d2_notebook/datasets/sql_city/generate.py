@@ -146,16 +146,22 @@ def _gold(con: duckdb.DuckDBPyConnection, seed: int, index: int, tier: str,
         clues=clue_dicts, witnesses=witnesses, graph=graph)
 
 
-def write_case(case: Case, out_dir: str | Path) -> dict[str, Path]:
+def write_case(case: Case, out_dir: str | Path,
+               gold_path: str | Path | None = None) -> dict[str, Path]:
     """Write ``<case_id>.duckdb``, ``<case_id>.txt`` (the case description given to
     systems: date, city, what happened — nothing more) and ``<case_id>.json`` (the gold
     file, which repeats the description).
+
+    ``gold_path`` writes the gold file there instead (e.g. outside a folder handed out
+    to students); its folder is created if missing.
 
     Overwrites existing files. Returns ``{"db": path, "description": path, "gold": path}``.
     """
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
-    db_path, gold_path = out / f"{case.case_id}.duckdb", out / f"{case.case_id}.json"
+    db_path = out / f"{case.case_id}.duckdb"
+    gold_path = Path(gold_path) if gold_path is not None else out / f"{case.case_id}.json"
+    gold_path.parent.mkdir(parents=True, exist_ok=True)
     db_path.unlink(missing_ok=True)
     con = duckdb.connect(str(db_path))
     try:

@@ -126,12 +126,31 @@ def soft_prf(credit: Sequence[Sequence[float]], n_gold: int) -> tuple[float, flo
         return 1.0, 1.0, 1.0
     if n_sys == 0 or n_gold == 0:
         return 0.0, 0.0, 0.0
-    matrix = np.asarray(credit, dtype=float).reshape(n_sys, n_gold)
-    rows, cols = linear_sum_assignment(matrix, maximize=True)
+    matrix, rows, cols = _assignment(credit, n_gold)
     total = float(matrix[rows, cols].sum())
     precision, recall = total / n_sys, total / n_gold
     f1 = 2 * precision * recall / (precision + recall) if precision + recall else 0.0
     return precision, recall, f1
+
+
+def one_to_one(credit: Sequence[Sequence[float]], n_gold: int) -> list[tuple[int, int, float]]:
+    """The pairs :func:`soft_prf` credits: ``(system index, gold index, credit)``.
+
+    Only pairs with credit above 0, in system order; empty when either side is empty.
+    """
+    if not credit or n_gold == 0:
+        return []
+    matrix, rows, cols = _assignment(credit, n_gold)
+    return [(int(r), int(c), float(matrix[r, c])) for r, c in zip(rows, cols, strict=True)
+            if matrix[r, c] > 0]
+
+
+def _assignment(credit: Sequence[Sequence[float]], n_gold: int
+                ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """The credit matrix and the rows and columns of its greatest-total assignment."""
+    matrix = np.asarray(credit, dtype=float).reshape(len(credit), n_gold)
+    rows, cols = linear_sum_assignment(matrix, maximize=True)
+    return matrix, rows, cols
 
 
 def normalised_rows(rows: Iterable[Sequence[Any]], norm: Any) -> list[tuple[str, ...]]:
