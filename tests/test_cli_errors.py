@@ -204,3 +204,22 @@ def test_import_into_a_missing_folder_is_one_line(small_board: Path, tmp_path: P
     document.write_text(json.dumps(_export(small_board)))
     _one_line_error(_invoke("board", "import", document, tmp_path / "no" / "b.d2board"), 1,
                     "does not exist")
+
+
+def test_a_model_the_server_does_not_serve_is_not_answered_with_the_same_resume(
+        database: Path, tmp_path: Path) -> None:
+    from d2_notebook.errors import ModelConfigError
+    from d2_notebook.llm import register_provider
+    from d2_notebook.llm.offline import FunctionModel
+
+    def not_served(request: object) -> object:
+        raise ModelConfigError("anthropic:claude-nope does not serve this model; check --model")
+
+    register_provider("notserved", lambda model_id, **kw: FunctionModel(not_served),
+                      replace=True)
+    board = tmp_path / "run.d2board"
+    result = _invoke("investigate", database, "why?", "--board", board, "--model",
+                     "notserved:x", "--quiet")
+    assert result.exit_code == 1 and "Traceback" not in result.output
+    assert "once the model is fixed, resume with" in result.output
+    assert "--resume --model PROVIDER:MODEL`" in result.output

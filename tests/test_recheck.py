@@ -230,3 +230,21 @@ def test_a_team_run_stores_its_tool_calls_and_rechecks_clean_on_the_same_data(
         result = recheck_sync(str(database), board)
         assert {r.outcome for r in result.rechecks} == {RecheckOutcome.SAME}
         assert result.stale == () and result.confirmed and not result.not_rechecked
+
+
+def test_board_show_and_the_exported_report_say_which_verdicts_are_stale(
+        investigated, tmp_path: Path) -> None:
+    database, board_path = investigated
+    con = duckdb.connect(str(database))
+    con.execute("UPDATE sales SET amount = amount * 3 WHERE region = 'south'")
+    con.close()
+    recheck_sync(str(database), board_path)
+    shown = CliRunner().invoke(main, ["board", "show", str(board_path)])
+    assert shown.exit_code == 0, shown.output
+    assert "re-checked on" in shown.output and "stale verdict(s) (H2, H3)" in shown.output
+    assert "STALE since" in shown.output and "confirmed on" in shown.output
+    report = tmp_path / "r.html"
+    done = CliRunner().invoke(main, ["board", "export", str(board_path), "--html",
+                                     str(report)])
+    assert done.exit_code == 0, done.output
+    assert "Stale since" in report.read_text() and "H2, H3" in report.read_text()

@@ -79,7 +79,7 @@ def test_every_refusal_is_stated_in_the_tool_description(ctx: TeamContext) -> No
         "carry_on": ["Refused when no hypothesis is open"],
         "request_hypotheses": ["Refused now", "no calls left"],
         "finish": ["Refused while", "no verdict"],
-        "record_evidence": ["run_sql or an analysis tool returned"],
+        "record_evidence": ["run_sql or an analysis tool returned", "a column the result"],
         "submit_for_judgement": ["at least one evidence"],
         "give_verdict": ["at least one evidence id", "only evidence linked", "abandoned"],
         "request_more_evidence": ["Refused now", "no evidence rounds"],
@@ -97,3 +97,31 @@ def test_descriptions_follow_what_is_possible_now(ctx: TeamContext) -> None:
     guided = _specs(hypothesis_tools(ctx, QueryLog(), "h", "hypothesizer", HypothesizerDecision(),
                                      may_add_none=True))
     assert "Refused" not in guided["done"].description
+
+
+async def test_a_collector_can_ask_for_the_chart_of_the_evidence_it_records(
+        ctx: TeamContext) -> None:
+    import pandas as pd
+
+    from d2_notebook.charts import ChartKind, chart_for_evidence
+    from d2_notebook.data.results import QueryResult
+
+    hyp = ctx.board.add_hypothesis("h", investigation_id=ctx.investigation_id)
+    log = QueryLog()
+    frame = pd.DataFrame({"ward": ["icu", "ward"], "deaths": [9, 3], "stay": [12.0, 4.0]})
+    log.add("SELECT ward, deaths, stay FROM t", QueryResult("SELECT ward, deaths, stay FROM t",
+                                                           frame, 2, False, 0.01))
+    tools = Toolset(evidence_tools(ctx, log, "col", "collector", hyp.id))
+    assert "chart" not in tools.get("record_evidence").spec.parameters["required"]
+    bad = await tools.call(ToolCallPart("c1", "record_evidence", {
+        "query_id": "Q1", "description": "d", "stance": "supports", "reading": "r",
+        "chart": {"x": "ward", "y": "deaths_per_day"}}))
+    assert bad.is_error and "deaths_per_day" in bad.content and "ward, deaths, stay" in bad.content
+    assert ctx.board.list_evidence() == []  # nothing half-recorded
+    done = await tools.call(ToolCallPart("c2", "record_evidence", {
+        "query_id": "Q1", "description": "d", "stance": "supports", "reading": "r",
+        "chart": {"x": "ward", "y": "stay"}}))
+    assert not done.is_error, done.content
+    chart = chart_for_evidence(ctx.board, "E1")
+    assert chart is not None and chart.kind is ChartKind.BARS
+    assert chart.spec["encoding"]["x"]["field"] == "stay"  # the asked measure, not the first

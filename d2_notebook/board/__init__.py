@@ -3,6 +3,7 @@ in one SQLite file. See :class:`Board`."""
 
 from d2_notebook.board.board import DEFAULT_MAX_ROWS, Board
 from d2_notebook.board.records import (
+    ChartRequest,
     ColumnSpec,
     DimensionDismissal,
     Event,
@@ -27,6 +28,7 @@ from d2_notebook.board.records import (
 __all__ = [
     "DEFAULT_MAX_ROWS",
     "Board",
+    "ChartRequest",
     "ColumnSpec",
     "DimensionDismissal",
     "Event",

@@ -17,6 +17,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
+from d2_notebook.board.chart_requests import ChartRequestRecords
 from d2_notebook.board.dismissals import DismissalRecords
 from d2_notebook.board.evidence import EvidenceRecords
 from d2_notebook.board.hypotheses import HypothesisRecords
@@ -29,14 +30,14 @@ __all__ = ["DEFAULT_MAX_ROWS", "Board", "now"]
 
 
 class Board(HypothesisRecords, EvidenceRecords, ModelCallRecords, LeaseRecords,
-            DismissalRecords, RecheckRecords):
+            DismissalRecords, RecheckRecords, ChartRequestRecords):
     """A Data Investigation Board stored in one SQLite file.
 
     Open one with :meth:`Board.open`; use it as a context manager or call
     :meth:`close`. All methods are safe to call from several threads at once.
     The methods are grouped by record type in :mod:`.store` (file, events),
     :mod:`.hypotheses`, :mod:`.evidence`, :mod:`.model_calls`, :mod:`.leases`,
-    :mod:`.dismissals` and :mod:`.rechecks`.
+    :mod:`.dismissals`, :mod:`.rechecks` and :mod:`.chart_requests`.
     """
 
     # --- export and import (implemented in d2_notebook.board.export) ----------

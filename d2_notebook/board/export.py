@@ -24,8 +24,8 @@ JSON_SCHEMA_VERSION = 1
 """Version of the JSON document's layout; bump it when the layout changes."""
 
 TABLES = ("investigations", "hypotheses", "evidence", "links", "verdicts", "model_calls",
-          "dimension_dismissals", "evidence_tool_calls", "recheck_runs", "rechecks",
-          "recheck_verdicts", "events")
+          "dimension_dismissals", "evidence_tool_calls", "evidence_chart_requests",
+          "recheck_runs", "rechecks", "recheck_verdicts", "events")
 _BLOBS = {"evidence": "result", "rechecks": "result"}
 """The blob column of each table that has one (base64 text in the document)."""
 

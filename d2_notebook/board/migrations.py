@@ -226,6 +226,20 @@ MIGRATIONS: tuple[Migration, ...] = (
         UPDATE model_calls SET status = 'failed' WHERE error IS NOT NULL;
         """,
     ),
+    Migration(
+        8,
+        "the chart a collector asked for when it recorded an evidence",
+        """
+        CREATE TABLE evidence_chart_requests (
+            evidence_id TEXT PRIMARY KEY REFERENCES evidence(id),
+            x TEXT,
+            y TEXT,
+            color TEXT,
+            author TEXT NOT NULL,
+            created_at TEXT NOT NULL
+        );
+        """,
+    ),
 )
 
 

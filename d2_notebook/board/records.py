@@ -281,6 +281,16 @@ class VerdictCheck(StrEnum):
 
 
 @dataclass(frozen=True)
+class ChartRequest:
+    """The columns a collector asked an evidence's chart to show (None: the chart rules
+    choose). Names are columns of the evidence's stored result."""
+
+    x: str | None = None
+    y: str | None = None
+    color: str | None = None
+
+
+@dataclass(frozen=True)
 class ToolCall:
     """The analysis-tool call that produced an evidence: its tool and arguments."""
 

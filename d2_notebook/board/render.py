@@ -10,7 +10,13 @@ from __future__ import annotations
 import textwrap
 
 from d2_notebook.board.board import Board
-from d2_notebook.board.records import Evidence, Hypothesis, Link
+from d2_notebook.board.records import (
+    Evidence,
+    Hypothesis,
+    Link,
+    RecheckedVerdict,
+    VerdictCheck,
+)
 from d2_notebook.terminal_text import terminal_safe
 
 _STATUS_MARK = {
@@ -27,8 +33,18 @@ def render_tree(board: Board, *, width: int = 100, include_redundant: bool = Tru
     """Investigations, then each hypothesis (refinements indented under their parent)
     with its verdict and linked evidence, then evidence linked to nothing."""
     lines: list[str] = []
+    checks: dict[str, RecheckedVerdict] = {}
     for inv in board.list_investigations():
         lines.append(_one_line(f"Investigation {inv.id} [{inv.state.value}]: {inv.question}"))
+        latest = board.latest_verdict_checks(inv.id)
+        if latest:
+            checks.update(latest)
+            stale = sorted(h for h, c in latest.items() if c.check is VerdictCheck.STALE)
+            when = max(c.created_at for c in latest.values())[:10]
+            lines.append(_one_line(
+                f"  re-checked on {when}: {len(stale)} stale verdict(s)"
+                + (f" ({', '.join(stale)})" if stale else "")
+                + f", {len(latest) - len(stale)} confirmed"))
     counts = board.counts()
     lines.append(
         f"{counts['hypotheses']} hypotheses, {counts['evidence']} evidence "
@@ -53,6 +69,8 @@ def render_tree(board: Board, *, width: int = 100, include_redundant: bool = Tru
             cited = ", ".join(verdict.evidence_ids) or "no evidence"
             text = f"{indent}    verdict: {verdict.rationale} [{cited}]"
             lines.append(_wrap(text, width, indent + "      "))
+            if hyp.id in checks:
+                lines.append(_one_line(f"{indent}    {_check_line(checks[hyp.id])}"))
         elif hyp.status_reason:
             text = f"{indent}    reason: {hyp.status_reason}"
             lines.append(_wrap(text, width, indent + "      "))
@@ -79,6 +97,14 @@ def render_tree(board: Board, *, width: int = 100, include_redundant: bool = Tru
                 continue
             lines.append(_wrap(f"    {_evidence_line(item, None)}", width, "       "))
     return "\n".join(lines)
+
+
+def _check_line(check: RecheckedVerdict) -> str:
+    day = check.created_at[:10]
+    if check.check is VerdictCheck.STALE:
+        return (f"STALE since {day} ({check.run_id}): evidence it cites changed or fails on "
+                "today's data; re-judge it")
+    return f"confirmed on {day} ({check.run_id})"
 
 
 def _hypothesis_line(hyp: Hypothesis) -> str:

@@ -396,6 +396,7 @@ class BoardStore:
                 try:
                     for table in tables:
                         key = {"events": "seq", "evidence_tool_calls": "rowid",
+                               "evidence_chart_requests": "rowid",
                                "recheck_verdicts": "rowid"}.get(
                             table, "id" if table in _BY_ID else "num")
                         found = self._conn.execute(f"SELECT * FROM {table} ORDER BY {key}")

@@ -72,19 +72,22 @@ def chart_for_frame(frame: pd.DataFrame, *, title: str = "", row_count: int | No
 
 
 def chart_for_evidence(board: Board, evidence_id: str) -> EvidenceChart | None:
-    """The chart of evidence ``evidence_id`` from its stored rows, or None.
+    """The chart of evidence ``evidence_id`` from its stored rows (with the columns its
+    collector asked for, if any), or None.
 
     Stored results never change, so a chart is built once per result (keyed by the
     result's hash, the title and the row count) and reused by later displays.
     """
     evidence = board.get_evidence(evidence_id)
     title = f"{evidence.id}: {evidence.description}"
-    key = (evidence.result_hash, title, evidence.row_count)
+    request = board.chart_request_of(evidence_id)
+    hint = ChartHint(request.x, request.y, request.color) if request is not None else None
+    key = (evidence.result_hash, title, evidence.row_count, hint)
     if key in _BUILT:
         _BUILT.move_to_end(key)
         return _BUILT[key]
     chart = chart_for_frame(board.evidence_frame(evidence_id), title=title,
-                            row_count=evidence.row_count)
+                            row_count=evidence.row_count, hint=hint)
     _BUILT[key] = chart
     while len(_BUILT) > _BUILT_SIZE:
         _BUILT.popitem(last=False)
@@ -92,7 +95,8 @@ def chart_for_evidence(board: Board, evidence_id: str) -> EvidenceChart | None:
 
 
 _BUILT_SIZE = 512
-_BUILT: OrderedDict[tuple[str, str, int], EvidenceChart | None] = OrderedDict()
+_BUILT: OrderedDict[tuple[str, str, int, ChartHint | None], EvidenceChart | None] = (
+    OrderedDict())
 
 
 def chart_svg(chart: EvidenceChart) -> str:

@@ -223,6 +223,10 @@ def _execute(run: _Run, board: Board) -> InvestigationResult:
     except D2Error as exc:
         states = [i.state.value for i in board.list_investigations()]
         if states and states[-1] in {"failed", "interrupted"}:
+            if isinstance(exc, ModelConfigError):  # the same command would fail the same way
+                raise click.ClickException(
+                    f"{exc}\nthe board is saved: once the model is fixed, resume with "
+                    f"`{run.resume_command()} --model PROVIDER:MODEL`") from exc
             raise click.ClickException(
                 f"{exc}\nthe board is saved: resume with `{run.resume_command()}`") from exc
         raise click.ClickException(str(exc)) from exc

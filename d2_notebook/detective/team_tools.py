@@ -13,7 +13,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
 
-from d2_notebook.board import HypothesisStatus
+from d2_notebook.board import ChartRequest, HypothesisStatus
 from d2_notebook.detective.context import QueryLog, TeamContext
 from d2_notebook.detective.coverage_view import board_coverage
 from d2_notebook.detective.decisions import (
@@ -219,6 +219,7 @@ def evidence_tools(ctx: TeamContext, log: QueryLog, agent: str, role: str,
         "description": {"type": "string", "description": "what the query computes"},
         "stance": {"type": "string", "enum": ["supports", "contradicts"]},
         "reading": {"type": "string", "description": "one sentence reading of the result"},
+        "chart": _CHART,
     }
     if hypothesis_id is None:
         properties = {"hypothesis_id": _STRING, **properties}
@@ -226,19 +227,48 @@ def evidence_tools(ctx: TeamContext, log: QueryLog, agent: str, role: str,
     async def record_evidence(args: dict[str, Any]) -> str:
         target = hypothesis_id or args["hypothesis_id"]
         _hypothesis(ctx, target)
-        with _one_write(ctx, log):  # the evidence and its link, or neither
+        chart = _chart_request(log, args["query_id"], args.get("chart"))
+        with _one_write(ctx, log):  # the evidence, its link and its chart, or none
             evidence_id = record_query(ctx, log, args["query_id"], args["description"],
                                        role=role, agent=agent)
             ctx.board.link(evidence_id, target, args["stance"], args["reading"], actor=agent)
+            if chart is not None:
+                ctx.board.request_chart(evidence_id, chart, actor=agent)
         return f"recorded {evidence_id} ({args['stance']} {target})"
 
     return [tool("record_evidence",
                  "Record the result of one of your queries as evidence for or against the "
                  "hypothesis. The board stores the real result of that query. Refused "
                  "when the query id is not one run_sql or an analysis tool returned to you "
-                 "in this turn"
-                 + (" or the hypothesis id is unknown." if hypothesis_id is None else "."),
-                 properties, record_evidence, writes_board=True)]
+                 "in this turn, or when chart names a column the result lacks"
+                 + (", or the hypothesis id is unknown." if hypothesis_id is None else "."),
+                 properties, record_evidence, writes_board=True,
+                 required=[name for name in properties if name != "chart"])]
+
+
+_CHART: dict[str, Any] = {
+    "type": "object",
+    "description": "optional: the columns the evidence's chart shows (x: the category or "
+                   "time, y: the measure, split: a category whose values are drawn apart"
+                   "); left out, the chart is chosen from the result's column types",
+    "properties": {"x": _STRING, "y": _STRING, "split": _STRING},
+}
+
+
+def _chart_request(log: QueryLog, query_id: str, asked: Any) -> ChartRequest | None:
+    """The chart asked for query ``query_id``'s result, checked against its columns."""
+    if not asked:
+        return None
+    result = log.results.get(query_id)
+    if result is None:
+        return None  # record_query refuses the unknown id with the list of known ones
+    columns = [str(c) for c in result.frame.columns]
+    picked = {channel: asked.get(channel) for channel in ("x", "y", "split")}
+    for channel, name in picked.items():
+        if name is not None and name not in columns:
+            raise ToolError(f"chart {channel}={name!r} is not a column of {query_id}; its "
+                            f"columns: {', '.join(columns)}")
+    return ChartRequest(picked["x"], picked["y"], color=picked["split"])
 
 
 def submit_tool(decision: CollectorDecision, ctx: TeamContext, hypothesis_id: str) -> Tool:

@@ -16,7 +16,7 @@ from html import escape
 from pathlib import Path
 
 from d2_notebook.board import Board
-from d2_notebook.board.records import Evidence, Investigation
+from d2_notebook.board.records import Evidence, Investigation, VerdictCheck
 from d2_notebook.charts import chart_for_evidence, chart_svg
 from d2_notebook.detective.claim_check import check_board_report
 from d2_notebook.notebook.details import frame_html, sql_html
@@ -56,6 +56,7 @@ def report_document(board: Board, investigation_id: str | None = None) -> str:
     question = chosen.question if chosen else "(no investigation)"
     body = [f"<h1>{escape(question)}</h1>", header_html(board)]
     if chosen is not None:
+        body.extend(_recheck_note(board, chosen))
         body.extend(_report_section(board, chosen))
     body.append("<h2>The board</h2>")
     body.append(f"<div class='graph'>{board_svg(board)}</div>")
@@ -72,6 +73,22 @@ def write_report(board: Board, path: str | Path, investigation_id: str | None = 
     target = Path(path)
     target.write_text(report_document(board, investigation_id), encoding="utf-8")
     return target
+
+
+def _recheck_note(board: Board, investigation: Investigation) -> list[str]:
+    """A warning under the header when a re-check found stale verdicts, or the date the
+    verdicts were last confirmed."""
+    checks = board.latest_verdict_checks(investigation.id)
+    if not checks:
+        return []
+    when = max(c.created_at for c in checks.values())[:10]
+    stale = sorted(h for h, c in checks.items() if c.check is VerdictCheck.STALE)
+    if stale:
+        return [f"<p class='check' style='background:#fff3e0'><b>Stale since {escape(when)}:"
+                f"</b> the evidence behind {escape(', '.join(stale))} changed or fails on the "
+                "data as it is now; those verdicts need judging again.</p>"]
+    return [f"<p class='check'>Every verdict was confirmed on {escape(when)} "
+            "(its evidence re-run on the data as it was then).</p>"]
 
 
 def _report_section(board: Board, investigation: Investigation) -> list[str]:
