@@ -200,10 +200,37 @@ def test_human_api_adds_and_abandons(board: Board) -> None:
 
 def test_evidence_goes_to_the_investigation_of_its_hypothesis(shell) -> None:
     run(shell, "%%investigate con --board two.d2board --model team --out res\nWhich?")
-    run(shell, "%%investigate con --board two.d2board --model team --out res2\nWhich now?")
+    run(shell, "%%investigate con --board two.d2board --model team --out res2 --append\n"
+               "Which now?")
     board = shell.user_ns["res2"].board
     assert [i.id for i in board.list_investigations()] == ["I1", "I2"]
     run(shell, '%%evidence con --for H1 --supports "as the first run said"\nSELECT 1 AS one')
     [evidence] = [e for e in board.list_evidence() if e.author_role == "human"]
     assert evidence.investigation_id == "I1", "H1 is the first investigation's"
     assert board.get_investigation("I2").state.value == "finished"
+
+
+def test_running_a_cell_again_uses_a_fresh_board_unless_asked_to_append(
+        shell, tmp_path: Path, capsys) -> None:
+    cell = "%%investigate con --model team --board again.d2board\nWhich drug works?"
+    run(shell, cell)
+    run(shell, cell)
+    assert "already holds an investigation; this one goes to" in capsys.readouterr().err
+    with Board.open(tmp_path / "again.d2board", read_only=True) as first, Board.open(
+            tmp_path / "again-2.d2board", read_only=True) as second:
+        assert len(first.list_investigations()) == len(second.list_investigations()) == 1
+    run(shell, "%%investigate con --model team --board again.d2board --append\n"
+               "And for older patients?")
+    with Board.open(tmp_path / "again.d2board", read_only=True) as first:
+        assert [i.question for i in first.list_investigations()] == [
+            "Which drug works?", "And for older patients?"]
+
+
+def test_recheck_magic_reruns_the_boards_evidence(shell, tmp_path: Path) -> None:
+    run(shell, "%%investigate con --model team --board rc.d2board\nWhich drug works?")
+    result = run(shell, "%investigate con --board rc.d2board --recheck")
+    assert result.stale == () and "re-check R1 of I1" in repr(result)
+    with pytest.raises(UsageError, match="needs --board"):
+        nb_magics = shell.magics_manager.registry["Investigate"]
+        nb_magics.last_board = None
+        run(shell, "%investigate con --recheck")

@@ -29,7 +29,7 @@ from d2_notebook.notebook.arguments import (
     resolve_database,
     resolve_model,
 )
-from d2_notebook.notebook.paths import check_board_path, new_board_path
+from d2_notebook.notebook.paths import check_board_path, new_board_path, next_free_board_path
 from d2_notebook.notebook.running import InvestigationRun, start_run, with_follower
 from d2_notebook.notebook.views import BoardView, InvestigationView
 
@@ -78,6 +78,11 @@ class Investigate(Magics):
     @argument("--force", action="store_true", help="With --resume: take over a run whose "
               "process is gone but whose lease is still fresh.")
     @argument("--replay", metavar="BOARD", help="Re-run a recorded board without the API.")
+    @argument("--append", action="store_true", help="Add this investigation to a --board "
+              "that already holds one (without it, a fresh board is used beside it).")
+    @argument("--recheck", action="store_true", help="Re-run the --board's evidence on the "
+              "data as it is now (no model) and mark the verdicts resting on changed "
+              "evidence stale.")
     @argument("--background", action="store_true", help="Return at once; run in background.")
     @argument("--out", help="Bind the InvestigationResult to this name (with --background: "
               "the run handle, at once).")
@@ -87,6 +92,8 @@ class Investigate(Magics):
         form, ``%investigate con --resume --board B``, resumes or replays)."""
         args = _parse(self.investigate, line)
         question = (cell or "").strip() or None
+        if args.recheck:
+            return self._recheck(args)
         if args.resume and args.replay:
             raise UsageError("use --resume or --replay, not both")
         if question is None and not (args.resume or args.replay):
@@ -100,7 +107,8 @@ class Investigate(Magics):
             args.variant)
         replay = _checked_replay(args.replay)
         model = None if replay else resolve_model(self._namespace(), args.model or self.model)
-        board = self._open_board(args.board, question or "investigation", args.resume)
+        board = self._open_board(args.board, question or "investigation",
+                                 args.resume or args.append)
         view = BoardView(board, live=self.widget)
         handle = display(view, display_id=True)
         self.last_board, self.last_view = board, view
@@ -149,16 +157,43 @@ class Investigate(Magics):
             self.shell.user_ns[out] = result
         return result
 
-    def _open_board(self, path: str | None, question: str, resume: bool) -> Board:
-        if path is None and resume:
+    def _open_board(self, path: str | None, question: str, keep: bool) -> Board:
+        """The board to run on. ``keep`` (``--resume``/``--append``): ``path`` as it is.
+        Otherwise a board that already holds an investigation is left alone and a fresh
+        one beside it is used (re-running a cell never mixes two runs on one board)."""
+        if path is None and keep:
             if self.last_board is None:
-                raise UsageError("--resume needs --board PATH: the board of the run to resume")
+                raise UsageError("--resume and --append need --board PATH: the board to "
+                                 "continue or add to")
             return self.last_board
         try:
             location = check_board_path(path or new_board_path(self.board_dir, question))
+            if not keep and _holds_investigation(location, self.last_board):
+                fresh = next_free_board_path(location)
+                print(f"{location} already holds an investigation; this one goes to {fresh} "
+                      f"(pass --append to add it to {location.name})", file=sys.stderr)
+                location = fresh
             if self.last_board is not None and self.last_board.path == str(location):
                 return self.last_board
             return Board.open(location)
+        except D2Error as exc:
+            raise UsageError(str(exc)) from None
+
+    def _recheck(self, args: Any) -> Any:
+        """``%investigate con --board B --recheck``: re-run B's evidence on ``con``."""
+        from d2_notebook.detective.recheck import recheck_sync
+
+        if args.board is None and self.last_board is None:
+            raise UsageError("--recheck needs --board PATH: the board to re-check")
+        database = resolve_database(self._namespace(), args.connection, args.db)
+        board = (self.last_board if args.board is None
+                 or (self.last_board is not None and self.last_board.path == args.board)
+                 else None)
+        try:
+            if board is None:
+                board = Board.open(check_board_path(args.board))
+                self.last_board = board
+            return recheck_sync(database, board, force=args.force)
         except D2Error as exc:
             raise UsageError(str(exc)) from None
 
@@ -247,3 +282,13 @@ def _checked_replay(path: str | None) -> str | None:
         raise UsageError(f"no recorded board at {path!r}; --replay needs the .d2board file "
                          "of an earlier run")
     return path
+
+
+def _holds_investigation(location: Any, open_board: Board | None) -> bool:
+    """Whether the board file at ``location`` already records an investigation."""
+    if open_board is not None and open_board.path == str(location):
+        return bool(open_board.list_investigations())
+    if not location.is_file() or location.stat().st_size == 0:
+        return False
+    with Board.open(location, read_only=True) as existing:
+        return bool(existing.list_investigations())

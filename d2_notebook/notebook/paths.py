@@ -60,3 +60,14 @@ def new_board_path(folder: str | os.PathLike[str], question: str,
     slug = "-".join(words) or "investigation"
     stamp = (now or datetime.now()).strftime("%Y%m%d-%H%M%S")
     return Path(folder).expanduser() / f"{slug}-{stamp}{BOARD_SUFFIX}"
+
+
+def next_free_board_path(path: str | os.PathLike[str]) -> Path:
+    """The first of ``name-2.d2board``, ``name-3.d2board`` … beside ``path`` that does
+    not exist yet."""
+    location = Path(path).expanduser()
+    stem = re.sub(r"-\d+$", "", location.stem)
+    number = 2
+    while (candidate := location.with_name(f"{stem}-{number}{BOARD_SUFFIX}")).exists():
+        number += 1
+    return candidate

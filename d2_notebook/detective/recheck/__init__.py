@@ -42,7 +42,7 @@ __all__ = ["RecheckResult", "recheck", "recheck_sync"]
 ACTOR = "recheck"
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, repr=False)
 class RecheckResult:
     """What a re-check found.
 
@@ -76,6 +76,9 @@ class RecheckResult:
             verdicts.append(f"{len(self.not_rechecked)} not re-checked")
         return (f"re-check {self.run.id} of {self.run.investigation_id}: evidence "
                 f"{evidence or 'none'}\nverdicts: {', '.join(verdicts)}")
+
+    def __repr__(self) -> str:
+        return str(self)
 
     def __str__(self) -> str:
         lines = [self.summary()]
