@@ -4,14 +4,13 @@ no extension download attempted (a local extension repository sees no request)."
 
 from __future__ import annotations
 
-import http.server
 import re
-import threading
 from collections.abc import Iterator
 from pathlib import Path
 
 import duckdb
 import pytest
+from extension_repository import ExtensionRepository
 
 from d2_notebook.data import GuardedSQL
 from d2_notebook.errors import QueryFailedError, UnsafeSQLError
@@ -66,36 +65,9 @@ HARDENING = load("hostile_hardening.sql")
 EVERY_HOSTILE = load("hostile.sql") + HARDENING
 
 
-class _Repository:
-    """An extension repository on 127.0.0.1 that records every request it receives."""
-
-    def __init__(self) -> None:
-        self.requests: list[str] = []
-        repository = self
-
-        class Handler(http.server.BaseHTTPRequestHandler):
-            def do_GET(self) -> None:
-                repository.requests.append(self.path)
-                self.send_error(404)
-
-            do_HEAD = do_GET
-
-            def log_message(self, *args: object) -> None:
-                pass
-
-        self.server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self.port = self.server.server_address[1]
-        self.url = f"http://127.0.0.1:{self.port}"
-        threading.Thread(target=self.server.serve_forever, daemon=True).start()
-
-    def close(self) -> None:
-        self.server.shutdown()
-        self.server.server_close()
-
-
 @pytest.fixture(scope="module")
-def repository() -> Iterator[_Repository]:
-    server = _Repository()
+def repository() -> Iterator[ExtensionRepository]:
+    server = ExtensionRepository()
     yield server
     server.close()
 
@@ -113,7 +85,7 @@ def place(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return folder
 
 
-def _user_connection(place: Path, repository: _Repository) -> duckdb.DuckDBPyConnection:
+def _user_connection(place: Path, repository: ExtensionRepository) -> duckdb.DuckDBPyConnection:
     """The user's own connection: extension auto-install on, pointed at the local
     repository, with a secret setting and a secret variable planted."""
     con = duckdb.connect(config={
@@ -128,7 +100,7 @@ def _user_connection(place: Path, repository: _Repository) -> duckdb.DuckDBPyCon
 
 
 @pytest.fixture(scope="module")
-def user_guard(place: Path, repository: _Repository) -> Iterator[GuardedSQL]:
+def user_guard(place: Path, repository: ExtensionRepository) -> Iterator[GuardedSQL]:
     con = _user_connection(place, repository)
     yield GuardedSQL(con, timeout_s=10)
     con.close()
@@ -145,7 +117,7 @@ def test_corpus_size() -> None:
     assert len(EVERY_HOSTILE) >= 250
 
 
-def test_the_traps_are_live(place: Path, repository: _Repository) -> None:
+def test_the_traps_are_live(place: Path, repository: ExtensionRepository) -> None:
     """Without the guard the plants leak and auto-install calls the repository, so the
     refusals below are meaningful."""
     con = _user_connection(place, repository)
@@ -172,7 +144,7 @@ def _assert_refused_without_leak(guard: GuardedSQL, sql: str) -> None:
 
 @pytest.mark.parametrize("sql", EVERY_HOSTILE)
 def test_refused_on_user_connection(sql: str, user_guard: GuardedSQL, place: Path,
-                                    repository: _Repository) -> None:
+                                    repository: ExtensionRepository) -> None:
     statement = expand(sql, place / "planted_secret.csv", place / "data.csv", repository.port)
     _assert_refused_without_leak(user_guard, statement)
     assert repository.requests == []
@@ -180,7 +152,7 @@ def test_refused_on_user_connection(sql: str, user_guard: GuardedSQL, place: Pat
 
 @pytest.mark.parametrize("sql", EVERY_HOSTILE)
 def test_refused_on_path_opened_database(sql: str, path_guard: GuardedSQL, place: Path,
-                                         repository: _Repository) -> None:
+                                         repository: ExtensionRepository) -> None:
     statement = expand(sql, place / "planted_secret.csv", place / "data.csv", repository.port)
     _assert_refused_without_leak(path_guard, statement)
     assert repository.requests == []
@@ -194,7 +166,7 @@ EXTENSION_TYPES = [
 
 @pytest.mark.parametrize("sql", EXTENSION_TYPES)
 def test_extension_types_refused_without_a_download(sql: str, user_guard: GuardedSQL,
-                                                    repository: _Repository) -> None:
+                                                    repository: ExtensionRepository) -> None:
     try:
         user_guard.run(sql)
     except QueryFailedError as exc:

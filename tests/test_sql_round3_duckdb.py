@@ -12,7 +12,6 @@ address-space cap, so a failure cannot take the test runner down.
 
 from __future__ import annotations
 
-import http.server
 import json
 import os
 import subprocess
@@ -25,6 +24,7 @@ from pathlib import Path
 
 import duckdb
 import pytest
+from extension_repository import ExtensionRepository
 
 from d2_notebook.data import GuardedSQL
 from d2_notebook.data.execution import extensions_off
@@ -84,35 +84,9 @@ def _sections() -> dict[str, list[str]]:
 SECTIONS = _sections()
 
 
-class _Repository:
-    """An extension repository on 127.0.0.1 that records every request it receives."""
-
-    def __init__(self) -> None:
-        self.requests: list[str] = []
-        repository = self
-
-        class Handler(http.server.BaseHTTPRequestHandler):
-            def do_GET(self) -> None:
-                repository.requests.append(self.path)
-                self.send_error(404)
-
-            do_HEAD = do_GET
-
-            def log_message(self, *args: object) -> None:
-                pass
-
-        self.server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self.url = f"http://127.0.0.1:{self.server.server_address[1]}"
-        threading.Thread(target=self.server.serve_forever, daemon=True).start()
-
-    def close(self) -> None:
-        self.server.shutdown()
-        self.server.server_close()
-
-
 @pytest.fixture(scope="module")
-def repository() -> Iterator[_Repository]:
-    server = _Repository()
+def repository() -> Iterator[ExtensionRepository]:
+    server = ExtensionRepository()
     yield server
     server.close()
 
@@ -135,7 +109,7 @@ def place(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return folder
 
 
-def _user_connection(place: Path, repository: _Repository,
+def _user_connection(place: Path, repository: ExtensionRepository,
                      database: str = ":memory:") -> duckdb.DuckDBPyConnection:
     """The user's own connection: auto-install on, pointed at the local repository, with
     secret settings and a secret variable planted."""
@@ -154,7 +128,7 @@ def _user_connection(place: Path, repository: _Repository,
 
 
 @pytest.fixture(scope="module")
-def user_guard(place: Path, repository: _Repository) -> Iterator[GuardedSQL]:
+def user_guard(place: Path, repository: ExtensionRepository) -> Iterator[GuardedSQL]:
     con = _user_connection(place, repository)
     yield GuardedSQL(con, timeout_s=10)
     con.close()
@@ -173,7 +147,7 @@ def shadow_path_guard(place: Path) -> Iterator[GuardedSQL]:
 
 
 @pytest.fixture(scope="module")
-def shadow_user_guard(place: Path, repository: _Repository) -> Iterator[GuardedSQL]:
+def shadow_user_guard(place: Path, repository: ExtensionRepository) -> Iterator[GuardedSQL]:
     con = _user_connection(place, repository, str(place / "shadow_user" / "cases.duckdb"))
     yield GuardedSQL(con, timeout_s=10)
     con.close()
@@ -211,7 +185,7 @@ def test_corpus_size() -> None:
     assert {"refused", "limits", "shadowing", "fails"} <= set(SECTIONS)
 
 
-def test_the_traps_are_live(place: Path, repository: _Repository) -> None:
+def test_the_traps_are_live(place: Path, repository: ExtensionRepository) -> None:
     """Without the guard the plants leak and SHOW of an extension's setting calls the
     repository, so the refusals below are meaningful."""
     con = _user_connection(place, repository, str(place / "shadow_user" / "cases.duckdb"))
@@ -232,7 +206,7 @@ def test_the_traps_are_live(place: Path, repository: _Repository) -> None:
 
 @pytest.mark.parametrize("sql", SECTIONS["refused"])
 def test_refused_everywhere(sql: str, any_guard: GuardedSQL,
-                            repository: _Repository) -> None:
+                            repository: ExtensionRepository) -> None:
     _refused(any_guard, sql)
     assert repository.requests == []
 
@@ -247,7 +221,7 @@ def test_builders_refused_before_running(sql: str, user_guard: GuardedSQL) -> No
 
 @pytest.mark.parametrize("sql", SECTIONS["shadowing"])
 def test_shadowing_macros_refused_with_their_name(sql: str, shadow_guard: GuardedSQL,
-                                                  repository: _Repository) -> None:
+                                                  repository: ExtensionRepository) -> None:
     message = _refused(shadow_guard, sql)
     assert "macro" in message or "view" in message
     assert repository.requests == []
@@ -283,7 +257,7 @@ def test_cast_error_hides_the_value_but_binder_errors_keep_names(user_guard: Gua
         user_guard.run("SELECT * FROM patient")
 
 
-def test_binder_errors_hide_macro_defaults(place: Path, repository: _Repository) -> None:
+def test_binder_errors_hide_macro_defaults(place: Path, repository: ExtensionRepository) -> None:
     """DuckDB folds a macro's parameter defaults to constants at creation and lists them
     when a call does not match; the error keeps the signature, not the value."""
     con = _user_connection(place, repository)
@@ -329,7 +303,7 @@ def test_catalog_helpers_ignore_the_macros(shadow_guard: GuardedSQL) -> None:
 
 
 def test_extension_settings_restored_on_the_user_connection(
-        place: Path, repository: _Repository) -> None:
+        place: Path, repository: ExtensionRepository) -> None:
     con = _user_connection(place, repository)
     guard = GuardedSQL(con, timeout_s=10)
     guard.run("SELECT 1")
@@ -344,7 +318,7 @@ def test_extension_settings_restored_on_the_user_connection(
 
 
 def test_extension_loading_is_off_while_a_guarded_query_runs(
-        place: Path, repository: _Repository) -> None:
+        place: Path, repository: ExtensionRepository) -> None:
     """What the guard runs on the user's connection cannot auto-load: inside the block
     the settings are off, and an extension type fails without asking the repository."""
     con = _user_connection(place, repository)
@@ -360,7 +334,7 @@ def test_extension_loading_is_off_while_a_guarded_query_runs(
 
 
 def test_extension_types_refused_without_a_download(user_guard: GuardedSQL,
-                                                    repository: _Repository) -> None:
+                                                    repository: ExtensionRepository) -> None:
     for sql in ("SELECT '1.2.3.4'::INET", "SELECT CAST(NULL AS STRUCT(a INET))",
                 "SHOW s3_region", "SELECT * FROM (SHOW azure_account_name)"):
         with pytest.raises(SQLError):

@@ -31,7 +31,7 @@ def serialize(sql: str) -> dict:
     Raises:
         QueryFailedError: The text is not one parseable SELECT (DuckDB's message and a fix).
     """
-    row = _cursor().execute("SELECT json_serialize_sql(?::VARCHAR)", [sql]).fetchall()
+    row = parser_cursor().execute("SELECT json_serialize_sql(?::VARCHAR)", [sql]).fetchall()
     tree = json.loads(row[0][0])
     if tree.get("error") or len(tree.get("statements", [])) != 1:
         raise QueryFailedError(
@@ -41,7 +41,9 @@ def serialize(sql: str) -> dict:
     return tree
 
 
-def _cursor() -> duckdb.DuckDBPyConnection:
+def parser_cursor() -> duckdb.DuckDBPyConnection:
+    """This thread's cursor on a private in-memory database (no user data, no files,
+    no extensions): the one place SQL is parsed without being run."""
     global _parser
     cursor = getattr(_local, "cursor", None)
     if cursor is None:

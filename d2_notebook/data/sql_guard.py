@@ -45,7 +45,6 @@ from __future__ import annotations
 
 import json
 import re
-import threading
 from dataclasses import dataclass
 from functools import lru_cache
 from typing import NoReturn
@@ -54,6 +53,7 @@ import duckdb
 
 from d2_notebook.data.builder_limits import BUILDER_LIMITS, builder_size, check_builder
 from d2_notebook.data.function_policy import FunctionUse, Refusal, classify
+from d2_notebook.data.parse_tree import parser_cursor
 from d2_notebook.data.statement_bounds import measure
 from d2_notebook.data.statement_reasons import refusal_for_type
 from d2_notebook.errors import QueryFailedError, UnsafeSQLError
@@ -94,9 +94,6 @@ _RULE = (
     "EXPLAIN or a read-only PRAGMA such as table_info) over tables already in the database"
 )
 
-_parser_lock = threading.Lock()  # held only to create a thread's cursor
-_parser: duckdb.DuckDBPyConnection | None = None
-_local = threading.local()
 
 
 class UnclassifiedFunctionError(UnsafeSQLError):
@@ -285,23 +282,9 @@ def _refusal_text(reason: str, fix: str) -> str:
     return f"SQL refused: {reason}. The SQL tool runs {_RULE}; {fix}."
 
 
-def _parser_connection() -> duckdb.DuckDBPyConnection:
-    """This thread's cursor on a private in-memory database (no user data, no files)."""
-    global _parser
-    cursor = getattr(_local, "cursor", None)
-    if cursor is None:
-        with _parser_lock:
-            if _parser is None:
-                _parser = duckdb.connect(config={
-                    "enable_external_access": False, "autoinstall_known_extensions": False,
-                    "autoload_known_extensions": False})
-            cursor = _local.cursor = _parser.cursor()
-    return cursor
-
-
 def _extract(sql: str) -> list:
     try:
-        return list(_parser_connection().extract_statements(sql))
+        return list(parser_cursor().extract_statements(sql))
     except duckdb.ParserException as exc:
         if "depth" in str(exc):
             _refuse("the statement nests too deeply: DuckDB's parser stops at "
@@ -350,7 +333,7 @@ def _view_query(create_sql: str) -> str | None:
 
 
 def _serialize(text: str) -> dict:
-    row = _parser_connection().execute("SELECT json_serialize_sql(?::VARCHAR)", [text])
+    row = parser_cursor().execute("SELECT json_serialize_sql(?::VARCHAR)", [text])
     document = row.fetchall()[0][0]
     depth = _json_depth(document)
     if depth > MAX_TREE_DEPTH:
