@@ -73,6 +73,9 @@ def test_covid_notebook_runs_offline(tmp_path: Path, monkeypatch: pytest.MonkeyP
     assert "H4: Pulmorex lowers mortality for older COVID-19 patients" in text
     assert "board file: which-treatment-is-most-effective" in text
     assert "difference" in text                            # an evidence frame is shown
+    # The report's comparisons come with their charts (SVG, readable without a kernel).
+    charts = text.split("Charts of the cited evidence", 1)
+    assert len(charts) == 2 and "<svg" in charts[1], "notebook 01 shows no chart"
     # The live widget was replaced by the board snapshot when the run ended, so the
     # saved notebook reopens with the graph (the extension draws it without a kernel).
     assert BOARD_MIME in mimes(notebook) and WIDGET_MIME not in mimes(notebook)
