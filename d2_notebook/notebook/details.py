@@ -6,6 +6,7 @@ Everything comes from the board: the evidence table is the stored result
 
 from __future__ import annotations
 
+import re
 from collections import Counter
 from html import escape
 
@@ -143,6 +144,8 @@ def frame_html(frame: pd.DataFrame) -> str:
     """A stored result as an HTML table in a box that scrolls sideways, so wide results
     keep every column."""
     table = frame.to_html(max_rows=MAX_FRAME_ROWS, border=0, classes="d2-frame")
+    # One line: a line break outside <pre> would become <br> in ipycytoscape's panel.
+    table = re.sub(r">\s+<", "><", table).replace("\n", " ")
     return f"<div class='d2-frame-scroll' style='overflow-x:auto;max-width:100%'>{table}</div>"
 
 

@@ -84,18 +84,36 @@ class GraphDiff:
                     or self.added_edges or self.updated_edges or self.removed_edges)
 
 
-def board_elements(board: Board, include_redundant: bool = True) -> GraphModel:
+def board_elements(board: Board, include_redundant: bool = True,
+                   hidden_statuses: frozenset[str] = frozenset(),
+                   show_exploration: bool = True) -> GraphModel:
     """The board's hypotheses, evidence, links and refinements as a graph.
 
     Args:
         board: the board to read (records only; evidence rows are not loaded).
         include_redundant: False leaves out evidence marked redundant, and its edges.
+        hidden_statuses: hypothesis statuses to leave out, with the evidence that bears
+            only on them (:func:`filter_statuses`); what remains is laid out afresh, so
+            a filter leaves no holes.
+        show_exploration: False leaves out the "motivated by" edges (exploration that
+            suggested a hypothesis), which otherwise cross the graph.
     """
     hypotheses = board.list_hypotheses()
     evidence = board.list_evidence()
     links = board.list_links()
-    return elements_from_records(hypotheses, evidence, links, include_redundant,
-                                 key_numbers=stored_key_numbers(board, evidence))
+    if hidden_statuses:
+        kept = filter_statuses(elements_from_records(hypotheses, evidence, links),
+                               set(hidden_statuses)).nodes
+        hypotheses = [hyp for hyp in hypotheses if hyp.id in kept]
+        evidence = [item for item in evidence if item.id in kept]
+        links = [link for link in links
+                 if link.evidence_id in kept and link.hypothesis_id in kept]
+    model = elements_from_records(hypotheses, evidence, links, include_redundant,
+                                  key_numbers=stored_key_numbers(board, evidence))
+    if show_exploration:
+        return model
+    edges = {k: e for k, e in model.edges.items() if e.kind != "motivates"}
+    return GraphModel(nodes=model.nodes, edges=edges)
 
 
 _KEY_NUMBERS: dict[tuple[str, str, str], float | None] = {}
