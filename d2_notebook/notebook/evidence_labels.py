@@ -41,7 +41,7 @@ def sql_filters(sql: str) -> tuple[str, ...]:
     except (sqlglot.errors.ParseError, sqlglot.errors.TokenError, ValueError):
         return ()
     found: list[str] = []
-    for node in tree.walk():
+    for node in tree.walk(bfs=False):
         text = _filter_text(node)
         if text is not None and text not in found:
             found.append(text)
