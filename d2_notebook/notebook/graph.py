@@ -145,8 +145,8 @@ def elements_from_records(
     """:func:`board_elements` on records already read from a board; ``key_numbers``
     (evidence id → number, :func:`stored_key_numbers`) go into the evidence labels."""
     placed = positions(hypotheses, evidence, links)
-    siblings = sibling_groups(evidence_homes(hypotheses, links),
-                              {item.id: item.description for item in evidence})
+    homes = evidence_homes(hypotheses, links)
+    siblings = sibling_groups(homes, {item.id: item.description for item in evidence})
     sql_of = {item.id: item.sql for item in evidence}
     key_numbers = key_numbers or {}
     first_stance: dict[str, str] = {}
@@ -161,7 +161,7 @@ def elements_from_records(
         distinct = distinguishing_filters(item.sql, [sql_of[o] for o in siblings[item.id]])
         model.nodes[item.id] = evidence_node(item, placed[item.id],
                                              first_stance.get(item.id), distinct,
-                                             key_numbers.get(item.id))
+                                             key_numbers.get(item.id), homes.get(item.id))
     for hyp in hypotheses:
         if hyp.parent_id in model.nodes:
             edge_id = f"{hyp.parent_id}->{hyp.id}"
@@ -201,13 +201,16 @@ def hypothesis_node(hyp: Hypothesis, position: Position) -> GraphNode:
 
 
 def evidence_node(item: Evidence, position: Position, stance: str | None = None,
-                  distinct: Sequence[str] = (), key: float | None = None) -> GraphNode:
+                  distinct: Sequence[str] = (), key: float | None = None,
+                  home: str | None = None) -> GraphNode:
     """The node of one piece of evidence, coloured by ``stance`` (its first link's;
     ``None``: not linked) and dimmed when redundant.
 
     Its first line is the id, then what sets it apart from its siblings (``distinct``,
     e.g. ``"asthma"``) and its key number (``key``), else its row count; the second
-    line the start of its description.
+    line the start of its description. ``home`` is the hypothesis it is drawn beside
+    (:func:`~d2_notebook.notebook.layout.evidence_homes`; ``None``: none), under which a
+    view may fold it.
     """
     human = item.author_role == "human"
     classes = "evidence" + (" redundant" if item.redundant else "") + (" human" if human else "")
@@ -216,7 +219,7 @@ def evidence_node(item: Evidence, position: Position, stance: str | None = None,
     data = {"kind": "evidence", "redundant": item.redundant, "stance": stance or "context",
             "color": colors.fill, "border": colors.border, "width": style.EVIDENCE_WIDTH,
             "height": style.EVIDENCE_HEIGHT, "hover": f"{item.id} ({rows}) {item.description}",
-            "distinct": list(distinct), "key_number": key}
+            "distinct": list(distinct), "key_number": key, "home": home}
     head = [item.id, *(_cut(text, 24) for text in distinct)]
     head.append(rows if key is None else format_number(key))
     label = f"{_cut(' · '.join(head), 40)}\n{_cut(item.description, EVIDENCE_CHARS)}"
