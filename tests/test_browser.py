@@ -231,12 +231,19 @@ def executed_notebook(folder: Path) -> tuple[Path, Path, set[str]]:
 
     notebook = nbformat.read(ROOT / "example_notebooks" / NOTEBOOK, as_version=4)
     env_key = os.environ.pop("ANTHROPIC_API_KEY", None)
+    python_path = os.environ.get("PYTHONPATH")
+    # The kernel imports this checkout's d2_notebook (not an installed copy).
+    os.environ["PYTHONPATH"] = os.pathsep.join([str(ROOT), *filter(None, [python_path])])
     try:
         nbclient.NotebookClient(notebook, timeout=300, kernel_name="python3",
                                 resources={"metadata": {"path": str(folder)}}).execute()
     finally:
         if env_key is not None:
             os.environ["ANTHROPIC_API_KEY"] = env_key
+        if python_path is None:
+            os.environ.pop("PYTHONPATH", None)
+        else:
+            os.environ["PYTHONPATH"] = python_path
     path = folder / NOTEBOOK
     nbformat.write(notebook, path)
     (written,) = folder.glob("*.d2board")
@@ -329,6 +336,8 @@ def test_saved_notebook_opened_cold_shows_the_board(tmp_path: Path) -> None:
         assert table.locator("tbody tr").count() >= 1
         sql = panel.locator(".d2-sql").inner_text()
         assert sql.startswith("SELECT\n") and "\nFROM" in sql  # laid out by sqlglot
+        assert panel.locator(".d2-sql").evaluate(  # its lines kept, scrolling sideways
+            "el => getComputedStyle(el).whiteSpace") == "pre"
         # Hover text goes to the line under the graph, not over the nodes.
         assert node["id"] in output.locator(".d2-hover").inner_text()
 
@@ -346,7 +355,10 @@ def test_saved_notebook_opened_cold_shows_the_board(tmp_path: Path) -> None:
         page.mouse.move(1, 1)
         output.locator("input[data-d2-filter='supported']").check()
         page.wait_for_timeout(300)
+        page.set_viewport_size({"width": 1500, "height": 2400})  # the whole output
+        page.wait_for_timeout(500)
         output.screenshot(path=str(tmp_path / "board.png"))
+        page.set_viewport_size({"width": 1500, "height": 1000})
         page.locator(".d2-board-output").first.scroll_into_view_if_needed()
         page.wait_for_timeout(300)
         page.screenshot(path=str(tmp_path / "notebook-cold.png"))

@@ -56,9 +56,10 @@ export function arrange(snapshot: ISnapshot, filter: IFilter, expanded: Expanded
     .sort((a, b) => a.position!.y - b.position!.y || a.position!.x - b.position!.x);
   const rows = new Map<string, IRow>(hypotheses.map(h => [h.data.id, { hypothesis: h, evidence: [] }]));
   const loose: IElement[] = [];
+  const homes = evidenceHomes(snapshot);
   for (const node of nodes.filter(n => n.data.kind === 'evidence')
     .sort((a, b) => a.position!.x - b.position!.x || a.position!.y - b.position!.y)) {
-    const row = rows.get(String(node.data.home ?? ''));
+    const row = rows.get(String(node.data.home ?? homes.get(node.data.id) ?? ''));
     (row ? row.evidence : loose).push(node);
   }
   const room = Math.max(widthPx - 2 * VIEW.padding, 1);
@@ -113,6 +114,27 @@ export function arrange(snapshot: ISnapshot, filter: IFilter, expanded: Expanded
     pan: { x: VIEW.padding - box.x1 * zoom, y: VIEW.padding - box.y1 * zoom },
     heightPx: Math.ceil((box.y2 - box.y1) * zoom + 2 * VIEW.padding)
   };
+}
+
+/**
+ * The hypothesis each evidence sits beside when its node does not say (snapshots older
+ * than data.home): the target of its first link, else the first hypothesis it
+ * suggested; the rule of layout.py's evidence_homes.
+ */
+function evidenceHomes(snapshot: ISnapshot): Map<string, string> {
+  const homes = new Map<string, string>();
+  const edges = snapshot.graph.edges;
+  for (const edge of edges.filter(e => e.kind === 'supports' || e.kind === 'contradicts')) {
+    if (!homes.has(edge.source)) {
+      homes.set(edge.source, edge.target);
+    }
+  }
+  for (const edge of edges.filter(e => e.kind === 'motivates')) {
+    if (!homes.has(edge.source)) {
+      homes.set(edge.source, edge.target);
+    }
+  }
+  return homes;
 }
 
 function foldNode(row: IRow, left: number, top: number): IElement {

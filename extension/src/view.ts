@@ -114,8 +114,9 @@ export class BoardView extends Widget {
     if (!this._snapshot || !this.isAttached) {
       return; // drawn on attach: cytoscape measures its container
     }
+    this._arrangedWidth = this._graph.clientWidth;
     const arranged = arrange(this._snapshot, this._filter, this._expanded,
-      this._graph.clientWidth || 800);
+      this._arrangedWidth || 800);
     this._graph.style.height = `${Math.max(arranged.heightPx, 120)}px`;
     const elements = arranged.elements;
     if (!this._cy) {
@@ -257,7 +258,16 @@ export class BoardView extends Widget {
     }
   };
 
-  private _resizeObserver = new ResizeObserver(() => this._onScroll());
+  /** A new width lays the graph out again (its columns, its folds); anything else only
+   * refreshes cytoscape's offsets. */
+  private _resizeObserver = new ResizeObserver(() => {
+    if (this._cy && this._graph.clientWidth && this._graph.clientWidth !== this._arrangedWidth) {
+      this._draw();
+    } else {
+      this._onScroll();
+    }
+  });
+  private _arrangedWidth = 0;
   private _scrollPending = false;
   private _snapshot: ISnapshot | null = null;
   private _selected: string | null = null;
