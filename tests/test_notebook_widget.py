@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import math
 import time
 from collections import Counter
 from typing import Any, ClassVar
@@ -328,3 +329,20 @@ def test_exploration_edges_are_hidden_until_asked_for(board: Board) -> None:
     assert graph_ids(widget)[1] == []
     widget.exploration.value = True
     assert graph_ids(widget)[1] == ["E1~>H1"]
+
+
+def test_the_graph_area_grows_with_the_board_to_show_every_row(board: Board) -> None:
+    from d2_notebook.notebook.widget import view_height_px
+
+    inv = board.start_investigation("q", {}, actor="user")
+    for i in range(12):
+        board.add_hypothesis(f"hypothesis {i}", investigation_id=inv.id)
+    widget = BoardWidget(board)
+    grown = view_height_px(widget.model)
+    assert widget.graph.layout.height == f"{grown}px"
+    # 12 rows of 74 px, 30 apart, at the readable zoom, plus the padding.
+    assert grown == math.ceil((12 * 74 + 11 * 30) * style.readable_zoom() + 48)
+    assert widget.graph.cytoscape_layout["fit"] is True  # all of it, readable
+    fixed = BoardWidget(board, height="500px")
+    assert fixed.graph.layout.height == "500px"
+    assert view_height_px(GraphModel()) == style.LOOK["view"]["height_px"]

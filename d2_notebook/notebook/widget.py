@@ -14,6 +14,7 @@ the kernel's event loop.
 from __future__ import annotations
 
 import asyncio
+import math
 from dataclasses import replace
 from html import escape
 from typing import Any
@@ -65,17 +66,33 @@ def initial_view(model: GraphModel, height_px: float = VIEW["height_px"],
             "pan": {"x": VIEW["padding"] - left * zoom, "y": VIEW["padding"] - top * zoom}}
 
 
+def view_height_px(model: GraphModel, smallest_px: float = VIEW["height_px"],
+                   largest_px: float = VIEW["max_height_px"]) -> int:
+    """The graph area's height that shows the whole graph from top to bottom at the
+    readable zoom, between ``smallest_px`` and ``largest_px`` (past that, the graph
+    scrolls inside)."""
+    if not model.nodes:
+        return int(smallest_px)
+    top = min(n.position[1] - n.data["height"] / 2 for n in model.nodes.values())
+    bottom = max(n.position[1] + n.data["height"] / 2 for n in model.nodes.values())
+    wanted = (bottom - top) * style.readable_zoom() + 2 * VIEW["padding"]
+    return math.ceil(min(max(wanted, smallest_px), largest_px))
+
+
 class BoardWidget(widgets.VBox):
     """A live view of one board.
 
     Args:
         board: the board to show (it is read, never written).
         show_redundant: start with redundant evidence shown (dimmed) or hidden.
-        height: height of the graph area (CSS).
+        height: height of the graph area (CSS); by default it grows with the board so
+            every row shows at a readable zoom (up to ``view.max_height_px``).
     """
 
     def __init__(self, board: Board, *, show_redundant: bool = True,
-                 height: str = f"{VIEW['height_px']}px") -> None:
+                 height: str | None = None) -> None:
+        self._grow = height is None
+        height = height or f"{VIEW['height_px']}px"
         self.board = board
         self.header = widgets.HTML()
         self.toggle = widgets.Checkbox(value=show_redundant, description="redundant evidence",
@@ -143,10 +160,16 @@ class BoardWidget(widgets.VBox):
         if not changes.empty:
             # ipycytoscape re-runs this preset layout whenever elements arrive: keep it
             # at the readable first view of the new graph (sent only when it changes).
-            self.graph.cytoscape_layout = initial_view(new)
+            self.graph.cytoscape_layout = initial_view(
+                new, height_px=view_height_px(new) if self._grow else VIEW["height_px"])
             self.apply(changes)
         self.model = new
         self.header.value = header_html(self.board)
+        if self._grow:
+            tall = f"{view_height_px(new)}px"
+            if self.graph.layout.height != tall:  # one message, only when it changes
+                self.graph.layout.height = tall
+                self.details.layout.max_height = tall
         return changes
 
     def apply(self, changes: GraphDiff) -> None:
