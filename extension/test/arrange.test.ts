@@ -83,3 +83,21 @@ test('a narrow output takes one evidence column, still readable and inside', () 
     .map(e => e.position!.x));
   assert.equal(xs.size, 1);
 });
+
+test('exploration edges are left out of the first view until asked for', () => {
+  const snapshot = board(2, 1);
+  snapshot.graph.edges.push({ id: 'E1~>H2', source: 'E1', target: 'H2', kind: 'motivates',
+    classes: 'motivates', data: {} });
+  const edgeIds = (showExploration: boolean) =>
+    arrange(snapshot, { ...FIRST_VIEW, showExploration }, new Set(), 900).elements
+      .filter(e => e.group === 'edges').map(e => e.data.id);
+  assert.deepEqual(edgeIds(false), ['E1->H1', 'E2->H2']);
+  assert.deepEqual(edgeIds(true), ['E1->H1', 'E2->H2', 'E1~>H2']);
+});
+
+test('an empty board lays out to nothing, without errors', () => {
+  const empty = board(0, 0);
+  const view = arrange(empty, FIRST_VIEW, new Set(), 800);
+  assert.deepEqual(view.elements, []);
+  assert.deepEqual(view.folded, []);
+});
