@@ -556,6 +556,11 @@ def test_a_fifty_hypothesis_board_folds_its_evidence_and_stays_readable(
         unfolded = [n for n in graph["nodes"] if n["id"].startswith("E")]
         assert len(unfolded) == 6 and f"fold:{home}" not in {n["id"] for n in graph["nodes"]}
         assert_whole_and_readable(graph)
+        # Clicked, the graph has focus: now the wheel zooms it (as Plotly does).
+        page.mouse.move(graph["left"] + 40, graph["top"] + 40)
+        page.mouse.wheel(0, -200)
+        page.wait_for_timeout(500)
+        assert page.evaluate(FIND_GRAPHS, selector)[0]["zoom"] != graph["zoom"]
     problems = [e for e in errors if not any(b in e for b in BENIGN_CONSOLE)]
     assert problems == [], "\n".join(problems)
 
