@@ -1,4 +1,4 @@
-"""The live board widget: header, legend, filters, graph, hover line and details panel.
+"""The live board widget: header, legend, filters, graph, hover line, details panel.
 
 The widget only reads the board. It turns the board into a :class:`GraphModel`
 (:func:`board_elements`, then :func:`filter_statuses`) and applies the :func:`diff`
@@ -107,9 +107,12 @@ class BoardWidget(widgets.VBox):
             for status in HypothesisStatus}
         self.legend = widgets.HTML(legend_html())
         self.hover = widgets.HTML(HOVER_HINT)
+        # The graph takes the output's whole width (labels stay readable on wide boards);
+        # the panel a click fills when the kernel is free sits under it.
         self.details = widgets.HTML(HINT, layout=widgets.Layout(
-            width="36%", max_height=height, overflow="auto", padding="0 8px"))
-        self.graph = ipycytoscape.CytoscapeWidget(layout=widgets.Layout(width="64%",
+            width="100%", max_height=f"{VIEW['height_px']}px", overflow="auto",
+            padding="0 8px"))
+        self.graph = ipycytoscape.CytoscapeWidget(layout=widgets.Layout(width="100%",
                                                                         height=height))
         self.graph.min_zoom, self.graph.max_zoom = VIEW["min_zoom"], VIEW["max_zoom"]
         # Hover text goes to self.hover. A click opens the node's panel from its synced
@@ -134,12 +137,8 @@ class BoardWidget(widgets.VBox):
         filters = widgets.HBox([widgets.HTML("<b>show:</b>&nbsp;"), *self.status_filter.values(),
                                 self.toggle, self.exploration, self.wheel_zoom],
                                layout=widgets.Layout(flex_flow="row wrap"))
-        super().__init__([self.header, filters, self.legend,
-                          widgets.HBox([widgets.VBox([self.graph, self.hover],
-                                                     layout=widgets.Layout(width="64%")),
-                                        self.details])])
-        self.graph.layout.width = "100%"
-        self.details.layout.width = "36%"
+        super().__init__([self.header, filters, self.legend, self.graph, self.hover,
+                          self.details])
         self.refresh()
 
     # --- updating --------------------------------------------------------------------
@@ -169,7 +168,6 @@ class BoardWidget(widgets.VBox):
             tall = f"{view_height_px(new)}px"
             if self.graph.layout.height != tall:  # one message, only when it changes
                 self.graph.layout.height = tall
-                self.details.layout.max_height = tall
         return changes
 
     def apply(self, changes: GraphDiff) -> None:
