@@ -185,6 +185,8 @@ def test_key_numbers_and_filters_from_text() -> None:
     assert sql_filters("SELECT 1 FROM t WHERE a = 'x' AND b >= 5 AND c IN ('p', 'q')") == (
         "x", "b ≥ 5", "c in (p, q)")
     assert sql_filters("this is not SQL ((") == ()
+    assert sql_filters("SELECT 1 FROM t WHERE year = 2020 AND 'x' = kind") == (
+        "year = 2020", "x")
     assert key_number(pd.DataFrame({"n": [10], "rate_drug": [0.2], "x": ["a"]})) == 0.2
     assert key_number(pd.DataFrame({"n": [10, 11]})) is None
     assert key_number(pd.DataFrame({"label": ["a"]})) is None

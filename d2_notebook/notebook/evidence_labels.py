@@ -33,9 +33,9 @@ _COMPARISONS = (exp.EQ, exp.NEQ, exp.GT, exp.GTE, exp.LT, exp.LTE, exp.Like, exp
 @lru_cache(maxsize=4096)
 def sql_filters(sql: str) -> tuple[str, ...]:
     """The literal comparisons of ``sql`` as short texts, in query order, without
-    repeats: ``'asthma'`` for ``comorbidity = 'asthma'`` (an equality names its value
-    only), ``age >= 65`` for a range, ``drug in (A, B)`` for a list. Unparsable SQL has
-    none."""
+    repeats: ``asthma`` for ``comorbidity = 'asthma'`` (a text equality names its value
+    only), ``year = 2020`` for a number, ``age ≥ 65`` for a range, ``drug in (A, B)``
+    for a list. Unparsable SQL has none."""
     try:
         tree = sqlglot.parse_one(sql, read="duckdb")
     except (sqlglot.errors.ParseError, sqlglot.errors.TokenError, ValueError):
@@ -62,9 +62,9 @@ def _filter_text(node: exp.Expression) -> str | None:
         column, literal = literal, column
     if not isinstance(column, exp.Column) or not isinstance(literal, exp.Literal):
         return None
-    if isinstance(node, exp.EQ):
-        return literal.name
-    operator = {exp.NEQ: "≠", exp.GT: ">", exp.GTE: "≥", exp.LT: "<", exp.LTE: "≤",
+    if isinstance(node, exp.EQ) and literal.is_string:
+        return literal.name  # 'asthma' reads on its own; "age = 65" needs its column
+    operator = {exp.EQ: "=", exp.NEQ: "≠", exp.GT: ">", exp.GTE: "≥", exp.LT: "<", exp.LTE: "≤",
                 exp.Like: "like", exp.ILike: "like"}[type(node)]
     return f"{column.name} {operator} {literal.name}"
 
