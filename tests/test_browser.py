@@ -74,6 +74,8 @@ FIND_GRAPHS = """
       left: box.left, top: box.top, width: box.width, height: box.height, zoom: cy.zoom(),
       nodes: cy.nodes().map(n => ({id: n.id(), classes: n.classes(),
                                    x: n.renderedPosition().x, y: n.renderedPosition().y,
+                                   box: n.renderedBoundingBox({includeLabels: false,
+                                                               includeOverlays: false}),
                                    visible: n.visible()})),
     };
   })
@@ -230,12 +232,19 @@ def executed_notebook(folder: Path) -> tuple[Path, Path, set[str]]:
 
     notebook = nbformat.read(ROOT / "example_notebooks" / NOTEBOOK, as_version=4)
     env_key = os.environ.pop("ANTHROPIC_API_KEY", None)
+    python_path = os.environ.get("PYTHONPATH")
+    # The kernel imports this checkout's d2_notebook (not an installed copy).
+    os.environ["PYTHONPATH"] = os.pathsep.join([str(ROOT), *filter(None, [python_path])])
     try:
         nbclient.NotebookClient(notebook, timeout=300, kernel_name="python3",
                                 resources={"metadata": {"path": str(folder)}}).execute()
     finally:
         if env_key is not None:
             os.environ["ANTHROPIC_API_KEY"] = env_key
+        if python_path is None:
+            os.environ.pop("PYTHONPATH", None)
+        else:
+            os.environ["PYTHONPATH"] = python_path
     path = folder / NOTEBOOK
     nbformat.write(notebook, path)
     (written,) = folder.glob("*.d2board")
@@ -249,13 +258,23 @@ def executed_notebook(folder: Path) -> tuple[Path, Path, set[str]]:
 
 
 def click_node(page, graph: dict[str, Any], kind: str) -> dict[str, Any]:
-    """Click the first ``kind`` node drawn inside the graph's visible box."""
+    """Click the first ``kind`` node drawn inside the graph's box and the window."""
     node = next(n for n in graph["nodes"]
                 if kind in n["classes"] and "redundant" not in n["classes"]
-                and 20 < n["x"] < graph["width"] - 20 and 20 < n["y"] < graph["height"] - 20)
+                and 20 < n["x"] < graph["width"] - 20 and 20 < n["y"] < graph["height"] - 20
+                and 0 < graph["top"] + n["y"] < 980)
     page.mouse.move(graph["left"] + node["x"], graph["top"] + node["y"])
     page.mouse.click(graph["left"] + node["x"], graph["top"] + node["y"])
     return node
+
+
+def assert_whole_and_readable(graph: dict[str, Any]) -> None:
+    """Every node of ``graph`` (from FIND_GRAPHS) inside its container, labels >= 11 px."""
+    assert graph["zoom"] * 12 >= MIN_LABEL_PX, graph["zoom"]  # smallest font: 12 px
+    outside = [n["id"] for n in graph["nodes"]
+               if not (n["box"]["x1"] >= -1 and n["box"]["x2"] <= graph["width"] + 1
+                       and n["box"]["y1"] >= -1 and n["box"]["y2"] <= graph["height"] + 1)]
+    assert outside == [], f"nodes outside the {graph['width']}x{graph['height']} view: {outside}"
 
 
 def test_saved_notebook_opened_cold_shows_the_board(tmp_path: Path) -> None:
@@ -277,17 +296,29 @@ def test_saved_notebook_opened_cold_shows_the_board(tmp_path: Path) -> None:
         for graph in graphs:
             assert {n["id"] for n in graph["nodes"]} == want
             assert graph["width"] > 500 and graph["height"] > 400
-            assert graph["zoom"] * 12 >= MIN_LABEL_PX  # labels readable at first sight
+            assert_whole_and_readable(graph)
         assert page.locator(".jp-OutputArea-output .widget-vbox").count() == 0
         prompts = page.locator(".jp-InputPrompt").all_inner_texts()
         executed = [p for p in prompts if p.strip() not in ("[ ]:", "")]
         assert executed, "the saved notebook should show its execution counts"
 
         output = page.locator(".d2-board-output").last
-        output.locator(".d2-graph").evaluate("el => el.scrollIntoView({block: 'center'})")
+        output.locator(".d2-graph").evaluate("el => el.scrollIntoView({block: 'start'})")
         page.wait_for_timeout(500)  # cytoscape refreshes its offsets on scroll
         graph = page.evaluate(FIND_GRAPHS, RENDERED)[-1]
-        assert graph["top"] >= 0 and graph["top"] + graph["height"] <= 1000, graph["top"]
+        assert graph["top"] >= 0, graph["top"]
+
+        # The wheel over the graph scrolls the notebook and leaves the zoom alone.
+        scroller = page.locator(".jp-WindowedPanel-outer").first
+        before = scroller.evaluate("el => el.scrollTop")
+        page.mouse.move(graph["left"] + 40, graph["top"] + 40)
+        page.mouse.wheel(0, 300)
+        page.wait_for_timeout(500)
+        assert scroller.evaluate("el => el.scrollTop") > before
+        assert page.evaluate(FIND_GRAPHS, RENDERED)[-1]["zoom"] == graph["zoom"]
+        output.locator(".d2-graph").evaluate("el => el.scrollIntoView({block: 'start'})")
+        page.wait_for_timeout(500)
+        graph = page.evaluate(FIND_GRAPHS, RENDERED)[-1]
         panel = output.locator(".d2-details")
         hypothesis = click_node(page, graph, "hypothesis")
         panel.locator(".d2-details-hypothesis").wait_for(timeout=10_000)
@@ -304,19 +335,31 @@ def test_saved_notebook_opened_cold_shows_the_board(tmp_path: Path) -> None:
                                  f"{panel.inner_text()[:100]}") from exc
         assert panel.inner_text().startswith(f"{node['id']}:"), panel.inner_text()[:200]
         assert table.locator("tbody tr").count() >= 1
-        assert "SELECT" in panel.locator(".d2-sql").inner_text()
+        sql = panel.locator(".d2-sql").inner_text()
+        assert sql.startswith("SELECT\n") and "\nFROM" in sql  # laid out by sqlglot
+        assert panel.locator(".d2-sql").evaluate(  # its lines kept, scrolling sideways
+            "el => getComputedStyle(el).whiteSpace") == "pre"
         # Hover text goes to the line under the graph, not over the nodes.
         assert node["id"] in output.locator(".d2-hover").inner_text()
 
-        # The status filter: hide the supported hypotheses.
+        # The status filter: hide the supported hypotheses; the rest is laid out again
+        # and the panel of a node that went away is cleared.
+        selected = node["id"]
         output.locator("input[data-d2-filter='supported']").uncheck()
         page.wait_for_function(
             f"() => ({FIND_GRAPHS})('{RENDERED}').slice(-1)[0].nodes.length < {len(want)}")
+        shown = {n["id"] for n in page.evaluate(FIND_GRAPHS, RENDERED)[-1]["nodes"]}
+        if selected not in shown:
+            assert "Click a hypothesis" in panel.inner_text()
+        assert_whole_and_readable(page.evaluate(FIND_GRAPHS, RENDERED)[-1])
 
         page.mouse.move(1, 1)
         output.locator("input[data-d2-filter='supported']").check()
         page.wait_for_timeout(300)
+        page.set_viewport_size({"width": 1500, "height": 2400})  # the whole output
+        page.wait_for_timeout(500)
         output.screenshot(path=str(tmp_path / "board.png"))
+        page.set_viewport_size({"width": 1500, "height": 1000})
         page.locator(".d2-board-output").first.scroll_into_view_if_needed()
         page.wait_for_timeout(300)
         page.screenshot(path=str(tmp_path / "notebook-cold.png"))
@@ -475,5 +518,121 @@ def test_live_widget_stays_responsive_on_a_300_evidence_board(tmp_path: Path) ->
               f"{last_render - last_update:.2f} s after the kernel's last update")
         assert "investigating" in statuses  # the last batch's change arrived
         assert graph["zoom"] * 12 >= MIN_LABEL_PX
+    problems = [e for e in errors if not any(b in e for b in BENIGN_CONSOLE)]
+    assert problems == [], "\n".join(problems)
+
+
+def test_a_fifty_hypothesis_board_folds_its_evidence_and_stays_readable(
+        tmp_path: Path) -> None:
+    _require_browser_and_extension()
+    import pandas as pd
+
+    from d2_notebook.board import Board
+
+    root, scratch = tmp_path / "lab", tmp_path / "scratch"
+    root.mkdir()
+    scratch.mkdir()
+    frame = pd.DataFrame({"n": [1], "difference": [-0.25]})
+    with Board.open(root / "big.d2board") as board:
+        inv = board.start_investigation("A large board", {}, actor="user")
+        for i in range(50):
+            board.add_hypothesis(f"hypothesis {i}: a statement long enough to wrap",
+                                 investigation_id=inv.id,
+                                 parent_id=f"H{i - 9}" if i >= 10 else None)
+        for j in range(300):
+            item = board.add_evidence(f"SELECT 1 FROM t WHERE k = '{j}'", frame,
+                                      description="one slice")
+            board.link(item.id, f"H{j % 50 + 1}", "supports" if j % 3 else "contradicts",
+                       "", actor="collector")
+    errors: list[str] = []
+    with jupyterlab(root, scratch) as base, browser_page(tmp_path, errors) as page:
+        page.goto(f"{base}/lab/tree/big.d2board?token={TOKEN}")
+        selector = ".d2-board-document .d2-graph"
+        page.wait_for_function(f"() => ({FIND_GRAPHS})('{selector}').length === 1",
+                               timeout=60_000)
+        page.wait_for_timeout(500)
+        graph = page.evaluate(FIND_GRAPHS, selector)[0]
+        ids = {n["id"] for n in graph["nodes"]}
+        assert {f"H{i}" for i in range(1, 51)} <= ids
+        folds = [n for n in graph["nodes"] if "fold" in n["classes"]]
+        assert len(folds) == 50 and not any(i.startswith("E") for i in ids)
+        assert_whole_and_readable(graph)
+        page.locator(".d2-board-document .d2-graph").evaluate(
+            "el => el.scrollIntoView({block: 'start'})")
+        page.wait_for_timeout(500)
+        graph = page.evaluate(FIND_GRAPHS, selector)[0]
+        fold = click_node(page, graph, "fold")
+        page.wait_for_function(
+            f"() => ({FIND_GRAPHS})('{selector}')[0].nodes.some(n => n.id.startsWith('E'))",
+            timeout=10_000)
+        graph = page.evaluate(FIND_GRAPHS, selector)[0]
+        home = fold["id"].removeprefix("fold:")
+        unfolded = [n for n in graph["nodes"] if n["id"].startswith("E")]
+        assert len(unfolded) == 6 and f"fold:{home}" not in {n["id"] for n in graph["nodes"]}
+        assert_whole_and_readable(graph)
+        # Clicked, the graph has focus: now the wheel zooms it (as Plotly does).
+        page.mouse.move(graph["left"] + 40, graph["top"] + 40)
+        page.mouse.wheel(0, -200)
+        page.wait_for_timeout(500)
+        assert page.evaluate(FIND_GRAPHS, selector)[0]["zoom"] != graph["zoom"]
+    problems = [e for e in errors if not any(b in e for b in BENIGN_CONSOLE)]
+    assert problems == [], "\n".join(problems)
+
+
+BLOCKING_NOTEBOOK_CELLS = [
+    """\
+import time
+import pandas as pd
+from d2_notebook import Board
+from d2_notebook.notebook.widget import BoardWidget
+
+board = Board.open("busy.d2board")
+inv = board.start_investigation("Which drug works?", {}, actor="user")
+board.add_hypothesis("Pulmorex lowers deaths", investigation_id=inv.id)
+frame = pd.DataFrame({"drug": ["Pulmorex", "Hydrazol"], "death_rate": [0.08, 0.17]})
+item = board.add_evidence("select drug, avg(died) as death_rate from t where age >= 65 "
+                          "group by drug", frame, description="death rate by drug")
+board.link(item.id, "H1", "supports", "lowest", actor="collector-1")
+widget = BoardWidget(board)
+widget""",
+    """\
+print("BUSY", flush=True)
+time.sleep(60)  # a normal, blocking run: the kernel answers nothing meanwhile""",
+]
+
+
+def test_a_click_during_a_blocking_run_shows_the_evidence_table(tmp_path: Path) -> None:
+    _require_browser_and_extension()
+    import nbformat
+
+    root, scratch = tmp_path / "lab", tmp_path / "scratch"
+    root.mkdir()
+    scratch.mkdir()
+    notebook = nbformat.v4.new_notebook()
+    notebook.cells = [nbformat.v4.new_code_cell(source) for source in BLOCKING_NOTEBOOK_CELLS]
+    notebook.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3",
+                                       "language": "python"}
+    nbformat.write(notebook, root / "busy.ipynb")
+    errors: list[str] = []
+    with jupyterlab(root, scratch) as base, browser_page(tmp_path, errors) as page:
+        page.goto(f"{base}/lab/tree/busy.ipynb?token={TOKEN}")
+        page.locator(".jp-Notebook-ExecutionIndicator[data-status='idle']").wait_for(
+            timeout=60_000)
+        run_all_cells(page)
+        page.locator(".jp-OutputArea-output", has_text="BUSY").wait_for(
+            timeout=RUN_TIMEOUT_MS)
+        page.wait_for_function(f"() => ({FIND_GRAPHS})('{LIVE}').length > 0",
+                               timeout=60_000)
+        page.locator(".widget-vbox").first.scroll_into_view_if_needed()
+        page.wait_for_timeout(1000)
+        assert page.locator(".jp-Notebook-ExecutionIndicator[data-status='busy']").count()
+        graph = page.evaluate(FIND_GRAPHS, LIVE)[0]
+        click_node(page, graph, "evidence")
+        popup = page.locator(".tippy-popper, .tippy-box, [data-tippy-root]").first
+        popup.locator("table").wait_for(timeout=10_000)
+        text = popup.inner_text()
+        assert "Pulmorex" in text and "death_rate" in text and "E1:" in text
+        assert page.locator(".jp-Notebook-ExecutionIndicator[data-status='busy']").count()
+        page.screenshot(path=str(tmp_path / "busy-click.png"))
     problems = [e for e in errors if not any(b in e for b in BENIGN_CONSOLE)]
     assert problems == [], "\n".join(problems)

@@ -153,3 +153,57 @@ def test_three_hundred_nodes_build_quickly(board: Board) -> None:
     assert len(model.nodes) == 300 and len(model.edges) == 280
     assert svg.count("<rect") == 300
     print(f"300 nodes: elements + svg in {elapsed * 1000:.1f} ms")
+
+
+def test_siblings_differing_only_in_a_where_value_get_different_labels(board: Board) -> None:
+    inv = board.start_investigation("Does Virexa help?", {}, actor="user")
+    hyp = board.add_hypothesis("Virexa helps within comorbidities", investigation_id=inv.id)
+    query = ("SELECT avg(died) FILTER (WHERE drug = 'Virexa') - avg(died) FILTER "
+             "(WHERE drug = 'Standard care') AS difference, count(*) AS n FROM t "
+             "WHERE age >= 65 AND comorbidity = '{}'")
+    for comorbidity, difference in (("asthma", -0.205), ("diabetes", 0.091)):
+        item = board.add_evidence(query.format(comorbidity),
+                                  pd.DataFrame({"difference": [difference], "n": [376]}),
+                                  description="Virexa vs standard care within one comorbidity")
+        board.link(item.id, hyp.id, "supports", "", actor="collector-1")
+    many = board.add_evidence("SELECT * FROM t WHERE comorbidity = 'asthma'", FRAME,
+                              description="all asthma rows")
+    board.link(many.id, hyp.id, "supports", "", actor="collector-1")
+    model = board_elements(board)
+    assert model.nodes["E1"].label.startswith("E1 · asthma · −0.205\n")
+    assert model.nodes["E2"].label.startswith("E2 · diabetes · 0.091\n")
+    assert model.nodes["E1"].data["distinct"] == ["asthma"]
+    # No sibling with its description: compared with the evidence beside the same
+    # hypothesis (not all of them filter on asthma); two rows have no key number, so
+    # the row count stays.
+    assert model.nodes["E3"].label.startswith("E3 · asthma · 2 rows\n")
+
+
+def test_key_numbers_and_filters_from_text() -> None:
+    from d2_notebook.notebook.evidence_labels import format_number, key_number, sql_filters
+
+    assert sql_filters("SELECT 1 FROM t WHERE a = 'x' AND b >= 5 AND c IN ('p', 'q')") == (
+        "x", "b ≥ 5", "c in (p, q)")
+    assert sql_filters("this is not SQL ((") == ()
+    assert sql_filters("SELECT 1 FROM t WHERE year = 2020 AND 'x' = kind") == (
+        "year = 2020", "x")
+    assert key_number(pd.DataFrame({"n": [10], "rate_drug": [0.2], "x": ["a"]})) == 0.2
+    assert key_number(pd.DataFrame({"n": [10, 11]})) is None
+    assert key_number(pd.DataFrame({"label": ["a"]})) is None
+    assert [format_number(v) for v in (-0.205, 0.5, 1234.0, 12.345)] == [
+        "−0.205", "0.5", "1,234", "12.35"]
+
+
+def test_a_scripted_run_says_so_in_every_header(board: Board) -> None:
+    from d2_notebook.notebook.static import SCRIPTED_LABEL, board_is_scripted, header_text
+
+    small_board(board)
+    assert not board_is_scripted(board)  # no call at all: nothing to label
+    board.record_model_call(role="judge", agent="judge", model="offline-policy",
+                            request={}, response={})
+    assert board_is_scripted(board)
+    assert SCRIPTED_LABEL in header_text(board)
+    assert SCRIPTED_LABEL in board_markdown(board)
+    board.record_model_call(role="judge", agent="judge", model="anthropic:claude-sonnet-4-6",
+                            request={}, response={})
+    assert not board_is_scripted(board) and SCRIPTED_LABEL not in header_text(board)

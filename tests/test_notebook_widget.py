@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import math
 import time
 from collections import Counter
 from typing import Any, ClassVar
@@ -261,7 +262,8 @@ def test_status_filter_hides_hypotheses_and_their_evidence(filled: Board) -> Non
 
 def test_hover_text_goes_under_the_graph_not_over_it(filled: Board) -> None:
     widget = BoardWidget(filled)
-    assert widget.graph.tooltip_source == ""  # no popup over the nodes
+    # ipycytoscape opens data[tooltip_source] on a click only, never on hover.
+    assert widget.graph.tooltip_source == "details"
     widget.on_hover({"data": {"id": "E1", "hover": "E1 (2 rows) death rate <by> drug"}})
     assert "death rate &lt;by&gt; drug" in widget.hover.value
     assert "supports" in widget.legend.value and "supported" in widget.legend.value
@@ -275,3 +277,72 @@ def test_first_view_is_readable_or_fits(board: Board) -> None:
     assert view["zoom"] == pytest.approx(style.readable_zoom())
     assert view["zoom"] * style.LOOK["view"]["smallest_font_px"] >= 11
     assert initial_view(GraphModel())["fit"] is True
+
+
+def test_each_node_holds_its_panel_so_a_click_needs_no_kernel(filled: Board) -> None:
+    wide = pd.DataFrame({"n": range(30), "rate": [i / 30 for i in range(30)]})
+    long = filled.add_evidence("select n, rate from t where comorbidity = 'asthma'", wide,
+                               description="rates")
+    filled.link(long.id, "H1", "supports", "", actor="collector-1")
+    widget = BoardWidget(filled)
+    nodes = {n.data["id"]: n for n in widget.graph.graph.nodes}
+    assert widget.graph.tooltip_source == "details"
+    e1 = nodes["E1"].data["details"]
+    assert "death_rate" in e1 and "Pulmorex" in e1 and "<table" in e1
+    assert "overflow-x:auto" in e1  # wide tables scroll sideways
+    assert "GROUP" in e1 and "stored rows" not in e1
+    e2 = nodes["E2"].data["details"]
+    assert "First 20 of 30 stored rows" in e2 and "evidence_frame('E2')" in e2
+    assert e2.count("<tr") == 21  # header + the 20 synced rows
+    table = e2[e2.index("<table"):]
+    assert "\n" not in table  # ipycytoscape turns line breaks into <br>
+    assert "Status:" in nodes["H1"].data["details"]
+
+
+def test_wheel_scrolls_the_notebook_until_zoom_is_asked_for(filled: Board) -> None:
+    widget = BoardWidget(filled)
+    assert widget.graph.user_zooming_enabled is False and widget.wheel_zoom.value is False
+    # Linked in the browser (jslink), so the checkbox works while the kernel is busy.
+    assert widget.wheel_link.source == (widget.wheel_zoom, "value")
+    assert widget.wheel_link.target == (widget.graph, "user_zooming_enabled")
+
+
+def test_status_filter_lays_out_again_and_clears_a_stale_selection(filled: Board) -> None:
+    filled.add_hypothesis("Hydrazol lowers deaths")
+    filled.set_status("H2", "contradicted", actor="judge", confidence=0.8)
+    widget = BoardWidget(filled)
+    top = {n.data["id"]: dict(n.position) for n in widget.graph.graph.nodes}["H1"]
+    widget.on_node_click({"data": {"id": "E1"}})
+    assert "death_rate" in widget.details.value
+    widget.status_filter["proposed"].value = False
+    h2 = {n.data["id"]: dict(n.position) for n in widget.graph.graph.nodes}["H2"]
+    assert h2 == top  # moved up into the freed row: no hole
+    assert widget.selected is None and "Click a hypothesis" in widget.details.value
+
+
+def test_exploration_edges_are_hidden_until_asked_for(board: Board) -> None:
+    inv = board.start_investigation("q", {}, actor="user")
+    look = board.add_evidence("SELECT 1", FRAME, description="a first look")
+    board.add_hypothesis("Pulmorex lowers deaths", investigation_id=inv.id,
+                         motivated_by=[look.id])
+    widget = BoardWidget(board)
+    assert graph_ids(widget)[1] == []
+    widget.exploration.value = True
+    assert graph_ids(widget)[1] == ["E1~>H1"]
+
+
+def test_the_graph_area_grows_with_the_board_to_show_every_row(board: Board) -> None:
+    from d2_notebook.notebook.widget import view_height_px
+
+    inv = board.start_investigation("q", {}, actor="user")
+    for i in range(12):
+        board.add_hypothesis(f"hypothesis {i}", investigation_id=inv.id)
+    widget = BoardWidget(board)
+    grown = view_height_px(widget.model)
+    assert widget.graph.layout.height == f"{grown}px"
+    # 12 rows of 74 px, 30 apart, at the readable zoom, plus the padding.
+    assert grown == math.ceil((12 * 74 + 11 * 30) * style.readable_zoom() + 48)
+    assert widget.graph.cytoscape_layout["fit"] is True  # all of it, readable
+    fixed = BoardWidget(board, height="500px")
+    assert fixed.graph.layout.height == "500px"
+    assert view_height_px(GraphModel()) == style.LOOK["view"]["height_px"]

@@ -121,3 +121,32 @@ def test_chartable_evidence_carries_its_chart_within_the_caps(board: Board) -> N
         "chart"] is None
     assert board_snapshot(board, SnapshotCaps(total_cells=7))["evidence"][item.id][
         "chart"] is None  # 6 cells of rows leave too little for the chart's data
+
+
+def test_a_scripted_run_is_labelled_in_the_snapshot_and_by_d2_board_show(board: Board) -> None:
+    from click.testing import CliRunner
+
+    from d2_notebook.cli import main
+
+    inv = board.start_investigation("Which drug works?", {}, actor="user")
+    board.add_hypothesis("Pulmorex lowers deaths", investigation_id=inv.id)
+    assert board_snapshot(board)["scripted"] is False
+    board.record_model_call(role="hypothesizer", agent="hypothesizer", model="offline-policy",
+                            request={}, response={}, investigation_id=inv.id)
+    snapshot = board_snapshot(board)
+    assert snapshot["scripted"] is True
+    assert snapshot["summary"].startswith("scripted — no language model · ")
+    shown = CliRunner().invoke(main, ["board", "show", str(board.path)])
+    assert shown.exit_code == 0, shown.output
+    assert "*** scripted — no language model ***" in shown.output
+    board.record_model_call(role="judge", agent="judge", model="anthropic:claude-sonnet-4-6",
+                            request={}, response={}, investigation_id=inv.id)
+    assert "scripted" not in CliRunner().invoke(
+        main, ["board", "show", str(board.path)]).output
+
+
+def test_the_snapshot_carries_formatted_sql(board: Board) -> None:
+    board.add_evidence("select a, count(*) from t where b = 'x' group by a",
+                       pd.DataFrame({"a": [1]}), description="counts")
+    assert board_snapshot(board)["evidence"]["E1"]["sql_pretty"] == (
+        "SELECT\n  a,\n  COUNT(*)\nFROM t\nWHERE\n  b = 'x'\nGROUP BY\n  a")

@@ -102,6 +102,10 @@ def board_show(path: Path, hide_redundant: bool, width: int, charts_dir: Path | 
     """Print a board's hypotheses, verdicts, evidence and links as a tree."""
     with _open_existing(path) as opened:
         click.echo(render_tree(opened, width=width, include_redundant=not hide_redundant))
+        from d2_notebook.notebook.static import SCRIPTED_LABEL, board_is_scripted
+
+        if board_is_scripted(opened):  # the run's label: no language model answered
+            click.echo(f"*** {SCRIPTED_LABEL} ***")
         if charts_dir is not None:
             from d2_notebook.cli.chart_files import ChartFormat, write_chart_files
 

@@ -6,6 +6,8 @@ Everything comes from the board: the evidence table is the stored result
 
 from __future__ import annotations
 
+import re
+from collections import Counter
 from html import escape
 
 import pandas as pd
@@ -14,6 +16,9 @@ from d2_notebook.board import Board
 
 MAX_FRAME_ROWS = 500
 """Rows of an evidence result rendered in the panel (pandas elides the middle beyond)."""
+SYNCED_ROWS = 20
+"""Rows of an evidence result the widget holds in the browser (:func:`synced_details`),
+the same number a board snapshot carries."""
 
 
 def node_details_html(board: Board, node_id: str) -> str:
@@ -62,8 +67,34 @@ def hypothesis_html(board: Board, hypothesis_id: str) -> str:
     return "".join(parts)
 
 
-def evidence_html(board: Board, evidence_id: str) -> str:
-    """Description, highlighted SQL, each stance with its rationale, and the result."""
+def synced_details(board: Board, cache: dict[tuple[str, str, int], str] | None = None
+                   ) -> dict[str, str]:
+    """Every node's panel, for the widget to hold in the browser so a click shows it
+    while the kernel is busy: hypotheses as :func:`hypothesis_html`, evidence as
+    :func:`evidence_html` with its first :data:`SYNCED_ROWS` rows and no chart (the
+    panel says how to see the rest).
+
+    Args:
+        board: the board to read.
+        cache: evidence panels already made, by (id, last update, number of links);
+            pass the same dict on every call so a stored result is read only once.
+    """
+    cache = {} if cache is None else cache
+    links = Counter(link.evidence_id for link in board.list_links())
+    panels = {hyp.id: hypothesis_html(board, hyp.id) for hyp in board.list_hypotheses()}
+    for item in board.list_evidence():
+        key = (item.id, item.updated_at, links[item.id])
+        if key not in cache:
+            cache[key] = evidence_html(board, item.id, max_rows=SYNCED_ROWS, chart=False)
+        panels[item.id] = cache[key]
+    return panels
+
+
+def evidence_html(board: Board, evidence_id: str, *, max_rows: int = MAX_FRAME_ROWS,
+                  chart: bool = True) -> str:
+    """Description, formatted SQL, each stance with its rationale, the chart (unless
+    ``chart`` is False) and the first ``max_rows`` rows of the stored result, with a note
+    saying how to see the rest when there are more."""
     item = board.get_evidence(evidence_id)
     rows = f"{item.row_count} row{'s' if item.row_count != 1 else ''}"
     if item.truncated:
@@ -85,8 +116,16 @@ def evidence_html(board: Board, evidence_id: str) -> str:
                          f"{escape(link.hypothesis_id)}"
                          f"{': ' + escape(link.rationale) if link.rationale else ''}</li>")
         parts.append("</ul>")
-    parts.append(chart_html(board, item.id))
-    parts.append(frame_html(board.evidence_frame(item.id)))
+    if chart:
+        parts.append(chart_html(board, item.id))
+    if max_rows >= MAX_FRAME_ROWS:
+        parts.append(frame_html(board.evidence_frame(item.id)))
+    else:
+        parts.append(frame_html(board.evidence_frame(item.id).head(max_rows)))
+        if item.stored_rows > max_rows:
+            parts.append(f"<p><i>First {max_rows} of {item.stored_rows} stored rows. All of "
+                         f"them: <code>board.evidence_frame('{escape(item.id)}')</code>, or "
+                         "click the node again once the cell has finished.</i></p>")
     return "".join(parts)
 
 
@@ -102,16 +141,36 @@ def chart_html(board: Board, evidence_id: str) -> str:
 
 
 def frame_html(frame: pd.DataFrame) -> str:
-    """A stored result as an HTML table (the same call the tests compare with)."""
-    return frame.to_html(max_rows=MAX_FRAME_ROWS, border=0, classes="d2-frame")
+    """A stored result as an HTML table in a box that scrolls sideways, so wide results
+    keep every column."""
+    table = frame.to_html(max_rows=MAX_FRAME_ROWS, border=0, classes="d2-frame")
+    # One line: a line break outside <pre> would become <br> in ipycytoscape's panel.
+    table = re.sub(r">\s+<", "><", table).replace("\n", " ")
+    return f"<div class='d2-frame-scroll' style='overflow-x:auto;max-width:100%'>{table}</div>"
+
+
+def pretty_sql(sql: str) -> str:
+    """``sql`` laid out one clause a line by sqlglot's pretty printer (DuckDB dialect,
+    the dialect the collectors write); the text as written when it does not parse."""
+    import sqlglot
+
+    try:
+        return ";\n".join(tree.sql(dialect="duckdb", pretty=True)
+                           for tree in sqlglot.parse(sql, read="duckdb") if tree is not None)
+    except (sqlglot.errors.ParseError, sqlglot.errors.TokenError, ValueError):
+        return sql
 
 
 def sql_html(sql: str) -> str:
-    """SQL highlighted with inline styles (pygments), or plain ``<pre>`` without it."""
+    """SQL formatted (:func:`pretty_sql`) and highlighted with inline styles (pygments,
+    or plain ``<pre>`` without it), scrolling sideways rather than wrapping mid-word."""
+    text = pretty_sql(sql)
     try:
         from pygments import highlight
         from pygments.formatters import HtmlFormatter
         from pygments.lexers import SqlLexer
     except ImportError:
-        return f"<pre>{escape(sql)}</pre>"
-    return highlight(sql, SqlLexer(), HtmlFormatter(noclasses=True, nobackground=True))
+        return f"<pre class='d2-sql' style='overflow-x:auto'>{escape(text)}</pre>"
+    return highlight(text, SqlLexer(), HtmlFormatter(
+        noclasses=True, nobackground=True, cssstyles="overflow-x:auto",
+        prestyles="white-space:pre;overflow-x:auto"))

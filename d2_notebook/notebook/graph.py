@@ -8,12 +8,19 @@ between two models, which is all the live widget applies.
 
 from __future__ import annotations
 
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 from d2_notebook.board import Board, Evidence, Hypothesis, Link
 from d2_notebook.notebook import style
-from d2_notebook.notebook.layout import Position, positions
+from d2_notebook.notebook.evidence_labels import (
+    distinguishing_filters,
+    format_number,
+    key_number,
+    sibling_groups,
+)
+from d2_notebook.notebook.layout import Position, evidence_homes, positions
 
 HYPOTHESIS_CHARS: int = style.LOOK["labels"]["hypothesis_chars"]
 """Hypothesis labels show this many characters of the statement (the hover text all)."""
@@ -77,17 +84,55 @@ class GraphDiff:
                     or self.added_edges or self.updated_edges or self.removed_edges)
 
 
-def board_elements(board: Board, include_redundant: bool = True) -> GraphModel:
+def board_elements(board: Board, include_redundant: bool = True,
+                   hidden_statuses: frozenset[str] = frozenset(),
+                   show_exploration: bool = True) -> GraphModel:
     """The board's hypotheses, evidence, links and refinements as a graph.
 
     Args:
         board: the board to read (records only; evidence rows are not loaded).
         include_redundant: False leaves out evidence marked redundant, and its edges.
+        hidden_statuses: hypothesis statuses to leave out, with the evidence that bears
+            only on them (:func:`filter_statuses`); what remains is laid out afresh, so
+            a filter leaves no holes.
+        show_exploration: False leaves out the "motivated by" edges (exploration that
+            suggested a hypothesis), which otherwise cross the graph.
     """
     hypotheses = board.list_hypotheses()
     evidence = board.list_evidence()
     links = board.list_links()
-    return elements_from_records(hypotheses, evidence, links, include_redundant)
+    if hidden_statuses:
+        kept = filter_statuses(elements_from_records(hypotheses, evidence, links),
+                               set(hidden_statuses)).nodes
+        hypotheses = [hyp for hyp in hypotheses if hyp.id in kept]
+        evidence = [item for item in evidence if item.id in kept]
+        links = [link for link in links
+                 if link.evidence_id in kept and link.hypothesis_id in kept]
+    model = elements_from_records(hypotheses, evidence, links, include_redundant,
+                                  key_numbers=stored_key_numbers(board, evidence))
+    if show_exploration:
+        return model
+    edges = {k: e for k, e in model.edges.items() if e.kind != "motivates"}
+    return GraphModel(nodes=model.nodes, edges=edges)
+
+
+_KEY_NUMBERS: dict[tuple[str, str, str], float | None] = {}
+
+
+def stored_key_numbers(board: Board, evidence: Sequence[Evidence]) -> dict[str, float]:
+    """The key number (:func:`~d2_notebook.notebook.evidence_labels.key_number`) of each
+    evidence with a one-row stored result, read once per result (cached by its hash)."""
+    found: dict[str, float] = {}
+    for item in evidence:
+        if item.stored_rows != 1:
+            continue
+        cache_key = (str(board.path), item.id, item.result_hash)
+        if cache_key not in _KEY_NUMBERS:
+            _KEY_NUMBERS[cache_key] = key_number(board.evidence_frame(item.id))
+        number = _KEY_NUMBERS[cache_key]
+        if number is not None:
+            found[item.id] = number
+    return found
 
 
 def elements_from_records(
@@ -95,9 +140,15 @@ def elements_from_records(
     evidence: list[Evidence],
     links: list[Link],
     include_redundant: bool = True,
+    key_numbers: Mapping[str, float] | None = None,
 ) -> GraphModel:
-    """:func:`board_elements` on records already read from a board."""
+    """:func:`board_elements` on records already read from a board; ``key_numbers``
+    (evidence id → number, :func:`stored_key_numbers`) go into the evidence labels."""
     placed = positions(hypotheses, evidence, links)
+    homes = evidence_homes(hypotheses, links)
+    siblings = sibling_groups(homes, {item.id: item.description for item in evidence})
+    sql_of = {item.id: item.sql for item in evidence}
+    key_numbers = key_numbers or {}
     first_stance: dict[str, str] = {}
     for link in sorted(links, key=lambda item: item.id):
         first_stance.setdefault(link.evidence_id, link.stance.value)
@@ -107,8 +158,10 @@ def elements_from_records(
     for item in evidence:
         if item.redundant and not include_redundant:
             continue
+        distinct = distinguishing_filters(item.sql, [sql_of[o] for o in siblings[item.id]])
         model.nodes[item.id] = evidence_node(item, placed[item.id],
-                                             first_stance.get(item.id))
+                                             first_stance.get(item.id), distinct,
+                                             key_numbers.get(item.id), homes.get(item.id))
     for hyp in hypotheses:
         if hyp.parent_id in model.nodes:
             edge_id = f"{hyp.parent_id}->{hyp.id}"
@@ -147,18 +200,29 @@ def hypothesis_node(hyp: Hypothesis, position: Position) -> GraphNode:
     return GraphNode(hyp.id, "hypothesis", label, classes, position, data)
 
 
-def evidence_node(item: Evidence, position: Position, stance: str | None = None) -> GraphNode:
-    """The node of one piece of evidence: id, row count and the start of its description,
-    coloured by ``stance`` (its first link's; ``None``: not linked) and dimmed when
-    redundant."""
+def evidence_node(item: Evidence, position: Position, stance: str | None = None,
+                  distinct: Sequence[str] = (), key: float | None = None,
+                  home: str | None = None) -> GraphNode:
+    """The node of one piece of evidence, coloured by ``stance`` (its first link's;
+    ``None``: not linked) and dimmed when redundant.
+
+    Its first line is the id, then what sets it apart from its siblings (``distinct``,
+    e.g. ``"asthma"``) and its key number (``key``), else its row count; the second
+    line the start of its description. ``home`` is the hypothesis it is drawn beside
+    (:func:`~d2_notebook.notebook.layout.evidence_homes`; ``None``: none), under which a
+    view may fold it.
+    """
     human = item.author_role == "human"
     classes = "evidence" + (" redundant" if item.redundant else "") + (" human" if human else "")
     rows = f"{item.row_count} row{'s' if item.row_count != 1 else ''}"
     colors = style.evidence_colors(stance, human)
     data = {"kind": "evidence", "redundant": item.redundant, "stance": stance or "context",
             "color": colors.fill, "border": colors.border, "width": style.EVIDENCE_WIDTH,
-            "height": style.EVIDENCE_HEIGHT, "hover": f"{item.id} ({rows}) {item.description}"}
-    label = f"{item.id} · {rows}\n{_cut(item.description, EVIDENCE_CHARS)}"
+            "height": style.EVIDENCE_HEIGHT, "hover": f"{item.id} ({rows}) {item.description}",
+            "distinct": list(distinct), "key_number": key, "home": home}
+    head = [item.id, *(_cut(text, 24) for text in distinct)]
+    head.append(rows if key is None else format_number(key))
+    label = f"{_cut(' · '.join(head), 40)}\n{_cut(item.description, EVIDENCE_CHARS)}"
     return GraphNode(item.id, "evidence", label, classes, position, data)
 
 

@@ -10,7 +10,7 @@ evidence with its SQL and the first rows of its stored result.
 Layout of the document (``version`` 1)::
 
     {"version": 1, "question": str, "state": str, "summary": str, "report": str | null,
-     "report_html": str | null,
+     "report_html": str | null, "scripted": bool,
      "caps": {"rows_per_evidence": int, "cell_chars": int, "total_cells": int},
      "graph": {"nodes": [{"id", "kind", "label", "classes", "position": {"x", "y"},
                           "data": {...}}], "edges": [{"id", "source", "target", "kind",
@@ -18,7 +18,8 @@ Layout of the document (``version`` 1)::
      "hypotheses": {"H1": {"statement", "status", "confidence", "rationale", "author",
                            "round", "parent_id", "status_reason", "verdict": {...} | null,
                            "links": [{"evidence_id", "stance", "rationale"}]}},
-     "evidence": {"E1": {"description", "sql", "row_count", "stored_rows", "truncated",
+     "evidence": {"E1": {"description", "sql", "sql_pretty", "row_count", "stored_rows",
+                         "truncated",
                          "author", "author_role", "round", "redundant", "redundant_reason",
                          "columns": [str], "rows": [[cell]], "rows_shown": int,
                          "chart": {Vega-Lite spec} | null,
@@ -47,7 +48,8 @@ import pandas as pd
 from d2_notebook.board import Board, Evidence, Hypothesis, Link
 from d2_notebook.charts import chart_for_evidence
 from d2_notebook.notebook import style
-from d2_notebook.notebook.graph import GraphModel, elements_from_records
+from d2_notebook.notebook.details import pretty_sql
+from d2_notebook.notebook.graph import GraphModel, elements_from_records, stored_key_numbers
 from d2_notebook.notebook.static import summarize, summary_line
 from d2_notebook.safe_markdown import markdown_html, safe_markdown
 
@@ -91,7 +93,10 @@ def board_snapshot(board: Board, caps: SnapshotCaps | None = None) -> dict[str, 
         "report_html": None if report is None else markdown_html(safe_markdown(report)),
         "caps": {"rows_per_evidence": caps.rows_per_evidence, "cell_chars": caps.cell_chars,
                  "total_cells": caps.total_cells},
-        "graph": graph_json(elements_from_records(hypotheses, evidence, links)),
+        "scripted": summary.scripted,
+        "graph": graph_json(elements_from_records(hypotheses, evidence, links,
+                                                  key_numbers=stored_key_numbers(board,
+                                                                                 evidence))),
         "hypotheses": {hyp.id: _hypothesis_json(board, hyp, links) for hyp in hypotheses},
         "evidence": {item.id: _evidence_json(board, item, links, caps, budget)
                      for item in evidence},
@@ -140,7 +145,8 @@ def _evidence_json(board: Board, item: Evidence, links: list[Link], caps: Snapsh
     budget[0] -= len(rows) * width
     chart = _chart_json(board, item, caps, budget)
     return {
-        "description": item.description, "sql": item.sql, "row_count": item.row_count,
+        "description": item.description, "sql": item.sql, "sql_pretty": pretty_sql(item.sql),
+        "row_count": item.row_count,
         "stored_rows": item.stored_rows, "truncated": item.truncated, "author": item.author,
         "author_role": item.author_role, "round": item.round, "redundant": item.redundant,
         "redundant_reason": item.redundant_reason, "columns": columns, "rows": rows,

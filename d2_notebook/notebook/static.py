@@ -7,6 +7,7 @@ nbconvert): the SVG is drawn from the same elements and positions as the live wi
 from __future__ import annotations
 
 import textwrap
+from collections.abc import Iterable
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from html import escape
@@ -17,6 +18,14 @@ from d2_notebook.notebook.graph import GraphModel, GraphNode, board_elements
 from d2_notebook.safe_markdown import escape_markdown
 
 MARGIN = 30.0
+
+SCRIPTED_LABEL = "scripted — no language model"
+"""What every view of a board says when its model calls came from an offline script."""
+SCRIPTED_MODEL_NAMES = frozenset({"scripted", "function", "offline-policy"})
+"""Names the offline models record on each call (``d2_notebook.llm.offline``:
+:class:`ScriptedModel`, :class:`FunctionModel`, and the policies' ``model()``, e.g. the
+demo's ``HospitalWalkthrough``). A replay keeps the name ``"replay"``: it re-answers a
+recording, which may be a real model's."""
 
 
 @dataclass(frozen=True)
@@ -32,6 +41,8 @@ class BoardSummary:
     tokens: int
     cost_usd: float
     elapsed_s: float | None
+    scripted: bool = False
+    """Every model call of the board came from an offline script (no language model)."""
 
 
 def summarize(board: Board) -> BoardSummary:
@@ -58,7 +69,22 @@ def summarize(board: Board) -> BoardSummary:
         state=latest.state.value if latest else "empty",
         statuses={s.value: counts[s.value] for s in HypothesisStatus if counts[s.value]},
         evidence=counts["evidence"], redundant=counts["redundant_evidence"],
-        model_calls=counts["model_calls"], tokens=tokens, cost_usd=cost, elapsed_s=elapsed)
+        model_calls=counts["model_calls"], tokens=tokens, cost_usd=cost, elapsed_s=elapsed,
+        scripted=scripted_calls(e.payload.get("model") for e in calls))
+
+
+def scripted_calls(models: Iterable[object]) -> bool:
+    """True when there is at least one model call and every one was answered by an
+    offline script (:data:`SCRIPTED_MODEL_NAMES`), as recorded in the board's
+    ``model_call.recorded`` events."""
+    names = [str(model) for model in models]
+    return bool(names) and all(name in SCRIPTED_MODEL_NAMES for name in names)
+
+
+def board_is_scripted(board: Board) -> bool:
+    """True when ``board``'s model calls all came from an offline script."""
+    return scripted_calls(e.payload.get("model")
+                          for e in board.events(kinds=["model_call.recorded"]))
 
 
 def summary_line(summary: BoardSummary) -> str:
@@ -67,7 +93,8 @@ def summary_line(summary: BoardSummary) -> str:
     elapsed = "" if summary.elapsed_s is None else (
         f" · {summary.elapsed_s:.1f} s" if summary.elapsed_s < 10 else
         f" · {summary.elapsed_s:.0f} s")
-    return (f"hypotheses: {statuses} · {summary.evidence} evidence "
+    scripted = f"{SCRIPTED_LABEL} · " if summary.scripted else ""
+    return (f"{scripted}hypotheses: {statuses} · {summary.evidence} evidence "
             f"({summary.redundant} redundant) · {summary.model_calls} model calls · "
             f"{summary.tokens:,} tokens · ${summary.cost_usd:.4f}{elapsed}")
 

@@ -1,4 +1,4 @@
-"""The live board widget: header, legend, filters, graph, hover line and details panel.
+"""The live board widget: header, legend, filters, graph, hover line, details panel.
 
 The widget only reads the board. It turns the board into a :class:`GraphModel`
 (:func:`board_elements`, then :func:`filter_statuses`) and applies the :func:`diff`
@@ -14,6 +14,8 @@ the kernel's event loop.
 from __future__ import annotations
 
 import asyncio
+import math
+from dataclasses import replace
 from html import escape
 from typing import Any
 
@@ -22,7 +24,7 @@ import ipywidgets as widgets
 
 from d2_notebook.board import Board, HypothesisStatus
 from d2_notebook.notebook import style
-from d2_notebook.notebook.details import node_details_html
+from d2_notebook.notebook.details import node_details_html, synced_details
 from d2_notebook.notebook.graph import (
     GraphDiff,
     GraphEdge,
@@ -30,12 +32,12 @@ from d2_notebook.notebook.graph import (
     GraphNode,
     board_elements,
     diff,
-    filter_statuses,
 )
 from d2_notebook.notebook.static import header_html, legend_html
 
 VIEW = style.LOOK["view"]
-HINT = "<p><i>Click a hypothesis or an evidence node to see its details.</i></p>"
+HINT = ("<p><i>Click a hypothesis or an evidence node to see its details (while the team "
+        "runs they open beside the node: the widget holds them, no kernel needed).</i></p>")
 HOVER_HINT = "<span style='color:#757575'>Point at a node or an edge to read it here.</span>"
 ASSUMED_WIDTH_PX = 800
 """Width of the graph area assumed for the first view (the kernel cannot measure it)."""
@@ -64,33 +66,61 @@ def initial_view(model: GraphModel, height_px: float = VIEW["height_px"],
             "pan": {"x": VIEW["padding"] - left * zoom, "y": VIEW["padding"] - top * zoom}}
 
 
+def view_height_px(model: GraphModel, smallest_px: float = VIEW["height_px"],
+                   largest_px: float = VIEW["max_height_px"]) -> int:
+    """The graph area's height that shows the whole graph from top to bottom at the
+    readable zoom, between ``smallest_px`` and ``largest_px`` (past that, the graph
+    scrolls inside)."""
+    if not model.nodes:
+        return int(smallest_px)
+    top = min(n.position[1] - n.data["height"] / 2 for n in model.nodes.values())
+    bottom = max(n.position[1] + n.data["height"] / 2 for n in model.nodes.values())
+    wanted = (bottom - top) * style.readable_zoom() + 2 * VIEW["padding"]
+    return math.ceil(min(max(wanted, smallest_px), largest_px))
+
+
 class BoardWidget(widgets.VBox):
     """A live view of one board.
 
     Args:
         board: the board to show (it is read, never written).
         show_redundant: start with redundant evidence shown (dimmed) or hidden.
-        height: height of the graph area (CSS).
+        height: height of the graph area (CSS); by default it grows with the board so
+            every row shows at a readable zoom (up to ``view.max_height_px``).
     """
 
     def __init__(self, board: Board, *, show_redundant: bool = True,
-                 height: str = f"{VIEW['height_px']}px") -> None:
+                 height: str | None = None) -> None:
+        self._grow = height is None
+        height = height or f"{VIEW['height_px']}px"
         self.board = board
         self.header = widgets.HTML()
         self.toggle = widgets.Checkbox(value=show_redundant, description="redundant evidence",
                                        indent=False, layout=widgets.Layout(width="auto"))
+        self.exploration = widgets.Checkbox(value=False, description="exploration edges",
+                                            indent=False, layout=widgets.Layout(width="auto"))
+        self.wheel_zoom = widgets.Checkbox(value=False, description="zoom with the wheel",
+                                           indent=False, layout=widgets.Layout(width="auto"))
         self.status_filter = {
             status.value: widgets.Checkbox(value=True, description=status.value, indent=False,
                                            layout=widgets.Layout(width="auto"))
             for status in HypothesisStatus}
         self.legend = widgets.HTML(legend_html())
         self.hover = widgets.HTML(HOVER_HINT)
+        # The graph takes the output's whole width (labels stay readable on wide boards);
+        # the panel a click fills when the kernel is free sits under it.
         self.details = widgets.HTML(HINT, layout=widgets.Layout(
-            width="36%", max_height=height, overflow="auto", padding="0 8px"))
-        self.graph = ipycytoscape.CytoscapeWidget(layout=widgets.Layout(width="64%",
+            width="100%", max_height=f"{VIEW['height_px']}px", overflow="auto",
+            padding="0 8px"))
+        self.graph = ipycytoscape.CytoscapeWidget(layout=widgets.Layout(width="100%",
                                                                         height=height))
         self.graph.min_zoom, self.graph.max_zoom = VIEW["min_zoom"], VIEW["max_zoom"]
-        self.graph.tooltip_source = ""  # hover text goes to self.hover, not over nodes
+        # Hover text goes to self.hover. A click opens the node's panel from its synced
+        # data ("details") in the browser, so it works while the kernel is busy.
+        self.graph.tooltip_source = "details"
+        self.graph.user_zooming_enabled = False  # the wheel scrolls the notebook...
+        self.wheel_link = widgets.jslink((self.wheel_zoom, "value"),  # ...unless asked
+                                         (self.graph, "user_zooming_enabled"))
         self.graph.set_style(style.cytoscape_style())
         self.graph.on("node", "click", self.on_node_click)
         self.graph.on("node", "mouseover", self.on_hover)
@@ -100,17 +130,15 @@ class BoardWidget(widgets.VBox):
         self._nodes: dict[str, ipycytoscape.Node] = {}
         self._edges: dict[str, ipycytoscape.Edge] = {}
         self._task: asyncio.Task[None] | None = None
-        self.toggle.observe(lambda _change: self.refresh(), names="value")
-        for box in self.status_filter.values():
+        self._panels: dict[tuple[str, str, int], str] = {}
+        self.selected: str | None = None
+        for box in (self.toggle, self.exploration, *self.status_filter.values()):
             box.observe(lambda _change: self.refresh(), names="value")
         filters = widgets.HBox([widgets.HTML("<b>show:</b>&nbsp;"), *self.status_filter.values(),
-                                self.toggle], layout=widgets.Layout(flex_flow="row wrap"))
-        super().__init__([self.header, filters, self.legend,
-                          widgets.HBox([widgets.VBox([self.graph, self.hover],
-                                                     layout=widgets.Layout(width="64%")),
-                                        self.details])])
-        self.graph.layout.width = "100%"
-        self.details.layout.width = "36%"
+                                self.toggle, self.exploration, self.wheel_zoom],
+                               layout=widgets.Layout(flex_flow="row wrap"))
+        super().__init__([self.header, filters, self.legend, self.graph, self.hover,
+                          self.details])
         self.refresh()
 
     # --- updating --------------------------------------------------------------------
@@ -118,17 +146,28 @@ class BoardWidget(widgets.VBox):
     def refresh(self) -> GraphDiff:
         """Bring the view up to date with the board; returns what changed."""
         self.seen_seq = self.board.last_seq()
-        hidden = {status for status, box in self.status_filter.items() if not box.value}
-        new = filter_statuses(board_elements(self.board, include_redundant=self.toggle.value),
-                              hidden)
+        hidden = frozenset(status for status, box in self.status_filter.items()
+                           if not box.value)
+        new = with_details(board_elements(self.board, include_redundant=self.toggle.value,
+                                          hidden_statuses=hidden,
+                                          show_exploration=self.exploration.value),
+                           synced_details(self.board, self._panels))
         changes = diff(self.model, new)
+        if self.selected is not None and self.selected not in new.nodes:
+            self.selected = None  # filtered away: its panel would be stale
+            self.details.value = HINT
         if not changes.empty:
             # ipycytoscape re-runs this preset layout whenever elements arrive: keep it
             # at the readable first view of the new graph (sent only when it changes).
-            self.graph.cytoscape_layout = initial_view(new)
+            self.graph.cytoscape_layout = initial_view(
+                new, height_px=view_height_px(new) if self._grow else VIEW["height_px"])
             self.apply(changes)
         self.model = new
         self.header.value = header_html(self.board)
+        if self._grow:
+            tall = f"{view_height_px(new)}px"
+            if self.graph.layout.height != tall:  # one message, only when it changes
+                self.graph.layout.height = tall
         return changes
 
     def apply(self, changes: GraphDiff) -> None:
@@ -181,10 +220,19 @@ class BoardWidget(widgets.VBox):
     def on_node_click(self, element: dict[str, Any]) -> None:
         """Show the clicked node's details (``element`` is cytoscape's element JSON)."""
         node_id = str(element.get("data", {}).get("id", ""))
+        self.selected = node_id
         try:
             self.details.value = node_details_html(self.board, node_id)
         except KeyError:
             self.details.value = f"<p>{node_id} is not on the board.</p>"
+
+
+def with_details(model: GraphModel, panels: dict[str, str]) -> GraphModel:
+    """``model`` with each node's panel (:func:`synced_details`) in its data under
+    ``"details"``: the browser shows it on a click without asking the kernel."""
+    nodes = {node_id: replace(node, data={**node.data, "details": panels.get(node_id, "")})
+             for node_id, node in model.nodes.items()}
+    return GraphModel(nodes=nodes, edges=model.edges)
 
 
 def _node_widget(node: GraphNode) -> ipycytoscape.Node:

@@ -76,7 +76,7 @@ export function evidencePanel(id: string, item: IEvidence): HTMLElement {
   if (item.redundant) {
     panel.appendChild(element('p', `Marked redundant: ${item.redundant_reason ?? ''}`));
   }
-  panel.appendChild(element('pre', item.sql, 'd2-sql'));
+  panel.appendChild(element('pre', item.sql_pretty ?? item.sql, 'd2-sql'));
   if (item.links.length) {
     const list = element('ul');
     for (const link of item.links) {
@@ -88,7 +88,9 @@ export function evidencePanel(id: string, item: IEvidence): HTMLElement {
   if (item.chart) {
     panel.appendChild(chartHolder(item.chart));
   }
-  panel.appendChild(resultTable(item));
+  const scroll = element('div', undefined, 'd2-frame-scroll');
+  scroll.appendChild(resultTable(item));
+  panel.appendChild(scroll);
   if (item.rows_shown < item.stored_rows) {
     panel.appendChild(element('p', `First ${plural(item.rows_shown, 'row')} of ` +
       `${item.stored_rows} stored (the snapshot is capped; Board.evidence_frame('${id}') ` +

@@ -66,6 +66,8 @@ export type Cell = string | number | boolean | null;
 export interface IEvidence {
   description: string;
   sql: string;
+  /** The SQL laid out by sqlglot's pretty printer (absent in older snapshots). */
+  sql_pretty?: string;
   row_count: number;
   stored_rows: number;
   truncated: boolean;
@@ -91,6 +93,9 @@ export interface ISnapshot {
   report: string | null;
   /** The report as HTML, rendered and made inert in Python (absent in older snapshots). */
   report_html?: string | null;
+  /** Every model call came from an offline script: no language model (absent in older
+   * snapshots). */
+  scripted?: boolean;
   caps: { rows_per_evidence: number; cell_chars: number; total_cells: number };
   graph: { nodes: ISnapshotNode[]; edges: ISnapshotEdge[] };
   hypotheses: { [id: string]: IHypothesis };
@@ -111,9 +116,18 @@ export interface IFilter {
   hiddenStatuses: ReadonlySet<string>;
   /** Show evidence marked redundant (dimmed). */
   showRedundant: boolean;
+  /** Show the "motivated by" edges (exploration that suggested a hypothesis); they cross
+   * the graph, so the first view leaves them out. */
+  showExploration?: boolean;
 }
 
-export const SHOW_ALL: IFilter = { hiddenStatuses: new Set(), showRedundant: true };
+export const SHOW_ALL: IFilter = { hiddenStatuses: new Set(), showRedundant: true,
+  showExploration: true };
+
+/** What a reader sees first: every status, redundant evidence dimmed, no exploration
+ * edges. */
+export const FIRST_VIEW: IFilter = { hiddenStatuses: new Set(), showRedundant: true,
+  showExploration: false };
 
 /**
  * Check that `value` is a snapshot this renderer can draw.
@@ -170,6 +184,9 @@ export function snapshotElements(snapshot: ISnapshot, filter: IFilter = SHOW_ALL
     }
   }
   for (const edge of snapshot.graph.edges) {
+    if (edge.kind === 'motivates' && filter.showExploration === false) {
+      continue;
+    }
     if (!gone.has(edge.source) && !gone.has(edge.target)) {
       elements.push({
         group: 'edges', classes: edge.classes,

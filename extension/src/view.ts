@@ -6,21 +6,23 @@
 import cytoscape from 'cytoscape';
 import { Widget } from '@lumino/widgets';
 
+import { Expanded, arrange } from './arrange';
 import { detailsPanel, reportPanel } from './details';
 import {
+  FIRST_VIEW,
   IFilter,
   ISnapshot,
   MAX_ZOOM,
   MIN_ZOOM,
   VIEW_HEIGHT_PX,
-  initialViewport,
   legend,
-  snapshotElements,
   statusesOf,
   stylesheet
 } from './elements';
 
-const HINT = 'Click a hypothesis or an evidence node to see its details.';
+const HINT = 'Click a hypothesis or an evidence node to see its details; click a folded ' +
+  '"▸ N evidence" node to unfold it. The wheel scrolls the page; click the graph to zoom ' +
+  'it with the wheel.';
 const HOVER_HINT = 'Point at a node or an edge to read it here.';
 
 function div(className: string, text?: string): HTMLDivElement {
@@ -41,13 +43,20 @@ export class BoardView extends Widget {
     this._body.append(this._graphColumn, this._details);
     this._graphColumn.append(this._graph, this._hover);
     this._graph.style.height = `${VIEW_HEIGHT_PX}px`;
-    this._details.style.maxHeight = `${VIEW_HEIGHT_PX}px`;
+    this._graph.tabIndex = 0; // focusable: the wheel zooms the graph only while it has focus
+    this._graph.addEventListener('focus', () => this._wheelZoom(true));
+    this._graph.addEventListener('blur', () => this._wheelZoom(false));
     this._legend.append(...this._legendItems());
   }
 
   /** The cytoscape instance (for tests and the browser check), once drawn. */
   get cy(): cytoscape.Core | null {
     return this._cy;
+  }
+
+  /** Hypotheses whose evidence is folded into one node in the current view. */
+  get folded(): string[] {
+    return this._folded;
   }
 
   /** Draw `snapshot` (replacing what is shown; the selected node's panel stays open
@@ -64,8 +73,7 @@ export class BoardView extends Widget {
     if (selected && (snapshot.hypotheses[selected] || snapshot.evidence[selected])) {
       this._select(selected);
     } else {
-      this._selected = null;
-      this._details.replaceChildren(div('d2-hint', HINT));
+      this._clearSelection();
     }
     this._draw();
   }
@@ -106,14 +114,27 @@ export class BoardView extends Widget {
     if (!this._snapshot || !this.isAttached) {
       return; // drawn on attach: cytoscape measures its container
     }
-    const elements = snapshotElements(this._snapshot, this._filter);
+    this._arrangedWidth = this._graph.clientWidth;
+    const arranged = arrange(this._snapshot, this._filter, this._expanded,
+      this._arrangedWidth || 800);
+    this._graph.style.height = `${Math.max(arranged.heightPx, 120)}px`;
+    const elements = arranged.elements;
     if (!this._cy) {
       this._cy = cytoscape({
-        container: this._graph, elements, style: stylesheet() as any,
+        container: this._graph, elements: elements as any, style: stylesheet() as any,
         layout: { name: 'preset' }, minZoom: MIN_ZOOM, maxZoom: MAX_ZOOM,
-        wheelSensitivity: 0.3, autoungrabify: false, boxSelectionEnabled: false
+        wheelSensitivity: 0.3, autoungrabify: false, boxSelectionEnabled: false,
+        userZoomingEnabled: false
       });
-      this._cy.on('tap', 'node', event => this._select(event.target.id()));
+      this._cy.on('tap', () => this._graph.focus({ preventScroll: true }));
+      this._cy.on('tap', 'node', event => {
+        const data = event.target.data();
+        if (data.kind === 'fold') {
+          this._expand(String(data.home));
+        } else {
+          this._select(event.target.id());
+        }
+      });
       this._cy.on('mouseover', 'node, edge', event => {
         event.target.addClass('hovered');
         this._hover.textContent = String(event.target.data('hover') ?? '');
@@ -128,18 +149,32 @@ export class BoardView extends Widget {
         this._cy!.add(elements as any);
       });
     }
-    this._resetView();
+    this._cy.resize();
+    this._cy.viewport({ zoom: arranged.zoom, pan: arranged.pan });
+    this._folded = arranged.folded;
+    this._foldButton.textContent = this._expanded === 'all' ? 'fold evidence' : 'unfold all';
+    this._foldButton.hidden = !arranged.folded.length && this._expanded !== 'all';
+    if (this._selected && !elements.some(e => e.data.id === this._selected)) {
+      this._clearSelection(); // filtered away or folded: its panel would be stale
+    }
   }
 
-  private _resetView(): void {
-    const cy = this._cy!;
-    if (cy.elements().length === 0) {
-      return;
+  /** Unfold the evidence of one hypothesis. */
+  private _expand(hypothesisId: string): void {
+    if (this._expanded !== 'all') {
+      this._expanded = new Set([...this._expanded, hypothesisId]);
     }
-    const box = cy.elements().boundingBox({});
-    const viewport = initialViewport(box, this._graph.clientWidth || 800,
-      this._graph.clientHeight || VIEW_HEIGHT_PX);
-    cy.viewport({ zoom: viewport.zoom, pan: viewport.pan });
+    this._draw();
+  }
+
+  private _wheelZoom(on: boolean): void {
+    this._cy?.userZoomingEnabled(on);
+    this._graph.classList.toggle('d2-graph-active', on);
+  }
+
+  private _clearSelection(): void {
+    this._selected = null;
+    this._details.replaceChildren(div('d2-hint', HINT));
   }
 
   private _select(id: string): void {
@@ -168,15 +203,22 @@ export class BoardView extends Widget {
       this._filter = { ...this._filter, showRedundant: on };
       this._draw();
     }));
-    const fit = document.createElement('button');
-    fit.textContent = 'fit all';
-    fit.className = 'd2-button';
-    fit.onclick = () => this._cy?.fit(undefined, 24);
+    boxes.push(this._checkbox('exploration edges', this._filter.showExploration === true,
+      on => {
+        this._filter = { ...this._filter, showExploration: on };
+        this._draw();
+      }));
+    const fold = this._foldButton;
+    fold.className = 'd2-button';
+    fold.onclick = () => {
+      this._expanded = this._expanded === 'all' ? new Set() : 'all';
+      this._draw();
+    };
     const report = document.createElement('button');
     report.textContent = 'report';
     report.className = 'd2-button';
     report.onclick = () => this._details.replaceChildren(reportPanel(snapshot));
-    boxes.push(fit, report);
+    boxes.push(fold, report);
     this._controls.replaceChildren(...boxes);
   }
 
@@ -216,11 +258,23 @@ export class BoardView extends Widget {
     }
   };
 
-  private _resizeObserver = new ResizeObserver(() => this._onScroll());
+  /** A new width lays the graph out again (its columns, its folds); anything else only
+   * refreshes cytoscape's offsets. */
+  private _resizeObserver = new ResizeObserver(() => {
+    if (this._cy && this._graph.clientWidth && this._graph.clientWidth !== this._arrangedWidth) {
+      this._draw();
+    } else {
+      this._onScroll();
+    }
+  });
+  private _arrangedWidth = 0;
   private _scrollPending = false;
   private _snapshot: ISnapshot | null = null;
   private _selected: string | null = null;
-  private _filter: IFilter = { hiddenStatuses: new Set(), showRedundant: true };
+  private _filter: IFilter = { ...FIRST_VIEW, hiddenStatuses: new Set() };
+  private _expanded: Expanded = new Set();
+  private _folded: string[] = [];
+  private _foldButton = document.createElement('button');
   private _cy: cytoscape.Core | null = null;
   private _header = div('d2-header');
   private _controls = div('d2-controls');
