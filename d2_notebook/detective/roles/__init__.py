@@ -31,6 +31,8 @@ from d2_notebook.detective.decisions import (
 from d2_notebook.detective.digest import board_digest
 from d2_notebook.detective.evidence_view import evidence_details
 from d2_notebook.detective.prompt_budget import evidence_budget
+from d2_notebook.detective.refinement import refine_gate, unmade_refinements
+from d2_notebook.detective.reporter_brief import reporter_brief
 from d2_notebook.detective.sql_tools import sql_tools
 from d2_notebook.detective.team_tools import (
     abandon_tool,
@@ -192,8 +194,10 @@ async def judge(ctx: TeamContext, hypothesis_id: str, *, can_send_back: bool,
     agent = f"judge-{hypothesis_id}"
     decision = JudgeDecision()
     send_back = "possible" if can_send_back else "no longer possible"
-    refining = "possible" if can_refine else "not possible"
-    statement = ctx.board.get_hypothesis(hypothesis_id).statement
+    hypothesis = ctx.board.get_hypothesis(hypothesis_id)
+    gate = refine_gate(ctx.board, hypothesis, ctx.settings, depth_allows=can_refine)
+    refining = "possible" if gate.possible else f"not possible: {gate.why_not}"
+    statement = hypothesis.statement
     first = (f"HYPOTHESIS TO JUDGE: {hypothesis_id}: {statement}\n"
              f"Sending it back for more evidence is {send_back}. "
              f"Refining it is {refining}."
@@ -202,7 +206,7 @@ async def judge(ctx: TeamContext, hypothesis_id: str, *, can_send_back: bool,
         first += f"\n\nTHE COLLECTOR'S SUMMARY: {summary}"
     linked = [link.evidence_id for link in ctx.board.list_links(hypothesis_id=hypothesis_id)]
     built = verdict_tools(ctx, agent, decision, hypothesis_id, can_send_back=can_send_back,
-                          can_refine=can_refine)
+                          can_refine=gate.possible)
     tools = _pick(ctx, Role.JUDGE, built)
     if linked:
         budget = evidence_budget(ctx, system=system_prompt(ctx, "judge"), tools=tools,
@@ -215,22 +219,25 @@ async def judge(ctx: TeamContext, hypothesis_id: str, *, can_send_back: bool,
 
 async def write_report(ctx: TeamContext, *, unexamined_note: str,
                        agent: str = "reporter") -> ReportDecision:
-    """Mark redundant evidence and write the report."""
+    """Mark redundant evidence and write the report, from the
+    :func:`~d2_notebook.detective.reporter_brief.reporter_brief` of the board."""
     decision = ReportDecision()
-    first = f"THE BOARD NOW:\n{_digest(ctx)}"
-    cited = list(dict.fromkeys(e for v in ctx.board.list_verdicts()
-                               if v.investigation_id == ctx.investigation_id
-                               for e in v.evidence_ids))
+    coverage = board_coverage(ctx.board, ctx.candidates, ctx.investigation_id)
+    first = await asyncio.to_thread(reporter_brief, ctx.board, ctx.investigation_id,
+                                    coverage=coverage)
     if unexamined_note:
         first += f"\n\nLEFT UNEXAMINED: {unexamined_note}"
+    not_refined = [u.line() for u in unmade_refinements(ctx.board, ctx.investigation_id,
+                                                         ctx.settings)]
+    if not_refined:
+        first += "\n\nNOT REFINED:\n" + "\n".join(not_refined)
     tools = _pick(ctx, Role.REPORTER, reporter_tools(ctx, agent, decision))
-    if cited:
-        budget = evidence_budget(ctx, system=system_prompt(ctx, "reporter"), tools=tools,
-                                 first_message=first, max_output_tokens=8192)
-        first += ("\n\nTHE EVIDENCE THE VERDICTS CITE (every piece; large results "
-                  "summarised):\n" + await _evidence(ctx, cited, budget))
     await _turn(ctx, role="reporter", agent=agent, role_file="reporter", first=first,
                 tools=tools, max_tokens=8192)
+    missing = [line for line in not_refined if decision.report and line not in decision.report]
+    if missing:  # the report lists every refinement the team did not make
+        decision.report = f"{decision.report}\n\n## Not refined\n\n" + "\n".join(
+            f"- {line}" for line in missing)
     return decision
 
 
