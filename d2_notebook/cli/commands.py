@@ -29,8 +29,9 @@ from d2_notebook.cli.recheck_command import recheck_command
 from d2_notebook.datasets import hospital
 from d2_notebook.detective.investigate import InvestigationResult, investigate
 from d2_notebook.detective.policies.hospital import HospitalWalkthrough
+from d2_notebook.detective.preset import PRESETS, preset_models
 from d2_notebook.detective.variant import VARIANTS, Role
-from d2_notebook.errors import D2Error, ModelConfigError
+from d2_notebook.errors import D2Error, InvalidRecordError, ModelConfigError
 from d2_notebook.llm import Model, get_model
 from d2_notebook.terminal_text import json_terminal_safe, terminal_safe
 
@@ -321,6 +322,9 @@ def _default_board_path() -> Path:
 @click.option("--role-model", "role_model", multiple=True, metavar="ROLE=MODEL",
               help="The model of one role, e.g. collector=anthropic:claude-haiku-4-5 "
               "(repeatable; other roles use --model).")
+@click.option("--preset", type=click.Choice(PRESETS), help="A role-to-model mapping: economy "
+              "puts collectors and the orchestrator on the provider's smaller model "
+              "(--role-model wins over it).")
 @click.option("--resume", is_flag=True, help="Continue the board's interrupted investigation.")
 @click.option("--force", is_flag=True, help="With --resume: take the run over from another "
               "process whose lease is still fresh (only when that process is gone).")
@@ -332,8 +336,8 @@ def investigate_command(source: str, question: str | None, board_path: Path | No
                         model: str | None, collectors: int | None, max_depth: int | None,
                         budget_usd: float | None, max_calls: int | None,
                         max_seconds: float | None, variant: str | None,
-                        role_model: tuple[str, ...], resume: bool, force: bool,
-                        replay: Path | None, quiet: bool) -> None:
+                        role_model: tuple[str, ...], preset: str | None, resume: bool,
+                        force: bool, replay: Path | None, quiet: bool) -> None:
     """Investigate QUESTION over SOURCE with the agent team.
 
     SOURCE is a DuckDB file (opened read-only) or a SQLAlchemy URL such as
@@ -363,10 +367,15 @@ def investigate_command(source: str, question: str | None, board_path: Path | No
         ("max_calls", max_calls), ("max_seconds", max_seconds), ("variant", variant))
         if value is not None}
     role_models = _role_models(role_model)
-    if replay and role_models:
+    if replay and (role_models or preset):
         raise click.UsageError("--replay answers every role from the recording; leave out "
-                               "--role-model")
+                               "--role-model and --preset")
     resolved = None if replay else get_model(model)
+    if preset is not None and resolved is not None:
+        try:
+            role_models = {**preset_models(preset, resolved.name), **role_models}
+        except InvalidRecordError as exc:
+            raise click.UsageError(f"--preset {preset}: {exc}") from None
     run = _Run(database, question, board_path or _default_board_path(), resolved, options,
                resume=resume, replay=replay, quiet=quiet, role_models=role_models, force=force)
     if not quiet:
