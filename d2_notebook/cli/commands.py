@@ -97,11 +97,18 @@ def board() -> None:
               help="Also write each evidence's chart into this folder (E<n>.svg).")
 @click.option("--chart-format", type=click.Choice(["svg", "png"]), default="svg",
               show_default=True, help="File format of --charts.")
+@click.option("--usage", is_flag=True, help="Instead of the tree: the model calls by role "
+              "and turn (calls, tokens, cache-read share, dollars).")
 @friendly_errors
 def board_show(path: Path, hide_redundant: bool, width: int, charts_dir: Path | None,
-               chart_format: str) -> None:
+               chart_format: str, usage: bool) -> None:
     """Print a board's hypotheses, verdicts, evidence and links as a tree."""
     with _open_existing(path) as opened:
+        if usage:
+            from d2_notebook.cli.board_usage import render_usage, usage_breakdown
+
+            click.echo(terminal_safe(render_usage(usage_breakdown(opened))))
+            return
         click.echo(render_tree(opened, width=width, include_redundant=not hide_redundant))
         if charts_dir is not None:
             from d2_notebook.cli.chart_files import ChartFormat, write_chart_files
