@@ -10,6 +10,8 @@ measurements on a shared machine, not timed tests. ``--quick`` shrinks every ben
 - ``calls``: model calls per role of the offline policies, before and after streaming.
 - ``context``: prompt size per call as queries accumulate, D2 collectors vs ``react_sql``.
 - ``sql``: GuardedSQL.run against raw DuckDB on a 10-million-row table.
+- ``latency``: recorded boards replayed under a model latency model: each variant's
+  simulated wall time, sequential depth and calls (:mod:`benchmark.perf_latency`).
 """
 
 from __future__ import annotations
@@ -26,6 +28,7 @@ from typing import Any
 
 import duckdb
 
+from benchmark.perf_latency import bench_latency
 from benchmark.perf_policies import (
     ClaimsPolicy,
     ReactPolicy,
@@ -209,6 +212,7 @@ BENCHMARKS: dict[str, Callable[[bool], Figures]] = {
     "calls": bench_calls,
     "context": bench_context,
     "sql": bench_sql,
+    "latency": bench_latency,
 }
 
 

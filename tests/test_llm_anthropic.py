@@ -112,7 +112,7 @@ async def test_two_step_tool_loop_sends_tool_use_and_tool_result_blocks(allowed:
     assert sent["messages"][2]["content"] == [
         {"type": "tool_result", "tool_use_id": "toolu_1", "content": "1 row", "is_error": False},
         {"type": "tool_result", "tool_use_id": "toolu_2", "content": "board is locked",
-         "is_error": True},
+         "is_error": True, "cache_control": {"type": "ephemeral"}},  # the conversation so far
     ]
     assert "role" not in sent and "agent" not in sent  # labels never reach the provider
 
@@ -130,7 +130,7 @@ async def test_cache_control_marks_system_block_and_last_tool(allowed: None) -> 
     assert sent["tools"][1]["input_schema"] == SQL_TOOL.parameters
     request = ask(UserMessage("q"))
     await model.request(ModelRequest(request.system, request.messages, request.tools,
-                                     cache_prefix=False))
+                                     cache_breakpoints=()))
     assert "cache_control" not in json.dumps(api.bodies[1])
 
 

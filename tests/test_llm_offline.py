@@ -10,6 +10,7 @@ import d2_notebook.llm as llm
 from d2_notebook.errors import ModelConfigError, ScriptExhaustedError
 from d2_notebook.llm import (
     AssistantMessage,
+    CacheBreakpoint,
     Message,
     Model,
     ModelRequest,
@@ -118,7 +119,7 @@ async def test_failed_tool_goes_back_as_an_error_result() -> None:
 def test_requests_and_responses_round_trip_through_json() -> None:
     request = ModelRequest(
         system="sys", tools=[SQL_TOOL], max_tokens=99, role="judge", agent="judge",
-        cache_prefix=False,
+        cache_breakpoints=(CacheBreakpoint.SYSTEM,),
         messages=[UserMessage("q"),
                   AssistantMessage([TextPart("hm"), ToolCallPart("c1", "run_sql", {"sql": "x"})]),
                   ToolResult("c1", "boom", is_error=True)])
@@ -126,6 +127,9 @@ def test_requests_and_responses_round_trip_through_json() -> None:
     response = tool_calls(("a", {"x": 1}), ("b", {}), ids=["i1", "i2"], say="two calls")
     response = ModelResponse(response.parts, "tool_use", TokenUsage(1, 2, 3, 4), "m")
     assert ModelResponse.from_dict(json.loads(json.dumps(response.to_dict()))) == response
+    old_board = {**request.to_dict(), "cache_prefix": False}
+    del old_board["cache_breakpoints"]
+    assert ModelRequest.from_dict(old_board).cache_breakpoints == ()
     assert response.to_dict()["parts"][1] == {
         "type": "tool_call", "id": "i1", "name": "a", "args": {"x": 1}}
 

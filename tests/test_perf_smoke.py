@@ -19,6 +19,7 @@ EXPECTED = {
     "calls": ["calls_now"],
     "context": ["d2_largest", "react_largest", "ratio"],
     "sql": ["sql_worst_ratio", "ratio big result (1%)"],
+    "latency": ["latency_worst_ratio", "hospital full wall_s", "hospital react_sql wall_s"],
 }
 
 

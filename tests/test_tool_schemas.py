@@ -77,12 +77,13 @@ def test_every_refusal_is_stated_in_the_tool_description(ctx: TeamContext) -> No
         "done": ["at least one hypothesis"],
         "abandon": ["has a verdict", "being examined"],
         "carry_on": ["Refused when no hypothesis is open"],
-        "request_hypotheses": ["Refused now", "no calls left"],
+        "request_hypotheses": ["Refused when", "no calls left"],
         "finish": ["Refused while", "no verdict"],
         "record_evidence": ["run_sql or an analysis tool returned", "a column the result"],
         "submit_for_judgement": ["at least one evidence"],
         "give_verdict": ["at least one evidence id", "only evidence linked", "abandoned"],
-        "request_more_evidence": ["Refused now", "no evidence rounds"],
+        "request_more_evidence": ["Refused when", "no evidence rounds"],
+        "refine": ["Refused when refining is not possible", "at least two children"],
         "mark_redundant": ["a verdict cites"],
         "write_report": ["empty", "unverified"],
     }
@@ -91,12 +92,32 @@ def test_every_refusal_is_stated_in_the_tool_description(ctx: TeamContext) -> No
             assert phrase in specs[name].description, f"{name} must say {phrase!r}"
 
 
-def test_descriptions_follow_what_is_possible_now(ctx: TeamContext) -> None:
-    can = _specs(orchestrator_tools(ctx, "o", OrchestratorDecision(), can_ask_for_more=True))
-    assert "it has now" in can["request_hypotheses"].description
-    guided = _specs(hypothesis_tools(ctx, QueryLog(), "h", "hypothesizer", HypothesizerDecision(),
-                                     may_add_none=True))
-    assert "Refused" not in guided["done"].description
+def test_descriptions_do_not_change_with_what_is_possible_now(ctx: TeamContext) -> None:
+    """The specs are part of each role's cached prompt prefix: what is possible now is
+    said in the first message and enforced by the tool, never in the description."""
+    hyp = ctx.board.add_hypothesis("h", investigation_id=ctx.investigation_id)
+    pairs = [
+        (orchestrator_tools(ctx, "o", OrchestratorDecision(), can_ask_for_more=True),
+         orchestrator_tools(ctx, "o", OrchestratorDecision(), can_ask_for_more=False)),
+        (hypothesis_tools(ctx, QueryLog(), "h", "hypothesizer", HypothesizerDecision(),
+                          may_add_none=True),
+         hypothesis_tools(ctx, QueryLog(), "h", "hypothesizer", HypothesizerDecision())),
+        (verdict_tools(ctx, "j", JudgeDecision(), hyp.id, can_send_back=True, can_refine=True),
+         verdict_tools(ctx, "j", JudgeDecision(), hyp.id)),
+    ]
+    for able, unable in pairs:
+        assert [t.spec for t in able] == [t.spec for t in unable]
+
+
+async def test_refine_is_offered_but_refused_when_not_possible(ctx: TeamContext) -> None:
+    hyp = ctx.board.add_hypothesis("h", investigation_id=ctx.investigation_id)
+    tools = verdict_tools(ctx, "j", JudgeDecision(), hyp.id, can_refine=False)
+    result = await Toolset(tools).call(ToolCallPart("c1", "refine", {
+        "status": "inconclusive", "confidence": 0.5, "rationale": "r", "evidence_ids": [],
+        "children": [{"statement": "a"}, {"statement": "b"}]}))
+    assert result.is_error and "refining is not possible" in result.content
+    assert len(ctx.board.list_hypotheses(investigation_id=ctx.investigation_id)) == 1
+    assert ctx.board.list_verdicts() == []
 
 
 async def test_a_collector_can_ask_for_the_chart_of_the_evidence_it_records(

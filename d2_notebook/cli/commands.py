@@ -29,8 +29,9 @@ from d2_notebook.cli.recheck_command import recheck_command
 from d2_notebook.datasets import hospital
 from d2_notebook.detective.investigate import InvestigationResult, investigate
 from d2_notebook.detective.policies.hospital import HospitalWalkthrough
+from d2_notebook.detective.preset import PRESETS, preset_models
 from d2_notebook.detective.variant import VARIANTS, Role
-from d2_notebook.errors import D2Error, ModelConfigError
+from d2_notebook.errors import D2Error, InvalidRecordError, ModelConfigError
 from d2_notebook.llm import Model, get_model
 from d2_notebook.terminal_text import json_terminal_safe, terminal_safe
 
@@ -96,11 +97,18 @@ def board() -> None:
               help="Also write each evidence's chart into this folder (E<n>.svg).")
 @click.option("--chart-format", type=click.Choice(["svg", "png"]), default="svg",
               show_default=True, help="File format of --charts.")
+@click.option("--usage", is_flag=True, help="Instead of the tree: the model calls by role "
+              "and turn (calls, tokens, cache-read share, dollars).")
 @friendly_errors
 def board_show(path: Path, hide_redundant: bool, width: int, charts_dir: Path | None,
-               chart_format: str) -> None:
+               chart_format: str, usage: bool) -> None:
     """Print a board's hypotheses, verdicts, evidence and links as a tree."""
     with _open_existing(path) as opened:
+        if usage:
+            from d2_notebook.cli.board_usage import render_usage, usage_breakdown
+
+            click.echo(terminal_safe(render_usage(usage_breakdown(opened))))
+            return
         click.echo(render_tree(opened, width=width, include_redundant=not hide_redundant))
         from d2_notebook.notebook.static import SCRIPTED_LABEL, board_is_scripted
 
@@ -334,6 +342,9 @@ def _default_board_path() -> Path:
 @click.option("--role-model", "role_model", multiple=True, metavar="ROLE=MODEL",
               help="The model of one role, e.g. collector=anthropic:claude-haiku-4-5 "
               "(repeatable; other roles use --model).")
+@click.option("--preset", type=click.Choice(PRESETS), help="A role-to-model mapping: economy "
+              "puts collectors and the orchestrator on the provider's smaller model "
+              "(--role-model wins over it).")
 @click.option("--resume", is_flag=True, help="Continue the board's interrupted investigation.")
 @click.option("--force", is_flag=True, help="With --resume: take the run over from another "
               "process whose lease is still fresh (only when that process is gone).")
@@ -345,8 +356,8 @@ def investigate_command(source: str, question: str | None, board_path: Path | No
                         model: str | None, collectors: int | None, max_depth: int | None,
                         budget_usd: float | None, max_calls: int | None,
                         max_seconds: float | None, variant: str | None,
-                        role_model: tuple[str, ...], resume: bool, force: bool,
-                        replay: Path | None, quiet: bool) -> None:
+                        role_model: tuple[str, ...], preset: str | None, resume: bool,
+                        force: bool, replay: Path | None, quiet: bool) -> None:
     """Investigate QUESTION over SOURCE with the agent team.
 
     SOURCE is a DuckDB file (opened read-only) or a SQLAlchemy URL such as
@@ -376,10 +387,15 @@ def investigate_command(source: str, question: str | None, board_path: Path | No
         ("max_calls", max_calls), ("max_seconds", max_seconds), ("variant", variant))
         if value is not None}
     role_models = _role_models(role_model)
-    if replay and role_models:
+    if replay and (role_models or preset):
         raise click.UsageError("--replay answers every role from the recording; leave out "
-                               "--role-model")
+                               "--role-model and --preset")
     resolved = None if replay else get_model(model)
+    if preset is not None and resolved is not None:
+        try:
+            role_models = {**preset_models(preset, resolved.name), **role_models}
+        except InvalidRecordError as exc:
+            raise click.UsageError(f"--preset {preset}: {exc}") from None
     run = _Run(database, question, board_path or _default_board_path(), resolved, options,
                resume=resume, replay=replay, quiet=quiet, role_models=role_models, force=force)
     if not quiet:

@@ -80,15 +80,23 @@ def effect_refusal(board: Board, hypothesis: Hypothesis, args: dict[str, Any], *
                 "heterogeneity check across the candidate dimensions first. Send it back "
                 "(request_more_evidence) for a compare_within of the exposure, or state "
                 "no_check_reason: why no such check applies")
-    addressed = _addressed(board, hypothesis)
-    flagged = [(e.id, d) for e in checks for d in heterogeneity_dimensions(e)
-               if d not in addressed]
+    flagged = new_heterogeneity(board, hypothesis)
     if flagged and can_refine:
         named = "; ".join(f"{e}: {d}" for e, d in flagged)
         return (f"the heterogeneity check flagged HETEROGENEITY ({named}): the effect "
                 "differs between strata, so refine into subgroup hypotheses along that "
                 "dimension instead of one verdict for all")
     return None
+
+
+def new_heterogeneity(board: Board, hypothesis: Hypothesis) -> list[tuple[str, str]]:
+    """``(evidence id, dimension)`` for each heterogeneity a check linked to
+    ``hypothesis`` flagged on a dimension it does not already split by (one flagged for
+    an ancestor it refines, or named in its statement): the material differences a
+    refinement of it would split by."""
+    addressed = _addressed(board, hypothesis)
+    return [(e.id, d) for e in _linked(board, hypothesis.id) if is_heterogeneity_check(e)
+            for d in heterogeneity_dimensions(e) if d not in addressed]
 
 
 def _linked(board: Board, hypothesis_id: str) -> list[Evidence]:

@@ -1,8 +1,9 @@
 """Evidence for the roles that weigh it without querying (judges, the reporter).
 
-:func:`evidence_details` renders the SQL and stored rows of some evidence within a
-token budget, and never leaves a piece out: when the evidence does not fit, the
-largest pieces are told in less detail (whole rows → a summary → a brief summary →
+:func:`evidence_details` renders the origin (its analysis-tool call, else its SQL) and
+stored rows of some evidence within a token budget, and never leaves a piece out: when
+the evidence does not fit, the largest pieces are told in less detail (whole rows → a
+summary → a brief summary →
 the statistics and the claim rows), one step at a time, until it fits or every piece
 is at its shortest. Read from the board, never re-queried.
 """
@@ -15,7 +16,7 @@ from functools import cached_property
 
 import pandas as pd
 
-from d2_notebook.board import Board, Evidence
+from d2_notebook.board import Board, Evidence, ToolCall
 from d2_notebook.detective.result_summary import claim_rows, column_statistics, render_rows
 from d2_notebook.llm import estimate_tokens
 
@@ -91,6 +92,7 @@ class _Piece:
     frame: pd.DataFrame
     stances: tuple[str, ...]
     claims: tuple[str, ...]
+    call: ToolCall | None
 
     @classmethod
     def of(cls, board: Board, evidence_id: str, focus: str | None = None) -> _Piece:
@@ -105,7 +107,7 @@ class _Piece:
                    and (focus is None or v.hypothesis_id == focus)]
         return cls(item, board.evidence_frame(evidence_id),
                    tuple(f"{link.stance.value} {link.hypothesis_id}" for link in links),
-                   tuple(claims))
+                   tuple(claims), board.tool_call_of(evidence_id))
 
     @property
     def best_detail(self) -> Detail:
@@ -115,10 +117,14 @@ class _Piece:
         item = self.item
         bears = f" ({', '.join(self.stances)})" if self.stances else ""
         shape = _SHAPES.get(detail)
-        sql = " ".join(item.sql.split())
-        if shape is not None and shape.sql_chars is not None:
-            sql = cut_at_word(sql, shape.sql_chars)
-        lines = [f"[{item.id}] {' '.join(item.description.split())}{bears}", f"SQL: {sql}"]
+        if self.call is not None:  # its generated SQL says nothing the call does not
+            origin = f"From {call_text(self.call)}"
+        else:
+            sql = " ".join(item.sql.split())
+            if shape is not None and shape.sql_chars is not None:
+                sql = cut_at_word(sql, shape.sql_chars)
+            origin = f"SQL: {sql}"
+        lines = [f"[{item.id}] {' '.join(item.description.split())}{bears}", origin]
         size = (f"{item.row_count:,} row{'s' if item.row_count != 1 else ''} x "
                 f"{len(self.frame.columns)} columns")
         stored = len(self.frame)
@@ -163,6 +169,24 @@ class _Piece:
 def _span(positions: list[int]) -> str:
     first, last = positions[0] + 1, positions[-1] + 1
     return f"row {first}" if first == last else f"rows {first}-{last}"
+
+
+def call_text(call: ToolCall) -> str:
+    """An analysis-tool call as one line: ``segment_scan(table=visits, outcome=died)``."""
+    args = ", ".join(f"{k}={_arg(v)}" for k, v in call.args.items())
+    return f"{call.tool}({args})"
+
+
+def _arg(value: object) -> str:
+    if isinstance(value, list | tuple):
+        return "[" + ", ".join(_arg(v) for v in value) + "]"
+    return cut_at_word(str(value), 80)
+
+
+def evidence_source(board: Board, item: Evidence) -> str:
+    """Where an evidence came from, in a few words: its analysis-tool call, else "SQL"."""
+    call = board.tool_call_of(item.id)
+    return f"from {call_text(call)}" if call is not None else "from SQL"
 
 
 def cut_at_word(text: str, limit: int) -> str:

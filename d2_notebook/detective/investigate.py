@@ -34,6 +34,7 @@ from d2_notebook.detective.claim_check import ClaimCheck, check_report
 from d2_notebook.detective.context import TeamContext
 from d2_notebook.detective.coverage_view import NO_CANDIDATES, read_candidates
 from d2_notebook.detective.loop import LOOP_ACTOR, ControlLoop, RunOutcome
+from d2_notebook.detective.preset import Preset, preset_models
 from d2_notebook.detective.resume import (
     investigation_to_resume,
     resume_investigation,
@@ -43,7 +44,15 @@ from d2_notebook.detective.sequencer import WriteSequencer
 from d2_notebook.detective.settings import InvestigationSettings, check_role_names
 from d2_notebook.detective.variant import Shape
 from d2_notebook.errors import BoardError, D2Error, InvalidRecordError, ReplayDivergenceError
-from d2_notebook.llm import Budget, Ledger, Model, RecordingModel, Usage, get_model
+from d2_notebook.llm import (
+    Budget,
+    Ledger,
+    Model,
+    RecordingModel,
+    Usage,
+    default_model_name,
+    get_model,
+)
 from d2_notebook.llm.replay import ReplayModel
 from d2_notebook.safe_markdown import safe_markdown
 
@@ -107,6 +116,7 @@ async def investigate(
     resume: bool = False,
     replay: Board | str | os.PathLike[str] | None = None,
     models: Mapping[str, Model | str] | None = None,
+    preset: Preset | str | None = None,
     force: bool = False,
     **options: Any,
 ) -> InvestigationResult:
@@ -136,6 +146,9 @@ async def investigate(
             Names are stored with the settings, so a resumed run uses them again
             (models passed as objects must be passed again); a replay answers every
             role from the recording.
+        preset: a role → model mapping by name (:mod:`~d2_notebook.detective.preset`):
+            ``"economy"`` puts collectors and the orchestrator on the default model's
+            smaller sibling (e.g. ``anthropic:claude-haiku-4-5``); ``models`` win over it.
         resume: continue the board's last unfinished investigation.
         replay: a board recorded earlier: re-run its investigation with its recorded
             model responses (no API access), executing every query again.
@@ -174,6 +187,13 @@ async def investigate(
             model = ReplayModel(recorded, source.id, ordered=True)
             models = None
         # Everything that can fail on bad input fails before the board is touched.
+        if preset is not None:
+            if recorded is not None:
+                raise InvalidRecordError("a replay answers every role from its recording; "
+                                         "leave out the preset")
+            default = model if isinstance(model, str) else (
+                model.name if model is not None else default_model_name())
+            models = {**preset_models(preset, default), **(models or {})}
         given = check_role_names(dict(models or {}))
         objects = {role: m for role, m in given.items() if not isinstance(m, str)}
         named = {role: m for role, m in given.items() if isinstance(m, str)}

@@ -4,7 +4,9 @@ examining them, at most ``slots`` at once.
 A hypothesis is offered the moment it is on the board (the hypothesizer's as each
 is added, a judge's refinements as the judge refines); it starts at once if a slot
 is free, else waits. A branch that refined its hypothesis hands its slot to its
-first child; otherwise deeper generations go first, then first come, first served.
+first child unless shallower work waits; otherwise the queue follows
+:func:`~d2_notebook.detective.refinement.queue_rank` (refinements first, refinements
+of refinements after every top-level hypothesis), then first come, first served.
 
 Replay needs every decision of the queue to fall at the same point of the board's
 write order. So nothing here awaits: offering, starting a branch (its start is
@@ -25,6 +27,7 @@ import heapq
 import itertools
 from collections.abc import Awaitable, Callable
 
+from d2_notebook.detective.refinement import queue_rank
 from d2_notebook.errors import BudgetExceededError, D2Error
 
 Branch = Callable[[str], Awaitable[None]]
@@ -76,7 +79,7 @@ class BranchScheduler:
             return
         self._queued.add(hypothesis_id)
         self._parent[hypothesis_id] = parent_id
-        heapq.heappush(self._queue, (-generation, next(self._order), hypothesis_id))
+        heapq.heappush(self._queue, (queue_rank(generation), next(self._order), hypothesis_id))
         fault = self._fill()
         if fault is not None:
             raise fault
@@ -119,7 +122,8 @@ class BranchScheduler:
         """The next entry: the first queued child of ``freed_by`` if there is one
         (a refinement continues in its parent's slot), else the queue's head."""
         children = [entry for entry in self._queue if freed_by is not None
-                    and self._parent.get(entry[2]) == freed_by]
+                    and self._parent.get(entry[2]) == freed_by
+                    and entry[0] <= self._queue[0][0]]  # never ahead of a shallower one
         entry = min(children) if children else self._queue[0]
         self._queue.remove(entry)
         heapq.heapify(self._queue)

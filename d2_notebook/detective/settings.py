@@ -23,6 +23,13 @@ without a known price (offline, replay, unpriced self-hosted ones) cost $0 and n
 reach it."""
 
 
+DEFAULT_MAX_REFINEMENTS = 4
+"""Refinements (a judge splitting a hypothesis into subgroups) one investigation makes
+at most unless told otherwise: enough for the differences that matter to the question,
+not a cascade down to single suppliers. Every refinement not made is listed in the
+report."""
+
+
 @dataclass(frozen=True)
 class InvestigationSettings:
     """How an investigation runs.
@@ -32,6 +39,9 @@ class InvestigationSettings:
         max_depth: generations of hypotheses at most: a hypothesis the hypothesizer
             adds is generation 1, a refinement of it generation 2, and so on; a judge
             may refine only below this depth.
+        max_refinements: refinements the whole investigation makes at most
+            (:data:`DEFAULT_MAX_REFINEMENTS`); a judge whose turn starts once they are
+            made cannot refine, and the report lists what was not refined.
         max_steps: model calls one agent may make in one turn (tool-call iterations).
         max_steps_alone: model calls of the single-agent variants (``react_sql``,
             ``single_agent_board``), which do every job in one turn: a fair baseline
@@ -56,6 +66,7 @@ class InvestigationSettings:
 
     collectors: int = 4
     max_depth: int = 4
+    max_refinements: int = DEFAULT_MAX_REFINEMENTS
     max_steps: int = 12
     max_steps_alone: int = 80
     max_evidence_returns: int = 1
@@ -79,6 +90,9 @@ class InvestigationSettings:
                      "max_hypothesizer_calls", "preview_rows"):
             if getattr(self, name) < 1:
                 raise InvalidRecordError(f"{name} must be at least 1, got {getattr(self, name)}")
+        if self.max_refinements < 0:
+            raise InvalidRecordError(f"max_refinements must be at least 0, got "
+                                     f"{self.max_refinements}; 0 turns refinement off")
         if self.context_window_tokens is not None and self.context_window_tokens < 1_000:
             raise InvalidRecordError(
                 f"context_window_tokens must be at least 1000, got {self.context_window_tokens}; "

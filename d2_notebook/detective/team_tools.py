@@ -96,8 +96,8 @@ def hypothesis_tools(ctx: TeamContext, log: QueryLog, agent: str, role: str,
                             "[\"Q2\"]"}},
              add_hypothesis, required=["statement", "rationale"], writes_board=True),
         tool("done", "Finish once every candidate the data supports is on the board. Ends "
-             "your turn." + ("" if may_add_none else " Refused until you have added at "
-                             "least one hypothesis."),
+             "your turn. Refused until you have added at least one hypothesis, unless the "
+             "orchestrator asked for more (the board may already cover everything).",
              {"summary": _STRING}, done, ends_turn=True),
     ]
 
@@ -180,10 +180,8 @@ def orchestrator_tools(ctx: TeamContext, agent: str, decision: OrchestratorDecis
              "has a verdict or is already being examined.",
              {"hypothesis_id": _STRING, "reason": _STRING}, abandon, writes_board=True),
         tool("request_hypotheses", "Ask the hypothesizer for more hypotheses, with concrete "
-             "guidance on what is missing. Ends your turn. " + (
-                 "Possible while the hypothesizer has calls left (it has now)."
-                 if can_ask_for_more else
-                 "Refused now: the hypothesizer has no calls left; carry on or finish."),
+             "guidance on what is missing. Ends your turn. Refused when the hypothesizer "
+             "has no calls left (your first message says whether it has).",
              {"guidance": _STRING}, request_hypotheses, ends_turn=True),
         tool("carry_on", "Let the investigation go on with the open hypotheses (their "
              "collection starts by itself). Ends your turn. Refused when no hypothesis is "
@@ -307,8 +305,11 @@ _VERDICT_PROPERTIES: dict[str, Any] = {
 def verdict_tools(ctx: TeamContext, agent: str, decision: JudgeDecision | CollectorDecision,
                   hypothesis_id: str | None, *, can_send_back: bool = False,
                   can_refine: bool = False, verdict_ends_turn: bool = True) -> list[Tool]:
-    """``give_verdict``, and for one hypothesis ``request_more_evidence`` and (when
-    ``can_refine``: below the depth limit) ``refine``.
+    """``give_verdict``, and for a judge of one hypothesis ``request_more_evidence`` and
+    ``refine`` (refused unless ``can_refine``).
+
+    The specs do not depend on ``can_send_back`` or ``can_refine`` (the first message
+    says which is possible), so every judge's prompt prefix is byte-identical and cached.
 
     Refined children are announced to the loop at once (``ctx.on_new_hypothesis``),
     so they are examined while their siblings' work goes on.
@@ -356,6 +357,9 @@ def verdict_tools(ctx: TeamContext, agent: str, decision: JudgeDecision | Collec
         return "sent back to the collector with your hints"
 
     async def refine(args: dict[str, Any]) -> str:
+        if not can_refine:
+            raise ToolError("refining is not possible for this hypothesis (your first message "
+                            "says why); give a verdict instead")
         children = args["children"]
         if len(children) < 2:
             raise ToolError("refine into at least two subgroup hypotheses")
@@ -391,18 +395,18 @@ def verdict_tools(ctx: TeamContext, agent: str, decision: JudgeDecision | Collec
     if hypothesis_id is not None and isinstance(decision, JudgeDecision):
         tools.append(tool(
             "request_more_evidence", "Send the hypothesis back for more evidence with concrete "
-            "hints. Ends your turn. " + ("Possible now (your first message says so)."
-                                         if can_send_back else "Refused now: no evidence "
-                                         "rounds are left; give a verdict or refine."),
+            "hints. Ends your turn. Refused when no evidence rounds are left (your first "
+            "message says whether sending back is possible).",
             {"hints": _STRING}, request_more, ends_turn=True))
-    if hypothesis_id is not None and can_refine:
+    if hypothesis_id is not None and isinstance(decision, JudgeDecision):
         child = {"type": "object", "required": ["statement"],
                  "properties": {"statement": {"type": "string", "minLength": 1,
                                               "description": "one testable sentence"},
                                 "rationale": _STRING}}
         tools.append(tool(
             "refine", "Give a verdict AND split the hypothesis into refined subgroup "
-            "hypotheses, examined next. Ends your turn. Needs at least two children, "
+            "hypotheses, examined next. Ends your turn. Refused when refining is not "
+            "possible (your first message says whether it is). Needs at least two children, "
             f"each with a non-empty statement. {rules} The expected outcome when a "
             "compare_within check flagged HETEROGENEITY: one child per flagged stratum.",
             {**properties, "children": {"type": "array", "items": child, "minItems": 2,

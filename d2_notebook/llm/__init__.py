@@ -19,7 +19,9 @@ from d2_notebook.llm.context_window import (
     set_context_window,
 )
 from d2_notebook.llm.messages import (
+    STABLE_FIRST,
     AssistantMessage,
+    CacheBreakpoint,
     Message,
     ModelRequest,
     ModelResponse,
@@ -65,9 +67,11 @@ __all__ = [
     "ALLOW_MODEL_REQUESTS",
     "CONTEXT_WINDOWS",
     "PRICES",
+    "STABLE_FIRST",
     "AssistantMessage",
     "Budget",
     "BudgetedModel",
+    "CacheBreakpoint",
     "ConcurrencyLimit",
     "ContextWindowTable",
     "Cost",

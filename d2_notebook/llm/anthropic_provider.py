@@ -1,8 +1,10 @@
 """The Anthropic provider: :class:`ModelRequest` to the Messages API and back.
 
 Reads ``ANTHROPIC_API_KEY`` (or ``ANTHROPIC_AUTH_TOKEN``) and ``ANTHROPIC_BASE_URL``,
-so it talks to any server speaking the Messages API. Prompt caching marks the stable
-prefix — the system block and the last tool spec — with ``cache_control``. Retries
+so it talks to any server speaking the Messages API. Prompt caching puts
+``cache_control`` where the request's :class:`CacheBreakpoint` s say: the last tool spec,
+the system block (the API orders tools, then system, then messages, so this ends the
+role's stable prefix) and the last block of the conversation so far. Retries
 are ours (the SDK's are off); errors become :mod:`d2_notebook.errors` with a fix.
 """
 
@@ -18,6 +20,7 @@ from d2_notebook.errors import ModelAPIError, ModelConfigError
 from d2_notebook.llm import settings
 from d2_notebook.llm.messages import (
     AssistantMessage,
+    CacheBreakpoint,
     ModelRequest,
     ModelResponse,
     Part,
@@ -117,16 +120,21 @@ def to_anthropic_params(request: ModelRequest, model_id: str) -> dict[str, Any]:
     """Keyword arguments for ``messages.create`` (``role``/``agent`` are not sent).
 
     Consecutive user-side messages (tool results, user text) merge into one user turn
-    with tool results first, as the Messages API requires.
+    with tool results first, as the Messages API requires. Each of the request's cache
+    breakpoints becomes a ``cache_control`` marker (at most three of the API's four).
     """
+    breakpoints = set(request.cache_breakpoints)
+    messages = _to_anthropic_messages(request)
+    if CacheBreakpoint.CONVERSATION in breakpoints and messages and messages[-1]["content"]:
+        messages[-1]["content"][-1]["cache_control"] = CACHE_CONTROL
     params: dict[str, Any] = {
         "model": model_id,
         "max_tokens": request.max_tokens,
-        "messages": _to_anthropic_messages(request),
+        "messages": messages,
     }
     if request.system:
         block: dict[str, Any] = {"type": "text", "text": request.system}
-        if request.cache_prefix:
+        if CacheBreakpoint.SYSTEM in breakpoints:
             block["cache_control"] = CACHE_CONTROL
         params["system"] = [block]
     if request.tools:
@@ -134,7 +142,7 @@ def to_anthropic_params(request: ModelRequest, model_id: str) -> dict[str, Any]:
             {"name": t.name, "description": t.description, "input_schema": t.parameters}
             for t in request.tools
         ]
-        if request.cache_prefix:
+        if CacheBreakpoint.TOOLS in breakpoints:
             tools[-1]["cache_control"] = CACHE_CONTROL
         params["tools"] = tools
     return params

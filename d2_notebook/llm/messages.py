@@ -18,6 +18,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from enum import StrEnum
 from typing import Any, Literal
 
 from d2_notebook.errors import ModelError
@@ -161,6 +162,37 @@ class ToolSpec:
         return cls(str(data["name"]), str(data["description"]), dict(data["parameters"]))
 
 
+# --- prompt caching --------------------------------------------------------------------
+
+
+class CacheBreakpoint(StrEnum):
+    """Where a provider that caches prompts ends a cached prefix.
+
+    A request is laid out stable-first: tool specs, then the system instructions (the
+    role's rules, the schema and its join graph), then the conversation. Each
+    breakpoint asks the provider to cache everything up to and including that point,
+    so a later request starting with the same bytes reads it back instead of paying
+    for it again. Providers that cache on their own (OpenAI) ignore breakpoints.
+    """
+
+    TOOLS = "tools"
+    """After the last tool spec."""
+    SYSTEM = "system"
+    """After the system instructions: the stable prefix every agent of a role shares."""
+    CONVERSATION = "conversation"
+    """After the last message so far: the next step of the same turn reads it back."""
+
+
+STABLE_FIRST: tuple[CacheBreakpoint, ...] = tuple(CacheBreakpoint)
+"""Every breakpoint: the role's stable prefix and the turn's conversation so far."""
+
+
+def _breakpoints_from(data: Mapping[str, Any]) -> tuple[CacheBreakpoint, ...]:
+    if "cache_breakpoints" in data:
+        return tuple(CacheBreakpoint(b) for b in data["cache_breakpoints"])
+    return STABLE_FIRST if data.get("cache_prefix", True) else ()  # boards before breakpoints
+
+
 # --- request and response -----------------------------------------------------------
 
 
@@ -169,8 +201,8 @@ class ModelRequest:
     """One request to a model.
 
     ``role`` and ``agent`` label the call for recording, replay and scripting; they are
-    never sent to a provider. ``cache_prefix`` asks providers that support prompt
-    caching to cache the stable prefix (system instructions and tool specs).
+    never sent to a provider. ``cache_breakpoints`` say where providers that support
+    prompt caching end a cached prefix (none: nothing is cached).
     """
 
     system: str
@@ -179,7 +211,7 @@ class ModelRequest:
     max_tokens: int = 4096
     role: str = ""
     agent: str = ""
-    cache_prefix: bool = True
+    cache_breakpoints: tuple[CacheBreakpoint, ...] = STABLE_FIRST
 
     def to_dict(self) -> dict[str, Any]:
         """Plain-JSON form, as recorded on the board."""
@@ -190,7 +222,7 @@ class ModelRequest:
             "max_tokens": self.max_tokens,
             "role": self.role,
             "agent": self.agent,
-            "cache_prefix": self.cache_prefix,
+            "cache_breakpoints": [b.value for b in self.cache_breakpoints],
         }
 
     @classmethod
@@ -203,7 +235,7 @@ class ModelRequest:
             max_tokens=int(data.get("max_tokens", 4096)),
             role=str(data.get("role", "")),
             agent=str(data.get("agent", "")),
-            cache_prefix=bool(data.get("cache_prefix", True)),
+            cache_breakpoints=_breakpoints_from(data),
         )
 
 

@@ -3,7 +3,7 @@
 Matching: the recorded calls are grouped by agent, in the order they were made. The
 *n*-th request of agent A is answered by A's *n*-th recorded call, after checking
 that its ``system``, ``tools`` and ``messages`` equal the recorded ones (``role``,
-``max_tokens`` and ``cache_prefix`` are not compared). Agents may interleave in any
+``max_tokens`` and ``cache_breakpoints`` are not compared). Agents may interleave in any
 order — only each agent's own order matters.
 
 With ``ordered=True`` the recorded calls are also answered in their *global*

@@ -22,6 +22,7 @@ from traitlets import Bool, Dict, Float, Int, Unicode
 from d2_notebook.board import Board
 from d2_notebook.data import open_source
 from d2_notebook.detective import VARIANTS, investigate
+from d2_notebook.detective.preset import PRESETS
 from d2_notebook.errors import D2Error, NotFoundError
 from d2_notebook.notebook import human
 from d2_notebook.notebook.arguments import (
@@ -74,6 +75,8 @@ class Investigate(Magics):
     @argument("--max-calls", type=int, help="Model calls at most.")
     @argument("--max-seconds", type=float, help="Wall-time budget.")
     @argument("--variant", choices=VARIANTS, help="Team configuration (ablations).")
+    @argument("--preset", choices=PRESETS, help="Role-to-model mapping: economy puts "
+              "collectors and the orchestrator on the provider's smaller model.")
     @argument("--resume", action="store_true", help="Continue the board's unfinished run.")
     @argument("--force", action="store_true", help="With --resume: take over a run whose "
               "process is gone but whose lease is still fresh.")
@@ -114,7 +117,8 @@ class Investigate(Magics):
         self.last_board, self.last_view = board, view
         role_models = None if replay else (dict(self.role_models) or None)
         coro = investigate(database, question, board=board, model=model, models=role_models,
-                           resume=args.resume, replay=replay, force=args.force, **options)
+                           preset=args.preset, resume=args.resume, replay=replay,
+                           force=args.force, **options)
         follow = view.widget.follow if self.widget else None
         # --out binds the result; in the background it binds the run handle at once
         # (its .wait() and .result give the result), so the next cell can use it.

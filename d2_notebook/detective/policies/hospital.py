@@ -145,7 +145,7 @@ class HospitalWalkthrough(TeamPolicy):
             return [("request_more_evidence", {"hints": "compare within severity strata: "
                                                "the drug may be given to milder cases"})]
         verdict = self._verdict([e for _, e in evidence], [s for s, _ in evidence])
-        may_refine = any(spec.name == "refine" for spec in turn.request.tools)
+        may_refine = "Refining it is possible." in turn.first_message
         if "depends on comorbidities" in statement and may_refine:
             return [("refine", {**verdict, "children": [
                 {"statement": "Virexa helps older patients with asthma",

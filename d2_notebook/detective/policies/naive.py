@@ -211,7 +211,7 @@ class NaivePolicy(TeamPolicy):
         ids = [e for _, e in evidence]
         text = turn.first_message
         flag = _HETEROGENEITY.search(text)
-        may_refine = any(spec.name == "refine" for spec in turn.request.tools)
+        may_refine = "Refining it is possible." in turn.first_message
         claim = _claim(turn)
         base = {"confidence": 0.7, "evidence_ids": ids}
         if flag is not None and may_refine and claim is not None and claim[3] is None:

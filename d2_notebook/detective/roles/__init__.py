@@ -31,6 +31,8 @@ from d2_notebook.detective.decisions import (
 from d2_notebook.detective.digest import board_digest
 from d2_notebook.detective.evidence_view import evidence_details
 from d2_notebook.detective.prompt_budget import evidence_budget
+from d2_notebook.detective.refinement import refine_gate, unmade_refinements
+from d2_notebook.detective.reporter_brief import reporter_brief
 from d2_notebook.detective.sql_tools import sql_tools
 from d2_notebook.detective.team_tools import (
     abandon_tool,
@@ -53,8 +55,9 @@ def instructions(name: str) -> str:
 
 
 def system_prompt(ctx: TeamContext, role_file: str) -> str:
-    """Shared rules, the role's instructions and the schema: identical for every agent of
-    a role within an investigation, so providers can cache it."""
+    """Shared rules, the role's instructions and the schema with its join graph: identical
+    for every agent and every turn of a role within an investigation (what changes goes
+    in the first message), so providers cache it with the role's tool specs."""
     return "\n\n".join([
         instructions("shared").format(question=ctx.question),
         instructions(role_file),
@@ -87,13 +90,11 @@ def _digest(ctx: TeamContext, focus: str | None = None) -> str:
                         coverage=coverage)
 
 
-def _pick(ctx: TeamContext, role: Role, built: Iterable[Tool],
-          left_out: Iterable[str] = ()) -> list[Tool]:
-    """The tools the variant names for ``role``, in its order, from those ``built``;
-    names in ``left_out`` are deliberately not offered in this turn."""
+def _pick(ctx: TeamContext, role: Role, built: Iterable[Tool]) -> list[Tool]:
+    """The tools the variant names for ``role``, in its order, from those ``built``
+    (the same specs in every turn of the role, so its prompt prefix is cached)."""
     by_name = {t.name: t for t in built}
-    skipped = set(left_out)
-    names = [n for n in ctx.settings.variant.tools_of(role) if n not in skipped]
+    names = list(ctx.settings.variant.tools_of(role))
     missing = [n for n in names if n not in by_name]
     if missing:
         raise ValueError(f"variant {ctx.settings.variant.name!r} gives {role.value} tools "
@@ -130,7 +131,9 @@ async def orchestrate(ctx: TeamContext, *, new: list[str], can_ask_for_more: boo
     """Steer from the board digest alone: triage the ``new`` hypotheses, or (when
     ``new`` is empty, every hypothesis being settled) decide whether to end."""
     decision = OrchestratorDecision()
-    first = f"THE BOARD NOW:\n{_digest(ctx)}\n\n{_steering_request(new)}"
+    hypothesizer = ("The hypothesizer has calls left." if can_ask_for_more else
+                    "The hypothesizer has no calls left: carry on or finish.")
+    first = f"THE BOARD NOW:\n{_digest(ctx)}\n\n{_steering_request(new)} {hypothesizer}"
     built = orchestrator_tools(ctx, agent, decision, can_ask_for_more=can_ask_for_more)
     await _turn(ctx, role="orchestrator", agent=agent, role_file="orchestrator", first=first,
                 tools=_pick(ctx, Role.ORCHESTRATOR, built))
@@ -191,16 +194,20 @@ async def judge(ctx: TeamContext, hypothesis_id: str, *, can_send_back: bool,
     agent = f"judge-{hypothesis_id}"
     decision = JudgeDecision()
     send_back = "possible" if can_send_back else "no longer possible"
-    statement = ctx.board.get_hypothesis(hypothesis_id).statement
+    hypothesis = ctx.board.get_hypothesis(hypothesis_id)
+    gate = refine_gate(ctx.board, hypothesis, ctx.settings, depth_allows=can_refine)
+    refining = "possible" if gate.possible else f"not possible: {gate.why_not}"
+    statement = hypothesis.statement
     first = (f"HYPOTHESIS TO JUDGE: {hypothesis_id}: {statement}\n"
-             f"Sending it back for more evidence is {send_back}."
+             f"Sending it back for more evidence is {send_back}. "
+             f"Refining it is {refining}."
              f"\n\nTHE BOARD NOW:\n{_digest(ctx, hypothesis_id)}")
     if summary:
         first += f"\n\nTHE COLLECTOR'S SUMMARY: {summary}"
     linked = [link.evidence_id for link in ctx.board.list_links(hypothesis_id=hypothesis_id)]
     built = verdict_tools(ctx, agent, decision, hypothesis_id, can_send_back=can_send_back,
-                          can_refine=can_refine)
-    tools = _pick(ctx, Role.JUDGE, built, left_out=() if can_refine else ("refine",))
+                          can_refine=gate.possible)
+    tools = _pick(ctx, Role.JUDGE, built)
     if linked:
         budget = evidence_budget(ctx, system=system_prompt(ctx, "judge"), tools=tools,
                                  first_message=first, max_output_tokens=4096)
@@ -212,22 +219,25 @@ async def judge(ctx: TeamContext, hypothesis_id: str, *, can_send_back: bool,
 
 async def write_report(ctx: TeamContext, *, unexamined_note: str,
                        agent: str = "reporter") -> ReportDecision:
-    """Mark redundant evidence and write the report."""
+    """Mark redundant evidence and write the report, from the
+    :func:`~d2_notebook.detective.reporter_brief.reporter_brief` of the board."""
     decision = ReportDecision()
-    first = f"THE BOARD NOW:\n{_digest(ctx)}"
-    cited = list(dict.fromkeys(e for v in ctx.board.list_verdicts()
-                               if v.investigation_id == ctx.investigation_id
-                               for e in v.evidence_ids))
+    coverage = board_coverage(ctx.board, ctx.candidates, ctx.investigation_id)
+    first = await asyncio.to_thread(reporter_brief, ctx.board, ctx.investigation_id,
+                                    coverage=coverage)
     if unexamined_note:
         first += f"\n\nLEFT UNEXAMINED: {unexamined_note}"
+    not_refined = [u.line() for u in unmade_refinements(ctx.board, ctx.investigation_id,
+                                                         ctx.settings)]
+    if not_refined:
+        first += "\n\nNOT REFINED:\n" + "\n".join(not_refined)
     tools = _pick(ctx, Role.REPORTER, reporter_tools(ctx, agent, decision))
-    if cited:
-        budget = evidence_budget(ctx, system=system_prompt(ctx, "reporter"), tools=tools,
-                                 first_message=first, max_output_tokens=8192)
-        first += ("\n\nTHE EVIDENCE THE VERDICTS CITE (every piece; large results "
-                  "summarised):\n" + await _evidence(ctx, cited, budget))
     await _turn(ctx, role="reporter", agent=agent, role_file="reporter", first=first,
                 tools=tools, max_tokens=8192)
+    missing = [line for line in not_refined if decision.report and line not in decision.report]
+    if missing:  # the report lists every refinement the team did not make
+        decision.report = f"{decision.report}\n\n## Not refined\n\n" + "\n".join(
+            f"- {line}" for line in missing)
     return decision
 
 

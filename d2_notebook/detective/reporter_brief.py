@@ -1,0 +1,155 @@
+"""What the reporter reads: verdicts whole, the rows that establish each fact, nothing else.
+
+The reporter writes from the board without querying, so its one prompt must carry every
+fact it may cite — and nothing it will not use. :func:`reporter_brief` gives it:
+
+- every hypothesis with its status, its whole verdict rationale (never cut) and the
+  evidence the verdict cites, or why it was abandoned;
+- every cited evidence: what it is (its analysis-tool call, not the generated SQL) and
+  the rows that carry the readings made of it;
+- every other (exploration) result, as compact: what it is and the few rows that
+  establish what was read from it, so a fact found while exploring can be cited too;
+- the board-wide coverage lines (untouched and dismissed dimensions), once.
+
+No column statistics, no per-hypothesis dimension lists, no head and tail rows. The
+whole brief stays within :data:`REPORTER_BRIEF_TOKENS` (about 8% of a 200 K window;
+the reporter's prompt used to be budgeted against the whole window): when it does not
+fit, the exploration results and the cited evidence lose rows by turns, the cited
+evidence never below the :data:`MIN_CITED_ROWS` rows that carry its readings most.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import pandas as pd
+
+from d2_notebook.board import Board, Evidence, Hypothesis
+from d2_notebook.detective.coverage_view import BoardCoverage
+from d2_notebook.detective.evidence_view import evidence_source
+from d2_notebook.detective.result_summary import claim_rows, render_rows
+from d2_notebook.llm import estimate_tokens
+
+REPORTER_BRIEF_TOKENS = 16_000
+"""The most (estimated) tokens the reporter's first message may take. Today's models
+have windows of 200 K tokens; a report needs the verdicts and the rows behind them,
+not every stored row, so the brief is held to a small fraction of that."""
+CITED_ROWS = 10
+"""Rows shown per cited evidence when the budget allows (a result this small: whole)."""
+EXPLORATION_ROWS = 4
+"""Rows shown per exploration result when the budget allows."""
+MIN_CITED_ROWS = 2
+"""The rows carrying a cited evidence's readings that the brief always shows."""
+
+
+_SHRINK_STEPS = [(CITED_ROWS, EXPLORATION_ROWS), (CITED_ROWS, 2), (6, 2), (6, 1), (3, 1),
+                 (MIN_CITED_ROWS, 1), (MIN_CITED_ROWS, 0)]
+"""(rows per cited evidence, rows per exploration result), most first."""
+
+
+@dataclass(frozen=True, eq=False)
+class _Result:
+    """One evidence as the reporter sees it; ``rows`` are the rows it may show, those
+    that carry its readings first (strongest first), then the others in order."""
+
+    item: Evidence
+    frame: pd.DataFrame
+    source: str
+    rows: list[int]
+
+    def render(self, most_rows: int) -> str:
+        size = f"{self.item.row_count:,} row{'s' if self.item.row_count != 1 else ''}"
+        head = (f"[{self.item.id}] {' '.join(self.item.description.split())} "
+                f"({size}; {self.source})")
+        shown = sorted(self.rows[:most_rows])
+        if not shown:
+            return head
+        what = ("all rows" if len(shown) == self.item.row_count
+                else f"the {len(shown)} row{'s' if len(shown) != 1 else ''} that carry it")
+        return f"{head}\n{what}:\n{render_rows(self.frame, shown)}"
+
+
+def reporter_brief(board: Board, investigation_id: str, *,
+                   coverage: BoardCoverage | None = None,
+                   budget_tokens: int = REPORTER_BRIEF_TOKENS) -> str:
+    """The reporter's first message: the board's conclusions and the rows behind them.
+
+    Args:
+        board: the finished board.
+        investigation_id: the investigation to report.
+        coverage: the coverage map, for the untouched and dismissed dimensions.
+        budget_tokens: the most the text may take (estimated tokens).
+
+    Returns:
+        The brief. Every cited evidence id appears with the rows that carry its
+        readings; if even the shortest form exceeds the budget, the text says so.
+    """
+    hypotheses = board.list_hypotheses(investigation_id=investigation_id)
+    cited_ids = list(dict.fromkeys(
+        e for h in hypotheses if (v := board.latest_verdict(h.id)) is not None
+        for e in v.evidence_ids))
+    evidence = [e for e in board.list_evidence(investigation_id=investigation_id)
+                if not e.redundant or e.id in cited_ids]
+    by_id = {e.id: e for e in evidence}
+    cited = [_result(board, by_id[i], cited=True) for i in cited_ids if i in by_id]
+    explored = [_result(board, e, cited=False) for e in evidence if e.id not in cited_ids]
+    head = "\n".join(_hypothesis_lines(board, hypotheses)
+                     + (coverage.board_lines() if coverage is not None else []))
+    for cited_rows, explored_rows in _SHRINK_STEPS:
+        text = _assemble(head, cited, explored, cited_rows, explored_rows)
+        if estimate_tokens(text) <= budget_tokens:
+            return text
+    return text + ("\n(every result is shown at its shortest: the board exceeds the "
+                   "reporter's budget, but none is left out)")
+
+
+def _assemble(head: str, cited: list[_Result], explored: list[_Result], cited_rows: int,
+              explored_rows: int) -> str:
+    parts = [f"THE BOARD NOW:\n{head}"]
+    if cited:
+        parts.append("THE EVIDENCE THE VERDICTS CITE (the rows that carry each reading):\n"
+                     + "\n\n".join(r.render(cited_rows) for r in cited))
+    if explored:
+        parts.append("THE OTHER RESULTS (exploration and uncited evidence; cite them too "
+                     "if a fact in the report rests on them):\n"
+                     + "\n\n".join(r.render(explored_rows) for r in explored))
+    return "\n\n".join(parts)
+
+
+def _result(board: Board, item: Evidence, *, cited: bool) -> _Result:
+    frame = board.evidence_frame(item.id)
+    claims = [item.description]
+    for link in board.list_links(evidence_id=item.id):
+        claims += [link.rationale, board.get_hypothesis(link.hypothesis_id).statement]
+    claims += [h.statement + " " + h.rationale for h in board.list_hypotheses()
+               if item.id in h.motivated_by]
+    claims += [v.rationale for v in board.list_verdicts() if item.id in v.evidence_ids]
+    most = min(len(frame), CITED_ROWS if cited else EXPLORATION_ROWS)
+    carrying = claim_rows(frame, claims, most)
+    rows = carrying + [p for p in range(len(frame)) if p not in carrying][:most - len(carrying)]
+    return _Result(item, frame, evidence_source(board, item), rows)
+
+
+def _hypothesis_lines(board: Board, hypotheses: list[Hypothesis]) -> list[str]:
+    """The digest's lines (same layout), each verdict whole, each link one short line."""
+    lines = ["HYPOTHESES (id | status | confidence | statement):"]
+    for hyp in hypotheses:
+        confidence = "-" if hyp.confidence is None else f"{hyp.confidence:.2f}"
+        parent = f" (refines {hyp.parent_id})" if hyp.parent_id else ""
+        lines.append(f"{hyp.id} | {hyp.status.value} | {confidence} | "
+                     f"{' '.join(hyp.statement.split())}{parent}")
+        if hyp.motivated_by:
+            lines.append("    motivated by (exploration, not a test): "
+                         + ", ".join(hyp.motivated_by))
+        for link in board.list_links(hypothesis_id=hyp.id):
+            item = board.get_evidence(link.evidence_id)
+            if not item.redundant:
+                lines.append(f"    {link.stance.value}: {item.id} ({item.row_count:,} rows)")
+        verdict = board.latest_verdict(hyp.id)
+        if verdict is not None:
+            cites = ", ".join(verdict.evidence_ids) or "none"
+            lines.append(f"    verdict ({verdict.status.value}, cites {cites}): "
+                         f"{' '.join(verdict.rationale.split())}")
+        elif hyp.status_reason:
+            lines.append(f"    note: {' '.join(hyp.status_reason.split())}")
+    return lines

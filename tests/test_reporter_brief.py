@@ -1,0 +1,133 @@
+"""The reporter reads what it needs: on the stored real boards its brief stays within its
+budget and carries every cited evidence id with the rows that carry its readings, every
+verdict whole, and every other result with numbers; analysis evidence is named by its
+tool call, never by its generated SQL."""
+
+from __future__ import annotations
+
+import re
+import shutil
+from collections.abc import Iterator
+
+import pandas as pd
+import pytest
+
+from d2_notebook.board import Board, ToolCall
+from d2_notebook.detective.evidence_view import evidence_details
+from d2_notebook.detective.reporter_brief import (
+    MIN_CITED_ROWS,
+    REPORTER_BRIEF_TOKENS,
+    reporter_brief,
+)
+from d2_notebook.detective.result_summary import claim_rows
+from d2_notebook.llm import estimate_tokens
+from tests.shared_dir import shared_dir
+
+
+@pytest.fixture(scope="module")
+def boards(tmp_path_factory: pytest.TempPathFactory) -> Iterator[list[Board]]:
+    """The real team boards, copied (the shared copies stay as they are)."""
+    work = tmp_path_factory.mktemp("real-boards")
+    opened = []
+    for stored in sorted(shared_dir("real-boards").glob("*--full.d2board")):
+        copy = work / stored.name
+        shutil.copy(stored, copy)
+        opened.append(Board.open(copy))
+    assert len(opened) == 4
+    yield opened
+    for board in opened:
+        board.close()
+
+
+def _cited(board: Board, investigation_id: str) -> list[str]:
+    return list(dict.fromkeys(
+        e for h in board.list_hypotheses(investigation_id=investigation_id)
+        if (v := board.latest_verdict(h.id)) is not None for e in v.evidence_ids))
+
+
+def _carrying(board: Board, evidence_id: str) -> list[int]:
+    """The rows the brief must show for a cited evidence (1-based)."""
+    item = board.get_evidence(evidence_id)
+    frame = board.evidence_frame(evidence_id)
+    claims = [item.description]
+    for link in board.list_links(evidence_id=evidence_id):
+        claims += [link.rationale, board.get_hypothesis(link.hypothesis_id).statement]
+    claims += [h.statement + " " + h.rationale for h in board.list_hypotheses()
+               if evidence_id in h.motivated_by]
+    claims += [v.rationale for v in board.list_verdicts() if evidence_id in v.evidence_ids]
+    most = min(len(frame), MIN_CITED_ROWS)
+    rows = claim_rows(frame, claims, most)
+    rows += [p for p in range(len(frame)) if p not in rows][:most - len(rows)]
+    return [p + 1 for p in rows]
+
+
+def _block(brief: str, evidence_id: str) -> str:
+    match = re.search(rf"^\[{evidence_id}\] .*?(?=\n\n|\Z)", brief, re.S | re.M)
+    assert match, f"{evidence_id} is missing from the brief"
+    return match.group(0)
+
+
+def _check(board: Board, budget: int) -> str:
+    investigation = board.list_investigations()[-1].id
+    brief = reporter_brief(board, investigation, budget_tokens=budget)
+    for evidence_id in _cited(board, investigation):
+        block = _block(brief, evidence_id)
+        frame = board.evidence_frame(evidence_id)
+        for row in _carrying(board, evidence_id):
+            values = [str(v) for v in frame.iloc[row - 1].tolist()
+                      if not pd.isna(v) and len(str(v)) < 40 and not isinstance(v, float)]
+            line = next((x for x in block.splitlines() if re.match(rf"\s*{row}\s", x)), None)
+            assert line is not None, f"{evidence_id}: row {row} that carries it is not shown"
+            assert all(v in line for v in values[:3]), (evidence_id, row, line)
+    for evidence in board.list_evidence(investigation_id=investigation):
+        if not evidence.redundant:
+            _block(brief, evidence.id)  # every result is there, cited or not
+    for hypothesis in board.list_hypotheses(investigation_id=investigation):
+        verdict = board.latest_verdict(hypothesis.id)
+        if verdict is not None:  # whole, never cut mid-sentence
+            assert " ".join(verdict.rationale.split()) in brief
+    return brief
+
+
+def test_the_brief_of_each_real_board_fits_its_budget_with_every_cited_row(boards) -> None:
+    for board in boards:
+        brief = _check(board, REPORTER_BRIEF_TOKENS)
+        assert estimate_tokens(brief) <= REPORTER_BRIEF_TOKENS
+        assert "DATABASE" not in brief and "(number): min" not in brief  # no column stats
+        assert "dimensions controlled or split by" not in brief
+        # Every exploration result carries rows, not just its title, at this budget.
+        assert all("\n" in _block(brief, e.id) for e in board.list_evidence()
+                   if e.row_count and not e.redundant)
+
+
+def test_a_tight_budget_drops_rows_but_never_a_cited_piece_or_its_carrying_rows(
+        boards) -> None:
+    for board in boards:
+        roomy = reporter_brief(board, board.list_investigations()[-1].id)
+        tight = _check(board, REPORTER_BRIEF_TOKENS // 4)
+        assert len(tight) < len(roomy)
+
+
+def test_the_budget_is_far_below_what_the_reporter_read_before(boards) -> None:
+    for board in boards:
+        investigation = board.list_investigations()[-1].id
+        before = evidence_details(board, _cited(board, investigation), budget_tokens=None)
+        brief = reporter_brief(board, investigation)
+        assert "SQL:" in before and "SQL:" not in brief
+    assert REPORTER_BRIEF_TOKENS <= 200_000 // 10  # the window the old budget used
+
+
+def test_analysis_evidence_is_named_by_its_call_not_its_generated_sql(boards) -> None:
+    board = boards[0]
+    evidence = next(e for e in board.list_evidence() if not e.redundant)
+    call = ToolCall("segment_scan", {"table": "person", "outcome": "income",
+                                     "dimensions": ["hair_color", "car_make"]})
+    board.record_tool_call(evidence.id, call, actor="test")
+    shown = evidence_details(board, [evidence.id])
+    origin = shown.splitlines()[1]
+    assert origin.startswith("From segment_scan(") and origin.endswith(")")
+    for arg in ("table=person", "outcome=income", "dimensions=[hair_color, car_make]"):
+        assert arg in origin
+    assert "SQL:" not in shown and " ".join(evidence.sql.split())[:60] not in shown
+    brief = reporter_brief(board, board.list_investigations()[-1].id)
+    assert "; from segment_scan(" in _block(brief, evidence.id).splitlines()[0]
