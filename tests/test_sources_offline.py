@@ -82,3 +82,12 @@ def test_open_source_for_duckdb_inputs_keeps_guarded_sql_behaviour(tmp_path):
     with pytest.raises(QueryFailedError, match="check the URL"):
         open_source("nosuchdb+driver://u@h/d")
     duckdb.connect().close()
+
+
+@pytest.mark.parametrize("dialect", ["postgres", "spark"])
+def test_transpile_unqualifies_duckdbs_own_functions(dialect: str) -> None:
+    sql = ("SELECT system.main.count(x), system.main.count(DISTINCT x), "
+           "system.main.count_star() FROM t WHERE system.main.lower(x) = 'system.main.f('")
+    assert transpile(sql, dialect) == ("SELECT COUNT(x), COUNT(DISTINCT x), COUNT(*) FROM t "
+                                       "WHERE LOWER(x) = 'system.main.f('")
+    assert transpile(sql, "duckdb") == sql  # DuckDB keeps the guard-proof spelling

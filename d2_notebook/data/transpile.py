@@ -4,7 +4,9 @@ Code that generates SQL (the analysis tools, the scripted policies) writes it on
 DuckDB's dialect; :func:`transpile` rewrites it with sqlglot for PostgreSQL, Spark or
 any dialect sqlglot knows. Beyond sqlglot's own translation it expands DuckDB's
 ``GROUP BY ALL`` and ``ORDER BY ALL``, which other dialects lack or read differently,
-into column positions, and rewrites what sqlglot leaves in DuckDB's vocabulary:
+into column positions, unqualifies DuckDB's own functions (``system.main.count(x)`` ->
+``count(x)``, ``count_star()`` -> ``count(*)``), and rewrites what sqlglot leaves in
+DuckDB's vocabulary:
 
 - PostgreSQL: ``approx_count_distinct`` -> ``count(DISTINCT ...)``, ``approx_quantile(x,
   [q...])`` -> ``percentile_disc(ARRAY[q...]) WITHIN GROUP (ORDER BY x)`` (exact), and the date
@@ -49,12 +51,28 @@ def transpile(duckdb_sql: str, dialect: Dialect | str) -> str:
             from exc
     if len(trees) != 1:
         raise QueryFailedError(f"cannot transpile {len(trees)} statements; pass one")
-    tree = trees[0].transform(_expand_all)
+    tree = trees[0].transform(_unqualify_duckdb_functions).transform(_expand_all)
     if target is Dialect.POSTGRES:  # date parts first: the aggregates' rewrite keeps them
         tree = tree.transform(_postgres_date_parts).transform(_for_postgres)
     elif target in (Dialect.SPARK, Dialect.DATABRICKS):
         tree = tree.transform(_for_spark)
     return tree.sql(dialect=target.value)
+
+
+def _unqualify_duckdb_functions(node: exp.Expression) -> exp.Expression:
+    """``system.main.f(...)`` (DuckDB's own ``f``, written so that no database macro can
+    shadow it) as the plain call other dialects know; ``count_star()`` as ``count(*)``."""
+    if not (isinstance(node, exp.Dot) and isinstance(node.this, exp.Dot)
+            and node.this.this.name.lower() == "system"
+            and node.this.expression.name.lower() == "main"
+            and isinstance(node.expression, exp.Func)):
+        return node
+    call = node.expression
+    if not isinstance(call, exp.Anonymous):
+        return call
+    if call.name.lower() == "count_star" and not call.expressions:
+        return exp.Count(this=exp.Star())
+    return sqlglot.parse_one(call.sql(dialect="duckdb"), read="duckdb")
 
 
 _EXTRACTED = {exp.Year: "YEAR", exp.Quarter: "QUARTER", exp.Month: "MONTH",
