@@ -14,7 +14,8 @@ extension:
   (no kernel), a click on an evidence shows its table and its chart (vega-embed, bundled),
   and the server answers the snapshot of a board JSON export;
 - **the live widget** follows a board growing to 50 hypotheses and 300 evidence in
-  batches; the test prints the time from the last update to the browser showing it.
+  batches; the test prints the time from the last update to the browser showing it, and
+  a click then shows the evidence's chart in the details pane.
 
 How nodes are found: Cytoscape.js registers every instance on its container element as
 ``container._cyreg.cy``; the test reads ``cy.nodes()`` and each node's
@@ -518,6 +519,14 @@ def test_live_widget_stays_responsive_on_a_300_evidence_board(tmp_path: Path) ->
               f"{last_render - last_update:.2f} s after the kernel's last update")
         assert "investigating" in statuses  # the last batch's change arrived
         assert graph["zoom"] * 12 >= MIN_LABEL_PX
+        # With the kernel free again, a click fills the details pane, chart included
+        # (drawn in Python from the evidence's stored rows).
+        page.locator(".jp-Notebook-ExecutionIndicator[data-status='idle']").wait_for(
+            timeout=60_000)
+        click_node(page, graph, "evidence")
+        chart = page.locator(".jp-OutputArea-output .d2-chart svg").first
+        chart.wait_for(timeout=30_000)
+        assert "label" in chart.inner_html()
     problems = [e for e in errors if not any(b in e for b in BENIGN_CONSOLE)]
     assert problems == [], "\n".join(problems)
 
