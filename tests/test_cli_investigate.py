@@ -193,6 +193,18 @@ def test_replay_of_the_demo_board_reproduces_it(database, tmp_path):
     assert _board_contents(replayed) == _board_contents(recorded)
 
 
+def test_replay_takes_the_newest_finished_investigation_and_names_it(database, tmp_path):
+    recorded, replayed = tmp_path / "two.d2board", tmp_path / "again.d2board"
+    assert _invoke("demo", "--db", database, "--board", recorded).exit_code == 0
+    with Board.open(recorded) as board:  # a later attempt that failed on the same board
+        later = board.start_investigation("a second question")
+        board.set_investigation_state(later.id, "failed", error="boom", actor="test")
+    result = _invoke("investigate", database, "--replay", recorded, "--board", replayed)
+    assert result.exit_code == 0, result.output
+    assert "replaying I1 [finished]: " in result.output
+    assert "(the board holds 2 investigations)" in result.output
+
+
 def test_a_model_failure_leaves_a_board_that_resumes(database, tmp_path):
     board = tmp_path / "f.d2board"
     failed = _invoke("investigate", database, QUESTION, "--model", "failing:12",

@@ -400,6 +400,8 @@ def investigate_command(source: str, question: str | None, board_path: Path | No
                resume=resume, replay=replay, quiet=quiet, role_models=role_models, force=force)
     if not quiet:
         click.echo(f"board: {run.board_path}")
+        if replay is not None:
+            click.echo(terminal_safe(_replay_line(replay)))
     with _board_for_run(run.board_path) as opened:
         result = _execute(run, opened)
         if quiet:
@@ -409,6 +411,17 @@ def investigate_command(source: str, question: str | None, board_path: Path | No
         click.echo(terminal_safe(result.report.rstrip()))
         click.echo("")
         _print_summary(result, run.board_path)
+
+
+def _replay_line(recording: Path) -> str:
+    """Which investigation of ``recording`` a replay re-runs, said when it holds several."""
+    from d2_notebook.detective.investigate import replayed_investigation
+
+    with _open_existing(recording) as opened:
+        chosen = replayed_investigation(opened)
+        total = len(opened.list_investigations())
+    held = f" (the board holds {total} investigations)" if total > 1 else ""
+    return f"replaying {chosen.id} [{chosen.state.value}]: {chosen.question}{held}"
 
 
 def source_argument(source: str) -> Path | str:

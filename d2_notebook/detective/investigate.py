@@ -27,7 +27,14 @@ from typing import Any
 
 import duckdb
 
-from d2_notebook.board import Board, Evidence, Hypothesis, HypothesisStatus, Verdict
+from d2_notebook.board import (
+    Board,
+    Evidence,
+    Hypothesis,
+    HypothesisStatus,
+    Investigation,
+    Verdict,
+)
 from d2_notebook.board.leases import LeaseKeeper
 from d2_notebook.data import GuardedSQL, SourceInfo, SQLSource, open_source
 from d2_notebook.detective.claim_check import ClaimCheck, check_report
@@ -175,10 +182,7 @@ async def investigate(
             if recorded is not replay:
                 owned.callback(recorded.close)
             _refuse_replay_into_recording(recorded, board)
-            if not recorded.list_investigations():
-                raise InvalidRecordError(f"nothing to replay on {recorded.path}: it holds no "
-                                         "investigation; pass the board of an earlier run")
-            source = recorded.list_investigations()[-1]
+            source = replayed_investigation(recorded)
             _check_replayable(source.settings)
             question = question or source.question
             settings = InvestigationSettings.from_dict(source.settings)
@@ -236,6 +240,22 @@ async def investigate(
             if own_sql:
                 await _close_source(sql)  # closes only what it opened itself (a path, a URL)
     return result
+
+
+def replayed_investigation(recorded: Board) -> Investigation:
+    """The investigation a replay of ``recorded`` re-runs: its newest finished one (a
+    failed or interrupted attempt after it is not what a reader wants repeated), else its
+    newest one.
+
+    Raises:
+        InvalidRecordError: the board holds no investigation.
+    """
+    investigations = recorded.list_investigations()
+    if not investigations:
+        raise InvalidRecordError(f"nothing to replay on {recorded.path}: it holds no "
+                                 "investigation; pass the board of an earlier run")
+    finished = [i for i in investigations if i.state.value == "finished"]
+    return (finished or investigations)[-1]
 
 
 async def _close_source(sql: SQLSource, *, wait_s: float = 30.0) -> None:
