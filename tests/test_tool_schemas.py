@@ -146,3 +146,24 @@ async def test_a_collector_can_ask_for_the_chart_of_the_evidence_it_records(
     chart = chart_for_evidence(ctx.board, "E1")
     assert chart is not None and chart.kind is ChartKind.BARS
     assert chart.spec["encoding"]["x"]["field"] == "stay"  # the asked measure, not the first
+
+
+async def test_a_verdict_may_cite_the_evidence_that_motivated_the_hypothesis(
+        ctx: TeamContext) -> None:
+    import pandas as pd
+
+    seen = ctx.board.add_evidence("SELECT 1 AS x", pd.DataFrame({"x": [1]}),
+                                  description="exploration", investigation_id=ctx.investigation_id)
+    other = ctx.board.add_evidence("SELECT 2 AS x", pd.DataFrame({"x": [2]}),
+                                   description="unrelated", investigation_id=ctx.investigation_id)
+    hyp = ctx.board.add_hypothesis("h", investigation_id=ctx.investigation_id,
+                                   motivated_by=[seen.id])
+    tools = Toolset(verdict_tools(ctx, "j", JudgeDecision(), hyp.id))
+    refused = await tools.call(ToolCallPart("c1", "give_verdict", {
+        "status": "supported", "confidence": 0.7, "rationale": "r", "evidence_ids": [other.id]}))
+    assert refused.is_error and "motivated it" in refused.content and seen.id in refused.content
+    done = await tools.call(ToolCallPart("c2", "give_verdict", {
+        "status": "supported", "confidence": 0.7, "rationale": f"as {seen.id} shows",
+        "evidence_ids": [seen.id]}))
+    assert not done.is_error, done.content
+    assert ctx.board.latest_verdict(hyp.id).evidence_ids == (seen.id,)

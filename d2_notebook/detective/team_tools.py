@@ -297,8 +297,8 @@ _VERDICT_PROPERTIES: dict[str, Any] = {
     "confidence": {"type": "number", "minimum": 0, "maximum": 1},
     "rationale": {"type": "string", "description": "cites the deciding evidence ids"},
     "evidence_ids": {**_IDS, "description": "the evidence that decides it: only evidence "
-                     "linked to this hypothesis; at least one unless the status is "
-                     "inconclusive"},
+                     "linked to this hypothesis or that motivated it; at least one unless "
+                     "the status is inconclusive"},
 }
 
 
@@ -324,6 +324,7 @@ def verdict_tools(ctx: TeamContext, agent: str, decision: JudgeDecision | Collec
         if hyp.status is HypothesisStatus.ABANDONED:
             raise ToolError(f"{target} was abandoned; it needs no verdict")
         linked = {link.evidence_id for link in ctx.board.list_links(hypothesis_id=target)}
+        linked |= set(hyp.motivated_by)  # the exploration it was proposed on counts too
         cited = list(args["evidence_ids"])
         if not cited and args["status"] != "inconclusive":
             raise ToolError(f"a {args['status']} verdict must cite the evidence that decides "
@@ -332,7 +333,8 @@ def verdict_tools(ctx: TeamContext, agent: str, decision: JudgeDecision | Collec
         foreign = [e for e in cited if e not in linked]
         if foreign:
             raise ToolError(f"{', '.join(foreign)} not linked to {target}; cite only its linked "
-                            f"evidence: {', '.join(sorted(linked)) or 'none'}")
+                            "evidence or the evidence that motivated it: "
+                            f"{', '.join(sorted(linked)) or 'none'}")
         refusal = None if refining else effect_refusal(ctx.board, hyp, args,
                                                        can_refine=can_refine)
         if refusal is not None:
@@ -386,7 +388,8 @@ def verdict_tools(ctx: TeamContext, agent: str, decision: JudgeDecision | Collec
         return f"{result}; refined into {', '.join(decision.children)}"
 
     rules = ("A supported or contradicted verdict must cite at least one evidence id; cite "
-             "only evidence linked to the hypothesis; an abandoned hypothesis takes no "
+             "only evidence linked to the hypothesis or that motivated it; an abandoned "
+             "hypothesis takes no "
              "verdict.")
     plain = {k: v for k, v in properties.items() if k not in CLAIM_PROPERTIES}
     tools = [tool("give_verdict", "Decide the hypothesis." + (" Ends your turn."
