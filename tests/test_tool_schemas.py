@@ -80,6 +80,7 @@ def test_every_refusal_is_stated_in_the_tool_description(ctx: TeamContext) -> No
         "request_hypotheses": ["Refused when", "no calls left"],
         "finish": ["Refused while", "no verdict"],
         "record_evidence": ["run_sql or an analysis tool returned", "a column the result"],
+        "link_evidence": ["unknown evidence id", "another investigation", "opposite"],
         "submit_for_judgement": ["at least one evidence"],
         "give_verdict": ["at least one evidence id", "only evidence linked", "abandoned"],
         "request_more_evidence": ["Refused when", "no evidence rounds"],
@@ -167,3 +168,25 @@ async def test_a_verdict_may_cite_the_evidence_that_motivated_the_hypothesis(
         "evidence_ids": [seen.id]}))
     assert not done.is_error, done.content
     assert ctx.board.latest_verdict(hyp.id).evidence_ids == (seen.id,)
+
+
+async def test_existing_evidence_is_linked_without_running_its_query_again(
+        ctx: TeamContext) -> None:
+    import pandas as pd
+
+    explored = ctx.board.add_evidence("SELECT 1 AS x", pd.DataFrame({"x": [1]}),
+                                      description="exploration",
+                                      investigation_id=ctx.investigation_id)
+    hyp = ctx.board.add_hypothesis("h", investigation_id=ctx.investigation_id)
+    tools = Toolset(evidence_tools(ctx, QueryLog(), "col", "collector", hyp.id))
+    done = await tools.call(ToolCallPart("c1", "link_evidence", {
+        "evidence_id": explored.id, "stance": "supports", "reading": "as explored"}))
+    assert not done.is_error and "not run again" in done.content
+    assert [link.evidence_id for link in ctx.board.list_links(hypothesis_id=hyp.id)] == [
+        explored.id]
+    assert len(ctx.board.list_evidence()) == 1  # linked, not recorded twice
+    unknown = await tools.call(ToolCallPart("c2", "link_evidence", {
+        "evidence_id": "E99", "stance": "supports", "reading": "r"}))
+    opposite = await tools.call(ToolCallPart("c3", "link_evidence", {
+        "evidence_id": explored.id, "stance": "contradicts", "reading": "r"}))
+    assert unknown.is_error and opposite.is_error

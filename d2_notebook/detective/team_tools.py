@@ -234,6 +234,23 @@ def evidence_tools(ctx: TeamContext, log: QueryLog, agent: str, role: str,
                 ctx.board.request_chart(evidence_id, chart, actor=agent)
         return f"recorded {evidence_id} ({args['stance']} {target})"
 
+    link_properties: dict[str, Any] = {
+        "evidence_id": {"type": "string", "description": "an evidence already on the board "
+                        "(exploration included), e.g. E4"},
+        "stance": properties["stance"], "reading": properties["reading"]}
+    if hypothesis_id is None:
+        link_properties = {"hypothesis_id": _STRING, **link_properties}
+
+    async def link_evidence(args: dict[str, Any]) -> str:
+        target = hypothesis_id or args["hypothesis_id"]
+        _hypothesis(ctx, target)
+        evidence = ctx.board.get_evidence(args["evidence_id"])
+        if evidence.investigation_id not in (None, ctx.investigation_id):
+            raise ToolError(f"{evidence.id} belongs to another investigation; run the query "
+                            "again and record its result")
+        ctx.board.link(evidence.id, target, args["stance"], args["reading"], actor=agent)
+        return f"linked {evidence.id} ({args['stance']} {target}); its query was not run again"
+
     return [tool("record_evidence",
                  "Record the result of one of your queries as evidence for or against the "
                  "hypothesis. The board stores the real result of that query. Refused "
@@ -241,7 +258,14 @@ def evidence_tools(ctx: TeamContext, log: QueryLog, agent: str, role: str,
                  "in this turn, or when chart names a column the result lacks"
                  + (", or the hypothesis id is unknown." if hypothesis_id is None else "."),
                  properties, record_evidence, writes_board=True,
-                 required=[name for name in properties if name != "chart"])]
+                 required=[name for name in properties if name != "chart"]),
+            tool("link_evidence",
+                 "Link evidence already on the board (an exploration result, or evidence "
+                 "recorded for another hypothesis) to the hypothesis, with your reading, "
+                 "instead of running its query again. Refused for an unknown evidence id, "
+                 "evidence of another investigation, or a stance opposite to the one it "
+                 "already has for this hypothesis.",
+                 link_properties, link_evidence, writes_board=True)]
 
 
 _CHART: dict[str, Any] = {
