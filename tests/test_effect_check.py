@@ -8,9 +8,10 @@ import pytest
 
 from d2_notebook.board import Board
 from d2_notebook.data import GuardedSQL
-from d2_notebook.data.analysis import compare_within
+from d2_notebook.data.analysis import compare_within, segment_scan
 from d2_notebook.datasets import hospital
 from d2_notebook.detective.context import TeamContext
+from d2_notebook.detective.coverage_view import read_candidates
 from d2_notebook.detective.decisions import JudgeDecision
 from d2_notebook.detective.effect_check import is_effect_claim
 from d2_notebook.detective.settings import InvestigationSettings
@@ -147,3 +148,78 @@ def test_the_rule_is_stated_in_the_schema(ctx: TeamContext):
     assert not {"claim_kind", "no_check_reason"} & set(verdict.parameters["required"])
     assert "HETEROGENEITY" in tools["refine"].description
     assert not {"claim_kind", "no_check_reason"} & set(tools["refine"].parameters["required"])
+
+
+@pytest.fixture
+def mapped_ctx(ctx: TeamContext, sql: GuardedSQL) -> TeamContext:
+    """The context with the database's candidate dimensions read (the coverage map on)."""
+    ctx.candidates = read_candidates(sql)
+    assert ctx.candidates.dimensions
+    return ctx
+
+
+async def test_evidence_that_controlled_every_dimension_counts_as_the_check(mapped_ctx):
+    """A linked segment_scan splits by every candidate dimension: the verdict on an
+    effect needs no separate compare_within (the send-back it forced cost a round)."""
+    ctx = mapped_ctx
+    hyp = ctx.board.add_hypothesis("Option A lowers the rate",
+                                   investigation_id=ctx.investigation_id)
+    scan = segment_scan(ctx.sql, source=SOURCE, metric=METRIC)
+    evidence = ctx.board.add_evidence(scan.sql, scan.frame,
+                                      description=analysis_description(scan, ""),
+                                      investigation_id=ctx.investigation_id)
+    ctx.board.link(evidence.id, hyp.id, "supports", actor="collector")
+    refused, content = await _verdict(ctx, hyp.id, [evidence.id])
+    assert not refused, content
+
+
+async def test_a_plain_query_is_refused_naming_the_dimensions_it_left(mapped_ctx):
+    ctx = mapped_ctx
+    hyp = ctx.board.add_hypothesis("Option A lowers the rate",
+                                   investigation_id=ctx.investigation_id)
+    plain = _evidence(ctx, hyp.id, "SELECT 1 AS x")
+    refused, message = await _verdict(ctx, hyp.id, [plain])
+    assert refused and "has not controlled" in message and "link_evidence" in message
+    assert ctx.candidates.names[0] in message
+
+
+async def test_a_check_linked_to_the_parent_covers_its_refinement(ctx: TeamContext):
+    parent = ctx.board.add_hypothesis("Option C lowers the rate",
+                                      investigation_id=ctx.investigation_id)
+    _evidence(ctx, parent.id, value="Corvalin")
+    child = ctx.board.add_hypothesis("Option C lowers the rate in older patients",
+                                     parent_id=parent.id, investigation_id=ctx.investigation_id)
+    plain = _evidence(ctx, child.id)
+    refused, content = await _verdict(ctx, child.id, [plain])
+    assert not refused, content
+
+
+async def test_queries_stratified_by_every_dimension_count_as_the_check(board: Board):
+    """Hand-written evidence that held every candidate dimension fixed or split by it is
+    the same control a compare_within gives: the effect verdict is taken."""
+    con = duckdb.connect()
+    con.execute("CREATE TABLE visits AS SELECT "
+                "CASE WHEN i % 2 = 0 THEN 'north' ELSE 'south' END AS region, "
+                "CASE WHEN i % 3 = 0 THEN 'web' ELSE 'store' END AS channel, "
+                "CASE WHEN i % 5 = 0 THEN 'a' ELSE 'b' END AS offer, i % 7 AS spend "
+                "FROM range(600) r(i)")
+    sql = GuardedSQL(con)
+    investigation = board.start_investigation("q")
+    ctx = TeamContext(board=board, sql=sql, model=FunctionModel(lambda r: text("")),
+                      investigation_id=investigation.id, question="q", schema_summary="",
+                      settings=InvestigationSettings(), candidates=read_candidates(sql))
+    hyp = ctx.board.add_hypothesis("Offer a raises spend", investigation_id=investigation.id)
+
+    def linked(query: str) -> str:
+        evidence = board.add_evidence(query, con.execute(query).df(), description="q",
+                                      investigation_id=investigation.id)
+        board.link(evidence.id, hyp.id, "supports", actor="collector")
+        return evidence.id
+
+    partial = linked("SELECT offer, region, avg(spend) AS spend FROM visits GROUP BY ALL")
+    refused, message = await _verdict(ctx, hyp.id, [partial])
+    assert refused and "visits.channel" in message and "visits.region" not in message
+    whole = linked("SELECT offer, region, channel, spend, count(*) AS n FROM visits "
+                   "GROUP BY ALL")
+    refused, content = await _verdict(ctx, hyp.id, [partial, whole])
+    assert not refused, content

@@ -5,7 +5,10 @@ or, when the verdict does not say (no ``claim_kind``), when its statement uses e
 words ("helps", "lowers", "no effect", "little benefit", "is the best"...). A supported
 or contradicted verdict on an effect is refused unless the hypothesis (or an ancestor
 it refines) has a linked ``compare_within`` evidence (the check across the candidate
-dimensions), or the verdict states why no such check applies (``no_check_reason``).
+dimensions), or its linked evidence already controlled or split by every candidate
+dimension such a check would test (a linked ``segment_scan``, or queries stratified
+by each of them: the coverage map says so), or the verdict states why no such check
+applies (``no_check_reason``).
 When a linked check flagged heterogeneity on a dimension the hypothesis does not
 already split by, ``refine`` is the expected outcome: a plain verdict is refused while
 refining is possible.
@@ -18,7 +21,13 @@ from enum import StrEnum
 from typing import Any
 
 from d2_notebook.board import Board, Evidence, Hypothesis
-from d2_notebook.detective.analysis_tools import heterogeneity_dimensions, is_heterogeneity_check
+from d2_notebook.detective.analysis_tools import (
+    AnalysisTool,
+    analysis_tool_of,
+    heterogeneity_dimensions,
+    is_heterogeneity_check,
+)
+from d2_notebook.detective.coverage_view import BoardCoverage
 
 
 class ClaimKind(StrEnum):
@@ -43,17 +52,20 @@ CLAIM_PROPERTIES: dict[str, Any] = {
         "or little effect, or is the best option; other: any other claim. Default: "
         "read from the statement's wording.")},
     "no_check_reason": {"type": "string", "description": (
-        "Only for an effect verdict without a linked compare_within check: why no "
+        "Only for an effect verdict without a linked compare_within check (and whose "
+        "linked evidence did not control every candidate dimension): why no "
         "heterogeneity check across the candidate dimensions applies.")},
 }
 
 RULE = ("A supported or contradicted verdict on an effect (claim_kind effect, or a "
         "statement saying something helps, lowers, has no effect, little benefit, is the best...) "
         "is refused unless a compare_within result is linked to the "
-        "hypothesis (the heterogeneity check across the candidate dimensions) or "
-        "no_check_reason says why none applies; when that check flagged HETEROGENEITY "
-        "on a dimension the hypothesis does not already split by, refine is expected "
-        "and a plain verdict is refused while refining is possible.")
+        "hypothesis or a hypothesis it refines (the heterogeneity check across the candidate "
+        "dimensions), or its linked evidence already controlled or split by every candidate "
+        "dimension (e.g. a linked segment_scan: the digest's coverage line says 'every "
+        "candidate dimension'), or no_check_reason says why none applies; when that check "
+        "flagged HETEROGENEITY on a dimension the hypothesis does not already split by, "
+        "refine is expected and a plain verdict is refused while refining is possible.")
 
 
 def is_effect_claim(statement: str, claim_kind: str | None) -> bool:
@@ -65,20 +77,28 @@ def is_effect_claim(statement: str, claim_kind: str | None) -> bool:
 
 
 def effect_refusal(board: Board, hypothesis: Hypothesis, args: dict[str, Any], *,
-                   can_refine: bool) -> str | None:
-    """Why this verdict on ``hypothesis`` is refused (None: it may be given)."""
+                   can_refine: bool, coverage: BoardCoverage | None = None) -> str | None:
+    """Why this verdict on ``hypothesis`` is refused (None: it may be given).
+
+    ``coverage`` is the investigation's coverage map (None: the database's dimensions
+    could not be read); with it, evidence that controlled every reachable candidate
+    dimension the orchestrator did not dismiss counts as the check.
+    """
     if args["status"] == "inconclusive":
         return None
     if not is_effect_claim(hypothesis.statement, args.get("claim_kind")):
         return None
-    checks = [e for e in _linked(board, hypothesis.id) if is_heterogeneity_check(e)]
     reason = str(args.get("no_check_reason", "")).strip()
-    if not checks:
-        if reason:
+    if not _has_check(board, hypothesis):
+        missing = uncontrolled(coverage, hypothesis.id)
+        if reason or missing == () or _has_scan(board, hypothesis):
             return None
+        unchecked = (f" (its evidence has not controlled {_few(missing)})"
+                     if missing else "")
         return (f"{hypothesis.id} claims an effect: a {args['status']} verdict needs a "
-                "heterogeneity check across the candidate dimensions first. Send it back "
-                "(request_more_evidence) for a compare_within of the exposure, or state "
+                f"heterogeneity check across the candidate dimensions first{unchecked}. "
+                "Send it back (request_more_evidence) for a compare_within of the exposure, "
+                "link an existing one (or a segment_scan) with link_evidence, or state "
                 "no_check_reason: why no such check applies")
     flagged = new_heterogeneity(board, hypothesis)
     if flagged and can_refine:
@@ -97,6 +117,40 @@ def new_heterogeneity(board: Board, hypothesis: Hypothesis) -> list[tuple[str, s
     addressed = _addressed(board, hypothesis)
     return [(e.id, d) for e in _linked(board, hypothesis.id) if is_heterogeneity_check(e)
             for d in heterogeneity_dimensions(e) if d not in addressed]
+
+
+def uncontrolled(coverage: BoardCoverage | None, hypothesis_id: str) -> tuple[str, ...] | None:
+    """The candidate dimensions a check would test that ``hypothesis_id``'s linked
+    evidence has not controlled or split by: reachable, not dismissed (None: no coverage
+    map, or no evidence linked yet)."""
+    if coverage is None or hypothesis_id not in coverage.by_hypothesis:
+        return None
+    done = set(coverage.by_hypothesis[hypothesis_id])
+    gone = coverage.unreachable_names | {d.dimension for d in coverage.dismissed}
+    return tuple(n for n in coverage.names if n not in done and n not in gone)
+
+
+def _has_check(board: Board, hypothesis: Hypothesis) -> bool:
+    """A ``compare_within`` linked to the hypothesis or to a hypothesis it refines."""
+    current: Hypothesis | None = hypothesis
+    while current is not None:
+        if any(is_heterogeneity_check(e) for e in _linked(board, current.id)):
+            return True
+        current = board.get_hypothesis(current.parent_id) if current.parent_id else None
+    return False
+
+
+def _has_scan(board: Board, hypothesis: Hypothesis) -> bool:
+    """A ``segment_scan`` linked to the hypothesis: it split the outcome by every candidate
+    dimension the tool could test for that metric (those it left out are part of the
+    metric's definition), the same dimensions a compare_within would stratify by."""
+    return any(analysis_tool_of(e) is AnalysisTool.SEGMENT_SCAN
+               for e in _linked(board, hypothesis.id))
+
+
+def _few(names: tuple[str, ...], shown: int = 5) -> str:
+    more = f" and {len(names) - shown} more" if len(names) > shown else ""
+    return ", ".join(names[:shown]) + more
 
 
 def _linked(board: Board, hypothesis_id: str) -> list[Evidence]:

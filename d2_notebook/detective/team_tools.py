@@ -359,8 +359,9 @@ def verdict_tools(ctx: TeamContext, agent: str, decision: JudgeDecision | Collec
             raise ToolError(f"{', '.join(foreign)} not linked to {target}; cite only its linked "
                             "evidence or the evidence that motivated it: "
                             f"{', '.join(sorted(linked)) or 'none'}")
-        refusal = None if refining else effect_refusal(ctx.board, hyp, args,
-                                                       can_refine=can_refine)
+        refusal = None if refining else effect_refusal(
+            ctx.board, hyp, args, can_refine=can_refine,
+            coverage=board_coverage(ctx.board, ctx.candidates, ctx.investigation_id))
         if refusal is not None:
             raise ToolError(refusal)
         ctx.board.add_verdict(target, args["status"], args["confidence"], args["rationale"],
