@@ -181,6 +181,22 @@ def test_a_small_named_group_is_examined_and_its_size_stated() -> None:
            "2 segments — staff: 2 (largest n = 28)" in strict.summary
 
 
+def test_a_segment_left_untested_because_the_rest_is_small_says_so() -> None:
+    """When a value holds nearly every row, the *rest* is what is too small: the summary
+    says the rest's size, not that the (large) segment was too small."""
+    con = duckdb.connect()
+    con.execute("""
+        CREATE TABLE goals AS
+        SELECT i, CASE WHEN i < 6 THEN 'other' ELSE 'main' END AS kind,
+               (hash(i) % 100)::DOUBLE / 100 AS score
+        FROM range(64) r(i)""")
+    named = segment_scan(GuardedSQL(con), source="goals g", metric="avg(g.score)",
+                         dimensions=["g.kind"])
+    assert "goals.kind = main: too small to test: the rest has n = 6 (the segment n = 58)" \
+        in named.summary
+    assert "goals.kind = other: too small to test (n = 6)" in named.summary
+
+
 @pytest.mark.parametrize("bad", [0, 1, 2.5, True, "30"])
 def test_a_bad_min_support_names_the_fix(bad: object) -> None:
     con = duckdb.connect()
@@ -210,3 +226,25 @@ def test_a_dimension_that_determines_the_metric_exactly_is_not_a_finding() -> No
     assert "work.band" not in set(check.frame["dimension"])
     assert "work.band determine(s) the metric exactly" in check.summary
     assert "work.team" in set(check.frame["dimension"])
+
+
+def test_no_summary_says_no_confounding_over_an_effect_that_moves_when_held_fixed() -> None:
+    """Holding region fixed removes the whole crude effect, but with 100 rows the exposed
+    share's difference between regions (0.6 vs 0.4) is within chance, so no CONFOUNDING
+    flag: the summary must say so, never "No confounding"."""
+    con = duckdb.connect()
+    con.execute("""
+        CREATE TABLE t AS
+        SELECT i, CASE WHEN i < 50 THEN 'north' ELSE 'south' END AS region,
+               CASE WHEN (i < 50 AND i % 5 < 3) OR (i >= 50 AND i % 5 < 2) THEN 'yes'
+                    ELSE 'no' END AS promo,
+               CASE WHEN i < 50 THEN 10 ELSE 0 END
+                 + ((hash(i) % 11)::INTEGER - 5) / 10.0 AS spend
+        FROM range(100) r(i)""")
+    result = compare_within(GuardedSQL(con), source="t", metric="avg(spend)",
+                            exposure="promo", value="yes", dimensions=["t.region"])
+    assert not result.flags
+    assert "No confounding" not in result.summary
+    assert ("Not flagged as confounding, though the effect moves when held fixed: t.region: "
+            "standardising moves the effect by 2.00 (100% of the crude effect)") in result.summary
+    assert "within chance (q = 0.0" in result.summary

@@ -163,8 +163,12 @@ def compare_within(
     rows = [_overall_row(exposed, rest, crude)]
     ranked = sorted(zip(families, q_het, q_change, q_exposure, strict=True),
                     key=lambda t: min(_or_one(t[1]), _or_one(t[2])))
+    unflagged_moves: list[str] = []
     for family, qh, qc, qx in ranked:
         kinds = _judge(family, qh, qc, qx, alpha, scale)
+        why = _why_not_confounding(family, kinds, qc, qx, alpha, scale)
+        if why:
+            unflagged_moves.append(why)
         for kind in kinds:
             flags.append(Flag(kind, family.name, _flag_text(kind, family, qh, qc, label, top)))
         for stratum, m1, m0 in family.strata:
@@ -184,7 +188,7 @@ def compare_within(
     flags.sort(key=lambda f: _FLAG_ORDER.index(f.kind))
     frame = pd.DataFrame(rows, columns=COLUMNS)
     summary = _summary(metric, label, versus, exposed, rest, crude, flags, families, alpha,
-                       support, prepared, exact)
+                       support, prepared, exact, unflagged_moves)
     return capped(AnalysisTool.COMPARE_WITHIN, scan.sql, frame, sql.max_rows,
                   scan.duration_s, summary, flags)
 
@@ -233,6 +237,28 @@ def _judge(family: Family, q_het: float, q_change: float, q_exposure: float, alp
     if family.tested >= 2 and q_het < alpha and family.het_material:
         kinds.append(FlagKind.HETEROGENEITY)
     return kinds
+
+
+def _why_not_confounding(family: Family, kinds: list[FlagKind], q_change: float,
+                         q_exposure: float, alpha: float, scale: float) -> str | None:
+    """For a dimension whose standardisation moves the effect materially (by
+    :data:`CHANGE_IN_ESTIMATE` or more) but is not flagged as a confounder: that move and
+    the condition it failed, so no summary reads "no confounding" over it unexplained."""
+    if (not family.confounding_tested or {FlagKind.CONFOUNDING, FlagKind.SIMPSONS_PARADOX}
+            & set(kinds)):
+        return None
+    change, crude = family.change, family.crude
+    if not (abs(change.difference) >= CHANGE_IN_ESTIMATE * abs(crude.difference)
+            and is_material(change.difference, scale)):
+        return None
+    moved = (f"{family.name}: standardising moves the effect by {figure(change.difference)} "
+             + (f"({family.share_removed:.0%} of the crude effect) " if crude.difference else "")
+             + f"to {figure(family.standardised.difference)}")
+    if not q_change < CONFOUNDING_LEVEL:
+        return f"{moved}, within chance (q = {q_change:.2g})"
+    return (f"{moved}, but the exposed share's difference across its strata is within "
+            f"chance (q = {q_exposure:.2g}): possible confounding the data cannot confirm; "
+            "weigh the standardised effect beside the crude one")
 
 
 def _flag_text(kind: FlagKind, family: Family, q_het: float, q_change: float, label: str,
@@ -292,7 +318,8 @@ def _overall_row(exposed: Moments, rest: Moments, crude: Comparison) -> dict:
 
 def _summary(metric: str, label: str, versus: str, exposed: Moments, rest: Moments,
              crude: Comparison, flags: list[Flag], families: list[Family],
-             alpha: float, support: Support, prepared: Prepared, exact: list[str]) -> str:
+             alpha: float, support: Support, prepared: Prepared, exact: list[str],
+             unflagged_moves: list[str]) -> str:
     lines = [
         f"compare_within: {metric} for {label} vs {versus}: {figure(exposed.mean)} (n = "
         f"{int(exposed.n)}) vs {figure(rest.mean)} (n = {int(rest.n)}); crude effect "
@@ -307,10 +334,16 @@ def _summary(metric: str, label: str, versus: str, exposed: Moments, rest: Momen
     if not confounding:
         lines.append("Confounding not tested: no dimension has two strata with rows in both "
                      "arms.")
-    elif FlagKind.CONFOUNDING not in found and FlagKind.SIMPSONS_PARADOX not in found:
+    elif (FlagKind.CONFOUNDING not in found and FlagKind.SIMPSONS_PARADOX not in found
+          and not unflagged_moves):
         lines.append(f"No confounding among the {len(confounding)} dimensions tested for it "
                      f"(standardising over none removes {CHANGE_IN_ESTIMATE:.0%} or more of the "
                      "crude effect beyond chance).")
+    if unflagged_moves:
+        lines.append("Not flagged as confounding, though the effect moves when held fixed: "
+                     + "; ".join(unflagged_moves[:5])
+                     + (f"; ... {len(unflagged_moves) - 5} more" if len(unflagged_moves) > 5
+                        else "") + ".")
     if not heterogeneity:
         lines.append("Heterogeneity not tested on any dimension (see below).")
     elif FlagKind.HETEROGENEITY not in found:

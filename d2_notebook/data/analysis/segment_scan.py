@@ -17,7 +17,7 @@ solid one in a large group.
 from __future__ import annotations
 
 import math
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import pandas as pd
 
@@ -215,13 +215,19 @@ def _determining(moments: dict, prepared: Prepared, total: Moments) -> list[str]
             if determines_exactly(found, total)]
 
 
+def _why_untested(row: Any) -> str:
+    """Which side of an untested segment was short: the segment itself or the rest."""
+    small = "too small to test" if min(row.n, row.rest_n) < MIN_SUPPORT_FLOOR else "not tested"
+    if row.rest_n < row.n:
+        return f"{small}: the rest has n = {row.rest_n} (the segment n = {row.n})"
+    return f"{small} (n = {row.n})"
+
+
 def untested_line(untested: pd.DataFrame, support: Support) -> str:
     """The segments below the minimum support: counted by table, the named ones by name."""
     if support.named:
-        named = "; ".join(
-            f"{segment_label(r.dimension, r.value)}: "
-            f"{'too small to test' if min(r.n, r.rest_n) < MIN_SUPPORT_FLOOR else 'not tested'}"
-            f" (n = {r.n})" for r in untested.head(12).itertuples())
+        named = "; ".join(f"{segment_label(r.dimension, r.value)}: {_why_untested(r)}"
+                          for r in untested.head(12).itertuples())
         more = f"; ... {len(untested) - 12} more" if len(untested) > 12 else ""
         return f"Not tested (fewer than {support.rows} rows): {named}{more}."
     by_table = untested.assign(table=untested["dimension"].map(table_of)).groupby(
