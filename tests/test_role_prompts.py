@@ -45,3 +45,17 @@ def test_shared_rules_state_the_objective_and_the_citation_rules() -> None:
     shared = instructions("shared")
     assert "{question}" in shared and "untrusted" in shared
     assert "cites evidence ids" in shared and "did not come from a query result" in shared
+
+
+def test_the_single_agent_reports_under_the_team_reporter_s_rules():
+    """single_agent_board writes its report by the reporter's rules, word for word: the
+    answer first with sizes, key findings, recommendations for a role that acts."""
+    from d2_notebook.detective.roles import REPORT_RULES_MARK, report_rules, role_instructions
+
+    alone = role_instructions("single_agent")
+    rules = report_rules()
+    assert rules.startswith("write_report:") and '"## Answer"' in rules
+    assert '"## Recommendations"' in rules and rules in alone
+    assert rules in role_instructions("reporter")
+    assert REPORT_RULES_MARK not in alone
+    assert "never paste raw tool output" in alone

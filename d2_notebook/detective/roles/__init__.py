@@ -54,13 +54,31 @@ def instructions(name: str) -> str:
     return resources.files(__package__).joinpath(f"{name}.txt").read_text(encoding="utf-8")
 
 
+REPORT_RULES_MARK = "<<REPORT RULES>>"
+"""Where a role's instructions take the reporter's rules for the report, word for word."""
+
+
+def report_rules() -> str:
+    """The reporter's rules for ``write_report`` (its sections, how sizes are described,
+    numbers and citations): the text of ``reporter.txt`` from its ``write_report`` step on,
+    so a single agent reports under exactly the team reporter's rules."""
+    text = instructions("reporter")
+    start = text.index("write_report:")
+    return text[start:].strip()
+
+
+def role_instructions(role_file: str) -> str:
+    """``roles/<role_file>.txt`` with the reporter's rules put in at :data:`REPORT_RULES_MARK`."""
+    return instructions(role_file).replace(REPORT_RULES_MARK, report_rules())
+
+
 def system_prompt(ctx: TeamContext, role_file: str) -> str:
     """Shared rules, the role's instructions and the schema with its join graph: identical
     for every agent and every turn of a role within an investigation (what changes goes
     in the first message), so providers cache it with the role's tool specs."""
     return "\n\n".join([
         instructions("shared").format(question=ctx.question),
-        instructions(role_file),
+        role_instructions(role_file),
         f"DATABASE SCHEMA ({ctx.sql.dialect.title}):\n" + ctx.schema_summary,
     ])
 
