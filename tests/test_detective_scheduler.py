@@ -322,3 +322,25 @@ async def test_a_batch_of_queries_runs_at_once_and_keeps_its_query_ids_in_order(
     assert SlowFirst.most >= 2  # they overlapped
     evidence = result.board.list_evidence()
     assert "SELECT 3 AS c" in evidence[-1].sql
+
+
+class Streaming(Claims):
+    """A hypothesizer that adds one claim, explores on (a slow second turn), then adds
+    the rest: the first claim's collection must not wait for that turn."""
+
+    def hypothesizer(self, turn: Turn) -> list[Action] | str:
+        if turn.step == 0:
+            return [("add_hypothesis", {"statement": self.claims[0], "rationale": "seen"}),
+                    ("run_sql", {"sql": "SELECT count(*) AS n FROM admissions"})]
+        return [("add_hypothesis", {"statement": s, "rationale": "then"})
+                for s in self.claims[1:]] + [("done", {"summary": "claims"})]
+
+
+async def test_the_first_hypothesis_is_collected_while_the_hypothesizer_still_explores(con):
+    policy = Streaming(claims=CLAIMS[:3], delays={"hypothesizer": 0.4})
+    result = await investigate(con, QUESTION, model=policy.model(), collectors=4)
+    assert result.state == "finished"
+    hypothesizer_end = policy.spans["hypothesizer"][1]
+    first_collection = policy.spans["collector-H1"][0]
+    assert first_collection < hypothesizer_end - 0.2, "H1 waited for the hypothesizer's turn"
+    assert set(statuses(result.board).values()) == {HypothesisStatus.SUPPORTED}
