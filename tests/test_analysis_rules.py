@@ -248,3 +248,30 @@ def test_no_summary_says_no_confounding_over_an_effect_that_moves_when_held_fixe
     assert ("Not flagged as confounding, though the effect moves when held fixed: t.region: "
             "standardising moves the effect by 2.00 (100% of the crude effect)") in result.summary
     assert "within chance (q = 0.0" in result.summary
+
+
+def test_a_dimension_that_nearly_copies_the_metric_is_named_not_flagged() -> None:
+    """`team` repeats `category` (2% of rows differ): splitting a category share by it is
+    true by construction. segment_scan names it once as a near-copy and flags the real
+    cause (region); compare_within never calls it a confounder."""
+    con = duckdb.connect()
+    con.execute("""
+        CREATE TABLE tickets AS
+        SELECT i,
+               CASE WHEN i % 10 < 6 OR (i < 300 AND i % 10 < 9) THEN 'hardware'
+                    ELSE 'software' END AS category,
+               CASE WHEN i < 300 THEN 'north' ELSE 'south' END AS region
+        FROM range(1000) r(i)""")
+    con.execute("""
+        CREATE TABLE t AS SELECT *, CASE WHEN i % 50 = 7 THEN 'desk'
+                                         WHEN category = 'hardware' THEN 'hw team'
+                                         ELSE 'sw team' END AS team FROM tickets""")
+    sql = GuardedSQL(con)
+    metric = "avg(CASE WHEN category = 'hardware' THEN 1 ELSE 0 END)"
+    scan = segment_scan(sql, source="t", metric=metric, dimensions=["t.team", "t.region"])
+    assert {f.dimension for f in scan.flags} == {"t.region"}
+    assert "Near-copies of the metric, not flagged: t.team (explains 9" in scan.summary
+    within = compare_within(sql, source="t", metric=metric, exposure="region", value="north",
+                            dimensions=["t.team"])
+    assert not within.flags
+    assert "Near-copies of the metric, not tested as confounders: t.team" in within.summary

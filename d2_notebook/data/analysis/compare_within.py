@@ -55,11 +55,13 @@ from d2_notebook.data.analysis.stats import (
     benjamini_hochberg,
     compare,
     determines_exactly,
+    explained_share,
     is_material,
+    is_near_copy,
     metric_scale,
 )
 from d2_notebook.data.analysis.strata import EffectScale, Family, check_heterogeneity, standardise
-from d2_notebook.data.analysis.text import describe_value, figure, name_list
+from d2_notebook.data.analysis.text import describe_value, figure, name_list, near_copy_line
 from d2_notebook.data.catalog_access import dialect_sql
 
 if TYPE_CHECKING:
@@ -147,7 +149,10 @@ def compare_within(
     families = _families(scan, prepared, exposed, rest)
     exact = [f.name for f in families if not f.membership and determines_exactly(
         [m1 + m0 for _, m1, m0 in f.strata], total)]
-    families = [f for f in families if f.name not in exact]
+    copies = {f.name: explained_share(groups, total) for f in families
+              if f.name not in exact and not f.membership
+              and is_near_copy(groups := [m1 + m0 for _, m1, m0 in f.strata], total)}
+    families = [f for f in families if f.name not in exact and f.name not in copies]
     binary = total.n > 0 and abs(total.s2 - total.s1) <= 1e-9 * max(1.0, total.s1)
     for family in families:
         check_heterogeneity(family, max(support.rows, HETEROGENEITY_MIN_ARM), pooled, binary,
@@ -188,7 +193,7 @@ def compare_within(
     flags.sort(key=lambda f: _FLAG_ORDER.index(f.kind))
     frame = pd.DataFrame(rows, columns=COLUMNS)
     summary = _summary(metric, label, versus, exposed, rest, crude, flags, families, alpha,
-                       support, prepared, exact, unflagged_moves)
+                       support, prepared, exact, unflagged_moves, copies)
     return capped(AnalysisTool.COMPARE_WITHIN, scan.sql, frame, sql.max_rows,
                   scan.duration_s, summary, flags)
 
@@ -319,7 +324,7 @@ def _overall_row(exposed: Moments, rest: Moments, crude: Comparison) -> dict:
 def _summary(metric: str, label: str, versus: str, exposed: Moments, rest: Moments,
              crude: Comparison, flags: list[Flag], families: list[Family],
              alpha: float, support: Support, prepared: Prepared, exact: list[str],
-             unflagged_moves: list[str]) -> str:
+             unflagged_moves: list[str], copies: dict[str, float]) -> str:
     lines = [
         f"compare_within: {metric} for {label} vs {versus}: {figure(exposed.mean)} (n = "
         f"{int(exposed.n)}) vs {figure(rest.mean)} (n = {int(rest.n)}); crude effect "
@@ -374,6 +379,9 @@ def _summary(metric: str, label: str, versus: str, exposed: Moments, rest: Momen
         lines.append(f"Strata without overlap (one arm only: they cannot confound and are not "
                      f"standardised over): {shown}{more}.")
     lines += definition_lines(prepared.plan)
+    if copies:
+        lines.append(near_copy_line(copies, "not tested as confounders",
+                                    "holding it fixed would hold the outcome fixed"))
     if exact:
         lines.append(f"Not tested: {name_list(exact)} determine(s) the metric exactly (each "
                      "value has a single metric value): part of the metric's definition, not a "

@@ -39,7 +39,9 @@ from d2_notebook.data.analysis.stats import (
     benjamini_hochberg,
     compare,
     determines_exactly,
+    explained_share,
     is_material,
+    is_near_copy,
     metric_scale,
     wilson_interval,
 )
@@ -47,6 +49,7 @@ from d2_notebook.data.analysis.text import (
     describe_value,
     figure,
     name_list,
+    near_copy_line,
     segment_label,
     table_of,
 )
@@ -129,7 +132,7 @@ def segment_scan(
             "score": max(0.0, abs(test.difference) - Z95 * test.se),
             "tested": tested,
         })
-    exact = _determining(scan.moments, prepared, total)
+    exact, copies = _determining(scan.moments, prepared, total)
     for row in rows:
         if row["dimension"] in exact:
             row["tested"], row["p_value"] = False, math.nan
@@ -140,7 +143,8 @@ def segment_scan(
     for row in rows:
         row.setdefault("q_value", math.nan)
         row["material"] = is_material(row["difference"], scale)
-        row["flagged"] = bool(row["tested"] and row["q_value"] < alpha and row["material"])
+        row["flagged"] = bool(row["tested"] and row["q_value"] < alpha and row["material"]
+                              and row["dimension"] not in copies)
     frame = pd.DataFrame(rows, columns=[*COLUMNS, "material"])
     frame = frame.sort_values(["flagged", "tested", "score", "n"], ascending=False,
                               kind="stable").reset_index(drop=True)
@@ -151,7 +155,7 @@ def segment_scan(
     immaterial = int((frame["tested"] & (frame["q_value"] < alpha) & ~frame["material"]).sum())
     frame = frame.drop(columns="material")
     summary = _summary(metric, total, frame[~frame["dimension"].isin(exact)], flags, prepared,
-                       support, alpha, top, immaterial, exact)
+                       support, alpha, top, immaterial, exact, copies)
     return capped(AnalysisTool.SEGMENT_SCAN, scan.sql, frame, sql.max_rows, scan.duration_s,
                   summary, flags)
 
@@ -168,7 +172,7 @@ def _flag_text(row: object, metric: str) -> str:
 
 def _summary(metric: str, total: Moments, frame: pd.DataFrame, flags: list[Flag],
              prepared: Prepared, support: Support, alpha: float, top: int,
-             immaterial: int, exact: list[str]) -> str:
+             immaterial: int, exact: list[str], copies: dict[str, float]) -> str:
     tested = frame[frame["tested"]]
     n_dimensions = len(prepared.plan.dimensions)
     lines = [
@@ -183,14 +187,16 @@ def _summary(metric: str, total: Moments, frame: pd.DataFrame, flags: list[Flag]
         lines += [f"- {f.text}" for f in flags[:top]]
         if len(flags) > top:
             lines.append(f"- ... {len(flags) - top} more flagged segments in the rows")
-    elif len(tested):
+    elif len(others := tested[~tested["dimension"].isin(copies)]):
         lines.append(f"No tested segment deviates beyond chance by a material amount ({rule}); "
                      "the largest gaps among the tested:")
-        for row in tested.head(min(top, 5)).itertuples():
+        for row in others.head(min(top, 5)).itertuples():
             lines.append(f"- {segment_label(row.dimension, row.value)}: {figure(row.metric)} "
                          f"vs {figure(row.rest_metric)} (n = {row.n}, p = {row.p_value:.2g})")
-    else:
+    elif not len(tested):
         lines.append("No segment was tested: none has enough rows (see below).")
+    if copies:
+        lines.append(near_copy_line(copies, "not flagged", "its rows are kept"))
     if immaterial:
         lines.append(f"{immaterial} segment(s) differ beyond chance by less than "
                      f"{RELATIVE_TOLERANCE:.0%} of the metric's scale: not flagged.")
@@ -205,14 +211,22 @@ def _summary(metric: str, total: Moments, frame: pd.DataFrame, flags: list[Flag]
     return "\n".join(lines)
 
 
-def _determining(moments: dict, prepared: Prepared, total: Moments) -> list[str]:
-    """Names of the (non-membership) dimensions that determine the metric exactly."""
+def _determining(moments: dict, prepared: Prepared,
+                 total: Moments) -> tuple[list[str], dict[str, float]]:
+    """The (non-membership) dimensions that determine the metric exactly, and those that
+    are near-copies of it (name -> the share of the metric's variance they explain)."""
     groups: dict[int, list[Moments]] = {}
     for (index, _), group in moments.items():
         if index >= 0 and not prepared.plan.dimensions[index].membership:
             groups.setdefault(index, []).append(group)
-    return [prepared.plan.dimensions[i].name for i, found in sorted(groups.items())
-            if determines_exactly(found, total)]
+    exact, copies = [], {}
+    for index, found in sorted(groups.items()):
+        name = prepared.plan.dimensions[index].name
+        if determines_exactly(found, total):
+            exact.append(name)
+        elif is_near_copy(found, total):
+            copies[name] = explained_share(found, total)
+    return exact, copies
 
 
 def _why_untested(row: Any) -> str:

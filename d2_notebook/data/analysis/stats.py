@@ -25,6 +25,7 @@ __all__ = [
     "ABSOLUTE_FLOOR",
     "MIN_SUPPORT_CAP",
     "MIN_SUPPORT_FLOOR",
+    "NEAR_COPY_SHARE",
     "RELATIVE_TOLERANCE",
     "Comparison",
     "Moments",
@@ -34,7 +35,9 @@ __all__ = [
     "cochran_q",
     "compare",
     "determines_exactly",
+    "explained_share",
     "is_material",
+    "is_near_copy",
     "metric_scale",
     "wilson_interval",
 ]
@@ -190,6 +193,33 @@ def is_material(difference: float, scale: float) -> bool:
     """Whether a difference is large enough to matter (see the module docstring)."""
     size = abs(difference)
     return math.isfinite(size) and size >= ABSOLUTE_FLOOR and size >= RELATIVE_TOLERANCE * scale
+
+
+NEAR_COPY_SHARE = 0.95
+"""A dimension whose values explain this share of the metric's variance (or more) is a
+near-copy of the metric: the same fact recorded twice, or a consequence of it."""
+
+
+def explained_share(groups: list[Moments], total: Moments) -> float:
+    """The share of the metric's variance between the ``groups`` (eta squared): 1 minus
+    the within-group sum of squares over the total sum of squares (0 when the metric does
+    not vary)."""
+    total_ss = total.s2 - total.s1 * total.s1 / total.n if total.n > 0 else 0.0
+    if total_ss <= 0:
+        return 0.0
+    within = sum(max(0.0, g.s2 - g.s1 * g.s1 / g.n) for g in groups if g.n > 0)
+    return max(0.0, 1.0 - within / total_ss)
+
+
+def is_near_copy(groups: list[Moments], total: Moments) -> bool:
+    """Whether a dimension splitting the population into ``groups`` (two or more) nearly
+    copies a yes/no metric: it explains at least :data:`NEAR_COPY_SHARE` of its variance,
+    so nearly every row's outcome follows from its value. Only for a 0/1 metric: a numeric
+    metric with a strong cause and little noise is explained as well, and must stay a
+    finding."""
+    binary = total.n > 0 and abs(total.s2 - total.s1) <= 1e-9 * max(1.0, total.s1)
+    return (binary and sum(1 for g in groups if g.n > 0) >= 2
+            and explained_share(groups, total) >= NEAR_COPY_SHARE)
 
 
 def determines_exactly(groups: list[Moments], total: Moments) -> bool:

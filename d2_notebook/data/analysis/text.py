@@ -6,6 +6,8 @@ import math
 import re
 from collections import Counter
 
+from d2_notebook.data.analysis.stats import NEAR_COPY_SHARE
+
 __all__ = ["MISSING", "describe_value", "figure", "name_list", "segment_label", "table_of"]
 
 MISSING = "(missing)"
@@ -56,3 +58,13 @@ def name_list(names: list[str]) -> str:
         return ", ".join(names)
     counts = Counter(table_of(n) for n in names)
     return f"{len(names)} — " + ", ".join(f"{t}: {c}" for t, c in sorted(counts.items()))
+
+
+def near_copy_line(copies: dict[str, float], treated: str, consequence: str) -> str:
+    """The summary line for dimensions that nearly copy the metric (name -> the share of
+    its variance they explain): what the tool did with them (``treated``) and why."""
+    named = ", ".join(f"{name} (explains {share:.0%} of its variance)"
+                      for name, share in copies.items())
+    return (f"Near-copies of the metric, {treated}: {named} — its values almost fix the "
+            f"metric (at least {NEAR_COPY_SHARE:.0%}): the same fact recorded twice or a "
+            f"consequence of the outcome, not an explanation of it; {consequence}.")
