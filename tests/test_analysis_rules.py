@@ -7,7 +7,7 @@ import duckdb
 import pytest
 
 from d2_notebook.data import GuardedSQL
-from d2_notebook.data.analysis import FlagKind, compare_within, segment_scan
+from d2_notebook.data.analysis import FlagKind, compare_within, segment_scan, trend
 
 
 def _time_confounded() -> GuardedSQL:
@@ -275,3 +275,31 @@ def test_a_dimension_that_nearly_copies_the_metric_is_named_not_flagged() -> Non
                             dimensions=["t.team"])
     assert not within.flags
     assert "Near-copies of the metric, not tested as confounders: t.team" in within.summary
+
+
+def test_a_requested_sql_month_says_it_is_the_month_of_the_year() -> None:
+    """`month(opened_on)` is SQL (1–12, all years together), unlike the listed dimension
+    `month(cases.opened_on)`: the summary says which one ran and how to name the other."""
+    con = duckdb.connect()
+    con.execute("CREATE TABLE cases AS SELECT i, DATE '2022-01-01' + INTERVAL (i) DAY "
+                "AS opened_on, i % 7 AS days FROM range(800) r(i)")
+    sql = GuardedSQL(con)
+    as_sql = segment_scan(sql, source="cases", metric="avg(days)", dimensions=["month(opened_on)"])
+    assert set(as_sql.frame["value"]) == {str(m) for m in range(1, 13)}
+    assert "Read as SQL: month(opened_on) — the month or quarter of the year" in as_sql.summary
+    listed = segment_scan(sql, source="cases", metric="avg(days)",
+                          dimensions=["month(cases.opened_on)"])
+    assert "2022-01" in set(listed.frame["value"]) and "Read as SQL" not in listed.summary
+
+
+def test_a_rate_s_trend_keeps_its_intervals_between_0_and_1() -> None:
+    """Weeks of a handful of yes/no rows: Wilson intervals, and a projection that stays a
+    rate, never a 95% interval reaching above 1 or below 0."""
+    con = duckdb.connect()
+    con.execute("CREATE TABLE t AS SELECT DATE '2023-01-02' + INTERVAL (i * 2) DAY AS day, "
+                "CASE WHEN i % 9 = 0 THEN 0 ELSE 1 END AS ok FROM range(120) r(i)")
+    result = trend(GuardedSQL(con), source="t", metric="avg(ok)", time="day", grain="week",
+                   periods=3)
+    frame = result.frame
+    assert frame["ci_low"].min() >= 0 and frame["ci_high"].max() <= 1
+    assert (frame["kind"] == "projection").sum() == 3

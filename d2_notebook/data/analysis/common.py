@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 import time
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
@@ -110,14 +111,28 @@ class Support:
                 f"{MIN_SUPPORT_FLOOR} and {MIN_SUPPORT_CAP}")
 
 
+_CALENDAR_SQL = re.compile(r"^\s*(month|quarter)\s*\(", re.IGNORECASE)
+
+
 def definition_lines(plan: Plan) -> list[str]:
-    """The summary line for requested dimensions the metric's definition reads."""
-    if not plan.definitional:
-        return []
-    names = ", ".join(name for name, _ in plan.definitional)
-    return [f"Not split by {names}: part of the metric's definition (the metric, its filter, "
-            "the source's join condition or another input reads it), so it would explain "
-            "the metric trivially."]
+    """The summary lines for requested dimensions the metric's definition reads, and for
+    requested SQL ``month(...)`` / ``quarter(...)`` expressions, which SQL reads as the
+    month or quarter *of the year* (every year together), unlike the tools' dimensions
+    of the same name, which carry the year."""
+    lines = []
+    if plan.definitional:
+        names = ", ".join(name for name, _ in plan.definitional)
+        lines.append(f"Not split by {names}: part of the metric's definition (the metric, its "
+                     "filter, the source's join condition or another input reads it), so it "
+                     "would explain the metric trivially.")
+    calendar = [p.name for p in plan.dimensions
+                if p.dimension is None and _CALENDAR_SQL.match(p.name)]
+    if calendar:
+        lines.append(f"Read as SQL: {', '.join(calendar)} — the month or quarter of the year "
+                     "(1–12 or 1–4, all years together). For calendar months or quarters with "
+                     "their year, name the dimension as the tools list it, with the table: "
+                     "month(<table>.<column>), quarter(<table>.<column>).")
+    return lines
 
 
 def check_settings(min_support: int | None, alpha: float) -> None:

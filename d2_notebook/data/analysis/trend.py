@@ -49,7 +49,13 @@ from d2_notebook.data.analysis.season import (
     season_dummies,
     season_label,
 )
-from d2_notebook.data.analysis.stats import RELATIVE_TOLERANCE, Moments, is_material, metric_scale
+from d2_notebook.data.analysis.stats import (
+    RELATIVE_TOLERANCE,
+    Moments,
+    is_material,
+    metric_scale,
+    wilson_interval,
+)
 from d2_notebook.data.analysis.text import figure
 from d2_notebook.data.catalog_access import dialect_sql
 
@@ -295,13 +301,18 @@ def _rows(buckets: pd.DataFrame, fitted: np.ndarray, fit: Fit, breaks: list[floa
     grouped = frame.groupby("period").agg(n=("n", "sum"), s1=("s1", "sum"), s2=("s2", "sum"),
                                           fitted_sum=("fitted_sum", "sum"))
     rows = []
+    binary = bool(np.allclose(grouped["s2"], grouped["s1"], rtol=1e-9, atol=1e-9))
     for period, g in grouped.iterrows():
         mean = g.s1 / g.n
-        var = max(0.0, (g.s2 - g.s1**2 / g.n) / (g.n - 1)) if g.n > 1 else 0.0
-        half = 1.959964 * math.sqrt(var / g.n)
+        if binary:  # a rate: Wilson's interval stays within 0 to 1 on small periods
+            low, high = wilson_interval(g.s1, g.n)
+        else:
+            var = max(0.0, (g.s2 - g.s1**2 / g.n) / (g.n - 1)) if g.n > 1 else 0.0
+            half = 1.959964 * math.sqrt(var / g.n)
+            low, high = mean - half, mean + half
         rows.append({"period": _period_label(period, grain), "kind": "observed",
-                     "n": int(g.n), "metric": mean, "ci_low": mean - half,
-                     "ci_high": mean + half, "fitted": g.fitted_sum / g.n})
+                     "n": int(g.n), "metric": mean, "ci_low": low,
+                     "ci_high": high, "fitted": g.fitted_sum / g.n})
     if periods:
         code = GRAINS[grain][0]
         last = buckets["period"].max().to_period(code)
@@ -315,9 +326,11 @@ def _rows(buckets: pd.DataFrame, fitted: np.ndarray, fit: Fit, breaks: list[floa
                                 _season_row(start, season)])
             value = float(x @ fit.coef)
             half = t_crit * math.sqrt(max(0.0, x @ fit.cov @ x) + sigma2 / max(rows_per, 1))
+            low, high = value - half, value + half
+            if binary:  # a projected rate stays a rate
+                value, low, high = (min(1.0, max(0.0, v)) for v in (value, low, high))
             rows.append({"period": _period_label(start, grain), "kind": "projection", "n": 0,
-                         "metric": value, "ci_low": value - half, "ci_high": value + half,
-                         "fitted": value})
+                         "metric": value, "ci_low": low, "ci_high": high, "fitted": value})
     return pd.DataFrame(rows, columns=COLUMNS)
 
 
