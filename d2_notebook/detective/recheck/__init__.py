@@ -46,6 +46,7 @@ from d2_notebook.detective.settings import check_role_names
 from d2_notebook.errors import D2Error, InvalidRecordError, NotFoundError
 from d2_notebook.llm import Model, get_model
 from d2_notebook.llm.settings import MODEL_ENV
+from d2_notebook.safe_markdown import safe_markdown
 
 __all__ = ["RecheckResult", "recheck", "recheck_sync"]
 
@@ -91,6 +92,14 @@ class RecheckResult:
 
     def __repr__(self) -> str:
         return str(self)
+
+    def _repr_markdown_(self) -> str:
+        """The summary as a code block, then the new report version (if re-judged)."""
+        text = f"```\n{self}\n```"
+        version = self.rejudge.report_version if self.rejudge is not None else None
+        if version is not None:
+            text += f"\n\n{safe_markdown(version.report)}"
+        return text
 
     def __str__(self) -> str:
         lines = [self.summary()]

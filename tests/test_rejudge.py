@@ -1,0 +1,314 @@
+"""Re-judge: real DuckDB files changed between runs, the naive offline policy as the team.
+
+A finding reversed by new data → re-check marks it stale → the judge revises exactly the
+stale verdicts (the others keep their verdict), a new report version opens with "What
+changed since <date>", and only the stale branches (and the reporter) reach a model.
+Unchanged data sends nothing to a model. Bad input fails before anything is written.
+"""
+
+from __future__ import annotations
+
+import shutil
+from collections import Counter
+from pathlib import Path
+
+import duckdb
+import pytest
+from click.testing import CliRunner
+from IPython.core.error import UsageError
+from IPython.core.interactiveshell import InteractiveShell
+
+import d2_notebook.notebook as nb
+from d2_notebook import investigate_sync, recheck_sync
+from d2_notebook.board import Board, RejudgeOutcome, VerdictCheck
+from d2_notebook.cli import main
+from d2_notebook.datasets import hospital
+from d2_notebook.detective.policies.naive import NaivePolicy
+from d2_notebook.detective.policies.team_policy import Action, Turn
+from d2_notebook.errors import InvalidRecordError
+from d2_notebook.llm import ModelRequest, ModelResponse
+
+PULMOREX_WORSE = """UPDATE outcomes SET died = true WHERE admission_id IN (
+    SELECT o.admission_id FROM outcomes o JOIN treatments t USING (admission_id)
+    WHERE t.drug = 'Pulmorex' AND NOT o.died ORDER BY o.admission_id LIMIT 20)"""
+"""New outcomes that take Pulmorex's death rate (0.14) up to standard care's (0.23)."""
+
+
+@pytest.fixture(scope="module")
+def recorded(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path, Path]:
+    """A hospital database, a finished naive investigation of it (H3: Pulmorex changes
+    the death rate, and H6: the ward does, supported; H1, H2, H4, H5 not) and a
+    pristine copy of the database to restore it from."""
+    folder = tmp_path_factory.mktemp("rejudge")
+    database, board_path = folder / "hospital.duckdb", folder / "hospital.d2board"
+    hospital.create(database, patients=1500).close()
+    investigate_sync(str(database), hospital.QUESTION, board=board_path,
+                     model=NaivePolicy().model()).board.close()
+    pristine = folder / "pristine.duckdb"
+    shutil.copy(database, pristine)
+    return database, board_path, pristine
+
+
+@pytest.fixture
+def copies(recorded: tuple[Path, Path, Path], tmp_path: Path) -> tuple[Path, Path]:
+    """The database as investigated (at the path the board names) and a fresh copy of
+    the board, for one test."""
+    database, board_path, pristine = recorded
+    shutil.copy(pristine, database)
+    shutil.copy(board_path, tmp_path / board_path.name)
+    return database, tmp_path / board_path.name
+
+
+def _change(database: Path, statement: str = PULMOREX_WORSE) -> None:
+    con = duckdb.connect(str(database))
+    con.execute(statement)
+    con.close()
+
+
+def _calls_by_role(board: Board, after: int = 0) -> Counter[str]:
+    return Counter(c.role for c in board.list_model_calls(investigation_id="I1")
+                   if c.id > after)
+
+
+def _last_call(board: Board) -> int:
+    calls = board.list_model_calls(investigation_id="I1")
+    return calls[-1].id if calls else 0
+
+
+class _Refusing:
+    """A model that must not be asked anything."""
+
+    name = "must-not-be-called"
+
+    async def request(self, request: ModelRequest) -> ModelResponse:
+        raise AssertionError(f"a model was asked by {request.agent}")
+
+
+def test_a_reversed_finding_is_revised_and_the_rest_left_alone(copies) -> None:
+    database, board_path = copies
+    _change(database)
+    with Board.open(board_path) as board:
+        before = {h.id: board.latest_verdict(h.id) for h in board.list_hypotheses()}
+        first_report = board.get_investigation("I1").report
+        last = _last_call(board)
+        result = recheck_sync(str(database), board, rejudge=True, model=NaivePolicy().model())
+
+        assert result.stale == ("H3", "H6")
+        judged = {r.hypothesis_id: r for r in result.rejudge.rejudges}
+        assert set(judged) == set(result.stale)  # exactly the stale ones
+        assert judged["H3"].outcome is RejudgeOutcome.REVISED
+        assert judged["H6"].outcome is RejudgeOutcome.CONFIRMED
+        # revised: a new verdict, the old one kept
+        revised = board.latest_verdict("H3")
+        assert (before["H3"].status.value, revised.status.value) == ("supported",
+                                                                      "contradicted")
+        assert [v.id for v in board.list_verdicts(hypothesis_id="H3")][:-1][-1] == \
+            before["H3"].id
+        assert judged["H3"].previous_verdict_id == before["H3"].id
+        assert judged["H3"].verdict_id == revised.id
+        # it cites the re-run (new rows on the board), not the old evidence
+        (rerun,) = judged["H3"].rerun_evidence_ids
+        assert revised.evidence_ids == (rerun,)
+        assert "re-run" in board.list_links(hypothesis_id="H3")[-1].rationale
+        # confirmed ones: the re-check's untouched; the judge's recorded again
+        for untouched in ("H1", "H2", "H4", "H5"):
+            assert board.latest_verdict(untouched).id == before[untouched].id
+        assert board.latest_verdict("H6").status is before["H6"].status
+        # only the stale branches and the reporter asked a model
+        assert _calls_by_role(board, last) == Counter({"judge": 2, "reporter": 1})
+        assert result.rejudge.usage.calls == 3
+        # a new report version; the first stays readable
+        versions = board.list_report_versions("I1")
+        assert [v.version for v in versions] == [1, 2]
+        assert versions[0].report == first_report and versions[1].recheck_run_id == "R1"
+        report = versions[1].report
+        assert report.startswith(f"## What changed since {versions[0].created_at[:10]}")
+        assert "**H3**" in report.split("## Answer")[0]
+        assert "supported (0.7) -> contradicted" in report
+        assert "Confirmed by the re-check (their evidence came back the same): H1, H2, " \
+               "H4, H5." in report
+        assert board.get_investigation("I1").report == report
+        assert "## Answer" in report and result.rejudge.claim_check.unverified == ()
+        # re-judged verdicts are current again: no longer shown stale
+        assert board.latest_verdict_checks("I1") == {
+            h: c for h, c in board.latest_verdict_checks("I1").items()
+            if h not in ("H3", "H6")}
+        kinds = [e.kind for e in board.events() if e.kind.startswith(("rejudge.", "report."))]
+        assert kinds == ["rejudge.started", "rejudge.revised", "rejudge.confirmed",
+                         "report.version"]
+
+        # The re-judged verdicts rest on the re-runs: the next re-check confirms them all
+        # and a re-judge has nothing to send.
+        again = recheck_sync(str(database), board, rejudge=True, model=_Refusing())
+        assert again.stale == () and {"H3", "H6"} <= set(again.confirmed)
+        assert again.rejudge.rejudges == () and again.rejudge.report_version is None
+        assert len(board.list_report_versions("I1")) == 2
+
+
+def test_unchanged_data_sends_nothing_to_a_model(copies) -> None:
+    database, board_path = copies
+    with Board.open(board_path) as board:
+        last = _last_call(board)
+        result = recheck_sync(str(database), board, rejudge=True, model=_Refusing())
+        assert result.stale == () and result.rejudge.rejudges == ()
+        assert "nothing stale, no model called" in str(result)
+        assert _calls_by_role(board, last) == Counter()
+        assert [v.version for v in board.list_report_versions("I1")] == [1]
+        assert not [e for e in board.events() if e.kind.startswith("rejudge.")]
+
+
+class _Refiner(NaivePolicy):
+    """Re-judges by splitting the hypothesis by severity; a child's collector runs one
+    query for its stratum and records it."""
+
+    def collector(self, turn: Turn) -> list[Action] | str:
+        stratum = self._statement(turn).rsplit(": ", 1)[-1]
+        if turn.step == 0:
+            return [("run_sql", {"sql": "SELECT t.drug, avg(CASE WHEN o.died THEN 1 ELSE 0 "
+                                 "END) AS death_rate, count(*) AS n FROM outcomes o JOIN "
+                                 "admissions a USING (admission_id) JOIN treatments t USING "
+                                 f"(admission_id) WHERE a.severity = '{stratum}' GROUP BY 1 "
+                                 "ORDER BY 1", "purpose": f"death rate by drug, {stratum}"})]
+        return [("record_evidence", {"query_id": "Q1", "description": f"death rate by drug "
+                                     f"among {stratum} cases", "stance": "contradicts",
+                                     "reading": "Pulmorex close to standard care"}),
+                ("submit_for_judgement", {"summary": "one stratum compared"})]
+
+    def rejudge(self, turn: Turn) -> list[Action] | str:
+        statement = self._statement(turn)
+        ids = [e.rerun or e.id for e in turn.rechecked_evidence()]
+        return [("refine", {"status": "inconclusive", "confidence": 0.4, "evidence_ids": ids,
+                            "rationale": f"{', '.join(ids)}: may differ by severity",
+                            "children": [
+                                {"statement": f"{statement} within admissions.severity: "
+                                              f"{s}"} for s in ("moderate", "critical")]})]
+
+
+def test_a_refined_verdict_has_its_children_collected_and_judged(copies) -> None:
+    database, board_path = copies
+    _change(database)
+    with Board.open(board_path) as board:
+        last = _last_call(board)
+        result = recheck_sync(str(database), board, rejudge=True, model=_Refiner().model())
+        refined = {r.hypothesis_id: r for r in result.rejudge.rejudges}
+        assert refined["H3"].outcome is RejudgeOutcome.REFINED
+        children = refined["H3"].children
+        assert len(children) == 2
+        for child in children:  # collected (evidence linked) and judged, as in a run
+            assert board.list_links(hypothesis_id=child)
+            assert board.latest_verdict(child) is not None
+            assert board.get_hypothesis(child).parent_id == "H3"
+        kids = [c for r in result.rejudge.rejudges for c in r.children]
+        agents = {c.agent for c in board.list_model_calls(investigation_id="I1")
+                  if c.id > last}
+        assert agents == {"rejudge-H3", "rejudge-H6", "reporter",
+                          *(f"collector-{c}" for c in kids), *(f"judge-{c}" for c in kids)}
+        assert "Refined into " + ", ".join(children) in result.rejudge.report_version.report
+
+
+def test_rejudge_without_a_model_names_the_fix_and_writes_nothing(
+        copies, monkeypatch: pytest.MonkeyPatch) -> None:
+    database, board_path = copies
+    monkeypatch.delenv("D2_MODEL", raising=False)
+    _change(database)
+    with Board.open(board_path) as board:
+        with pytest.raises(InvalidRecordError, match="re-judging needs a model: pass model="):
+            recheck_sync(str(database), board, rejudge=True)
+        assert board.list_recheck_runs() == []
+    done = CliRunner().invoke(main, ["board", "recheck", str(database), str(board_path),
+                                     "--rejudge"])
+    assert done.exit_code == 1
+    assert "--policy naive" in done.output and len(done.output.strip().splitlines()) == 1
+    lone = CliRunner().invoke(main, ["board", "recheck", str(database), str(board_path),
+                                     "--policy", "naive"])
+    assert lone.exit_code == 2 and "add --rejudge" in lone.output
+    unknown = CliRunner().invoke(main, ["board", "recheck", str(database), str(board_path),
+                                        "--rejudge", "--policy", "clever"])
+    assert unknown.exit_code == 2 and "'naive'" in unknown.output
+    with Board.open(board_path, read_only=True) as board:
+        assert board.list_recheck_runs() == []
+
+
+def test_a_board_with_no_finished_investigation_is_refused(tmp_path: Path) -> None:
+    database = tmp_path / "h.duckdb"
+    hospital.create(database, patients=200).close()
+    board_path = tmp_path / "open.d2board"
+    with Board.open(board_path) as board:
+        board.start_investigation(hospital.QUESTION)
+    with pytest.raises(InvalidRecordError, match=r"I1 is running, not finished.*--resume"):
+        recheck_sync(str(database), board_path, rejudge=True, model=_Refusing())
+    empty = tmp_path / "empty.d2board"
+    Board.open(empty).close()
+    done = CliRunner().invoke(main, ["board", "recheck", str(database), str(empty),
+                                     "--rejudge", "--policy", "naive"])
+    assert done.exit_code == 1 and "holds no investigation" in done.output
+    with Board.open(board_path, read_only=True) as board:
+        assert board.list_recheck_runs() == []
+
+
+def test_the_cli_rejudges_offline_and_prints_the_new_report(copies) -> None:
+    database, board_path = copies
+    _change(database)
+    done = CliRunner().invoke(main, ["board", "recheck", str(database), str(board_path),
+                                     "--rejudge", "--policy", "naive"])
+    assert done.exit_code == 0, done.output
+    assert "re-judge: confirmed H6; revised H3; report version 2 (3 model call(s))" \
+        in done.output
+    assert "## What changed since" in done.output
+    with Board.open(board_path, read_only=True) as board:
+        assert board.latest_verdict("H3").status.value == "contradicted"
+
+
+def test_the_magic_rejudges_through_the_python_api(copies, monkeypatch) -> None:
+    database, board_path = copies
+    _change(database)
+    monkeypatch.delenv("D2_MODEL", raising=False)
+    shell = InteractiveShell.instance()
+    nb.load_ipython_extension(shell)
+    with pytest.raises(UsageError, match="re-judging needs a model"):
+        shell.run_line_magic("investigate", f"--db {database} --board {board_path} "
+                                            "--recheck --rejudge")
+    with pytest.raises(UsageError, match="add --rejudge"):
+        shell.run_line_magic("investigate", f"--db {database} --board {board_path} "
+                                            "--recheck --policy naive")
+    result = shell.run_line_magic("investigate", f"--db {database} --board {board_path} "
+                                                 "--recheck --rejudge --policy naive")
+    assert result.rejudge.with_outcome(RejudgeOutcome.REVISED) == ("H3",)
+    assert "## What changed since" in result._repr_markdown_()
+
+
+def test_a_recorded_rejudge_replays_to_the_same_board(recorded, tmp_path: Path) -> None:
+    """A notebook re-run later: replay the investigation, change the data the same way,
+    re-judge from the recording: same verdicts, same report, no model."""
+    database, recording, pristine = recorded
+    first_board, again_board = tmp_path / "a.d2board", tmp_path / "b.d2board"
+    shutil.copy(pristine, database)
+    shutil.copy(recording, first_board)
+    _change(database)
+    recheck_sync(str(database), first_board, rejudge=True, model=NaivePolicy().model())
+
+    shutil.copy(pristine, database)
+    investigate_sync(str(database), None, board=again_board, replay=first_board).board.close()
+    _change(database)
+    replayed = recheck_sync(str(database), again_board, rejudge=True, replay=first_board)
+    with Board.open(first_board, read_only=True) as a, \
+            Board.open(again_board, read_only=True) as b:
+        assert [(r.hypothesis_id, r.outcome) for r in b.list_rejudges()] == \
+            [(r.hypothesis_id, r.outcome) for r in a.list_rejudges()]
+        assert [(v.hypothesis_id, v.status, v.evidence_ids) for v in b.list_verdicts()] == \
+            [(v.hypothesis_id, v.status, v.evidence_ids) for v in a.list_verdicts()]
+        assert b.list_report_versions("I1")[-1].report.split("\n", 1)[1] == \
+            a.list_report_versions("I1")[-1].report.split("\n", 1)[1]  # the dates may differ
+    assert replayed.rejudge.usage.calls == 3
+    _change(database, "UPDATE outcomes SET died = NOT died WHERE admission_id < 400")
+    with pytest.raises(InvalidRecordError, match="holds 1 re-judge"):
+        recheck_sync(str(database), again_board, rejudge=True, replay=first_board)
+
+
+def test_verdicts_marked_stale_by_a_recheck_read_back(copies) -> None:
+    database, board_path = copies
+    _change(database)
+    with Board.open(board_path) as board:
+        recheck_sync(str(database), board)
+        checks = board.latest_verdict_checks("I1")
+        assert {h for h, c in checks.items() if c.check is VerdictCheck.STALE} == {"H3", "H6"}
