@@ -19,6 +19,7 @@ new evidence side by side, and the reporter writes a new report version
 from __future__ import annotations
 
 import asyncio
+import inspect
 import os
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -33,6 +34,7 @@ from d2_notebook.board import (
     Recheck,
     RecheckOutcome,
     RecheckRun,
+    ToolCall,
     VerdictCheck,
 )
 from d2_notebook.data import SQLSource, open_source
@@ -247,6 +249,9 @@ def _recheck_one(board: Board, source: SQLSource, evidence: Evidence) -> tuple[
     if call is None and analysis_tool_of(evidence) is not None:
         return (RecheckOutcome.UNCHECKED, "an analysis result recorded before tool calls "
                 "were stored; investigate again to re-check it", None, None)
+    unusable = _unusable_call(call, source) if call is not None else None
+    if unusable is not None:
+        return RecheckOutcome.UNCHECKED, unusable, None, None
     try:
         if call is not None:
             result = spec_for(call.tool).function(source, **call.args)
@@ -260,6 +265,22 @@ def _recheck_one(board: Board, source: SQLSource, evidence: Evidence) -> tuple[
     if comparison.same:
         return RecheckOutcome.SAME, "", None, count
     return RecheckOutcome.CHANGED, comparison.detail, result.frame, count
+
+
+def _unusable_call(call: ToolCall, source: SQLSource) -> str | None:
+    """Why this version cannot replay a stored analysis call (a tool renamed or gone, its
+    arguments changed), or None: the data is not at fault, so the evidence is unchecked."""
+    try:
+        spec = spec_for(call.tool)
+    except KeyError:
+        return (f"its analysis tool {call.tool!r} is not in this version of d2_notebook; "
+                "investigate again to re-check it")
+    try:
+        inspect.signature(spec.function).bind(source, **call.args)
+    except TypeError as exc:
+        return (f"its stored {call.tool} call no longer fits the tool ({exc}); investigate "
+                "again to re-check it")
+    return None
 
 
 def _verdict_checks(board: Board, investigation: Investigation, rechecks: dict[str, Recheck],
