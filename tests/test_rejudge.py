@@ -312,3 +312,24 @@ def test_verdicts_marked_stale_by_a_recheck_read_back(copies) -> None:
         recheck_sync(str(database), board)
         checks = board.latest_verdict_checks("I1")
         assert {h for h, c in checks.items() if c.check is VerdictCheck.STALE} == {"H3", "H6"}
+
+
+def test_board_show_and_the_json_export_keep_the_rejudge_and_every_report_version(
+        copies, tmp_path: Path) -> None:
+    database, board_path = copies
+    _change(database)
+    recheck_sync(str(database), board_path, rejudge=True, model=NaivePolicy().model())
+    shown = CliRunner().invoke(main, ["board", "show", str(board_path)])
+    assert shown.exit_code == 0, shown.output
+    assert "after R1: revised H3; confirmed H6" in shown.output
+    assert "report versions: v1 " in shown.output and ", v2 " in shown.output
+    exported = tmp_path / "board.json"
+    done = CliRunner().invoke(main, ["board", "export", str(board_path), "--json", "-o",
+                                     str(exported)])
+    assert done.exit_code == 0, done.output
+    copy = tmp_path / "imported.d2board"
+    done = CliRunner().invoke(main, ["board", "import", str(exported), str(copy)])
+    assert done.exit_code == 0, done.output
+    with Board.open(board_path, read_only=True) as a, Board.open(copy, read_only=True) as b:
+        assert b.list_rejudges() == a.list_rejudges()
+        assert b.list_report_versions("I1") == a.list_report_versions("I1")
