@@ -333,3 +333,32 @@ def test_board_show_and_the_json_export_keep_the_rejudge_and_every_report_versio
     with Board.open(board_path, read_only=True) as a, Board.open(copy, read_only=True) as b:
         assert b.list_rejudges() == a.list_rejudges()
         assert b.list_report_versions("I1") == a.list_report_versions("I1")
+
+
+def test_the_hospital_walkthrough_rejudges_offline_too(tmp_path: Path) -> None:
+    """The demo's scripted policy reads plain query results it cannot re-read: the
+    verdicts on the changed drug become inconclusive, with the diff as the reason; the
+    others keep their verdicts."""
+    from d2_notebook.detective.policies.hospital import HospitalWalkthrough
+
+    database, board_path = tmp_path / "h.duckdb", tmp_path / "h.d2board"
+    hospital.create(database).close()
+    investigate_sync(str(database), hospital.QUESTION, board=board_path,
+                     model=HospitalWalkthrough().model()).board.close()
+    _change(database, PULMOREX_WORSE.replace("Pulmorex", "Virexa").replace("20)", "200)"))
+    with Board.open(board_path) as board:
+        before = {h.id: board.latest_verdict(h.id) for h in board.list_hypotheses()}
+        last = _last_call(board)
+        result = recheck_sync(str(database), board, rejudge=True,
+                              model=HospitalWalkthrough().model())
+        assert result.stale and all("Virexa" in board.get_hypothesis(h).statement
+                                    for h in result.stale)
+        assert result.rejudge.with_outcome(RejudgeOutcome.REVISED) == result.stale
+        for hypothesis_id in result.stale:
+            verdict = board.latest_verdict(hypothesis_id)
+            assert verdict.status.value == "inconclusive" and "->" in verdict.rationale
+        for hypothesis_id in result.confirmed:
+            assert board.latest_verdict(hypothesis_id).id == before[hypothesis_id].id
+        agents = {c.agent for c in board.list_model_calls(investigation_id="I1")
+                  if c.id > last}
+        assert agents == {f"rejudge-{h}" for h in result.stale} | {"reporter"}
