@@ -25,7 +25,7 @@ from d2_notebook.cli import main
 from d2_notebook.datasets import hospital
 from d2_notebook.detective.policies.naive import NaivePolicy
 from d2_notebook.detective.policies.team_policy import Action, Turn
-from d2_notebook.errors import InvalidRecordError
+from d2_notebook.errors import InvalidRecordError, ModelAPIError
 from d2_notebook.llm import ModelRequest, ModelResponse
 
 PULMOREX_WORSE = """UPDATE outcomes SET died = true WHERE admission_id IN (
@@ -362,3 +362,34 @@ def test_the_hospital_walkthrough_rejudges_offline_too(tmp_path: Path) -> None:
         agents = {c.agent for c in board.list_model_calls(investigation_id="I1")
                   if c.id > last}
         assert agents == {f"rejudge-{h}" for h in result.stale} | {"reporter"}
+
+
+class _FailsOnH6(NaivePolicy):
+    """The model fails for good when asked about H6 (after H3 was re-judged)."""
+
+    def rejudge(self, turn: Turn) -> list[Action] | str:
+        if turn.hypothesis_id == "H6":
+            raise ModelAPIError("the provider is down")
+        return super().rejudge(turn)
+
+
+def test_a_rejudge_stopped_by_a_model_error_is_finished_by_the_next(copies) -> None:
+    database, board_path = copies
+    _change(database)
+    with Board.open(board_path) as board:
+        with pytest.raises(ModelAPIError, match="provider is down"):
+            recheck_sync(str(database), board, rejudge=True, model=_FailsOnH6().model())
+        assert [(r.hypothesis_id, r.outcome) for r in board.list_rejudges()] == [
+            ("H3", RejudgeOutcome.REVISED)]
+        assert len(board.list_report_versions("I1")) == 1  # no report from half a re-judge
+        assert board.get_investigation("I1").state.value == "finished"
+
+        last = _last_call(board)
+        result = recheck_sync(str(database), board, rejudge=True, model=NaivePolicy().model())
+        assert result.stale == ("H6",) and "H3" in result.confirmed  # H3 rests on E9 now
+        assert {c.agent for c in board.list_model_calls(investigation_id="I1")
+                if c.id > last} == {"rejudge-H6", "reporter"}
+        report = result.rejudge.report_version.report.split("## Answer")[0]
+        assert "**H3**" in report and "-> contradicted" in report  # R1's revision
+        assert "**H6**" in report and "still supported" in report  # R2's confirmation
+        assert "H3" not in report.split("Confirmed by the re-check")[-1]

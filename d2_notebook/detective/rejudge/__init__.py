@@ -13,6 +13,10 @@ the new evidence side by side, then write a new report version.
 3. has the reporter write the updated report; the new report version starts with
    "What changed since <date of the earlier report>" (:func:`.brief.what_changed`).
 
+A re-judge stopped midway (a model error, Ctrl-C) keeps what it decided; the next
+``recheck(..., rejudge=True)`` finds those verdicts confirmed (they cite the re-runs),
+re-judges the rest, and its report version names every change since the last version.
+
 Only the stale branches reach a model (and the reporter, once): no re-check, no
 hypothesizer, no orchestrator. Every call is recorded on the board like a run's, under
 the investigation, after a ``rejudge.started`` event; :func:`rejudge_replay_model`
@@ -150,8 +154,10 @@ async def rejudge_stale(board: Board, source: SQLSource, run: RecheckRun, stale:
             await _judge_one(loop, hypothesis_id, run, rechecks, reruns)
 
     outcome = await loop.continue_with(judge_each())
-    rejudges = tuple(board.list_rejudges(run.id))
-    section = what_changed(board, rejudges, confirmed, since, run)
+    rejudges = _rejudged_since(board, investigation.id, since)
+    judged = {r.hypothesis_id for r in rejudges}
+    section = what_changed(board, rejudges, [h for h in confirmed if h not in judged], since,
+                           run)
     check = check_report(board, investigation.id, outcome.report)
     version = board.add_report_version(investigation.id, f"{section}\n{check.marked_report}",
                                        recheck_run_id=run.id, actor=ACTOR)
@@ -178,6 +184,13 @@ async def _judge_one(loop: ControlLoop, hypothesis_id: str, run: RecheckRun,
     board.record_rejudge(run.id, hypothesis_id, outcome, previous_verdict_id=previous.id,
                          verdict_id=given, rerun_evidence_ids=own,
                          children=decision.children, actor=ACTOR)
+
+
+def _rejudged_since(board: Board, investigation_id: str, since: str) -> tuple[Rejudge, ...]:
+    """Every re-judge of the investigation after its latest report version: this one's,
+    and those of a re-judge stopped before it wrote its report (a model error, Ctrl-C)."""
+    return tuple(r for run in board.list_recheck_runs(investigation_id=investigation_id)
+                 for r in board.list_rejudges(run.id) if r.created_at > since)
 
 
 def _generation(board: Board, hypothesis_id: str) -> int:
