@@ -393,3 +393,21 @@ def test_a_rejudge_stopped_by_a_model_error_is_finished_by_the_next(copies) -> N
         assert "**H3**" in report and "-> contradicted" in report  # R1's revision
         assert "**H6**" in report and "still supported" in report  # R2's confirmation
         assert "H3" not in report.split("Confirmed by the re-check")[-1]
+
+
+def test_the_magic_rejudges_in_a_kernel_whose_loop_is_running(copies, monkeypatch) -> None:
+    """In Jupyter a cell runs while the kernel's asyncio loop runs: the re-check and the
+    re-judge must run on that loop, not fail for want of asyncio.run."""
+    database, board_path = copies
+    _change(database)
+    shell = InteractiveShell.instance()
+    nb.load_ipython_extension(shell)
+
+    async def cell() -> object:  # the kernel's loop is running while the cell executes
+        return shell.run_line_magic("investigate", f"--db {database} --board {board_path} "
+                                                   "--recheck --rejudge --policy naive")
+
+    import asyncio
+
+    result = asyncio.run(cell())
+    assert result.rejudge.with_outcome(RejudgeOutcome.REVISED) == ("H3",)

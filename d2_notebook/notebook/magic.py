@@ -195,8 +195,8 @@ class Investigate(Magics):
     def _recheck(self, args: Any) -> Any:
         """``%investigate con --board B --recheck [--rejudge --model M | --policy P]``:
         re-run B's evidence on ``con`` (and re-judge what went stale) through
-        :func:`~d2_notebook.detective.recheck.recheck_sync`; the magic calls no model."""
-        from d2_notebook.detective.recheck import recheck_sync
+        :func:`~d2_notebook.detective.recheck.recheck`; the magic calls no model."""
+        from d2_notebook.detective.recheck import recheck
 
         if args.board is None and self.last_board is None:
             raise UsageError("--recheck needs --board PATH: the board to re-check")
@@ -217,8 +217,10 @@ class Investigate(Magics):
             if board is None:
                 board = Board.open(check_board_path(args.board))
                 self.last_board = board
-            result = recheck_sync(database, board, force=args.force, rejudge=args.rejudge,
-                                  model=judge)
+            # start_run, not asyncio.run: in a kernel the cell runs on a running loop
+            result = start_run(recheck(database, board, force=args.force,
+                                       rejudge=args.rejudge, model=judge),
+                               background=False).wait()
         except D2Error as exc:
             raise UsageError(str(exc)) from None
         return result
