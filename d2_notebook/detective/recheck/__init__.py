@@ -202,7 +202,11 @@ def _rejudge_models(board: Board, investigation: Investigation, model: Model | s
     if replay is not None:
         recorded = replay if isinstance(replay, Board) else _recording(replay)
         index = len(rejudges_started(board, investigation.id))
-        return rejudge_replay_model(recorded, investigation.id, index), {}
+        try:  # the replay model reads every recorded call when it is made
+            return rejudge_replay_model(recorded, investigation.id, index), {}
+        finally:
+            if recorded is not replay:
+                recorded.close()
     if model is None and not os.environ.get(MODEL_ENV):
         raise InvalidRecordError(
             "re-judging needs a model: pass model='provider:model-id' or an offline "

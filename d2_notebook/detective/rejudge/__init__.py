@@ -106,9 +106,9 @@ def check_rejudgeable(investigation: Investigation) -> None:
             "or %%investigate --resume), then re-check with --rejudge")
 
 
-async def rejudge_stale(board: Board, source: SQLSource, run: RecheckRun, stale: tuple[str, ...],
-                  confirmed: tuple[str, ...], *, model: Model,
-                  role_models: Mapping[str, Model] | None = None) -> RejudgeResult:
+async def rejudge_stale(board: Board, source: SQLSource, run: RecheckRun,
+                        stale: tuple[str, ...], confirmed: tuple[str, ...], *, model: Model,
+                        role_models: Mapping[str, Model] | None = None) -> RejudgeResult:
     """Re-judge the ``stale`` hypotheses of finished re-check ``run`` (see the module
     docstring); ``confirmed`` are those the re-check confirmed (named in the report's
     "What changed" section). Nothing is stale: nothing is sent to a model.

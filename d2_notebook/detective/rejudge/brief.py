@@ -20,7 +20,6 @@ from d2_notebook.board import (
     Evidence,
     Hypothesis,
     Recheck,
-    RecheckOutcome,
     RecheckRun,
     Rejudge,
     RejudgeOutcome,
@@ -112,11 +111,6 @@ def what_changed(board: Board, rejudges: Sequence[Rejudge], confirmed: Sequence[
     if open_:
         parts += ["Still stale:", "", *open_, ""]
     return "\n".join(parts).rstrip() + "\n"
-
-
-def changed_or_failed(outcome: RecheckOutcome) -> bool:
-    """True for the outcomes that make a verdict stale."""
-    return outcome in (RecheckOutcome.CHANGED, RecheckOutcome.FAILS)
 
 
 def _verdict(board: Board, verdict_id: int | None) -> Verdict | None:

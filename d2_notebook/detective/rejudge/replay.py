@@ -31,7 +31,8 @@ def rejudges_started(board: Board, investigation_id: str) -> list[int]:
 
 def rejudge_replay_model(recorded: Board, investigation_id: str, index: int) -> ReplayModel:
     """A model answering re-judge number ``index`` (0 for the first) of
-    ``investigation_id`` from ``recorded``'s calls.
+    ``investigation_id`` from ``recorded``'s calls (read now: ``recorded`` may be closed
+    once it is made).
 
     Raises:
         InvalidRecordError: the recording holds no such re-judge.
