@@ -411,3 +411,52 @@ def test_the_magic_rejudges_in_a_kernel_whose_loop_is_running(copies, monkeypatc
 
     result = asyncio.run(cell())
     assert result.rejudge.with_outcome(RejudgeOutcome.REVISED) == ("H3",)
+
+
+def _rejudge_turn(lines: str, earlier: str = "supported") -> list[tuple[str, dict]]:
+    """What the generic offline re-judge answers to a first message with ``lines``."""
+    from d2_notebook.llm import UserMessage
+
+    text = (f"RE-JUDGE H1: something\nYOUR EARLIER VERDICT: {earlier} (confidence 0.8) "
+            f"citing E1: as measured\nRefining it is not possible: depth.\n\n{lines}\n\n"
+            "THE BOARD NOW:\n")
+    request = ModelRequest(system="", messages=[UserMessage(text)], tools=[],
+                           max_tokens=100, role="judge", agent="rejudge-H1")
+    response = NaivePolicy()(request)
+    return [(p.name, p.args) for p in response.parts]
+
+
+CI = "crude effect {} (95% CI {} to {})."
+
+
+@pytest.mark.parametrize(("then", "now", "other", "expected"), [
+    (CI.format(-0.09, -0.15, -0.03), CI.format(-0.08, -0.14, -0.02), "supports",
+     ("confirm_verdict",)),
+    (CI.format(-0.09, -0.15, -0.03), CI.format(-0.01, -0.08, 0.05), "contradicts",
+     ("give_verdict", "contradicted", 0.7)),
+    (CI.format(-0.09, -0.15, -0.03), CI.format(-0.01, -0.08, 0.05), "supports",
+     ("give_verdict", "inconclusive", 0.4)),
+    (CI.format(-0.09, -0.15, -0.03), CI.format(0.09, 0.03, 0.15), "supports",
+     ("give_verdict", "supported", 0.5)),
+    ("a plain query", "a plain query", "supports", ("give_verdict", "inconclusive", 0.3)),
+], ids=["still-holds", "now-none", "now-mixed", "turned-around", "unreadable"])
+def test_the_generic_offline_rejudge_reads_the_effect_before_and_after(
+        then: str, now: str, other: str, expected: tuple) -> None:
+    lines = (f"EVIDENCE E1 changed -> re-run E9 | stance: supports | rows 4 -> 5\n"
+             f"  reading then: {then}\n  reading now: {now}\n"
+             f"EVIDENCE E2 same | stance: {other}")
+    ((name, args),) = _rejudge_turn(lines)
+    assert (name, *([args["status"], args["confidence"]] if name == "give_verdict" else [])) \
+        == expected
+    if name == "give_verdict":
+        assert args["evidence_ids"] == ["E9", "E2"]
+
+
+def test_the_generic_offline_rejudge_makes_a_verdict_on_failing_evidence_inconclusive(
+        ) -> None:
+    ((name, args),) = _rejudge_turn("EVIDENCE E1 fails | stance: supports | Binder Error: "
+                                    'column "channel" not found\n  reading then: x\n'
+                                    "EVIDENCE E4 not re-checked | stance: supports")
+    assert (name, args["status"]) == ("give_verdict", "inconclusive")
+    assert "E1 no longer runs (Binder Error" in args["rationale"]
+    assert args["evidence_ids"] == ["E4"]

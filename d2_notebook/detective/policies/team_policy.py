@@ -40,7 +40,7 @@ _REFINES = re.compile(r" \(refines H\d+\)$")
 _UNTOUCHED = re.compile(
     r"^CANDIDATE DIMENSIONS \(\d+\), \d+ of them untouched by any evidence: (.*)$", re.MULTILINE)
 _EVIDENCE_REF = re.compile(r"^\s+(supports|contradicts): (E\d+) ", re.MULTILINE)
-_RECHECKED = re.compile(r"^EVIDENCE (E\d+) ([\w ]+?)(?: -> re-run (E\d+))? \| stance: (\w+)"
+_RECHECKED = re.compile(r"^EVIDENCE (E\d+) ([\w -]+?)(?: -> re-run (E\d+))? \| stance: (\w+)"
                         r"(?: \| (.*))?$", re.MULTILINE)
 _READING = re.compile(r"^  reading (then|now): (.*)$", re.MULTILINE)
 _EFFECT = re.compile(r"crude effect (-?[\d.e+-]+) \(95% CI (-?[\d.e+-]+) to (-?[\d.e+-]+)\)")
@@ -271,7 +271,8 @@ class TeamPolicy:
         fails makes it inconclusive; a changed result whose crude effect (the analysis
         tools' reading) still points the same way with its interval clear of zero,
         or still holds zero, leaves it as it was (confirmed); one that moved across zero
-        flips its stance, and the verdict follows the stances; one that still holds but
+        flips its stance, and the verdict follows the stances (all supporting: supported,
+        none: contradicted, mixed: inconclusive); one that still holds but
         reversed its direction keeps the status with less confidence; a change this
         policy cannot read (no effect in either reading) makes it inconclusive."""
         earlier = _EARLIER.search(turn.first_message)
@@ -306,8 +307,11 @@ class TeamPolicy:
                 "rationale": "; ".join(f"{e.id} changed ({e.detail}), re-run as {e.rerun}"
                                        for e in unread)
                              + ": the numbers it rests on moved; collect again to decide"})]
-        supports = [e for e, s in stances.items() if s == "supports"]
-        new_status = ("supported" if supports else "contradicted") if stances else status
+        flipped_any = any(stances.get(e.rerun or e.id) != e.stance for e in rows)
+        supports = sum(1 for s in stances.values() if s == "supports")
+        new_status = status if not flipped_any else (
+            "supported" if supports == len(stances) else "contradicted" if not supports
+            else "inconclusive")
         if new_status == status and turned:
             return [("give_verdict", {
                 "status": status, "confidence": 0.5, "evidence_ids": kept,
@@ -318,7 +322,8 @@ class TeamPolicy:
                                          "points the same way on the new data"})]
         changed = [e for e in rows if e.outcome == "changed"]
         return [("give_verdict", {
-            "status": new_status, "confidence": 0.7, "evidence_ids": kept,
+            "status": new_status, "evidence_ids": kept,
+            "confidence": 0.4 if new_status == "inconclusive" else 0.7,
             "rationale": "; ".join(f"{e.rerun}: {_effect_change(e)}" for e in changed)
                          + f" — the finding reversed, so {status} -> {new_status}"})]
 
