@@ -248,3 +248,74 @@ def test_board_show_and_the_exported_report_say_which_verdicts_are_stale(
                                      str(report)])
     assert done.exit_code == 0, done.output
     assert "Stale since" in report.read_text() and "H2, H3" in report.read_text()
+
+
+def _analysis_board(tmp_path: Path, *, tool_call: ToolCall | None) -> tuple[Path, Path]:
+    """A finished investigation whose H1 rests on a segment scan (E1) and H2 on a query
+    (E2); the scan's call is stored only when ``tool_call`` is given."""
+    database = _database(tmp_path / "sales.duckdb")
+    board_path = tmp_path / "scan.d2board"
+    with Board.open(board_path) as board, open_source(database) as source:
+        inv = board.start_investigation("Which channel sells?", {
+            SOURCE_KEY: source.info.to_dict()}).id
+        scan = segment_scan(source, source="sales", metric="avg(amount)",
+                            dimensions=["channel"])
+        e1 = board.add_evidence(scan.sql, scan.frame, description=scan.summary,
+                                row_count=scan.row_count, investigation_id=inv).id
+        if tool_call is not None:
+            board.record_tool_call(e1, tool_call, actor="collector-1")
+        e2 = _run_sql(board, database, CHANNELS, "sales per channel", inv)
+        for statement, cited in [("The web sells more", e1), ("Shops sell most", e2)]:
+            hyp = board.add_hypothesis(statement, investigation_id=inv)
+            board.link(cited, hyp.id, "supports", actor="collector-1")
+            board.add_verdict(hyp.id, "supported", 0.8, "as measured", [cited],
+                              author="judge")
+        board.set_investigation_state(inv, "finished", report="done [E1]", actor="reporter")
+    return database, board_path
+
+
+@pytest.mark.parametrize("change", [
+    None, "UPDATE sales SET amount = amount + 100 WHERE channel = 'web'",
+    "ALTER TABLE sales DROP COLUMN amount"], ids=["unchanged", "changed", "dropped"])
+def test_analysis_evidence_recorded_before_tool_calls_is_unchecked_never_same_or_failing(
+        tmp_path: Path, change: str | None) -> None:
+    database, board_path = _analysis_board(tmp_path, tool_call=None)
+    if change is not None:
+        con = duckdb.connect(str(database))
+        con.execute(change)
+        con.close()
+    with Board.open(board_path) as board:
+        result = recheck_sync(database, board, rejudge=True, model=_NoModel())
+        scan = result.rechecks[0]
+        assert scan.evidence_id == "E1" and scan.outcome is RecheckOutcome.UNCHECKED
+        assert "recorded before tool calls were stored" in scan.detail
+        assert "investigate again" in scan.detail and scan.row_count is None
+        assert board.recheck_frame(result.run.id, "E1") is None
+        # its verdict is neither stale nor confirmed: listed as not re-checked
+        assert result.not_rechecked == ("H1",)
+        assert "H1" not in result.stale + result.confirmed
+        assert "1 not re-checked" in result.summary()
+        assert result.rejudge.rejudges == ()  # and it is not sent to a judge
+
+
+def test_a_stored_call_this_version_cannot_replay_is_unchecked(tmp_path: Path) -> None:
+    database, board_path = _analysis_board(tmp_path, tool_call=ToolCall(
+        "segment_scan", {"source": "sales", "metric": "avg(amount)",
+                         "dimensions": ["channel"], "retired_option": 3}))
+    with Board.open(board_path) as board:
+        board.record_tool_call("E2", ToolCall("gone_tool", {}), actor="test")
+        result = recheck_sync(database, board)
+        outcomes = {r.evidence_id: r for r in result.rechecks}
+        assert outcomes["E1"].outcome is RecheckOutcome.UNCHECKED
+        assert "no longer fits the tool" in outcomes["E1"].detail
+        assert outcomes["E2"].outcome is RecheckOutcome.UNCHECKED
+        assert "'gone_tool' is not in this version" in outcomes["E2"].detail
+
+
+class _NoModel:
+    """A re-judge model that must never be asked."""
+
+    name = "no-model"
+
+    async def request(self, request):
+        raise AssertionError(f"{request.agent} asked a model")

@@ -24,13 +24,14 @@ from d2_notebook.board.hypotheses import HypothesisRecords
 from d2_notebook.board.leases import LeaseRecords
 from d2_notebook.board.model_calls import ModelCallRecords
 from d2_notebook.board.rechecks import RecheckRecords
+from d2_notebook.board.rejudges import RejudgeRecords
 from d2_notebook.board.store import DEFAULT_MAX_ROWS, now
 
 __all__ = ["DEFAULT_MAX_ROWS", "Board", "now"]
 
 
 class Board(HypothesisRecords, EvidenceRecords, ModelCallRecords, LeaseRecords,
-            DismissalRecords, RecheckRecords, ChartRequestRecords):
+            DismissalRecords, RecheckRecords, RejudgeRecords, ChartRequestRecords):
     """A Data Investigation Board stored in one SQLite file.
 
     Open one with :meth:`Board.open`; use it as a context manager or call

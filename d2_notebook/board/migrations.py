@@ -240,6 +240,32 @@ MIGRATIONS: tuple[Migration, ...] = (
         );
         """,
     ),
+    Migration(
+        11,
+        "re-judges of stale verdicts and report versions",
+        """
+        CREATE TABLE rejudges (
+            run_id TEXT NOT NULL REFERENCES recheck_runs(id),
+            hypothesis_id TEXT NOT NULL REFERENCES hypotheses(id),
+            outcome TEXT NOT NULL CHECK (outcome IN ('confirmed', 'revised', 'refined',
+                                                     'undecided')),
+            previous_verdict_id INTEGER REFERENCES verdicts(id),
+            verdict_id INTEGER REFERENCES verdicts(id),
+            rerun_evidence_ids TEXT NOT NULL,
+            children TEXT NOT NULL,
+            created_at TEXT NOT NULL,
+            PRIMARY KEY (run_id, hypothesis_id)
+        );
+        CREATE TABLE report_versions (
+            investigation_id TEXT NOT NULL REFERENCES investigations(id),
+            version INTEGER NOT NULL,
+            report TEXT NOT NULL,
+            recheck_run_id TEXT REFERENCES recheck_runs(id),
+            created_at TEXT NOT NULL,
+            PRIMARY KEY (investigation_id, version)
+        );
+        """,
+    ),
 )
 
 

@@ -158,12 +158,18 @@ class RecheckRecords(BoardStore):
 
     def latest_verdict_checks(self, investigation_id: str) -> dict[str, RecheckedVerdict]:
         """Per hypothesis, what the investigation's latest finished re-check decided
-        (empty when it was never re-checked)."""
+        (empty when it was never re-checked). A hypothesis the judge has since re-judged
+        (confirmed, revised or refined) is left out: its verdict is current again."""
         finished = [r for r in self.list_recheck_runs(investigation_id=investigation_id)
                     if r.finished_at is not None]
         if not finished:
             return {}
-        return {v.hypothesis_id: v for v in self.rechecked_verdicts(finished[-1].id)}
+        run_id = finished[-1].id
+        decided = {r["hypothesis_id"] for r in self._query(
+            "SELECT hypothesis_id FROM rejudges WHERE run_id = ? AND outcome != 'undecided'",
+            (run_id,))}
+        return {v.hypothesis_id: v for v in self.rechecked_verdicts(run_id)
+                if v.hypothesis_id not in decided}
 
     def _run_row(self, conn: sqlite3.Connection, run_id: str) -> sqlite3.Row:
         found = conn.execute("SELECT * FROM recheck_runs WHERE id = ?", (run_id,)).fetchone()

@@ -336,3 +336,53 @@ class RecheckedVerdict:
     check: VerdictCheck
     evidence_ids: tuple[str, ...]
     created_at: str
+
+
+# --- re-judges and report versions (d2_notebook.board.rejudges) -----------------
+
+
+class RejudgeOutcome(StrEnum):
+    """What the judge did with a stale verdict when it saw the old and the new evidence."""
+
+    CONFIRMED = "confirmed"
+    """The verdict stands on the new data (recorded again, citing the re-run evidence)."""
+    REVISED = "revised"
+    """A new verdict: another status, confidence or rationale (the old one is kept)."""
+    REFINED = "refined"
+    """A new verdict and refined child hypotheses, collected and judged like any others."""
+    UNDECIDED = "undecided"
+    """The judge's turn ended without a decision; the verdict stays stale."""
+
+
+@dataclass(frozen=True)
+class Rejudge:
+    """One stale hypothesis re-judged after re-check run ``run_id``.
+
+    Attributes:
+        previous_verdict_id: The verdict that went stale.
+        verdict_id: The verdict the judge gave (None when undecided).
+        rerun_evidence_ids: The evidence recorded from the re-run queries (new rows).
+        children: Refined child hypotheses, if any.
+    """
+
+    run_id: str
+    hypothesis_id: str
+    outcome: RejudgeOutcome
+    previous_verdict_id: int | None
+    verdict_id: int | None
+    rerun_evidence_ids: tuple[str, ...]
+    children: tuple[str, ...]
+    created_at: str
+
+
+@dataclass(frozen=True)
+class ReportVersion:
+    """One version of an investigation's report. Version 1 is the report the
+    investigation finished with; each re-judge adds the next (``recheck_run_id`` names
+    the re-check it answers)."""
+
+    investigation_id: str
+    version: int
+    report: str
+    recheck_run_id: str | None
+    created_at: str

@@ -45,6 +45,7 @@ def render_tree(board: Board, *, width: int = 100, include_redundant: bool = Tru
                 f"  re-checked on {when}: {len(stale)} stale verdict(s)"
                 + (f" ({', '.join(stale)})" if stale else "")
                 + f", {len(latest) - len(stale)} confirmed"))
+        lines.extend(_rejudge_lines(board, inv.id))
     counts = board.counts()
     lines.append(
         f"{counts['hypotheses']} hypotheses, {counts['evidence']} evidence "
@@ -97,6 +98,27 @@ def render_tree(board: Board, *, width: int = 100, include_redundant: bool = Tru
                 continue
             lines.append(_wrap(f"    {_evidence_line(item, None)}", width, "       "))
     return "\n".join(lines)
+
+
+def _rejudge_lines(board: Board, investigation_id: str) -> list[str]:
+    """``re-judged on <date> after R1: revised H3; confirmed H6`` per re-judged re-check,
+    then the report versions, when there is more than one."""
+    lines = []
+    for run in board.list_recheck_runs(investigation_id=investigation_id):
+        done = board.list_rejudges(run.id)
+        if not done:
+            continue
+        by_outcome: dict[str, list[str]] = {}
+        for item in done:
+            by_outcome.setdefault(item.outcome.value, []).append(item.hypothesis_id)
+        parts = "; ".join(f"{o} {', '.join(h)}" for o, h in by_outcome.items())
+        lines.append(_one_line(f"  re-judged on {done[-1].created_at[:10]} after {run.id}: "
+                               f"{parts}"))
+    versions = board.list_report_versions(investigation_id)
+    if len(versions) > 1:
+        lines.append(_one_line("  report versions: " + ", ".join(
+            f"v{v.version} {v.created_at[:10]}" for v in versions) + " (the newest is shown)"))
+    return lines
 
 
 def _check_line(check: RecheckedVerdict) -> str:

@@ -91,6 +91,19 @@ class ControlLoop:
         await self._guarded(self._team())
         return self._outcome(await self._report(use_reporter=variant.runs(Role.REPORTER)))
 
+    async def continue_with(self, work: Coroutine[Any, Any, Any]) -> RunOutcome:
+        """Run ``work`` on an investigation already finished (a re-judge of its stale
+        verdicts), then every branch it queued (refined children: collected and judged
+        as in a run), within the same budgets and limits; then write the report."""
+
+        async def then_branches() -> None:
+            await work
+            await self.scheduler.idle()
+
+        await self._guarded(then_branches())
+        return self._outcome(await self._report(
+            use_reporter=self.ctx.settings.variant.runs(Role.REPORTER)))
+
     def _outcome(self, report: str) -> RunOutcome:
         return RunOutcome(report, self.stop_reason, started=list(self.scheduler.started))
 

@@ -22,6 +22,7 @@ from traitlets import Bool, Dict, Float, Int, Unicode
 from d2_notebook.board import Board
 from d2_notebook.data import open_source
 from d2_notebook.detective import VARIANTS, investigate
+from d2_notebook.detective.policies import OFFLINE_POLICIES, offline_policy
 from d2_notebook.detective.preset import PRESETS
 from d2_notebook.errors import D2Error, NotFoundError
 from d2_notebook.notebook import human
@@ -86,6 +87,11 @@ class Investigate(Magics):
     @argument("--recheck", action="store_true", help="Re-run the --board's evidence on the "
               "data as it is now (no model) and mark the verdicts resting on changed "
               "evidence stale.")
+    @argument("--rejudge", action="store_true", help="With --recheck: send each stale "
+              "verdict to its judge with the old and the new evidence (--model, or "
+              "--policy offline) and write a new report version.")
+    @argument("--policy", choices=OFFLINE_POLICIES, help="With --rejudge: re-judge offline "
+              "with this policy instead of a model.")
     @argument("--background", action="store_true", help="Return at once; run in background.")
     @argument("--out", help="Bind the InvestigationResult to this name (with --background: "
               "the run handle, at once).")
@@ -97,6 +103,9 @@ class Investigate(Magics):
         question = (cell or "").strip() or None
         if args.recheck:
             return self._recheck(args)
+        if args.rejudge or args.policy:
+            raise UsageError("--rejudge and --policy go with --recheck: "
+                             "%investigate con --board B --recheck --rejudge")
         if args.resume and args.replay:
             raise UsageError("use --resume or --replay, not both")
         if question is None and not (args.resume or args.replay):
@@ -184,12 +193,23 @@ class Investigate(Magics):
             raise UsageError(str(exc)) from None
 
     def _recheck(self, args: Any) -> Any:
-        """``%investigate con --board B --recheck``: re-run B's evidence on ``con``."""
-        from d2_notebook.detective.recheck import recheck_sync
+        """``%investigate con --board B --recheck [--rejudge --model M | --policy P]``:
+        re-run B's evidence on ``con`` (and re-judge what went stale) through
+        :func:`~d2_notebook.detective.recheck.recheck`; the magic calls no model."""
+        from d2_notebook.detective.recheck import recheck
 
         if args.board is None and self.last_board is None:
             raise UsageError("--recheck needs --board PATH: the board to re-check")
+        if args.policy and not args.rejudge:
+            raise UsageError("--policy is for the re-judge: add --rejudge")
+        if args.policy and args.model:
+            raise UsageError("pass --model or --policy for the re-judge, not both")
         database = resolve_database(self._namespace(), args.connection, args.db)
+        judge = None
+        if args.rejudge and args.policy:
+            judge = offline_policy(args.policy).model()
+        elif args.rejudge and (args.model or self.model):
+            judge = resolve_model(self._namespace(), args.model or self.model)
         board = (self.last_board if args.board is None
                  or (self.last_board is not None and self.last_board.path == args.board)
                  else None)
@@ -197,9 +217,13 @@ class Investigate(Magics):
             if board is None:
                 board = Board.open(check_board_path(args.board))
                 self.last_board = board
-            return recheck_sync(database, board, force=args.force)
+            # start_run, not asyncio.run: in a kernel the cell runs on a running loop
+            result = start_run(recheck(database, board, force=args.force,
+                                       rejudge=args.rejudge, model=judge),
+                               background=False).wait()
         except D2Error as exc:
             raise UsageError(str(exc)) from None
+        return result
 
     # --- %%evidence -------------------------------------------------------------------
 

@@ -32,12 +32,19 @@ from d2_notebook.llm import (
 from d2_notebook.llm.offline import FunctionModel
 
 Action = tuple[str, dict[str, Any]]
+REJUDGE_AGENT = "rejudge-"
+"""Agents that re-judge a stale verdict are named ``rejudge-H<n>`` (role ``judge``)."""
 
 _HYPOTHESIS_LINE = re.compile(r"^(H\d+) \| (\w+) \| ([^|]+) \| (.*)$", re.MULTILINE)
 _REFINES = re.compile(r" \(refines H\d+\)$")
 _UNTOUCHED = re.compile(
     r"^CANDIDATE DIMENSIONS \(\d+\), \d+ of them untouched by any evidence: (.*)$", re.MULTILINE)
 _EVIDENCE_REF = re.compile(r"^\s+(supports|contradicts): (E\d+) ", re.MULTILINE)
+_RECHECKED = re.compile(r"^EVIDENCE (E\d+) ([\w -]+?)(?: -> re-run (E\d+))? \| stance: (\w+)"
+                        r"(?: \| (.*))?$", re.MULTILINE)
+_READING = re.compile(r"^  reading (then|now): (.*)$", re.MULTILINE)
+_EFFECT = re.compile(r"crude effect (-?[\d.e+-]+) \(95% CI (-?[\d.e+-]+) to (-?[\d.e+-]+)\)")
+_EARLIER = re.compile(r"^YOUR EARLIER VERDICT: (\w+) \(confidence ([\d.]+)\)", re.MULTILINE)
 
 
 @dataclass(frozen=True)
@@ -47,6 +54,25 @@ class BoardHypothesis:
     id: str
     status: str
     statement: str
+
+
+@dataclass(frozen=True)
+class RecheckedEvidence:
+    """One ``EVIDENCE`` line of a re-judge's first message, as a policy reads it.
+
+    Attributes:
+        outcome: same, changed, fails (or "not re-checked").
+        rerun: The re-run evidence id (changed evidence only).
+        then, now: The readings (descriptions) of the old and the re-run evidence.
+    """
+
+    id: str
+    outcome: str
+    rerun: str | None
+    stance: str
+    detail: str
+    then: str = ""
+    now: str = ""
 
 
 @dataclass
@@ -136,6 +162,24 @@ class Turn:
             return []
         return [name.strip() for name in found.group(1).split(", ")]
 
+    def rechecked_evidence(self) -> list[RecheckedEvidence]:
+        """The evidence lines of a re-judge's first message (empty for any other turn)."""
+        found: list[RecheckedEvidence] = []
+        readings: dict[str, dict[str, str]] = {}
+        current = None
+        for line in self.first_message.splitlines():
+            if (head := _RECHECKED.match(line)) is not None:
+                current = head.group(1)
+                found.append(RecheckedEvidence(current, head.group(2), head.group(3),
+                                               head.group(4), head.group(5) or ""))
+            elif current is not None and (reading := _READING.match(line)) is not None:
+                readings.setdefault(current, {})[reading.group(1)] = reading.group(2)
+            elif not line.strip():
+                current = None
+        return [RecheckedEvidence(e.id, e.outcome, e.rerun, e.stance, e.detail,
+                                  readings.get(e.id, {}).get("then", ""),
+                                  readings.get(e.id, {}).get("now", "")) for e in found]
+
     def evidence_line(self, evidence_id: str) -> str:
         """The digest line that lists ``evidence_id`` (with its reading), or ""."""
         marker = f": {evidence_id} ("
@@ -172,7 +216,8 @@ class TeamPolicy:
     def __call__(self, request: ModelRequest) -> ModelResponse:
         """Answer one request (the FunctionModel's function)."""
         turn = Turn(request)
-        handler: Callable[[Turn], list[Action] | str] | None = getattr(self, turn.role, None)
+        name = "rejudge" if turn.agent.startswith(REJUDGE_AGENT) else turn.role
+        handler: Callable[[Turn], list[Action] | str] | None = getattr(self, name, None)
         if handler is None:
             return ModelResponse(parts=[TextPart(f"{self.label}: no policy for {turn.role}")])
         actions = handler(turn)
@@ -221,6 +266,67 @@ class TeamPolicy:
                          + (f" — {verdicts[hyp.id]}" if verdicts[hyp.id] else ""))
         return [("write_report", {"markdown": "\n".join(lines)})]
 
+    def rejudge(self, turn: Turn) -> list[Action] | str:
+        """Re-judge a stale verdict the way an analyst reads an effect: evidence that
+        fails makes it inconclusive; a changed result whose crude effect (the analysis
+        tools' reading) still points the same way with its interval clear of zero,
+        or still holds zero, leaves it as it was (confirmed); one that moved across zero
+        flips its stance, and the verdict follows the stances (all supporting: supported,
+        none: contradicted, mixed: inconclusive); one that still holds but
+        reversed its direction keeps the status with less confidence; a change this
+        policy cannot read (no effect in either reading) makes it inconclusive."""
+        earlier = _EARLIER.search(turn.first_message)
+        status = earlier.group(1) if earlier else "inconclusive"
+        rows = turn.rechecked_evidence()
+        reruns = [e.rerun for e in rows if e.rerun]
+        kept = [e.rerun or e.id for e in rows if e.outcome != "fails"]
+        failing = [e for e in rows if e.outcome == "fails"]
+        if failing:
+            return [("give_verdict", {
+                "status": "inconclusive", "confidence": 0.2, "evidence_ids": kept,
+                "rationale": f"{', '.join(e.id for e in failing)} no longer runs "
+                             f"({failing[0].detail}); the verdict cannot rest on it"})]
+        stances: dict[str, str] = {}
+        unread: list[RecheckedEvidence] = []
+        turned: list[RecheckedEvidence] = []  # still an effect, the other way round
+        for item in rows:
+            if item.outcome != "changed":
+                stances[item.id] = item.stance
+                continue
+            then, now = _effect_reading(item.then), _effect_reading(item.now)
+            if then is None or now is None:
+                unread.append(item)
+                continue
+            flipped = (then == "none") != (now == "none")
+            if then != now and not flipped:
+                turned.append(item)
+            stances[item.rerun or item.id] = (_flip(item.stance) if flipped else item.stance)
+        if unread:
+            return [("give_verdict", {
+                "status": "inconclusive", "confidence": 0.3, "evidence_ids": kept,
+                "rationale": "; ".join(f"{e.id} changed ({e.detail}), re-run as {e.rerun}"
+                                       for e in unread)
+                             + ": the numbers it rests on moved; collect again to decide"})]
+        flipped_any = any(stances.get(e.rerun or e.id) != e.stance for e in rows)
+        supports = sum(1 for s in stances.values() if s == "supports")
+        new_status = status if not flipped_any else (
+            "supported" if supports == len(stances) else "contradicted" if not supports
+            else "inconclusive")
+        if new_status == status and turned:
+            return [("give_verdict", {
+                "status": status, "confidence": 0.5, "evidence_ids": kept,
+                "rationale": "; ".join(f"{e.rerun}: {_effect_change(e)}" for e in turned)
+                             + " — the effect reversed its direction"})]
+        if new_status == status:
+            return [("confirm_verdict", {"rationale": f"{', '.join(reruns)}: the effect "
+                                         "points the same way on the new data"})]
+        changed = [e for e in rows if e.outcome == "changed"]
+        return [("give_verdict", {
+            "status": new_status, "evidence_ids": kept,
+            "confidence": 0.4 if new_status == "inconclusive" else 0.7,
+            "rationale": "; ".join(f"{e.rerun}: {_effect_change(e)}" for e in changed)
+                         + f" — the finding reversed, so {status} -> {new_status}"})]
+
     @staticmethod
     def _verdict_line(turn: Turn, hypothesis_id: str) -> str:
         """The digest's verdict (or note) line under one hypothesis, without its label."""
@@ -236,3 +342,27 @@ class TeamPolicy:
     @staticmethod
     def _cited(verdict_line: str) -> str:
         return ", ".join(re.findall(r"\bE\d+\b", verdict_line)) or "no evidence cited"
+
+
+def _effect_reading(text: str) -> str | None:
+    """"up", "down" or "none" (interval holds zero) for the first crude effect in a
+    reading; None when it states none."""
+    found = _EFFECT.search(text)
+    if found is None:
+        return None
+    low, high = float(found.group(2)), float(found.group(3))
+    if low <= 0 <= high:
+        return "none"
+    return "up" if float(found.group(1)) > 0 else "down"
+
+
+def _effect_change(item: RecheckedEvidence) -> str:
+    """``crude effect ... -> crude effect ...`` (the readings whole when they state none)."""
+    then, now = _EFFECT.search(item.then), _EFFECT.search(item.now)
+    if then is None or now is None:
+        return f"was {item.then}; now {item.now}"
+    return f"{then.group(0)} -> {now.group(0)}"
+
+
+def _flip(stance: str) -> str:
+    return "contradicts" if stance == "supports" else "supports"

@@ -10,12 +10,18 @@ on evidence that could not be re-run is neither, and is listed as not re-checked
 
 A re-check interrupted (Ctrl-C, kill -9) is continued by the next one: evidence already
 re-run in the open run is not run again.
+
+With ``rejudge=True`` the stale verdicts then go back to their judge, with the old and the
+new evidence side by side, and the reporter writes a new report version
+(:mod:`d2_notebook.detective.rejudge`); only that step calls a model.
 """
 
 from __future__ import annotations
 
 import asyncio
+import inspect
 import os
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -28,6 +34,7 @@ from d2_notebook.board import (
     Recheck,
     RecheckOutcome,
     RecheckRun,
+    ToolCall,
     VerdictCheck,
 )
 from d2_notebook.data import SQLSource, open_source
@@ -35,7 +42,13 @@ from d2_notebook.data.analysis import spec_for
 from d2_notebook.detective.analysis_tools import analysis_tool_of
 from d2_notebook.detective.investigate import SOURCE_KEY, Database
 from d2_notebook.detective.recheck.compare import compare_results
+from d2_notebook.detective.rejudge import RejudgeResult, check_rejudgeable, rejudge_stale
+from d2_notebook.detective.rejudge.replay import rejudge_replay_model, rejudges_started
+from d2_notebook.detective.settings import check_role_names
 from d2_notebook.errors import D2Error, InvalidRecordError, NotFoundError
+from d2_notebook.llm import Model, get_model
+from d2_notebook.llm.settings import MODEL_ENV
+from d2_notebook.safe_markdown import safe_markdown
 
 __all__ = ["RecheckResult", "recheck", "recheck_sync"]
 
@@ -53,6 +66,7 @@ class RecheckResult:
         confirmed: Hypotheses whose cited evidence all came back the same.
         not_rechecked: Hypotheses with a verdict resting on evidence that could not be
             re-run (and nothing that changed).
+        rejudge: What the re-judge did (None unless ``rejudge=True``).
     """
 
     run: RecheckRun
@@ -60,6 +74,7 @@ class RecheckResult:
     stale: tuple[str, ...]
     confirmed: tuple[str, ...]
     not_rechecked: tuple[str, ...]
+    rejudge: RejudgeResult | None = None
 
     def count(self, outcome: RecheckOutcome) -> int:
         """How many evidence re-checks ended in ``outcome``."""
@@ -80,16 +95,29 @@ class RecheckResult:
     def __repr__(self) -> str:
         return str(self)
 
+    def _repr_markdown_(self) -> str:
+        """The summary as a code block, then the new report version (if re-judged)."""
+        text = f"```\n{self}\n```"
+        version = self.rejudge.report_version if self.rejudge is not None else None
+        if version is not None:
+            text += f"\n\n{safe_markdown(version.report)}"
+        return text
+
     def __str__(self) -> str:
         lines = [self.summary()]
         lines.extend(f"  {r.evidence_id} {r.outcome.value}" + (f": {r.detail}" if r.detail
                                                               else "")
                      for r in self.rechecks if r.outcome is not RecheckOutcome.SAME)
+        if self.rejudge is not None:
+            lines.append(self.rejudge.summary())
         return "\n".join(lines)
 
 
 async def recheck(database: Database, board: Board | str | os.PathLike[str], *,
-                  investigation_id: str | None = None, force: bool = False) -> RecheckResult:
+                  investigation_id: str | None = None, force: bool = False,
+                  rejudge: bool = False, model: Model | str | None = None,
+                  models: Mapping[str, Model | str] | None = None,
+                  replay: Board | str | os.PathLike[str] | None = None) -> RecheckResult:
     """Re-check ``investigation_id`` (default: the board's latest) on ``database``.
 
     Args:
@@ -99,17 +127,30 @@ async def recheck(database: Database, board: Board | str | os.PathLike[str], *,
         board: The board (open for writing), or the path of its file.
         investigation_id: The investigation to re-check.
         force: Re-check on a source other than the one the investigation ran on.
+        rejudge: Then send each stale verdict to its judge with the old and the new
+            evidence, and write a new report version (the investigation must be
+            finished). Nothing stale: no model is called.
+        model: The re-judge's model (an object, e.g. an offline policy's, or a name
+            ``provider:model-id``); None: ``$D2_MODEL``, else an error naming the fix.
+        models: A model per role (``{"reporter": ...}``), as for ``investigate``.
+        replay: A board on which this re-judge was recorded: answer it from there (no
+            API); the *n*-th re-judge of the investigation replays the *n*-th recorded.
 
     Raises:
         NotFoundError: The board has no such investigation.
         InvalidRecordError: The source differs from the recorded one and ``force`` is
-            False (the message names both).
+            False (the message names both); ``rejudge`` on an unfinished investigation
+            or without a model.
+        ModelConfigError: ``model`` names a provider that is unknown or not configured.
     """
     if not isinstance(board, Board):
         with Board.open(board) as opened:
             return await recheck(database, opened, investigation_id=investigation_id,
-                                 force=force)
+                                 force=force, rejudge=rejudge, model=model, models=models,
+                                 replay=replay)
     investigation = _investigation(board, investigation_id)
+    judge_model, role_models = (_rejudge_models(board, investigation, model, models, replay)
+                                if rejudge else (None, {}))
     source = open_source(database)
     try:
         _check_source(investigation, source, force)
@@ -124,14 +165,17 @@ async def recheck(database: Database, board: Board | str | os.PathLike[str], *,
         rechecks = {r.evidence_id: r for r in board.list_rechecks(run.id)}
         checks, unsure = _verdict_checks(board, investigation, rechecks)
         finished = board.finish_recheck(run.id, checks, actor=ACTOR)
+        stale = tuple(h for h, (c, _) in checks.items() if c is VerdictCheck.STALE)
+        confirmed = tuple(h for h, (c, _) in checks.items() if c is VerdictCheck.CONFIRMED)
+        judged = None
+        if judge_model is not None:
+            judged = await rejudge_stale(board, source, finished, stale, confirmed,
+                                         model=judge_model, role_models=role_models)
     finally:
         if source is not database:
             source.close()
-    return RecheckResult(
-        finished, tuple(rechecks.values()),
-        tuple(h for h, (c, _) in checks.items() if c is VerdictCheck.STALE),
-        tuple(h for h, (c, _) in checks.items() if c is VerdictCheck.CONFIRMED),
-        tuple(unsure))
+    return RecheckResult(finished, tuple(rechecks.values()), stale, confirmed, tuple(unsure),
+                         judged)
 
 
 def recheck_sync(database: Database, board: Board | str | os.PathLike[str],
@@ -147,6 +191,38 @@ def _investigation(board: Board, investigation_id: str | None) -> Investigation:
     if not investigations:
         raise NotFoundError(f"board {board.path} holds no investigation to re-check")
     return investigations[-1]
+
+
+def _rejudge_models(board: Board, investigation: Investigation, model: Model | str | None,
+                    models: Mapping[str, Model | str] | None,
+                    replay: Board | str | os.PathLike[str] | None,
+                    ) -> tuple[Model, dict[str, Model]]:
+    """The re-judge's model and per-role models, checked before anything runs."""
+    check_rejudgeable(investigation)
+    if replay is not None:
+        recorded = replay if isinstance(replay, Board) else _recording(replay)
+        index = len(rejudges_started(board, investigation.id))
+        try:  # the replay model reads every recorded call when it is made
+            return rejudge_replay_model(recorded, investigation.id, index), {}
+        finally:
+            if recorded is not replay:
+                recorded.close()
+    if model is None and not os.environ.get(MODEL_ENV):
+        raise InvalidRecordError(
+            "re-judging needs a model: pass model='provider:model-id' or an offline "
+            "policy's model (Python), --model or --policy naive (d2 board recheck, "
+            "%investigate --rejudge), or set $D2_MODEL")
+    chosen = model if model is not None and not isinstance(model, str) else get_model(model)
+    per_role = {role: m if not isinstance(m, str) else get_model(m)
+                for role, m in check_role_names(dict(models or {})).items()}
+    return chosen, per_role
+
+
+def _recording(path: str | os.PathLike[str]) -> Board:
+    if not os.path.isfile(path):
+        raise InvalidRecordError(f"no recorded board at {str(path)!r}; pass the board the "
+                                 "re-judge was recorded on")
+    return Board.open(path, read_only=True)
 
 
 def _check_source(investigation: Investigation, source: SQLSource, force: bool) -> None:
@@ -177,6 +253,9 @@ def _recheck_one(board: Board, source: SQLSource, evidence: Evidence) -> tuple[
     if call is None and analysis_tool_of(evidence) is not None:
         return (RecheckOutcome.UNCHECKED, "an analysis result recorded before tool calls "
                 "were stored; investigate again to re-check it", None, None)
+    unusable = _unusable_call(call, source) if call is not None else None
+    if unusable is not None:
+        return RecheckOutcome.UNCHECKED, unusable, None, None
     try:
         if call is not None:
             result = spec_for(call.tool).function(source, **call.args)
@@ -190,6 +269,22 @@ def _recheck_one(board: Board, source: SQLSource, evidence: Evidence) -> tuple[
     if comparison.same:
         return RecheckOutcome.SAME, "", None, count
     return RecheckOutcome.CHANGED, comparison.detail, result.frame, count
+
+
+def _unusable_call(call: ToolCall, source: SQLSource) -> str | None:
+    """Why this version cannot replay a stored analysis call (a tool renamed or gone, its
+    arguments changed), or None: the data is not at fault, so the evidence is unchecked."""
+    try:
+        spec = spec_for(call.tool)
+    except KeyError:
+        return (f"its analysis tool {call.tool!r} is not in this version of d2_notebook; "
+                "investigate again to re-check it")
+    try:
+        inspect.signature(spec.function).bind(source, **call.args)
+    except TypeError as exc:
+        return (f"its stored {call.tool} call no longer fits the tool ({exc}); investigate "
+                "again to re-check it")
+    return None
 
 
 def _verdict_checks(board: Board, investigation: Investigation, rechecks: dict[str, Recheck],
