@@ -55,7 +55,8 @@ def mimes(notebook) -> set[str]:
             for mime in output.get("data", {})}
 
 
-@pytest.mark.parametrize("name", ["01_covid_treatments.ipynb", "02_sql_murder_mystery.ipynb"])
+@pytest.mark.parametrize("name", ["01_covid_treatments.ipynb", "02_sql_murder_mystery.ipynb",
+                                  "03_when_the_data_changes.ipynb"])
 def test_notebooks_are_stored_without_outputs(name: str) -> None:
     notebook = nbformat.read(NOTEBOOKS / name, as_version=4)
     nbformat.validate(notebook)
@@ -107,3 +108,20 @@ def test_murder_notebook_runs_offline(tmp_path: Path, monkeypatch: pytest.Monkey
     assert "verifiability  0.50" in text                  # one query for three clues
     assert "Hint 1** (level 1 of 3): H2 has a clue" in text
     assert "Hint 2** (level 2 of 3)" in text and "drivers_license" in text
+
+
+def test_data_changes_notebook_runs_offline(tmp_path: Path,
+                                            monkeypatch: pytest.MonkeyPatch) -> None:
+    """Notebook 03: a month of new rows reverses the Pulmorex finding; the re-check marks
+    the verdicts resting on changed evidence stale, the re-judge revises exactly that one
+    and confirms the others, and the new report version says what changed."""
+    notebook = run_notebook("03_when_the_data_changes.ipynb", tmp_path, monkeypatch)
+    text = texts(notebook)
+    assert "ERROR" not in text
+    assert "scripted — no language model" in text
+    assert "H3  supported     treatments.drug = 'Pulmorex'" in text
+    assert "verdicts: 6 stale (H1, H2, H3, H4, H5, H6), 0 confirmed" in text
+    assert "E2: changed — 1 row(s) added, 1 removed; n[Pulmorex] 265 -> 385" in text
+    assert "re-judge: confirmed H1, H2, H4, H5, H6; revised H3; report version 2" in text
+    assert "## What changed since" in text and "supported (0.7) -> contradicted" in text
+    assert (tmp_path / "clinic.d2board").is_file()
