@@ -5,7 +5,7 @@ reused instead of running its query again."""
 from __future__ import annotations
 
 import sqlite3
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 from d2_notebook.board.store import BoardStore, now
@@ -29,6 +29,12 @@ class EvidenceReuse:
     from_investigation: str
     author: str
     created_at: str
+
+
+def reuse_text(origin: str | None, reused_by: Sequence[str]) -> str:
+    """How every view (tree, widget, snapshot) says that follow-ups ``reused_by`` reused
+    evidence of investigation ``origin``."""
+    return f"reused from {origin} (not re-run) by follow-up {', '.join(reused_by)}"
 
 
 class FollowUpRecords(BoardStore):
