@@ -128,9 +128,7 @@ def prepare_follow_up(board: Board, source: SQLSource, earlier: Investigation,
     ``source_kind``: :meth:`SourceInfo.to_dict`). Runs one fingerprint query per table the
     earlier evidence read, and nothing else."""
     digest = earlier_digest(board, earlier)
-    recorded = earlier.settings.get("source") or {}
-    if recorded and (recorded.get("kind"), recorded.get("url")) != (
-            source_kind.get("kind"), source_kind.get("url")):
+    if not _same_source(earlier.settings.get("source") or {}, source_kind):
         return FollowUp(earlier, digest, why_not_reused=f"{earlier.id} ran on another source")
     then = board.data_fingerprints(earlier.id)
     if not then:
@@ -146,6 +144,17 @@ def prepare_follow_up(board: Board, source: SQLSource, earlier: Investigation,
         call = board.tool_call_of(evidence.id)
         reusable.setdefault(call_key(call) if call else normalize_sql(evidence.sql), evidence)
     return FollowUp(earlier, digest, reusable, changed)
+
+
+def _same_source(then: dict[str, Any], now: dict[str, Any]) -> bool:
+    """The same kind of source, and the same URL when both are known (a connection
+    passed in has none: its tables' fingerprints decide)."""
+    if not then:
+        return True
+    unknown = ("", "connection", None)
+    return then.get("kind") == now.get("kind") and (
+        then.get("url") in unknown or now.get("url") in unknown
+        or then.get("url") == now.get("url"))
 
 
 def stored_result(board: Board, evidence: Evidence) -> QueryResult:

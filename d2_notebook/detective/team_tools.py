@@ -267,8 +267,8 @@ def evidence_tools(ctx: TeamContext, log: QueryLog, agent: str, role: str,
                  "recorded for another hypothesis, or in a follow-up the earlier "
                  "investigation's evidence) to the hypothesis, with your reading, "
                  "instead of running its query again. Refused for an unknown evidence id, "
-                 "evidence of an investigation this one does not follow up, earlier "
-                 "evidence whose data changed since, or a stance opposite to the one it "
+                 "evidence of another investigation (except the one a follow-up builds "
+                 "on, while its data is unchanged), or a stance opposite to the one it "
                  "already has for this hypothesis.",
                  link_properties, link_evidence, writes_board=True)]
 
