@@ -397,7 +397,9 @@ class BoardStore:
                     for table in tables:
                         key = {"events": "seq", "evidence_tool_calls": "rowid",
                                "evidence_chart_requests": "rowid",
-                               "recheck_verdicts": "rowid"}.get(
+                               "recheck_verdicts": "rowid", "follow_ups": "rowid",
+                               "data_fingerprints": "rowid",
+                               "evidence_reuses": "rowid"}.get(
                             table, "id" if table in _BY_ID else "num")
                         found = self._conn.execute(f"SELECT * FROM {table} ORDER BY {key}")
                         out[table] = [dict(r) for r in found.fetchall()]
