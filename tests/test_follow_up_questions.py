@@ -303,3 +303,89 @@ def test_magic_follow_up_and_its_bad_paths(shell, copies):
     assert view.result.investigation_id == "I2" and view.result.state == "finished"
     with Board.open(board_path, read_only=True) as board:
         assert board.follows("I2") == "I1" and board.list_reuses("I2")
+
+
+SCAN_ARGS = {"source": ("admissions a JOIN patients p USING (patient_id) JOIN treatments t "
+                        "USING (admission_id) JOIN outcomes o USING (admission_id)"),
+             "metric": "avg(CASE WHEN o.died THEN 1 ELSE 0 END)",
+             "where": "p.age >= 65 AND t.drug = 'Virexa'"}
+
+
+def _team(board: Board, source: Any, investigation_id: str, follow_up: Any = None) -> Any:
+    from d2_notebook.detective.context import TeamContext
+    from d2_notebook.detective.settings import InvestigationSettings
+    from d2_notebook.llm.offline import FunctionModel, text
+
+    return TeamContext(board=board, sql=source, model=FunctionModel(lambda r: text("")),
+                       investigation_id=investigation_id, question="q", schema_summary="",
+                       settings=InvestigationSettings(), follow_up=follow_up)
+
+
+async def test_an_identical_analysis_tool_call_is_reused_not_run(copies):
+    from d2_notebook.data import open_source
+    from d2_notebook.detective.analysis_tools import analysis_tools
+    from d2_notebook.detective.context import QueryLog
+    from d2_notebook.detective.follow_up import prepare_follow_up, record_fingerprints
+    from d2_notebook.detective.sql_tools import record_query
+    from d2_notebook.detective.tools import Toolset
+    from d2_notebook.llm import ToolCallPart
+
+    database, board_path = copies
+    guard = CountingGuard(database)
+    source = open_source(guard)
+    with Board.open(board_path) as board:
+        earlier = board.start_investigation("where does Virexa differ?")
+        ctx, log = _team(board, source, earlier.id), QueryLog()
+        ran = await Toolset(analysis_tools(ctx, log)).call(
+            ToolCallPart("c1", "segment_scan", SCAN_ARGS))
+        assert not ran.is_error, ran.content
+        scanned = record_query(ctx, log, "Q1", "scan", role="collector", agent="c")
+        record_fingerprints(board, source, earlier.id)
+        board.set_investigation_state(earlier.id, "finished", actor="test")
+        statements = len(guard.ran)
+
+        follow = board.start_investigation("and for asthma?")
+        board.record_follow_up(follow.id, earlier.id, actor="user")
+        plan = prepare_follow_up(board, source, board.get_investigation(earlier.id),
+                                 source.info.to_dict())
+        assert len(guard.ran) - statements == len(board.data_fingerprints(earlier.id)), (
+            "checking the data costs one fingerprint query per table, nothing else")
+        statements = len(guard.ran)
+        ctx, log = _team(board, source, follow.id, plan), QueryLog()
+        again = await Toolset(analysis_tools(ctx, log)).call(
+            ToolCallPart("c2", "segment_scan", SCAN_ARGS))
+        assert not again.is_error and f"the stored result of {scanned}" in again.content
+        assert "has comorbidities.condition" in again.content  # the summary, as before
+        assert len(guard.ran) == statements, "the scan ran again"
+        assert record_query(ctx, log, "Q1", "scan", role="collector", agent="c") == scanned
+        assert [r.evidence_id for r in board.list_reuses(follow.id)] == [scanned]
+        assert board.list_evidence(investigation_id=follow.id) == []
+    guard.close()
+
+
+async def test_a_follow_up_reporter_cannot_mark_earlier_evidence_redundant(copies):
+    from d2_notebook.data import open_source
+    from d2_notebook.detective.decisions import ReportDecision
+    from d2_notebook.detective.team_tools import reporter_tools
+    from d2_notebook.detective.tools import Toolset
+    from d2_notebook.llm import ToolCallPart
+
+    database, board_path = copies
+    source = open_source(str(database))
+    with Board.open(board_path) as board:
+        earlier = board.list_evidence(investigation_id="I1")[1]
+        follow = board.start_investigation("a follow-up")
+        tools = Toolset(reporter_tools(_team(board, source, follow.id), "rep", ReportDecision()))
+        refused = await tools.call(ToolCallPart("c1", "mark_redundant", {
+            "evidence_id": earlier.id, "reason": "r"}))
+        assert refused.is_error and "evidence of investigation I1" in refused.content
+        assert board.get_evidence(earlier.id).redundant == earlier.redundant
+    source.close()
+
+
+def test_cli_follow_up_before_the_question_is_explained(copies):
+    database, board_path = copies
+    result = CliRunner().invoke(main, ["investigate", str(database), "--board", str(board_path),
+                                       "--follow-up", hospital.FOLLOW_UP_QUESTION])
+    assert result.exit_code == 2
+    assert "put the QUESTION before --follow-up" in result.output

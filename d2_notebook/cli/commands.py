@@ -383,6 +383,12 @@ def investigate_command(source: str, question: str | None, board_path: Path | No
         raise click.UsageError("use --resume or --replay, not both")
     if force and not resume:
         raise click.UsageError("--force only applies with --resume (it takes a run over)")
+    if follow_up is not None:
+        _check_follow_up_options(board_path, resume=resume, replay=replay)
+        if follow_up != FOLLOW_LATEST and not (question and question.strip()):
+            raise click.UsageError(f"--follow-up took {follow_up!r} as the investigation to "
+                                   "follow and found no QUESTION; put the QUESTION before "
+                                   "--follow-up, or name the investigation: --follow-up I1")
     if not (question and question.strip()) and not (resume or replay):
         raise click.UsageError("pass the QUESTION to investigate (it may be left out only "
                                "with --resume or --replay)")
@@ -391,8 +397,6 @@ def investigate_command(source: str, question: str | None, board_path: Path | No
     if resume and board_path is not None and not board_path.is_file():
         raise click.UsageError(f"no board at {str(board_path)!r} to resume; pass the board "
                                "of the interrupted run")
-    if follow_up is not None:
-        _check_follow_up_options(board_path, resume=resume, replay=replay)
     if replay and board_path is not None and _same_file(replay, board_path):
         raise click.UsageError("--replay and --board name the same file; a replay never "
                                "writes into its own recording: pass a new --board path")

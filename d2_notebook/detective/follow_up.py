@@ -23,7 +23,6 @@ earlier investigation without fingerprints, makes the evidence resting on it run
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -117,7 +116,7 @@ def record_fingerprints(board: Board, source: SQLSource, investigation_id: str) 
     """Fingerprint every table the investigation's evidence read, as the data is now."""
     tables: set[str] = set()
     for evidence in rested_on(board, investigation_id):
-        tables |= _tables_of(board, evidence, source) or set()
+        tables |= _tables_of(evidence, source) or set()
     board.record_data_fingerprints(investigation_id, fingerprint_tables(source, tables),
                                    actor=ACTOR)
 
@@ -138,7 +137,7 @@ def prepare_follow_up(board: Board, source: SQLSource, earlier: Investigation,
     changed = tuple(t for t in sorted(then) if now.get(t) != then[t])
     reusable: dict[str, Evidence] = {}
     for evidence in rested_on(board, earlier.id):
-        tables = _tables_of(board, evidence, source)
+        tables = _tables_of(evidence, source)
         if not tables or not tables <= then.keys() or tables & set(changed):
             continue
         call = board.tool_call_of(evidence.id)
@@ -215,16 +214,19 @@ def _key_numbers(board: Board, item: Evidence) -> str:
     frame = board.evidence_frame(item.id)
     if frame.empty or len(frame.columns) > 8:
         return ""
-    cells = ", ".join(f"{c}={frame.iloc[0][c]}" for c in frame.columns)
+    cells = ", ".join(f"{c}={_cell(frame.iloc[0][c])}" for c in frame.columns)
     return f" | {cut_at_word(cells, 160)}"
 
 
-def _tables_of(board: Board, evidence: Evidence, source: SQLSource) -> set[str] | None:
-    """The tables an evidence's result rests on (its query's, or its tool call's)."""
+def _cell(value: Any) -> str:
+    """A cell as the digest shows it: whole numbers without a decimal point."""
+    if isinstance(value, float) and value.is_integer():
+        return str(int(value))
+    return str(value)
+
+
+def _tables_of(evidence: Evidence, source: SQLSource) -> set[str] | None:
+    """The tables an evidence's result rests on (its stored SQL: a query's, or the SQL
+    an analysis tool generated)."""
     found = tables_read(evidence.sql, source.dialect)
     return set(found) if found else None
-
-
-def reused_ids(board: Board, investigation_id: str) -> Iterable[str]:
-    """The ids of earlier evidence the investigation reused."""
-    return (r.evidence_id for r in board.list_reuses(investigation_id))

@@ -476,6 +476,10 @@ def reporter_tools(ctx: TeamContext, agent: str, decision: ReportDecision) -> li
 
     async def mark_redundant(args: dict[str, Any]) -> str:
         evidence = ctx.board.get_evidence(args["evidence_id"])
+        if evidence.investigation_id not in (None, ctx.investigation_id):
+            raise ToolError(f"{evidence.id} is evidence of investigation "
+                            f"{evidence.investigation_id}; mark only this investigation's "
+                            "own evidence redundant")
         cited_by = [v.hypothesis_id for v in ctx.board.list_verdicts() if evidence.id in
                     v.evidence_ids]
         if cited_by:
@@ -493,7 +497,8 @@ def reporter_tools(ctx: TeamContext, agent: str, decision: ReportDecision) -> li
 
     return [
         tool("mark_redundant", "Mark evidence redundant (kept, but out of the audit graph). "
-             "Refused for evidence a verdict cites.",
+             "Refused for evidence a verdict cites, and for evidence of another "
+             "investigation (what a follow-up reused).",
              {"evidence_id": _STRING, "reason": _STRING}, mark_redundant, writes_board=True),
         tool("write_report", "Save the final Markdown report. Ends your turn. Refused when "
              "empty. Every number in it is then looked up in the evidence its sentence "
