@@ -389,3 +389,21 @@ def test_cli_follow_up_before_the_question_is_explained(copies):
                                        "--follow-up", hospital.FOLLOW_UP_QUESTION])
     assert result.exit_code == 2
     assert "put the QUESTION before --follow-up" in result.output
+
+
+def test_a_large_earlier_investigation_stays_compact_and_every_id_is_named(board):
+    import pandas as pd
+
+    from d2_notebook.detective.follow_up import EARLIER_DIGEST_TOKENS, earlier_digest
+    from d2_notebook.llm import estimate_tokens
+
+    earlier = board.start_investigation("a wide question")
+    for n in range(300):
+        board.add_evidence(f"SELECT {n} AS x", pd.DataFrame({"x": [n]}),
+                           description=f"result number {n} " + "with many words " * 10,
+                           investigation_id=earlier.id)
+    board.set_investigation_state(earlier.id, "finished", actor="test")
+    digest = earlier_digest(board, board.get_investigation(earlier.id))
+    assert estimate_tokens(digest) < EARLIER_DIGEST_TOKENS * 1.5
+    assert "  E1 [1 rows] result number 0" in digest and "x=0" in digest
+    assert "(no room for the details of: " in digest and "E300)" in digest

@@ -33,6 +33,7 @@ from d2_notebook.data.fingerprint import fingerprint_tables, tables_read
 from d2_notebook.detective.context import normalize_sql
 from d2_notebook.detective.evidence_view import cut_at_word
 from d2_notebook.errors import InvalidRecordError
+from d2_notebook.llm import estimate_tokens
 
 __all__ = ["FOLLOW_UP_HEADER", "FollowUp", "call_key", "choose_followed", "earlier_digest",
            "prepare_follow_up", "record_fingerprints"]
@@ -40,7 +41,9 @@ __all__ = ["FOLLOW_UP_HEADER", "FollowUp", "call_key", "choose_followed", "earli
 FOLLOW_UP_HEADER = "THIS IS A FOLLOW-UP OF INVESTIGATION"
 """How the digest of a follow-up opens (offline policies look for it)."""
 ACTOR = "follow-up"
-_MAX_EVIDENCE_LINES = 40
+EARLIER_DIGEST_TOKENS = 3_000
+"""The most the earlier investigation's evidence lines take in a follow-up's digest
+(estimated tokens); evidence past it is listed by id only, so it can still be linked."""
 _ANALYSIS_NOTE = "\nRecorded as:"
 
 
@@ -190,21 +193,29 @@ def earlier_digest(board: Board, earlier: Investigation) -> str:
     evidence = [e for e in rested_on(board, earlier.id) if not e.redundant]
     lines.append("Its evidence (cite or link_evidence these ids; an identical query on "
                  "unchanged data returns the stored result without running again):")
-    for item in evidence[:_MAX_EVIDENCE_LINES]:
-        readings = "; ".join(cut_at_word(" ".join(link.rationale.split()), 100)
-                             for link in board.list_links(evidence_id=item.id)
-                             if link.rationale)
-        description = cut_at_word(" ".join(item.description.split()), 120)
-        lines.append(f"  {item.id} [{item.row_count} rows] {description}"
-                     + (f" | read as: {readings}" if readings else "")
-                     + _key_numbers(board, item))
-    if len(evidence) > _MAX_EVIDENCE_LINES:
-        lines.append(f"  ... and {len(evidence) - _MAX_EVIDENCE_LINES} more")
+    spent = 0
+    for position, item in enumerate(evidence):
+        line = _evidence_line(board, item)
+        spent += estimate_tokens(line)
+        if spent > EARLIER_DIGEST_TOKENS:
+            lines.append("  (no room for the details of: "
+                         + ", ".join(e.id for e in evidence[position:]) + ")")
+            break
+        lines.append(line)
     dismissed = board.list_dimension_dismissals(investigation_id=earlier.id)
     if dismissed:
         lines.append("Dimensions it dismissed: " + "; ".join(
             f"{d.dimension} ({cut_at_word(d.reason, 80)})" for d in dismissed))
     return "\n".join(lines)
+
+
+def _evidence_line(board: Board, item: Evidence) -> str:
+    """One earlier evidence: id, rows, description, readings and key numbers."""
+    readings = "; ".join(cut_at_word(" ".join(link.rationale.split()), 100)
+                         for link in board.list_links(evidence_id=item.id) if link.rationale)
+    description = cut_at_word(" ".join(item.description.split()), 120)
+    return (f"  {item.id} [{item.row_count} rows] {description}"
+            + (f" | read as: {readings}" if readings else "") + _key_numbers(board, item))
 
 
 def _key_numbers(board: Board, item: Evidence) -> str:
