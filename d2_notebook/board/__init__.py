@@ -2,6 +2,7 @@
 in one SQLite file. See :class:`Board`."""
 
 from d2_notebook.board.board import DEFAULT_MAX_ROWS, Board
+from d2_notebook.board.follow_ups import EvidenceReuse
 from d2_notebook.board.records import (
     ChartRequest,
     ColumnSpec,
@@ -36,6 +37,7 @@ __all__ = [
     "DimensionDismissal",
     "Event",
     "Evidence",
+    "EvidenceReuse",
     "Hypothesis",
     "HypothesisStatus",
     "Investigation",

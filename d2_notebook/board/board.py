@@ -20,6 +20,7 @@ from typing import Any
 from d2_notebook.board.chart_requests import ChartRequestRecords
 from d2_notebook.board.dismissals import DismissalRecords
 from d2_notebook.board.evidence import EvidenceRecords
+from d2_notebook.board.follow_ups import FollowUpRecords
 from d2_notebook.board.hypotheses import HypothesisRecords
 from d2_notebook.board.leases import LeaseRecords
 from d2_notebook.board.model_calls import ModelCallRecords
@@ -31,14 +32,16 @@ __all__ = ["DEFAULT_MAX_ROWS", "Board", "now"]
 
 
 class Board(HypothesisRecords, EvidenceRecords, ModelCallRecords, LeaseRecords,
-            DismissalRecords, RecheckRecords, RejudgeRecords, ChartRequestRecords):
+            DismissalRecords, RecheckRecords, RejudgeRecords, ChartRequestRecords,
+            FollowUpRecords):
     """A Data Investigation Board stored in one SQLite file.
 
     Open one with :meth:`Board.open`; use it as a context manager or call
     :meth:`close`. All methods are safe to call from several threads at once.
     The methods are grouped by record type in :mod:`.store` (file, events),
     :mod:`.hypotheses`, :mod:`.evidence`, :mod:`.model_calls`, :mod:`.leases`,
-    :mod:`.dismissals`, :mod:`.rechecks` and :mod:`.chart_requests`.
+    :mod:`.dismissals`, :mod:`.rechecks`, :mod:`.chart_requests` and
+    :mod:`.follow_ups`.
     """
 
     # --- export and import (implemented in d2_notebook.board.export) ----------

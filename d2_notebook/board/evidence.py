@@ -131,11 +131,23 @@ class EvidenceRecords(BoardStore):
         return rows.evidence(row)
 
     def list_evidence(
-        self, *, include_redundant: bool = True, investigation_id: str | None = None
+        self, *, include_redundant: bool = True, investigation_id: str | None = None,
+        include_reused: bool = False,
     ) -> list[Evidence]:
-        """Evidence in id order; ``include_redundant=False`` gives the audit view."""
-        found = self._select("evidence", "num", investigation_id=investigation_id,
-                             redundant=None if include_redundant else 0)
+        """Evidence in id order; ``include_redundant=False`` gives the audit view.
+
+        With ``investigation_id`` and ``include_reused``, also the earlier evidence that
+        follow-up reused (:meth:`record_reuse`): everything its conclusions rest on.
+        """
+        if not (include_reused and investigation_id is not None):
+            found = self._select("evidence", "num", investigation_id=investigation_id,
+                                 redundant=None if include_redundant else 0)
+            return [rows.evidence(r) for r in found]
+        found = self._query(
+            "SELECT * FROM evidence WHERE (investigation_id = ? OR id IN (SELECT evidence_id "
+            "FROM evidence_reuses WHERE investigation_id = ?))"
+            + ("" if include_redundant else " AND redundant = 0") + " ORDER BY num",
+            (investigation_id, investigation_id))
         return [rows.evidence(r) for r in found]
 
     def evidence_frame(self, evidence_id: str) -> pd.DataFrame:

@@ -26,7 +26,7 @@ JSON_SCHEMA_VERSION = 1
 TABLES = ("investigations", "hypotheses", "evidence", "links", "verdicts", "model_calls",
           "dimension_dismissals", "evidence_tool_calls", "evidence_chart_requests",
           "recheck_runs", "rechecks", "recheck_verdicts", "rejudges", "report_versions",
-          "events")
+          "follow_ups", "data_fingerprints", "evidence_reuses", "events")
 _BLOBS = {"evidence": "result", "rechecks": "result"}
 """The blob column of each table that has one (base64 text in the document)."""
 

@@ -266,6 +266,33 @@ MIGRATIONS: tuple[Migration, ...] = (
         );
         """,
     ),
+    Migration(
+        12,
+        "follow-up questions: which investigation each follows, the data fingerprints "
+        "its evidence rests on, and the earlier evidence a follow-up reused",
+        """
+        CREATE TABLE follow_ups (
+            investigation_id TEXT PRIMARY KEY REFERENCES investigations(id),
+            follows TEXT NOT NULL REFERENCES investigations(id),
+            created_at TEXT NOT NULL
+        );
+        CREATE TABLE data_fingerprints (
+            investigation_id TEXT NOT NULL REFERENCES investigations(id),
+            table_name TEXT NOT NULL,
+            fingerprint TEXT NOT NULL,
+            created_at TEXT NOT NULL,
+            PRIMARY KEY (investigation_id, table_name)
+        );
+        CREATE TABLE evidence_reuses (
+            investigation_id TEXT NOT NULL REFERENCES investigations(id),
+            evidence_id TEXT NOT NULL REFERENCES evidence(id),
+            from_investigation TEXT NOT NULL REFERENCES investigations(id),
+            author TEXT NOT NULL,
+            created_at TEXT NOT NULL,
+            PRIMARY KEY (investigation_id, evidence_id)
+        );
+        """,
+    ),
 )
 
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 import textwrap
 
 from d2_notebook.board.board import Board
+from d2_notebook.board.follow_ups import reuse_text
 from d2_notebook.board.records import (
     Evidence,
     Hypothesis,
@@ -34,8 +35,15 @@ def render_tree(board: Board, *, width: int = 100, include_redundant: bool = Tru
     with its verdict and linked evidence, then evidence linked to nothing."""
     lines: list[str] = []
     checks: dict[str, RecheckedVerdict] = {}
+    reuses = board.list_reuses()
     for inv in board.list_investigations():
         lines.append(_one_line(f"Investigation {inv.id} [{inv.state.value}]: {inv.question}"))
+        follows = board.follows(inv.id)
+        if follows is not None:
+            reused = [r.evidence_id for r in reuses if r.investigation_id == inv.id]
+            lines.append(_one_line(
+                f"  follow-up of {follows}: reused {', '.join(reused) or 'no evidence'} "
+                "(not re-run)"))
         latest = board.latest_verdict_checks(inv.id)
         if latest:
             checks.update(latest)
@@ -81,8 +89,11 @@ def render_tree(board: Board, *, width: int = 100, include_redundant: bool = Tru
             if item.redundant and not include_redundant:
                 continue
             branch = "└─" if position == len(own) - 1 else "├─"
-            lines.append(_wrap(f"{indent}    {branch} {_evidence_line(item, link)}", width,
-                               indent + "       "))
+            reused_by = [r.investigation_id for r in reuses if r.evidence_id == item.id
+                         and r.investigation_id == hyp.investigation_id]
+            mark = f" [{reuse_text(item.investigation_id, reused_by)}]" if reused_by else ""
+            lines.append(_wrap(f"{indent}    {branch} {_evidence_line(item, link)}{mark}",
+                               width, indent + "       "))
         for child in children.get(hyp.id, []):
             walk(child, depth + 1)
 

@@ -398,7 +398,9 @@ class BoardStore:
                         key = {"events": "seq", "evidence_tool_calls": "rowid",
                                "evidence_chart_requests": "rowid",
                                "recheck_verdicts": "rowid", "rejudges": "rowid",
-                               "report_versions": "rowid"}.get(
+                               "report_versions": "rowid", "follow_ups": "rowid",
+                               "data_fingerprints": "rowid",
+                               "evidence_reuses": "rowid"}.get(
                             table, "id" if table in _BY_ID else "num")
                         found = self._conn.execute(f"SELECT * FROM {table} ORDER BY {key}")
                         out[table] = [dict(r) for r in found.fetchall()]

@@ -178,6 +178,10 @@ def board_import(json_path: Path, board_path: Path) -> None:
 # --- investigate and demo ------------------------------------------------------------
 
 
+FOLLOW_LATEST = "latest"
+"""``--follow-up`` given without an investigation id: follow the newest finished one."""
+
+
 @dataclass
 class _Run:
     """One investigation the CLI starts: what to pass to ``investigate()`` and how to
@@ -193,6 +197,7 @@ class _Run:
     quiet: bool = False
     role_models: dict[str, str] = field(default_factory=dict)
     force: bool = False
+    follow_up: bool | str = False
 
     def resume_command(self) -> str:
         database, board = shlex.quote(str(self.database)), shlex.quote(str(self.board_path))
@@ -207,7 +212,8 @@ async def _investigate_live(run: _Run, board: Board, view: ProgressView | None,
     try:
         return await investigate(str(run.database), run.question, board=board, model=run.model,
                                  models=run.role_models or None, resume=run.resume,
-                                 replay=run.replay, force=run.force, **run.options)
+                                 replay=run.replay, force=run.force,
+                                 follow_up=run.follow_up, **run.options)
     finally:
         stop.set()
         if watcher is not None:
@@ -350,6 +356,11 @@ def _default_board_path() -> Path:
               "process whose lease is still fresh (only when that process is gone).")
 @click.option("--replay", type=click.Path(exists=True, dir_okay=False, path_type=Path),
               help="Re-run a recorded board's investigation with its recorded model answers.")
+@click.option("--follow-up", "follow_up", is_flag=False, flag_value=FOLLOW_LATEST,
+              default=None, metavar="[INV_ID]",
+              help="Ask QUESTION as a follow-up of the --board's newest finished "
+              "investigation (or of INV_ID): it sees the earlier conclusions and reuses "
+              "earlier evidence whose data is unchanged instead of re-running it.")
 @click.option("-q", "--quiet", is_flag=True, help="Print only the report.")
 @friendly_errors
 def investigate_command(source: str, question: str | None, board_path: Path | None,
@@ -357,7 +368,8 @@ def investigate_command(source: str, question: str | None, board_path: Path | No
                         budget_usd: float | None, max_calls: int | None,
                         max_seconds: float | None, variant: str | None,
                         role_model: tuple[str, ...], preset: str | None, resume: bool,
-                        force: bool, replay: Path | None, quiet: bool) -> None:
+                        force: bool, replay: Path | None, follow_up: str | None,
+                        quiet: bool) -> None:
     """Investigate QUESTION over SOURCE with the agent team.
 
     SOURCE is a DuckDB file (opened read-only) or a SQLAlchemy URL such as
@@ -371,6 +383,12 @@ def investigate_command(source: str, question: str | None, board_path: Path | No
         raise click.UsageError("use --resume or --replay, not both")
     if force and not resume:
         raise click.UsageError("--force only applies with --resume (it takes a run over)")
+    if follow_up is not None:
+        _check_follow_up_options(board_path, resume=resume, replay=replay)
+        if follow_up != FOLLOW_LATEST and not (question and question.strip()):
+            raise click.UsageError(f"--follow-up took {follow_up!r} as the investigation to "
+                                   "follow and found no QUESTION; put the QUESTION before "
+                                   "--follow-up, or name the investigation: --follow-up I1")
     if not (question and question.strip()) and not (resume or replay):
         raise click.UsageError("pass the QUESTION to investigate (it may be left out only "
                                "with --resume or --replay)")
@@ -397,7 +415,9 @@ def investigate_command(source: str, question: str | None, board_path: Path | No
         except InvalidRecordError as exc:
             raise click.UsageError(f"--preset {preset}: {exc}") from None
     run = _Run(database, question, board_path or _default_board_path(), resolved, options,
-               resume=resume, replay=replay, quiet=quiet, role_models=role_models, force=force)
+               resume=resume, replay=replay, quiet=quiet, role_models=role_models, force=force,
+               follow_up=False if follow_up is None else (
+                   True if follow_up == FOLLOW_LATEST else follow_up))
     if not quiet:
         click.echo(f"board: {run.board_path}")
         if replay is not None:
@@ -411,6 +431,21 @@ def investigate_command(source: str, question: str | None, board_path: Path | No
         click.echo(terminal_safe(result.report.rstrip()))
         click.echo("")
         _print_summary(result, run.board_path)
+
+
+def _check_follow_up_options(board_path: Path | None, *, resume: bool,
+                             replay: Path | None) -> None:
+    """Refuse ``--follow-up`` where it cannot apply, naming the fix."""
+    if resume or replay:
+        raise click.UsageError("--follow-up starts a new investigation; leave out "
+                               f"{'--resume' if resume else '--replay'}")
+    if board_path is None:
+        raise click.UsageError("--follow-up needs --board PATH: the board of the earlier "
+                               "investigation")
+    if not board_path.is_file():
+        raise click.UsageError(f"no board at {str(board_path)!r} to follow up; pass the board "
+                               "of the earlier investigation, or leave out --follow-up to "
+                               "start one")
 
 
 def _replay_line(recording: Path) -> str:

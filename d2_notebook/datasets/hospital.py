@@ -17,6 +17,8 @@ import numpy as np
 import pandas as pd
 
 QUESTION = "Which treatment is most effective for older COVID-19 patients?"
+FOLLOW_UP_QUESTION = "And for older patients with asthma, which treatment helps?"
+"""The follow-up the offline walk-through asks on the board of :data:`QUESTION`."""
 
 #: Fictional drug names and the role each plays (the paper's "Drug A" is Virexa).
 DRUGS: dict[str, str] = {

@@ -20,9 +20,11 @@ from typing import Any
 from d2_notebook.board import Evidence, ToolCall
 from d2_notebook.data.analysis import TOOL_SPECS, AnalysisResult, AnalysisTool, AnalysisToolSpec
 from d2_notebook.detective.context import QueryLog, TeamContext, normalize_sql
+from d2_notebook.detective.follow_up import stored_analysis
 from d2_notebook.detective.sql_tools import (
     PREVIEW_CELL_CHARS,
     PREVIEW_CHARS,
+    reuse_note,
     run_once_in_order,
 )
 from d2_notebook.detective.tools import Tool, ToolError, tool
@@ -45,12 +47,25 @@ def _wrap(ctx: TeamContext, log: QueryLog, spec: AnalysisToolSpec) -> Tool:
 
     async def run(args: dict[str, Any]) -> str:
         key = f"{spec.name} {json.dumps(args, sort_keys=True)}"
+        call = ToolCall(spec.name, dict(args))
+        earlier = ctx.follow_up.reusable_call(call) if ctx.follow_up is not None else None
+
+        def execute() -> AnalysisResult:
+            if earlier is not None:  # the same call on unchanged data: not run again
+                return stored_analysis(ctx.board, earlier, call)
+            return _call(ctx, spec, args)
+
+        def register(result: AnalysisResult) -> str:
+            query_id = _registered(log, key, result, call)
+            if earlier is not None:
+                log.reused[query_id] = earlier.id
+            return query_id
+
         result, query_id = await run_once_in_order(
-            log, key, f"{spec.name} call", lambda: asyncio.to_thread(_call, ctx, spec, args),
-            lambda result: _registered(log, key, result, ToolCall(spec.name, dict(args))))
+            log, key, f"{spec.name} call", lambda: asyncio.to_thread(execute), register)
         preview = result.preview(max_rows=ctx.settings.preview_rows, max_chars=PREVIEW_CHARS,
                                  max_colwidth=PREVIEW_CELL_CHARS)
-        return f"{query_id}: {preview}"
+        return f"{query_id}: {reuse_note(earlier)}{preview}"
 
     description = (f"{spec.description} Returns a query id (Q1, Q2, ...) to cite when you "
                    "record the result as evidence, the summary and the leading rows.")

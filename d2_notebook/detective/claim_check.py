@@ -185,7 +185,7 @@ def check_report(board: Board, investigation_id: str, report: str, *,
     the query results its agent read: the tool results of its recorded model calls.
     """
     investigation = board.get_investigation(investigation_id)
-    evidence = board.list_evidence(investigation_id=investigation_id)
+    evidence = board.list_evidence(investigation_id=investigation_id, include_reused=True)
     frames = {e.id: board.evidence_frame(e.id) for e in evidence}
     frames.update(queries or {})
     texts = [investigation.question, *(e.sql for e in evidence),

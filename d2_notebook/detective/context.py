@@ -12,6 +12,7 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 from d2_notebook.board import Board, ToolCall
 from d2_notebook.data import QueryResult, SQLSource, open_source
@@ -19,6 +20,9 @@ from d2_notebook.detective.coverage_view import NO_CANDIDATES, CandidateDimensio
 from d2_notebook.detective.sequencer import WriteSequencer
 from d2_notebook.detective.settings import InvestigationSettings
 from d2_notebook.llm import Model
+
+if TYPE_CHECKING:
+    from d2_notebook.detective.follow_up import FollowUp
 
 
 def _ignore(hypothesis_id: str) -> None:
@@ -40,6 +44,8 @@ class TeamContext:
             with each hypothesis id a tool adds, so the loop can queue it at once.
         candidates: the database's candidate dimensions, read once, for the coverage
             map (none: no map is shown and ``finish`` is not held back by it).
+        follow_up: when this investigation follows up an earlier one: what of it the
+            digest shows and which of its evidence a query may reuse.
     """
 
     board: Board
@@ -54,6 +60,7 @@ class TeamContext:
     role_models: Mapping[str, Model] = field(default_factory=dict)
     on_new_hypothesis: Callable[[str], None] = _ignore
     candidates: CandidateDimensions = NO_CANDIDATES
+    follow_up: FollowUp | None = None
 
     def __post_init__(self) -> None:
         self.sql = open_source(self.sql)
@@ -73,6 +80,8 @@ class QueryLog:
     purposes: dict[str, str] = field(default_factory=dict)
     calls: dict[str, ToolCall] = field(default_factory=dict)
     """The analysis-tool call behind each query id that came from one (for re-checks)."""
+    reused: dict[str, str] = field(default_factory=dict)
+    """Query ids answered from an earlier investigation's evidence (its id), not run."""
     repeats: int = 0
     _last: asyncio.Future[None] | None = field(default=None, repr=False)
 

@@ -149,7 +149,7 @@ def board_coverage(board: Board, candidates: CandidateDimensions,
     """The coverage map of one investigation's evidence (None without candidates)."""
     if not candidates.dimensions:
         return None
-    evidence = board.list_evidence(investigation_id=investigation_id)
+    evidence = board.list_evidence(investigation_id=investigation_id, include_reused=True)
     read = {e.id: _touched(candidates, e.sql) for e in evidence}
     touched_by = {key: found for key, (found, _) in read.items()}
     tables_read = frozenset().union(*(tables for _, tables in read.values())) if read \

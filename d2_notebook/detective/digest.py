@@ -43,7 +43,7 @@ def board_digest(
     hypotheses = board.list_hypotheses(investigation_id=investigation_id)
     evidence = {
         e.id: e
-        for e in board.list_evidence(investigation_id=investigation_id)
+        for e in board.list_evidence(investigation_id=investigation_id, include_reused=True)
         if include_redundant or not e.redundant
     }
     links = board.list_links()

@@ -40,6 +40,7 @@ from d2_notebook.data import GuardedSQL, SourceInfo, SQLSource, open_source
 from d2_notebook.detective.claim_check import ClaimCheck, check_report
 from d2_notebook.detective.context import TeamContext
 from d2_notebook.detective.coverage_view import NO_CANDIDATES, read_candidates
+from d2_notebook.detective.follow_up import choose_followed, prepare_follow_up, record_fingerprints
 from d2_notebook.detective.loop import LOOP_ACTOR, ControlLoop, RunOutcome
 from d2_notebook.detective.preset import Preset, preset_models
 from d2_notebook.detective.resume import (
@@ -125,6 +126,7 @@ async def investigate(
     models: Mapping[str, Model | str] | None = None,
     preset: Preset | str | None = None,
     force: bool = False,
+    follow_up: bool | str = False,
     **options: Any,
 ) -> InvestigationResult:
     """Investigate ``question`` over ``database`` with the agent team.
@@ -161,11 +163,18 @@ async def investigate(
             model responses (no API access), executing every query again.
         force: with ``resume``, take the run over even though another process's lease
             on it is still fresh (for a process known to be gone).
+        follow_up: start a new investigation on ``board`` (which must exist) that follows
+            up its newest finished investigation (True) or the one named (``"I2"``): its
+            roles see the earlier conclusions, evidence and dismissed dimensions, and a
+            query identical to an earlier evidence's on unchanged data links that
+            evidence instead of running again (:mod:`~d2_notebook.detective.follow_up`).
 
     Raises:
         ModelConfigError: no model is configured (the message names the fix).
         InvalidRecordError: bad settings, nothing to resume, or a replay against a
-            different kind of source than the recorded one.
+            different kind of source than the recorded one; a follow-up with no board,
+            a board file that does not exist, no finished investigation to follow, or
+            with ``resume`` or ``replay``.
         RunLeaseHeldError: ``resume`` while another live process runs the investigation.
         ModelError: the model failed beyond retries (the board is left ``failed``).
         RunLeaseLostError: the run lease could not be renewed; the run stopped (the
@@ -174,6 +183,7 @@ async def investigate(
     Whatever this call opened is closed when it raises (the board included; a board
     that was passed in stays open); a replay's recording is closed when it returns.
     """
+    _check_follow_up(follow_up, board, resume=resume, replay=replay)
     with contextlib.ExitStack() as owned:  # what this call opened, closed on every path
         recorded: Board | None = None
         recorded_source: dict[str, Any] | None = None
@@ -226,8 +236,11 @@ async def investigate(
             try:
                 if resume and opened.list_investigations():  # before anything changes
                     lease.acquire(investigation_to_resume(opened).id)
+                followed = choose_followed(opened, follow_up) if follow_up else None
                 investigation, settings, _ = _start_or_resume(opened, question, settings, options,
                                                               resume, sql.info)
+                if followed is not None:
+                    opened.record_follow_up(investigation.id, followed.id, actor="user")
                 if not resume:
                     lease.acquire(investigation.id)
                 if role_inner is None:  # resumed: the stored names, unless given again
@@ -240,6 +253,23 @@ async def investigate(
             if own_sql:
                 await _close_source(sql)  # closes only what it opened itself (a path, a URL)
     return result
+
+
+def _check_follow_up(follow_up: bool | str, board: Board | str | os.PathLike[str] | None, *,
+                     resume: bool, replay: object) -> None:
+    """Refuse a follow-up that cannot be one, before anything is opened."""
+    if not follow_up:
+        return
+    if resume or replay is not None:
+        raise InvalidRecordError("a follow-up starts a new investigation: leave out "
+                                 f"{'resume' if resume else 'replay'} (or the follow-up)")
+    if board is None or (not isinstance(board, Board) and str(board) == ":memory:"):
+        raise InvalidRecordError("a follow-up needs the board of the earlier investigation: "
+                                 "pass board=PATH (--board PATH)")
+    if not isinstance(board, Board) and not Path(board).is_file():
+        raise InvalidRecordError(f"no board at {str(board)!r} to follow up; pass the .d2board "
+                                 "file of the earlier investigation, or run the first "
+                                 "question without --follow-up")
 
 
 def replayed_investigation(recorded: Board) -> Investigation:
@@ -290,6 +320,9 @@ async def _run(opened: Board, sql: SQLSource, investigation: Any,
 
     recording = recorded(inner)
     role_recording = {role: recorded(model) for role, model in role_inner.items()}
+    follows = opened.follows(investigation.id)
+    follow_up = None if follows is None else await asyncio.to_thread(
+        prepare_follow_up, opened, sql, opened.get_investigation(follows), sql.info.to_dict())
     ctx = TeamContext(
         board=opened, sql=sql, model=recording,
         investigation_id=investigation.id, question=investigation.question,
@@ -297,6 +330,7 @@ async def _run(opened: Board, sql: SQLSource, investigation: Any,
         sequencer=sequencer, role_models=role_recording,
         candidates=(NO_CANDIDATES if settings.variant.shape is Shape.REACT
                     else await asyncio.to_thread(read_candidates, sql)),
+        follow_up=follow_up,
     )
     reporter_model = role_recording.get("reporter", recording).with_budget(whole)
     loop = ControlLoop(ctx, reporter_model=reporter_model,
@@ -314,6 +348,7 @@ async def _run(opened: Board, sql: SQLSource, investigation: Any,
     queries = {query_id: r.frame for query_id, r in outcome.queries.items()}
     check = check_report(opened, investigation.id, outcome.report, queries=queries)
     outcome = replace(outcome, report=check.marked_report)
+    await asyncio.to_thread(record_fingerprints, opened, sql, investigation.id)
     opened.set_investigation_state(investigation.id, "finished", actor=LOOP_ACTOR,
                                    report=outcome.report)
     return replace(_result(opened, investigation.id, outcome, ledger.usage, settings),

@@ -88,7 +88,8 @@ def reporter_brief(board: Board, investigation_id: str, *,
     cited_ids = list(dict.fromkeys(
         e for h in hypotheses if (v := board.latest_verdict(h.id)) is not None
         for e in v.evidence_ids))
-    evidence = [e for e in board.list_evidence(investigation_id=investigation_id)
+    evidence = [e for e in board.list_evidence(investigation_id=investigation_id,
+                                               include_reused=True)
                 if not e.redundant or e.id in cited_ids]
     by_id = {e.id: e for e in evidence}
     cited = [_result(board, by_id[i], cited=True) for i in cited_ids if i in by_id]

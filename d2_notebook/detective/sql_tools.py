@@ -13,10 +13,12 @@ import asyncio
 from collections.abc import Awaitable, Callable
 from typing import Any, TypeVar
 
-from d2_notebook.data import Dialect, schema
+from d2_notebook.board import Evidence
+from d2_notebook.data import Dialect, QueryResult, schema
 from d2_notebook.data.analysis import AnalysisResult
 from d2_notebook.data.fencing import fence
 from d2_notebook.detective.context import QueryLog, TeamContext
+from d2_notebook.detective.follow_up import stored_result
 from d2_notebook.detective.tools import Tool, ToolError, tool
 
 _STRING = {"type": "string"}
@@ -36,14 +38,24 @@ def sql_tools(ctx: TeamContext, log: QueryLog) -> list[Tool]:
 
     async def run_sql(args: dict[str, Any]) -> str:
         sql = args["sql"].strip()
-        result, query_id = await run_once_in_order(
-            log, sql, "query",
-            lambda: ctx.sql.arun(sql, timeout_s=ctx.settings.sql_timeout_s,
-                                 max_rows=ctx.board.max_rows),
-            lambda result: log.add(sql, result, args.get("purpose", "")))
+        earlier = ctx.follow_up.reusable_sql(sql) if ctx.follow_up is not None else None
+
+        async def execute() -> QueryResult:
+            if earlier is not None:  # the same query on unchanged data: not run again
+                return await _in_thread(stored_result, ctx.board, earlier)
+            return await ctx.sql.arun(sql, timeout_s=ctx.settings.sql_timeout_s,
+                                      max_rows=ctx.board.max_rows)
+
+        def register(result: QueryResult) -> str:
+            query_id = log.add(sql, result, args.get("purpose", ""))
+            if earlier is not None:
+                log.reused[query_id] = earlier.id
+            return query_id
+
+        result, query_id = await run_once_in_order(log, sql, "query", execute, register)
         preview = result.preview(max_rows=ctx.settings.preview_rows, max_chars=PREVIEW_CHARS,
                                  max_colwidth=PREVIEW_CELL_CHARS)
-        return f"{query_id}: {fence(f'query result {query_id}', preview)}"
+        return f"{query_id}: {reuse_note(earlier)}{fence(f'query result {query_id}', preview)}"
 
     async def describe_table(args: dict[str, Any]) -> str:
         info = await _in_thread(ctx.sql.describe, args["table"])
@@ -110,11 +122,27 @@ async def _in_thread(fn: Any, *args: Any) -> Any:
     return await asyncio.to_thread(fn, *args)
 
 
+def reuse_note(earlier: Evidence | None) -> str:
+    """What a tool result says first when it is an earlier evidence's stored result."""
+    if earlier is None:
+        return ""
+    return (f"the stored result of {earlier.id} (investigation {earlier.investigation_id}): "
+            "the same call on unchanged data, not run again; recording it links "
+            f"{earlier.id}.\n")
+
+
 def record_query(ctx: TeamContext, log: QueryLog, query_id: str, description: str, *,
             role: str, agent: str) -> str:
-    """Evidence id for query ``query_id`` of this agent, recording it on first use."""
+    """Evidence id for query ``query_id`` of this agent, recording it on first use (a
+    query answered from an earlier investigation's evidence records that evidence's
+    reuse and returns its id)."""
     if query_id in log.evidence_ids:
         return log.evidence_ids[query_id]
+    if query_id in log.reused:
+        evidence_id = log.reused[query_id]
+        ctx.board.record_reuse(ctx.investigation_id, evidence_id, actor=agent)
+        log.evidence_ids[query_id] = evidence_id
+        return evidence_id
     result = log.results.get(query_id)
     if result is None:
         known = ", ".join(log.results) or "none yet"

@@ -245,10 +245,13 @@ def evidence_tools(ctx: TeamContext, log: QueryLog, agent: str, role: str,
         target = hypothesis_id or args["hypothesis_id"]
         _hypothesis(ctx, target)
         evidence = ctx.board.get_evidence(args["evidence_id"])
-        if evidence.investigation_id not in (None, ctx.investigation_id):
-            raise ToolError(f"{evidence.id} belongs to another investigation; run the query "
-                            "again and record its result")
-        ctx.board.link(evidence.id, target, args["stance"], args["reading"], actor=agent)
+        earlier = evidence.investigation_id not in (None, ctx.investigation_id)
+        if earlier:
+            _check_reusable(ctx, evidence.id, evidence.investigation_id)
+        with _one_write(ctx, log):  # the reuse and the link, or neither
+            if earlier:
+                ctx.board.record_reuse(ctx.investigation_id, evidence.id, actor=agent)
+            ctx.board.link(evidence.id, target, args["stance"], args["reading"], actor=agent)
         return f"linked {evidence.id} ({args['stance']} {target}); its query was not run again"
 
     return [tool("record_evidence",
@@ -261,11 +264,33 @@ def evidence_tools(ctx: TeamContext, log: QueryLog, agent: str, role: str,
                  required=[name for name in properties if name != "chart"]),
             tool("link_evidence",
                  "Link evidence already on the board (an exploration result, or evidence "
-                 "recorded for another hypothesis) to the hypothesis, with your reading, "
+                 "recorded for another hypothesis, or in a follow-up the earlier "
+                 "investigation's evidence) to the hypothesis, with your reading, "
                  "instead of running its query again. Refused for an unknown evidence id, "
-                 "evidence of another investigation, or a stance opposite to the one it "
+                 "evidence of another investigation (except the one a follow-up builds "
+                 "on, while its data is unchanged), or a stance opposite to the one it "
                  "already has for this hypothesis.",
                  link_properties, link_evidence, writes_board=True)]
+
+
+def _check_reusable(ctx: TeamContext, evidence_id: str, owner: str | None) -> None:
+    """Refuse linking another investigation's evidence unless this investigation follows
+    it up and the evidence's data is unchanged."""
+    follow_up = ctx.follow_up
+    if follow_up is None:
+        raise ToolError(f"{evidence_id} belongs to investigation {owner}, which this one does "
+                        "not follow up; run the query again and record its result")
+    if any(e.id == evidence_id for e in follow_up.reusable.values()):
+        return
+    if owner != follow_up.earlier.id and evidence_id not in {
+            r.evidence_id for r in ctx.board.list_reuses(follow_up.earlier.id)}:
+        raise ToolError(f"{evidence_id} belongs to investigation {owner}; this follow-up "
+                        f"builds on {follow_up.earlier.id} only: run the query again")
+    changed = (f"its data changed since (tables {', '.join(follow_up.changed_tables)})"
+               if follow_up.changed_tables else follow_up.why_not_reused
+               or "its data cannot be confirmed unchanged")
+    raise ToolError(f"{evidence_id} cannot be reused: {changed}; run its query again and "
+                    "record the new result")
 
 
 _CHART: dict[str, Any] = {
@@ -452,6 +477,10 @@ def reporter_tools(ctx: TeamContext, agent: str, decision: ReportDecision) -> li
 
     async def mark_redundant(args: dict[str, Any]) -> str:
         evidence = ctx.board.get_evidence(args["evidence_id"])
+        if evidence.investigation_id not in (None, ctx.investigation_id):
+            raise ToolError(f"{evidence.id} is evidence of investigation "
+                            f"{evidence.investigation_id}; mark only this investigation's "
+                            "own evidence redundant")
         cited_by = [v.hypothesis_id for v in ctx.board.list_verdicts() if evidence.id in
                     v.evidence_ids]
         if cited_by:
@@ -469,7 +498,8 @@ def reporter_tools(ctx: TeamContext, agent: str, decision: ReportDecision) -> li
 
     return [
         tool("mark_redundant", "Mark evidence redundant (kept, but out of the audit graph). "
-             "Refused for evidence a verdict cites.",
+             "Refused for evidence a verdict cites, and for evidence of another "
+             "investigation (what a follow-up reused).",
              {"evidence_id": _STRING, "reason": _STRING}, mark_redundant, writes_board=True),
         tool("write_report", "Save the final Markdown report. Ends your turn. Refused when "
              "empty. Every number in it is then looked up in the evidence its sentence "

@@ -13,6 +13,7 @@ from html import escape
 import pandas as pd
 
 from d2_notebook.board import Board
+from d2_notebook.board.follow_ups import reuse_text
 
 MAX_FRAME_ROWS = 500
 """Rows of an evidence result rendered in the panel (pandas elides the middle beyond)."""
@@ -107,6 +108,10 @@ def evidence_html(board: Board, evidence_id: str, *, max_rows: int = MAX_FRAME_R
     parts.append("</p>")
     if item.redundant:
         parts.append(f"<p><i>Marked redundant: {escape(item.redundant_reason or '')}</i></p>")
+    reused_by = [r.investigation_id for r in board.list_reuses() if r.evidence_id == item.id]
+    if reused_by:
+        note = reuse_text(item.investigation_id, reused_by)
+        parts.append(f"<p><i>{escape(note[0].upper() + note[1:])}</i></p>")
     parts.append(sql_html(item.sql))
     links = board.list_links(evidence_id=item.id)
     if links:

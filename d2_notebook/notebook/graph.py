@@ -12,7 +12,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from d2_notebook.board import Board, Evidence, Hypothesis, Link
+from d2_notebook.board import Board, Evidence, EvidenceReuse, Hypothesis, Link
+from d2_notebook.board.follow_ups import reuse_text
 from d2_notebook.notebook import style
 from d2_notebook.notebook.evidence_labels import (
     distinguishing_filters,
@@ -109,7 +110,8 @@ def board_elements(board: Board, include_redundant: bool = True,
         links = [link for link in links
                  if link.evidence_id in kept and link.hypothesis_id in kept]
     model = elements_from_records(hypotheses, evidence, links, include_redundant,
-                                  key_numbers=stored_key_numbers(board, evidence))
+                                  key_numbers=stored_key_numbers(board, evidence),
+                                  reuses=board.list_reuses())
     if show_exploration:
         return model
     edges = {k: e for k, e in model.edges.items() if e.kind != "motivates"}
@@ -141,9 +143,11 @@ def elements_from_records(
     links: list[Link],
     include_redundant: bool = True,
     key_numbers: Mapping[str, float] | None = None,
+    reuses: Sequence[EvidenceReuse] = (),
 ) -> GraphModel:
     """:func:`board_elements` on records already read from a board; ``key_numbers``
-    (evidence id → number, :func:`stored_key_numbers`) go into the evidence labels."""
+    (evidence id → number, :func:`stored_key_numbers`) go into the evidence labels, and
+    evidence a follow-up reused (``reuses``) is marked."""
     placed = positions(hypotheses, evidence, links)
     homes = evidence_homes(hypotheses, links)
     siblings = sibling_groups(homes, {item.id: item.description for item in evidence})
@@ -161,7 +165,8 @@ def elements_from_records(
         distinct = distinguishing_filters(item.sql, [sql_of[o] for o in siblings[item.id]])
         model.nodes[item.id] = evidence_node(item, placed[item.id],
                                              first_stance.get(item.id), distinct,
-                                             key_numbers.get(item.id), homes.get(item.id))
+                                             key_numbers.get(item.id), homes.get(item.id),
+                                             [r for r in reuses if r.evidence_id == item.id])
     for hyp in hypotheses:
         if hyp.parent_id in model.nodes:
             edge_id = f"{hyp.parent_id}->{hyp.id}"
@@ -202,7 +207,8 @@ def hypothesis_node(hyp: Hypothesis, position: Position) -> GraphNode:
 
 def evidence_node(item: Evidence, position: Position, stance: str | None = None,
                   distinct: Sequence[str] = (), key: float | None = None,
-                  home: str | None = None) -> GraphNode:
+                  home: str | None = None,
+                  reused: Sequence[EvidenceReuse] = ()) -> GraphNode:
     """The node of one piece of evidence, coloured by ``stance`` (its first link's;
     ``None``: not linked) and dimmed when redundant.
 
@@ -210,16 +216,22 @@ def evidence_node(item: Evidence, position: Position, stance: str | None = None,
     e.g. ``"asthma"``) and its key number (``key``), else its row count; the second
     line the start of its description. ``home`` is the hypothesis it is drawn beside
     (:func:`~d2_notebook.notebook.layout.evidence_homes`; ``None``: none), under which a
-    view may fold it.
+    view may fold it. Evidence a follow-up reused (``reused``) gets the ``reused`` class,
+    ``data.reused`` and ``data.reused_by`` (the follow-ups), and says so in its hover.
     """
     human = item.author_role == "human"
-    classes = "evidence" + (" redundant" if item.redundant else "") + (" human" if human else "")
+    classes = ("evidence" + (" redundant" if item.redundant else "")
+               + (" human" if human else "") + (" reused" if reused else ""))
+    reused_by = [r.investigation_id for r in reused]
     rows = f"{item.row_count} row{'s' if item.row_count != 1 else ''}"
     colors = style.evidence_colors(stance, human)
     data = {"kind": "evidence", "redundant": item.redundant, "stance": stance or "context",
             "color": colors.fill, "border": colors.border, "width": style.EVIDENCE_WIDTH,
-            "height": style.EVIDENCE_HEIGHT, "hover": f"{item.id} ({rows}) {item.description}",
-            "distinct": list(distinct), "key_number": key, "home": home}
+            "height": style.EVIDENCE_HEIGHT,
+            "hover": f"{item.id} ({rows}) {item.description}" + (
+                f" [{reuse_text(item.investigation_id, reused_by)}]" if reused else ""),
+            "distinct": list(distinct), "key_number": key, "home": home,
+            "reused": bool(reused), "reused_by": reused_by}
     head = [item.id, *(_cut(text, 24) for text in distinct)]
     head.append(rows if key is None else format_number(key))
     label = f"{_cut(' · '.join(head), 40)}\n{_cut(item.description, EVIDENCE_CHARS)}"

@@ -84,6 +84,10 @@ class Investigate(Magics):
     @argument("--replay", metavar="BOARD", help="Re-run a recorded board without the API.")
     @argument("--append", action="store_true", help="Add this investigation to a --board "
               "that already holds one (without it, a fresh board is used beside it).")
+    @argument("--follow-up", nargs="?", const=True, default=False, metavar="INV_ID",
+              help="Ask the cell's question as a follow-up of the --board's newest finished "
+              "investigation (or of INV_ID) on the same board: it sees the earlier "
+              "conclusions and reuses earlier evidence whose data is unchanged.")
     @argument("--recheck", action="store_true", help="Re-run the --board's evidence on the "
               "data as it is now (no model) and mark the verdicts resting on changed "
               "evidence stale.")
@@ -108,6 +112,8 @@ class Investigate(Magics):
                              "%investigate con --board B --recheck --rejudge")
         if args.resume and args.replay:
             raise UsageError("use --resume or --replay, not both")
+        if args.follow_up:
+            _check_follow_up(args)
         if question is None and not (args.resume or args.replay):
             raise UsageError("write the question in the cell body, below the %%investigate line")
         if args.out is not None and not args.out.isidentifier():
@@ -119,15 +125,16 @@ class Investigate(Magics):
             args.variant)
         replay = _checked_replay(args.replay)
         model = None if replay else resolve_model(self._namespace(), args.model or self.model)
-        board = self._open_board(args.board, question or "investigation",
-                                 args.resume or args.append)
+        board = (self._follow_up_board(args.board) if args.follow_up else
+                 self._open_board(args.board, question or "investigation",
+                                  args.resume or args.append))
         view = BoardView(board, live=self.widget)
         handle = display(view, display_id=True)
         self.last_board, self.last_view = board, view
         role_models = None if replay else (dict(self.role_models) or None)
         coro = investigate(database, question, board=board, model=model, models=role_models,
                            preset=args.preset, resume=args.resume, replay=replay,
-                           force=args.force, **options)
+                           force=args.force, follow_up=args.follow_up, **options)
         follow = view.widget.follow if self.widget else None
         # --out binds the result; in the background it binds the run handle at once
         # (its .wait() and .result give the result), so the next cell can use it.
@@ -184,13 +191,32 @@ class Investigate(Magics):
             if not keep and _holds_investigation(location, self.last_board):
                 fresh = next_free_board_path(location)
                 print(f"{location} already holds an investigation; this one goes to {fresh} "
-                      f"(pass --append to add it to {location.name})", file=sys.stderr)
+                      f"(pass --follow-up to ask it as a follow-up on {location.name}, or "
+                      "--append to add it there as a separate question)", file=sys.stderr)
                 location = fresh
             if self.last_board is not None and self.last_board.path == str(location):
                 return self.last_board
             return Board.open(location)
         except D2Error as exc:
             raise UsageError(str(exc)) from None
+
+    def _follow_up_board(self, path: str | None) -> Board:
+        """The existing board a follow-up is asked on: ``path``, else this session's last
+        board (a follow-up never creates a board)."""
+        if path is None:
+            if self.last_board is None:
+                raise UsageError("--follow-up needs --board PATH: the board of the earlier "
+                                 "investigation")
+            return self.last_board
+        if self.last_board is not None and self.last_board.path == path:
+            return self.last_board
+        from d2_notebook.notebook.paths import open_existing_board
+
+        try:
+            return open_existing_board(path)
+        except D2Error as exc:
+            raise UsageError(f"{exc} (--follow-up needs the board of the earlier "
+                             "investigation)") from None
 
     def _recheck(self, args: Any) -> Any:
         """``%investigate con --board B --recheck [--rejudge --model M | --policy P]``:
@@ -297,6 +323,17 @@ def _parse(magic: Any, line: str) -> Any:
     except ValueError as exc:
         raise UsageError(f"cannot read the magic line: {exc} (close the quotes)") from None
     return magic.parser.parse_args(words)
+
+
+def _check_follow_up(args: Any) -> None:
+    """Refuse ``--follow-up`` with the flags that contradict it, naming the fix."""
+    for flag, given in (("--append", args.append), ("--resume", args.resume),
+                        ("--replay", args.replay)):
+        if given:
+            extra = (" (a follow-up is always added to its --board)"
+                     if flag == "--append" else "")
+            raise UsageError(f"--follow-up starts a new investigation on the board; leave "
+                             f"out {flag}{extra}")
 
 
 def _pick(given: Any, default: Any) -> Any:

@@ -46,6 +46,7 @@ from typing import Any
 import pandas as pd
 
 from d2_notebook.board import Board, Evidence, Hypothesis, Link
+from d2_notebook.board.follow_ups import reuse_text
 from d2_notebook.charts import chart_for_evidence
 from d2_notebook.notebook import style
 from d2_notebook.notebook.details import pretty_sql
@@ -80,6 +81,7 @@ def board_snapshot(board: Board, caps: SnapshotCaps | None = None) -> dict[str, 
     hypotheses = board.list_hypotheses()
     evidence = board.list_evidence()
     links = board.list_links()
+    reuses = board.list_reuses()
     summary = summarize(board)
     investigations = board.list_investigations()
     report = investigations[-1].report if investigations else None
@@ -96,9 +98,12 @@ def board_snapshot(board: Board, caps: SnapshotCaps | None = None) -> dict[str, 
         "scripted": summary.scripted,
         "graph": graph_json(elements_from_records(hypotheses, evidence, links,
                                                   key_numbers=stored_key_numbers(board,
-                                                                                 evidence))),
+                                                                                 evidence),
+                                                  reuses=reuses)),
         "hypotheses": {hyp.id: _hypothesis_json(board, hyp, links) for hyp in hypotheses},
-        "evidence": {item.id: _evidence_json(board, item, links, caps, budget)
+        "evidence": {item.id: _evidence_json(board, item, links, caps, budget,
+                                             [r.investigation_id for r in reuses
+                                              if r.evidence_id == item.id])
                      for item in evidence},
     }
 
@@ -137,7 +142,7 @@ def _hypothesis_json(board: Board, hyp: Hypothesis, links: list[Link]) -> dict[s
 
 
 def _evidence_json(board: Board, item: Evidence, links: list[Link], caps: SnapshotCaps,
-                   budget: list[int]) -> dict[str, Any]:
+                   budget: list[int], reused_by: list[str]) -> dict[str, Any]:
     columns = [column.name for column in item.columns]
     width = max(len(columns), 1)
     limit = min(caps.rows_per_evidence, item.stored_rows, budget[0] // width)
@@ -150,7 +155,8 @@ def _evidence_json(board: Board, item: Evidence, links: list[Link], caps: Snapsh
         "stored_rows": item.stored_rows, "truncated": item.truncated, "author": item.author,
         "author_role": item.author_role, "round": item.round, "redundant": item.redundant,
         "redundant_reason": item.redundant_reason, "columns": columns, "rows": rows,
-        "rows_shown": len(rows), "chart": chart,
+        "rows_shown": len(rows), "chart": chart, "reused_by": reused_by,
+        "reused_note": reuse_text(item.investigation_id, reused_by) if reused_by else None,
         "links": [{"hypothesis_id": lk.hypothesis_id, "stance": lk.stance.value,
                    "rationale": lk.rationale} for lk in links if lk.evidence_id == item.id],
     }

@@ -208,12 +208,15 @@ def _node_svg(node: GraphNode) -> str:
     text = "".join(f'<tspan x="{x:.0f}" y="{first + i * (font + 2):.0f}"'
                    f'{bold if i == 0 else ""}>{escape(line)}</tspan>'
                    for i, line in enumerate(lines))
-    dash = ' stroke-dasharray="4,3"' if "abandoned" in node.classes.split() else ""
-    opacity = (f' opacity="{style.REDUNDANT_OPACITY}"'
-               if "redundant" in node.classes.split() else "")
+    classes = node.classes.split()
+    dash = ' stroke-dasharray="4,3"' if "abandoned" in classes else ""
+    stroke, width = node.data["border"], 1.5
+    if "reused" in classes:  # look.json's node.reused: a dotted purple border
+        dash, stroke, width = ' stroke-dasharray="2,2"', style.REUSED_BORDER, 3
+    opacity = (f' opacity="{style.REDUNDANT_OPACITY}"' if "redundant" in classes else "")
     return (f'<g{opacity}><rect x="{left:.0f}" y="{top:.0f}" width="{right - left:.0f}" '
             f'height="{bottom - top:.0f}" rx="6" fill="{node.data["color"]}" '
-            f'stroke="{node.data["border"]}" stroke-width="1.5"{dash}>{title}</rect>'
+            f'stroke="{stroke}" stroke-width="{width}"{dash}>{title}</rect>'
             f'<text font-size="{font}" text-anchor="middle" fill="#212121">{text}</text></g>')
 
 

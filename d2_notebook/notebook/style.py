@@ -30,6 +30,9 @@ EVIDENCE_COLORS: dict[str, str] = LOOK["evidence_colors"]
 """Fill colour of an evidence node by its stance to the hypothesis it sits beside."""
 EVIDENCE_BORDERS: dict[str, str] = LOOK["evidence_borders"]
 REDUNDANT_OPACITY = 0.35
+REUSED_BORDER: str = next(rule["style"]["border-color"] for rule in LOOK["stylesheet"]
+                          if rule["selector"] == "node.reused")
+"""Border colour of evidence a follow-up reused (look.json's ``node.reused`` rule)."""
 
 HYPOTHESIS_WIDTH: float = LOOK["sizes"]["hypothesis_width"]
 HYPOTHESIS_HEIGHT: float = LOOK["sizes"]["hypothesis_height"]

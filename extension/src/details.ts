@@ -76,6 +76,10 @@ export function evidencePanel(id: string, item: IEvidence): HTMLElement {
   if (item.redundant) {
     panel.appendChild(element('p', `Marked redundant: ${item.redundant_reason ?? ''}`));
   }
+  if (item.reused_note) {
+    panel.appendChild(element('p', item.reused_note.charAt(0).toUpperCase() +
+      item.reused_note.slice(1), 'd2-reused'));
+  }
   panel.appendChild(element('pre', item.sql_pretty ?? item.sql, 'd2-sql'));
   if (item.links.length) {
     const list = element('ul');

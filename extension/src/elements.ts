@@ -76,6 +76,9 @@ export interface IEvidence {
   round: number;
   redundant: boolean;
   redundant_reason: string | null;
+  /** The follow-ups that reused it, and how the details pane says so (null: none). */
+  reused_by?: string[];
+  reused_note?: string | null;
   columns: string[];
   rows: Cell[][];
   rows_shown: number;

@@ -8,6 +8,11 @@ result, and a real board is filled. It shows each mechanism once: several compet
 hypotheses, parallel collectors, a judge sending a confounded comparison back for
 more evidence, a refinement (Virexa → asthma / diabetes), the orchestrator asking for
 more hypotheses, and the reporter's redundancy marks and report.
+
+Asked :data:`hospital.FOLLOW_UP_QUESTION` as a follow-up on the same board, it builds on
+the earlier investigation: it runs the earlier overview and the earlier asthma comparison
+again (which the follow-up answers from the stored evidence, unchanged data being
+reused rather than re-run) and one new comparison, and asks for no dose hypotheses.
 """
 
 from __future__ import annotations
@@ -15,6 +20,7 @@ from __future__ import annotations
 import re
 
 from d2_notebook.datasets import hospital
+from d2_notebook.detective.follow_up import FOLLOW_UP_HEADER
 from d2_notebook.detective.policies.team_policy import Action, TeamPolicy, Turn
 
 SCRIPTED_LABEL = "scripted walk-through (offline policy, no language model)"
@@ -22,6 +28,9 @@ SCRIPTED_LABEL = "scripted walk-through (offline policy, no language model)"
 _FROM = ("FROM admissions a JOIN patients p USING (patient_id) "
          "JOIN treatments t USING (admission_id) JOIN outcomes o USING (admission_id)")
 _DRUGS = [d for d in hospital.DRUGS if d != "Standard care"]
+FOLLOW_UP_DRUGS = ("Virexa", "Pulmorex")
+"""The drugs the follow-up examines for asthma: Virexa's comparison is the earlier
+investigation's (reused), Pulmorex's is new (run)."""
 
 
 def comparison_sql(drug: str, condition: str | None = None, *, by_severity: bool = False) -> str:
@@ -85,7 +94,10 @@ class HospitalWalkthrough(TeamPolicy):
 
     def hypothesizer(self, turn: Turn) -> list[Action] | str:
         """First call: one overview query, then five competing hypotheses; when asked
-        for more: a dose hypothesis."""
+        for more: a dose hypothesis. In a follow-up: the overview again, then one
+        hypothesis per drug for older patients with asthma."""
+        if FOLLOW_UP_HEADER in turn.first_message:
+            return self._follow_up_hypotheses(turn)
         if "asks for more hypotheses" in turn.first_message:
             if turn.step == 0:
                 return [("run_sql", {"sql": DOSE_SQL, "purpose": "Death rate of older "
@@ -111,7 +123,7 @@ class HospitalWalkthrough(TeamPolicy):
                              and h.statement.startswith("Hydrazol"))
         reason = "Hydrazol is not used for older patients in this hospital's protocols"
         statements = " ".join(h.statement for h in turn.hypotheses())
-        if "dose" not in statements:
+        if "dose" not in statements and FOLLOW_UP_HEADER not in turn.first_message:
             return [*super().orchestrator(turn, abandon=off_question, reason=reason)[:-1],
                     ("request_hypotheses", {"guidance": "no hypothesis covers dose effects"})]
         return super().orchestrator(turn, abandon=off_question, reason=reason)
@@ -161,6 +173,15 @@ class HospitalWalkthrough(TeamPolicy):
                                         "motivated hypotheses; decides none"})
                     for e in turn.motivating_evidence()[:1]]
         return super().reporter(turn)
+
+    def _follow_up_hypotheses(self, turn: Turn) -> list[Action]:
+        if turn.step == 0:
+            return [("run_sql", {"sql": OVERVIEW_SQL, "purpose": "Death rate of older "
+                                 "patients by treatment"})]
+        return [("add_hypothesis", {"statement": f"{drug} helps older patients with asthma",
+                                    "rationale": "the earlier investigation found effects "
+                                    "that differ by comorbidity", "query_ids": ["Q1"]})
+                for drug in FOLLOW_UP_DRUGS] + [("done", {"summary": "asthma candidates"})]
 
     # --- the variants' merged roles ------------------------------------------------------
 

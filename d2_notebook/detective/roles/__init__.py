@@ -104,8 +104,13 @@ async def _evidence(ctx: TeamContext, evidence_ids: list[str], budget: int,
 
 def _digest(ctx: TeamContext, focus: str | None = None) -> str:
     coverage = board_coverage(ctx.board, ctx.candidates, ctx.investigation_id)
-    return board_digest(ctx.board, investigation_id=ctx.investigation_id, focus=focus,
-                        coverage=coverage)
+    return _earlier(ctx) + board_digest(ctx.board, investigation_id=ctx.investigation_id,
+                                        focus=focus, coverage=coverage)
+
+
+def _earlier(ctx: TeamContext) -> str:
+    """A follow-up's view of the investigation it follows, before its own board."""
+    return "" if ctx.follow_up is None else f"{ctx.follow_up.digest}\n\nTHIS INVESTIGATION:\n"
 
 
 def _pick(ctx: TeamContext, role: Role, built: Iterable[Tool]) -> list[Tool]:
@@ -241,8 +246,8 @@ async def write_report(ctx: TeamContext, *, unexamined_note: str,
     :func:`~d2_notebook.detective.reporter_brief.reporter_brief` of the board."""
     decision = ReportDecision()
     coverage = board_coverage(ctx.board, ctx.candidates, ctx.investigation_id)
-    first = await asyncio.to_thread(reporter_brief, ctx.board, ctx.investigation_id,
-                                    coverage=coverage)
+    first = _earlier(ctx) + await asyncio.to_thread(reporter_brief, ctx.board,
+                                                    ctx.investigation_id, coverage=coverage)
     if unexamined_note:
         first += f"\n\nLEFT UNEXAMINED: {unexamined_note}"
     not_refined = [u.line() for u in unmade_refinements(ctx.board, ctx.investigation_id,
