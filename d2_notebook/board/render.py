@@ -11,6 +11,7 @@ import textwrap
 
 from d2_notebook.board.board import Board
 from d2_notebook.board.records import (
+    Discount,
     Evidence,
     Hypothesis,
     Link,
@@ -69,6 +70,9 @@ def render_tree(board: Board, *, width: int = 100, include_redundant: bool = Tru
             cited = ", ".join(verdict.evidence_ids) or "no evidence"
             text = f"{indent}    verdict: {verdict.rationale} [{cited}]"
             lines.append(_wrap(text, width, indent + "      "))
+            for discount in verdict.discounted:
+                lines.append(_wrap(f"{indent}      {discount_line(discount)}", width,
+                                   indent + "        "))
             if hyp.id in checks:
                 lines.append(_one_line(f"{indent}    {_check_line(checks[hyp.id])}"))
         elif hyp.status_reason:
@@ -97,6 +101,12 @@ def render_tree(board: Board, *, width: int = 100, include_redundant: bool = Tru
                 continue
             lines.append(_wrap(f"    {_evidence_line(item, None)}", width, "       "))
     return "\n".join(lines)
+
+
+def discount_line(discount: Discount) -> str:
+    """``discounted E4 (missing record): <the judge's explanation>``."""
+    reason = discount.reason.value.replace("_", " ")
+    return f"discounted {discount.evidence_id} ({reason}): {discount.explanation}"
 
 
 def _check_line(check: RecheckedVerdict) -> str:

@@ -37,7 +37,7 @@ _HYPOTHESIS_LINE = re.compile(r"^(H\d+) \| (\w+) \| ([^|]+) \| (.*)$", re.MULTIL
 _REFINES = re.compile(r" \(refines H\d+\)$")
 _UNTOUCHED = re.compile(
     r"^CANDIDATE DIMENSIONS \(\d+\), \d+ of them untouched by any evidence: (.*)$", re.MULTILINE)
-_EVIDENCE_REF = re.compile(r"^\s+(supports|contradicts): (E\d+) ", re.MULTILINE)
+_EVIDENCE_REF = re.compile(r"^\s+(supports|contradicts|weak|neutral): (E\d+) ", re.MULTILINE)
 
 
 @dataclass(frozen=True)
