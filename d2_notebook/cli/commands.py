@@ -26,6 +26,7 @@ from d2_notebook.board.records import Event
 from d2_notebook.board.render import render_tree
 from d2_notebook.cli.progress import ProgressView, format_cost, format_tokens
 from d2_notebook.cli.recheck_command import recheck_command
+from d2_notebook.data import Relationship, read_relationships_file
 from d2_notebook.datasets import hospital
 from d2_notebook.detective.investigate import InvestigationResult, investigate
 from d2_notebook.detective.policies.hospital import HospitalWalkthrough
@@ -193,10 +194,14 @@ class _Run:
     quiet: bool = False
     role_models: dict[str, str] = field(default_factory=dict)
     force: bool = False
+    relationships_file: Path | None = None
+    relationships: tuple[Relationship, ...] = ()
 
     def resume_command(self) -> str:
         database, board = shlex.quote(str(self.database)), shlex.quote(str(self.board_path))
-        return f"d2 investigate {database} --board {board} --resume"
+        keys = ("" if self.relationships_file is None
+                else f" --relationships {shlex.quote(str(self.relationships_file))}")
+        return f"d2 investigate {database} --board {board}{keys} --resume"
 
 
 async def _investigate_live(run: _Run, board: Board, view: ProgressView | None,
@@ -207,7 +212,8 @@ async def _investigate_live(run: _Run, board: Board, view: ProgressView | None,
     try:
         return await investigate(str(run.database), run.question, board=board, model=run.model,
                                  models=run.role_models or None, resume=run.resume,
-                                 replay=run.replay, force=run.force, **run.options)
+                                 replay=run.replay, force=run.force,
+                                 relationships=run.relationships, **run.options)
     finally:
         stop.set()
         if watcher is not None:
@@ -350,6 +356,11 @@ def _default_board_path() -> Path:
               "process whose lease is still fresh (only when that process is gone).")
 @click.option("--replay", type=click.Path(exists=True, dir_okay=False, path_type=Path),
               help="Re-run a recorded board's investigation with its recorded model answers.")
+@click.option("--relationships", "relationships_file", metavar="FILE",
+              type=click.Path(dir_okay=False, path_type=Path),
+              help="Join edges to declare or veto where the inferred ones are wrong: one "
+              "'orders.customer_id -> customers.id' per line ('!a.id -> b.id' vetoes), or "
+              "JSON {\"declare\": [...], \"veto\": [...]}.")
 @click.option("-q", "--quiet", is_flag=True, help="Print only the report.")
 @friendly_errors
 def investigate_command(source: str, question: str | None, board_path: Path | None,
@@ -357,7 +368,8 @@ def investigate_command(source: str, question: str | None, board_path: Path | No
                         budget_usd: float | None, max_calls: int | None,
                         max_seconds: float | None, variant: str | None,
                         role_model: tuple[str, ...], preset: str | None, resume: bool,
-                        force: bool, replay: Path | None, quiet: bool) -> None:
+                        force: bool, replay: Path | None, quiet: bool,
+                        relationships_file: Path | None) -> None:
     """Investigate QUESTION over SOURCE with the agent team.
 
     SOURCE is a DuckDB file (opened read-only) or a SQLAlchemy URL such as
@@ -382,6 +394,8 @@ def investigate_command(source: str, question: str | None, board_path: Path | No
     if replay and board_path is not None and _same_file(replay, board_path):
         raise click.UsageError("--replay and --board name the same file; a replay never "
                                "writes into its own recording: pass a new --board path")
+    relationships = (() if relationships_file is None  # a bad file is refused before anything
+                     else read_relationships_file(relationships_file))
     options = {name: value for name, value in (
         ("collectors", collectors), ("max_depth", max_depth), ("max_usd", budget_usd),
         ("max_calls", max_calls), ("max_seconds", max_seconds), ("variant", variant))
@@ -397,7 +411,8 @@ def investigate_command(source: str, question: str | None, board_path: Path | No
         except InvalidRecordError as exc:
             raise click.UsageError(f"--preset {preset}: {exc}") from None
     run = _Run(database, question, board_path or _default_board_path(), resolved, options,
-               resume=resume, replay=replay, quiet=quiet, role_models=role_models, force=force)
+               resume=resume, replay=replay, quiet=quiet, role_models=role_models, force=force,
+               relationships_file=relationships_file, relationships=relationships)
     if not quiet:
         click.echo(f"board: {run.board_path}")
         if replay is not None:

@@ -20,7 +20,13 @@ from IPython.display import display
 from traitlets import Bool, Dict, Float, Int, Unicode
 
 from d2_notebook.board import Board
-from d2_notebook.data import open_source
+from d2_notebook.data import (
+    Relationship,
+    RelationshipsFileError,
+    open_source,
+    read_relationships_file,
+)
+from d2_notebook.data.sources import RELATIONSHIPS_ON_A_MADE_SOURCE, is_made_source
 from d2_notebook.detective import VARIANTS, investigate
 from d2_notebook.detective.preset import PRESETS
 from d2_notebook.errors import D2Error, NotFoundError
@@ -86,6 +92,9 @@ class Investigate(Magics):
     @argument("--recheck", action="store_true", help="Re-run the --board's evidence on the "
               "data as it is now (no model) and mark the verdicts resting on changed "
               "evidence stale.")
+    @argument("--relationships", metavar="FILE", help="Join edges to declare or veto where the "
+              "inferred ones are wrong: one 'orders.customer_id -> customers.id' per line "
+              "('!a.id -> b.id' vetoes), or JSON {\"declare\": [...], \"veto\": [...]}.")
     @argument("--background", action="store_true", help="Return at once; run in background.")
     @argument("--out", help="Bind the InvestigationResult to this name (with --background: "
               "the run handle, at once).")
@@ -104,6 +113,9 @@ class Investigate(Magics):
         if args.out is not None and not args.out.isidentifier():
             raise UsageError(f"--out needs a Python name, got {args.out!r}")
         database = resolve_database(self._namespace(), args.connection, args.db)
+        relationships = _relationships(args.relationships)
+        if relationships and is_made_source(database):
+            raise UsageError(f"--relationships: {RELATIONSHIPS_ON_A_MADE_SOURCE}")
         options = investigation_options(
             _pick(args.collectors, self.collectors), _pick(args.max_depth, self.max_depth),
             _pick(args.budget_usd, self.budget_usd), args.max_calls, args.max_seconds,
@@ -118,7 +130,7 @@ class Investigate(Magics):
         role_models = None if replay else (dict(self.role_models) or None)
         coro = investigate(database, question, board=board, model=model, models=role_models,
                            preset=args.preset, resume=args.resume, replay=replay,
-                           force=args.force, **options)
+                           force=args.force, relationships=relationships, **options)
         follow = view.widget.follow if self.widget else None
         # --out binds the result; in the background it binds the run handle at once
         # (its .wait() and .result give the result), so the next cell can use it.
@@ -273,6 +285,16 @@ def _parse(magic: Any, line: str) -> Any:
     except ValueError as exc:
         raise UsageError(f"cannot read the magic line: {exc} (close the quotes)") from None
     return magic.parser.parse_args(words)
+
+
+def _relationships(path: str | None) -> tuple[Relationship, ...]:
+    """The join edges the ``--relationships`` file declares and vetoes (none without)."""
+    if path is None:
+        return ()
+    try:
+        return read_relationships_file(path)
+    except RelationshipsFileError as exc:
+        raise UsageError(str(exc)) from None
 
 
 def _pick(given: Any, default: Any) -> Any:
