@@ -19,7 +19,7 @@ from IPython.core.magic_arguments import argument, magic_arguments
 from IPython.display import display
 from traitlets import Bool, Dict, Float, Int, Unicode
 
-from d2_notebook.board import Board
+from d2_notebook.board import Board, Stance
 from d2_notebook.data import (
     Relationship,
     RelationshipsFileError,
@@ -221,18 +221,24 @@ class Investigate(Magics):
     @argument("--for", dest="hypothesis", required=True, help="Hypothesis id, e.g. H2.")
     @argument("--supports", metavar="WHY", help="The result supports it, because WHY.")
     @argument("--contradicts", metavar="WHY", help="The result contradicts it, because WHY.")
+    @argument("--weak", metavar="WHY", help="The result points one way on grounds too thin to "
+              "decide by (one unconfirmed source, a handful of rows), because WHY.")
+    @argument("--neutral", metavar="WHY", help="The result bears on it neither way (e.g. the "
+              "record is missing), because WHY.")
     @argument("--description", help="One sentence on what the query shows.")
     @argument("--board", help="Board file (default: this session's last investigation).")
     @cell_magic
     def evidence(self, line: str, cell: str) -> Any:
         """Run the cell's SQL (guarded, read-only) and add it to the board as evidence."""
         args = _parse(self.evidence, line)
-        if (args.supports is None) == (args.contradicts is None):
-            raise UsageError('say how the result bears on the hypothesis: --supports "why" '
-                             'or --contradicts "why" (one of them)')
+        given = {stance: why for stance in Stance
+                 if (why := getattr(args, stance.value)) is not None}
+        if len(given) != 1:
+            raise UsageError('say how the result bears on the hypothesis: --supports "why", '
+                             '--contradicts "why", --weak "why" or --neutral "why" (one of them)')
         if not cell.strip():
             raise UsageError("write the SQL query in the cell body")
-        stance = "supports" if args.supports is not None else "contradicts"
+        [(stance, why)] = given.items()
         database = resolve_database(self._namespace(), args.connection, args.db)
         board = self._evidence_board(args.board)
         try:
@@ -246,13 +252,13 @@ class Investigate(Magics):
             result = guard.run(cell)
             evidence, _link = human.add_evidence(
                 board, result, hypothesis_id=args.hypothesis, stance=stance,
-                rationale=args.supports or args.contradicts, description=args.description)
+                rationale=why, description=args.description)
         except D2Error as exc:
             raise UsageError(str(exc)) from None
         finally:
             if guard is not database:
                 guard.close()
-        print(f"{evidence.id} {stance} {args.hypothesis} (added to {board.path})")
+        print(f"{evidence.id} {stance.value} {args.hypothesis} (added to {board.path})")
         if self.last_view is not None and self.last_view.board is board:
             self.last_view.refresh()
         return result.frame
