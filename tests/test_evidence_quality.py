@@ -19,6 +19,7 @@ from d2_notebook.detective.context import TeamContext
 from d2_notebook.detective.decisions import JudgeDecision
 from d2_notebook.detective.digest import board_digest
 from d2_notebook.detective.report import fallback_report
+from d2_notebook.detective.reporter_brief import reporter_brief
 from d2_notebook.detective.settings import InvestigationSettings
 from d2_notebook.detective.team_tools import evidence_tools, verdict_tools
 from d2_notebook.detective.tools import Toolset
@@ -171,6 +172,7 @@ def test_board_show_and_the_reports_show_stances_and_discounts(board: Board):
     assert f"- neutral: {missing}" in report and f"- weak: {thin}" in report
     assert f"discounted {missing} (missing record): no record either way" in report
     assert f"discounted {missing} (missing record)" in board_digest(board)
+    assert f"discounted {missing} (missing record)" in reporter_brief(board, investigation.id)
     html = report_document(board, investigation.id)
     assert f"discounted {missing} (missing record)" in html
 
