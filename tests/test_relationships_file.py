@@ -25,6 +25,7 @@ from d2_notebook.data import (
     open_source,
     read_relationships_file,
 )
+from d2_notebook.data.catalog_access import dialect_sql
 from d2_notebook.data.dimensions import read_catalog
 from d2_notebook.data.keys import KeyOrigin
 from d2_notebook.datasets import hospital
@@ -128,6 +129,15 @@ def test_the_file_reaches_the_join_graph(shop: Path, tmp_path: Path):
     assert edges["orders.buyer->customers.id"] is KeyOrigin.USER
     assert "shipments.order_id->orders.order_id" not in edges
     assert "orders.buyer -> customers.id" in declared.schema_summary()
+
+
+def test_a_sqlalchemy_source_keeps_the_relationships_for_its_catalog(tmp_path: Path):
+    keys = read_relationships_file(_write(tmp_path, "!orders.buyer -> customers.id\n"))
+    source = open_source(f"sqlite:///{tmp_path / 'shop.sqlite'}", relationships=keys)
+    try:
+        assert dialect_sql(source).relationships == keys
+    finally:
+        source.close()
 
 
 def test_relationships_with_a_source_already_made_are_refused(shop: Path):
