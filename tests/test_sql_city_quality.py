@@ -16,12 +16,15 @@ from pathlib import Path
 
 import pytest
 
+from benchmark.adapter import system_answer
 from d2_notebook.board import Board, DiscountReason, HypothesisStatus, Stance
 from d2_notebook.board.render import render_tree
 from d2_notebook.data import GuardedSQL
 from d2_notebook.datasets.sql_city import generate_case, load_gold, write_case
-from d2_notebook.detective import investigate
+from d2_notebook.detective import VARIANTS, investigate
 from d2_notebook.detective.policies.sql_city import CarefulPolicy
+from d2_notebook.teaching.board_answer import PeopleIndex
+from d2_notebook.teaching.scoring import score_case
 
 SEED = 1  # the seed of the two unseen cases the team and the single agent got wrong
 
@@ -107,3 +110,15 @@ def test_board_show_states_the_discounts(investigated):
     tree = render_tree(board, width=200)
     assert "(missing record): the record is absent" in tree
     assert "(unreliable source): one unconfirmed source" in tree
+
+
+@pytest.mark.parametrize("variant", VARIANTS)
+def test_every_variant_runs_the_careful_policy_to_the_murderers(variant: str, tmp_path: Path):
+    paths = write_case(generate_case(SEED, 0, "hard"), tmp_path)
+    gold = load_gold(paths["gold"])
+    with GuardedSQL(paths["db"]) as sql, Board.open(tmp_path / "b.d2board") as board:
+        result = asyncio.run(investigate(sql, gold.description, board=board, variant=variant,
+                                         model=CarefulPolicy(gold).model()))
+        answer = system_answer(result, PeopleIndex.from_database(paths["db"]))
+    assert result.state == "finished"
+    assert score_case(answer, gold, system=variant).correctness == 1.0

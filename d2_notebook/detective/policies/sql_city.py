@@ -142,8 +142,9 @@ class GoldPolicy(TeamPolicy):
             return [("run_sql", {"sql": sql}) for sql in sqls]
         if turn.step == 2:
             query_of = dict(zip(sqls, turn.query_ids(), strict=False))
-            return [("record_evidence", {"hypothesis_id": h,
-                                         **self._record(query_of[node["sql"]], node, stance)[1]})
+            return [("record_evidence", {"hypothesis_id": h, **self._record(
+                query_of[node["sql"]], node,
+                self.read_stance(turn, query_of[node["sql"]], stance))[1]})
                     for h, plan in zip(hyp_ids, plans, strict=False) for node, stance in plan]
         if turn.step == 3:
             recorded = re.findall(r"recorded (E\d+) \((\w+) (H\d+)\)",
@@ -163,7 +164,8 @@ class GoldPolicy(TeamPolicy):
         sqls = list(dict.fromkeys(n["sql"] for s in self.suspects()
                                   for n, _ in self.evidence_for(s["id"])))
         query_of = dict(zip(sqls, turn.query_ids(), strict=False))
-        stated = [{"query_id": query_of[node["sql"]], "candidate": s["name"], "stance": stance}
+        stated = [{"query_id": query_of[node["sql"]], "candidate": s["name"],
+                   "stance": self.read_stance(turn, query_of[node["sql"]], stance)}
                   for s in self.suspects() for node, stance in self.evidence_for(s["id"])
                   if node["sql"] in query_of]
         return [("final_answer", {"answer_markdown": self._report_text(), "answers": accused,
