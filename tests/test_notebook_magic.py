@@ -143,6 +143,19 @@ def test_evidence_adds_a_human_query_linked_to_the_hypothesis(shell, capsys) -> 
     assert "E1 contradicts H1" in capsys.readouterr().out
 
 
+def test_evidence_can_be_weak_or_neutral_but_takes_one_stance(shell, capsys) -> None:
+    run(shell, "%%investigate con --board covid.d2board --model team --out res\nWhich?")
+    run(shell, '%%evidence con --for H1 --neutral "no record for these patients"\n'
+               "SELECT * FROM patients WHERE patient_id < 0")
+    run(shell, '%%evidence con --for H1 --weak "a handful of rows"\nSELECT 1 AS one')
+    board = shell.user_ns["res"].board
+    assert [lk.stance.value for lk in board.list_links(hypothesis_id="H1")][-2:] == [
+        "neutral", "weak"]
+    assert "E2 weak H1" in capsys.readouterr().out
+    with pytest.raises(UsageError, match=r"--weak .*one of them"):
+        run(shell, '%%evidence con --for H1 --supports "x" --neutral "y"\nSELECT 1')
+
+
 def test_evidence_refuses_unsafe_sql_and_unknown_hypotheses(shell) -> None:
     run(shell, "%%investigate con --board covid.d2board --model team\nWhich?")
     with pytest.raises(UsageError, match="SQL refused: it drops"):

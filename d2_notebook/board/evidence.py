@@ -198,11 +198,12 @@ class EvidenceRecords(BoardStore):
         *,
         actor: str,
     ) -> Link:
-        """Record that evidence supports or contradicts a hypothesis.
+        """Record how evidence bears on a hypothesis: supports, contradicts, weak or
+        neutral (see :class:`Stance`).
 
         Linking the same pair again with the same stance returns the existing link;
-        with the opposite stance it is refused (one piece of evidence has one reading
-        per hypothesis).
+        with another stance it is refused (one piece of evidence has one reading per
+        hypothesis).
         """
         stance = parse_enum(Stance, stance, "stance")
         stamp = now()

@@ -8,6 +8,8 @@ from typing import Any
 from d2_notebook.board import rows
 from d2_notebook.board.records import (
     VERDICT_STATUSES,
+    Discount,
+    DiscountReason,
     Hypothesis,
     HypothesisStatus,
     Investigation,
@@ -211,12 +213,19 @@ class HypothesisRecords(BoardStore):
         *,
         author: str,
         round: int = 0,
+        discounted: Iterable[Discount] = (),
     ) -> Verdict:
         """Record a verdict and move the hypothesis to its status and confidence.
 
+        ``discounted`` is the evidence the judge weighed and set aside, each with its
+        reason; an evidence cannot both decide the verdict and be discounted by it.
+
         Raises:
-            InvalidRecordError: status is not a verdict, confidence outside 0–1.
-            NotFoundError: the hypothesis or a cited evidence id is not on the board.
+            InvalidRecordError: status is not a verdict, confidence outside 0–1, an
+                evidence both cited and discounted (or discounted twice), a discount
+                without an explanation.
+            NotFoundError: the hypothesis or a cited or discounted evidence id is not
+                on the board.
         """
         status = parse_enum(HypothesisStatus, status, "verdict")
         if status not in VERDICT_STATUSES:
@@ -225,17 +234,20 @@ class HypothesisRecords(BoardStore):
             )
         check_confidence(confidence)
         cited = list(dict.fromkeys(evidence_ids))
+        discounts = _checked_discounts(discounted, cited)
+        set_aside = [d.to_dict() for d in discounts]
         stamp = now()
         with self._write() as conn:
             self._require(conn, "hypotheses", hypothesis_id)
-            for ev_id in cited:
+            for ev_id in [*cited, *(d.evidence_id for d in discounts)]:
                 self._require(conn, "evidence", ev_id)
             inv_id = investigation_of(conn, "hypotheses", hypothesis_id)
             cursor = conn.execute(
                 "INSERT INTO verdicts (hypothesis_id, status, confidence, rationale, evidence_ids,"
-                " author, round, investigation_id, created_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                " author, round, investigation_id, created_at, discounted)"
+                " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
                 (hypothesis_id, status.value, confidence, rationale, rows.to_json_text(cited),
-                 author, round, inv_id, stamp),
+                 author, round, inv_id, stamp, rows.to_json_text(set_aside)),
             )
             conn.execute(
                 "UPDATE hypotheses SET status = ?, confidence = ?, status_reason = ?,"
@@ -246,7 +258,8 @@ class HypothesisRecords(BoardStore):
             self._append_event(
                 conn, "verdict.added",
                 {"id": verdict_id, "hypothesis_id": hypothesis_id, "status": status.value,
-                 "confidence": confidence, "rationale": rationale, "evidence_ids": cited},
+                 "confidence": confidence, "rationale": rationale, "evidence_ids": cited,
+                 **({"discounted": set_aside} if set_aside else {})},
                 actor=author, investigation_id=inv_id, time=stamp,
             )
             return rows.verdict(
@@ -262,3 +275,22 @@ class HypothesisRecords(BoardStore):
         """The most recent verdict on a hypothesis, or None."""
         verdicts = self.list_verdicts(hypothesis_id=hypothesis_id)
         return verdicts[-1] if verdicts else None
+
+
+def _checked_discounts(discounted: Iterable[Discount], cited: list[str]) -> list[Discount]:
+    """The discounts as typed records, refusing one that is also cited, repeated or
+    unexplained."""
+    out: list[Discount] = []
+    for item in discounted:
+        reason = parse_enum(DiscountReason, item.reason, "discount reason")
+        if not item.explanation.strip():
+            raise InvalidRecordError(
+                f"say why {item.evidence_id} is discounted: pass a non-empty explanation")
+        if item.evidence_id in cited:
+            raise InvalidRecordError(
+                f"{item.evidence_id} is both cited as deciding the verdict and discounted; "
+                "cite it or discount it, not both")
+        if any(d.evidence_id == item.evidence_id for d in out):
+            raise InvalidRecordError(f"{item.evidence_id} is discounted twice; discount it once")
+        out.append(Discount(item.evidence_id, reason, item.explanation.strip()))
+    return out

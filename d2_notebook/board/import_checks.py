@@ -42,7 +42,8 @@ _ENUMS: dict[tuple[str, str], type] = {
 }
 _JSON_FIELDS = frozenset({
     ("investigations", "settings"), ("hypotheses", "motivated_by"), ("evidence", "columns"),
-    ("verdicts", "evidence_ids"), ("model_calls", "request"), ("model_calls", "response"),
+    ("verdicts", "evidence_ids"), ("verdicts", "discounted"), ("model_calls", "request"),
+    ("model_calls", "response"),
     ("events", "payload"), ("evidence_tool_calls", "args"), ("rechecks", "columns"),
     ("recheck_verdicts", "evidence_ids"),
 })  # fmt: skip

@@ -241,6 +241,16 @@ MIGRATIONS: tuple[Migration, ...] = (
         """,
     ),
     Migration(
+        10,
+        "weak and neutral link stances; the evidence each verdict discounted, and why",
+        """
+        ALTER TABLE verdicts ADD COLUMN discounted TEXT NOT NULL DEFAULT '[]';
+        CREATE TRIGGER links_stance_known BEFORE INSERT ON links
+            WHEN NEW.stance NOT IN ('supports', 'contradicts', 'weak', 'neutral')
+            BEGIN SELECT RAISE(ABORT, 'unknown link stance'); END;
+        """,
+    ),
+    Migration(
         11,
         "re-judges of stale verdicts and report versions",
         """
@@ -363,7 +373,15 @@ def applied_migrations(conn: sqlite3.Connection) -> list[tuple[int, str, str]]:
 
 
 def _statements(script: str) -> list[str]:
-    return [s.strip() for s in script.split(";") if s.strip()]
+    """The script's statements, one by one (a trigger's body stays in its statement)."""
+    statements, pending = [], ""
+    for piece in script.split(";"):
+        pending += piece + ";"
+        if sqlite3.complete_statement(pending):
+            if pending.strip(" \n;"):
+                statements.append(pending.strip().rstrip(";").strip())
+            pending = ""
+    return statements
 
 
 def _has_foreign_tables(conn: sqlite3.Connection) -> bool:

@@ -44,10 +44,36 @@ VERDICT_STATUSES = frozenset(
 
 
 class Stance(StrEnum):
-    """How a piece of evidence bears on a hypothesis."""
+    """How a piece of evidence bears on a hypothesis.
+
+    Only ``supports`` and ``contradicts`` count for or against it. ``weak`` evidence
+    points one way on grounds too thin to decide by (a single unverified source, a
+    handful of rows; the rationale says which way); ``neutral`` evidence bears on it
+    neither way (a record that is missing, a result that fits every candidate alike).
+    """
 
     SUPPORTS = "supports"
     CONTRADICTS = "contradicts"
+    WEAK = "weak"
+    NEUTRAL = "neutral"
+
+    @property
+    def is_decisive(self) -> bool:
+        """True for ``supports`` and ``contradicts``: the stances that count."""
+        return self in (Stance.SUPPORTS, Stance.CONTRADICTS)
+
+
+class DiscountReason(StrEnum):
+    """Why a judge set a piece of evidence aside when deciding a hypothesis."""
+
+    MISSING_RECORD = "missing_record"
+    """The record that would show it is absent: no evidence either way, not against."""
+    UNRELIABLE_SOURCE = "unreliable_source"
+    """Its source is contradicted by a more reliable one, or cannot be checked."""
+    SUPERSEDED = "superseded"
+    """A later, more complete or more direct result replaces it."""
+    OFF_TARGET = "off_target"
+    """It does not measure what the hypothesis claims."""
 
 
 class ModelCallStatus(StrEnum):
@@ -178,7 +204,7 @@ class Evidence(_Record):
 
 @dataclass(frozen=True)
 class Link(_Record):
-    """Evidence ``evidence_id`` supports or contradicts hypothesis ``hypothesis_id``."""
+    """How evidence ``evidence_id`` bears on hypothesis ``hypothesis_id`` (its stance)."""
 
     id: int
     evidence_id: str
@@ -207,8 +233,21 @@ class DimensionDismissal(_Record):
 
 
 @dataclass(frozen=True)
+class Discount(_Record):
+    """One evidence a verdict set aside, with the typed reason and the judge's words."""
+
+    evidence_id: str
+    reason: DiscountReason
+    explanation: str
+
+
+@dataclass(frozen=True)
 class Verdict(_Record):
-    """A judge's decision on one hypothesis, citing the evidence that decided it."""
+    """A judge's decision on one hypothesis, citing the evidence that decided it.
+
+    ``discounted`` lists the evidence the judge set aside, each with its reason (a
+    missing record, an unreliable source ...): weighed and not counted.
+    """
 
     id: int
     hypothesis_id: str
@@ -220,6 +259,7 @@ class Verdict(_Record):
     round: int
     investigation_id: str | None
     created_at: str
+    discounted: tuple[Discount, ...] = ()
 
 
 @dataclass(frozen=True)

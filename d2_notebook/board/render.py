@@ -12,6 +12,7 @@ import textwrap
 from d2_notebook.board.board import Board
 from d2_notebook.board.follow_ups import reuse_text
 from d2_notebook.board.records import (
+    Discount,
     Evidence,
     Hypothesis,
     Link,
@@ -78,6 +79,9 @@ def render_tree(board: Board, *, width: int = 100, include_redundant: bool = Tru
             cited = ", ".join(verdict.evidence_ids) or "no evidence"
             text = f"{indent}    verdict: {verdict.rationale} [{cited}]"
             lines.append(_wrap(text, width, indent + "      "))
+            for discount in verdict.discounted:
+                lines.append(_wrap(f"{indent}      {discount_line(discount)}", width,
+                                   indent + "        "))
             if hyp.id in checks:
                 lines.append(_one_line(f"{indent}    {_check_line(checks[hyp.id])}"))
         elif hyp.status_reason:
@@ -130,6 +134,12 @@ def _rejudge_lines(board: Board, investigation_id: str) -> list[str]:
         lines.append(_one_line("  report versions: " + ", ".join(
             f"v{v.version} {v.created_at[:10]}" for v in versions) + " (the newest is shown)"))
     return lines
+
+
+def discount_line(discount: Discount) -> str:
+    """``discounted E4 (missing record): <the judge's explanation>``."""
+    reason = discount.reason.value.replace("_", " ")
+    return f"discounted {discount.evidence_id} ({reason}): {discount.explanation}"
 
 
 def _check_line(check: RecheckedVerdict) -> str:

@@ -22,6 +22,8 @@ from d2_notebook.board.frames import decode_frame
 from d2_notebook.board.records import (
     ColumnSpec,
     DimensionDismissal,
+    Discount,
+    DiscountReason,
     Event,
     Evidence,
     Hypothesis,
@@ -173,6 +175,9 @@ def verdict(row: sqlite3.Row) -> Verdict:
         round=row["round"],
         investigation_id=row["investigation_id"],
         created_at=row["created_at"],
+        discounted=tuple(
+            Discount(d["evidence_id"], DiscountReason(d["reason"]), d["explanation"])
+            for d in json.loads(row["discounted"])),
     )
 
 

@@ -26,6 +26,7 @@ from d2_notebook.board.records import Event
 from d2_notebook.board.render import render_tree
 from d2_notebook.cli.progress import ProgressView, format_cost, format_tokens
 from d2_notebook.cli.recheck_command import recheck_command
+from d2_notebook.data import Relationship, read_relationships_file
 from d2_notebook.datasets import hospital
 from d2_notebook.detective.investigate import InvestigationResult, investigate
 from d2_notebook.detective.policies.hospital import HospitalWalkthrough
@@ -198,10 +199,14 @@ class _Run:
     role_models: dict[str, str] = field(default_factory=dict)
     force: bool = False
     follow_up: bool | str = False
+    relationships_file: Path | None = None
+    relationships: tuple[Relationship, ...] = ()
 
     def resume_command(self) -> str:
         database, board = shlex.quote(str(self.database)), shlex.quote(str(self.board_path))
-        return f"d2 investigate {database} --board {board} --resume"
+        keys = ("" if self.relationships_file is None
+                else f" --relationships {shlex.quote(str(self.relationships_file))}")
+        return f"d2 investigate {database} --board {board}{keys} --resume"
 
 
 async def _investigate_live(run: _Run, board: Board, view: ProgressView | None,
@@ -213,7 +218,8 @@ async def _investigate_live(run: _Run, board: Board, view: ProgressView | None,
         return await investigate(str(run.database), run.question, board=board, model=run.model,
                                  models=run.role_models or None, resume=run.resume,
                                  replay=run.replay, force=run.force,
-                                 follow_up=run.follow_up, **run.options)
+                                 follow_up=run.follow_up, relationships=run.relationships,
+                                 **run.options)
     finally:
         stop.set()
         if watcher is not None:
@@ -361,6 +367,11 @@ def _default_board_path() -> Path:
               help="Ask QUESTION as a follow-up of the --board's newest finished "
               "investigation (or of INV_ID): it sees the earlier conclusions and reuses "
               "earlier evidence whose data is unchanged instead of re-running it.")
+@click.option("--relationships", "relationships_file", metavar="FILE",
+              type=click.Path(dir_okay=False, path_type=Path),
+              help="Join edges to declare or veto where the inferred ones are wrong: one "
+              "'orders.customer_id -> customers.id' per line ('!a.id -> b.id' vetoes), or "
+              "JSON {\"declare\": [...], \"veto\": [...]}.")
 @click.option("-q", "--quiet", is_flag=True, help="Print only the report.")
 @friendly_errors
 def investigate_command(source: str, question: str | None, board_path: Path | None,
@@ -369,7 +380,7 @@ def investigate_command(source: str, question: str | None, board_path: Path | No
                         max_seconds: float | None, variant: str | None,
                         role_model: tuple[str, ...], preset: str | None, resume: bool,
                         force: bool, replay: Path | None, follow_up: str | None,
-                        quiet: bool) -> None:
+                        quiet: bool, relationships_file: Path | None) -> None:
     """Investigate QUESTION over SOURCE with the agent team.
 
     SOURCE is a DuckDB file (opened read-only) or a SQLAlchemy URL such as
@@ -400,6 +411,8 @@ def investigate_command(source: str, question: str | None, board_path: Path | No
     if replay and board_path is not None and _same_file(replay, board_path):
         raise click.UsageError("--replay and --board name the same file; a replay never "
                                "writes into its own recording: pass a new --board path")
+    relationships = (() if relationships_file is None  # a bad file is refused before anything
+                     else read_relationships_file(relationships_file))
     options = {name: value for name, value in (
         ("collectors", collectors), ("max_depth", max_depth), ("max_usd", budget_usd),
         ("max_calls", max_calls), ("max_seconds", max_seconds), ("variant", variant))
@@ -417,7 +430,8 @@ def investigate_command(source: str, question: str | None, board_path: Path | No
     run = _Run(database, question, board_path or _default_board_path(), resolved, options,
                resume=resume, replay=replay, quiet=quiet, role_models=role_models, force=force,
                follow_up=False if follow_up is None else (
-                   True if follow_up == FOLLOW_LATEST else follow_up))
+                   True if follow_up == FOLLOW_LATEST else follow_up),
+               relationships_file=relationships_file, relationships=relationships)
     if not quiet:
         click.echo(f"board: {run.board_path}")
         if replay is not None:

@@ -8,6 +8,8 @@ session. :func:`transpile` rewrites DuckDB SQL for the other dialects.
 
 from d2_notebook.data.dialects import Dialect
 from d2_notebook.data.guarded_sql import GuardedSQL
+from d2_notebook.data.keys import Relationship
+from d2_notebook.data.relationship_file import RelationshipsFileError, read_relationships_file
 from d2_notebook.data.results import QueryResult
 from d2_notebook.data.schema import ColumnInfo, TableInfo
 from d2_notebook.data.sources import (
@@ -21,6 +23,7 @@ from d2_notebook.data.sources import (
 from d2_notebook.data.sql_guard import check_sql
 from d2_notebook.data.transpile import transpile
 
-__all__ = ["ColumnInfo", "Dialect", "ForeignKey", "GuardedSQL", "QueryResult", "SQLSource",
-           "SourceInfo", "SourceKind", "TableInfo", "check_sql", "is_source_input",
-           "open_source", "transpile"]
+__all__ = ["ColumnInfo", "Dialect", "ForeignKey", "GuardedSQL", "QueryResult", "Relationship",
+           "RelationshipsFileError", "SQLSource", "SourceInfo", "SourceKind", "TableInfo",
+           "check_sql", "is_source_input", "open_source", "read_relationships_file",
+           "transpile"]

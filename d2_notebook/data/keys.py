@@ -72,25 +72,28 @@ class Relationship:
 
     @classmethod
     def parse(cls, text: str) -> Relationship:
-        """Read ``child.col -> parent.col`` (declare) or ``child.col -/> parent.col`` (veto);
-        several columns as ``t.(a, b) -> p.(x, y)``.
+        """Read ``child.col -> parent.col`` (declare) or ``child.col -/> parent.col`` (veto,
+        also written ``!child.col -> parent.col``); several columns as
+        ``t.(a, b) -> p.(x, y)``.
 
         Raises:
             ValueError: Not in that form (the message shows it).
         """
         spelled = ("write 'child_table.column -> parent_table.column' to declare a join, "
-                   "'child_table.column -/> parent_table.column' to forbid one")
+                   "'child_table.column -/> parent_table.column' (or '!child_table.column "
+                   "-> parent_table.column') to forbid one")
         if not isinstance(text, str):
             raise ValueError(f"a relationship must be a string: {spelled}; got {text!r}")
-        match = re.fullmatch(r"\s*(.+?)\s*(-/>|->)\s*(.+?)\s*", text)
+        match = re.fullmatch(r"\s*(!?)\s*(.+?)\s*(-/>|->)\s*(.+?)\s*", text)
         if match is None:
             raise ValueError(f"relationship {text!r} is not understood: {spelled}")
-        child, child_columns = _side(match.group(1), text, spelled)
-        parent, parent_columns = _side(match.group(3), text, spelled)
+        child, child_columns = _side(match.group(2), text, spelled)
+        parent, parent_columns = _side(match.group(4), text, spelled)
         if len(child_columns) != len(parent_columns):
             raise ValueError(f"relationship {text!r} pairs {len(child_columns)} column(s) with "
                              f"{len(parent_columns)}: {spelled}")
-        return cls(child, child_columns, parent, parent_columns, _ARROWS[match.group(2)])
+        veto = bool(match.group(1)) or _ARROWS[match.group(3)]
+        return cls(child, child_columns, parent, parent_columns, veto)
 
     def describe(self) -> str:
         """The relationship in the form :meth:`parse` reads."""

@@ -12,6 +12,7 @@ texts are shortened at a word boundary, never inside a word.
 from __future__ import annotations
 
 from d2_notebook.board import Board, Evidence, Hypothesis, Link
+from d2_notebook.board.render import discount_line
 from d2_notebook.detective.coverage_view import BoardCoverage
 from d2_notebook.detective.evidence_view import cut_at_word
 
@@ -94,6 +95,7 @@ def _hypothesis_lines(
         cited = ", ".join(verdict.evidence_ids) or "none"
         lines.append(f"    verdict ({verdict.status.value}, cites {cited}): "
                      f"{_short(verdict.rationale)}")
+        lines.extend(f"      {_short(discount_line(d), 200)}" for d in verdict.discounted)
     elif hyp.status_reason:
         lines.append(f"    note: {_short(hyp.status_reason)}")
     return lines

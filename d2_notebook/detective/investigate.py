@@ -20,7 +20,7 @@ import contextlib
 import os
 import sqlite3
 import time
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
@@ -36,7 +36,7 @@ from d2_notebook.board import (
     Verdict,
 )
 from d2_notebook.board.leases import LeaseKeeper
-from d2_notebook.data import GuardedSQL, SourceInfo, SQLSource, open_source
+from d2_notebook.data import GuardedSQL, Relationship, SourceInfo, SQLSource, open_source
 from d2_notebook.detective.claim_check import ClaimCheck, check_report
 from d2_notebook.detective.context import TeamContext
 from d2_notebook.detective.coverage_view import NO_CANDIDATES, read_candidates
@@ -127,6 +127,7 @@ async def investigate(
     preset: Preset | str | None = None,
     force: bool = False,
     follow_up: bool | str = False,
+    relationships: Sequence[str | Relationship] = (),
     **options: Any,
 ) -> InvestigationResult:
     """Investigate ``question`` over ``database`` with the agent team.
@@ -168,6 +169,10 @@ async def investigate(
             roles see the earlier conclusions, evidence and dismissed dimensions, and a
             query identical to an earlier evidence's on unchanged data links that
             evidence instead of running again (:mod:`~d2_notebook.detective.follow_up`).
+        relationships: join edges to declare or veto where the inferred join graph is
+            wrong (``"orders.customer_id -> customers.id"``, ``"!a.id -> b.id"``), for a
+            ``database`` that is not a source already (see
+            :func:`~d2_notebook.data.read_relationships_file` for the file form).
 
     Raises:
         ModelConfigError: no model is configured (the message names the fix).
@@ -223,7 +228,7 @@ async def investigate(
             stored = dict(settings.role_models) if settings is not None else {}
             role_inner = _resolve_role_models({**stored, **options.get("role_models", {})},
                                               objects)
-        sql = open_source(database)
+        sql = open_source(database, relationships=relationships)
         own_sql = sql is not database
         try:
             if recorded_source is not None:

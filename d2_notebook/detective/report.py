@@ -13,6 +13,7 @@ import re
 from collections.abc import Iterable
 
 from d2_notebook.board import Board, DimensionDismissal, HypothesisStatus
+from d2_notebook.board.render import discount_line
 
 _LINE_BREAKS = re.compile(r"\s*[\r\n\u2028\u2029\x0b\x0c]+\s*")
 _TABLE_OF = re.compile(r"([A-Za-z_]\w*)\.[A-Za-z_\"]")
@@ -45,6 +46,8 @@ def fallback_report(board: Board, investigation_id: str, *, note: str = "") -> s
         verdict = board.latest_verdict(hyp.id)
         if verdict is not None:
             lines.append(f"Verdict ({verdict.confidence:.2f}): {_inline(verdict.rationale)}")
+            for discount in verdict.discounted:
+                lines.append(f"- {_inline(discount_line(discount))}")
         elif hyp.status_reason:
             lines.append(f"Note: {_inline(hyp.status_reason)}")
         for link in board.list_links(hypothesis_id=hyp.id):

@@ -25,6 +25,7 @@ from dataclasses import dataclass
 import pandas as pd
 
 from d2_notebook.board import Board, Evidence, Hypothesis
+from d2_notebook.board.render import discount_line
 from d2_notebook.detective.coverage_view import BoardCoverage
 from d2_notebook.detective.evidence_view import evidence_source
 from d2_notebook.detective.result_summary import claim_rows, render_rows
@@ -151,6 +152,8 @@ def _hypothesis_lines(board: Board, hypotheses: list[Hypothesis]) -> list[str]:
             cites = ", ".join(verdict.evidence_ids) or "none"
             lines.append(f"    verdict ({verdict.status.value}, cites {cites}): "
                          f"{' '.join(verdict.rationale.split())}")
+            lines.extend(f"      {' '.join(discount_line(d).split())}"
+                         for d in verdict.discounted)
         elif hyp.status_reason:
             lines.append(f"    note: {' '.join(hyp.status_reason.split())}")
     return lines

@@ -13,7 +13,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
 
-from d2_notebook.board import ChartRequest, HypothesisStatus
+from d2_notebook.board import ChartRequest, HypothesisStatus, Stance
 from d2_notebook.detective.context import QueryLog, TeamContext
 from d2_notebook.detective.coverage_view import board_coverage
 from d2_notebook.detective.decisions import (
@@ -27,11 +27,21 @@ from d2_notebook.detective.decisions import (
     Steering,
 )
 from d2_notebook.detective.effect_check import CLAIM_PROPERTIES, RULE, effect_refusal
+from d2_notebook.detective.evidence_quality import (
+    DISCOUNT_PROPERTIES,
+    QUALITY_RULE,
+    indecisive_refusal,
+    verdict_discounts,
+)
 from d2_notebook.detective.sql_tools import first_line, record_query
 from d2_notebook.detective.tools import Tool, ToolError, tool
 
 _STRING = {"type": "string"}
 _IDS = {"type": "array", "items": {"type": "string"}}
+_STANCE = {"type": "string", "enum": [s.value for s in Stance], "description": (
+    "supports or contradicts when the result decides; weak when it points one way on thin "
+    "grounds (say which way in the reading); neutral when it bears neither way (e.g. a "
+    "record that is missing)")}
 
 
 # --- hypothesizer ------------------------------------------------------------------
@@ -215,7 +225,7 @@ def evidence_tools(ctx: TeamContext, log: QueryLog, agent: str, role: str,
         "query_id": {"type": "string", "description": "the id run_sql or an analysis "
                      "tool returned, e.g. Q3"},
         "description": {"type": "string", "description": "what the query computes"},
-        "stance": {"type": "string", "enum": ["supports", "contradicts"]},
+        "stance": _STANCE,
         "reading": {"type": "string", "description": "one sentence reading of the result"},
         "chart": _CHART,
     }
@@ -363,7 +373,7 @@ def verdict_tools(ctx: TeamContext, agent: str, decision: JudgeDecision | Collec
     Refined children are announced to the loop at once (``ctx.on_new_hypothesis``),
     so they are examined while their siblings' work goes on.
     """
-    properties = {**_VERDICT_PROPERTIES, **CLAIM_PROPERTIES}
+    properties = {**_VERDICT_PROPERTIES, **CLAIM_PROPERTIES, **DISCOUNT_PROPERTIES}
     if hypothesis_id is None:
         properties = {"hypothesis_id": _STRING, **properties}
 
@@ -372,7 +382,8 @@ def verdict_tools(ctx: TeamContext, agent: str, decision: JudgeDecision | Collec
         hyp = _hypothesis(ctx, target)
         if hyp.status is HypothesisStatus.ABANDONED:
             raise ToolError(f"{target} was abandoned; it needs no verdict")
-        linked = {link.evidence_id for link in ctx.board.list_links(hypothesis_id=target)}
+        links = ctx.board.list_links(hypothesis_id=target)
+        linked = {link.evidence_id for link in links}
         linked |= set(hyp.motivated_by)  # the exploration it was proposed on counts too
         cited = list(args["evidence_ids"])
         if not cited and args["status"] != "inconclusive":
@@ -384,13 +395,16 @@ def verdict_tools(ctx: TeamContext, agent: str, decision: JudgeDecision | Collec
             raise ToolError(f"{', '.join(foreign)} not linked to {target}; cite only its linked "
                             "evidence or the evidence that motivated it: "
                             f"{', '.join(sorted(linked)) or 'none'}")
-        refusal = None if refining else effect_refusal(
-            ctx.board, hyp, args, can_refine=can_refine,
-            coverage=board_coverage(ctx.board, ctx.candidates, ctx.investigation_id))
+        discounted = verdict_discounts(args.get("discounted", []), linked, cited, target)
+        refusal = indecisive_refusal(args["status"], cited, links, hyp.motivated_by)
+        if refusal is None and not refining:
+            refusal = effect_refusal(
+                ctx.board, hyp, args, can_refine=can_refine,
+                coverage=board_coverage(ctx.board, ctx.candidates, ctx.investigation_id))
         if refusal is not None:
             raise ToolError(refusal)
         ctx.board.add_verdict(target, args["status"], args["confidence"], args["rationale"],
-                              cited, author=agent, round=ctx.round)
+                              cited, author=agent, round=ctx.round, discounted=discounted)
         status = HypothesisStatus(args["status"])
         if isinstance(decision, JudgeDecision):
             decision.judgement, decision.status = Judgement.VERDICT, status
@@ -441,9 +455,11 @@ def verdict_tools(ctx: TeamContext, agent: str, decision: JudgeDecision | Collec
              "only evidence linked to the hypothesis or that motivated it; an abandoned "
              "hypothesis takes no "
              "verdict.")
-    plain = {k: v for k, v in properties.items() if k not in CLAIM_PROPERTIES}
+    plain = {k: v for k, v in properties.items()
+             if k not in CLAIM_PROPERTIES and k not in DISCOUNT_PROPERTIES}
     tools = [tool("give_verdict", "Decide the hypothesis." + (" Ends your turn."
-                  if verdict_ends_turn else "") + f" {rules} {RULE}", properties, give_verdict,
+                  if verdict_ends_turn else "") + f" {rules} {QUALITY_RULE} {RULE}", properties,
+                  give_verdict,
                   required=list(plain), ends_turn=verdict_ends_turn, writes_board=True)]
     if hypothesis_id is not None and isinstance(decision, JudgeDecision):
         tools.append(tool(
@@ -539,7 +555,7 @@ def final_answer_tool(decision: ReactAnswer, log: QueryLog) -> Tool:
 
     link = {"type": "object", "required": ["query_id", "candidate", "stance"],
             "properties": {"query_id": _STRING, "candidate": _STRING,
-                           "stance": {"type": "string", "enum": ["supports", "contradicts"]}}}
+                           "stance": _STANCE}}
     return tool(
         "final_answer", "Give your final answer. Ends the investigation. Refused when an "
         "evidence item names a query id run_sql did not return to you.",

@@ -14,6 +14,7 @@ import pandas as pd
 
 from d2_notebook.board import Board
 from d2_notebook.board.follow_ups import reuse_text
+from d2_notebook.board.render import discount_line
 
 MAX_FRAME_ROWS = 500
 """Rows of an evidence result rendered in the panel (pandas elides the middle beyond)."""
@@ -50,6 +51,9 @@ def hypothesis_html(board: Board, hypothesis_id: str) -> str:
         parts.append(f"<p><b>Verdict ({escape(verdict.author)}):</b> "
                      f"{escape(verdict.status.value)}, confidence {verdict.confidence:.0%}"
                      f" &mdash; {escape(verdict.rationale)} <i>[{escape(cited)}]</i></p>")
+        if verdict.discounted:
+            parts.append("<ul>" + "".join(f"<li>{escape(discount_line(d))}</li>"
+                                          for d in verdict.discounted) + "</ul>")
     elif hyp.status_reason:
         parts.append(f"<p><b>Reason:</b> {escape(hyp.status_reason)}</p>")
     links = board.list_links(hypothesis_id=hyp.id)

@@ -48,8 +48,9 @@ class GraphNode:
 
 @dataclass(frozen=True)
 class GraphEdge:
-    """One edge: evidence → hypothesis (``supports``/``contradicts``) or parent →
-    refinement (``refines``)."""
+    """One edge: evidence → hypothesis (its stance: ``supports``, ``contradicts``,
+    ``weak`` or ``neutral``, each drawn in its own style), evidence → the hypothesis it
+    suggested (``motivates``) or parent → refinement (``refines``)."""
 
     id: str
     source: str

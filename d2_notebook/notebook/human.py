@@ -55,7 +55,7 @@ def add_evidence(board: Board, result: QueryResult, *, hypothesis_id: str,
 
     Args:
         result: what :meth:`GuardedSQL.run` returned (the only source of evidence rows).
-        stance: ``supports`` or ``contradicts``.
+        stance: ``supports``, ``contradicts``, ``weak`` or ``neutral`` (:class:`Stance`).
         rationale: how the result bears on the hypothesis.
         description: one sentence on what the query shows (default: the rationale).
 

@@ -19,8 +19,14 @@ from IPython.core.magic_arguments import argument, magic_arguments
 from IPython.display import display
 from traitlets import Bool, Dict, Float, Int, Unicode
 
-from d2_notebook.board import Board
-from d2_notebook.data import open_source
+from d2_notebook.board import Board, Stance
+from d2_notebook.data import (
+    Relationship,
+    RelationshipsFileError,
+    open_source,
+    read_relationships_file,
+)
+from d2_notebook.data.sources import RELATIONSHIPS_ON_A_MADE_SOURCE, is_made_source
 from d2_notebook.detective import VARIANTS, investigate
 from d2_notebook.detective.policies import OFFLINE_POLICIES, offline_policy
 from d2_notebook.detective.preset import PRESETS
@@ -96,6 +102,9 @@ class Investigate(Magics):
               "--policy offline) and write a new report version.")
     @argument("--policy", choices=OFFLINE_POLICIES, help="With --rejudge: re-judge offline "
               "with this policy instead of a model.")
+    @argument("--relationships", metavar="FILE", help="Join edges to declare or veto where the "
+              "inferred ones are wrong: one 'orders.customer_id -> customers.id' per line "
+              "('!a.id -> b.id' vetoes), or JSON {\"declare\": [...], \"veto\": [...]}.")
     @argument("--background", action="store_true", help="Return at once; run in background.")
     @argument("--out", help="Bind the InvestigationResult to this name (with --background: "
               "the run handle, at once).")
@@ -119,6 +128,9 @@ class Investigate(Magics):
         if args.out is not None and not args.out.isidentifier():
             raise UsageError(f"--out needs a Python name, got {args.out!r}")
         database = resolve_database(self._namespace(), args.connection, args.db)
+        relationships = _relationships(args.relationships)
+        if relationships and is_made_source(database):
+            raise UsageError(f"--relationships: {RELATIONSHIPS_ON_A_MADE_SOURCE}")
         options = investigation_options(
             _pick(args.collectors, self.collectors), _pick(args.max_depth, self.max_depth),
             _pick(args.budget_usd, self.budget_usd), args.max_calls, args.max_seconds,
@@ -134,7 +146,8 @@ class Investigate(Magics):
         role_models = None if replay else (dict(self.role_models) or None)
         coro = investigate(database, question, board=board, model=model, models=role_models,
                            preset=args.preset, resume=args.resume, replay=replay,
-                           force=args.force, follow_up=args.follow_up, **options)
+                           force=args.force, follow_up=args.follow_up,
+                           relationships=relationships, **options)
         follow = view.widget.follow if self.widget else None
         # --out binds the result; in the background it binds the run handle at once
         # (its .wait() and .result give the result), so the next cell can use it.
@@ -259,18 +272,24 @@ class Investigate(Magics):
     @argument("--for", dest="hypothesis", required=True, help="Hypothesis id, e.g. H2.")
     @argument("--supports", metavar="WHY", help="The result supports it, because WHY.")
     @argument("--contradicts", metavar="WHY", help="The result contradicts it, because WHY.")
+    @argument("--weak", metavar="WHY", help="The result points one way on grounds too thin to "
+              "decide by (one unconfirmed source, a handful of rows), because WHY.")
+    @argument("--neutral", metavar="WHY", help="The result bears on it neither way (e.g. the "
+              "record is missing), because WHY.")
     @argument("--description", help="One sentence on what the query shows.")
     @argument("--board", help="Board file (default: this session's last investigation).")
     @cell_magic
     def evidence(self, line: str, cell: str) -> Any:
         """Run the cell's SQL (guarded, read-only) and add it to the board as evidence."""
         args = _parse(self.evidence, line)
-        if (args.supports is None) == (args.contradicts is None):
-            raise UsageError('say how the result bears on the hypothesis: --supports "why" '
-                             'or --contradicts "why" (one of them)')
+        given = {stance: why for stance in Stance
+                 if (why := getattr(args, stance.value)) is not None}
+        if len(given) != 1:
+            raise UsageError('say how the result bears on the hypothesis: --supports "why", '
+                             '--contradicts "why", --weak "why" or --neutral "why" (one of them)')
         if not cell.strip():
             raise UsageError("write the SQL query in the cell body")
-        stance = "supports" if args.supports is not None else "contradicts"
+        [(stance, why)] = given.items()
         database = resolve_database(self._namespace(), args.connection, args.db)
         board = self._evidence_board(args.board)
         try:
@@ -284,13 +303,13 @@ class Investigate(Magics):
             result = guard.run(cell)
             evidence, _link = human.add_evidence(
                 board, result, hypothesis_id=args.hypothesis, stance=stance,
-                rationale=args.supports or args.contradicts, description=args.description)
+                rationale=why, description=args.description)
         except D2Error as exc:
             raise UsageError(str(exc)) from None
         finally:
             if guard is not database:
                 guard.close()
-        print(f"{evidence.id} {stance} {args.hypothesis} (added to {board.path})")
+        print(f"{evidence.id} {stance.value} {args.hypothesis} (added to {board.path})")
         if self.last_view is not None and self.last_view.board is board:
             self.last_view.refresh()
         return result.frame
@@ -334,6 +353,16 @@ def _check_follow_up(args: Any) -> None:
                      if flag == "--append" else "")
             raise UsageError(f"--follow-up starts a new investigation on the board; leave "
                              f"out {flag}{extra}")
+
+
+def _relationships(path: str | None) -> tuple[Relationship, ...]:
+    """The join edges the ``--relationships`` file declares and vetoes (none without)."""
+    if path is None:
+        return ()
+    try:
+        return read_relationships_file(path)
+    except RelationshipsFileError as exc:
+        raise UsageError(str(exc)) from None
 
 
 def _pick(given: Any, default: Any) -> Any:

@@ -17,6 +17,7 @@ from pathlib import Path
 
 from d2_notebook.board import Board
 from d2_notebook.board.records import Evidence, Investigation, VerdictCheck
+from d2_notebook.board.render import discount_line
 from d2_notebook.charts import chart_for_evidence, chart_svg
 from d2_notebook.detective.claim_check import check_board_report
 from d2_notebook.notebook.details import frame_html, sql_html
@@ -131,6 +132,9 @@ def _hypotheses_section(board: Board, investigation: Investigation | None) -> li
         elif hypothesis.status_reason:
             parts.append(f" — {escape(hypothesis.status_reason)}")
         parts.append("</p>")
+        if verdict is not None and verdict.discounted:
+            parts.append("<ul class='discounted'>" + "".join(
+                f"<li>{escape(discount_line(d))}</li>" for d in verdict.discounted) + "</ul>")
         for link in board.list_links(hypothesis_id=hypothesis.id):
             linked.add(link.evidence_id)
             stance = f"{link.stance.value}: {link.rationale}" if link.rationale \

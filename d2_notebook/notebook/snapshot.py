@@ -16,7 +16,9 @@ Layout of the document (``version`` 1)::
                           "data": {...}}], "edges": [{"id", "source", "target", "kind",
                           "classes", "data": {...}}]},
      "hypotheses": {"H1": {"statement", "status", "confidence", "rationale", "author",
-                           "round", "parent_id", "status_reason", "verdict": {...} | null,
+                           "round", "parent_id", "status_reason", "verdict": {"status",
+                           "confidence", "rationale", "evidence_ids", "author",
+                           "discounted": [{"evidence_id", "reason", "explanation"}]} | null,
                            "links": [{"evidence_id", "stance", "rationale"}]}},
      "evidence": {"E1": {"description", "sql", "sql_pretty", "row_count", "stored_rows",
                          "truncated",
@@ -135,7 +137,8 @@ def _hypothesis_json(board: Board, hyp: Hypothesis, links: list[Link]) -> dict[s
         "verdict": None if verdict is None else {
             "status": verdict.status.value, "confidence": verdict.confidence,
             "rationale": verdict.rationale, "evidence_ids": list(verdict.evidence_ids),
-            "author": verdict.author},
+            "author": verdict.author,
+            "discounted": [d.to_dict() for d in verdict.discounted]},
         "links": [{"evidence_id": lk.evidence_id, "stance": lk.stance.value,
                    "rationale": lk.rationale} for lk in links if lk.hypothesis_id == hyp.id],
     }

@@ -137,8 +137,9 @@ def model_svg(model: GraphModel) -> str:
                      f'<path d="M 0 0 L 10 5 L 0 10 z" fill="{color}"/></marker>')
     for edge in model.edges.values():
         a = model.nodes[edge.source].position
-        dash = {"refines": ' stroke-dasharray="5,3"',
-                "motivates": ' stroke-dasharray="2,3"'}.get(edge.kind, "")
+        dash = {"refines": ' stroke-dasharray="5,3"', "motivates": ' stroke-dasharray="2,3"',
+                "weak": ' stroke-dasharray="8,4"',
+                "neutral": ' stroke-dasharray="1,3"'}.get(edge.kind, "")
         end = _border_point(model.nodes[edge.target], a)
         parts.append(f'<line x1="{a[0]:.0f}" y1="{a[1]:.0f}" x2="{end[0]:.0f}" '
                      f'y2="{end[1]:.0f}" stroke="{style.EDGE_COLORS[edge.kind]}" '
@@ -166,7 +167,7 @@ def legend_html() -> str:
                        for s in style.STATUS_COLORS)
     names = style.LOOK["legend"]
     stances = "".join(swatch(style.EVIDENCE_COLORS[k], style.EVIDENCE_BORDERS[k], names[k])
-                      for k in ("supports", "contradicts", "context"))
+                      for k in ("supports", "contradicts", "weak", "neutral", "context"))
     return (f"<div style='font-size:12px;line-height:1.9'>hypotheses: {statuses}<br>"
             f"evidence: {stances}</div>")
 

@@ -25,7 +25,7 @@ STATUS_COLORS: dict[str, str] = LOOK["status_colors"]
 """Fill colour of a hypothesis node by status."""
 STATUS_BORDERS: dict[str, str] = LOOK["status_borders"]
 EDGE_COLORS: dict[str, str] = LOOK["edge_colors"]
-"""Line colour by edge kind (supports, contradicts, refines, motivates)."""
+"""Line colour by edge kind (supports, contradicts, weak, neutral, refines, motivates)."""
 EVIDENCE_COLORS: dict[str, str] = LOOK["evidence_colors"]
 """Fill colour of an evidence node by its stance to the hypothesis it sits beside."""
 EVIDENCE_BORDERS: dict[str, str] = LOOK["evidence_borders"]
@@ -54,7 +54,7 @@ def hypothesis_colors(status: str) -> NodeColors:
 
 
 def evidence_colors(stance: str | None, human: bool = False) -> NodeColors:
-    """Colours of an evidence node: by its stance (``supports``/``contradicts``) to the
+    """Colours of an evidence node: by its stance (a :class:`Stance` value) to the
     hypothesis it is drawn beside, ``None`` for exploration nothing is linked to; human
     evidence keeps its stance fill with a purple border."""
     key = stance if stance in EVIDENCE_COLORS else "context"

@@ -38,6 +38,7 @@ class LinkOutcome(Enum):
     NO_FACT = "shows no fact of its hypothesis"
     OUTSIDE_THE_CASE = "about nobody in the case"
     CONTEXT = "cites context"
+    NOT_DECISIVE = "weak or neutral: claims nothing for or against"
 
 
 @dataclass(frozen=True)
@@ -296,8 +297,9 @@ def _links(found: Assessment) -> tuple[LinkGrade, ...]:
     paid = {sys: value for sys, _, value in match.pairs}
     out = []
     for (evidence, hypothesis, stance), why in match.unscored.items():
-        outcome = (LinkOutcome.OUTSIDE_THE_CASE if why is Unscored.OUTSIDE_THE_CASE
-                   else LinkOutcome.CONTEXT)
+        outcome = {Unscored.OUTSIDE_THE_CASE: LinkOutcome.OUTSIDE_THE_CASE,
+                   Unscored.CONTEXT: LinkOutcome.CONTEXT,
+                   Unscored.NOT_DECISIVE: LinkOutcome.NOT_DECISIVE}[why]
         out.append(LinkGrade(evidence, hypothesis, stance, outcome))
     for index, (evidence, hypothesis, stance) in enumerate(match.scored):
         if index in paid:

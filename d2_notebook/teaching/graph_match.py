@@ -42,6 +42,8 @@ only: the net stance of an evidence that establishes several facts of one hypoth
 and whether an evidence is context (establishes a gold node that has no edges).
 Credit itself is the coverage, never cut at this value."""
 STANCES = ("supports", "contradicts")
+"""The stances that claim something for or against a hypothesis and are scored; a
+``weak`` or ``neutral`` link claims neither and is left unscored."""
 
 SystemEdge = tuple[str, str, str]
 """``(evidence id, hypothesis id, stance)`` of a system edge, stance casefolded."""
@@ -52,6 +54,7 @@ class Unscored(Enum):
 
     OUTSIDE_THE_CASE = "its hypothesis is about nobody in the gold"
     CONTEXT = "its evidence is context (the report, a witness, an interview)"
+    NOT_DECISIVE = "its stance is weak or neutral: it claims nothing for or against"
 
 
 @dataclass(frozen=True)
@@ -187,9 +190,10 @@ def match_graph(answer: SystemAnswer, gold: Any) -> GraphMatch:
     the hypothesis, their net stance (contradicts if any of them contradicts). System
     and gold edges are paired one to one (:func:`soft_prf`): recall = assigned credit /
     gold edges, precision = assigned credit / scored system edges. Not
-    scored (counted as extra): edges on hypotheses about nobody in the gold, and edges
-    citing context evidence (what best matches a gold node without edges: the report,
-    a witness's interview).
+    scored (counted as extra): edges whose stance is weak or neutral (they claim
+    nothing), edges on hypotheses about nobody in the gold, and edges citing context
+    evidence (what best matches a gold node without edges: the report, a witness's
+    interview).
     """
     people = People(gold)
     g_hyp, g_ev, g_edges = gold_graph(gold)
@@ -207,7 +211,9 @@ def match_graph(answer: SystemAnswer, gold: Any) -> GraphMatch:
     scored: list[SystemEdge] = []
     unscored: dict[SystemEdge, Unscored] = {}
     for e, h, st in sys_edges:
-        if max(h_sim.get(h, {}).values(), default=0.0) < IN_SCOPE:
+        if st not in STANCES:
+            unscored[(e, h, st)] = Unscored.NOT_DECISIVE
+        elif max(h_sim.get(h, {}).values(), default=0.0) < IN_SCOPE:
             unscored[(e, h, st)] = Unscored.OUTSIDE_THE_CASE
         elif _cites_context(cover.get(e, {}), context):
             unscored[(e, h, st)] = Unscored.CONTEXT

@@ -124,7 +124,7 @@ export function arrange(snapshot: ISnapshot, filter: IFilter, expanded: Expanded
 function evidenceHomes(snapshot: ISnapshot): Map<string, string> {
   const homes = new Map<string, string>();
   const edges = snapshot.graph.edges;
-  for (const edge of edges.filter(e => e.kind === 'supports' || e.kind === 'contradicts')) {
+  for (const edge of edges.filter(e => e.kind !== 'refines' && e.kind !== 'motivates')) {
     if (!homes.has(edge.source)) {
       homes.set(edge.source, edge.target);
     }
@@ -143,7 +143,7 @@ function foldNode(row: IRow, left: number, top: number): IElement {
     const stance = String(node.data.stance ?? 'context');
     stances.set(stance, (stances.get(stance) ?? 0) + 1);
   }
-  const counts = ['supports', 'contradicts', 'context']
+  const counts = ['supports', 'contradicts', 'weak', 'neutral', 'context']
     .filter(stance => stances.has(stance))
     .map(stance => `${stances.get(stance)} ${stance === 'context' ? 'exploration' : stance}`);
   const id = row.hypothesis.data.id;

@@ -46,6 +46,14 @@ export function hypothesisPanel(id: string, hyp: IHypothesis): HTMLElement {
     const cited = v.evidence_ids.length ? v.evidence_ids.join(', ') : 'no evidence';
     panel.appendChild(element('p', `Verdict (${v.author}): ${v.status}, confidence ` +
       `${percent(v.confidence)} — ${v.rationale} [${cited}]`, 'd2-verdict'));
+    if (v.discounted?.length) {
+      const set = element('ul', undefined, 'd2-discounted');
+      for (const d of v.discounted) {
+        set.appendChild(element('li', `discounted ${d.evidence_id} ` +
+          `(${d.reason.replace(/_/g, ' ')}): ${d.explanation}`));
+      }
+      panel.appendChild(set);
+    }
   } else if (hyp.status_reason) {
     panel.appendChild(element('p', `Reason: ${hyp.status_reason}`));
   }

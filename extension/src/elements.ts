@@ -35,7 +35,7 @@ export interface ISnapshotEdge {
   id: string;
   source: string;
   target: string;
-  kind: 'supports' | 'contradicts' | 'refines' | 'motivates';
+  kind: 'supports' | 'contradicts' | 'weak' | 'neutral' | 'refines' | 'motivates';
   classes: string;
   data: { [key: string]: unknown };
 }
@@ -46,6 +46,8 @@ export interface IVerdict {
   rationale: string;
   evidence_ids: string[];
   author: string;
+  /** Evidence the judge set aside, with the reason (absent in older snapshots). */
+  discounted?: { evidence_id: string; reason: string; explanation: string }[];
 }
 
 export interface IHypothesis {
@@ -255,7 +257,7 @@ export function legend(): { hypotheses: string[][]; evidence: string[][] } {
   const names = look.legend as { [key: string]: string };
   const fills = look.evidence_colors as { [key: string]: string };
   const borders = look.evidence_borders as { [key: string]: string };
-  const evidence = ['supports', 'contradicts', 'context']
+  const evidence = ['supports', 'contradicts', 'weak', 'neutral', 'context']
     .map(stance => [fills[stance], borders[stance], names[stance]]);
   return { hypotheses, evidence };
 }

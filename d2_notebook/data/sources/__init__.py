@@ -17,35 +17,46 @@ from __future__ import annotations
 
 import os
 import re
+from collections.abc import Sequence
 from typing import Any
 
 import duckdb
 
 from d2_notebook.data.guarded_sql import GuardedSQL
+from d2_notebook.data.keys import Relationship, parse_relationships
 from d2_notebook.data.sources.base import ForeignKey, SourceInfo, SourceKind, SQLSource
 from d2_notebook.data.sources.duckdb_source import DuckDBSource
 from d2_notebook.data.sources.files import is_data_files, open_data_files
 
-__all__ = ["DuckDBSource", "ForeignKey", "SQLSource", "SourceInfo", "SourceKind",
-           "is_source_input", "open_source"]
+__all__ = ["RELATIONSHIPS_ON_A_MADE_SOURCE", "DuckDBSource", "ForeignKey", "SQLSource",
+           "SourceInfo", "SourceKind", "is_made_source", "is_source_input", "open_source"]
 
 _URL = re.compile(r"^[a-z][a-z0-9+._-]*://", re.I)
 
 
-def open_source(source: Any, *, timeout_s: float = 30.0, max_rows: int = 10_000) -> SQLSource:
+def open_source(source: Any, *, timeout_s: float = 30.0, max_rows: int = 10_000,
+                relationships: Sequence[str | Relationship] = ()) -> SQLSource:
     """The right :class:`SQLSource` for ``source`` (see the module docstring).
 
     Args:
         source: A connection, path, URL, engine, Spark session or source.
         timeout_s: Default per-query time limit of a new source.
         max_rows: Default rows kept per result of a new source.
+        relationships: Join edges a new source declares or vetoes where the inferred join
+            graph is wrong (``"orders.customer_id -> customers.id"``, ``"!a.id -> b.id"``;
+            :class:`~d2_notebook.data.keys.Relationship`).
 
     Raises:
         TypeError: ``source`` is none of the accepted kinds (the message lists them).
-        ValueError: A URL whose backend has no SQL guard.
+        ValueError: A URL whose backend has no SQL guard; ``relationships`` with a source
+            or GuardedSQL that was already made (declare them on it instead); a
+            relationship that is not understood.
         QueryFailedError: The database cannot be opened.
     """
-    limits = {"timeout_s": timeout_s, "max_rows": max_rows}
+    limits: dict[str, Any] = {"timeout_s": timeout_s, "max_rows": max_rows,
+                              "relationships": tuple(parse_relationships(list(relationships)))}
+    if relationships and is_made_source(source):
+        raise ValueError(RELATIONSHIPS_ON_A_MADE_SOURCE)
     if isinstance(source, DuckDBSource) or _is_source(source):
         return source
     if isinstance(source, GuardedSQL | duckdb.DuckDBPyConnection):
@@ -71,6 +82,18 @@ def open_source(source: Any, *, timeout_s: float = 30.0, max_rows: int = 10_000)
         "path, a SQLAlchemy URL or Engine (postgresql+psycopg://user@host/db), or a "
         "pyspark.sql.SparkSession"
     )
+
+
+RELATIONSHIPS_ON_A_MADE_SOURCE = (
+    "this source was made already and keeps its own join edges: declare the relationships "
+    "when you make it (GuardedSQL(con, relationships=[...])), or pass the connection, "
+    "file or URL itself")
+"""Why relationships cannot be given with a source that is already made."""
+
+
+def is_made_source(value: object) -> bool:
+    """Whether ``value`` is a source (or GuardedSQL) already made, with its own settings."""
+    return isinstance(value, GuardedSQL | DuckDBSource) or _is_source(value)
 
 
 def is_source_input(value: object) -> bool:

@@ -9,12 +9,14 @@ description, foreign keys from ``duckdb_constraints()`` and ``cancel``.
 from __future__ import annotations
 
 import os
+from collections.abc import Sequence
 from typing import Any
 
 import duckdb
 
 from d2_notebook.data.dialects import Dialect
 from d2_notebook.data.guarded_sql import GuardedSQL
+from d2_notebook.data.keys import Relationship
 from d2_notebook.data.results import QueryResult
 from d2_notebook.data.schema import TableInfo
 from d2_notebook.data.sources.base import ForeignKey, SourceInfo, SourceKind
@@ -36,15 +38,26 @@ class DuckDBSource:
         source: A DuckDB connection, a path, or an existing :class:`GuardedSQL` (whose
             settings are kept).
         timeout_s, max_rows: Defaults for a new GuardedSQL (ignored for an existing one).
+        relationships: Join edges to declare or veto, for a new GuardedSQL (an existing
+            one keeps its own; passing both is refused).
+
+    Raises:
+        ValueError: ``relationships`` with an existing GuardedSQL, or one not understood.
     """
 
     def __init__(self, source: GuardedSQL | duckdb.DuckDBPyConnection | str | os.PathLike[str],
-                 *, timeout_s: float = 30.0, max_rows: int = 10_000) -> None:
+                 *, timeout_s: float = 30.0, max_rows: int = 10_000,
+                 relationships: Sequence[str | Relationship] = ()) -> None:
         if isinstance(source, GuardedSQL):
+            if relationships:
+                raise ValueError("declare the relationships on the GuardedSQL itself "
+                                 "(GuardedSQL(con, relationships=[...])), or pass the "
+                                 "connection instead of the GuardedSQL")
             self._guarded, self._owned = source, False
         else:
             self._guarded, self._owned = GuardedSQL(source, timeout_s=timeout_s,
-                                                    max_rows=max_rows), True
+                                                    max_rows=max_rows,
+                                                    relationships=list(relationships)), True
         url = os.fspath(source) if isinstance(source, str | os.PathLike) else "connection"
         self._info = SourceInfo(SourceKind.DUCKDB, Dialect.DUCKDB, url)
 

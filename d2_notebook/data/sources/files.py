@@ -15,12 +15,14 @@ from __future__ import annotations
 
 import os
 import re
+from collections.abc import Sequence
 from enum import Enum
 from pathlib import Path
 
 import duckdb
 
 from d2_notebook.data.dialects import Dialect
+from d2_notebook.data.keys import Relationship
 from d2_notebook.data.sources.base import SourceInfo, SourceKind
 from d2_notebook.data.sources.duckdb_source import DuckDBSource
 from d2_notebook.errors import QueryFailedError
@@ -87,7 +89,8 @@ def table_name_for(path: Path, taken: set[str]) -> str:
 
 
 def open_data_files(path: str | os.PathLike[str], *, timeout_s: float = 30.0,
-                    max_rows: int = 10_000) -> DuckDBSource:
+                    max_rows: int = 10_000,
+                    relationships: Sequence[str | Relationship] = ()) -> DuckDBSource:
     """A source over the CSV/Parquet file at ``path``, or over every such file of the
     folder at ``path`` (not its subfolders), one table per file.
 
@@ -115,7 +118,8 @@ def open_data_files(path: str | os.PathLike[str], *, timeout_s: float = 30.0,
     except BaseException:
         con.close()
         raise
-    return DataFilesSource(con, str(target), timeout_s=timeout_s, max_rows=max_rows)
+    return DataFilesSource(con, str(target), timeout_s=timeout_s, max_rows=max_rows,
+                           relationships=relationships)
 
 
 class DataFilesSource(DuckDBSource):
@@ -123,8 +127,9 @@ class DataFilesSource(DuckDBSource):
     that database and closes it with itself. Its ``info.url`` is the file or folder."""
 
     def __init__(self, con: duckdb.DuckDBPyConnection, origin: str, *, timeout_s: float,
-                 max_rows: int) -> None:
-        super().__init__(con, timeout_s=timeout_s, max_rows=max_rows)
+                 max_rows: int, relationships: Sequence[str | Relationship] = ()) -> None:
+        super().__init__(con, timeout_s=timeout_s, max_rows=max_rows,
+                         relationships=relationships)
         self._files_con = con
         self._info = SourceInfo(SourceKind.DUCKDB, Dialect.DUCKDB, origin)
 

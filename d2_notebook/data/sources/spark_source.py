@@ -23,13 +23,14 @@ from __future__ import annotations
 import threading
 import time
 import uuid
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import pandas as pd
 
 from d2_notebook.data import sqlglot_guard
 from d2_notebook.data.dialects import Dialect
+from d2_notebook.data.keys import Relationship, parse_relationships
 from d2_notebook.data.results import QueryResult
 from d2_notebook.data.schema import ColumnInfo, TableInfo, quote_ident
 from d2_notebook.data.sources.base import ForeignKey, SourceInfo, SourceKind
@@ -62,10 +63,14 @@ class SparkSource(CatalogSource):
         max_rows: Default number of rows kept per result (>= 0).
         max_bytes: Most bytes of values (as text) one result may hold (> 0); a larger
             result is refused with :class:`~d2_notebook.errors.QueryFailedError`.
+        relationships: Join edges to declare or veto where the inferred join graph is
+            wrong (:class:`~d2_notebook.data.keys.Relationship`).
     """
 
     def __init__(self, spark: Any, *, timeout_s: float = 30.0, max_rows: int = 10_000,
-                 max_bytes: int = MAX_RESULT_BYTES) -> None:
+                 max_bytes: int = MAX_RESULT_BYTES,
+                 relationships: Sequence[str | Relationship] = ()) -> None:
+        self.relationships = parse_relationships(list(relationships))
         self.timeout_s = valid_timeout(timeout_s)
         self.max_rows = valid_max_rows(max_rows)
         self.max_bytes = valid_max_bytes(max_bytes)

@@ -29,6 +29,7 @@ from __future__ import annotations
 import contextlib
 import threading
 import time
+from collections.abc import Sequence
 from typing import Any
 
 import sqlalchemy as sa
@@ -37,6 +38,7 @@ from sqlalchemy.engine import URL, Connection, Engine
 from d2_notebook.data import sqlglot_guard
 from d2_notebook.data.catalog_access import KeyConstraint
 from d2_notebook.data.dialects import Dialect
+from d2_notebook.data.keys import Relationship, parse_relationships
 from d2_notebook.data.postgres_catalog import check_catalog
 from d2_notebook.data.results import QueryResult
 from d2_notebook.data.schema import ColumnInfo, TableInfo
@@ -85,6 +87,8 @@ class SQLAlchemySource(CatalogSource):
         max_rows: Default number of rows kept per result (>= 0).
         max_bytes: Most bytes of values one result may hold (> 0); a larger result is
             refused with :class:`~d2_notebook.errors.QueryFailedError`.
+        relationships: Join edges to declare or veto where the inferred join graph is
+            wrong (:class:`~d2_notebook.data.keys.Relationship`).
 
     Raises:
         ValueError: The backend has no sqlglot dialect, or it is DuckDB (pass the
@@ -93,7 +97,9 @@ class SQLAlchemySource(CatalogSource):
     """
 
     def __init__(self, source: Engine | URL | str, *, timeout_s: float = 30.0,
-                 max_rows: int = 10_000, max_bytes: int = MAX_RESULT_BYTES) -> None:
+                 max_rows: int = 10_000, max_bytes: int = MAX_RESULT_BYTES,
+                 relationships: Sequence[str | Relationship] = ()) -> None:
+        self.relationships = parse_relationships(list(relationships))
         self.timeout_s = valid_timeout(timeout_s)
         self.max_rows = valid_max_rows(max_rows)
         self.max_bytes = valid_max_bytes(max_bytes)

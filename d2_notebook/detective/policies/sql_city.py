@@ -26,6 +26,17 @@ from d2_notebook.datasets.sql_city import Gold
 from d2_notebook.detective.policies.team_policy import Action, TeamPolicy, Turn
 
 _PERSON = re.compile(r"\(person (\d+)\)")
+_CLUE = re.compile(r"vs\. clue (C[\d.]+):")
+_ROWS = re.compile(r"(\d+) rows x \d+ columns")
+_READINGS = {
+    "supports": "the data supports it",
+    "contradicts": "the data contradicts it",
+    "weak": "one unconfirmed source's statement bears on it: too thin to decide by",
+    "neutral": "the record is missing: no evidence either way",
+}
+BY_ROWS = "by rows"
+"""A planned stance read from the result: neutral when it has no rows (the record is
+missing), supports otherwise."""
 
 
 class GoldPolicy(TeamPolicy):
@@ -65,6 +76,10 @@ class GoldPolicy(TeamPolicy):
         """The verdict on person ``pid``."""
         return "supported" if pid in self.murderers else "contradicted"
 
+    def read_stance(self, turn: Turn, query_id: str, planned: str) -> str:
+        """The stance to record for query ``query_id``'s result (the planned one)."""
+        return planned
+
     # --- the team ------------------------------------------------------------------------
 
     def hypothesizer(self, turn: Turn) -> list[Action] | str:
@@ -81,7 +96,8 @@ class GoldPolicy(TeamPolicy):
         if turn.step == 0:
             return [("run_sql", {"sql": node["sql"]}) for node, _ in plan]
         if turn.step == 1:
-            actions: list[Action] = [self._record(q, node, stance) for q, (node, stance)
+            actions: list[Action] = [self._record(q, node, self.read_stance(turn, q, stance))
+                                     for q, (node, stance)
                                      in zip(turn.query_ids(), plan, strict=False)]
             if judges_itself:
                 return actions
@@ -126,8 +142,9 @@ class GoldPolicy(TeamPolicy):
             return [("run_sql", {"sql": sql}) for sql in sqls]
         if turn.step == 2:
             query_of = dict(zip(sqls, turn.query_ids(), strict=False))
-            return [("record_evidence", {"hypothesis_id": h,
-                                         **self._record(query_of[node["sql"]], node, stance)[1]})
+            return [("record_evidence", {"hypothesis_id": h, **self._record(
+                query_of[node["sql"]], node,
+                self.read_stance(turn, query_of[node["sql"]], stance))[1]})
                     for h, plan in zip(hyp_ids, plans, strict=False) for node, stance in plan]
         if turn.step == 3:
             recorded = re.findall(r"recorded (E\d+) \((\w+) (H\d+)\)",
@@ -147,7 +164,8 @@ class GoldPolicy(TeamPolicy):
         sqls = list(dict.fromkeys(n["sql"] for s in self.suspects()
                                   for n, _ in self.evidence_for(s["id"])))
         query_of = dict(zip(sqls, turn.query_ids(), strict=False))
-        stated = [{"query_id": query_of[node["sql"]], "candidate": s["name"], "stance": stance}
+        stated = [{"query_id": query_of[node["sql"]], "candidate": s["name"],
+                   "stance": self.read_stance(turn, query_of[node["sql"]], stance)}
                   for s in self.suspects() for node, stance in self.evidence_for(s["id"])
                   if node["sql"] in query_of]
         return [("final_answer", {"answer_markdown": self._report_text(), "answers": accused,
@@ -172,7 +190,7 @@ class GoldPolicy(TeamPolicy):
     @staticmethod
     def _record(query_id: str, node: dict[str, Any], stance: str) -> Action:
         return ("record_evidence", {"query_id": query_id, "description": node["description"],
-                                    "stance": stance, "reading": f"the data {stance} it"})
+                                    "stance": stance, "reading": _READINGS[stance]})
 
     def _verdict(self, pid: int, linked: list[tuple[str, str]]) -> dict[str, Any]:
         status = self.status(pid)
@@ -184,6 +202,80 @@ class GoldPolicy(TeamPolicy):
     def _report_text(self) -> str:
         accused = [s["name"] for s in self.suspects() if s["id"] in self.murderers]
         return "## Answer\n\nMurderer(s): " + (", ".join(accused) or "none found")
+
+
+class CarefulPolicy(GoldPolicy):
+    """Weighs evidence by its quality, as the judge's rules ask.
+
+    Besides the gold evidence it checks, for each suspect, the clue whose record is
+    missing for the murderer (a query for the record: no rows is recorded ``neutral``,
+    a record ``supports``) and the unreliable witness's clue (recorded ``weak``: one
+    unconfirmed source, for or against). The judge then decides from the stances on the
+    board alone: contradicted on any contradicting evidence, supported on supporting
+    evidence, and every neutral or weak link discounted with its reason (a missing
+    record, an unreliable source) — never counted against the suspect.
+    """
+
+    label = "SQL City careful policy (offline, no language model)"
+
+    def evidence_for(self, pid: int) -> list[tuple[dict[str, Any], str]]:
+        """The gold evidence (the unreliable clue's as weak), then the record of each
+        missing-record clue and the unreliable clue the person was not linked to."""
+        clues = {k["id"]: k for k in self.gold.clues}
+        plan, seen = [], set()
+        for node, stance in super().evidence_for(pid):
+            match = _CLUE.search(node["description"])
+            clue = clues.get(match.group(1)) if match else None
+            if clue is not None:
+                seen.add(clue["id"])
+            unreliable = clue is not None and clue["status"] == "unreliable"
+            plan.append((node, "weak" if unreliable else stance))
+        groups = {clues[c]["group"] for c in seen}
+        name = next(s["name"] for s in self.gold.suspects if s["id"] == pid)
+        for clue in self.gold.clues:
+            if clue["group"] not in groups or clue["id"] in seen or clue["status"] == "reliable":
+                continue
+            node = {"sql": f"SELECT p.id, p.name FROM person p WHERE p.id = {pid} AND "
+                           f"({clue['predicate']})",
+                    "description": f"{clue['kind']} record of {name} vs. clue {clue['id']}: "
+                                   f"{clue['statement']}"}
+            plan.append((node, BY_ROWS if clue["status"] == "missing" else "weak"))
+        return plan
+
+    def read_stance(self, turn: Turn, query_id: str, planned: str) -> str:
+        """``neutral`` for a record query that found no record, ``supports`` when it found
+        one; any other planned stance as it is."""
+        if planned != BY_ROWS:
+            return planned
+        result = next(r.content for r in turn.results if r.content.startswith(f"{query_id}: "))
+        found = _ROWS.search(result)
+        return "neutral" if found is not None and found.group(1) == "0" else "supports"
+
+    def judge(self, turn: Turn) -> list[Action] | str:
+        """Decide from the board's stances; discount every neutral and weak link."""
+        linked = turn.linked_evidence()
+        against = [e for s, e in linked if s == "contradicts"]
+        backing = [e for s, e in linked if s == "supports"]
+        discounted = [
+            {"evidence_id": e, "reason": "missing_record",
+             "explanation": "the record is absent: no evidence either way, not against"}
+            for s, e in linked if s == "neutral"] + [
+            {"evidence_id": e, "reason": "unreliable_source",
+             "explanation": "one unconfirmed source's statement; the data contradicts that "
+                            "source elsewhere"}
+            for s, e in linked if s == "weak"]
+        if against:
+            status, cited = "contradicted", against
+        elif backing:
+            status, cited = "supported", backing
+        else:
+            status, cited = "inconclusive", []
+        return [("give_verdict", {
+            "status": status, "confidence": 0.9, "evidence_ids": cited,
+            "rationale": f"{', '.join(cited) or 'no decisive evidence'} decide it"
+                         + (f"; discounted {', '.join(d['evidence_id'] for d in discounted)}"
+                            if discounted else ""),
+            "discounted": discounted})]
 
 
 class OraclePolicy(GoldPolicy):
@@ -215,7 +307,7 @@ class GreedyPolicy(GoldPolicy):
         return TeamPolicy.reporter(self, turn)
 
 
-POLICIES = {"oracle": OraclePolicy, "greedy": GreedyPolicy}
+POLICIES = {"oracle": OraclePolicy, "greedy": GreedyPolicy, "careful": CarefulPolicy}
 """Offline policies by their ``--policy`` name."""
 
 

@@ -39,7 +39,7 @@ _HYPOTHESIS_LINE = re.compile(r"^(H\d+) \| (\w+) \| ([^|]+) \| (.*)$", re.MULTIL
 _REFINES = re.compile(r" \(refines H\d+\)$")
 _UNTOUCHED = re.compile(
     r"^CANDIDATE DIMENSIONS \(\d+\), \d+ of them untouched by any evidence: (.*)$", re.MULTILINE)
-_EVIDENCE_REF = re.compile(r"^\s+(supports|contradicts): (E\d+) ", re.MULTILINE)
+_EVIDENCE_REF = re.compile(r"^\s+(supports|contradicts|weak|neutral): (E\d+) ", re.MULTILINE)
 _RECHECKED = re.compile(r"^EVIDENCE (E\d+) ([\w -]+?)(?: -> re-run (E\d+))? \| stance: (\w+)"
                         r"(?: \| (.*))?$", re.MULTILINE)
 _READING = re.compile(r"^  reading (then|now): (.*)$", re.MULTILINE)
