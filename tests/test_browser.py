@@ -23,8 +23,10 @@ How nodes are found: Cytoscape.js registers every instance on its container elem
 
 Not skipped silently: without /usr/bin/chromium, the playwright package or the built
 extension the tests fail saying what to do, unless ``D2_SKIP_BROWSER=1`` is set.
-Screenshots go to the test's tmp dir, and to ``docs/board.png`` and
-``docs/notebook-cold.png`` (the README's pictures) only with ``D2_UPDATE_SCREENSHOT=1``.
+Screenshots go to the test's tmp dir, and to ``docs/board.png``,
+``docs/notebook-cold.png``, ``docs/notebook-report.png`` (the report button's rendered
+report) and ``docs/widget-folded.png`` (the live widget folding a 50-hypothesis board),
+the README's pictures, only with ``D2_UPDATE_SCREENSHOT=1``.
 """
 
 from __future__ import annotations
@@ -365,12 +367,22 @@ def test_saved_notebook_opened_cold_shows_the_board(tmp_path: Path) -> None:
         page.set_viewport_size({"width": 1500, "height": 2400})  # the whole output
         page.wait_for_timeout(500)
         output.screenshot(path=str(tmp_path / "board.png"))
+        # The report button shows the report rendered (headings, lists, tables), not
+        # its Markdown source.
+        output.locator("button.d2-button", has_text="report").click()
+        report = panel.locator(".d2-details-report .d2-report-html")
+        report.wait_for(timeout=10_000)
+        assert report.locator("h2").count() >= 1 and "##" not in report.inner_text()
+        assert panel.locator("pre.d2-report").count() == 0
+        panel.evaluate("el => el.scrollIntoView({block: 'start'})")
+        page.wait_for_timeout(300)
+        panel.screenshot(path=str(tmp_path / "notebook-report.png"))
         page.set_viewport_size({"width": 1500, "height": 1000})
         page.locator(".d2-board-output").first.scroll_into_view_if_needed()
         page.wait_for_timeout(300)
         page.screenshot(path=str(tmp_path / "notebook-cold.png"))
         if os.environ.get("D2_UPDATE_SCREENSHOT") == "1":
-            for name in ("board.png", "notebook-cold.png"):
+            for name in ("board.png", "notebook-cold.png", "notebook-report.png"):
                 shutil.copy(tmp_path / name, ROOT / "docs" / name)
 
     problems = [e for e in errors if not any(b in e for b in BENIGN_CONSOLE)]
@@ -531,9 +543,6 @@ def test_live_widget_stays_responsive_on_a_300_evidence_board(tmp_path: Path) ->
         assert {f"H{i}" for i in range(1, 51)} <= ids
         assert len([i for i in ids if i.startswith("fold:")]) == 50
         assert_whole_and_readable(graph)
-        if os.environ.get("D2_UPDATE_SCREENSHOT") == "1":
-            page.locator(".jp-OutputArea-output .widget-vbox").first.screenshot(
-                path=str(ROOT / "docs" / "widget-folded.png"))
         # With the kernel free again, a click on a fold unfolds it, and a click on an
         # evidence fills the details pane, chart included (drawn in Python from the
         # evidence's stored rows).
@@ -542,6 +551,9 @@ def test_live_widget_stays_responsive_on_a_300_evidence_board(tmp_path: Path) ->
         page.locator(".jp-OutputArea-output .widget-vbox").first.evaluate(
             "el => el.scrollIntoView({block: 'start'})")
         page.wait_for_timeout(500)
+        page.screenshot(path=str(tmp_path / "widget-folded.png"))
+        if os.environ.get("D2_UPDATE_SCREENSHOT") == "1":
+            shutil.copy(tmp_path / "widget-folded.png", ROOT / "docs" / "widget-folded.png")
         graph = visible_only(page.evaluate(FIND_GRAPHS, LIVE)[0])
         fold = click_node(page, graph, "fold")
         home = fold["id"].removeprefix("fold:")
