@@ -99,3 +99,50 @@ def test_a_scripted_run_shows_calls_and_no_cost() -> None:
     none = Economy(calls=0, prompt_tokens=0, cache_read_tokens=0, output_tokens=0,
                    cost_usd=0.0)
     assert none.phrase() == "0 model calls"
+
+
+def test_a_real_recheck_after_the_data_changed_marks_exactly_the_verdict_resting_on_it(
+        tmp_path) -> None:
+    """A DuckDB file changed between the run and the re-check (the north's sales
+    doubled): H1 (north) shows stale in the widget, the snapshot and the text header;
+    H2 (south) confirmed."""
+    import duckdb
+
+    from d2_notebook.data import open_source
+    from d2_notebook.detective.investigate import SOURCE_KEY
+    from d2_notebook.detective.recheck import recheck_sync
+    from d2_notebook.notebook import show
+    from d2_notebook.notebook.snapshot import board_snapshot
+
+    database = tmp_path / "sales.duckdb"
+    con = duckdb.connect(str(database))
+    con.execute("CREATE TABLE sales AS SELECT CASE WHEN i % 2 = 0 THEN 'north' ELSE 'south' "
+                "END AS region, (i % 7) * 1.5 AS amount FROM range(600) t(i)")
+    con.close()
+    board_path = tmp_path / "sales.d2board"
+    with Board.open(board_path) as board, open_source(database) as source:
+        inv = board.start_investigation("Where do sales come from?",
+                                        {SOURCE_KEY: source.info.to_dict()}).id
+        for region in ("north", "south"):
+            sql = f"SELECT sum(amount) AS total FROM sales WHERE region = '{region}'"
+            result = source.run(sql)
+            item = board.add_evidence(sql, result.frame, description=f"{region} total",
+                                      row_count=result.row_count, investigation_id=inv)
+            hyp = board.add_hypothesis(f"The {region} sells", investigation_id=inv)
+            board.link(item.id, hyp.id, "supports", actor="collector-1")
+            board.add_verdict(hyp.id, "supported", 0.8, "as measured", [item.id],
+                              author="judge")
+        board.set_investigation_state(inv, "finished", report="done [E1]", actor="reporter")
+    con = duckdb.connect(str(database))
+    con.execute("UPDATE sales SET amount = amount * 2 WHERE region = 'north'")
+    con.close()
+    with Board.open(board_path) as board:
+        recheck_sync(database, board)
+    view = show(board_path)
+    snapshot = board_snapshot(view.board)
+    assert snapshot["hypotheses"]["H1"]["check"]["state"] == "stale"
+    assert snapshot["hypotheses"]["H2"]["check"]["state"] == "confirmed"
+    assert "1 stale (H1), 1 confirmed" in header_text(view.board)
+    widget = BoardWidget(view.board)
+    nodes = {n.data["id"]: n for n in widget.graph.graph.nodes}
+    assert "⚠ stale" in nodes["H1"].data["label"] and "✓ confirmed" in nodes["H2"].data["label"]

@@ -231,6 +231,8 @@ def test_recheck_magic_reruns_the_boards_evidence(shell, tmp_path: Path) -> None
     run(shell, "%%investigate con --model team --board rc.d2board\nWhich drug works?")
     result = run(shell, "%investigate con --board rc.d2board --recheck")
     assert result.stale == () and "re-check R1 of I1" in repr(result)
+    view = shell.magics_manager.registry["Investigate"].last_view
+    assert view.widget.seen_seq == view.board.last_seq(), "the graph shows the re-check"
     with pytest.raises(UsageError, match="needs --board"):
         nb_magics = shell.magics_manager.registry["Investigate"]
         nb_magics.last_board = None

@@ -210,9 +210,12 @@ class Investigate(Magics):
             if board is None:
                 board = Board.open(check_board_path(args.board))
                 self.last_board = board
-            return recheck_sync(database, board, force=args.force)
+            result = recheck_sync(database, board, force=args.force)
         except D2Error as exc:
             raise UsageError(str(exc)) from None
+        if self.last_view is not None and self.last_view.board is board:
+            self.last_view.refresh()  # the graph above marks the stale verdicts now
+        return result
 
     # --- %%evidence -------------------------------------------------------------------
 
