@@ -393,7 +393,7 @@ def test_board_file_opens_with_the_board_viewer(tmp_path: Path) -> None:
     _require_browser_and_extension()
     import pandas as pd
 
-    from d2_notebook.board import Board
+    from d2_notebook.board import Board, RecheckOutcome, VerdictCheck
     from d2_notebook.notebook.graph import board_elements
 
     root, scratch = tmp_path / "lab", tmp_path / "scratch"
@@ -406,6 +406,11 @@ def test_board_file_opens_with_the_board_viewer(tmp_path: Path) -> None:
         item = board.add_evidence("SELECT drug, deaths FROM t", frame,
                                   description="deaths by drug")
         board.link(item.id, "H1", "supports", "fewest deaths", actor="collector-1")
+        board.add_verdict("H1", "supported", 0.8, "fewest deaths", [item.id], author="judge")
+        # A re-check found E1 changed: H1's verdict is stale.
+        run = board.start_recheck(inv.id, "duckdb:covid.duckdb", actor="user")
+        board.record_recheck(run.id, item.id, RecheckOutcome.CHANGED, "3 → 7", actor="user")
+        board.finish_recheck(run.id, {"H1": (VerdictCheck.STALE, [item.id])}, actor="user")
         (root / "notes-export.json").write_text(board.to_json())
         want = set(board_elements(board).nodes)
     (root / "not-a-board.json").write_text('{"hello": 1}')
@@ -455,6 +460,14 @@ def test_board_file_opens_with_the_board_viewer(tmp_path: Path) -> None:
         chart = page.locator(".d2-board-document .d2-chart svg")
         chart.wait_for(timeout=10_000)
         assert "Pulmorex" in chart.inner_html() and "deaths" in chart.inner_html()
+        # The stale verdict: marked on its node, counted in the header, said in its pane.
+        assert "1 stale (H1)" in page.locator(".d2-board-document .d2-header").inner_text()
+        h1 = next(n for n in graph["nodes"] if n["id"] == "H1")
+        assert "stale" in h1["classes"]
+        click_node(page, graph, "hypothesis")
+        check = page.locator(".d2-board-document .d2-check-stale")
+        check.wait_for(timeout=10_000)
+        assert check.inner_text().startswith("Re-check: Stale since")
         with urllib.request.urlopen(f"{base}/api/kernels?token={TOKEN}") as response:
             assert json.loads(response.read()) == []
     problems = [e for e in errors if not any(b in e for b in BENIGN_CONSOLE)]
