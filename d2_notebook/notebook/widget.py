@@ -39,7 +39,8 @@ from d2_notebook.notebook.static import header_html, legend_html
 
 VIEW = style.LOOK["view"]
 HINT = ("<p><i>Click a hypothesis or an evidence node to see its details (while the team "
-        "runs they open beside the node: the widget holds them, no kernel needed).</i></p>")
+        "runs they open beside the node: the widget holds them, no kernel needed); click a "
+        "folded \"▸ N evidence\" node to unfold it.</i></p>")
 HOVER_HINT = "<span style='color:#757575'>Point at a node or an edge to read it here.</span>"
 ASSUMED_WIDTH_PX = 800
 """Width of the graph area the board is laid out for (the kernel cannot measure it):
