@@ -23,8 +23,10 @@ How nodes are found: Cytoscape.js registers every instance on its container elem
 
 Not skipped silently: without /usr/bin/chromium, the playwright package or the built
 extension the tests fail saying what to do, unless ``D2_SKIP_BROWSER=1`` is set.
-Screenshots go to the test's tmp dir, and to ``docs/board.png`` and
-``docs/notebook-cold.png`` (the README's pictures) only with ``D2_UPDATE_SCREENSHOT=1``.
+Screenshots go to the test's tmp dir, and to ``docs/board.png``,
+``docs/notebook-cold.png``, ``docs/notebook-report.png`` (the report button's rendered
+report) and ``docs/widget-folded.png`` (the live widget folding a 50-hypothesis board),
+the README's pictures, only with ``D2_UPDATE_SCREENSHOT=1``.
 """
 
 from __future__ import annotations
@@ -261,12 +263,17 @@ def executed_notebook(folder: Path) -> tuple[Path, Path, set[str]]:
 def click_node(page, graph: dict[str, Any], kind: str) -> dict[str, Any]:
     """Click the first ``kind`` node drawn inside the graph's box and the window."""
     node = next(n for n in graph["nodes"]
-                if kind in n["classes"] and "redundant" not in n["classes"]
+                if kind in n["classes"] and "redundant" not in n["classes"] and n["visible"]
                 and 20 < n["x"] < graph["width"] - 20 and 20 < n["y"] < graph["height"] - 20
                 and 0 < graph["top"] + n["y"] < 980)
     page.mouse.move(graph["left"] + node["x"], graph["top"] + node["y"])
     page.mouse.click(graph["left"] + node["x"], graph["top"] + node["y"])
     return node
+
+
+def visible_only(graph: dict[str, Any]) -> dict[str, Any]:
+    """``graph`` (from FIND_GRAPHS) with only the nodes drawn (not ``display: none``)."""
+    return {**graph, "nodes": [n for n in graph["nodes"] if n["visible"]]}
 
 
 def assert_whole_and_readable(graph: dict[str, Any]) -> None:
@@ -360,12 +367,22 @@ def test_saved_notebook_opened_cold_shows_the_board(tmp_path: Path) -> None:
         page.set_viewport_size({"width": 1500, "height": 2400})  # the whole output
         page.wait_for_timeout(500)
         output.screenshot(path=str(tmp_path / "board.png"))
+        # The report button shows the report rendered (headings, lists, tables), not
+        # its Markdown source.
+        output.locator("button.d2-button", has_text="report").click()
+        report = panel.locator(".d2-details-report .d2-report-html")
+        report.wait_for(timeout=10_000)
+        assert report.locator("h2").count() >= 1 and "##" not in report.inner_text()
+        assert panel.locator("pre.d2-report").count() == 0
+        panel.evaluate("el => el.scrollIntoView({block: 'start'})")
+        page.wait_for_timeout(300)
+        panel.screenshot(path=str(tmp_path / "notebook-report.png"))
         page.set_viewport_size({"width": 1500, "height": 1000})
         page.locator(".d2-board-output").first.scroll_into_view_if_needed()
         page.wait_for_timeout(300)
         page.screenshot(path=str(tmp_path / "notebook-cold.png"))
         if os.environ.get("D2_UPDATE_SCREENSHOT") == "1":
-            for name in ("board.png", "notebook-cold.png"):
+            for name in ("board.png", "notebook-cold.png", "notebook-report.png"):
                 shutil.copy(tmp_path / name, ROOT / "docs" / name)
 
     problems = [e for e in errors if not any(b in e for b in BENIGN_CONSOLE)]
@@ -376,7 +393,7 @@ def test_board_file_opens_with_the_board_viewer(tmp_path: Path) -> None:
     _require_browser_and_extension()
     import pandas as pd
 
-    from d2_notebook.board import Board
+    from d2_notebook.board import Board, RecheckOutcome, VerdictCheck
     from d2_notebook.notebook.graph import board_elements
 
     root, scratch = tmp_path / "lab", tmp_path / "scratch"
@@ -389,6 +406,11 @@ def test_board_file_opens_with_the_board_viewer(tmp_path: Path) -> None:
         item = board.add_evidence("SELECT drug, deaths FROM t", frame,
                                   description="deaths by drug")
         board.link(item.id, "H1", "supports", "fewest deaths", actor="collector-1")
+        board.add_verdict("H1", "supported", 0.8, "fewest deaths", [item.id], author="judge")
+        # A re-check found E1 changed: H1's verdict is stale.
+        run = board.start_recheck(inv.id, "duckdb:covid.duckdb", actor="user")
+        board.record_recheck(run.id, item.id, RecheckOutcome.CHANGED, "3 → 7", actor="user")
+        board.finish_recheck(run.id, {"H1": (VerdictCheck.STALE, [item.id])}, actor="user")
         (root / "notes-export.json").write_text(board.to_json())
         want = set(board_elements(board).nodes)
     (root / "not-a-board.json").write_text('{"hello": 1}')
@@ -438,6 +460,14 @@ def test_board_file_opens_with_the_board_viewer(tmp_path: Path) -> None:
         chart = page.locator(".d2-board-document .d2-chart svg")
         chart.wait_for(timeout=10_000)
         assert "Pulmorex" in chart.inner_html() and "deaths" in chart.inner_html()
+        # The stale verdict: marked on its node, counted in the header, said in its pane.
+        assert "1 stale (H1)" in page.locator(".d2-board-document .d2-header").inner_text()
+        h1 = next(n for n in graph["nodes"] if n["id"] == "H1")
+        assert "stale" in h1["classes"]
+        click_node(page, graph, "hypothesis")
+        check = page.locator(".d2-board-document .d2-check-stale")
+        check.wait_for(timeout=10_000)
+        assert check.inner_text().startswith("Re-check: Stale since")
         with urllib.request.urlopen(f"{base}/api/kernels?token={TOKEN}") as response:
             assert json.loads(response.read()) == []
     problems = [e for e in errors if not any(b in e for b in BENIGN_CONSOLE)]
@@ -505,24 +535,49 @@ def test_live_widget_stays_responsive_on_a_300_evidence_board(tmp_path: Path) ->
             el._cyreg.cy.on('render', () => {{ window.d2LastRender = Date.now() / 1000; }}))""")
         printed = page.locator(".jp-OutputArea-output", has_text="LAST_UPDATE")
         printed.wait_for(timeout=RUN_TIMEOUT_MS)
+        # 50 hypotheses, each with its evidence folded into one "▸ N evidence" node.
+        # The evidence stays in the graph, hidden under its fold (display: none).
+        shown = "g => g.nodes.filter(n => n.visible).length"
         page.wait_for_function(
-            f"() => ({FIND_GRAPHS})('{LIVE}').some(g => g.nodes.length === 350)",
+            f"() => ({FIND_GRAPHS})('{LIVE}').some(g => ({shown})(g) === 100)",
             timeout=60_000)
         page.wait_for_timeout(2000)  # let every pending frame render
         last_render = page.evaluate("() => window.d2LastRender")
         last_update = float(printed.inner_text().split()[1])
-        graph = next(g for g in page.evaluate(FIND_GRAPHS, LIVE) if len(g["nodes"]) == 350)
+        graph = visible_only(next(g for g in page.evaluate(FIND_GRAPHS, LIVE)
+                                  if len(g["nodes"]) == 350 + 50))
         statuses = page.evaluate(
             "() => Array.from(document.querySelectorAll('.jp-OutputArea-output .widget-vbox *'))"
             ".filter(el => el._cyreg).map(el => el._cyreg.cy.$id('H10').data('status'))")
         print(f"live widget, 50 hypotheses + 300 evidence: last frame rendered "
               f"{last_render - last_update:.2f} s after the kernel's last update")
         assert "investigating" in statuses  # the last batch's change arrived
-        assert graph["zoom"] * 12 >= MIN_LABEL_PX
-        # With the kernel free again, a click fills the details pane, chart included
-        # (drawn in Python from the evidence's stored rows).
+        ids = {n["id"] for n in graph["nodes"]}
+        assert {f"H{i}" for i in range(1, 51)} <= ids
+        assert len([i for i in ids if i.startswith("fold:")]) == 50
+        assert_whole_and_readable(graph)
+        # With the kernel free again, a click on a fold unfolds it, and a click on an
+        # evidence fills the details pane, chart included (drawn in Python from the
+        # evidence's stored rows).
         page.locator(".jp-Notebook-ExecutionIndicator[data-status='idle']").wait_for(
             timeout=60_000)
+        page.locator(".jp-OutputArea-output .widget-vbox").first.evaluate(
+            "el => el.scrollIntoView({block: 'start'})")
+        page.wait_for_timeout(500)
+        page.screenshot(path=str(tmp_path / "widget-folded.png"))
+        if os.environ.get("D2_UPDATE_SCREENSHOT") == "1":
+            shutil.copy(tmp_path / "widget-folded.png", ROOT / "docs" / "widget-folded.png")
+        graph = visible_only(page.evaluate(FIND_GRAPHS, LIVE)[0])
+        fold = click_node(page, graph, "fold")
+        home = fold["id"].removeprefix("fold:")
+        page.wait_for_function(
+            f"() => ({FIND_GRAPHS})('{LIVE}').some(g => g.nodes.some(n => n.visible && "
+            "n.id.startsWith('E')))", timeout=30_000)
+        page.wait_for_timeout(1000)
+        graph = visible_only(page.evaluate(FIND_GRAPHS, LIVE)[0])
+        unfolded = [n["id"] for n in graph["nodes"] if n["id"].startswith("E")]
+        assert len(unfolded) == 6 and f"fold:{home}" not in {n["id"] for n in graph["nodes"]}
+        assert_whole_and_readable(graph)
         click_node(page, graph, "evidence")
         chart = page.locator(".jp-OutputArea-output .d2-chart svg").first
         chart.wait_for(timeout=30_000)

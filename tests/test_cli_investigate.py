@@ -6,6 +6,7 @@ The team is driven by the demo's scripted policy, registered as a provider so th
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import re
 import signal
@@ -23,6 +24,7 @@ from d2_notebook.datasets import hospital
 from d2_notebook.detective.policies.hospital import HospitalWalkthrough
 from d2_notebook.errors import ModelAPIError
 from d2_notebook.llm import register_provider
+from d2_notebook.llm.messages import TokenUsage
 
 QUESTION = hospital.QUESTION
 
@@ -42,11 +44,27 @@ class _FailsAfter:
         return await self.inner.request(request)
 
 
+class _Priced:
+    """The scripted team's answers, as if a priced model sent them: each call reads
+    3,000 prompt tokens from the cache and sends 1,000 more."""
+
+    def __init__(self, model_id: str) -> None:
+        self.inner = HospitalWalkthrough().model()
+        self.name = model_id
+
+    async def request(self, request):
+        response = await self.inner.request(request)
+        return dataclasses.replace(
+            response, model=self.name,
+            usage=TokenUsage(input_tokens=1_000, output_tokens=100, cache_read_tokens=3_000))
+
+
 @pytest.fixture(autouse=True)
 def _test_providers() -> None:
     register_test_policy()
     register_provider("failing", lambda model_id, **kw: _FailsAfter(int(model_id)),
                       replace=True)
+    register_provider("priced", lambda model_id, **kw: _Priced(model_id), replace=True)
 
 
 @pytest.fixture
@@ -137,7 +155,9 @@ def test_investigate_with_a_model_shows_progress_report_and_summary(database, tm
     # what is not examined is only the candidate dimensions the orchestrator dismissed.
     assert "## Answer" in out and "Left without a verdict" not in out
     assert re.search(r"^\| .+ \| patients \| [^|]*\bsex\b[^|]* \|$", out, re.M), out
-    assert "investigation I1 finished: 33 model calls" in out
+    # The walkthrough is an offline script: no cost, and the line says so.
+    assert re.search(r"^investigation I1 finished: 33 model calls · scripted — no language "
+                     r"model · [\d.]+k tokens; board: ", out, re.M), out
     assert "by role: hypothesizer 4 calls" in out and "collector 16 calls" in out
     assert out.rstrip().endswith(f"see the board: d2 board show {board}")
     with Board.open(board) as opened:
@@ -282,3 +302,16 @@ def test_a_question_is_needed_unless_resuming_or_replaying(database, tmp_path):
     assert result.exit_code == 2
     assert "pass the QUESTION to investigate" in result.output
     assert _invoke("investigate", tmp_path / "missing.duckdb", QUESTION).exit_code == 2
+
+
+def test_final_line_shows_cost_cache_read_share_and_calls(database, tmp_path):
+    board = tmp_path / "priced.d2board"
+    result = _invoke("investigate", database, QUESTION, "--model", "priced:claude-sonnet-4-6",
+                     "--board", board, "--collectors", "2", "--max-depth", "1")
+    assert result.exit_code == 0, result.output
+    line = next(x for x in result.output.splitlines() if x.startswith("investigation I1 "))
+    # Every call: 1,000 uncached + 3,000 cache-read prompt tokens, so 75% from the cache.
+    assert re.fullmatch(r"investigation I1 finished: 33 model calls · \$\d+\.\d\d · 75% of "
+                        r"input tokens from cache · 135\.3k tokens; board: .*priced\.d2board",
+                        line), line
+    assert "scripted" not in line

@@ -173,10 +173,11 @@ def test_evidence_without_an_investigation_needs_a_board(shell) -> None:
 
 
 def test_background_returns_a_handle_and_wait_gives_the_result(shell, tmp_path: Path) -> None:
-    handle = run(shell, "%%investigate con --board bg.d2board --model team --out res2 "
-                        "--background\nWhich treatment?")
-    assert isinstance(handle, InvestigationRun)
-    assert shell.user_ns["res2"] is handle, "--out binds the handle at once"
+    shown = run(shell, "%%investigate con --board bg.d2board --model team --out res2 "
+                       "--background\nWhich treatment?")
+    assert shown is None, "the cell shows a placeholder the report replaces, no stale result"
+    handle = shell.user_ns["res2"]
+    assert isinstance(handle, InvestigationRun), "--out binds the handle at once"
     result = handle.wait()
     assert handle.done and handle.result is result and handle.error is None
     assert result.state == "finished"
@@ -243,7 +244,24 @@ def test_recheck_magic_reruns_the_boards_evidence(shell, tmp_path: Path) -> None
     run(shell, "%%investigate con --model team --board rc.d2board\nWhich drug works?")
     result = run(shell, "%investigate con --board rc.d2board --recheck")
     assert result.stale == () and "re-check R1 of I1" in repr(result)
+    view = shell.magics_manager.registry["Investigate"].last_view
+    assert view.widget.seen_seq == view.board.last_seq(), "the graph shows the re-check"
     with pytest.raises(UsageError, match="needs --board"):
         nb_magics = shell.magics_manager.registry["Investigate"]
         nb_magics.last_board = None
         run(shell, "%investigate con --recheck")
+
+
+def test_background_placeholder_names_a_cancellation_and_the_way_to_resume() -> None:
+    import asyncio
+
+    from d2_notebook.notebook.views import BackgroundRunView
+
+    status = BackgroundRunView("b.d2board")
+    assert status.running and "pass --out NAME" in repr(status)
+    status.failed(asyncio.CancelledError())
+    assert not status.running
+    bundle = status._repr_mimebundle_()
+    assert bundle["text/plain"] == ("investigation cancelled: the board is left resumable "
+                                    "(--resume --board b.d2board)")
+    assert "--resume --board b.d2board" in bundle["text/html"]

@@ -16,10 +16,9 @@ from comm.base_comm import BaseComm
 from d2_notebook.board import Board
 from d2_notebook.notebook import BoardView, InvestigationView, human, show, style
 from d2_notebook.notebook.details import frame_html
-from d2_notebook.notebook.graph import GraphModel
 from d2_notebook.notebook.style import MIME_TYPE
 from d2_notebook.notebook.views import WIDGET_MIME
-from d2_notebook.notebook.widget import BoardWidget, initial_view
+from d2_notebook.notebook.widget import ASSUMED_WIDTH_PX, BoardWidget
 
 FRAME = pd.DataFrame({"drug": ["Pulmorex", "Hydrazol"], "death_rate": [0.08, 0.17]})
 
@@ -38,6 +37,12 @@ def filled(board: Board) -> Board:
 def graph_ids(widget: BoardWidget) -> tuple[list[str], list[str]]:
     graph = widget.graph.graph
     return [n.data["id"] for n in graph.nodes], [e.data["id"] for e in graph.edges]
+
+
+def shown_ids(widget: BoardWidget) -> set[str]:
+    """The nodes drawn: not hidden under a fold, not a fold whose evidence is shown."""
+    return {n.data["id"] for n in widget.graph.graph.nodes
+            if not {"folded", "unfolded"} & set(n.classes.split())}
 
 
 def test_widget_shows_the_board_and_applies_diffs_in_place(filled: Board) -> None:
@@ -182,14 +187,14 @@ def test_applying_three_hundred_nodes_to_the_widget(board: Board) -> None:
             item = board.add_evidence(f"SELECT {j}", FRAME, description=f"evidence {j}")
             board.link(item.id, hyp.id, "supports", "", actor="collector")
     started = time.perf_counter()
-    widget = BoardWidget(board)
+    widget = BoardWidget(board, fold=False)
     first = time.perf_counter() - started
     board.set_status("H5", "investigating", actor="orchestrator")
     board.add_hypothesis("one more", investigation_id=inv.id)
     started = time.perf_counter()
     changes = widget.refresh()
     again = time.perf_counter() - started
-    assert len(widget.graph.graph.nodes) == 301 and len(changes.added_nodes) == 1
+    assert len(shown_ids(widget)) == 301 and len(changes.added_nodes) == 1
     print(f"300 nodes: first apply {first * 1000:.0f} ms, incremental refresh "
           f"{again * 1000:.1f} ms")
 
@@ -227,25 +232,26 @@ def big_board(board: Board, hypotheses: int = 50, evidence: int = 300) -> None:
                    "", actor="collector")
 
 
-def test_an_update_costs_a_few_messages_whatever_the_board_size(board: Board,
-                                                                counted: Counter[str]) -> None:
+def test_an_update_of_a_big_folded_board_costs_a_few_messages(board: Board,
+                                                               counted: Counter[str]) -> None:
+    """One collector step on a 350-node board: the new evidence joins its hypothesis's
+    fold (hidden under it), the fold and the hypothesis change in place; nothing moves."""
     big_board(board)
     widget = BoardWidget(board)
-    assert len(widget.graph.graph.nodes) == 350
+    assert len(shown_ids(widget)) == 100  # 50 hypotheses, 50 folds
     counted.clear()
-    # One collector step: a new evidence linked to H7, and the judge's verdict on H7.
     item = board.add_evidence("SELECT 1", FRAME, description="one more")
     board.link(item.id, "H7", "supports", "holds", actor="collector")
     board.set_status("H7", "supported", actor="judge", confidence=0.7)
     changes = widget.refresh()
-    assert [n.id for n in changes.added_nodes] == ["E301"]
+    assert [n.id for n in changes.added_nodes] == ["E301"] and changes.removed_nodes == []
+    assert "folded" in changes.added_nodes[0].classes
+    assert sorted(n.id for n in changes.updated_nodes) == ["H7", "fold:H7"]
+    fold = {n.data["id"]: n for n in widget.graph.graph.nodes}["fold:H7"]
+    assert fold.data["label"].startswith("▸ 7 evidence")
     messages = sum(counted.values())
-    print(f"messages for one update on a 350-node board: {messages} {dict(counted)}")
-    # Two new element widgets (node, edge), one batched update of the graph's lists,
-    # one message for H7 changed in place, one for the header; nothing else moves.
-    assert [n.id for n in changes.updated_nodes] == ["H7"]
-    assert counted["comm_open"] == 2
-    assert counted["comm_msg:update"] <= 4
+    print(f"messages for one update on a folded 350-node board: {messages} {dict(counted)}")
+    assert counted["comm_open"] == 2 and counted["comm_msg:update"] <= 5
     counted.clear()
     assert widget.refresh().empty and sum(counted.values()) <= 1  # the header at most
 
@@ -269,14 +275,49 @@ def test_hover_text_goes_under_the_graph_not_over_it(filled: Board) -> None:
     assert "supports" in widget.legend.value and "supported" in widget.legend.value
 
 
-def test_first_view_is_readable_or_fits(board: Board) -> None:
+def test_a_tall_board_folds_its_evidence_and_fits_the_width_readably(board: Board) -> None:
     big_board(board)
     widget = BoardWidget(board)
     view = widget.graph.cytoscape_layout
+    arranged = widget.arrangement
     assert view["name"] == "preset" and view["fit"] is False
-    assert view["zoom"] == pytest.approx(style.readable_zoom())
-    assert view["zoom"] * style.LOOK["view"]["smallest_font_px"] >= 11
-    assert initial_view(GraphModel())["fit"] is True
+    assert view["zoom"] == arranged.zoom and view["pan"] == {"x": 24, "y": 24}
+    assert arranged is not None and len(arranged.folded) == 50
+    # fit never zooms past the arranged zoom, which keeps 12 px labels >= 11 px ...
+    assert widget.graph.max_zoom == arranged.zoom
+    assert arranged.zoom * style.LOOK["view"]["smallest_font_px"] >= 11
+    # ... and at that zoom every node is inside the assumed width and the area's height.
+    padding = style.LOOK["view"]["padding"]
+    right = max(n.position[0] + n.data["width"] / 2 for n in widget.model.nodes.values())
+    bottom = max(n.position[1] + n.data["height"] / 2 for n in widget.model.nodes.values())
+    assert right * arranged.zoom + 2 * padding <= ASSUMED_WIDTH_PX
+    assert bottom * arranged.zoom + 2 * padding <= arranged.height_px + 1
+    assert widget.graph.layout.height == f"{arranged.height_px}px"
+    fold = {n.data["id"]: n for n in widget.graph.graph.nodes}["fold:H3"]
+    assert fold.data["label"] == "▸ 6 evidence\n4 supports · 2 contradicts"
+    assert "E3 · " in fold.data["details"]  # a click while the kernel is busy lists them
+
+
+def test_a_click_on_a_fold_unfolds_it_and_the_switch_unfolds_all(board: Board) -> None:
+    big_board(board)
+    widget = BoardWidget(board)
+    before = graph_ids(widget)[0]
+    widget.on_node_click({"data": {"id": "fold:H3"}})
+    ids = shown_ids(widget)
+    assert "fold:H3" not in ids and {"E3", "E53", "E103"} <= ids and "fold:H4" in ids
+    assert "E4" not in ids
+    # Nothing left the node list (the browser would re-create every node after it).
+    assert graph_ids(widget)[0][:len(before)] == before
+    widget.fold.value = False
+    ids = shown_ids(widget)
+    assert not any(i.startswith("fold:") for i in ids) and len(ids) == 350
+    right = max(n.position[0] + n.data["width"] / 2 for n in widget.model.nodes.values())
+    assert right * widget.arrangement.zoom + 48 <= ASSUMED_WIDTH_PX  # rows grow downwards
+
+
+def test_a_small_board_is_not_folded(filled: Board) -> None:
+    widget = BoardWidget(filled)
+    assert widget.arrangement.folded == () and "E1" in shown_ids(widget)
 
 
 def test_each_node_holds_its_panel_so_a_click_needs_no_kernel(filled: Board) -> None:
@@ -332,17 +373,15 @@ def test_exploration_edges_are_hidden_until_asked_for(board: Board) -> None:
 
 
 def test_the_graph_area_grows_with_the_board_to_show_every_row(board: Board) -> None:
-    from d2_notebook.notebook.widget import view_height_px
-
     inv = board.start_investigation("q", {}, actor="user")
     for i in range(12):
         board.add_hypothesis(f"hypothesis {i}", investigation_id=inv.id)
     widget = BoardWidget(board)
-    grown = view_height_px(widget.model)
+    grown = widget.arrangement.height_px
     assert widget.graph.layout.height == f"{grown}px"
-    # 12 rows of 74 px, 30 apart, at the readable zoom, plus the padding.
-    assert grown == math.ceil((12 * 74 + 11 * 30) * style.readable_zoom() + 48)
-    assert widget.graph.cytoscape_layout["fit"] is True  # all of it, readable
+    # 12 rows of 74 px, 30 apart, at zoom 1 (the graph is narrow), plus the padding.
+    assert widget.arrangement.zoom == 1.0
+    assert grown == math.ceil(12 * 74 + 11 * 30 + 48)
+    assert widget.graph.cytoscape_layout["zoom"] == 1.0  # all of it, readable
     fixed = BoardWidget(board, height="500px")
     assert fixed.graph.layout.height == "500px"
-    assert view_height_px(GraphModel()) == style.LOOK["view"]["height_px"]

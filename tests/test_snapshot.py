@@ -10,12 +10,14 @@ from __future__ import annotations
 
 import json
 import os
+import re
 from pathlib import Path
 
 import pandas as pd
 import pytest
 
 from d2_notebook.board import Board
+from d2_notebook.board.records import RecheckOutcome, VerdictCheck
 from d2_notebook.notebook.snapshot import SnapshotCaps, board_snapshot, frame_rows
 
 FIXTURE = Path(__file__).resolve().parent.parent / "extension" / "test" / "fixture.json"
@@ -24,7 +26,8 @@ FRAME = pd.DataFrame({"drug": ["Pulmorex", "Hydrazol", "Solvanir"], "deaths": [3
 
 def fixture_board(board: Board) -> Board:
     """H1 supported (E1 supports, E2 contradicts and is redundant), H2 abandoned and
-    suggested by the exploration E4, H3 refines H1 and E3 supports it."""
+    suggested by the exploration E4, H3 refines H1 and E3 supports it; a re-check found
+    E1 changed, so H1's verdict is stale."""
     inv = board.start_investigation("Which drug works?", {}, actor="user")
     board.add_hypothesis("Pulmorex lowers deaths", investigation_id=inv.id,
                          rationale="lowest death rate")
@@ -43,12 +46,18 @@ def fixture_board(board: Board) -> Board:
     board.add_hypothesis("Pulmorex lowers deaths in severe cases", parent_id="H1",
                          investigation_id=inv.id)
     board.link(e3.id, "H3", "supports", "holds", actor="collector-2")
+    run = board.start_recheck(inv.id, "duckdb:covid.duckdb", actor="user")
+    board.record_recheck(run.id, e1.id, RecheckOutcome.CHANGED, "deaths 3 → 4", actor="user")
+    board.finish_recheck(run.id, {"H1": (VerdictCheck.STALE, [e1.id])}, actor="user")
     return board
 
 
 def stable(snapshot: dict) -> dict:
-    """The snapshot without the summary line (it carries the elapsed time)."""
-    return {k: v for k, v in snapshot.items() if k != "summary"}
+    """The snapshot without the summary line (it carries the elapsed time), days (a
+    re-check's date) written as ``YYYY-MM-DD``."""
+    text = json.dumps({k: v for k, v in snapshot.items() if k != "summary"},
+                      ensure_ascii=False)
+    return json.loads(re.sub(r"\b\d{4}-\d{2}-\d{2}\b", "YYYY-MM-DD", text))
 
 
 def test_snapshot_carries_graph_records_and_rows(board: Board) -> None:
@@ -150,3 +159,15 @@ def test_the_snapshot_carries_formatted_sql(board: Board) -> None:
                        pd.DataFrame({"a": [1]}), description="counts")
     assert board_snapshot(board)["evidence"]["E1"]["sql_pretty"] == (
         "SELECT\n  a,\n  COUNT(*)\nFROM t\nWHERE\n  b = 'x'\nGROUP BY\n  a")
+
+
+def test_snapshot_carries_the_stale_mark_of_a_rechecked_verdict(board: Board) -> None:
+    snapshot = board_snapshot(fixture_board(board))
+    check = snapshot["hypotheses"]["H1"]["check"]
+    assert (check["state"], check["run_id"], check["evidence_ids"]) == ("stale", "R1", ["E1"])
+    assert check["text"].startswith(f"Stale since {check['on']} (R1)")
+    assert snapshot["hypotheses"]["H3"]["check"] is None
+    h1 = next(n for n in snapshot["graph"]["nodes"] if n["id"] == "H1")
+    assert "stale" in h1["classes"].split() and "⚠ stale" in h1["label"]
+    assert h1["data"]["border"] == "#e65100" and h1["data"]["check"] == "stale"
+    assert f"re-checked {check['on']}: 1 stale (H1), 0 confirmed" in snapshot["summary"]

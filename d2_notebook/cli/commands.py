@@ -265,11 +265,13 @@ def _events_of_unfinished(board: Board) -> list[Event]:
 
 
 def _print_summary(result: InvestigationResult, board_path: Path) -> None:
+    from d2_notebook.notebook.economy import usage_economy
+    from d2_notebook.notebook.static import board_is_scripted
+
     usage = result.usage
-    unpriced = f" ({usage.unpriced_calls} unpriced)" if usage.unpriced_calls else ""
-    click.echo(f"investigation {result.investigation_id} {result.state}: {usage.calls} model "
-               f"calls, {format_tokens(usage.total_tokens)} tokens, "
-               f"{format_cost(usage.cost_usd)}{unpriced}; board: {board_path}")
+    economy = usage_economy(usage, scripted=board_is_scripted(result.board))
+    click.echo(f"investigation {result.investigation_id} {result.state}: {economy.phrase()} · "
+               f"{format_tokens(usage.total_tokens)} tokens; board: {board_path}")
     if usage.by_role:
         click.echo("by role: " + ", ".join(
             f"{role} {t.calls} call{'s' if t.calls != 1 else ''} "

@@ -14,7 +14,9 @@ import pandas as pd
 
 from d2_notebook.board import Board
 from d2_notebook.board.follow_ups import reuse_text
+from d2_notebook.board.records import VerdictCheck
 from d2_notebook.board.render import discount_line
+from d2_notebook.notebook.checks import check_sentence
 
 MAX_FRAME_ROWS = 500
 """Rows of an evidence result rendered in the panel (pandas elides the middle beyond)."""
@@ -56,6 +58,13 @@ def hypothesis_html(board: Board, hypothesis_id: str) -> str:
                                           for d in verdict.discounted) + "</ul>")
     elif hyp.status_reason:
         parts.append(f"<p><b>Reason:</b> {escape(hyp.status_reason)}</p>")
+    checks = (board.latest_verdict_checks(hyp.investigation_id)
+              if hyp.investigation_id else {})
+    check = checks.get(hyp.id)
+    if check is not None:
+        stale = check.check is VerdictCheck.STALE
+        parts.append(f"<p class='d2-check' style='color:{'#e65100' if stale else '#2e7d32'}'>"
+                     f"<b>Re-check:</b> {escape(check_sentence(check))}</p>")
     links = board.list_links(hypothesis_id=hyp.id)
     if links:
         parts.append("<p><b>Evidence:</b></p><ul>")

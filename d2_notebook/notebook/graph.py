@@ -14,7 +14,9 @@ from typing import Any
 
 from d2_notebook.board import Board, Evidence, EvidenceReuse, Hypothesis, Link
 from d2_notebook.board.follow_ups import reuse_text
+from d2_notebook.board.records import RecheckedVerdict, VerdictCheck
 from d2_notebook.notebook import style
+from d2_notebook.notebook.checks import check_mark, verdict_checks
 from d2_notebook.notebook.evidence_labels import (
     distinguishing_filters,
     format_number,
@@ -112,7 +114,8 @@ def board_elements(board: Board, include_redundant: bool = True,
                  if link.evidence_id in kept and link.hypothesis_id in kept]
     model = elements_from_records(hypotheses, evidence, links, include_redundant,
                                   key_numbers=stored_key_numbers(board, evidence),
-                                  reuses=board.list_reuses())
+                                  reuses=board.list_reuses(),
+                                  checks=verdict_checks(board))
     if show_exploration:
         return model
     edges = {k: e for k, e in model.edges.items() if e.kind != "motivates"}
@@ -145,10 +148,13 @@ def elements_from_records(
     include_redundant: bool = True,
     key_numbers: Mapping[str, float] | None = None,
     reuses: Sequence[EvidenceReuse] = (),
+    checks: Mapping[str, RecheckedVerdict] | None = None,
 ) -> GraphModel:
     """:func:`board_elements` on records already read from a board; ``key_numbers``
-    (evidence id → number, :func:`stored_key_numbers`) go into the evidence labels, and
-    evidence a follow-up reused (``reuses``) is marked."""
+    (evidence id → number, :func:`stored_key_numbers`) go into the evidence labels,
+    evidence a follow-up reused (``reuses``) is marked, and ``checks`` (hypothesis id →
+    its verdict's latest re-check, :func:`~d2_notebook.notebook.checks.verdict_checks`)
+    mark stale and confirmed verdicts."""
     placed = positions(hypotheses, evidence, links)
     homes = evidence_homes(hypotheses, links)
     siblings = sibling_groups(homes, {item.id: item.description for item in evidence})
@@ -159,7 +165,7 @@ def elements_from_records(
         first_stance.setdefault(link.evidence_id, link.stance.value)
     model = GraphModel()
     for hyp in hypotheses:
-        model.nodes[hyp.id] = hypothesis_node(hyp, placed[hyp.id])
+        model.nodes[hyp.id] = hypothesis_node(hyp, placed[hyp.id], (checks or {}).get(hyp.id))
     for item in evidence:
         if item.redundant and not include_redundant:
             continue
@@ -192,17 +198,28 @@ def elements_from_records(
     return model
 
 
-def hypothesis_node(hyp: Hypothesis, position: Position) -> GraphNode:
-    """The node of one hypothesis: id, status and confidence over the statement."""
+def hypothesis_node(hyp: Hypothesis, position: Position,
+                    check: RecheckedVerdict | None = None) -> GraphNode:
+    """The node of one hypothesis: id, status and confidence over the statement, and
+    what the latest re-check says of its verdict (``check``): a stale verdict gets the
+    ``stale`` class, an orange border and "⚠ stale"; a confirmed one its date."""
     status = hyp.status.value
     classes = f"hypothesis {status}" + (" human" if hyp.author_role == "human" else "")
     confidence = "" if hyp.confidence is None else f" {hyp.confidence:.0%}"
     colors = style.hypothesis_colors(status)
+    mark = "" if check is None else f" · {check_mark(check)}"
+    stale = check is not None and check.check is VerdictCheck.STALE
     data = {"kind": "hypothesis", "status": status, "color": colors.fill,
-            "border": colors.border, "width": style.HYPOTHESIS_WIDTH,
-            "height": style.HYPOTHESIS_HEIGHT,
-            "hover": f"{hyp.id} [{status}{confidence}] {hyp.statement}"}
-    label = f"{hyp.id} · {status}{confidence}\n{_cut(hyp.statement, HYPOTHESIS_CHARS)}"
+            "border": style.CHECK_BORDERS["stale"] if stale else colors.border,
+            "width": style.HYPOTHESIS_WIDTH, "height": style.HYPOTHESIS_HEIGHT,
+            "check": None if check is None else check.check.value,
+            "hover": f"{hyp.id} [{status}{confidence}{mark}"
+                     f"{'' if check is None else ' on ' + check.created_at[:10]}] "
+                     f"{hyp.statement}"}
+    if stale:
+        classes += " stale"
+    label = (f"{hyp.id} · {status}{confidence}{mark}\n"
+             f"{_cut(hyp.statement, HYPOTHESIS_CHARS)}")
     return GraphNode(hyp.id, "hypothesis", label, classes, position, data)
 
 

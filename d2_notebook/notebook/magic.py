@@ -39,7 +39,7 @@ from d2_notebook.notebook.arguments import (
 )
 from d2_notebook.notebook.paths import check_board_path, new_board_path, next_free_board_path
 from d2_notebook.notebook.running import InvestigationRun, start_run, with_follower
-from d2_notebook.notebook.views import BoardView, InvestigationView
+from d2_notebook.notebook.views import BackgroundRunView, BoardView, InvestigationView
 
 
 @magics_class
@@ -151,14 +151,17 @@ class Investigate(Magics):
         follow = view.widget.follow if self.widget else None
         # --out binds the result; in the background it binds the run handle at once
         # (its .wait() and .result give the result), so the next cell can use it.
+        placeholder = None
+        if args.background:
+            status = BackgroundRunView(str(board.path), args.out)
+            placeholder = (status, display(status, display_id=True))
         work = self._finish(with_follower(coro, follow), view, handle,
-                            None if args.background else args.out,
-                            report_errors=args.background)
+                            None if args.background else args.out, placeholder)
         run = self.last_run = start_run(work, background=args.background)
         if args.background:
             if args.out is not None:
                 self.shell.user_ns[args.out] = run
-            return run
+            return None  # the placeholder above shows the run, then its report
         try:
             result = run.wait()
         except KeyboardInterrupt:
@@ -169,15 +172,20 @@ class Investigate(Magics):
             raise UsageError(str(exc)) from None
         return InvestigationView(result, show_graph=False)
 
-    async def _finish(self, work: Any, view: BoardView, handle: Any, out: str | None, *,
-                      report_errors: bool) -> Any:
-        """Run ``work``; then bind the result, redraw the static fallback, and in the
-        background report a failure in one line (a foreground run raises it instead)."""
+    async def _finish(self, work: Any, view: BoardView, handle: Any, out: str | None,
+                      placeholder: tuple[BackgroundRunView, Any] | None = None) -> Any:
+        """Run ``work``; then bind the result and redraw the static fallback. A
+        background run (``placeholder``: its view and display handle) replaces its
+        placeholder with the report, or with one line naming its error; a foreground run
+        raises the error instead."""
         try:
             result = await work
-        except D2Error as exc:
-            if report_errors:
-                print(f"investigation stopped: {exc}", file=sys.stderr)
+        except BaseException as exc:
+            if placeholder is not None:
+                status, status_handle = placeholder
+                status.failed(exc)
+                if status_handle is not None:
+                    status_handle.update(status)
             raise
         finally:
             view.refresh()
@@ -188,6 +196,11 @@ class Investigate(Magics):
                 handle.update(view)
         if out:
             self.shell.user_ns[out] = result
+        if placeholder is not None:
+            status, status_handle = placeholder
+            status.finished(result)
+            if status_handle is not None:
+                status_handle.update(status)
         return result
 
     def _open_board(self, path: str | None, question: str, keep: bool) -> Board:
@@ -262,6 +275,8 @@ class Investigate(Magics):
                                background=False).wait()
         except D2Error as exc:
             raise UsageError(str(exc)) from None
+        if self.last_view is not None and self.last_view.board is board:
+            self.last_view.refresh()  # the graph above marks the stale verdicts now
         return result
 
     # --- %%evidence -------------------------------------------------------------------

@@ -19,6 +19,8 @@ Layout of the document (``version`` 1)::
                            "round", "parent_id", "status_reason", "verdict": {"status",
                            "confidence", "rationale", "evidence_ids", "author",
                            "discounted": [{"evidence_id", "reason", "explanation"}]} | null,
+                           "check": {"state": "stale" | "confirmed", "on", "run_id",
+                                     "evidence_ids", "text"} | null,
                            "links": [{"evidence_id", "stance", "rationale"}]}},
      "evidence": {"E1": {"description", "sql", "sql_pretty", "row_count", "stored_rows",
                          "truncated",
@@ -49,8 +51,10 @@ import pandas as pd
 
 from d2_notebook.board import Board, Evidence, Hypothesis, Link
 from d2_notebook.board.follow_ups import reuse_text
+from d2_notebook.board.records import RecheckedVerdict
 from d2_notebook.charts import chart_for_evidence
 from d2_notebook.notebook import style
+from d2_notebook.notebook.checks import check_sentence, verdict_checks
 from d2_notebook.notebook.details import pretty_sql
 from d2_notebook.notebook.graph import GraphModel, elements_from_records, stored_key_numbers
 from d2_notebook.notebook.static import summarize, summary_line
@@ -88,6 +92,7 @@ def board_snapshot(board: Board, caps: SnapshotCaps | None = None) -> dict[str, 
     investigations = board.list_investigations()
     report = investigations[-1].report if investigations else None
     budget = [caps.total_cells]
+    checks = verdict_checks(board)
     return {
         "version": SNAPSHOT_VERSION,
         "question": summary.question,
@@ -101,8 +106,9 @@ def board_snapshot(board: Board, caps: SnapshotCaps | None = None) -> dict[str, 
         "graph": graph_json(elements_from_records(hypotheses, evidence, links,
                                                   key_numbers=stored_key_numbers(board,
                                                                                  evidence),
-                                                  reuses=reuses)),
-        "hypotheses": {hyp.id: _hypothesis_json(board, hyp, links) for hyp in hypotheses},
+                                                  reuses=reuses, checks=checks)),
+        "hypotheses": {hyp.id: _hypothesis_json(board, hyp, links, checks.get(hyp.id))
+                       for hyp in hypotheses},
         "evidence": {item.id: _evidence_json(board, item, links, caps, budget,
                                              [r.investigation_id for r in reuses
                                               if r.evidence_id == item.id])
@@ -128,9 +134,13 @@ def frame_rows(frame: pd.DataFrame, limit: int, cell_chars: int) -> list[list[An
     return [[_cell(value, cell_chars) for value in row] for row in values]
 
 
-def _hypothesis_json(board: Board, hyp: Hypothesis, links: list[Link]) -> dict[str, Any]:
+def _hypothesis_json(board: Board, hyp: Hypothesis, links: list[Link],
+                     check: RecheckedVerdict | None) -> dict[str, Any]:
     verdict = board.latest_verdict(hyp.id)
     return {
+        "check": None if check is None else {
+            "state": check.check.value, "on": check.created_at[:10], "run_id": check.run_id,
+            "evidence_ids": list(check.evidence_ids), "text": check_sentence(check)},
         "statement": hyp.statement, "status": hyp.status.value, "confidence": hyp.confidence,
         "rationale": hyp.rationale, "author": hyp.author, "round": hyp.round,
         "parent_id": hyp.parent_id, "status_reason": hyp.status_reason,

@@ -14,13 +14,13 @@ from html import escape
 
 from d2_notebook.board import Board, HypothesisStatus
 from d2_notebook.notebook import style
+from d2_notebook.notebook.checks import CheckCounts, check_counts, verdict_checks
+from d2_notebook.notebook.economy import SCRIPTED_LABEL, Economy, board_economy
 from d2_notebook.notebook.graph import GraphModel, GraphNode, board_elements
 from d2_notebook.safe_markdown import escape_markdown
 
 MARGIN = 30.0
 
-SCRIPTED_LABEL = "scripted — no language model"
-"""What every view of a board says when its model calls came from an offline script."""
 SCRIPTED_MODEL_NAMES = frozenset({"scripted", "function", "offline-policy"})
 """Names the offline models record on each call (``d2_notebook.llm.offline``:
 :class:`ScriptedModel`, :class:`FunctionModel`, and the policies' ``model()``, e.g. the
@@ -43,6 +43,10 @@ class BoardSummary:
     elapsed_s: float | None
     scripted: bool = False
     """Every model call of the board came from an offline script (no language model)."""
+    checks: CheckCounts | None = None
+    """What the latest re-check found (None: never re-checked)."""
+    economy: Economy | None = None
+    """Calls, dollars and the cache-read share of input tokens (None: not read)."""
 
 
 def summarize(board: Board) -> BoardSummary:
@@ -58,6 +62,7 @@ def summarize(board: Board) -> BoardSummary:
     tokens = sum(int(e.payload.get("input_tokens") or 0) + int(e.payload.get("output_tokens")
                                                                or 0) for e in calls)
     cost = sum(float(e.payload.get("cost_usd") or 0.0) for e in calls)
+    scripted = scripted_calls(e.payload.get("model") for e in calls)
     elapsed = None
     if latest is not None:
         start = datetime.fromisoformat(latest.created_at)
@@ -70,7 +75,9 @@ def summarize(board: Board) -> BoardSummary:
         statuses={s.value: counts[s.value] for s in HypothesisStatus if counts[s.value]},
         evidence=counts["evidence"], redundant=counts["redundant_evidence"],
         model_calls=counts["model_calls"], tokens=tokens, cost_usd=cost, elapsed_s=elapsed,
-        scripted=scripted_calls(e.payload.get("model") for e in calls))
+        scripted=scripted,
+        checks=check_counts(verdict_checks(board)),
+        economy=board_economy(board, scripted))
 
 
 def scripted_calls(models: Iterable[object]) -> bool:
@@ -94,9 +101,15 @@ def summary_line(summary: BoardSummary) -> str:
         f" · {summary.elapsed_s:.1f} s" if summary.elapsed_s < 10 else
         f" · {summary.elapsed_s:.0f} s")
     scripted = f"{SCRIPTED_LABEL} · " if summary.scripted else ""
+    checked = "" if summary.checks is None else f" · {summary.checks.line()}"
+    economy = summary.economy
+    if summary.scripted or economy is None:
+        spent = f"{summary.model_calls} model calls"  # no model ran: nothing was spent
+    else:
+        spent = economy.phrase()
     return (f"{scripted}hypotheses: {statuses} · {summary.evidence} evidence "
-            f"({summary.redundant} redundant) · {summary.model_calls} model calls · "
-            f"{summary.tokens:,} tokens · ${summary.cost_usd:.4f}{elapsed}")
+            f"({summary.redundant} redundant) · {spent} · "
+            f"{summary.tokens:,} tokens{elapsed}{checked}")
 
 
 def header_text(board: Board) -> str:

@@ -24,6 +24,8 @@ MIME_TYPE: str = LOOK["mime_type"]
 STATUS_COLORS: dict[str, str] = LOOK["status_colors"]
 """Fill colour of a hypothesis node by status."""
 STATUS_BORDERS: dict[str, str] = LOOK["status_borders"]
+CHECK_BORDERS: dict[str, str] = LOOK["check_borders"]
+"""Border of a hypothesis whose verdict a re-check found stale."""
 EDGE_COLORS: dict[str, str] = LOOK["edge_colors"]
 """Line colour by edge kind (supports, contradicts, weak, neutral, refines, motivates)."""
 EVIDENCE_COLORS: dict[str, str] = LOOK["evidence_colors"]

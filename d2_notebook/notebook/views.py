@@ -16,10 +16,13 @@ printing a display loads, runs and controls nothing.
 
 from __future__ import annotations
 
+import asyncio
 import os
+from html import escape
 from typing import Any
 
 from d2_notebook.board import Board
+from d2_notebook.errors import D2Error
 from d2_notebook.notebook.board_faults import shows_board_faults
 from d2_notebook.notebook.snapshot import board_snapshot
 from d2_notebook.notebook.static import (
@@ -166,3 +169,64 @@ def _widget_bundle(widget: Any) -> dict[str, Any]:
     """The widget's own mime bundle (the widget-view mimetype and its plain text)."""
     bundle = widget._repr_mimebundle_()
     return {k: v for k, v in (bundle or {}).items() if k != "text/plain"}
+
+
+class BackgroundRunView:
+    """The placeholder a ``%%investigate --background`` cell shows, replaced in place
+    when the run ends: by the report (:class:`InvestigationView`) when it finished, by
+    one line naming the error and the way to resume when it failed or was cancelled.
+
+    The magic displays it with a display id and calls :meth:`finished` or
+    :meth:`failed` from the run itself, then updates that display.
+    """
+
+    def __init__(self, board_path: str, handle_name: str | None = None) -> None:
+        """A running placeholder for the run on ``board_path``; ``handle_name`` is the
+        ``--out`` name the run handle is bound to (None: not bound)."""
+        self.board_path = board_path
+        self.handle_name = handle_name
+        self.result: Any = None
+        self.error: str | None = None
+
+    @property
+    def running(self) -> bool:
+        """True until :meth:`finished` or :meth:`failed` is called."""
+        return self.result is None and self.error is None
+
+    def finished(self, result: Any) -> None:
+        """The run ended with ``result`` (an ``InvestigationResult``)."""
+        self.result = result
+
+    def failed(self, error: BaseException) -> None:
+        """The run ended with ``error`` (a cancellation included)."""
+        resume = f"--resume --board {self.board_path}"
+        if isinstance(error, asyncio.CancelledError):
+            self.error = f"investigation cancelled: the board is left resumable ({resume})"
+        elif isinstance(error, D2Error):
+            self.error = f"investigation stopped: {_one_line(str(error))}"
+        else:
+            self.error = (f"investigation stopped: {type(error).__name__}: "
+                          f"{_one_line(str(error))} (the board is left resumable: {resume})")
+
+    def __repr__(self) -> str:
+        if self.error is not None:
+            return self.error
+        if self.result is not None:
+            return f"investigation {self.result.investigation_id} {self.result.state}"
+        handle = (f"{self.handle_name}.wait(), {self.handle_name}.cancel()"
+                  if self.handle_name else "pass --out NAME for a handle: NAME.wait(), "
+                  "NAME.cancel()")
+        return (f"investigation running in the background on {self.board_path}; the "
+                f"report replaces this line when it ends ({handle})")
+
+    def _repr_mimebundle_(self, include: Any = None, exclude: Any = None) -> dict[str, Any]:
+        if self.result is not None:
+            return InvestigationView(self.result, show_graph=False)._repr_mimebundle_()
+        text = repr(self)
+        style = "color:#c62828" if self.error is not None else "color:#616161"
+        return {"text/plain": terminal_safe(text),
+                "text/html": f"<div class='d2-run' style='{style}'>{escape(text)}</div>"}
+
+
+def _one_line(text: str) -> str:
+    return " ".join(text.split())

@@ -4,9 +4,11 @@ The widget only reads the board. It turns the board into a :class:`GraphModel`
 (:func:`board_elements`, then :func:`filter_statuses`) and applies the :func:`diff`
 against what it shows, in batches: the graph's node and edge lists change in one
 message, each changed element in one message (``hold_sync``), and nothing is rebuilt.
-Positions come from Python (cytoscape's ``preset`` layout, :mod:`layout`), so nodes
-never jump, and the first view is at a zoom where labels are readable
-(:func:`initial_view`). Hover text goes to a line under the graph, never over it.
+Positions come from Python (cytoscape's ``preset`` layout, :mod:`layout`, re-flowed for
+the assumed width by :mod:`arrange`), so nodes never jump; a tall board folds each
+hypothesis's evidence into one node that unfolds on a click, so the whole graph fits
+the output's width with labels readable (:func:`initial_view`). Hover text goes to a
+line under the graph, never over it.
 While an investigation runs, :meth:`BoardWidget.follow` polls the board's event log on
 the kernel's event loop.
 """
@@ -14,7 +16,6 @@ the kernel's event loop.
 from __future__ import annotations
 
 import asyncio
-import math
 from dataclasses import replace
 from html import escape
 from typing import Any
@@ -24,6 +25,7 @@ import ipywidgets as widgets
 
 from d2_notebook.board import Board, HypothesisStatus
 from d2_notebook.notebook import style
+from d2_notebook.notebook.arrange import FOLDED, Arrangement, arrange, folded_home, shown
 from d2_notebook.notebook.details import node_details_html, synced_details
 from d2_notebook.notebook.graph import (
     GraphDiff,
@@ -37,46 +39,31 @@ from d2_notebook.notebook.static import header_html, legend_html
 
 VIEW = style.LOOK["view"]
 HINT = ("<p><i>Click a hypothesis or an evidence node to see its details (while the team "
-        "runs they open beside the node: the widget holds them, no kernel needed).</i></p>")
+        "runs they open beside the node: the widget holds them, no kernel needed); click a "
+        "folded \"▸ N evidence\" node to unfold it.</i></p>")
 HOVER_HINT = "<span style='color:#757575'>Point at a node or an edge to read it here.</span>"
 ASSUMED_WIDTH_PX = 800
-"""Width of the graph area assumed for the first view (the kernel cannot measure it)."""
+"""Width of the graph area the board is laid out for (the kernel cannot measure it):
+JupyterLab's output width beside an open sidebar on a laptop screen."""
 
 
-def initial_view(model: GraphModel, height_px: float = VIEW["height_px"],
-                 width_px: float = ASSUMED_WIDTH_PX) -> dict[str, Any]:
-    """The preset layout options of the first view: the whole graph when it fits at a
-    readable zoom (:func:`style.readable_zoom`), else its top-left corner at that zoom
-    (pan and scroll-zoom show the rest)."""
+def initial_view(arranged: Arrangement) -> dict[str, Any]:
+    """The preset layout options of the view: the graph's top-left corner at
+    ``arranged.zoom``, where every node is inside the assumed width with readable labels.
+
+    ipycytoscape fits the graph whenever its area is resized; the graph's ``max_zoom``
+    (set to ``arranged.zoom``) keeps that fit from zooming in past this view, and in an
+    output narrower than assumed it shrinks the graph rather than cut it off.
+    """
+    nodes = [node for node in arranged.model.nodes.values() if shown(node)]
     base = {"name": "preset", "animate": False, "padding": VIEW["padding"]}
-    if not model.nodes:
+    if not nodes:
         return {**base, "fit": True}
-    boxes = [(n.position[0] - n.data["width"] / 2, n.position[1] - n.data["height"] / 2,
-              n.position[0] + n.data["width"] / 2, n.position[1] + n.data["height"] / 2)
-             for n in model.nodes.values()]
-    left, top = min(b[0] for b in boxes), min(b[1] for b in boxes)
-    width = max(b[2] for b in boxes) - left
-    height = max(b[3] for b in boxes) - top
-    room = 2 * VIEW["padding"]
-    zoom = style.readable_zoom()
-    fits = min((width_px - room) / width, (height_px - room) / height) >= zoom
-    if fits:
-        return {**base, "fit": True}
+    left = min(n.position[0] - n.data["width"] / 2 for n in nodes)
+    top = min(n.position[1] - n.data["height"] / 2 for n in nodes)
+    zoom = arranged.zoom
     return {**base, "fit": False, "zoom": zoom,
             "pan": {"x": VIEW["padding"] - left * zoom, "y": VIEW["padding"] - top * zoom}}
-
-
-def view_height_px(model: GraphModel, smallest_px: float = VIEW["height_px"],
-                   largest_px: float = VIEW["max_height_px"]) -> int:
-    """The graph area's height that shows the whole graph from top to bottom at the
-    readable zoom, between ``smallest_px`` and ``largest_px`` (past that, the graph
-    scrolls inside)."""
-    if not model.nodes:
-        return int(smallest_px)
-    top = min(n.position[1] - n.data["height"] / 2 for n in model.nodes.values())
-    bottom = max(n.position[1] + n.data["height"] / 2 for n in model.nodes.values())
-    wanted = (bottom - top) * style.readable_zoom() + 2 * VIEW["padding"]
-    return math.ceil(min(max(wanted, smallest_px), largest_px))
 
 
 class BoardWidget(widgets.VBox):
@@ -86,12 +73,19 @@ class BoardWidget(widgets.VBox):
         board: the board to show (it is read, never written).
         show_redundant: start with redundant evidence shown (dimmed) or hidden.
         height: height of the graph area (CSS); by default it grows with the board so
-            every row shows at a readable zoom (up to ``view.max_height_px``).
+            every row shows at a readable zoom.
+        width_px: the width the graph is laid out for (:data:`ASSUMED_WIDTH_PX`).
+        fold: fold each hypothesis's evidence into one node when the board is too tall
+            to show readably (``view.fold_above_px``); a click on it unfolds it.
     """
 
     def __init__(self, board: Board, *, show_redundant: bool = True,
-                 height: str | None = None) -> None:
+                 height: str | None = None, width_px: float = ASSUMED_WIDTH_PX,
+                 fold: bool = True) -> None:
         self._grow = height is None
+        self.width_px = width_px
+        self.expanded: set[str] = set()
+        self.arrangement: Arrangement | None = None
         height = height or f"{VIEW['height_px']}px"
         self.board = board
         self.header = widgets.HTML()
@@ -99,6 +93,8 @@ class BoardWidget(widgets.VBox):
                                        indent=False, layout=widgets.Layout(width="auto"))
         self.exploration = widgets.Checkbox(value=False, description="exploration edges",
                                             indent=False, layout=widgets.Layout(width="auto"))
+        self.fold = widgets.Checkbox(value=fold, description="fold evidence of tall boards",
+                                     indent=False, layout=widgets.Layout(width="auto"))
         self.wheel_zoom = widgets.Checkbox(value=False, description="zoom with the wheel",
                                            indent=False, layout=widgets.Layout(width="auto"))
         self.status_filter = {
@@ -132,10 +128,10 @@ class BoardWidget(widgets.VBox):
         self._task: asyncio.Task[None] | None = None
         self._panels: dict[tuple[str, str, int], str] = {}
         self.selected: str | None = None
-        for box in (self.toggle, self.exploration, *self.status_filter.values()):
+        for box in (self.toggle, self.exploration, self.fold, *self.status_filter.values()):
             box.observe(lambda _change: self.refresh(), names="value")
         filters = widgets.HBox([widgets.HTML("<b>show:</b>&nbsp;"), *self.status_filter.values(),
-                                self.toggle, self.exploration, self.wheel_zoom],
+                                self.toggle, self.exploration, self.fold, self.wheel_zoom],
                                layout=widgets.Layout(flex_flow="row wrap"))
         super().__init__([self.header, filters, self.legend, self.graph, self.hover,
                           self.details])
@@ -148,24 +144,25 @@ class BoardWidget(widgets.VBox):
         self.seen_seq = self.board.last_seq()
         hidden = frozenset(status for status, box in self.status_filter.items()
                            if not box.value)
-        new = with_details(board_elements(self.board, include_redundant=self.toggle.value,
-                                          hidden_statuses=hidden,
-                                          show_exploration=self.exploration.value),
-                           synced_details(self.board, self._panels))
+        elements = board_elements(self.board, include_redundant=self.toggle.value,
+                                  hidden_statuses=hidden,
+                                  show_exploration=self.exploration.value)
+        arranged = arrange(elements, self.width_px, self.expanded, unfold_all=not self.fold.value)
+        new = with_details(arranged.model, synced_details(self.board, self._panels))
         changes = diff(self.model, new)
-        if self.selected is not None and self.selected not in new.nodes:
-            self.selected = None  # filtered away: its panel would be stale
+        if self.selected is not None and not shown(new.nodes.get(self.selected, _GONE)):
+            self.selected = None  # filtered away or folded: its panel would be stale
             self.details.value = HINT
+        if self.graph.max_zoom != arranged.zoom:  # fit never zooms past the readable view
+            self.graph.max_zoom = arranged.zoom
         if not changes.empty:
-            # ipycytoscape re-runs this preset layout whenever elements arrive: keep it
-            # at the readable first view of the new graph (sent only when it changes).
-            self.graph.cytoscape_layout = initial_view(
-                new, height_px=view_height_px(new) if self._grow else VIEW["height_px"])
+            # ipycytoscape re-runs this preset layout whenever elements arrive.
+            self.graph.cytoscape_layout = initial_view(arranged)
             self.apply(changes)
-        self.model = new
+        self.model, self.arrangement = new, arranged
         self.header.value = header_html(self.board)
         if self._grow:
-            tall = f"{view_height_px(new)}px"
+            tall = f"{arranged.height_px}px"
             if self.graph.layout.height != tall:  # one message, only when it changes
                 self.graph.layout.height = tall
         return changes
@@ -182,8 +179,12 @@ class BoardWidget(widgets.VBox):
                 _update_element(self._nodes[node.id], node)
             for edge in changes.updated_edges:
                 _update_element(self._edges[edge.id], edge)
-            added = [_node_widget(node) for node in changes.added_nodes]
-            self._nodes.update(zip((n.id for n in changes.added_nodes), added, strict=True))
+            # Hypotheses first: the browser re-creates every node listed after a removed
+            # one, and a resize meanwhile fits the view to the nodes left; with the
+            # hypotheses early in the list, those always span the whole graph.
+            ordered = sorted(changes.added_nodes, key=lambda n: n.kind != "hypothesis")
+            added = [_node_widget(node) for node in ordered]
+            self._nodes.update(zip((n.id for n in ordered), added, strict=True))
             graph.add_nodes(added)
             new_edges = [_edge_widget(edge) for edge in changes.added_edges]
             self._edges.update(zip((e.id for e in changes.added_edges), new_edges, strict=True))
@@ -220,6 +221,11 @@ class BoardWidget(widgets.VBox):
     def on_node_click(self, element: dict[str, Any]) -> None:
         """Show the clicked node's details (``element`` is cytoscape's element JSON)."""
         node_id = str(element.get("data", {}).get("id", ""))
+        home = folded_home(node_id)
+        if home is not None:  # a folded "▸ N evidence" node: unfold it
+            self.expanded.add(home)
+            self.refresh()
+            return
         self.selected = node_id
         try:
             self.details.value = node_details_html(self.board, node_id)
@@ -227,10 +233,15 @@ class BoardWidget(widgets.VBox):
             self.details.value = f"<p>{node_id} is not on the board.</p>"
 
 
+_GONE = GraphNode("", "gone", "", FOLDED, (0.0, 0.0), {})
+"""Stands for a node no longer in the graph (shown as nothing)."""
+
+
 def with_details(model: GraphModel, panels: dict[str, str]) -> GraphModel:
     """``model`` with each node's panel (:func:`synced_details`) in its data under
     ``"details"``: the browser shows it on a click without asking the kernel."""
-    nodes = {node_id: replace(node, data={**node.data, "details": panels.get(node_id, "")})
+    nodes = {node_id: replace(node, data={**node.data, "details": panels.get(
+                 node_id, node.data.get("details", ""))})
              for node_id, node in model.nodes.items()}
     return GraphModel(nodes=nodes, edges=model.edges)
 

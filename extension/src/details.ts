@@ -57,6 +57,10 @@ export function hypothesisPanel(id: string, hyp: IHypothesis): HTMLElement {
   } else if (hyp.status_reason) {
     panel.appendChild(element('p', `Reason: ${hyp.status_reason}`));
   }
+  if (hyp.check) {
+    panel.appendChild(element('p', `Re-check: ${hyp.check.text}`,
+      `d2-check d2-check-${hyp.check.state === 'stale' ? 'stale' : 'confirmed'}`));
+  }
   if (hyp.links.length) {
     panel.appendChild(element('p', 'Evidence:'));
     const list = element('ul');

@@ -60,7 +60,20 @@ export interface IHypothesis {
   parent_id: string | null;
   status_reason: string | null;
   verdict: IVerdict | null;
+  /** What the latest re-check said of the verdict (absent in older snapshots). */
+  check?: ICheck | null;
   links: { evidence_id: string; stance: string; rationale: string }[];
+}
+
+/** A re-check's word on a verdict: stale (cited evidence changed or fails) or confirmed. */
+export interface ICheck {
+  state: 'stale' | 'confirmed';
+  /** The day of the re-check (YYYY-MM-DD). */
+  on: string;
+  run_id: string;
+  evidence_ids: string[];
+  /** The sentence the details pane shows. */
+  text: string;
 }
 
 export type Cell = string | number | boolean | null;

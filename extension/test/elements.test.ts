@@ -35,7 +35,8 @@ test('every node and edge of the snapshot becomes an element, as Python drew it'
   const source = snapshot.graph.nodes.find(n => n.id === 'H1')!;
   assert.deepEqual(h1.position, source.position);
   assert.equal(h1.data.label, source.label);
-  assert.equal(h1.classes, 'hypothesis supported');
+  assert.equal(h1.classes, 'hypothesis supported stale'); // a re-check found E1 changed
+  assert.ok(String(h1.data.label).includes('⚠ stale'));
   assert.equal(h1.data.color, source.data.color);
   const e2h1 = edges.find(e => e.data.id === 'E2->H1')!;
   assert.equal(e2h1.data.source, 'E2');
@@ -71,6 +72,9 @@ test('the snapshot carries each evidence with its rows, capped', () => {
   assert.deepEqual(e1.rows[0], ['Pulmorex', 3]);
   assert.equal(e1.rows_shown, e1.rows.length);
   assert.equal(snapshot.hypotheses.H1.verdict!.status, 'supported');
+  assert.equal(snapshot.hypotheses.H1.check!.state, 'stale');
+  assert.ok(snapshot.hypotheses.H1.check!.text.startsWith('Stale since'));
+  assert.equal(snapshot.hypotheses.H3.check, null);
 });
 
 test('the first view is readable: fit when it fits, else the top-left at a readable zoom', () => {
