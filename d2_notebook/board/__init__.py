@@ -5,6 +5,8 @@ from d2_notebook.board.board import DEFAULT_MAX_ROWS, Board
 from d2_notebook.board.records import (
     ChartRequest,
     ColumnSpec,
+    Contribution,
+    ContributionRole,
     DimensionDismissal,
     Event,
     Evidence,
@@ -30,6 +32,8 @@ __all__ = [
     "Board",
     "ChartRequest",
     "ColumnSpec",
+    "Contribution",
+    "ContributionRole",
     "DimensionDismissal",
     "Event",
     "Evidence",

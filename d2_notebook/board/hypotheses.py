@@ -6,8 +6,10 @@ from collections.abc import Iterable, Mapping
 from typing import Any
 
 from d2_notebook.board import rows
+from d2_notebook.board.contributions import check_contribution
 from d2_notebook.board.records import (
     VERDICT_STATUSES,
+    Contribution,
     Hypothesis,
     HypothesisStatus,
     Investigation,
@@ -211,11 +213,16 @@ class HypothesisRecords(BoardStore):
         *,
         author: str,
         round: int = 0,
+        contribution: Contribution | None = None,
     ) -> Verdict:
         """Record a verdict and move the hypothesis to its status and confidence.
 
+        Args:
+            contribution: The factor's size (see :func:`check_contribution`), or None.
+
         Raises:
-            InvalidRecordError: status is not a verdict, confidence outside 0–1.
+            InvalidRecordError: status is not a verdict, confidence outside 0–1, or the
+                contribution does not fit the verdict (the message says why).
             NotFoundError: the hypothesis or a cited evidence id is not on the board.
         """
         status = parse_enum(HypothesisStatus, status, "verdict")
@@ -225,6 +232,8 @@ class HypothesisRecords(BoardStore):
             )
         check_confidence(confidence)
         cited = list(dict.fromkeys(evidence_ids))
+        if contribution is not None:
+            check_contribution(contribution, status, cited)
         stamp = now()
         with self._write() as conn:
             self._require(conn, "hypotheses", hypothesis_id)
@@ -233,9 +242,10 @@ class HypothesisRecords(BoardStore):
             inv_id = investigation_of(conn, "hypotheses", hypothesis_id)
             cursor = conn.execute(
                 "INSERT INTO verdicts (hypothesis_id, status, confidence, rationale, evidence_ids,"
-                " author, round, investigation_id, created_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                " author, round, investigation_id, created_at, contribution)"
+                " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
                 (hypothesis_id, status.value, confidence, rationale, rows.to_json_text(cited),
-                 author, round, inv_id, stamp),
+                 author, round, inv_id, stamp, rows.contribution_to_text(contribution)),
             )
             conn.execute(
                 "UPDATE hypotheses SET status = ?, confidence = ?, status_reason = ?,"
@@ -246,7 +256,8 @@ class HypothesisRecords(BoardStore):
             self._append_event(
                 conn, "verdict.added",
                 {"id": verdict_id, "hypothesis_id": hypothesis_id, "status": status.value,
-                 "confidence": confidence, "rationale": rationale, "evidence_ids": cited},
+                 "confidence": confidence, "rationale": rationale, "evidence_ids": cited,
+                 **({"contribution": contribution.to_dict()} if contribution else {})},
                 actor=author, investigation_id=inv_id, time=stamp,
             )
             return rows.verdict(

@@ -15,6 +15,11 @@ from typing import Any
 
 from d2_notebook.board import ChartRequest, HypothesisStatus
 from d2_notebook.detective.context import QueryLog, TeamContext
+from d2_notebook.detective.contribution_check import (
+    CONTRIBUTION_PROPERTIES,
+    SIZE_RULE,
+    read_contribution,
+)
 from d2_notebook.detective.coverage_view import board_coverage
 from d2_notebook.detective.decisions import (
     CollectorDecision,
@@ -338,7 +343,7 @@ def verdict_tools(ctx: TeamContext, agent: str, decision: JudgeDecision | Collec
     Refined children are announced to the loop at once (``ctx.on_new_hypothesis``),
     so they are examined while their siblings' work goes on.
     """
-    properties = {**_VERDICT_PROPERTIES, **CLAIM_PROPERTIES}
+    properties = {**_VERDICT_PROPERTIES, **CLAIM_PROPERTIES, **CONTRIBUTION_PROPERTIES}
     if hypothesis_id is None:
         properties = {"hypothesis_id": _STRING, **properties}
 
@@ -363,13 +368,19 @@ def verdict_tools(ctx: TeamContext, agent: str, decision: JudgeDecision | Collec
                                                        can_refine=can_refine)
         if refusal is not None:
             raise ToolError(refusal)
+        try:
+            contribution = read_contribution(ctx.board, args, cited)
+        except ValueError as exc:
+            raise ToolError(str(exc)) from None
         ctx.board.add_verdict(target, args["status"], args["confidence"], args["rationale"],
-                              cited, author=agent, round=ctx.round)
+                              cited, author=agent, round=ctx.round, contribution=contribution)
         status = HypothesisStatus(args["status"])
         if isinstance(decision, JudgeDecision):
             decision.judgement, decision.status = Judgement.VERDICT, status
         else:
             decision.verdict = status
+        if contribution is not None:
+            return f"{target} is {args['status']} as a {contribution.describe()}"
         return f"{target} is {args['status']}"
 
     async def give_verdict(args: dict[str, Any]) -> str:
@@ -415,9 +426,11 @@ def verdict_tools(ctx: TeamContext, agent: str, decision: JudgeDecision | Collec
              "only evidence linked to the hypothesis or that motivated it; an abandoned "
              "hypothesis takes no "
              "verdict.")
-    plain = {k: v for k, v in properties.items() if k not in CLAIM_PROPERTIES}
+    plain = {k: v for k, v in properties.items()
+             if k not in CLAIM_PROPERTIES and k not in CONTRIBUTION_PROPERTIES}
     tools = [tool("give_verdict", "Decide the hypothesis." + (" Ends your turn."
-                  if verdict_ends_turn else "") + f" {rules} {RULE}", properties, give_verdict,
+                  if verdict_ends_turn else "") + f" {rules} {RULE} {SIZE_RULE}", properties,
+                  give_verdict,
                   required=list(plain), ends_turn=verdict_ends_turn, writes_board=True)]
     if hypothesis_id is not None and isinstance(decision, JudgeDecision):
         tools.append(tool(
