@@ -69,6 +69,9 @@ def render_tree(board: Board, *, width: int = 100, include_redundant: bool = Tru
             cited = ", ".join(verdict.evidence_ids) or "no evidence"
             text = f"{indent}    verdict: {verdict.rationale} [{cited}]"
             lines.append(_wrap(text, width, indent + "      "))
+            if verdict.contribution is not None:
+                size = f"{indent}    size: {verdict.headline}"
+                lines.append(_wrap(size, width, indent + "      "))
             if hyp.id in checks:
                 lines.append(_one_line(f"{indent}    {_check_line(checks[hyp.id])}"))
         elif hyp.status_reason:

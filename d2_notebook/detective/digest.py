@@ -94,6 +94,8 @@ def _hypothesis_lines(
         cited = ", ".join(verdict.evidence_ids) or "none"
         lines.append(f"    verdict ({verdict.status.value}, cites {cited}): "
                      f"{_short(verdict.rationale)}")
+        if verdict.contribution is not None:
+            lines.append(f"    size: {verdict.headline}")
     elif hyp.status_reason:
         lines.append(f"    note: {_short(hyp.status_reason)}")
     return lines

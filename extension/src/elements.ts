@@ -46,6 +46,9 @@ export interface IVerdict {
   rationale: string;
   evidence_ids: string[];
   author: string;
+  /** "supported as a minor contributor (explains ~8% of the change, ...)" (absent in
+   * older snapshots). */
+  headline?: string;
 }
 
 export interface IHypothesis {
