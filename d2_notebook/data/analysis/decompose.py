@@ -132,8 +132,8 @@ def decompose(
     prepared = prepare(sql, source=source, metric=metric, where=where, dimensions=dimensions,
                        exclude={"period": period}, max_levels=max_levels)
     as_text = f"CAST(({period}) AS VARCHAR)"
+    user_where = prepared.where
     before, after = _periods(sql, prepared, period, before, after)
-    chosen = prepared.where
     if before == after:
         raise ValueError(f"before and after are the same period ({before}); name two "
                          "different values of period")
@@ -145,7 +145,7 @@ def decompose(
         f"CASE WHEN {as_text} = {literal(after)} THEN 1 ELSE 0 END", "__x"),), by=("__x",))
     first, last = scan.total(0), scan.total(1)
     if first.n == 0 or last.n == 0:
-        _missing_period(sql, prepared.source.sql, chosen, period,
+        _missing_period(sql, prepared.source.sql, user_where, period,
                         before if first.n == 0 else after)
     change = compare(last, first)
     scale = metric_scale(first + last)
