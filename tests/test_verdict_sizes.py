@@ -142,7 +142,7 @@ async def test_no_effect_is_contradicted_with_role_none(ctx, result):
     failed, answer = await _verdict(ctx, hyp, [evidence], "contradicted",
                                     contribution=_size(_row(result, "west"), evidence, "none"))
     assert not failed, answer
-    assert "contradicted as a no contributor (explains ~0% of the change" in answer
+    assert "contradicted: no contributor (explains ~0% of the change" in answer
 
 
 def test_the_board_checks_the_size_itself(board: Board):

@@ -301,10 +301,13 @@ class Verdict(_Record):
 
     @property
     def headline(self) -> str:
-        """``supported as a minor contributor (explains ~8% of the change, ...)``, or the
-        status alone when the verdict gives no size."""
+        """``supported as a minor contributor (explains ~8% of the change, ...)``,
+        ``contradicted: no contributor (...)``, or the status alone when the verdict gives
+        no size."""
         if self.contribution is None:
             return self.status.value
+        if self.contribution.role is ContributionRole.NONE:
+            return f"{self.status.value}: {self.contribution.describe()}"
         return f"{self.status.value} as a {self.contribution.describe()}"
 
 

@@ -372,16 +372,15 @@ def verdict_tools(ctx: TeamContext, agent: str, decision: JudgeDecision | Collec
             contribution = read_contribution(ctx.board, args, cited)
         except ValueError as exc:
             raise ToolError(str(exc)) from None
-        ctx.board.add_verdict(target, args["status"], args["confidence"], args["rationale"],
-                              cited, author=agent, round=ctx.round, contribution=contribution)
+        given = ctx.board.add_verdict(target, args["status"], args["confidence"],
+                                      args["rationale"], cited, author=agent, round=ctx.round,
+                                      contribution=contribution)
         status = HypothesisStatus(args["status"])
         if isinstance(decision, JudgeDecision):
             decision.judgement, decision.status = Judgement.VERDICT, status
         else:
             decision.verdict = status
-        if contribution is not None:
-            return f"{target} is {args['status']} as a {contribution.describe()}"
-        return f"{target} is {args['status']}"
+        return f"{target} is {given.headline}"
 
     async def give_verdict(args: dict[str, Any]) -> str:
         return verdict(args)
