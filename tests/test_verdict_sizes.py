@@ -4,6 +4,7 @@ it, and the report ranks factors by it. Real board, real DuckDB, real decompose.
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import duckdb
@@ -23,7 +24,7 @@ from d2_notebook.detective.settings import InvestigationSettings
 from d2_notebook.detective.sql_tools import analysis_description
 from d2_notebook.detective.team_tools import verdict_tools
 from d2_notebook.detective.tools import Toolset
-from d2_notebook.errors import InvalidRecordError
+from d2_notebook.errors import BoardFormatError, InvalidRecordError
 from d2_notebook.llm import ToolCallPart
 from d2_notebook.llm.offline import FunctionModel, text
 from d2_notebook.notebook.snapshot import board_snapshot
@@ -188,3 +189,16 @@ async def test_reports_rank_supported_factors_by_size_and_keep_the_minor_ones(ct
         f"{east}: supported as a minor") < ranking.index(f"{plain}: supported")
     assert "SIZE: supported as a minor contributor" in brief
     assert ctx.board.get_hypothesis(east).status is HypothesisStatus.SUPPORTED
+
+
+async def test_a_size_travels_with_the_board_and_a_garbled_one_is_refused(ctx, result, tmp_path):
+    hyp, evidence = _hypothesis_with_evidence(ctx, result, "Region east adds to the rise")
+    assert not (await _verdict(ctx, hyp, [evidence],
+                               contribution=_size(_row(result, "east"), evidence)))[0]
+    document = json.loads(ctx.board.to_json())
+    with Board.from_json(document, tmp_path / "copy.d2board") as copy:
+        assert copy.latest_verdict(hyp) == ctx.board.latest_verdict(hyp)
+    verdict = next(v for v in document["verdicts"] if v["hypothesis_id"] == hyp)
+    verdict["contribution"] = json.dumps({"role": "huge"})
+    with pytest.raises(BoardFormatError, match="field 'contribution' is not a size"):
+        Board.from_json(document, tmp_path / "bad.d2board")
