@@ -13,7 +13,7 @@ import pandas as pd
 import pytest
 
 from d2_notebook.data import GuardedSQL, open_source
-from d2_notebook.data.analysis import FlagKind, compare_within, segment_scan, trend
+from d2_notebook.data.analysis import FlagKind, compare_within, decompose, segment_scan, trend
 from d2_notebook.data.catalog_access import duckdb_type
 from d2_notebook.data.dialects import Dialect
 from d2_notebook.data.dimensions import read_catalog
@@ -108,7 +108,19 @@ def test_trend_matches_duckdb(pg, duck, grain):
     assert result.summary == expected.summary
 
 
+def test_decompose_matches_duckdb(pg, duck):
+    arguments = {"source": SOURCE, "metric": DEATHS, "period": "year(a.admitted_on)",
+                 "dimensions": ["a.ward", "a.severity", "p.sex", "t.drug",
+                                "has comorbidities.condition", "month_of_year(t.started_on)"]}
+    result = decompose(pg, **arguments)
+    expected = decompose(duck, **arguments)
+    same_rows(expected.frame, result.frame)
+    assert result.summary == expected.summary
+    assert result.frame.iloc[0]["dimension"] == "(overall)"
+
+
 @pytest.mark.parametrize(("tool", "arguments"), [
+    (decompose, {"period": "(SELECT setting FROM pg_settings LIMIT 1)"}),
     (compare_within, {"exposure": "(SELECT setting FROM pg_settings LIMIT 1)",
                       "value": "x", "reference": "y"}),
     (compare_within, {"exposure": "current_setting('data_directory')", "value": "x",

@@ -8,12 +8,13 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
+import change_data
 import duckdb
 import pytest
 from board_fingerprint import fingerprint
 
 from d2_notebook import investigate
-from d2_notebook.board import HypothesisStatus
+from d2_notebook.board import ContributionRole, HypothesisStatus
 from d2_notebook.datasets import hospital
 from d2_notebook.detective.policies import naive as naive_policy
 from d2_notebook.detective.policies.naive import NaivePolicy, Schema
@@ -84,3 +85,33 @@ async def test_a_run_with_analysis_tools_in_parallel_collectors_replays_identica
     assert replayed.state == "finished"
     assert fingerprint(replayed.board) == fingerprint(original.board)
     assert replayed.report == original.report
+
+
+async def test_a_real_secondary_factor_ends_a_minor_contributor_with_its_share():
+    """Issue 19 item 7: on a rise with a main cause (north) and a real secondary factor
+    (east), the naive team sizes both with decompose; east ends "supported as a minor
+    contributor" with its share, the flat regions contradicted, and the report ranks
+    east after north."""
+    result = await investigate(change_data.rising_churn(), change_data.QUESTION,
+                               model=NaivePolicy().model())
+    board = result.board
+    assert result.state == "finished"
+    hyps = {h.statement.split("'")[1]: h for h in board.list_hypotheses()}
+    assert set(hyps) == set(change_data.REGIONS)
+    north, east = (board.latest_verdict(hyps[r].id) for r in ("north", "east"))
+    assert north.contribution.role is ContributionRole.MAJOR
+    assert east.status is HypothesisStatus.SUPPORTED
+    assert east.contribution.role is ContributionRole.MINOR
+    assert east.contribution.share == pytest.approx(0.0075 / 0.0575, abs=1e-3)
+    assert east.contribution.share_low > 0
+    assert east.headline.startswith("supported as a minor contributor (explains ~13% of the "
+                                    "change, 95% CI 10% to ")
+    for flat in ("west", "south"):
+        verdict = board.latest_verdict(hyps[flat].id)
+        assert verdict.status is HypothesisStatus.CONTRADICTED
+        assert verdict.contribution.role is ContributionRole.NONE
+    answer = result.report.split("## Answer", 1)[1].split("## Hypotheses", 1)[0]
+    assert answer.index(f"**{hyps['north'].id}**") < answer.index(f"**{hyps['east'].id}**")
+    assert "minor contributor (explains ~13% of the change" in answer
+    assert all(e.description.startswith(("segment_scan", "decompose", "values of"))
+               for e in board.list_evidence())

@@ -6,6 +6,8 @@ from d2_notebook.board.follow_ups import EvidenceReuse
 from d2_notebook.board.records import (
     ChartRequest,
     ColumnSpec,
+    Contribution,
+    ContributionRole,
     DimensionDismissal,
     Discount,
     DiscountReason,
@@ -36,6 +38,8 @@ __all__ = [
     "Board",
     "ChartRequest",
     "ColumnSpec",
+    "Contribution",
+    "ContributionRole",
     "DimensionDismissal",
     "Discount",
     "DiscountReason",

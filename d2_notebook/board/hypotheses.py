@@ -6,8 +6,10 @@ from collections.abc import Iterable, Mapping
 from typing import Any
 
 from d2_notebook.board import rows
+from d2_notebook.board.contributions import check_contribution
 from d2_notebook.board.records import (
     VERDICT_STATUSES,
+    Contribution,
     Discount,
     DiscountReason,
     Hypothesis,
@@ -214,16 +216,21 @@ class HypothesisRecords(BoardStore):
         author: str,
         round: int = 0,
         discounted: Iterable[Discount] = (),
+        contribution: Contribution | None = None,
     ) -> Verdict:
         """Record a verdict and move the hypothesis to its status and confidence.
 
         ``discounted`` is the evidence the judge weighed and set aside, each with its
         reason; an evidence cannot both decide the verdict and be discounted by it.
 
+        Args:
+            contribution: The factor's size (see :func:`check_contribution`), or None.
+
         Raises:
             InvalidRecordError: status is not a verdict, confidence outside 0–1, an
                 evidence both cited and discounted (or discounted twice), a discount
-                without an explanation.
+                without an explanation, or the contribution does not fit the verdict
+                (the message says why).
             NotFoundError: the hypothesis or a cited or discounted evidence id is not
                 on the board.
         """
@@ -236,6 +243,8 @@ class HypothesisRecords(BoardStore):
         cited = list(dict.fromkeys(evidence_ids))
         discounts = _checked_discounts(discounted, cited)
         set_aside = [d.to_dict() for d in discounts]
+        if contribution is not None:
+            check_contribution(contribution, status, cited)
         stamp = now()
         with self._write() as conn:
             self._require(conn, "hypotheses", hypothesis_id)
@@ -244,10 +253,11 @@ class HypothesisRecords(BoardStore):
             inv_id = investigation_of(conn, "hypotheses", hypothesis_id)
             cursor = conn.execute(
                 "INSERT INTO verdicts (hypothesis_id, status, confidence, rationale, evidence_ids,"
-                " author, round, investigation_id, created_at, discounted)"
-                " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                " author, round, investigation_id, created_at, discounted, contribution)"
+                " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
                 (hypothesis_id, status.value, confidence, rationale, rows.to_json_text(cited),
-                 author, round, inv_id, stamp, rows.to_json_text(set_aside)),
+                 author, round, inv_id, stamp, rows.to_json_text(set_aside),
+                 rows.contribution_to_text(contribution)),
             )
             conn.execute(
                 "UPDATE hypotheses SET status = ?, confidence = ?, status_reason = ?,"
@@ -259,7 +269,8 @@ class HypothesisRecords(BoardStore):
                 conn, "verdict.added",
                 {"id": verdict_id, "hypothesis_id": hypothesis_id, "status": status.value,
                  "confidence": confidence, "rationale": rationale, "evidence_ids": cited,
-                 **({"discounted": set_aside} if set_aside else {})},
+                 **({"discounted": set_aside} if set_aside else {}),
+                 **({"contribution": contribution.to_dict()} if contribution else {})},
                 actor=author, investigation_id=inv_id, time=stamp,
             )
             return rows.verdict(

@@ -45,7 +45,7 @@ _JSON_FIELDS = frozenset({
     ("verdicts", "evidence_ids"), ("verdicts", "discounted"), ("model_calls", "request"),
     ("model_calls", "response"),
     ("events", "payload"), ("evidence_tool_calls", "args"), ("rechecks", "columns"),
-    ("recheck_verdicts", "evidence_ids"),
+    ("recheck_verdicts", "evidence_ids"), ("verdicts", "contribution"),
 })  # fmt: skip
 _CONFIDENCE = frozenset({("hypotheses", "confidence"), ("verdicts", "confidence")})
 _INT64 = (-(2**63), 2**63 - 1)
@@ -78,6 +78,8 @@ def check_record(table: str, record: Mapping[str, Any], columns: Mapping[str, Co
             raise BoardFormatError(f"{where}: confidence must be between 0 and 1, got {value}")
     if table == "evidence":
         _check_result(record)
+    if table == "verdicts" and record.get("contribution") is not None:
+        _check_contribution(record)
 
 
 def _check_type(where: str, declared: str, value: Any) -> None:
@@ -95,6 +97,17 @@ def _check_type(where: str, declared: str, value: Any) -> None:
         raise BoardFormatError(f"{where} must be text, got {type(value).__name__}")
     elif declared == "BLOB" and not isinstance(value, bytes):
         raise BoardFormatError(f"{where} must be base64 data, got {type(value).__name__}")
+
+
+def _check_contribution(record: Mapping[str, Any]) -> None:
+    """The size a verdict gives reads back as a :class:`Contribution`."""
+    try:
+        rows.contribution_from_text(record["contribution"])
+    except (ValueError, KeyError, TypeError) as exc:
+        raise BoardFormatError(
+            f"verdicts record {record.get('id')!r}, field 'contribution' is not a size the "
+            f"board can read ({exc}); import a file written by `d2 board export --json`"
+        ) from None
 
 
 def _check_result(record: Mapping[str, Any]) -> None:

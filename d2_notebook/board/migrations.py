@@ -241,6 +241,13 @@ MIGRATIONS: tuple[Migration, ...] = (
         """,
     ),
     Migration(
+        9,
+        "the size a verdict gives a factor: major, minor or no contributor, effect and share",
+        """
+        ALTER TABLE verdicts ADD COLUMN contribution TEXT;
+        """,
+    ),
+    Migration(
         10,
         "weak and neutral link stances; the evidence each verdict discounted, and why",
         """

@@ -232,6 +232,82 @@ class DimensionDismissal(_Record):
     created_at: str
 
 
+class ContributionRole(StrEnum):
+    """How much a factor accounts for the outcome, as a verdict sizes it."""
+
+    MAJOR = "major"
+    """A main cause: it explains a large share (half or more of a change)."""
+    MINOR = "minor"
+    """Real but small: its effect's interval excludes zero, its share is small."""
+    NONE = "none"
+    """Measured and found without effect: its effect's interval holds zero."""
+
+
+MINOR_SHARE_LIMIT = 0.5
+"""A minor contributor explains less than this share of a change; a factor that explains
+this much or more is major."""
+
+
+@dataclass(frozen=True)
+class Contribution(_Record):
+    """The size a verdict gives a factor: an effect with its 95% interval read from one
+    cited evidence's rows and, for a question about a change, the share of it explained.
+
+    Attributes:
+        role: Major, minor or no contributor.
+        evidence_id: The cited evidence whose rows hold ``effect`` and its interval.
+        measure: What the effect is, in words (e.g. "rate change of the segment").
+        effect: The effect's estimate.
+        ci_low: Its 95% interval's lower end.
+        ci_high: Its upper end.
+        share: The share of the change it explains, as a fraction (0.08 for 8%), or None.
+        share_low: The share's 95% interval's lower end, or None.
+        share_high: Its upper end, or None.
+    """
+
+    role: ContributionRole
+    evidence_id: str
+    measure: str
+    effect: float
+    ci_low: float
+    ci_high: float
+    share: float | None = None
+    share_low: float | None = None
+    share_high: float | None = None
+
+    def describe(self) -> str:
+        """``minor contributor (explains ~8% of the change, 95% CI 5% to 11%; rate change
+        0.03, 95% CI 0.021 to 0.039, E5)``."""
+        size = (f"{self.measure} {_figure(self.effect)}, 95% CI {_figure(self.ci_low)} to "
+                f"{_figure(self.ci_high)}, {self.evidence_id}")
+        if self.share is None:
+            return f"{self.role_label} ({size})"
+        interval = (f", 95% CI {self.share_low:.0%} to {self.share_high:.0%}"
+                    if self.share_low is not None and self.share_high is not None else "")
+        return f"{self.role_label} (explains ~{self.share:.0%} of the change{interval}; {size})"
+
+    @property
+    def role_label(self) -> str:
+        """``major contributor``, ``minor contributor`` or ``no contributor``."""
+        return {ContributionRole.MAJOR: "major contributor",
+                ContributionRole.MINOR: "minor contributor",
+                ContributionRole.NONE: "no contributor"}[self.role]
+
+    @property
+    def rank_size(self) -> float:
+        """What ranks factors: the share of the change when known, else |effect|."""
+        return abs(self.share) if self.share is not None else abs(self.effect)
+
+
+def _figure(value: float) -> str:
+    """Three significant digits, no exponent for usual sizes."""
+    if value == 0:
+        return "0"
+    if 1e-3 <= abs(value) < 1e6:
+        return f"{value:.3g}" if abs(value) < 1000 else f"{value:.0f}"
+    return f"{value:.3g}"
+
+
 @dataclass(frozen=True)
 class Discount(_Record):
     """One evidence a verdict set aside, with the typed reason and the judge's words."""
@@ -243,7 +319,8 @@ class Discount(_Record):
 
 @dataclass(frozen=True)
 class Verdict(_Record):
-    """A judge's decision on one hypothesis, citing the evidence that decided it.
+    """A judge's decision on one hypothesis, citing the evidence that decided it, and for
+    a factor its size (:class:`Contribution`, None when the verdict gives none).
 
     ``discounted`` lists the evidence the judge set aside, each with its reason (a
     missing record, an unreliable source ...): weighed and not counted.
@@ -260,6 +337,18 @@ class Verdict(_Record):
     investigation_id: str | None
     created_at: str
     discounted: tuple[Discount, ...] = ()
+    contribution: Contribution | None = None
+
+    @property
+    def headline(self) -> str:
+        """``supported as a minor contributor (explains ~8% of the change, ...)``,
+        ``contradicted: no contributor (...)``, or the status alone when the verdict gives
+        no size."""
+        if self.contribution is None:
+            return self.status.value
+        if self.contribution.role is ContributionRole.NONE:
+            return f"{self.status.value}: {self.contribution.describe()}"
+        return f"{self.status.value} as a {self.contribution.describe()}"
 
 
 @dataclass(frozen=True)

@@ -82,6 +82,9 @@ def render_tree(board: Board, *, width: int = 100, include_redundant: bool = Tru
             for discount in verdict.discounted:
                 lines.append(_wrap(f"{indent}      {discount_line(discount)}", width,
                                    indent + "        "))
+            if verdict.contribution is not None:
+                size = f"{indent}    size: {verdict.headline}"
+                lines.append(_wrap(size, width, indent + "      "))
             if hyp.id in checks:
                 lines.append(_one_line(f"{indent}    {_check_line(checks[hyp.id])}"))
         elif hyp.status_reason:

@@ -21,6 +21,8 @@ from d2_notebook.board.faults import damaged
 from d2_notebook.board.frames import decode_frame
 from d2_notebook.board.records import (
     ColumnSpec,
+    Contribution,
+    ContributionRole,
     DimensionDismissal,
     Discount,
     DiscountReason,
@@ -178,7 +180,21 @@ def verdict(row: sqlite3.Row) -> Verdict:
         discounted=tuple(
             Discount(d["evidence_id"], DiscountReason(d["reason"]), d["explanation"])
             for d in json.loads(row["discounted"])),
+        contribution=contribution_from_text(row["contribution"]),
     )
+
+
+def contribution_to_text(contribution: Contribution | None) -> str | None:
+    """The JSON text a verdict's contribution is stored as (None: no contribution)."""
+    return None if contribution is None else to_json_text(contribution.to_dict())
+
+
+def contribution_from_text(text: str | None) -> Contribution | None:
+    """The stored contribution (NULL: the verdict gave none)."""
+    if text is None:
+        return None
+    data = json.loads(text)
+    return Contribution(**{**data, "role": ContributionRole(data["role"])})
 
 
 @_decoded("model call")

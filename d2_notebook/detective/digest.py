@@ -96,6 +96,8 @@ def _hypothesis_lines(
         lines.append(f"    verdict ({verdict.status.value}, cites {cited}): "
                      f"{_short(verdict.rationale)}")
         lines.extend(f"      {_short(discount_line(d), 200)}" for d in verdict.discounted)
+        if verdict.contribution is not None:
+            lines.append(f"    size: {verdict.headline}")
     elif hyp.status_reason:
         lines.append(f"    note: {_short(hyp.status_reason)}")
     return lines

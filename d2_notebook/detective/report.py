@@ -12,7 +12,14 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable
 
-from d2_notebook.board import Board, DimensionDismissal, HypothesisStatus
+from d2_notebook.board import (
+    Board,
+    ContributionRole,
+    DimensionDismissal,
+    Hypothesis,
+    HypothesisStatus,
+    Verdict,
+)
 from d2_notebook.board.render import discount_line
 
 _LINE_BREAKS = re.compile(r"\s*[\r\n\u2028\u2029\x0b\x0c]+\s*")
@@ -30,14 +37,16 @@ def fallback_report(board: Board, investigation_id: str, *, note: str = "") -> s
     """A Markdown report of the investigation's hypotheses, verdicts and evidence."""
     question = board.get_investigation(investigation_id).question
     hypotheses = board.list_hypotheses(investigation_id=investigation_id)
-    supported = [h for h in hypotheses if h.status is HypothesisStatus.SUPPORTED]
+    supported = ranked_supported(board, hypotheses)
     lines = [f"# {_inline(question)}", "", "## Answer", ""]
     if supported:
-        for hyp in supported:
-            verdict = board.latest_verdict(hyp.id)
+        for hyp, verdict in supported:
             cited = ", ".join(verdict.evidence_ids) if verdict else ""
-            confidence = f" (confidence {hyp.confidence:.2f})" if hyp.confidence is not None else ""
-            lines.append(f"- **{hyp.id}** {_inline(hyp.statement)}{confidence} [{cited}]")
+            confidence = f"confidence {hyp.confidence:.2f}" if hyp.confidence is not None else ""
+            size = (f"{verdict.contribution.describe()}; "
+                    if verdict is not None and verdict.contribution is not None else "")
+            about = f" ({size}{confidence})" if size or confidence else ""
+            lines.append(f"- **{hyp.id}** {_inline(hyp.statement)}{about} [{cited}]")
     else:
         lines.append("No hypothesis was supported by the evidence.")
     lines += ["", "## Hypotheses", ""]
@@ -61,6 +70,19 @@ def fallback_report(board: Board, investigation_id: str, *, note: str = "") -> s
     if note:
         lines += ["## Not examined", "", note, ""]
     return "\n".join(lines).rstrip() + "\n"
+
+
+def ranked_supported(board: Board,
+                     hypotheses: list[Hypothesis]) -> list[tuple[Hypothesis, Verdict | None]]:
+    """The supported hypotheses with their verdicts, ranked by size: those whose verdict
+    sizes them first (major before minor, then the largest share of the change, else the
+    largest |effect|), then the unsized ones in board order."""
+    supported = [(h, board.latest_verdict(h.id)) for h in hypotheses
+                 if h.status is HypothesisStatus.SUPPORTED]
+    sized = [(h, v) for h, v in supported if v is not None and v.contribution is not None]
+    sized.sort(key=lambda pair: (pair[1].contribution.role is not ContributionRole.MAJOR,
+                                 -pair[1].contribution.rank_size))
+    return sized + [(h, v) for h, v in supported if v is None or v.contribution is None]
 
 
 def not_examined_table(dismissed: Iterable[DimensionDismissal],

@@ -28,6 +28,7 @@ from d2_notebook.board import Board, Evidence, Hypothesis
 from d2_notebook.board.render import discount_line
 from d2_notebook.detective.coverage_view import BoardCoverage
 from d2_notebook.detective.evidence_view import evidence_source
+from d2_notebook.detective.report import ranked_supported
 from d2_notebook.detective.result_summary import claim_rows, render_rows
 from d2_notebook.llm import estimate_tokens
 
@@ -95,7 +96,7 @@ def reporter_brief(board: Board, investigation_id: str, *,
     by_id = {e.id: e for e in evidence}
     cited = [_result(board, by_id[i], cited=True) for i in cited_ids if i in by_id]
     explored = [_result(board, e, cited=False) for e in evidence if e.id not in cited_ids]
-    head = "\n".join(_hypothesis_lines(board, hypotheses)
+    head = "\n".join(_hypothesis_lines(board, hypotheses) + _ranking_lines(board, hypotheses)
                      + (coverage.board_lines() if coverage is not None else []))
     for cited_rows, explored_rows in _SHRINK_STEPS:
         text = _assemble(head, cited, explored, cited_rows, explored_rows)
@@ -132,6 +133,16 @@ def _result(board: Board, item: Evidence, *, cited: bool) -> _Result:
     return _Result(item, frame, evidence_source(board, item), rows)
 
 
+def _ranking_lines(board: Board, hypotheses: list[Hypothesis]) -> list[str]:
+    """The supported factors in the order the answer ranks them (largest size first)."""
+    ranked = ranked_supported(board, hypotheses)
+    if not any(v is not None and v.contribution is not None for _, v in ranked):
+        return []
+    return ["SUPPORTED FACTORS BY SIZE (rank the answer this way; keep the minor ones):"] + [
+        f"  {hyp.id}: {verdict.headline if verdict else hyp.status.value}"
+        for hyp, verdict in ranked]
+
+
 def _hypothesis_lines(board: Board, hypotheses: list[Hypothesis]) -> list[str]:
     """The digest's lines (same layout), each verdict whole, each link one short line."""
     lines = ["HYPOTHESES (id | status | confidence | statement):"]
@@ -154,6 +165,8 @@ def _hypothesis_lines(board: Board, hypotheses: list[Hypothesis]) -> list[str]:
                          f"{' '.join(verdict.rationale.split())}")
             lines.extend(f"      {' '.join(discount_line(d).split())}"
                          for d in verdict.discounted)
+            if verdict.contribution is not None:
+                lines.append(f"    SIZE: {verdict.headline}")
         elif hyp.status_reason:
             lines.append(f"    note: {' '.join(hyp.status_reason.split())}")
     return lines

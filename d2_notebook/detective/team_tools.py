@@ -15,6 +15,11 @@ from typing import Any
 
 from d2_notebook.board import ChartRequest, HypothesisStatus, Stance
 from d2_notebook.detective.context import QueryLog, TeamContext
+from d2_notebook.detective.contribution_check import (
+    CONTRIBUTION_PROPERTIES,
+    SIZE_RULE,
+    read_contribution,
+)
 from d2_notebook.detective.coverage_view import board_coverage
 from d2_notebook.detective.decisions import (
     CollectorDecision,
@@ -373,7 +378,8 @@ def verdict_tools(ctx: TeamContext, agent: str, decision: JudgeDecision | Collec
     Refined children are announced to the loop at once (``ctx.on_new_hypothesis``),
     so they are examined while their siblings' work goes on.
     """
-    properties = {**_VERDICT_PROPERTIES, **CLAIM_PROPERTIES, **DISCOUNT_PROPERTIES}
+    properties = {**_VERDICT_PROPERTIES, **CLAIM_PROPERTIES, **DISCOUNT_PROPERTIES,
+                  **CONTRIBUTION_PROPERTIES}
     if hypothesis_id is None:
         properties = {"hypothesis_id": _STRING, **properties}
 
@@ -403,14 +409,19 @@ def verdict_tools(ctx: TeamContext, agent: str, decision: JudgeDecision | Collec
                 coverage=board_coverage(ctx.board, ctx.candidates, ctx.investigation_id))
         if refusal is not None:
             raise ToolError(refusal)
-        ctx.board.add_verdict(target, args["status"], args["confidence"], args["rationale"],
-                              cited, author=agent, round=ctx.round, discounted=discounted)
+        try:
+            contribution = read_contribution(ctx.board, args, cited)
+        except ValueError as exc:
+            raise ToolError(str(exc)) from None
+        given = ctx.board.add_verdict(target, args["status"], args["confidence"],
+                                      args["rationale"], cited, author=agent, round=ctx.round,
+                                      discounted=discounted, contribution=contribution)
         status = HypothesisStatus(args["status"])
         if isinstance(decision, JudgeDecision):
             decision.judgement, decision.status = Judgement.VERDICT, status
         else:
             decision.verdict = status
-        return f"{target} is {args['status']}"
+        return f"{target} is {given.headline}"
 
     async def give_verdict(args: dict[str, Any]) -> str:
         return verdict(args)
@@ -456,9 +467,11 @@ def verdict_tools(ctx: TeamContext, agent: str, decision: JudgeDecision | Collec
              "hypothesis takes no "
              "verdict.")
     plain = {k: v for k, v in properties.items()
-             if k not in CLAIM_PROPERTIES and k not in DISCOUNT_PROPERTIES}
+             if k not in CLAIM_PROPERTIES and k not in DISCOUNT_PROPERTIES
+             and k not in CONTRIBUTION_PROPERTIES}
     tools = [tool("give_verdict", "Decide the hypothesis." + (" Ends your turn."
-                  if verdict_ends_turn else "") + f" {rules} {QUALITY_RULE} {RULE}", properties,
+                  if verdict_ends_turn else "") + f" {rules} {QUALITY_RULE} {RULE} {SIZE_RULE}",
+                  properties,
                   give_verdict,
                   required=list(plain), ends_turn=verdict_ends_turn, writes_board=True)]
     if hypothesis_id is not None and isinstance(decision, JudgeDecision):

@@ -43,7 +43,7 @@ class Shape(Enum):
 
 
 _SQL = ("run_sql", "describe_table")
-_ANALYSIS = ("segment_scan", "compare_within", "trend")
+_ANALYSIS = ("segment_scan", "compare_within", "trend", "decompose")
 """The analysis tools (:mod:`d2_notebook.data.analysis`), offered with the SQL tools."""
 _QUERYING = (*_SQL, *_ANALYSIS)
 

@@ -51,7 +51,7 @@ def hypothesis_html(board: Board, hypothesis_id: str) -> str:
     if verdict is not None:
         cited = ", ".join(verdict.evidence_ids) or "no evidence"
         parts.append(f"<p><b>Verdict ({escape(verdict.author)}):</b> "
-                     f"{escape(verdict.status.value)}, confidence {verdict.confidence:.0%}"
+                     f"{escape(verdict.headline)}, confidence {verdict.confidence:.0%}"
                      f" &mdash; {escape(verdict.rationale)} <i>[{escape(cited)}]</i></p>")
         if verdict.discounted:
             parts.append("<ul>" + "".join(f"<li>{escape(discount_line(d))}</li>"

@@ -147,8 +147,10 @@ def _hypothesis_json(board: Board, hyp: Hypothesis, links: list[Link],
         "verdict": None if verdict is None else {
             "status": verdict.status.value, "confidence": verdict.confidence,
             "rationale": verdict.rationale, "evidence_ids": list(verdict.evidence_ids),
-            "author": verdict.author,
-            "discounted": [d.to_dict() for d in verdict.discounted]},
+            "author": verdict.author, "headline": verdict.headline,
+            "discounted": [d.to_dict() for d in verdict.discounted],
+            "contribution": None if verdict.contribution is None
+            else verdict.contribution.to_dict()},
         "links": [{"evidence_id": lk.evidence_id, "stance": lk.stance.value,
                    "rationale": lk.rationale} for lk in links if lk.hypothesis_id == hyp.id],
     }

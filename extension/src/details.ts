@@ -44,7 +44,7 @@ export function hypothesisPanel(id: string, hyp: IHypothesis): HTMLElement {
   if (hyp.verdict) {
     const v = hyp.verdict;
     const cited = v.evidence_ids.length ? v.evidence_ids.join(', ') : 'no evidence';
-    panel.appendChild(element('p', `Verdict (${v.author}): ${v.status}, confidence ` +
+    panel.appendChild(element('p', `Verdict (${v.author}): ${v.headline ?? v.status}, confidence ` +
       `${percent(v.confidence)} — ${v.rationale} [${cited}]`, 'd2-verdict'));
     if (v.discounted?.length) {
       const set = element('ul', undefined, 'd2-discounted');

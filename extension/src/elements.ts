@@ -48,6 +48,9 @@ export interface IVerdict {
   author: string;
   /** Evidence the judge set aside, with the reason (absent in older snapshots). */
   discounted?: { evidence_id: string; reason: string; explanation: string }[];
+  /** "supported as a minor contributor (explains ~8% of the change, ...)" (absent in
+   * older snapshots). */
+  headline?: string;
 }
 
 export interface IHypothesis {

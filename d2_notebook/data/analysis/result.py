@@ -13,11 +13,12 @@ __all__ = ["AnalysisResult", "AnalysisTool", "Flag", "FlagKind", "capped"]
 
 
 class AnalysisTool(Enum):
-    """The three analysis tools (the values are the tool names models call)."""
+    """The analysis tools (the values are the tool names models call)."""
 
     SEGMENT_SCAN = "segment_scan"
     COMPARE_WITHIN = "compare_within"
     TREND = "trend"
+    DECOMPOSE = "decompose"
 
 
 class FlagKind(Enum):
@@ -30,6 +31,11 @@ class FlagKind(Enum):
     CHANGE_POINT = "change point"
     SEASON = "season"
     TREND = "trend"
+    DRIVER = "driver"
+    MIX_SHIFT = "mix shift"
+    """A segment whose own metric moved beyond chance and whose contribution to a change
+    between two periods is material (``decompose``); a MIX SHIFT is a dimension whose
+    segments' share of the rows moved, by a material amount of the change."""
 
 
 @dataclass(frozen=True)

@@ -14,6 +14,7 @@ from typing import Any
 
 from d2_notebook.data.analysis.common import DEFAULT_ALPHA
 from d2_notebook.data.analysis.compare_within import compare_within
+from d2_notebook.data.analysis.decompose import decompose
 from d2_notebook.data.analysis.result import AnalysisResult, AnalysisTool
 from d2_notebook.data.analysis.segment_scan import segment_scan
 from d2_notebook.data.analysis.trend import GRAINS, trend
@@ -173,6 +174,38 @@ TOOL_SPECS: tuple[AnalysisToolSpec, ...] = (
              "alpha": _SETTINGS["alpha"],
          }},
         trend,
+    ),
+    AnalysisToolSpec(
+        AnalysisTool.DECOMPOSE,
+        "Split the change of the metric between two periods into the share each segment "
+        "explains, over every candidate dimension: per segment, the rate part (its own "
+        "metric moved, weighted by its mean row share), the mix part (its share of the "
+        "rows moved, times its mean metric) and their sum, the contribution; over one "
+        "dimension's segments the contributions add up to the whole change, so "
+        "share_of_change = contribution / change (negative: the segment worked against "
+        "the change). Each row: n, row share and metric in each period, the rate change "
+        "with its 95% interval and Benjamini–Hochberg q, rate part, mix part, "
+        "contribution, share_of_change with its 95% interval (given the row shares). The "
+        "first row is the whole change with its interval. DRIVER flag: a segment whose "
+        "rate change is beyond chance with a material contribution. Use it to size a "
+        "factor's part in a rise or fall (a minor contributor explains a small share). "
+        + _CANDIDATES,
+        {"type": "object", "additionalProperties": False,
+         "required": ["source", "metric", "period"],
+         "properties": {
+             **_COMMON,
+             "period": {"type": "string", "minLength": 1, "description": (
+                 "A column expression over the source naming each row's period, e.g. "
+                 "year(o.placed_on) or date_trunc('month', o.placed_on); compared with "
+                 "before and after as text. Its columns are not used as dimensions.")},
+             "before": {"type": ["string", "number"], "description": (
+                 "The earlier period (as period gives it, e.g. 2023 or '2023-01-01'); "
+                 "default the smallest value.")},
+             "after": {"type": ["string", "number"], "description": (
+                 "The later period; default the largest value.")},
+             "dimensions": _DIMENSIONS, **_SETTINGS,
+         }},
+        decompose,
     ),
 )
 

@@ -20,6 +20,13 @@ thinking of each dimension. Its rules, all generic:
 - **Judge**: a HETEROGENEITY flag → ``refine`` into the flagged strata; CONFOUNDING with a
   standardised effect whose interval holds zero → contradicted; otherwise the crude (or
   stratum) interval decides.
+- **A change**: when the question asks about a rise, fall or change and the outcome's
+  table has a date column, the period is that column's year. The hypothesizer adds one
+  hypothesis per exposure value ("contributes to the change"); the collector runs one
+  ``decompose`` split by the exposure and reads its value's row: the rate change with
+  its interval and the share of the change; the judge supports a value whose rate moved
+  with the change as a major (half the change or more) or minor contributor with that
+  size, and contradicts one whose interval holds zero (no contributor).
 - **Orchestrator**: the default one: once every hypothesis is settled it dismisses the
   candidate dimensions the digest lists as untouched (:attr:`dismissal` says why), then
   finishes.
@@ -51,6 +58,13 @@ _STATEMENT = re.compile(r"^(\S+) = '(.*?)' changes the rate of (\S+)(?: against 
 _PLAIN = re.compile(r"^\w+\.\w+$")
 _LABEL = re.compile(r"[\[<>(]")
 _VALUE_ROW = re.compile(r"^(.*?\S)\s{2,}(\d+)\s*$")
+_CHANGE = re.compile(r"\b(?:rise|rose|risen|fall|fell|drop|dropped|increase[sd]?|"
+                     r"decrease[sd]?|change[sd]?|grow|grew|growth|decline[sd]?)\b",
+                     re.IGNORECASE)
+_CONTRIBUTES = re.compile(r"^(\S+) = '(.*?)' contributes to the change in the rate of (\S+)$")
+_SIZE = re.compile(r"size (\S+) \[(\S+), (\S+)\] share (\S+) \[(\S+), (\S+)\]")
+MAJOR_SHARE = 0.5
+"""A value explaining this share of the change or more is a major contributor."""
 
 
 @dataclass(frozen=True)
@@ -75,6 +89,11 @@ class Schema:
             elif table is not None and (column := _COLUMN.match(line)) is not None:
                 columns[table].append((column.group(1), column.group(2)))
         return cls(columns, keys)
+
+    def time_column(self, table: str) -> str | None:
+        """``table.column`` of the table's first DATE or TIMESTAMP column, or None."""
+        return next((f"{table}.{c}" for c, kind in self.columns.get(table, [])
+                     if kind.startswith(("DATE", "TIMESTAMP"))), None)
 
     def outcome(self) -> str | None:
         """``table.column`` of the first BOOLEAN column, or None."""
@@ -119,16 +138,21 @@ class Setup:
     outcome: str
     exposure: str
     source: str
+    period: str | None = None
+    """The year of the outcome table's date column when the question asks about a change."""
 
     @classmethod
     def read(cls, turn: Turn) -> Setup | None:
         """Derive the setup from the schema and the question (None if they give none)."""
         schema = Schema.read(turn.request.system)
-        outcome, exposure = schema.outcome(), schema.exposure(_question(turn.request.system))
+        question = _question(turn.request.system)
+        outcome, exposure = schema.outcome(), schema.exposure(question)
         if outcome is None or exposure is None:
             return None
         source = schema.source(outcome.split(".")[0], exposure.split(".")[0])
-        return cls(f"avg(CASE WHEN {outcome} THEN 1 ELSE 0 END)", outcome, exposure, source)
+        time = schema.time_column(outcome.split(".")[0]) if _CHANGE.search(question) else None
+        return cls(f"avg(CASE WHEN {outcome} THEN 1 ELSE 0 END)", outcome, exposure, source,
+                   f"year({time})" if time else None)
 
 
 def _question(system: str) -> str:
@@ -163,6 +187,12 @@ class NaivePolicy(TeamPolicy):
                   if (m := _VALUE_ROW.match(line))]
         if turn.results[0].is_error or not values:
             return [("done", {"summary": "the scan or the value counts did not run"})]
+        if setup.period is not None:
+            return [("add_hypothesis", {
+                "statement": f"{setup.exposure} = '{v}' contributes to the change in the rate "
+                             f"of {setup.outcome}",
+                "rationale": "a value of the asked-about column", "query_ids": ["Q1", "Q2"]})
+                for v in values]
         reference, others = values[0], values[1:]
         actions: list[Action] = [("add_hypothesis", {
             "statement": f"{setup.exposure} = '{v}' changes the rate of {setup.outcome} "
@@ -184,6 +214,9 @@ class NaivePolicy(TeamPolicy):
     def collector(self, turn: Turn) -> list[Action] | str:
         """One compare_within; record it with the stance its figures show; submit."""
         setup, claim = Setup.read(turn), _claim(turn)
+        share_claim = _CONTRIBUTES.match(NaivePolicy._statement(turn))
+        if setup is not None and setup.period is not None and share_claim is not None:
+            return _collect_share(turn, setup, share_claim.group(1), share_claim.group(2))
         if setup is None or claim is None:
             return [("submit_for_judgement", {"summary": "nothing this policy can test"})]
         exposure, value, reference, dimension, stratum = claim
@@ -209,6 +242,8 @@ class NaivePolicy(TeamPolicy):
         """Refine on heterogeneity; otherwise decide by the recorded stance."""
         evidence = turn.linked_evidence()
         ids = [e for _, e in evidence]
+        if _CONTRIBUTES.match(self._statement(turn)):
+            return _judge_share(turn, evidence)
         text = turn.first_message
         flag = _HETEROGENEITY.search(text)
         may_refine = "Refining it is possible." in turn.first_message
@@ -275,3 +310,66 @@ def _stratum_effect(result: str, dimension: str, stratum: str | None) -> _Effect
             return _Effect(holds, f"within {dimension}: {stratum}, effect {effect:g} "
                                   f"(95% CI {low:g} to {high:g})")
     return _Effect(False, f"no row for {dimension}: {stratum}")
+
+
+def _collect_share(turn: Turn, setup: Setup, exposure: str, value: str) -> list[Action]:
+    """One decompose split by the exposure; record its value's row as the reading."""
+    if turn.step == 0:
+        return [("decompose", {"source": setup.source, "metric": setup.metric,
+                               "period": setup.period, "dimensions": [exposure]})]
+    result = turn.results[0].content
+    if turn.results[0].is_error or turn.step > 1:
+        return [("submit_for_judgement", {"summary": "the decomposition could not run"})]
+    for line in result.splitlines():
+        cells = line[len(exposure):].split() if line.startswith(exposure) else []
+        if cells[:1] == [value] and len(cells) >= 17:
+            effect, low, high = cells[7:10]
+            share, share_low, share_high = cells[14:17]
+            change = _overall_change(result)
+            moved = float(low) > 0 or float(high) < 0
+            with_change = moved and float(effect) * change > 0
+            stance = "supports" if with_change else "contradicts"
+            reading = (f"rate change of the segment: size {effect} [{low}, {high}] share "
+                       f"{share} [{share_low}, {share_high}]")
+            return [("record_evidence", {"query_id": "Q1", "description": "decompose check",
+                                         "stance": stance, "reading": reading}),
+                    ("submit_for_judgement", {"summary": reading})]
+    return [("submit_for_judgement", {"summary": f"no row for {exposure} = {value}"})]
+
+
+def _overall_change(result: str) -> float:
+    """The whole change (the table's first row) of a decompose result."""
+    for line in result.splitlines():
+        if line.startswith("(overall)"):
+            return float(line.split()[7])
+    return 0.0
+
+
+def _judge_share(turn: Turn, evidence: list[tuple[str, str]]) -> list[Action]:
+    """Size the value's part in the change: major or minor contributor when its rate moved
+    with the change, no contributor when its interval holds zero."""
+    ids = [e for _, e in evidence]
+    base = {"confidence": 0.7, "evidence_ids": ids, "claim_kind": "other"}
+    for stance, evidence_id in evidence:
+        found = _SIZE.search(turn.evidence_line(evidence_id))
+        if found is None:
+            continue
+        effect, low, high, share, share_low, share_high = (float(x) for x in found.groups())
+        holds_zero = low <= 0 <= high
+        if stance == "supports":
+            role = "major" if share >= MAJOR_SHARE else "minor"
+            status = "supported"
+            reason = f"a {role} contributor: explains {share:.0%} of the change"
+        elif holds_zero:
+            role, status, reason = "none", "contradicted", "its rate did not change"
+        else:
+            return [("give_verdict", {**base, "status": "contradicted", "rationale": (
+                f"{evidence_id}: its rate moved against the change")})]
+        size = {"role": role, "evidence_id": evidence_id, "measure": "rate change of the segment",
+                "effect": effect, "ci_low": low, "ci_high": high, "share": share,
+                "share_low": share_low, "share_high": share_high}
+        return [("give_verdict", {**base, "status": status, "contribution": size,
+                                  "rationale": f"{evidence_id}: {reason}"})]
+    return [("give_verdict", {**base, "status": "inconclusive", "evidence_ids": [],
+                              "rationale": "no decomposition could be read"})]
+

@@ -35,6 +35,9 @@ Action = tuple[str, dict[str, Any]]
 REJUDGE_AGENT = "rejudge-"
 """Agents that re-judge a stale verdict are named ``rejudge-H<n>`` (role ``judge``)."""
 
+_RANKING = "SUPPORTED FACTORS BY SIZE"
+"""The reporter brief's heading of the supported factors ranked by size."""
+_RANKED = re.compile(r"^  (H\d+): (.+)$", re.MULTILINE)
 _HYPOTHESIS_LINE = re.compile(r"^(H\d+) \| (\w+) \| ([^|]+) \| (.*)$", re.MULTILINE)
 _REFINES = re.compile(r" \(refines H\d+\)$")
 _UNTOUCHED = re.compile(
@@ -256,9 +259,15 @@ class TeamPolicy:
         the evidence its verdict cites), then each hypothesis with its verdict."""
         hypotheses = turn.hypotheses()
         verdicts = {h.id: self._verdict_line(turn, h.id) for h in hypotheses}
+        sizes = self._ranked_sizes(turn)
         supported = [h for h in hypotheses if h.status == "supported"]
+        order = list(sizes)
+        supported.sort(key=lambda h: order.index(h.id) if h.id in order else len(order))
         lines = ["## Answer", ""]
-        lines += [f"- **{h.id}** {h.statement} [{self._cited(verdicts[h.id])}]"
+        lines += [f"- **{h.id}** {h.statement}"
+                  + (f" ({sizes[h.id].removeprefix('supported as a ')})" if h.id in sizes
+                     and sizes[h.id] != "supported" else "")
+                  + f" [{self._cited(verdicts[h.id])}]"
                   for h in supported] or ["No hypothesis was supported by the evidence."]
         lines += ["", "## Hypotheses", ""]
         for hyp in hypotheses:
@@ -326,6 +335,19 @@ class TeamPolicy:
             "confidence": 0.4 if new_status == "inconclusive" else 0.7,
             "rationale": "; ".join(f"{e.rerun}: {_effect_change(e)}" for e in changed)
                          + f" — the finding reversed, so {status} -> {new_status}"})]
+
+    @staticmethod
+    def _ranked_sizes(turn: Turn) -> dict[str, str]:
+        """``{hypothesis id: its size}`` in the order the brief ranks the supported
+        factors (empty when no verdict gives a size)."""
+        if _RANKING not in turn.first_message:
+            return {}
+        block = []
+        for line in turn.first_message.split(_RANKING, 1)[1].splitlines()[1:]:
+            if not _RANKED.match(line):
+                break
+            block.append(line)
+        return dict(_RANKED.findall("\n".join(block)))
 
     @staticmethod
     def _verdict_line(turn: Turn, hypothesis_id: str) -> str:

@@ -1,0 +1,98 @@
+"""The rules a verdict's size must follow before the board stores it.
+
+A verdict on a factor may state its size (:class:`~d2_notebook.board.records.Contribution`):
+the role it plays (major, minor or none), an effect with its 95% interval from one cited
+evidence, and for a change the share of it explained. The board checks that the size fits
+the verdict; that the numbers are in the evidence's rows is the detective's check (the
+board stores rows, it does not read them for a caller).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+
+from d2_notebook.board.records import (
+    MINOR_SHARE_LIMIT,
+    Contribution,
+    ContributionRole,
+    HypothesisStatus,
+)
+from d2_notebook.errors import InvalidRecordError
+
+__all__ = ["check_contribution"]
+
+
+def check_contribution(contribution: Contribution, status: HypothesisStatus,
+                       cited: Sequence[str]) -> None:
+    """Refuse a size that does not fit the verdict.
+
+    Rules: a major or minor contributor is supported; no contributor is contradicted (the
+    data shows no effect), and its effect's interval must hold zero — an effect whose
+    interval excludes zero is real, so a small one is a minor contributor, not a
+    contradiction; an inconclusive verdict gives no size. The effect lies in its
+    interval; a share, when given, lies in its interval, and a minor contributor's is
+    below :data:`~d2_notebook.board.records.MINOR_SHARE_LIMIT`. The evidence the size
+    is read from is one the verdict cites.
+
+    Raises:
+        InvalidRecordError: The first rule broken, with the fix.
+    """
+    role = contribution.role
+    if not isinstance(role, ContributionRole):
+        raise InvalidRecordError(f"contribution role must be major, minor or none, not {role!r}")
+    if status is HypothesisStatus.INCONCLUSIVE:
+        raise InvalidRecordError("an inconclusive verdict gives no size: omit the contribution, "
+                                 "or decide the hypothesis")
+    if role is ContributionRole.NONE and status is not HypothesisStatus.CONTRADICTED:
+        raise InvalidRecordError("a factor with no contribution is contradicted, not "
+                                 f"{status.value}: give role major or minor to support it")
+    if role is not ContributionRole.NONE and status is not HypothesisStatus.SUPPORTED:
+        raise InvalidRecordError(f"a {role.value} contributor is supported, not {status.value}: "
+                                 "contradicted means the data shows no effect or the opposite "
+                                 "(role none)")
+    numbers = {"effect": contribution.effect, "ci_low": contribution.ci_low,
+               "ci_high": contribution.ci_high, "share": contribution.share,
+               "share_low": contribution.share_low, "share_high": contribution.share_high}
+    for name, value in numbers.items():
+        if value is not None and (isinstance(value, bool) or not isinstance(value, int | float)
+                                  or not math.isfinite(value)):
+            raise InvalidRecordError(f"contribution {name} must be a finite number, got {value!r}")
+    if not contribution.ci_low <= contribution.effect <= contribution.ci_high:
+        raise InvalidRecordError(
+            f"the effect {contribution.effect:g} is not inside its interval "
+            f"[{contribution.ci_low:g}, {contribution.ci_high:g}]: give ci_low <= effect <= "
+            "ci_high as the evidence's row states them")
+    if role is ContributionRole.NONE and (contribution.ci_low > 0 or contribution.ci_high < 0):
+        raise InvalidRecordError(
+            f"the effect's interval [{contribution.ci_low:g}, {contribution.ci_high:g}] excludes "
+            "zero, so the factor is real: support it as a minor contributor with its size "
+            "(role minor) instead of contradicting it")
+    _check_share(contribution)
+    if contribution.evidence_id not in cited:
+        raise InvalidRecordError(
+            f"the size is read from {contribution.evidence_id}, which the verdict does not cite;"
+            f" cite it in evidence_ids or read the size from one of: "
+            f"{', '.join(cited) or 'no evidence'}")
+    if not contribution.measure.strip():
+        raise InvalidRecordError("say what the effect measures (contribution measure, e.g. "
+                                 "'rate change of the segment')")
+
+
+def _check_share(contribution: Contribution) -> None:
+    share, low, high = contribution.share, contribution.share_low, contribution.share_high
+    if share is None:
+        if low is not None or high is not None:
+            raise InvalidRecordError("a share interval needs the share itself (contribution "
+                                     "share, e.g. 0.08 for 8%)")
+        return
+    if (low is None) != (high is None):
+        raise InvalidRecordError("give both ends of the share's interval (share_low and "
+                                 "share_high) or neither")
+    if low is not None and high is not None and not low <= share <= high:
+        raise InvalidRecordError(f"the share {share:g} is not inside its interval "
+                                 f"[{low:g}, {high:g}]")
+    if contribution.role is ContributionRole.MINOR and abs(share) >= MINOR_SHARE_LIMIT:
+        raise InvalidRecordError(
+            f"a share of {share:.0%} is not minor: a factor that explains "
+            f"{MINOR_SHARE_LIMIT:.0%} or more of the change is a major contributor")

@@ -1,0 +1,411 @@
+"""decompose: the change of a metric between two periods, split into per-segment shares.
+
+The population is the rows whose ``period`` expression equals ``before`` or ``after``
+(compared as text; default the earliest and the latest value). The overall change is
+``Δ = M_after − M_before``. For each candidate dimension (a 1:N attribute value counts as
+its own yes/no dimension) the rows of each period split into segments ``s`` with row
+shares ``w0_s`` (before), ``w1_s`` (after) and metrics ``m0_s``, ``m1_s``; the symmetric
+(Kitagawa) decomposition gives each segment
+
+- a **rate part** ``(w0_s + w1_s)/2 · (m1_s − m0_s)``: its own metric moved,
+- a **mix part** ``(w1_s − w0_s) · (m0_s + m1_s)/2``: its share of the rows moved,
+
+and a **contribution** (their sum, ``w1_s·m1_s − w0_s·m0_s``). Over the segments of one
+dimension the contributions add up to Δ exactly, so each segment's **share of the
+change** is ``contribution / Δ`` (negative: it worked against the change). A segment
+absent from one period has its other period's metric there: its whole contribution is
+mix. Intervals are 95% normal intervals given the observed row shares (the counts are
+observed, not estimated): the rate change's from the two periods' moments, the share's
+by the delta method for ``c/Δ`` with the covariance of ``c`` and ``Δ``. A segment is
+flagged as a DRIVER when its rate change is beyond chance (Benjamini–Hochberg across
+the segments tested, both periods with at least the minimum support) and its
+contribution is material (:func:`~d2_notebook.data.analysis.stats.is_material`). When
+Δ itself is not material, no share is computed: there is no change to share out.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+import pandas as pd
+
+from d2_notebook.data.analysis.common import (
+    DEFAULT_ALPHA,
+    Pass,
+    Prepared,
+    Support,
+    check_settings,
+    definition_lines,
+    prepare,
+    run_pass,
+)
+from d2_notebook.data.analysis.inputs import literal
+from d2_notebook.data.analysis.result import AnalysisResult, AnalysisTool, Flag, FlagKind, capped
+from d2_notebook.data.analysis.stats import (
+    Z95,
+    Comparison,
+    Moments,
+    benjamini_hochberg,
+    chi_square_independence,
+    compare,
+    is_material,
+    metric_scale,
+)
+from d2_notebook.data.analysis.text import describe_value, figure, name_list, segment_label
+from d2_notebook.data.catalog_access import dialect_sql
+
+if TYPE_CHECKING:
+    from d2_notebook.data.guarded_sql import GuardedSQL
+
+__all__ = ["OVERALL", "decompose"]
+
+COLUMNS = ["dimension", "segment", "n_before", "n_after", "share_before", "share_after",
+           "metric_before", "metric_after", "rate_change", "ci_low", "ci_high", "q_value",
+           "rate_part", "mix_part", "contribution", "share_of_change", "share_low",
+           "share_high", "flagged"]
+OVERALL = "(overall)"
+"""The ``dimension`` of the first row: the whole change, with its interval."""
+MIN_OVERLAP = 0.5
+"""Least overlap of a dimension's row shares in the two periods for it to be split."""
+_DIMENSIONS_SHOWN = 4
+_SEGMENTS_SHOWN = 3
+
+
+@dataclass(frozen=True)
+class _Segment:
+    """One segment of one dimension: its moments before and after."""
+
+    dimension: str
+    value: str
+    before: Moments
+    after: Moments
+
+
+def decompose(
+    sql: GuardedSQL,
+    *,
+    source: str,
+    metric: str,
+    period: str,
+    before: str | float | None = None,
+    after: str | float | None = None,
+    where: str | None = None,
+    dimensions: list[str] | None = None,
+    min_support: int | None = None,
+    alpha: float = DEFAULT_ALPHA,
+    max_levels: int = 30,
+) -> AnalysisResult:
+    """Split the change of the metric from ``before`` to ``after`` into segment shares.
+
+    Args:
+        sql: The guarded connection; the generated statement runs through it.
+        source: A table, or a FROM clause with joins and aliases.
+        metric: One mean over rows, ``avg(<per-row expression>)``.
+        period: A column expression over the source naming the period of a row (e.g.
+            ``year(o.placed_on)``); compared with ``before`` and ``after`` as text.
+        before: The earlier period's value; default the smallest value of ``period``.
+        after: The later period's value; default the largest value of ``period``.
+        where: Optional filter on the population (one boolean expression).
+        dimensions: Dimension names or expressions; default every reachable candidate.
+        min_support: Fewest rows a segment needs in each period for its rate change to be
+            tested; default adapted to the data
+            (:class:`~d2_notebook.data.analysis.common.Support`).
+        alpha: False-discovery level of the rate-change tests (Benjamini–Hochberg).
+        max_levels: Most distinct values a column may have to be a dimension.
+
+    Returns:
+        The overall change first (``dimension`` :data:`OVERALL`), then one row per
+        (dimension, segment) (:data:`COLUMNS`), dimensions with the largest single share
+        first and, within one, segments by the size of their contribution.
+
+    Raises:
+        ValueError: A bad input (e.g. a period value no row has: the values are listed).
+        UnsafeSQLError / QueryFailedError: As :func:`segment_scan`.
+    """
+    check_settings(min_support, alpha)
+    sql = dialect_sql(sql)  # any source: its SQL is transpiled and guarded there
+    if not isinstance(period, str) or not period.strip():
+        raise ValueError("period is required: a column expression over the source naming "
+                         "each row's period, e.g. year(o.placed_on)")
+    prepared = prepare(sql, source=source, metric=metric, where=where, dimensions=dimensions,
+                       exclude={"period": period}, max_levels=max_levels)
+    as_text = f"CAST(({period}) AS VARCHAR)"
+    user_where = prepared.where
+    before, after = _periods(sql, prepared, period, before, after)
+    if before == after:
+        raise ValueError(f"before and after are the same period ({before}); name two "
+                         "different values of period")
+    population = f"{as_text} IN ({literal(before)}, {literal(after)})"
+    prepared = Prepared(prepared.catalog, prepared.source, prepared.value_sql,
+                        f"({prepared.where}) AND {population}" if prepared.where
+                        else population, prepared.plan)
+    scan = run_pass(sql, prepared, extra=((
+        f"CASE WHEN {as_text} = {literal(after)} THEN 1 ELSE 0 END", "__x"),), by=("__x",))
+    first, last = scan.total(0), scan.total(1)
+    if first.n == 0 or last.n == 0:
+        _missing_period(sql, prepared.source.sql, user_where, period,
+                        before if first.n == 0 else after)
+    change = compare(last, first)
+    scale = metric_scale(first + last)
+    shared = is_material(change.difference, scale)
+    support = Support.of(min_support, (first + last).n, named=dimensions is not None)
+    pooled = (first + last).var or None
+    rows = [_overall_row(first, last, change)]
+    segments, aligned = _overlapping(_segments(scan, prepared, first, last), first,
+                                     last)
+    for segment in segments:
+        rows.append(_segment_row(segment, first, last, pooled, support))
+    if shared:
+        _add_shares(rows[1:], change.difference)
+    tested = [r for r in rows[1:] if r["tested"]]
+    for row, q in zip(tested, benjamini_hochberg([r["p_value"] for r in tested]), strict=True):
+        row["q_value"] = q
+    for row in rows:
+        row.setdefault("q_value", math.nan)
+        row["flagged"] = bool(row["tested"] and row["q_value"] < alpha
+                              and is_material(row["contribution"], scale))
+    frame = _ranked(pd.DataFrame(rows))
+    flags = [Flag(FlagKind.DRIVER, r.dimension, _driver_text(r, shared))
+             for r in frame[frame["flagged"]].itertuples()]
+    flags += _mix_flags(frame.iloc[1:], change.difference, shared, scale, alpha)
+    summary = _summary(metric, period, before, after, first, last, change, shared, frame,
+                       flags, support, alpha, prepared, aligned)
+    return capped(AnalysisTool.DECOMPOSE, scan.sql, frame[COLUMNS], sql.max_rows,
+                  scan.duration_s, summary, flags)
+
+
+def _periods(sql: GuardedSQL, prepared: Prepared, period: str, before: object,
+             after: object) -> tuple[str, str]:
+    """``before`` and ``after`` as text; the smallest and largest period when omitted."""
+    for name, value in (("before", before), ("after", after)):
+        if value is not None and (isinstance(value, bool) or not isinstance(
+                value, str | int | float)):
+            raise ValueError(f"{name} must be a value of period (text or a number), "
+                             f"got {value!r}")
+    if before is not None and after is not None:
+        return _text(before), _text(after)
+    condition = f" WHERE {prepared.where}" if prepared.where else ""
+    found = sql.run(f"SELECT CAST(min({period}) AS VARCHAR), CAST(max({period}) AS VARCHAR) "
+                    f"FROM {prepared.source.sql}{condition}", max_rows=1).frame.iloc[0]
+    if found.isna().any():
+        raise ValueError(f"period {period} has no value in the population: name a column "
+                         "expression that is set on the rows")
+    return (_text(before) if before is not None else str(found.iloc[0]),
+            _text(after) if after is not None else str(found.iloc[1]))
+
+
+def _text(value: str | float) -> str:
+    if isinstance(value, float) and value.is_integer():
+        return str(int(value))
+    return str(value)
+
+
+def _missing_period(sql: GuardedSQL, source: str, where: str | None, period: str,
+                    value: str) -> None:
+    condition = f" WHERE ({where})" if where else ""
+    found = sql.run(f"SELECT DISTINCT CAST(({period}) AS VARCHAR) AS v FROM "
+                    f"{source}{condition} ORDER BY v LIMIT 12",
+                    max_rows=12).frame["v"].tolist()
+    raise ValueError(f"no row has period {period} = {value!r}; its values include: "
+                     f"{', '.join(str(v) for v in found) or '(none)'}")
+
+
+def _segments(scan: Pass, prepared: Prepared, first: Moments, last: Moments) -> list[_Segment]:
+    """Every dimension's segments with their moments in each period; a 1:N attribute
+    value is a yes/no dimension of its own (its rows and the others')."""
+    zero = Moments(0, 0, 0)
+    values: dict[int, dict[str, list[Moments]]] = {}
+    for (index, value, late), group in scan.moments.items():
+        if index >= 0:
+            pair = values.setdefault(index, {}).setdefault(describe_value(value), [zero, zero])
+            pair[1 if late == 1 else 0] = group
+    segments = []
+    for index, planned in enumerate(prepared.plan.dimensions):
+        found = values.get(index, {})
+        if planned.membership:
+            for value, (m0, m1) in sorted(found.items()):
+                name = f"{planned.name} = {value}"
+                segments += [_Segment(name, "yes", m0, m1),
+                             _Segment(name, "no", first - m0, last - m1)]
+        else:
+            segments += [_Segment(planned.name, v, m0, m1) for v, (m0, m1)
+                         in sorted(found.items())]
+    return segments
+
+
+def _overlapping(segments: list[_Segment], first: Moments,
+                 last: Moments) -> tuple[list[_Segment], list[str]]:
+    """The segments of the dimensions whose values overlap the periods, and the names of
+    those that do not: the overlap of a dimension's row shares in the two periods,
+    ``Σ min(w0_s, w1_s)``, must be at least :data:`MIN_OVERLAP` (a second date column
+    that tracks the period would "explain" any change)."""
+    overlap: dict[str, float] = {}
+    for segment in segments:
+        overlap[segment.dimension] = overlap.get(segment.dimension, 0.0) + min(
+            segment.before.n / first.n, segment.after.n / last.n)
+    aligned = [name for name, shared in overlap.items() if shared < MIN_OVERLAP]
+    return [s for s in segments if s.dimension not in aligned], aligned
+
+
+def _overall_row(first: Moments, last: Moments, change: Comparison) -> dict:
+    return {"dimension": OVERALL, "segment": "", "n_before": int(first.n),
+            "n_after": int(last.n), "share_before": 1.0, "share_after": 1.0,
+            "metric_before": first.mean, "metric_after": last.mean,
+            "rate_change": change.difference, "ci_low": change.low, "ci_high": change.high,
+            "p_value": change.p_value, "rate_part": math.nan, "mix_part": math.nan,
+            "contribution": change.difference, "share_of_change": 1.0, "share_low": math.nan,
+            "share_high": math.nan, "tested": False}
+
+
+def _segment_row(segment: _Segment, first: Moments, last: Moments, pooled: float | None,
+                 support: Support) -> dict:
+    m0, m1 = segment.before, segment.after
+    w0, w1 = m0.n / first.n, m1.n / last.n
+    mean0 = m0.mean if m0.n else m1.mean
+    mean1 = m1.mean if m1.n else m0.mean
+    rate = (w0 + w1) / 2 * (mean1 - mean0)
+    mix = (w1 - w0) * (mean0 + mean1) / 2
+    contribution = rate + mix
+    both = m0.n > 0 and m1.n > 0
+    moved = compare(m1, m0, pooled_var=pooled) if both else None
+    tested = both and min(m0.n, m1.n) >= support.rows
+
+    def variance(group: Moments, total: Moments) -> float:
+        own = group.var if group.var > 0 or pooled is None else pooled
+        return (group.n / total.n) ** 2 * own / group.n if group.n else 0.0
+    return {"dimension": segment.dimension, "segment": segment.value,
+            "n_before": int(m0.n), "n_after": int(m1.n), "share_before": w0,
+            "share_after": w1, "metric_before": m0.mean, "metric_after": m1.mean,
+            "rate_change": moved.difference if moved else math.nan,
+            "ci_low": moved.low if moved else math.nan,
+            "ci_high": moved.high if moved else math.nan,
+            "p_value": moved.p_value if tested else math.nan,
+            "rate_part": rate, "mix_part": mix, "contribution": contribution,
+            "share_of_change": math.nan, "share_low": math.nan, "share_high": math.nan,
+            "tested": tested, "variance": variance(m1, last) + variance(m0, first)}
+
+
+def _add_shares(rows: list[dict], delta: float) -> None:
+    """Each segment's ``contribution / Δ`` and its 95% interval: the delta method for
+    ``c/Δ`` given the row shares, where ``Δ`` is the sum of the contributions of the
+    segment's dimension (so ``Cov(c, Δ) = Var(c)``)."""
+    totals: dict[str, float] = {}
+    for row in rows:
+        totals[row["dimension"]] = totals.get(row["dimension"], 0.0) + row["variance"]
+    for row in rows:
+        share = row["contribution"] / delta
+        var_c, var_delta = row["variance"], totals[row["dimension"]]
+        var_share = max(0.0, var_c - 2 * share * var_c + share * share * var_delta) / delta ** 2
+        half = Z95 * math.sqrt(var_share)
+        row["share_of_change"], row["share_low"], row["share_high"] = (share, share - half,
+                                                                       share + half)
+
+
+def _ranked(frame: pd.DataFrame) -> pd.DataFrame:
+    """The overall row, then dimensions by their largest |share| (|contribution| when no
+    share), segments within each by |contribution|."""
+    body = frame.iloc[1:].copy()
+    body["_size"] = body["contribution"].abs()
+    body["_dim"] = body.groupby("dimension")["_size"].transform("max")
+    body = body.sort_values(["_dim", "dimension", "_size"], ascending=[False, True, False],
+                            kind="stable").drop(columns=["_size", "_dim"])
+    return pd.concat([frame.iloc[:1], body], ignore_index=True)
+
+
+def _driver_text(row: object, shared: bool) -> str:
+    share = (f"explains {_percent(row.share_of_change)} of the change (95% CI "
+             f"{_percent(row.share_low)} to {_percent(row.share_high)}); " if shared else "")
+    return (f"DRIVER {segment_label(row.dimension, row.segment)}: {share}its metric "
+            f"{figure(row.metric_before)} -> {figure(row.metric_after)} (rate change "
+            f"{figure(row.rate_change)}, 95% CI {figure(row.ci_low)} to {figure(row.ci_high)},"
+            f" q = {row.q_value:.2g}); share of rows {_percent(row.share_before)} -> "
+            f"{_percent(row.share_after)}; rate part {figure(row.rate_part)}, mix part "
+            f"{figure(row.mix_part)}")
+
+
+def _mix_flags(body: pd.DataFrame, delta: float, shared: bool, scale: float,
+               alpha: float) -> list[Flag]:
+    """MIX SHIFT per dimension: its row shares differ between the periods (chi-square,
+    Benjamini–Hochberg over dimensions) and its summed mix part is material."""
+    groups = list(body.groupby("dimension", sort=False))
+    p_values = [chi_square_independence([[r.n_before, r.n_after] for r in g.itertuples()])
+                for _, g in groups]
+    flags = []
+    for (dimension, group), q in zip(groups, benjamini_hochberg(p_values), strict=True):
+        mix = float(group["mix_part"].sum())
+        if q < alpha and is_material(mix, scale):
+            share = f" ({_percent(mix / delta)} of the change)" if shared else ""
+            moved = "; ".join(f"{r.segment} {_percent(r.share_before)} -> "
+                              f"{_percent(r.share_after)}"
+                              for r in group.head(_SEGMENTS_SHOWN).itertuples())
+            flags.append(Flag(FlagKind.MIX_SHIFT, dimension, (
+                f"MIX SHIFT by {dimension}: its segments' share of the rows moved (q = "
+                f"{q:.2g}: {moved}), which accounts for {figure(mix)}{share}")))
+    return flags
+
+
+def _percent(value: float) -> str:
+    return "n/a" if math.isnan(value) else f"{value:.0%}"
+
+
+def _summary(metric: str, period: str, before: str, after: str, first: Moments,
+             last: Moments, change: Comparison, shared: bool, frame: pd.DataFrame,
+             flags: list[Flag], support: Support, alpha: float, prepared: Prepared,
+             aligned: list[str]) -> str:
+    body = frame.iloc[1:]
+    n_dimensions = body["dimension"].nunique()
+    lines = [
+        f"decompose of {metric} by {period}: {before} (n = {int(first.n)}, "
+        f"{figure(first.mean)}) -> {after} (n = {int(last.n)}, {figure(last.mean)}): change "
+        f"{figure(change.difference)} (95% CI {figure(change.low)} to {figure(change.high)}), "
+        f"split over the segments of {n_dimensions} dimensions.",
+        "Method: per segment, rate part = mean row share x change of its metric; mix part = "
+        "change of its row share x its mean metric; contribution = rate + mix; over one "
+        "dimension's segments the contributions add up to the change. Share of the change = "
+        "contribution / change (negative: against it). 95% intervals given the row shares.",
+    ]
+    if shared and change.low <= 0 <= change.high:
+        lines.append("The change itself is not beyond chance (its interval holds 0): its "
+                     "shares are as uncertain as the change.")
+    if not shared:
+        lines.append("The change is not material (under 1% of the metric's scale): no share "
+                     "is computed; the contributions are in the rows.")
+    if flags:
+        lines.append(f"FLAGGED ({len(flags)}; DRIVER: a segment's rate change beyond chance at "
+                     f"false-discovery level {alpha:g} with a contribution of at least 1% of "
+                     "the metric's scale; MIX SHIFT: a dimension's row shares moved beyond "
+                     "chance with a material mix part):")
+        lines += [f"- {f.text}" for f in flags[:8]]
+        if len(flags) > 8:
+            lines.append(f"- ... {len(flags) - 8} more in the rows")
+    else:
+        lines.append("No segment's rate change is beyond chance with a material "
+                     "contribution, and no dimension's mix shifted materially beyond chance.")
+    lines.append("Largest contributions by dimension (rate part + mix part):")
+    for dimension in list(dict.fromkeys(body["dimension"]))[:_DIMENSIONS_SHOWN]:
+        rows = body[body["dimension"] == dimension].head(_SEGMENTS_SHOWN)
+        parts = "; ".join(
+            f"{r.segment}: {figure(r.contribution)}"
+            + (f" ({_percent(r.share_of_change)})" if shared else "")
+            + f" = rate {figure(r.rate_part)} + mix {figure(r.mix_part)}"
+            for r in rows.itertuples())
+        mix = body.loc[body["dimension"] == dimension, "mix_part"].sum()
+        of_change = f" ({_percent(mix / change.difference)})" if shared else ""
+        lines.append(f"- {dimension}: {parts}; mix over all its segments "
+                     f"{figure(mix)}{of_change}")
+    untested = body[~body["tested"].astype(bool)]
+    if len(untested):
+        lines.append(f"Rate change not tested (fewer than {support.rows} rows in a period; "
+                     f"{support.describe()}): {len(untested)} segment(s), e.g. "
+                     + ", ".join(f"{segment_label(r.dimension, r.segment)} (n = "
+                                 f"{r.n_before} / {r.n_after})"
+                                 for r in untested.head(5).itertuples()) + ".")
+    lines += definition_lines(prepared.plan)
+    if aligned:
+        lines.append(f"Not split by {name_list(aligned)}: aligned with the period (its row shares "
+                     f"in the two periods overlap by less than {MIN_OVERLAP:.0%}), so it would "
+                     "restate the change, not explain it.")
+    lines.append(f"Dimensions split: {name_list(list(dict.fromkeys(body['dimension'])))}.")
+    return "\n".join(lines)

@@ -1,0 +1,134 @@
+"""A verdict's size, as the judge gives it and as the board's evidence must bear it out.
+
+``give_verdict`` (and ``refine``) take an optional ``contribution``: the role a factor
+plays (major, minor or none), the effect with its 95% interval and, for a question about
+a change, the share of the change it explains (as ``decompose`` computes it). The size is
+not free text: :func:`read_contribution` refuses it unless the effect and both ends of
+its interval are values of one row of the evidence named (to the precision a model
+copies a number: :data:`MATCH_TOLERANCE`), and the share (with its interval) values of
+one row of a cited evidence. The board then checks that the size fits the verdict
+(:func:`~d2_notebook.board.contributions.check_contribution`).
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from d2_notebook.board import Board, Contribution, ContributionRole
+from d2_notebook.board.records import MINOR_SHARE_LIMIT
+
+__all__ = ["CONTRIBUTION_PROPERTIES", "MATCH_TOLERANCE", "SIZE_RULE", "read_contribution"]
+
+SIZE_RULE = ("A verdict on a factor states its size in contribution (effect and interval, "
+             "and the share of a change it explains, copied from a cited evidence's row): "
+             "a factor that is real but small is supported as a minor contributor with its "
+             "size, not contradicted; contradicted means the data shows no effect or the "
+             "opposite.")
+"""What the verdict tools' descriptions say about sizes."""
+
+MATCH_TOLERANCE = 0.02
+"""Largest relative difference between a number the judge gives and the stored value it
+copies (models round to two or three significant digits)."""
+
+_NUMBER = {"type": "number"}
+CONTRIBUTION_PROPERTIES: dict[str, Any] = {
+    "contribution": {
+        "type": "object", "additionalProperties": False,
+        "required": ["role", "evidence_id", "measure", "effect", "ci_low", "ci_high"],
+        "description": (
+            "The factor's size. major: a main cause; minor: real (its effect's interval "
+            "excludes 0) but small — supported as a minor contributor, never contradicted; "
+            "none: the data shows no effect (contradicted, interval holding 0). Copy the "
+            "numbers from one row of a cited evidence (an analysis tool's effect and "
+            "ci_low/ci_high; decompose's share_of_change with share_low/share_high). A "
+            f"minor contributor explains less than {MINOR_SHARE_LIMIT:.0%} of a change."),
+        "properties": {
+            "role": {"type": "string", "enum": [r.value for r in ContributionRole]},
+            "evidence_id": {"type": "string", "description": "the cited evidence whose row "
+                            "holds the effect and its interval"},
+            "measure": {"type": "string", "minLength": 1,
+                        "description": "what the effect is, e.g. 'rate change of the segment'"},
+            "effect": _NUMBER, "ci_low": _NUMBER, "ci_high": _NUMBER,
+            "share": {**_NUMBER, "description": "share of the change explained, as a "
+                      "fraction (0.08 for 8%), for a question about a change"},
+            "share_low": _NUMBER, "share_high": _NUMBER,
+        },
+    },
+}
+
+
+def read_contribution(board: Board, args: dict[str, Any], cited: list[str]) -> Contribution | None:
+    """The verdict's contribution, checked against the cited evidence's rows.
+
+    Returns:
+        None when the verdict gives no size.
+
+    Raises:
+        ValueError: A number is not in the evidence's rows, or the evidence is not cited
+            (the message names the values the rows hold, or what to cite).
+    """
+    given = args.get("contribution")
+    if given is None:
+        return None
+    if not isinstance(given, dict):
+        raise ValueError("contribution must be an object: role, evidence_id, measure, effect, "
+                         "ci_low, ci_high (and share, share_low, share_high for a change)")
+    try:
+        contribution = Contribution(
+            role=ContributionRole(given["role"]), evidence_id=str(given["evidence_id"]),
+            measure=str(given["measure"]), effect=given["effect"], ci_low=given["ci_low"],
+            ci_high=given["ci_high"], share=given.get("share"),
+            share_low=given.get("share_low"), share_high=given.get("share_high"))
+    except (KeyError, ValueError) as exc:
+        raise ValueError(f"contribution is incomplete or has an unknown role ({exc}); give "
+                         "role (major, minor or none), evidence_id, measure, effect, ci_low, "
+                         "ci_high") from None
+    if contribution.evidence_id not in cited:
+        raise ValueError(f"the size is read from {contribution.evidence_id}, which the verdict "
+                         f"does not cite; cite it or read the size from one of: "
+                         f"{', '.join(cited) or 'no evidence'}")
+    numbers = [contribution.effect, contribution.ci_low, contribution.ci_high]
+    if not all(isinstance(n, int | float) and not isinstance(n, bool) for n in numbers):
+        raise ValueError("contribution effect, ci_low and ci_high must be numbers")
+    frame = board.evidence_frame(contribution.evidence_id)
+    if _row_holding(frame, numbers) is None:
+        raise ValueError(
+            f"effect {contribution.effect:g} with interval {contribution.ci_low:g} to "
+            f"{contribution.ci_high:g} is not one row of {contribution.evidence_id}: copy the "
+            "effect and both ends of its interval from the same row of the evidence's table")
+    shares = [s for s in (contribution.share, contribution.share_low, contribution.share_high)
+              if s is not None]
+    if shares and not all(isinstance(s, int | float) and not isinstance(s, bool)
+                          for s in shares):
+        raise ValueError("contribution share, share_low and share_high must be numbers")
+    if shares and not any(_row_holding(board.evidence_frame(e), shares) is not None
+                          for e in cited):
+        raise ValueError(
+            f"share {contribution.share:g} (with its interval, if given) is not one row of "
+            "the cited evidence: copy share_of_change, share_low and share_high (fractions) "
+            "from one row of a decompose result the verdict cites")
+    return contribution
+
+
+def _row_holding(frame: pd.DataFrame, numbers: list[float]) -> int | None:
+    """The position of the first row whose numeric cells hold every number (to
+    :data:`MATCH_TOLERANCE`), or None."""
+    numeric = frame.select_dtypes(include="number")
+    if numeric.empty:
+        return None
+    values = numeric.to_numpy(dtype=float, na_value=np.nan)
+    for position, row in enumerate(values):
+        if all(any(_same(n, cell) for cell in row) for n in numbers):
+            return position
+    return None
+
+
+def _same(given: float, stored: float) -> bool:
+    if math.isnan(stored):
+        return False
+    return math.isclose(given, stored, rel_tol=MATCH_TOLERANCE, abs_tol=1e-12) or (
+        abs(stored) < 1e-9 and abs(given) < 1e-9)

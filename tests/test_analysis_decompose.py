@@ -1,0 +1,151 @@
+"""decompose on data with known answers: a rise driven by one segment's rate, with a real
+minor contributor; a rise that is all mix; shares that add up; bad inputs refused."""
+
+from __future__ import annotations
+
+import duckdb
+import pytest
+from change_data import rising_churn, shifting_mix
+
+from d2_notebook.data import GuardedSQL
+from d2_notebook.data.analysis import FlagKind, decompose
+from d2_notebook.data.analysis.decompose import OVERALL
+from d2_notebook.data.analysis.specs import spec_for
+
+SOURCE = "accounts a JOIN customers c ON a.customer_id = c.customer_id"
+CHURN = "avg(CASE WHEN a.churned THEN 1 ELSE 0 END)"
+PERIOD = "year(a.opened_on)"
+
+
+@pytest.fixture(scope="module")
+def churn() -> GuardedSQL:
+    return GuardedSQL(rising_churn())
+
+
+@pytest.fixture(scope="module")
+def mix() -> GuardedSQL:
+    return GuardedSQL(shifting_mix())
+
+
+def _rows(result, dimension: str):
+    return result.frame[result.frame["dimension"] == dimension].set_index("segment")
+
+
+def test_a_main_cause_and_a_minor_contributor_get_their_shares(churn: GuardedSQL) -> None:
+    result = decompose(churn, source=SOURCE, metric=CHURN, period=PERIOD)
+    overall = result.frame.iloc[0]
+    assert overall["dimension"] == OVERALL
+    assert overall["contribution"] == pytest.approx(0.0575)
+    assert overall["ci_low"] < 0.0575 < overall["ci_high"]
+    region = _rows(result, "customers.region")
+    assert region.loc["north", "share_of_change"] == pytest.approx(0.05 / 0.0575)
+    assert region.loc["east", "share_of_change"] == pytest.approx(0.0075 / 0.0575)
+    assert region.loc["west", "share_of_change"] == pytest.approx(0)
+    # the minor contributor is real: its share's interval excludes 0, and stays small
+    assert 0 < region.loc["east", "share_low"] < 0.13 < region.loc["east", "share_high"] < 0.25
+    assert region.loc["east", "rate_change"] == pytest.approx(0.03)
+    assert region.loc["east", "ci_low"] > 0 and region.loc["east", "flagged"]
+    assert not region.loc["west", "flagged"]
+    assert region["mix_part"].abs().max() < 1e-12  # shares of rows did not move
+    drivers = {f.text.split(":")[0] for f in result.flags if f.kind is FlagKind.DRIVER}
+    assert {"DRIVER customers.region = north", "DRIVER customers.region = east"} <= drivers
+    assert "explains 13% of the change (95% CI" in result.summary
+    # the region dimension (largest single share) comes first, north before east
+    assert result.frame["dimension"].iloc[1] == "customers.region"
+    assert list(region.index[:2]) == ["north", "east"]
+
+
+def test_contributions_add_up_to_the_change_in_every_dimension(churn: GuardedSQL) -> None:
+    result = decompose(churn, source=SOURCE, metric=CHURN, period=PERIOD)
+    body = result.frame.iloc[1:]
+    for dimension, rows in body.groupby("dimension"):
+        assert rows["contribution"].sum() == pytest.approx(0.0575, abs=1e-12), dimension
+        assert rows["share_of_change"].sum() == pytest.approx(1.0, abs=1e-9), dimension
+        assert (rows["rate_part"] + rows["mix_part"]).tolist() == pytest.approx(
+            rows["contribution"].tolist())
+
+
+def test_a_rise_from_a_shift_in_mix_is_mix_not_rate(mix: GuardedSQL) -> None:
+    result = decompose(mix, source="visits",
+                       metric="avg(CASE WHEN converted THEN 1 ELSE 0 END)", period="year")
+    channel = _rows(result, "visits.channel")
+    assert result.frame.iloc[0]["contribution"] == pytest.approx(0.04)
+    assert channel["rate_part"].abs().max() == pytest.approx(0, abs=1e-12)
+    assert channel["mix_part"].sum() == pytest.approx(0.04)
+    assert channel.loc["web", "share_before"] == 0.5 and channel.loc["web", "share_after"] == 0.7
+    assert [f.kind for f in result.flags] == [FlagKind.MIX_SHIFT]
+    assert "MIX SHIFT by visits.channel" in result.summary
+    assert "(100% of the change)" in result.flags[0].text
+
+
+def test_periods_default_to_the_first_and_last_and_can_be_named(churn: GuardedSQL) -> None:
+    named = decompose(churn, source=SOURCE, metric=CHURN, period=PERIOD, before=2024,
+                      after="2025")
+    assert named.frame.equals(decompose(churn, source=SOURCE, metric=CHURN,
+                                        period=PERIOD).frame)
+    backwards = decompose(churn, source=SOURCE, metric=CHURN, period=PERIOD, before=2025,
+                          after=2024)
+    assert backwards.frame.iloc[0]["contribution"] == pytest.approx(-0.0575)
+    assert _rows(backwards, "customers.region").loc["north", "share_of_change"] == \
+        pytest.approx(0.05 / 0.0575)
+
+
+def test_no_material_change_means_no_shares(churn: GuardedSQL) -> None:
+    result = decompose(churn, source=SOURCE, metric=CHURN, period=PERIOD,
+                       where="c.region IN ('west', 'south')")
+    assert result.frame.iloc[0]["contribution"] == pytest.approx(0)
+    assert result.frame.iloc[1:]["share_of_change"].isna().all()
+    assert "The change is not material" in result.summary
+    assert not [f for f in result.flags if f.kind is FlagKind.DRIVER]
+
+
+def test_named_dimensions_and_the_period_column_left_out(churn: GuardedSQL) -> None:
+    result = decompose(churn, source=SOURCE, metric=CHURN, period=PERIOD,
+                       dimensions=["c.region"])
+    assert set(result.frame["dimension"]) == {OVERALL, "customers.region"}
+    every = decompose(churn, source=SOURCE, metric=CHURN, period=PERIOD)
+    assert not any("opened_on" in d for d in every.frame["dimension"])
+
+
+@pytest.mark.parametrize(("arguments", "message"), [
+    ({"before": 2020, "after": 2025}, "no row has period year(a.opened_on) = '2020'; its "
+                                      "values include: 2024, 2025"),
+    ({"before": 2025, "after": 2025}, "before and after are the same period"),
+    ({"before": True}, "before must be a value of period"),
+    ({"period": " "}, "period is required"),
+    ({"min_support": 1}, "min_support must be an integer >= 2"),
+])
+def test_bad_inputs_are_refused_with_the_fix(churn: GuardedSQL, arguments, message) -> None:
+    with pytest.raises(ValueError, match=message.replace("(", r"\(").replace(")", r"\)")):
+        decompose(churn, **{"source": SOURCE, "metric": CHURN, "period": PERIOD, **arguments})
+
+
+def test_the_tool_spec_takes_exactly_the_functions_inputs(churn: GuardedSQL) -> None:
+    spec = spec_for("decompose")
+    assert spec.input_schema["required"] == ["source", "metric", "period"]
+    result = spec.function(churn, source=SOURCE, metric=CHURN, period=PERIOD)
+    assert result.tool.value == "decompose"
+
+
+def test_an_empty_database_table_gives_a_clear_error() -> None:
+    con = duckdb.connect()
+    con.execute("CREATE TABLE t (y INTEGER, flag BOOLEAN, g VARCHAR)")
+    with pytest.raises(ValueError, match="period y has no value in the population"):
+        decompose(GuardedSQL(con), source="t", metric="avg(CASE WHEN flag THEN 1 ELSE 0 END)",
+                  period="y")
+
+
+def test_a_second_date_column_that_tracks_the_period_is_not_a_segment() -> None:
+    from d2_notebook.datasets import hospital
+
+    source = ("admissions a JOIN patients p USING (patient_id) JOIN treatments t "
+              "USING (admission_id) JOIN outcomes o USING (admission_id)")
+    result = decompose(GuardedSQL(hospital.create()), source=source,
+                       metric="avg(CASE WHEN o.died THEN 1 ELSE 0 END)",
+                       period="year(a.admitted_on)")
+    split = set(result.frame["dimension"])
+    assert "year(treatments.started_on)" not in split
+    assert "month_of_year(treatments.started_on)" in split  # a season overlaps both years
+    assert "Not split by year(treatments.started_on), quarter(treatments.started_on), " \
+           "month(treatments.started_on): aligned with the period" in result.summary
+    assert "The change itself is not beyond chance" in result.summary

@@ -1,0 +1,204 @@
+"""Sizes, not dismissals: a verdict states a factor's size (effect, interval, share of a
+change) read from a cited evidence's row, the board stores it typed, every view shows
+it, and the report ranks factors by it. Real board, real DuckDB, real decompose."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import duckdb
+import pytest
+from change_data import rising_churn
+
+from d2_notebook.board import Board, Contribution, ContributionRole, HypothesisStatus
+from d2_notebook.board.render import render_tree
+from d2_notebook.data import GuardedSQL
+from d2_notebook.data.analysis import decompose
+from d2_notebook.detective.context import TeamContext
+from d2_notebook.detective.decisions import JudgeDecision
+from d2_notebook.detective.digest import board_digest
+from d2_notebook.detective.report import fallback_report
+from d2_notebook.detective.reporter_brief import reporter_brief
+from d2_notebook.detective.settings import InvestigationSettings
+from d2_notebook.detective.sql_tools import analysis_description
+from d2_notebook.detective.team_tools import verdict_tools
+from d2_notebook.detective.tools import Toolset
+from d2_notebook.errors import BoardFormatError, InvalidRecordError
+from d2_notebook.llm import ToolCallPart
+from d2_notebook.llm.offline import FunctionModel, text
+from d2_notebook.notebook.snapshot import board_snapshot
+
+SOURCE = "accounts a JOIN customers c ON a.customer_id = c.customer_id"
+CHURN = "avg(CASE WHEN a.churned THEN 1 ELSE 0 END)"
+
+
+@pytest.fixture(scope="module")
+def sql() -> GuardedSQL:
+    return GuardedSQL(rising_churn())
+
+
+@pytest.fixture(scope="module")
+def result(sql: GuardedSQL):
+    return decompose(sql, source=SOURCE, metric=CHURN, period="year(a.opened_on)",
+                     dimensions=["c.region"])
+
+
+@pytest.fixture
+def ctx(board: Board, sql: GuardedSQL) -> TeamContext:
+    investigation = board.start_investigation("Why did churn rise from 2024 to 2025?")
+    return TeamContext(board=board, sql=sql, model=FunctionModel(lambda r: text("")),
+                       investigation_id=investigation.id, question="q", schema_summary="",
+                       settings=InvestigationSettings())
+
+
+def _row(result, segment: str) -> dict:
+    frame = result.frame
+    return frame[frame["segment"] == segment].iloc[0].to_dict()
+
+
+def _size(row: dict, cited: str, role: str = "minor", **change: object) -> dict:
+    return {"role": role, "evidence_id": cited, "measure": "rate change of the segment",
+            "effect": round(row["rate_change"], 4), "ci_low": round(row["ci_low"], 4),
+            "ci_high": round(row["ci_high"], 4), "share": round(row["share_of_change"], 3),
+            "share_low": round(row["share_low"], 3),
+            "share_high": round(row["share_high"], 3), **change}
+
+
+def _hypothesis_with_evidence(ctx: TeamContext, result, statement: str) -> tuple[str, str]:
+    hyp = ctx.board.add_hypothesis(statement, investigation_id=ctx.investigation_id)
+    evidence = ctx.board.add_evidence(result.sql, result.frame,
+                                      description=analysis_description(result, ""),
+                                      investigation_id=ctx.investigation_id)
+    ctx.board.link(evidence.id, hyp.id, "supports", actor="collector")
+    return hyp.id, evidence.id
+
+
+async def _verdict(ctx: TeamContext, hypothesis_id: str, evidence: list[str],
+                   status: str = "supported", **extra: object) -> tuple[bool, str]:
+    tools = verdict_tools(ctx, "judge", JudgeDecision(), hypothesis_id, can_send_back=True)
+    answer = await Toolset(tools).call(ToolCallPart("c", "give_verdict", {
+        "status": status, "confidence": 0.8, "rationale": "r", "evidence_ids": evidence,
+        "claim_kind": "other", **extra}))
+    return answer.is_error, answer.content
+
+
+async def test_a_real_small_factor_is_supported_as_a_minor_contributor(ctx, result,
+                                                                       board_path: Path):
+    hyp, evidence = _hypothesis_with_evidence(ctx, result, "Region east adds to the rise")
+    failed, answer = await _verdict(ctx, hyp, [evidence],
+                                    contribution=_size(_row(result, "east"), evidence))
+    assert not failed, answer
+    assert answer.startswith(f"{hyp} is supported as a minor contributor (explains ~13% of "
+                             "the change, 95% CI 10% to 16%; rate change of the segment 0.03, "
+                             "95% CI 0.0212 to 0.0388, E1)")
+    ctx.board.close()
+    with Board.open(board_path) as reopened:  # stored typed, through the migration's column
+        verdict = reopened.latest_verdict(hyp)
+        assert verdict.contribution.role is ContributionRole.MINOR
+        assert verdict.contribution.share == pytest.approx(0.13, abs=0.001)
+        assert verdict.headline.startswith("supported as a minor contributor (explains ~13%")
+        assert "size: supported as a minor contributor (explains ~13%" in render_tree(reopened)
+        assert "size: supported as a minor contributor" in board_digest(reopened)
+        snapshot = board_snapshot(reopened)["hypotheses"][hyp]["verdict"]
+        assert snapshot["headline"] == verdict.headline
+        assert snapshot["contribution"]["role"] == "minor"
+        event = [e for e in reopened.events() if e.kind == "verdict.added"][-1]
+        assert event.payload["contribution"]["share"] == pytest.approx(0.13, abs=0.001)
+
+
+@pytest.mark.parametrize(("status", "change", "refusal"), [
+    ("supported", {"effect": 0.05}, "is not one row of E1: copy the effect"),
+    ("supported", {"share": 13, "share_low": 10, "share_high": 17},
+     "is not one row of the cited evidence: copy share_of_change"),
+    ("supported", {"evidence_id": "E9"}, "E9, which the verdict does not cite"),
+    ("contradicted", {}, "a minor contributor is supported, not contradicted"),
+    ("contradicted", {"role": "none"}, "excludes zero, so the factor is real: support it as "
+                                       "a minor contributor"),
+    ("inconclusive", {}, "an inconclusive verdict gives no size"),
+    ("supported", {"role": "huge"}, "must be one of ['major', 'minor', 'none']"),
+    ("supported", {"measure": " "}, "argument 'measure' must not be empty"),
+])
+async def test_a_size_that_does_not_fit_is_refused_with_the_fix(ctx, result, status, change,
+                                                                refusal):
+    hyp, evidence = _hypothesis_with_evidence(ctx, result, "Region east adds to the rise")
+    size = _size(_row(result, "east"), evidence, **change)
+    failed, answer = await _verdict(ctx, hyp, [evidence], status, contribution=size)
+    assert failed and refusal in answer, answer
+    assert ctx.board.latest_verdict(hyp) is None  # nothing half-written
+
+
+async def test_a_main_cause_is_not_minor(ctx, result):
+    hyp, evidence = _hypothesis_with_evidence(ctx, result, "Region north drives the rise")
+    failed, answer = await _verdict(ctx, hyp, [evidence],
+                                    contribution=_size(_row(result, "north"), evidence))
+    assert failed and "a share of 87% is not minor" in answer
+    failed, answer = await _verdict(
+        ctx, hyp, [evidence], contribution=_size(_row(result, "north"), evidence, "major"))
+    assert not failed and "supported as a major contributor (explains ~87%" in answer
+
+
+async def test_no_effect_is_contradicted_with_role_none(ctx, result):
+    hyp, evidence = _hypothesis_with_evidence(ctx, result, "Region west adds to the rise")
+    failed, answer = await _verdict(ctx, hyp, [evidence], "contradicted",
+                                    contribution=_size(_row(result, "west"), evidence, "none"))
+    assert not failed, answer
+    assert "contradicted: no contributor (explains ~0% of the change" in answer
+
+
+def test_the_board_checks_the_size_itself(board: Board):
+    investigation = board.start_investigation("q")
+    hyp = board.add_hypothesis("x", investigation_id=investigation.id)
+    evidence = board.add_evidence("SELECT 1 AS x", duckdb.connect().execute("SELECT 1 AS x").df(),
+                                  description="one", investigation_id=investigation.id)
+    size = Contribution(ContributionRole.MINOR, evidence.id, "m", 0.5, 0.1, 0.4)
+    with pytest.raises(InvalidRecordError, match="not inside its interval"):
+        board.add_verdict(hyp.id, "supported", 0.5, "r", [evidence.id], author="j",
+                          contribution=size)
+    size = Contribution(ContributionRole.MINOR, evidence.id, "m", 0.2, 0.1, 0.4, 0.1, 0.2, 0.3)
+    with pytest.raises(InvalidRecordError, match=r"share 0\.1 is not inside its interval"):
+        board.add_verdict(hyp.id, "supported", 0.5, "r", [evidence.id], author="j",
+                          contribution=size)
+    size = Contribution(ContributionRole.MINOR, evidence.id, "m", 0.2, 0.1, 0.4, 0.1, 0.05)
+    with pytest.raises(InvalidRecordError, match="both ends"):
+        board.add_verdict(hyp.id, "supported", 0.5, "r", [evidence.id], author="j",
+                          contribution=size)
+    assert board.latest_verdict(hyp.id) is None
+    plain = board.add_verdict(hyp.id, "supported", 0.5, "r", [evidence.id], author="j")
+    assert plain.contribution is None and plain.headline == "supported"
+
+
+async def test_reports_rank_supported_factors_by_size_and_keep_the_minor_ones(ctx, result):
+    east, e1 = _hypothesis_with_evidence(ctx, result, "Region east adds to the rise")
+    plain, e2 = _hypothesis_with_evidence(ctx, result, "Accounts churn more than before")
+    north, e3 = _hypothesis_with_evidence(ctx, result, "Region north drives the rise")
+    assert not (await _verdict(ctx, east, [e1],
+                               contribution=_size(_row(result, "east"), e1)))[0]
+    assert not (await _verdict(ctx, plain, [e2]))[0]
+    assert not (await _verdict(ctx, north, [e3],
+                               contribution=_size(_row(result, "north"), e3, "major")))[0]
+    report = fallback_report(ctx.board, ctx.investigation_id)
+    answer = report.split("## Answer", 1)[1].split("## Hypotheses", 1)[0]
+    bullets = [line for line in answer.splitlines() if line.startswith("- ")]
+    assert [b.split("**")[1] for b in bullets] == [north, east, plain]
+    assert "major contributor (explains ~87% of the change, 95% CI" in bullets[0]
+    assert "minor contributor (explains ~13% of the change, 95% CI 10% to 1" in bullets[1]
+    brief = reporter_brief(ctx.board, ctx.investigation_id)
+    ranking = brief.split("SUPPORTED FACTORS BY SIZE", 1)[1]
+    assert ranking.index(f"{north}: supported as a major") < ranking.index(
+        f"{east}: supported as a minor") < ranking.index(f"{plain}: supported")
+    assert "SIZE: supported as a minor contributor" in brief
+    assert ctx.board.get_hypothesis(east).status is HypothesisStatus.SUPPORTED
+
+
+async def test_a_size_travels_with_the_board_and_a_garbled_one_is_refused(ctx, result, tmp_path):
+    hyp, evidence = _hypothesis_with_evidence(ctx, result, "Region east adds to the rise")
+    assert not (await _verdict(ctx, hyp, [evidence],
+                               contribution=_size(_row(result, "east"), evidence)))[0]
+    document = json.loads(ctx.board.to_json())
+    with Board.from_json(document, tmp_path / "copy.d2board") as copy:
+        assert copy.latest_verdict(hyp) == ctx.board.latest_verdict(hyp)
+    verdict = next(v for v in document["verdicts"] if v["hypothesis_id"] == hyp)
+    verdict["contribution"] = json.dumps({"role": "huge"})
+    with pytest.raises(BoardFormatError, match="field 'contribution' is not a size"):
+        Board.from_json(document, tmp_path / "bad.d2board")
