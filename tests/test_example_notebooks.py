@@ -7,6 +7,7 @@ Without ``ANTHROPIC_API_KEY`` notebook 01 investigates with the scripted
 
 from __future__ import annotations
 
+import re
 import shutil
 from pathlib import Path
 
@@ -112,16 +113,20 @@ def test_murder_notebook_runs_offline(tmp_path: Path, monkeypatch: pytest.Monkey
 
 def test_data_changes_notebook_runs_offline(tmp_path: Path,
                                             monkeypatch: pytest.MonkeyPatch) -> None:
-    """Notebook 03: a month of new rows reverses the Pulmorex finding; the re-check marks
-    the verdicts resting on changed evidence stale, the re-judge revises exactly that one
-    and confirms the others, and the new report version says what changed."""
+    """Notebook 03: a follow-up reuses earlier evidence instead of re-running it; a month of
+    new rows then changes the Pulmorex finding; the re-check marks exactly that verdict
+    stale and confirms the others; the re-judge revises it; the new report version says
+    what changed."""
     notebook = run_notebook("03_when_the_data_changes.ipynb", tmp_path, monkeypatch)
     text = texts(notebook)
     assert "ERROR" not in text
-    assert "scripted — no language model" in text
-    assert "H3  supported     treatments.drug = 'Pulmorex'" in text
-    assert "verdicts: 6 stale (H1, H2, H3, H4, H5, H6), 0 confirmed" in text
-    assert "E2: changed — 1 row(s) added, 1 removed; n[Pulmorex] 265 -> 385" in text
-    assert "re-judge: confirmed H1, H2, H4, H5, H6; revised H3; report version 2" in text
-    assert "## What changed since" in text and "supported (0.7) -> contradicted" in text
+    assert f"*** {SCRIPTED_LABEL} ***" in text
+    assert "H4  supported     Pulmorex lowers mortality for older COVID-19 patients" in text
+    # evidence ids follow the parallel collectors' arrival order: two reused, none re-run
+    assert re.search(r"I2: \d+ calls; reused, not re-run: E\d+, E\d+\n", text), text[:2000]
+    assert "verdicts: 1 stale (H4), 6 confirmed" in text
+    assert re.search(r"E\d+: changed — 1 row\(s\) added, 1 removed; n_drug 556 -> 756", text)
+    assert "re-judge: revised H4; report version 2" in text
+    assert "## What changed since" in text and "supported (0.85) -> inconclusive" in text
+    assert BOARD_MIME in mimes(notebook)
     assert (tmp_path / "clinic.d2board").is_file()
