@@ -179,7 +179,7 @@ async def test_a_plain_query_is_refused_naming_the_dimensions_it_left(mapped_ctx
                                    investigation_id=ctx.investigation_id)
     plain = _evidence(ctx, hyp.id, "SELECT 1 AS x")
     refused, message = await _verdict(ctx, hyp.id, [plain])
-    assert refused and "has not controlled" in message and "link_evidence" in message
+    assert refused and "has not controlled" in message and "link an existing one" in message
     assert ctx.candidates.names[0] in message
 
 
@@ -222,4 +222,19 @@ async def test_queries_stratified_by_every_dimension_count_as_the_check(board: B
     whole = linked("SELECT offer, region, channel, spend, count(*) AS n FROM visits "
                    "GROUP BY ALL")
     refused, content = await _verdict(ctx, hyp.id, [partial, whole])
+    assert not refused, content
+
+
+async def test_a_check_that_motivated_the_hypothesis_counts(ctx: TeamContext):
+    """A single agent proposes a hypothesis on a compare_within it already ran: that
+    result is the check; the verdict needs no second copy of it."""
+    result = compare_within(ctx.sql, source=SOURCE, metric=METRIC, exposure="t.drug",
+                            value="Corvalin", reference="Standard care")
+    check = ctx.board.add_evidence(result.sql, result.frame,
+                                   description=analysis_description(result, ""),
+                                   investigation_id=ctx.investigation_id)
+    hyp = ctx.board.add_hypothesis("Option C lowers the rate", motivated_by=[check.id],
+                                   investigation_id=ctx.investigation_id)
+    plain = _evidence(ctx, hyp.id)
+    refused, content = await _verdict(ctx, hyp.id, [plain], claim_kind="effect")
     assert not refused, content

@@ -97,8 +97,9 @@ def effect_refusal(board: Board, hypothesis: Hypothesis, args: dict[str, Any], *
                      if missing else "")
         return (f"{hypothesis.id} claims an effect: a {args['status']} verdict needs a "
                 f"heterogeneity check across the candidate dimensions first{unchecked}. "
-                "Send it back (request_more_evidence) for a compare_within of the exposure, "
-                "link an existing one (or a segment_scan) with link_evidence, or state "
+                "Get a compare_within of the exposure linked to it first (run and record "
+                "one, link an existing one or a segment_scan, or ask for one with "
+                "request_more_evidence — whichever of these tools you have), or state "
                 "no_check_reason: why no such check applies")
     flagged = new_heterogeneity(board, hypothesis)
     if flagged and can_refine:
@@ -131,10 +132,12 @@ def uncontrolled(coverage: BoardCoverage | None, hypothesis_id: str) -> tuple[st
 
 
 def _has_check(board: Board, hypothesis: Hypothesis) -> bool:
-    """A ``compare_within`` linked to the hypothesis or to a hypothesis it refines."""
+    """A ``compare_within`` linked to the hypothesis or to a hypothesis it refines, or
+    one that motivated it (the check the hypothesis was proposed on)."""
     current: Hypothesis | None = hypothesis
     while current is not None:
-        if any(is_heterogeneity_check(e) for e in _linked(board, current.id)):
+        weighed = _linked(board, current.id) + _motivating(board, current)
+        if any(is_heterogeneity_check(e) for e in weighed):
             return True
         current = board.get_hypothesis(current.parent_id) if current.parent_id else None
     return False
@@ -145,12 +148,16 @@ def _has_scan(board: Board, hypothesis: Hypothesis) -> bool:
     dimension the tool could test for that metric (those it left out are part of the
     metric's definition), the same dimensions a compare_within would stratify by."""
     return any(analysis_tool_of(e) is AnalysisTool.SEGMENT_SCAN
-               for e in _linked(board, hypothesis.id))
+               for e in _linked(board, hypothesis.id) + _motivating(board, hypothesis))
 
 
 def _few(names: tuple[str, ...], shown: int = 5) -> str:
     more = f" and {len(names) - shown} more" if len(names) > shown else ""
     return ", ".join(names[:shown]) + more
+
+
+def _motivating(board: Board, hypothesis: Hypothesis) -> list[Evidence]:
+    return [board.get_evidence(evidence_id) for evidence_id in hypothesis.motivated_by]
 
 
 def _linked(board: Board, hypothesis_id: str) -> list[Evidence]:
