@@ -131,3 +131,22 @@ def test_analysis_evidence_is_named_by_its_call_not_its_generated_sql(boards) ->
     assert "SQL:" not in shown and " ".join(evidence.sql.split())[:60] not in shown
     brief = reporter_brief(board, board.list_investigations()[-1].id)
     assert "; from segment_scan(" in _block(brief, evidence.id).splitlines()[0]
+
+
+def test_an_analysis_result_shows_its_overall_and_flagged_rows_first() -> None:
+    """Whatever the readings say, the reporter sees a compare_within's overall row and
+    its flagged strata — not the first strata of an arbitrary month."""
+    from d2_notebook.data import GuardedSQL
+    from d2_notebook.data.analysis import compare_within
+    from d2_notebook.datasets import hospital
+    from d2_notebook.detective.reporter_brief import analysis_anchor_rows
+
+    result = compare_within(GuardedSQL(hospital.create(patients=1500)),
+                            source="admissions a JOIN treatments t USING (admission_id) "
+                                   "JOIN outcomes o USING (admission_id)",
+                            metric="avg(CASE WHEN o.died THEN 1 ELSE 0 END)",
+                            exposure="a.ward", value="icu")
+    anchors = analysis_anchor_rows(result.frame)
+    assert anchors[0] == 0 and result.frame["dimension"].iloc[0] == "(overall)"
+    flagged = [p for p in range(len(result.frame)) if result.frame["flag"].iloc[p]]
+    assert flagged and anchors[1:] == flagged

@@ -58,6 +58,8 @@ class _Result:
     frame: pd.DataFrame
     source: str
     rows: list[int]
+    carrying: int = 0
+    """How many of ``rows`` (the first ones) carry its readings or findings."""
 
     def render(self, most_rows: int) -> str:
         size = f"{self.item.row_count:,} row{'s' if self.item.row_count != 1 else ''}"
@@ -66,8 +68,14 @@ class _Result:
         shown = sorted(self.rows[:most_rows])
         if not shown:
             return head
-        what = ("all rows" if len(shown) == self.item.row_count
-                else f"the {len(shown)} row{'s' if len(shown) != 1 else ''} that carry it")
+        plural = "s" if len(shown) != 1 else ""
+        if len(shown) == self.item.row_count:
+            what = "all rows"
+        elif most_rows <= self.carrying:
+            what = f"the {len(shown)} row{plural} that carry it"
+        else:
+            what = (f"showing {len(shown)} of its rows ({min(self.carrying, len(shown))} "
+                    "that carry it, then the first others)")
         return f"{head}\n{what}:\n{render_rows(self.frame, shown)}"
 
 
@@ -128,9 +136,26 @@ def _result(board: Board, item: Evidence, *, cited: bool) -> _Result:
                if item.id in h.motivated_by]
     claims += [v.rationale for v in board.list_verdicts() if item.id in v.evidence_ids]
     most = min(len(frame), CITED_ROWS if cited else EXPLORATION_ROWS)
-    carrying = claim_rows(frame, claims, most)
+    anchors = analysis_anchor_rows(frame) if board.tool_call_of(item.id) else []
+    carrying = list(dict.fromkeys(anchors + claim_rows(frame, claims, most)))[:most]
     rows = carrying + [p for p in range(len(frame)) if p not in carrying][:most - len(carrying)]
-    return _Result(item, frame, evidence_source(board, item), rows)
+    return _Result(item, frame, evidence_source(board, item), rows, len(carrying))
+
+
+def analysis_anchor_rows(frame: pd.DataFrame) -> list[int]:
+    """The rows of an analysis tool's result that carry its findings whatever the readings
+    say: its whole-population row (``(overall)``, ``(total)``) first, then its flagged
+    rows in the tool's order (strongest first)."""
+    anchors = []
+    if "dimension" in frame.columns and len(frame):
+        anchors += [p for p in range(min(len(frame), 2))
+                    if str(frame["dimension"].iloc[p]).startswith("(")]
+    for column in ("flagged", "flag"):
+        if column in frame.columns:
+            marked = frame[column].fillna("").astype(str).str.strip()
+            anchors += [p for p, value in enumerate(marked)
+                        if value not in ("", "False", "false", "0", "nan", "None")]
+    return list(dict.fromkeys(anchors))
 
 
 def _ranking_lines(board: Board, hypotheses: list[Hypothesis]) -> list[str]:
