@@ -246,7 +246,8 @@ def test_no_summary_says_no_confounding_over_an_effect_that_moves_when_held_fixe
     assert not result.flags
     assert "No confounding" not in result.summary
     assert ("Not flagged as confounding, though the effect moves when held fixed: t.region: "
-            "standardising moves the effect by 2.00 (100% of the crude effect)") in result.summary
+            "standardising moves the effect from 1.99 (crude, over all 2 strata) to -0.00417 "
+            "(100% of it removed)") in result.summary
     assert "within chance (q = 0.0" in result.summary
 
 
@@ -303,3 +304,28 @@ def test_a_rate_s_trend_keeps_its_intervals_between_0_and_1() -> None:
     frame = result.frame
     assert frame["ci_low"].min() >= 0 and frame["ci_high"].max() <= 1
     assert (frame["kind"] == "projection").sum() == 3
+
+
+def test_a_confounder_that_fixes_the_outcome_in_most_rows_carries_a_caution() -> None:
+    """`stage` records the outcome's progress: goals not 'done' never met their target.
+    Holding it fixed removes much of the team effect, and the flag says why that may not
+    be an adjustment; the real confounder (`tier`) carries no such caution."""
+    con = duckdb.connect()
+    con.execute("""
+        CREATE TABLE goals AS
+        SELECT i, CASE WHEN i % 4 = 0 THEN 'it' ELSE 'other' END AS team,
+               CASE WHEN i % 4 = 0 AND i % 3 > 0 THEN 'high'
+                    WHEN i % 4 > 0 AND i % 7 = 0 THEN 'high' ELSE 'low' END AS tier
+        FROM range(2000) r(i)""")
+    con.execute("""
+        CREATE TABLE g AS SELECT *,
+               CASE WHEN tier = 'high' AND hash(i) % 10 < 7 THEN 1
+                    WHEN tier = 'low' AND hash(i) % 10 < 2 THEN 1 ELSE 0 END AS met FROM goals""")
+    con.execute("""CREATE TABLE goal AS SELECT *, CASE WHEN met = 1 OR hash(i, 's') % 3 = 0
+                   THEN 'done' ELSE (['open', 'planned'])[1 + (hash(i, 'p') % 2)::INTEGER]
+                   END AS stage FROM g""")
+    result = compare_within(GuardedSQL(con), source="goal", metric="avg(met)",
+                            exposure="team", value="it", dimensions=["goal.stage", "goal.tier"])
+    texts = {f.dimension: f.text for f in result.flags}
+    assert "Caution: in open (always 0), planned (always 0)" in texts["goal.stage"]
+    assert "Caution" not in texts["goal.tier"]

@@ -256,9 +256,10 @@ def _why_not_confounding(family: Family, kinds: list[FlagKind], q_change: float,
     if not (abs(change.difference) >= CHANGE_IN_ESTIMATE * abs(crude.difference)
             and is_material(change.difference, scale)):
         return None
-    moved = (f"{family.name}: standardising moves the effect by {figure(change.difference)} "
-             + (f"({family.share_removed:.0%} of the crude effect) " if crude.difference else "")
-             + f"to {figure(family.standardised.difference)}")
+    moved = (f"{family.name}: standardising moves the effect from {figure(crude.difference)} "
+             f"(crude, over {_strata_text(family)}) to "
+             f"{figure(family.standardised.difference)}"
+             + (f" ({family.share_removed:.0%} of it removed)" if crude.difference else ""))
     if not q_change < CONFOUNDING_LEVEL:
         return f"{moved}, within chance (q = {q_change:.2g})"
     return (f"{moved}, but the exposed share's difference across its strata is within "
@@ -299,7 +300,32 @@ def _flag_text(kind: FlagKind, family: Family, q_het: float, q_change: float, la
             f"{figure(crude.difference)} (95% CI {figure(crude.low)} to {figure(crude.high)}); "
             f"standardised over {family.name} {figure(std.difference)} (95% CI "
             f"{figure(std.low)} to {figure(std.high)}); {removed}. "
-            f"Share exposed per stratum: {shares}.")
+            f"Share exposed per stratum: {shares}.{_fixed_outcome_note(family)}")
+
+
+FIXED_OUTCOME_SHARE = 0.2
+"""Strata whose metric is one constant value in both arms, holding at least this share of
+the rows, make a confounding flag carry a caution: the dimension may record the outcome."""
+
+
+def _fixed_outcome_note(family: Family) -> str:
+    """A caution when, in strata holding a fifth of the rows or more, every row of both
+    arms has the same metric value: there the outcome cannot vary, which is what a
+    dimension recorded after or because of the outcome (a status, a stage) looks like —
+    and holding a consequence of the outcome fixed is not an adjustment."""
+    fixed = [(stratum, m1.mean) for stratum, m1, m0 in family.strata
+             if m1.n >= 2 and m0.n >= 2 and m1.var == 0 and m0.var == 0
+             and abs(m1.mean - m0.mean) <= 1e-12 * max(1.0, abs(m1.mean))]
+    rows = sum(m1.n + m0.n for _, m1, m0 in family.strata)
+    held = sum(m1.n + m0.n for stratum, m1, m0 in family.strata
+               if stratum in {s for s, _ in fixed})
+    if not fixed or rows == 0 or held / rows < FIXED_OUTCOME_SHARE:
+        return ""
+    named = ", ".join(f"{stratum} (always {figure(value)})" for stratum, value in fixed[:4])
+    return (f" Caution: in {named} — {held / rows:.0%} of the rows — the metric is the same "
+            f"for every row of both arms; if {family.name} records the outcome's own "
+            "progress or a consequence of it, holding it fixed is not an adjustment: weigh "
+            "the other dimensions' standardised effects instead.")
 
 
 def _strata_text(family: Family) -> str:
