@@ -87,7 +87,8 @@ def test_bad_sources_and_settings(sql: GuardedSQL) -> None:
 
 
 def test_specs_match_the_python_keywords(sql: GuardedSQL) -> None:
-    assert [s.name for s in TOOL_SPECS] == ["segment_scan", "compare_within", "trend"]
+    assert [s.name for s in TOOL_SPECS] == ["segment_scan", "compare_within", "trend",
+                                           "decompose"]
     for spec in TOOL_SPECS:
         schema = spec.input_schema
         assert schema["type"] == "object" and not schema["additionalProperties"]
