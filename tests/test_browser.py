@@ -634,11 +634,13 @@ def test_a_fifty_hypothesis_board_folds_its_evidence_and_stays_readable(
         unfolded = [n for n in graph["nodes"] if n["id"].startswith("E")]
         assert len(unfolded) == 6 and f"fold:{home}" not in {n["id"] for n in graph["nodes"]}
         assert_whole_and_readable(graph)
-        # Clicked, the graph has focus: now the wheel zooms it (as Plotly does).
-        page.mouse.move(graph["left"] + 40, graph["top"] + 40)
+        # Clicked, the graph has focus: now the wheel zooms it (as Plotly does). The
+        # unfolded graph is taller than the window: wheel over its visible part.
+        page.mouse.move(graph["left"] + 40, max(graph["top"], 0) + 40)
         page.mouse.wheel(0, -200)
-        page.wait_for_timeout(500)
-        assert page.evaluate(FIND_GRAPHS, selector)[0]["zoom"] != graph["zoom"]
+        page.wait_for_function(
+            f"() => ({FIND_GRAPHS})('{selector}')[0].zoom !== {graph['zoom']}",
+            timeout=10_000)
     problems = [e for e in errors if not any(b in e for b in BENIGN_CONSOLE)]
     assert problems == [], "\n".join(problems)
 
