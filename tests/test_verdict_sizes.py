@@ -112,7 +112,8 @@ async def test_a_real_small_factor_is_supported_as_a_minor_contributor(ctx, resu
     ("supported", {"share": 13, "share_low": 10, "share_high": 17},
      "is not one row of the cited evidence: copy share_of_change"),
     ("supported", {"evidence_id": "E9"}, "E9, which the verdict does not cite"),
-    ("contradicted", {}, "a minor contributor is supported, not contradicted"),
+    ("contradicted", {}, "a minor contributor makes this hypothesis supported, not "
+                         "contradicted"),
     ("contradicted", {"role": "none"}, "excludes zero, so the factor is real: support it as "
                                        "a minor contributor"),
     ("inconclusive", {}, "an inconclusive verdict gives no size"),
@@ -144,6 +145,27 @@ async def test_no_effect_is_contradicted_with_role_none(ctx, result):
                                     contribution=_size(_row(result, "west"), evidence, "none"))
     assert not failed, answer
     assert "contradicted: no contributor (explains ~0% of the change" in answer
+
+
+async def test_a_hypothesis_that_a_factor_does_not_matter_turns_the_polarity(ctx, result):
+    """"West does not explain the rise" is *supported* by west's no-contribution size, and
+    "East does not add to the rise" is *contradicted* by east's minor one (real-model
+    judges could not record either)."""
+    west, evidence = _hypothesis_with_evidence(ctx, result, "Region west does not explain "
+                                                            "the rise")
+    failed, answer = await _verdict(ctx, west, [evidence], "supported",
+                                    contribution=_size(_row(result, "west"), evidence, "none"))
+    assert not failed, answer
+    assert "supported: no contributor" in answer
+    east, evidence = _hypothesis_with_evidence(ctx, result, "Region east doesn't add to the "
+                                                            "rise")
+    failed, answer = await _verdict(ctx, east, [evidence], "supported",
+                                    contribution=_size(_row(result, "east"), evidence))
+    assert failed and "makes this hypothesis contradicted, not supported (the hypothesis " \
+        "says the factor does not matter)" in answer
+    failed, answer = await _verdict(ctx, east, [evidence], "contradicted",
+                                    contribution=_size(_row(result, "east"), evidence))
+    assert not failed and "contradicted: minor contributor (explains ~13%" in answer, answer
 
 
 def test_the_board_checks_the_size_itself(board: Board):

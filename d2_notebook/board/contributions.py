@@ -10,6 +10,7 @@ board stores rows, it does not read them for a caller).
 from __future__ import annotations
 
 import math
+import re
 from collections.abc import Sequence
 
 from d2_notebook.board.records import (
@@ -20,20 +21,32 @@ from d2_notebook.board.records import (
 )
 from d2_notebook.errors import InvalidRecordError
 
-__all__ = ["check_contribution"]
+__all__ = ["check_contribution", "states_absence"]
+
+
+_ABSENCE = re.compile(r"\b(?:no|not|never|neither|nor|none|without|cannot)\b|n't\b",
+                      re.IGNORECASE)
+"""Words by which a hypothesis states that a factor does *not* matter."""
+
+
+def states_absence(statement: str) -> bool:
+    """Whether a hypothesis says a factor has no effect ("X does not explain the gap")."""
+    return bool(_ABSENCE.search(statement))
 
 
 def check_contribution(contribution: Contribution, status: HypothesisStatus,
-                       cited: Sequence[str]) -> None:
+                       cited: Sequence[str], *, claims_absence: bool = False) -> None:
     """Refuse a size that does not fit the verdict.
 
     Rules: a major or minor contributor is supported; no contributor is contradicted (the
     data shows no effect), and its effect's interval must hold zero — an effect whose
     interval excludes zero is real, so a small one is a minor contributor, not a
-    contradiction; an inconclusive verdict gives no size. The effect lies in its
-    interval; a share, when given, lies in its interval, and a minor contributor's is
-    below :data:`~d2_notebook.board.records.MINOR_SHARE_LIMIT`. The evidence the size
-    is read from is one the verdict cites.
+    contradiction; an inconclusive verdict gives no size. For a hypothesis that says the
+    factor does *not* matter (``claims_absence``, see :func:`states_absence`) the
+    polarity turns: no contributor supports it, a major or minor one contradicts it.
+    The effect lies in its interval; a share, when given, lies in its interval, and a
+    minor contributor's is below :data:`~d2_notebook.board.records.MINOR_SHARE_LIMIT`.
+    The evidence the size is read from is one the verdict cites.
 
     Raises:
         InvalidRecordError: The first rule broken, with the fix.
@@ -44,13 +57,18 @@ def check_contribution(contribution: Contribution, status: HypothesisStatus,
     if status is HypothesisStatus.INCONCLUSIVE:
         raise InvalidRecordError("an inconclusive verdict gives no size: omit the contribution, "
                                  "or decide the hypothesis")
-    if role is ContributionRole.NONE and status is not HypothesisStatus.CONTRADICTED:
-        raise InvalidRecordError("a factor with no contribution is contradicted, not "
-                                 f"{status.value}: give role major or minor to support it")
-    if role is not ContributionRole.NONE and status is not HypothesisStatus.SUPPORTED:
-        raise InvalidRecordError(f"a {role.value} contributor is supported, not {status.value}: "
-                                 "contradicted means the data shows no effect or the opposite "
-                                 "(role none)")
+    real, absent = ((HypothesisStatus.CONTRADICTED, HypothesisStatus.SUPPORTED) if claims_absence
+                    else (HypothesisStatus.SUPPORTED, HypothesisStatus.CONTRADICTED))
+    claim = " (the hypothesis says the factor does not matter)" if claims_absence else ""
+    if role is ContributionRole.NONE and status is not absent:
+        raise InvalidRecordError(f"a factor with no contribution makes this hypothesis "
+                                 f"{absent.value}, not {status.value}{claim}: give role major "
+                                 "or minor if the factor is real")
+    if role is not ContributionRole.NONE and status is not real:
+        raise InvalidRecordError(f"a {role.value} contributor makes this hypothesis "
+                                 f"{real.value}, not {status.value}{claim}: {absent.value} "
+                                 "goes with role none (the data shows no effect or the "
+                                 "opposite)")
     numbers = {"effect": contribution.effect, "ci_low": contribution.ci_low,
                "ci_high": contribution.ci_high, "share": contribution.share,
                "share_low": contribution.share_low, "share_high": contribution.share_high}

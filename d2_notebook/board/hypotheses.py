@@ -6,7 +6,7 @@ from collections.abc import Iterable, Mapping
 from typing import Any
 
 from d2_notebook.board import rows
-from d2_notebook.board.contributions import check_contribution
+from d2_notebook.board.contributions import check_contribution, states_absence
 from d2_notebook.board.records import (
     VERDICT_STATUSES,
     Contribution,
@@ -244,7 +244,9 @@ class HypothesisRecords(BoardStore):
         discounts = _checked_discounts(discounted, cited)
         set_aside = [d.to_dict() for d in discounts]
         if contribution is not None:
-            check_contribution(contribution, status, cited)
+            statement = self.get_hypothesis(hypothesis_id).statement
+            check_contribution(contribution, status, cited,
+                               claims_absence=states_absence(statement))
         stamp = now()
         with self._write() as conn:
             self._require(conn, "hypotheses", hypothesis_id)

@@ -346,7 +346,8 @@ class Verdict(_Record):
         no size."""
         if self.contribution is None:
             return self.status.value
-        if self.contribution.role is ContributionRole.NONE:
+        if (self.contribution.role is ContributionRole.NONE
+                or self.status is not HypothesisStatus.SUPPORTED):
             return f"{self.status.value}: {self.contribution.describe()}"
         return f"{self.status.value} as a {self.contribution.describe()}"
 
