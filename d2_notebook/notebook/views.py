@@ -49,7 +49,8 @@ class BoardView:
 
     def __init__(self, board: Board, *, show_redundant: bool = True,
                  live: bool = False, interactive: bool = True,
-                 investigation: str | None = None) -> None:
+                 investigation: str | None = None,
+                 starting_after: str | None = None) -> None:
         """Wrap ``board``.
 
         Args:
@@ -57,6 +58,9 @@ class BoardView:
             investigation: the investigation to show when the board holds several
                 (``"I1"``); None: the newest (the live widget follows the newest, so a
                 run that adds one shows it, and offers a dropdown to switch).
+            starting_after: the live widget waits for a run to add an investigation
+                after this one, showing an empty graph meanwhile (see
+                :class:`~d2_notebook.notebook.widget.BoardWidget`).
             show_redundant: the widget starts with redundant evidence shown (dimmed).
             live: add the live widget to the display (it follows the board while an
                 investigation writes it); otherwise the snapshot is the interactive view.
@@ -68,6 +72,7 @@ class BoardView:
         self.live = live
         self.interactive = interactive
         self.investigation = investigation
+        self.starting_after = starting_after
         self._widget: Any = None
 
     @property
@@ -77,7 +82,8 @@ class BoardView:
             from d2_notebook.notebook.widget import BoardWidget
 
             self._widget = BoardWidget(self.board, show_redundant=self.show_redundant,
-                                       investigation=self.investigation)
+                                       investigation=self.investigation,
+                                       starting_after=self.starting_after)
         return self._widget
 
     def refresh(self) -> None:

@@ -43,6 +43,7 @@ HINT = ("<p><i>Click a hypothesis or an evidence node to see its details (while 
         "runs they open beside the node: the widget holds them, no kernel needed); click a "
         "folded \"▸ N evidence\" node to unfold it.</i></p>")
 HOVER_HINT = "<span style='color:#757575'>Point at a node or an edge to read it here.</span>"
+STARTING = "<div><i>Starting the new investigation on this board…</i></div>"
 ASSUMED_WIDTH_PX = 800
 """Width of the graph area the board is laid out for (the kernel cannot measure it):
 JupyterLab's output width beside an open sidebar on a laptop screen."""
@@ -79,6 +80,9 @@ class BoardWidget(widgets.VBox):
         investigation: the investigation to show (``"I1"``); None follows the newest,
             so a run that adds one is shown as soon as it starts, until another is
             picked in the dropdown.
+        starting_after: a run is about to add an investigation after this one (the
+            ``%%investigate`` magic's ``--append`` and ``--follow-up``): the graph stays
+            empty until it starts, instead of showing this one meanwhile.
         show_redundant: start with redundant evidence shown (dimmed) or hidden.
         height: height of the graph area (CSS); by default it grows with the board so
             every row shows at a readable zoom.
@@ -89,12 +93,14 @@ class BoardWidget(widgets.VBox):
 
     def __init__(self, board: Board, *, show_redundant: bool = True,
                  height: str | None = None, width_px: float = ASSUMED_WIDTH_PX,
-                 fold: bool = True, investigation: str | None = None) -> None:
+                 fold: bool = True, investigation: str | None = None,
+                 starting_after: str | None = None) -> None:
         """Raises:
             NotFoundError: ``investigation`` is not on the board (the message names
                 the ids it holds)."""
         choose_investigation(board, investigation)
         self.pinned = investigation
+        self.starting_after = starting_after
         self.shown: str | None = None
         self._grow = height is None
         self.width_px = width_px
@@ -174,6 +180,17 @@ class BoardWidget(widgets.VBox):
         self.pinned = investigation
         self.refresh()
 
+    def _starting(self) -> bool:
+        """True while the run this view waits for (``starting_after``) has not yet
+        added its investigation to the board."""
+        if self.starting_after is None or self.pinned is not None:
+            return False
+        newest = choose_investigation(self.board)
+        if newest is not None and newest.id != self.starting_after:
+            self.starting_after = None
+            return False
+        return True
+
     def on_pick(self, change: dict[str, Any]) -> None:
         """The dropdown changed: show the investigation picked."""
         if self._syncing or change.get("new") in (None, self.investigation_id):
@@ -203,7 +220,7 @@ class BoardWidget(widgets.VBox):
     def refresh(self) -> GraphDiff:
         """Bring the view up to date with the board; returns what changed."""
         self.seen_seq = self.board.last_seq()
-        current = self.investigation_id
+        current = None if self._starting() else self.investigation_id
         self._sync_selector(current)
         if current != self.shown:  # another investigation: its own folds and selection
             self.shown = current
@@ -212,10 +229,9 @@ class BoardWidget(widgets.VBox):
             self.details.value = HINT
         hidden = frozenset(status for status, box in self.status_filter.items()
                            if not box.value)
-        elements = board_elements(self.board, include_redundant=self.toggle.value,
-                                  hidden_statuses=hidden,
-                                  show_exploration=self.exploration.value,
-                                  investigation_id=current)
+        elements = GraphModel() if current is None and self.starting_after else board_elements(
+            self.board, include_redundant=self.toggle.value, hidden_statuses=hidden,
+            show_exploration=self.exploration.value, investigation_id=current)
         arranged = arrange(elements, self.width_px, self.expanded, unfold_all=not self.fold.value)
         new = with_details(arranged.model, synced_details(self.board, self._panels))
         changes = diff(self.model, new)
@@ -229,7 +245,8 @@ class BoardWidget(widgets.VBox):
             self.graph.cytoscape_layout = initial_view(arranged)
             self.apply(changes)
         self.model, self.arrangement = new, arranged
-        self.header.value = header_html(self.board, current)
+        self.header.value = (STARTING if current is None and self.starting_after
+                             else header_html(self.board, current))
         if self._grow:
             tall = f"{arranged.height_px}px"
             if self.graph.layout.height != tall:  # one message, only when it changes
