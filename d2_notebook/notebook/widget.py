@@ -114,6 +114,7 @@ class BoardWidget(widgets.VBox):
                                          layout=widgets.Layout(width="auto",
                                                                display="none"))
         self._listing: list[tuple[str, str]] = []
+        self._syncing = False  # the dropdown is being set from the board, not picked
         self.toggle = widgets.Checkbox(value=show_redundant, description="redundant evidence",
                                        indent=False, layout=widgets.Layout(width="auto"))
         self.exploration = widgets.Checkbox(value=False, description="exploration edges",
@@ -197,8 +198,6 @@ class BoardWidget(widgets.VBox):
             return
         self.show_investigation(str(change["new"]))
 
-    _syncing = False
-
     def _sync_selector(self, shown: str | None) -> None:
         """List the board's investigations in the dropdown (shown only with two or
         more) with ``shown`` selected."""
@@ -209,7 +208,7 @@ class BoardWidget(widgets.VBox):
             if listing != self._listing:
                 self.selector.options = listing
                 self._listing = listing
-            if shown is not None and self.selector.value != shown:
+            if self.selector.value != shown:  # None while a run's investigation starts
                 self.selector.value = shown
         finally:
             self._syncing = False
