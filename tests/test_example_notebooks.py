@@ -7,6 +7,7 @@ Without ``ANTHROPIC_API_KEY`` notebook 01 investigates with the scripted
 
 from __future__ import annotations
 
+import os
 import re
 import shutil
 from pathlib import Path
@@ -24,7 +25,11 @@ BOARD_MIME = "application/vnd.d2.board+json"
 
 
 def run_notebook(name: str, folder: Path, monkeypatch: pytest.MonkeyPatch):
-    """Execute a copy of ``name`` in ``folder`` with no API key in the kernel's env."""
+    """Execute a copy of ``name`` in ``folder`` with no API key in the kernel's env, the
+    kernel importing this checkout's ``d2_notebook`` (not whichever is installed)."""
+    root = str(NOTEBOOKS.parent)
+    monkeypatch.setenv("PYTHONPATH", os.pathsep.join(
+        [root, *filter(None, [os.environ.get("PYTHONPATH")])]))
     monkeypatch.delenv("ANTHROPIC_API_KEY", raising=False)
     monkeypatch.delenv("D2_MODEL", raising=False)
     shutil.copy(NOTEBOOKS / name, folder / name)
@@ -130,3 +135,9 @@ def test_data_changes_notebook_runs_offline(tmp_path: Path,
     assert "## What changed since" in text and "supported (0.85) -> inconclusive" in text
     assert BOARD_MIME in mimes(notebook)
     assert (tmp_path / "clinic.d2board").is_file()
+    last = notebook.cells[-1].outputs[-1]["data"]  # show(BOARD, investigation="I1")
+    assert last[BOARD_MIME]["investigation"] == "I1"
+    assert {n["id"] for n in last[BOARD_MIME]["graph"]["nodes"]
+            if n["kind"] == "hypothesis"} == {f"H{i}" for i in range(1, 9)}
+    assert "I1 · Which treatment" in last["text/plain"]
+    assert "also on this board: I2 · And for older patients" in last["text/plain"]

@@ -15,10 +15,12 @@ from d2_notebook.board.records import (
     Discount,
     Evidence,
     Hypothesis,
+    Investigation,
     Link,
     RecheckedVerdict,
     VerdictCheck,
 )
+from d2_notebook.board.scopes import investigation_scope
 from d2_notebook.terminal_text import terminal_safe
 
 _STATUS_MARK = {
@@ -31,13 +33,35 @@ _STATUS_MARK = {
 }
 
 
-def render_tree(board: Board, *, width: int = 100, include_redundant: bool = True) -> str:
+def render_tree(board: Board, *, width: int = 100, include_redundant: bool = True,
+                investigation_id: str | None = None) -> str:
     """Investigations, then each hypothesis (refinements indented under their parent)
-    with its verdict and linked evidence, then evidence linked to nothing."""
+    with its verdict and linked evidence, then evidence linked to nothing.
+
+    With ``investigation_id``, only that investigation
+    (:func:`~d2_notebook.board.scopes.investigation_scope`: its hypotheses, the evidence
+    linked to them, reused evidence included, and its own exploration), its counts, and
+    a last line naming the board's other investigations.
+
+    Raises:
+        NotFoundError: ``investigation_id`` is not on the board.
+    """
     lines: list[str] = []
     checks: dict[str, RecheckedVerdict] = {}
-    reuses = board.list_reuses()
-    for inv in board.list_investigations():
+    if investigation_id is None:
+        shown = board.list_investigations()
+        reuses = board.list_reuses()
+        hypotheses = board.list_hypotheses()
+        evidence = {e.id: e for e in board.list_evidence()}
+        links = board.list_links()
+        others: tuple[Investigation, ...] = ()
+    else:
+        scope = investigation_scope(board, investigation_id, option="--investigation")
+        shown = [] if scope.investigation is None else [scope.investigation]
+        reuses, hypotheses, links = scope.reuses, scope.hypotheses, scope.links
+        evidence = {e.id: e for e in scope.evidence}
+        others = scope.others
+    for inv in shown:
         lines.append(_one_line(f"Investigation {inv.id} [{inv.state.value}]: {inv.question}"))
         follows = board.follows(inv.id)
         if follows is not None:
@@ -55,15 +79,16 @@ def render_tree(board: Board, *, width: int = 100, include_redundant: bool = Tru
                 + (f" ({', '.join(stale)})" if stale else "")
                 + f", {len(latest) - len(stale)} confirmed"))
         lines.extend(_rejudge_lines(board, inv.id))
-    counts = board.counts()
+    if investigation_id is None:
+        counts = board.counts()
+        calls = counts["model_calls"]
+    else:
+        calls = sum(spend.calls for inv in shown for spend in board.model_spend(inv.id))
+    redundant = sum(1 for e in evidence.values() if e.redundant)
     lines.append(
-        f"{counts['hypotheses']} hypotheses, {counts['evidence']} evidence "
-        f"({counts['redundant_evidence']} redundant), {counts['links']} links, "
-        f"{counts['model_calls']} model calls"
+        f"{len(hypotheses)} hypotheses, {len(evidence)} evidence "
+        f"({redundant} redundant), {len(links)} links, {calls} model calls"
     )
-    hypotheses = board.list_hypotheses()
-    evidence = {e.id: e for e in board.list_evidence()}
-    links = board.list_links()
     children: dict[str | None, list[Hypothesis]] = {}
     for hyp in hypotheses:
         children.setdefault(hyp.parent_id, []).append(hyp)
@@ -115,6 +140,11 @@ def render_tree(board: Board, *, width: int = 100, include_redundant: bool = Tru
             if item.redundant and not include_redundant:
                 continue
             lines.append(_wrap(f"    {_evidence_line(item, None)}", width, "       "))
+    if others:
+        lines.append("")
+        lines.append(_wrap("Also on this board (show one with --investigation ID): "
+                           + "; ".join(f"{inv.id} [{inv.state.value}]: {inv.question}"
+                                       for inv in others), width, "    "))
     return "\n".join(lines)
 
 

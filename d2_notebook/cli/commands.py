@@ -100,17 +100,24 @@ def board() -> None:
               show_default=True, help="File format of --charts.")
 @click.option("--usage", is_flag=True, help="Instead of the tree: the model calls by role "
               "and turn (calls, tokens, cache-read share, dollars).")
+@click.option("--investigation", "investigation_id", metavar="ID",
+              help="Which investigation to print when the board holds several (default: "
+                   "the newest; a last line names the others).")
 @friendly_errors
 def board_show(path: Path, hide_redundant: bool, width: int, charts_dir: Path | None,
-               chart_format: str, usage: bool) -> None:
-    """Print a board's hypotheses, verdicts, evidence and links as a tree."""
+               chart_format: str, usage: bool, investigation_id: str | None) -> None:
+    """Print a board's hypotheses, verdicts, evidence and links as a tree (one
+    investigation at a time when it holds several)."""
     with _open_existing(path) as opened:
+        if investigation_id is None and len(opened.list_investigations()) > 1:
+            investigation_id = opened.list_investigations()[-1].id
         if usage:
             from d2_notebook.cli.board_usage import render_usage, usage_breakdown
 
             click.echo(terminal_safe(render_usage(usage_breakdown(opened))))
             return
-        click.echo(render_tree(opened, width=width, include_redundant=not hide_redundant))
+        click.echo(render_tree(opened, width=width, include_redundant=not hide_redundant,
+                               investigation_id=investigation_id))
         from d2_notebook.notebook.static import SCRIPTED_LABEL, board_is_scripted
 
         if board_is_scripted(opened):  # the run's label: no language model answered

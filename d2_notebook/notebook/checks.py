@@ -31,9 +31,13 @@ class CheckCounts:
         return f"re-checked {self.checked_on}: {stale}, {self.confirmed} confirmed"
 
 
-def verdict_checks(board: Board) -> dict[str, RecheckedVerdict]:
+def verdict_checks(board: Board,
+                   investigation_id: str | None = None) -> dict[str, RecheckedVerdict]:
     """Per hypothesis, what the latest finished re-check of its investigation decided
-    (empty when the board was never re-checked)."""
+    (empty when the board was never re-checked); of one investigation when
+    ``investigation_id`` is given."""
+    if investigation_id is not None:
+        return board.latest_verdict_checks(investigation_id)
     checks: dict[str, RecheckedVerdict] = {}
     for investigation in board.list_investigations():
         checks.update(board.latest_verdict_checks(investigation.id))

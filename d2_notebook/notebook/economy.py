@@ -63,11 +63,14 @@ def format_cost(usd: float) -> str:
     return f"${usd:.4f}" if 0 < usd < 0.01 else f"${usd:.2f}"
 
 
-def board_economy(board: Board, scripted: bool) -> Economy:
-    """The calls of every investigation on ``board``, from its model-call counters
-    (prompts are not read); ``scripted`` as found by the caller from the calls' models."""
-    spends = [spend for inv in board.list_investigations()
-              for spend in board.model_spend(inv.id)]
+def board_economy(board: Board, scripted: bool,
+                  investigation_id: str | None = None) -> Economy:
+    """The calls of every investigation on ``board`` (of one, when ``investigation_id``
+    is given), from its model-call counters (prompts are not read); ``scripted`` as
+    found by the caller from the calls' models."""
+    ids = ([investigation_id] if investigation_id is not None
+           else [inv.id for inv in board.list_investigations()])
+    spends = [spend for one in ids for spend in board.model_spend(one)]
     return Economy(
         calls=sum(s.calls for s in spends),
         prompt_tokens=sum(s.input_tokens + s.cache_read_tokens + s.cache_write_tokens

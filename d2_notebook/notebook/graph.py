@@ -15,6 +15,7 @@ from typing import Any
 from d2_notebook.board import Board, Evidence, EvidenceReuse, Hypothesis, Link
 from d2_notebook.board.follow_ups import reuse_text
 from d2_notebook.board.records import RecheckedVerdict, VerdictCheck
+from d2_notebook.board.scopes import InvestigationScope, investigation_scope
 from d2_notebook.notebook import style
 from d2_notebook.notebook.checks import check_mark, verdict_checks
 from d2_notebook.notebook.evidence_labels import (
@@ -90,8 +91,9 @@ class GraphDiff:
 
 def board_elements(board: Board, include_redundant: bool = True,
                    hidden_statuses: frozenset[str] = frozenset(),
-                   show_exploration: bool = True) -> GraphModel:
-    """The board's hypotheses, evidence, links and refinements as a graph.
+                   show_exploration: bool = True,
+                   investigation_id: str | None = None) -> GraphModel:
+    """One investigation's hypotheses, evidence, links and refinements as a graph.
 
     Args:
         board: the board to read (records only; evidence rows are not loaded).
@@ -101,10 +103,14 @@ def board_elements(board: Board, include_redundant: bool = True,
             a filter leaves no holes.
         show_exploration: False leaves out the "motivated by" edges (exploration that
             suggested a hypothesis), which otherwise cross the graph.
+        investigation_id: the investigation to draw (None: the newest); see
+            :func:`~d2_notebook.board.scopes.investigation_scope` for what it holds.
+
+    Raises:
+        NotFoundError: ``investigation_id`` is not on the board.
     """
-    hypotheses = board.list_hypotheses()
-    evidence = board.list_evidence()
-    links = board.list_links()
+    scope = investigation_scope(board, investigation_id)
+    hypotheses, evidence, links = scope.hypotheses, scope.evidence, scope.links
     if hidden_statuses:
         kept = filter_statuses(elements_from_records(hypotheses, evidence, links),
                                set(hidden_statuses)).nodes
@@ -114,8 +120,8 @@ def board_elements(board: Board, include_redundant: bool = True,
                  if link.evidence_id in kept and link.hypothesis_id in kept]
     model = elements_from_records(hypotheses, evidence, links, include_redundant,
                                   key_numbers=stored_key_numbers(board, evidence),
-                                  reuses=board.list_reuses(),
-                                  checks=verdict_checks(board))
+                                  reuses=scope.reuses,
+                                  checks=scope_checks(board, scope))
     if show_exploration:
         return model
     edges = {k: e for k, e in model.edges.items() if e.kind != "motivates"}
@@ -123,6 +129,12 @@ def board_elements(board: Board, include_redundant: bool = True,
 
 
 _KEY_NUMBERS: dict[tuple[str, str, str], float | None] = {}
+
+
+def scope_checks(board: Board, scope: InvestigationScope) -> dict[str, RecheckedVerdict]:
+    """The re-check marks a view of ``scope`` shows (the whole board's, or its
+    investigation's only)."""
+    return verdict_checks(board, None if scope.whole_board else scope.investigation_id)
 
 
 def stored_key_numbers(board: Board, evidence: Sequence[Evidence]) -> dict[str, float]:

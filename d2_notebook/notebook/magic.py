@@ -140,7 +140,11 @@ class Investigate(Magics):
         board = (self._follow_up_board(args.board) if args.follow_up else
                  self._open_board(args.board, question or "investigation",
                                   args.resume or args.append))
-        view = BoardView(board, live=self.widget)
+        # The live view shows the investigation this cell runs: a new one (--append,
+        # --follow-up) once it starts, the resumed one (--resume: the newest) at once.
+        earlier = board.list_investigations()
+        view = BoardView(board, live=self.widget, starting_after=(
+            earlier[-1].id if earlier and not args.resume else None))
         handle = display(view, display_id=True)
         self.last_board, self.last_view = board, view
         role_models = None if replay else (dict(self.role_models) or None)

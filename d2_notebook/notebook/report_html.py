@@ -55,12 +55,13 @@ def report_document(board: Board, investigation_id: str | None = None) -> str:
     chosen = (board.get_investigation(investigation_id) if investigation_id
               else investigations[-1] if investigations else None)
     question = chosen.question if chosen else "(no investigation)"
-    body = [f"<h1>{escape(question)}</h1>", header_html(board)]
+    shown = None if chosen is None else chosen.id
+    body = [f"<h1>{escape(question)}</h1>", header_html(board, shown)]
     if chosen is not None:
         body.extend(_recheck_note(board, chosen))
         body.extend(_report_section(board, chosen))
     body.append("<h2>The board</h2>")
-    body.append(f"<div class='graph'>{board_svg(board)}</div>")
+    body.append(f"<div class='graph'>{board_svg(board, investigation_id=shown)}</div>")
     body.extend(_hypotheses_section(board, chosen))
     return ("<!DOCTYPE html><html lang='en'><head><meta charset='utf-8'>"
             f"<meta http-equiv='Content-Security-Policy' content=\"{_CSP}\">"

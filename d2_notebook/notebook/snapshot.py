@@ -10,6 +10,7 @@ evidence with its SQL and the first rows of its stored result.
 Layout of the document (``version`` 1)::
 
     {"version": 1, "question": str, "state": str, "summary": str, "report": str | null,
+     "investigation": str | null, "other_investigations": [{"id", "question", "state"}],
      "report_html": str | null, "scripted": bool,
      "caps": {"rows_per_evidence": int, "cell_chars": int, "total_cells": int},
      "graph": {"nodes": [{"id", "kind", "label", "classes", "position": {"x", "y"},
@@ -28,6 +29,12 @@ Layout of the document (``version`` 1)::
                          "columns": [str], "rows": [[cell]], "rows_shown": int,
                          "chart": {Vega-Lite spec} | null,
                          "links": [{"hypothesis_id", "stance", "rationale"}]}}}
+
+A board holding several investigations (a follow-up, an ``--append`` re-run) is
+snapshotted one investigation at a time
+(:func:`~d2_notebook.board.scopes.investigation_scope`): ``question`` then starts with
+the investigation's id, and ``summary`` ends with the line naming the others and how to
+show each, so the renderer shows both without knowing of them.
 
 ``report_html`` is the report rendered by :func:`~d2_notebook.safe_markdown.markdown_html`
 (no HTML of its own, images as text, links only to http, https or mailto); the
@@ -52,12 +59,18 @@ import pandas as pd
 from d2_notebook.board import Board, Evidence, Hypothesis, Link
 from d2_notebook.board.follow_ups import reuse_text
 from d2_notebook.board.records import RecheckedVerdict
+from d2_notebook.board.scopes import investigation_scope
 from d2_notebook.charts import chart_for_evidence
 from d2_notebook.notebook import style
-from d2_notebook.notebook.checks import check_sentence, verdict_checks
+from d2_notebook.notebook.checks import check_sentence
 from d2_notebook.notebook.details import pretty_sql
-from d2_notebook.notebook.graph import GraphModel, elements_from_records, stored_key_numbers
-from d2_notebook.notebook.static import summarize, summary_line
+from d2_notebook.notebook.graph import (
+    GraphModel,
+    elements_from_records,
+    scope_checks,
+    stored_key_numbers,
+)
+from d2_notebook.notebook.static import also_line, header_title, summarize, summary_line
 from d2_notebook.safe_markdown import markdown_html, safe_markdown
 
 SNAPSHOT_VERSION: int = style.LOOK["snapshot_version"]
@@ -78,26 +91,33 @@ class SnapshotCaps:
             raise ValueError(f"snapshot caps must be >= 0, got {self}")
 
 
-def board_snapshot(board: Board, caps: SnapshotCaps | None = None) -> dict[str, Any]:
-    """The snapshot of ``board`` (see the module docstring), ready for ``json.dumps``.
+def board_snapshot(board: Board, caps: SnapshotCaps | None = None,
+                   investigation_id: str | None = None) -> dict[str, Any]:
+    """The snapshot of one investigation of ``board`` (None: the newest; see the module
+    docstring), ready for ``json.dumps``.
 
     Reads records and stored results only; never runs a query on user data.
+
+    Raises:
+        NotFoundError: ``investigation_id`` is not on the board.
     """
     caps = caps or SnapshotCaps()
-    hypotheses = board.list_hypotheses()
-    evidence = board.list_evidence()
-    links = board.list_links()
-    reuses = board.list_reuses()
-    summary = summarize(board)
-    investigations = board.list_investigations()
-    report = investigations[-1].report if investigations else None
+    scope = investigation_scope(board, investigation_id)
+    hypotheses, evidence, links, reuses = (scope.hypotheses, scope.evidence, scope.links,
+                                           scope.reuses)
+    summary = summarize(board, scope.investigation_id)
+    report = None if scope.investigation is None else scope.investigation.report
     budget = [caps.total_cells]
-    checks = verdict_checks(board)
+    checks = scope_checks(board, scope)
+    also = also_line(summary)
     return {
         "version": SNAPSHOT_VERSION,
-        "question": summary.question,
+        "question": header_title(summary),
         "state": summary.state,
-        "summary": summary_line(summary),
+        "summary": summary_line(summary) + (f" — {also}" if also else ""),
+        "investigation": scope.investigation_id,
+        "other_investigations": [{"id": o.id, "question": o.question, "state": o.state}
+                                 for o in summary.others],
         "report": report,
         "report_html": None if report is None else markdown_html(safe_markdown(report)),
         "caps": {"rows_per_evidence": caps.rows_per_evidence, "cell_chars": caps.cell_chars,

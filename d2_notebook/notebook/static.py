@@ -7,16 +7,18 @@ nbconvert): the SVG is drawn from the same elements and positions as the live wi
 from __future__ import annotations
 
 import textwrap
+from collections import Counter
 from collections.abc import Iterable
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from html import escape
 
 from d2_notebook.board import Board, HypothesisStatus
+from d2_notebook.board.scopes import investigation_scope
 from d2_notebook.notebook import style
-from d2_notebook.notebook.checks import CheckCounts, check_counts, verdict_checks
+from d2_notebook.notebook.checks import CheckCounts, check_counts
 from d2_notebook.notebook.economy import SCRIPTED_LABEL, Economy, board_economy
-from d2_notebook.notebook.graph import GraphModel, GraphNode, board_elements
+from d2_notebook.notebook.graph import GraphModel, GraphNode, board_elements, scope_checks
 from d2_notebook.safe_markdown import escape_markdown
 
 MARGIN = 30.0
@@ -29,8 +31,23 @@ recording, which may be a real model's."""
 
 
 @dataclass(frozen=True)
+class OtherInvestigation:
+    """Another investigation on the board than the one a view shows."""
+
+    id: str
+    question: str
+    state: str
+
+    def label(self, chars: int = 60) -> str:
+        """``"I1 · Why did readmissions rise? · finished"`` (the question cut to
+        ``chars``)."""
+        return f"{self.id} · {_shorten(self.question, chars)} · {self.state}"
+
+
+@dataclass(frozen=True)
 class BoardSummary:
-    """The numbers of the header line."""
+    """The numbers of the header line: of the investigation shown (the whole board's
+    when it holds one investigation)."""
 
     question: str
     state: str
@@ -42,42 +59,60 @@ class BoardSummary:
     cost_usd: float
     elapsed_s: float | None
     scripted: bool = False
-    """Every model call of the board came from an offline script (no language model)."""
+    """Every model call counted came from an offline script (no language model)."""
     checks: CheckCounts | None = None
     """What the latest re-check found (None: never re-checked)."""
     economy: Economy | None = None
     """Calls, dollars and the cache-read share of input tokens (None: not read)."""
+    investigation_id: str | None = None
+    """The investigation shown (None: the board holds none)."""
+    others: tuple[OtherInvestigation, ...] = ()
+    """The board's other investigations, oldest first."""
 
 
-def summarize(board: Board) -> BoardSummary:
-    """Read the header numbers from the board (the last investigation, all records).
+def summarize(board: Board, investigation_id: str | None = None) -> BoardSummary:
+    """Read the header numbers of one investigation (None: the newest) from the board.
 
-    Tokens and dollars add up the ``model_call.recorded`` events, which carry the same
-    numbers as :meth:`Board.list_model_calls` without loading every prompt.
+    With one investigation on the board, every record counts; with several, only the
+    investigation's own (:func:`~d2_notebook.board.scopes.investigation_scope`): its
+    hypotheses, the evidence it shows, its model calls and re-check. Tokens and dollars
+    add up the ``model_call.recorded`` events, which carry the same numbers as
+    :meth:`Board.list_model_calls` without loading every prompt.
+
+    Raises:
+        NotFoundError: ``investigation_id`` is not on the board.
     """
-    investigations = board.list_investigations()
-    latest = investigations[-1] if investigations else None
-    counts = board.counts()
+    scope = investigation_scope(board, investigation_id)
+    shown = scope.investigation
     calls = board.events(kinds=["model_call.recorded"])
+    if not scope.whole_board:
+        calls = [e for e in calls if e.investigation_id == scope.investigation_id]
     tokens = sum(int(e.payload.get("input_tokens") or 0) + int(e.payload.get("output_tokens")
                                                                or 0) for e in calls)
     cost = sum(float(e.payload.get("cost_usd") or 0.0) for e in calls)
     scripted = scripted_calls(e.payload.get("model") for e in calls)
+    economy = board_economy(board, scripted,
+                            None if scope.whole_board else scope.investigation_id)
+    statuses = Counter(hyp.status.value for hyp in scope.hypotheses)
     elapsed = None
-    if latest is not None:
-        start = datetime.fromisoformat(latest.created_at)
-        end = (datetime.now(UTC) if latest.state.value == "running"
-               else datetime.fromisoformat(latest.updated_at))
+    if shown is not None:
+        start = datetime.fromisoformat(shown.created_at)
+        end = (datetime.now(UTC) if shown.state.value == "running"
+               else datetime.fromisoformat(shown.updated_at))
         elapsed = (end - start).total_seconds()
+    model_calls = board.counts()["model_calls"] if scope.whole_board else economy.calls
     return BoardSummary(
-        question=latest.question if latest else "(no investigation yet)",
-        state=latest.state.value if latest else "empty",
-        statuses={s.value: counts[s.value] for s in HypothesisStatus if counts[s.value]},
-        evidence=counts["evidence"], redundant=counts["redundant_evidence"],
-        model_calls=counts["model_calls"], tokens=tokens, cost_usd=cost, elapsed_s=elapsed,
+        question=shown.question if shown else "(no investigation yet)",
+        state=shown.state.value if shown else "empty",
+        statuses={s.value: statuses[s.value] for s in HypothesisStatus if statuses[s.value]},
+        evidence=len(scope.evidence),
+        redundant=sum(1 for item in scope.evidence if item.redundant),
+        model_calls=model_calls, tokens=tokens, cost_usd=cost, elapsed_s=elapsed,
         scripted=scripted,
-        checks=check_counts(verdict_checks(board)),
-        economy=board_economy(board, scripted))
+        checks=check_counts(scope_checks(board, scope)),
+        economy=economy, investigation_id=scope.investigation_id,
+        others=tuple(OtherInvestigation(inv.id, inv.question, inv.state.value)
+                     for inv in scope.others))
 
 
 def scripted_calls(models: Iterable[object]) -> bool:
@@ -112,23 +147,52 @@ def summary_line(summary: BoardSummary) -> str:
             f"{summary.tokens:,} tokens{elapsed}{checked}")
 
 
-def header_text(board: Board) -> str:
-    """The header as plain text (two lines): question and state, then the summary line."""
-    summary = summarize(board)
-    return f"{summary.question} [{summary.state}]\n{summary_line(summary)}"
+def also_line(summary: BoardSummary) -> str | None:
+    """The one line naming the board's other investigations and how to show each:
+    ``"also on this board: I1 · <question> · finished — show(board,
+    investigation='I1')"`` (None: the board holds no other)."""
+    if not summary.others:
+        return None
+    return "also on this board: " + "; ".join(
+        f"{other.label()} — show(board, investigation={other.id!r})"
+        for other in summary.others)
 
 
-def header_html(board: Board) -> str:
-    """The header shown above the graph: question, state and the summary line."""
-    summary = summarize(board)
-    return (f"<div><b>{escape(summary.question)}</b> "
+def header_title(summary: BoardSummary) -> str:
+    """The header's first line: the question (after the investigation's id when the
+    board holds several, so the reader knows which one is shown)."""
+    if summary.others and summary.investigation_id is not None:
+        return f"{summary.investigation_id} · {summary.question}"
+    return summary.question
+
+
+def header_text(board: Board, investigation_id: str | None = None) -> str:
+    """The header as plain text: question and state, the summary line, and the line
+    naming the other investigations when there are some."""
+    summary = summarize(board, investigation_id)
+    also = also_line(summary)
+    return (f"{header_title(summary)} [{summary.state}]\n{summary_line(summary)}"
+            + (f"\n{also}" if also else ""))
+
+
+def header_html(board: Board, investigation_id: str | None = None) -> str:
+    """The header shown above the graph: question, state, the summary line, and the
+    line naming the other investigations when there are some."""
+    summary = summarize(board, investigation_id)
+    also = also_line(summary)
+    return (f"<div><b>{escape(header_title(summary))}</b> "
             f"<code>[{escape(summary.state)}]</code><br>"
-            f"<span>{escape(summary_line(summary))}</span></div>")
+            f"<span>{escape(summary_line(summary))}</span>"
+            + (f"<br><span class='d2-also' style='color:#616161'>{escape(also)}</span>"
+               if also else "") + "</div>")
 
 
-def board_svg(board: Board, include_redundant: bool = False) -> str:
-    """The audit graph as a self-contained inline SVG (no scripts, no external CSS)."""
-    return model_svg(board_elements(board, include_redundant))
+def board_svg(board: Board, include_redundant: bool = False,
+              investigation_id: str | None = None) -> str:
+    """The audit graph of one investigation (None: the newest) as a self-contained
+    inline SVG (no scripts, no external CSS)."""
+    return model_svg(board_elements(board, include_redundant,
+                                    investigation_id=investigation_id))
 
 
 def model_svg(model: GraphModel) -> str:
@@ -164,10 +228,13 @@ def model_svg(model: GraphModel) -> str:
     return "".join(parts)
 
 
-def board_html(board: Board, include_redundant: bool = False) -> str:
-    """Header, graph and legend as one HTML fragment."""
-    return (f"{header_html(board)}<div style='overflow:auto;max-height:640px'>"
-            f"{board_svg(board, include_redundant)}</div>{legend_html()}")
+def board_html(board: Board, include_redundant: bool = False,
+               investigation_id: str | None = None) -> str:
+    """Header, graph and legend of one investigation (None: the newest) as one HTML
+    fragment."""
+    return (f"{header_html(board, investigation_id)}"
+            "<div style='overflow:auto;max-height:640px'>"
+            f"{board_svg(board, include_redundant, investigation_id)}</div>{legend_html()}")
 
 
 def legend_html() -> str:
@@ -185,17 +252,21 @@ def legend_html() -> str:
             f"evidence: {stances}</div>")
 
 
-def board_markdown(board: Board) -> str:
-    """The board as Markdown: question, summary line and a table of hypotheses. Board
-    text is escaped (:func:`~d2_notebook.safe_markdown.escape_markdown`): it reads as
-    written and never becomes HTML, an image or a link."""
-    summary = summarize(board)
-    lines = [f"**{escape_markdown(summary.question)}** `[{summary.state}]`", "",
+def board_markdown(board: Board, investigation_id: str | None = None) -> str:
+    """One investigation (None: the newest) as Markdown: question, summary line, the
+    other investigations, and a table of its hypotheses. Board text is escaped
+    (:func:`~d2_notebook.safe_markdown.escape_markdown`): it reads as written and never
+    becomes HTML, an image or a link."""
+    summary = summarize(board, investigation_id)
+    also = also_line(summary)
+    lines = [f"**{escape_markdown(header_title(summary))}** `[{summary.state}]`", "",
              escape_markdown(summary_line(summary)), "",
+             *([escape_markdown(also), ""] if also else []),
              "| id | status | confidence | statement | evidence |", "|---|---|---|---|---|"]
-    for hyp in board.list_hypotheses():
-        links = board.list_links(hypothesis_id=hyp.id)
-        cited = ", ".join(f"{lk.evidence_id} {lk.stance.value}" for lk in links)
+    scope = investigation_scope(board, investigation_id)
+    for hyp in scope.hypotheses:
+        cited = ", ".join(f"{lk.evidence_id} {lk.stance.value}" for lk in scope.links
+                          if lk.hypothesis_id == hyp.id)
         confidence = "" if hyp.confidence is None else f"{hyp.confidence:.0%}"
         lines.append(f"| {escape_markdown(hyp.id)} | {hyp.status.value} | {confidence} | "
                      f"{escape_markdown(hyp.statement)} | {escape_markdown(cited)} |")
@@ -244,3 +315,8 @@ def _border_point(node: GraphNode, origin: tuple[float, float]) -> tuple[float, 
     scale = min(half_w / abs(dx) if dx else float("inf"),
                 half_h / abs(dy) if dy else float("inf"))
     return x - dx * min(scale, 1.0), y - dy * min(scale, 1.0)
+
+
+def _shorten(text: str, chars: int) -> str:
+    text = " ".join(text.split())
+    return text if len(text) <= chars else text[: chars - 1].rstrip() + "…"

@@ -48,11 +48,19 @@ class BoardView:
     """
 
     def __init__(self, board: Board, *, show_redundant: bool = True,
-                 live: bool = False, interactive: bool = True) -> None:
+                 live: bool = False, interactive: bool = True,
+                 investigation: str | None = None,
+                 starting_after: str | None = None) -> None:
         """Wrap ``board``.
 
         Args:
             board: the board to show (read only).
+            investigation: the investigation to show when the board holds several
+                (``"I1"``); None: the newest (the live widget follows the newest, so a
+                run that adds one shows it, and offers a dropdown to switch).
+            starting_after: the live widget waits for a run to add an investigation
+                after this one, showing an empty graph meanwhile (see
+                :class:`~d2_notebook.notebook.widget.BoardWidget`).
             show_redundant: the widget starts with redundant evidence shown (dimmed).
             live: add the live widget to the display (it follows the board while an
                 investigation writes it); otherwise the snapshot is the interactive view.
@@ -63,6 +71,8 @@ class BoardView:
         self.show_redundant = show_redundant
         self.live = live
         self.interactive = interactive
+        self.investigation = investigation
+        self.starting_after = starting_after
         self._widget: Any = None
 
     @property
@@ -71,7 +81,9 @@ class BoardView:
         if self._widget is None:
             from d2_notebook.notebook.widget import BoardWidget
 
-            self._widget = BoardWidget(self.board, show_redundant=self.show_redundant)
+            self._widget = BoardWidget(self.board, show_redundant=self.show_redundant,
+                                       investigation=self.investigation,
+                                       starting_after=self.starting_after)
         return self._widget
 
     def refresh(self) -> None:
@@ -80,26 +92,34 @@ class BoardView:
             self._widget.refresh()
 
     def __repr__(self) -> str:
-        return f"BoardView({self.board.path!r})"
+        shown = "" if self.investigation is None else f", investigation={self.investigation!r}"
+        return f"BoardView({self.board.path!r}{shown})"
+
+    @property
+    def _shown(self) -> str | None:
+        """The investigation the static parts show: the widget's when it exists (its
+        dropdown may have switched), else the one asked for (None: the newest)."""
+        return self._widget.investigation_id if self._widget is not None else self.investigation
 
     @shows_board_faults("text/html")
     def _repr_html_(self) -> str:
-        return board_html(self.board)
+        return board_html(self.board, investigation_id=self._shown)
 
     @shows_board_faults("text/markdown")
     def _repr_markdown_(self) -> str:
-        return board_markdown(self.board)
+        return board_markdown(self.board, self._shown)
 
     @shows_board_faults()  # a damaged board: one line naming it and the fix
     def _repr_mimebundle_(self, include: Any = None, exclude: Any = None) -> dict[str, Any]:
-        markdown = board_markdown(self.board)
+        shown = self._shown
+        markdown = board_markdown(self.board, shown)
         bundle: dict[str, Any] = {
-            "text/plain": terminal_safe(f"{self!r}\n{header_text(self.board)}"),
-            "text/html": board_html(self.board),
+            "text/plain": terminal_safe(f"{self!r}\n{header_text(self.board, shown)}"),
+            "text/html": board_html(self.board, investigation_id=shown),
             "text/markdown": markdown,
         }
         if self.interactive:
-            bundle[MIME_TYPE] = board_snapshot(self.board)
+            bundle[MIME_TYPE] = board_snapshot(self.board, investigation_id=shown)
             if self.live:
                 bundle.update(_widget_bundle(self.widget))
         return bundle
@@ -131,32 +151,42 @@ class InvestigationView:
         if charts:
             html += f"<h4>Charts of the cited evidence</h4>{charts}"
         if self.show_graph:
-            html = (f"{header_html(result.board)}{html}<h4>Audit graph</h4>"
-                    f"{board_svg(result.board)}")
-            markdown += "\n" + board_markdown(result.board)
-            plain += "\n\n" + header_text(result.board)
+            shown = result.investigation_id
+            html = (f"{header_html(result.board, shown)}{html}<h4>Audit graph</h4>"
+                    f"{board_svg(result.board, investigation_id=shown)}")
+            markdown += "\n" + board_markdown(result.board, shown)
+            plain += "\n\n" + header_text(result.board, shown)
         bundle: dict[str, Any] = {"text/plain": terminal_safe(plain),
                                   "text/markdown": markdown, "text/html": html}
         if self.show_graph:
-            bundle[MIME_TYPE] = board_snapshot(result.board)
+            bundle[MIME_TYPE] = board_snapshot(result.board, investigation_id=shown)
         return bundle
 
 
 def show(board: Board | str | os.PathLike[str], *, show_redundant: bool = True,
-         live: bool = False) -> BoardView:
+         live: bool = False, investigation: str | None = None) -> BoardView:
     """A displayable view of a board (an open one, or the path of a board file);
     ``live=True`` adds the widget, for a board another process is writing.
+
+    A board holding several investigations (a follow-up, an ``--append`` re-run) is
+    shown one investigation at a time: ``investigation`` (``"I1"``), by default the
+    newest; the view names the others, and the live widget switches between them.
 
     A path is opened read-only: showing never writes to the file or beside it (an
     empty or foreign file is refused untouched, an older board is shown unmigrated).
 
     Raises:
-        BoardError: the path is not a board file (shown as one line in a notebook).
+        BoardError: the path is not a board file, or ``investigation`` is not on it
+            (the message names the ids it holds); shown as one line in a notebook.
     """
+    from d2_notebook.board.scopes import choose_investigation
     from d2_notebook.notebook.paths import open_existing_board
 
     opened = board if isinstance(board, Board) else open_existing_board(board, read_only=True)
-    return BoardView(opened, show_redundant=show_redundant, live=live)
+    choose_investigation(opened, investigation,
+                         option="show(board, investigation=...)")
+    return BoardView(opened, show_redundant=show_redundant, live=live,
+                     investigation=investigation)
 
 
 def _cited_charts(board: Board, report: str) -> str:

@@ -24,6 +24,7 @@ import ipycytoscape
 import ipywidgets as widgets
 
 from d2_notebook.board import Board, HypothesisStatus
+from d2_notebook.board.scopes import choose_investigation
 from d2_notebook.notebook import style
 from d2_notebook.notebook.arrange import FOLDED, Arrangement, arrange, folded_home, shown
 from d2_notebook.notebook.details import node_details_html, synced_details
@@ -35,13 +36,14 @@ from d2_notebook.notebook.graph import (
     board_elements,
     diff,
 )
-from d2_notebook.notebook.static import header_html, legend_html
+from d2_notebook.notebook.static import OtherInvestigation, header_html, legend_html
 
 VIEW = style.LOOK["view"]
 HINT = ("<p><i>Click a hypothesis or an evidence node to see its details (while the team "
         "runs they open beside the node: the widget holds them, no kernel needed); click a "
         "folded \"▸ N evidence\" node to unfold it.</i></p>")
 HOVER_HINT = "<span style='color:#757575'>Point at a node or an edge to read it here.</span>"
+STARTING = "<div><i>Starting the new investigation on this board…</i></div>"
 ASSUMED_WIDTH_PX = 800
 """Width of the graph area the board is laid out for (the kernel cannot measure it):
 JupyterLab's output width beside an open sidebar on a laptop screen."""
@@ -67,10 +69,20 @@ def initial_view(arranged: Arrangement) -> dict[str, Any]:
 
 
 class BoardWidget(widgets.VBox):
-    """A live view of one board.
+    """A live view of one investigation of a board.
+
+    When the board holds several investigations (a follow-up, an ``--append`` re-run),
+    a dropdown above the graph switches the investigation shown: graph, header and
+    details are that investigation's only.
 
     Args:
         board: the board to show (it is read, never written).
+        investigation: the investigation to show (``"I1"``); None follows the newest,
+            so a run that adds one is shown as soon as it starts, until another is
+            picked in the dropdown.
+        starting_after: a run is about to add an investigation after this one (the
+            ``%%investigate`` magic's ``--append`` and ``--follow-up``): the graph stays
+            empty until it starts, instead of showing this one meanwhile.
         show_redundant: start with redundant evidence shown (dimmed) or hidden.
         height: height of the graph area (CSS); by default it grows with the board so
             every row shows at a readable zoom.
@@ -81,7 +93,15 @@ class BoardWidget(widgets.VBox):
 
     def __init__(self, board: Board, *, show_redundant: bool = True,
                  height: str | None = None, width_px: float = ASSUMED_WIDTH_PX,
-                 fold: bool = True) -> None:
+                 fold: bool = True, investigation: str | None = None,
+                 starting_after: str | None = None) -> None:
+        """Raises:
+            NotFoundError: ``investigation`` is not on the board (the message names
+                the ids it holds)."""
+        choose_investigation(board, investigation)
+        self.pinned = investigation
+        self.starting_after = starting_after
+        self.shown: str | None = None
         self._grow = height is None
         self.width_px = width_px
         self.expanded: set[str] = set()
@@ -89,6 +109,12 @@ class BoardWidget(widgets.VBox):
         height = height or f"{VIEW['height_px']}px"
         self.board = board
         self.header = widgets.HTML()
+        self.selector = widgets.Dropdown(description="investigation:", options=[],
+                                         style={"description_width": "initial"},
+                                         layout=widgets.Layout(width="auto",
+                                                               display="none"))
+        self._listing: list[tuple[str, str]] = []
+        self._syncing = False  # the dropdown is being set from the board, not picked
         self.toggle = widgets.Checkbox(value=show_redundant, description="redundant evidence",
                                        indent=False, layout=widgets.Layout(width="auto"))
         self.exploration = widgets.Checkbox(value=False, description="exploration edges",
@@ -133,20 +159,78 @@ class BoardWidget(widgets.VBox):
         filters = widgets.HBox([widgets.HTML("<b>show:</b>&nbsp;"), *self.status_filter.values(),
                                 self.toggle, self.exploration, self.fold, self.wheel_zoom],
                                layout=widgets.Layout(flex_flow="row wrap"))
-        super().__init__([self.header, filters, self.legend, self.graph, self.hover,
+        self.selector.observe(self.on_pick, names="value")
+        super().__init__([self.selector, self.header, filters, self.legend, self.graph, self.hover,
                           self.details])
         self.refresh()
 
     # --- updating --------------------------------------------------------------------
 
+    @property
+    def investigation_id(self) -> str | None:
+        """The investigation shown: the one picked, else the newest (None: none yet)."""
+        if self.pinned is not None:
+            return self.pinned
+        shown = choose_investigation(self.board)
+        return None if shown is None else shown.id
+
+    def show_investigation(self, investigation: str | None) -> None:
+        """Show ``investigation`` (None: follow the newest), as a pick in the dropdown
+        does. Raises NotFoundError when it is not on the board."""
+        choose_investigation(self.board, investigation)
+        self.pinned = investigation
+        self.refresh()
+
+    def _starting(self) -> bool:
+        """True while the run this view waits for (``starting_after``) has not yet
+        added its investigation to the board."""
+        if self.starting_after is None or self.pinned is not None:
+            return False
+        newest = choose_investigation(self.board)
+        if newest is not None and newest.id != self.starting_after:
+            self.starting_after = None
+            return False
+        return True
+
+    def on_pick(self, change: dict[str, Any]) -> None:
+        """The dropdown changed: show the investigation picked."""
+        if self._syncing or change.get("new") in (None, self.investigation_id):
+            return
+        self.show_investigation(str(change["new"]))
+
+    def _sync_selector(self, shown: str | None) -> None:
+        """List the board's investigations in the dropdown (shown only with two or
+        more) with ``shown`` selected."""
+        listing = [(OtherInvestigation(inv.id, inv.question, inv.state.value).label(), inv.id)
+                   for inv in self.board.list_investigations()]
+        self._syncing = True
+        try:
+            if listing != self._listing:
+                self.selector.options = listing
+                self._listing = listing
+            if self.selector.value != shown:  # None while a run's investigation starts
+                self.selector.value = shown
+        finally:
+            self._syncing = False
+        display = None if len(listing) > 1 else "none"
+        if self.selector.layout.display != display:
+            self.selector.layout.display = display
+
     def refresh(self) -> GraphDiff:
         """Bring the view up to date with the board; returns what changed."""
         self.seen_seq = self.board.last_seq()
+        current = None if self._starting() else self.investigation_id
+        self._sync_selector(current)
+        if current != self.shown:  # another investigation: its own folds and selection
+            self.shown = current
+            self.expanded.clear()
+            self.selected = None
+            self.details.value = HINT
         hidden = frozenset(status for status, box in self.status_filter.items()
                            if not box.value)
-        elements = board_elements(self.board, include_redundant=self.toggle.value,
-                                  hidden_statuses=hidden,
-                                  show_exploration=self.exploration.value)
+        elements = GraphModel() if current is None and self.starting_after else board_elements(
+            self.board, include_redundant=self.toggle.value, hidden_statuses=hidden,
+            show_exploration=self.exploration.value, investigation_id=current)
         arranged = arrange(elements, self.width_px, self.expanded, unfold_all=not self.fold.value)
         new = with_details(arranged.model, synced_details(self.board, self._panels))
         changes = diff(self.model, new)
@@ -160,7 +244,8 @@ class BoardWidget(widgets.VBox):
             self.graph.cytoscape_layout = initial_view(arranged)
             self.apply(changes)
         self.model, self.arrangement = new, arranged
-        self.header.value = header_html(self.board)
+        self.header.value = (STARTING if current is None and self.starting_after
+                             else header_html(self.board, current))
         if self._grow:
             tall = f"{arranged.height_px}px"
             if self.graph.layout.height != tall:  # one message, only when it changes
