@@ -128,7 +128,7 @@ async def test_tool_mistakes_go_back_to_the_model_as_tool_errors(con):
     assert any("unknown tool 'no_such_tool'" in e for e in errors)
     errors = [m["content"] for m in tool_results(result.board, "collector-H1") if m["is_error"]]
     assert any("unknown query id 'Q42'" in e for e in errors)
-    assert any("must be one of ['supports', 'contradicts']" in e for e in errors)
+    assert any("must be one of ['supports', 'contradicts', 'weak', 'neutral']" in e for e in errors)
     assert result.state == "finished"
 
 
