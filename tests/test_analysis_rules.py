@@ -248,7 +248,7 @@ def test_no_summary_says_no_confounding_over_an_effect_that_moves_when_held_fixe
     assert ("Not flagged as confounding, though the effect moves when held fixed: t.region: "
             "standardising moves the effect from 1.99 (crude, over all 2 strata) to -0.00417 "
             "(100% of it removed)") in result.summary
-    assert "within chance (q = 0.0" in result.summary
+    assert "does not pass the false-discovery level 0.001 (q = 0.0" in result.summary
 
 
 def test_a_dimension_that_nearly_copies_the_metric_is_named_not_flagged() -> None:

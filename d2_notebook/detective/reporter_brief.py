@@ -163,7 +163,9 @@ def _ranking_lines(board: Board, hypotheses: list[Hypothesis]) -> list[str]:
     ranked = ranked_supported(board, hypotheses)
     if not any(v is not None and v.contribution is not None for _, v in ranked):
         return []
-    return ["SUPPORTED FACTORS BY SIZE (rank the answer this way; keep the minor ones):"] + [
+    return ["SUPPORTED FACTORS BY SIZE (major contributors first, then by share of the change "
+            "where one is given, else by effect; effects on different measures are not "
+            "comparable: say so rather than rank them as one scale; keep the minor ones):"] + [
         f"  {hyp.id}: {verdict.headline if verdict else hyp.status.value}"
         for hyp, verdict in ranked]
 

@@ -71,7 +71,8 @@ __all__ = ["compare_within"]
 
 COLUMNS = ["dimension", "stratum", "n_exposed", "metric_exposed", "n_reference",
            "metric_reference", "effect", "ci_low", "ci_high", "interaction_q",
-           "standardised_effect", "share_removed", "confounding_q", "flag"]
+           "standardised_effect", "standardised_low", "standardised_high", "share_removed",
+           "confounding_q", "flag"]
 CHANGE_IN_ESTIMATE = 0.10
 """Smallest share of the crude effect that standardising must remove (or add) to flag."""
 CONFOUNDING_LEVEL = 0.05
@@ -187,6 +188,9 @@ def compare_within(
                 "interaction_q": qh, "confounding_q": qc,
                 "standardised_effect": family.standardised.difference
                 if family.standardised else math.nan,
+                "standardised_low": family.standardised.low if family.standardised else math.nan,
+                "standardised_high": family.standardised.high
+                if family.standardised else math.nan,
                 "share_removed": family.share_removed,
                 "flag": ", ".join(k.value for k in kinds),
             })
@@ -261,10 +265,12 @@ def _why_not_confounding(family: Family, kinds: list[FlagKind], q_change: float,
              f"{figure(family.standardised.difference)}"
              + (f" ({family.share_removed:.0%} of it removed)" if crude.difference else ""))
     if not q_change < CONFOUNDING_LEVEL:
-        return f"{moved}, within chance (q = {q_change:.2g})"
-    return (f"{moved}, but the exposed share's difference across its strata is within "
-            f"chance (q = {q_exposure:.2g}): possible confounding the data cannot confirm; "
-            "weigh the standardised effect beside the crude one")
+        return (f"{moved}, a move within chance (q = {q_change:.2g} for the change, level "
+                f"{CONFOUNDING_LEVEL:g})")
+    return (f"{moved}, but the exposed share's difference across its strata does not pass "
+            f"the false-discovery level {alpha:g} (q = {q_exposure:.2g}): possible "
+            "confounding the data cannot confirm; weigh the standardised effect beside the "
+            "crude one")
 
 
 def _flag_text(kind: FlagKind, family: Family, q_het: float, q_change: float, label: str,
@@ -344,6 +350,7 @@ def _overall_row(exposed: Moments, rest: Moments, crude: Comparison) -> dict:
             "metric_exposed": exposed.mean, "n_reference": int(rest.n),
             "metric_reference": rest.mean, "effect": crude.difference, "ci_low": crude.low,
             "ci_high": crude.high, "interaction_q": math.nan, "standardised_effect": math.nan,
+            "standardised_low": math.nan, "standardised_high": math.nan,
             "share_removed": math.nan, "confounding_q": math.nan, "flag": ""}
 
 
