@@ -149,3 +149,26 @@ def test_a_second_date_column_that_tracks_the_period_is_not_a_segment() -> None:
     assert "Not split by year(treatments.started_on), quarter(treatments.started_on), " \
            "month(treatments.started_on): aligned with the period" in result.summary
     assert "The change itself is not beyond chance" in result.summary
+
+
+def test_a_large_mix_shift_between_two_groups_is_split_not_called_aligned() -> None:
+    """IT's goals are 85% high priority, the others' 18%: their shares overlap by only a
+    third, yet that mix shift is the finding — decompose splits the gap by priority and
+    puts it in the mix part, instead of refusing priority as 'aligned with the period'."""
+    con = duckdb.connect()
+    con.execute("""
+        CREATE TABLE goals AS
+        SELECT i, CASE WHEN i % 5 = 0 THEN 'IT' ELSE 'other' END AS dept,
+               CASE WHEN (i % 5 = 0 AND i % 20 <> 5) OR (i % 5 <> 0 AND i % 11 < 2)
+                    THEN 'high' ELSE 'low' END AS priority,
+               i % 7 AS spare
+        FROM range(3000) r(i)""")
+    con.execute("""CREATE TABLE g AS SELECT *, CASE WHEN priority = 'high' AND hash(i) % 10 < 6
+                   THEN 1 WHEN priority = 'low' AND hash(i) % 10 < 1 THEN 1 ELSE 0 END AS met
+                   FROM goals""")
+    result = decompose(GuardedSQL(con), source="g", metric="avg(met)", period="dept",
+                       before="other", after="IT", dimensions=["g.priority"])
+    assert "aligned with the period" not in result.summary
+    rows = result.frame[result.frame["dimension"] == "g.priority"]
+    assert len(rows) == 2
+    assert rows["mix_part"].sum() > 0.8 * rows["contribution"].sum() > 0

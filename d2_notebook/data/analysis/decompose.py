@@ -67,8 +67,10 @@ COLUMNS = ["dimension", "segment", "n_before", "n_after", "share_before", "share
            "share_high", "flagged"]
 OVERALL = "(overall)"
 """The ``dimension`` of the first row: the whole change, with its interval."""
-MIN_OVERLAP = 0.5
-"""Least overlap of a dimension's row shares in the two periods for it to be split."""
+MIN_OVERLAP = 0.1
+"""Least overlap of a dimension's row shares in the two periods for it to be split: below it
+the dimension tracks the period itself (a second date column); a large mix shift above it is
+exactly what the mix part measures."""
 _DIMENSIONS_SHOWN = 4
 _SEGMENTS_SHOWN = 3
 
