@@ -139,7 +139,12 @@ def bench_calls(quick: bool) -> Figures:
     now = asyncio.run(_calls_now())
     more, total = 0, 0
     for label, counts in now.items():
-        before = CALLS_BEFORE[label]
+        before = CALLS_BEFORE.get(label)
+        if before is None:  # a policy added since: nothing to compare with
+            print(f"  {label:<38} (new policy) " + ", ".join(
+                f"{r} {n}" for r, n in counts.items()) + f"; total {sum(counts.values())}")
+            total += sum(counts.values())
+            continue
         roles = list(dict.fromkeys([*before, *counts]))
         cells = [f"{r} {before.get(r, 0)}->{counts.get(r, 0)}" for r in roles]
         print(f"  {label:<38} " + ", ".join(cells)
