@@ -233,20 +233,9 @@ class Investigate(Magics):
     def _follow_up_board(self, path: str | None) -> Board:
         """The existing board a follow-up is asked on: ``path``, else this session's last
         board (a follow-up never creates a board)."""
-        if path is None:
-            if self.last_board is None:
-                raise UsageError("--follow-up needs --board PATH: the board of the earlier "
-                                 "investigation")
-            return self.last_board
-        if self.last_board is not None and self.last_board.path == path:
-            return self.last_board
-        from d2_notebook.notebook.paths import open_existing_board
-
-        try:
-            return open_existing_board(path)
-        except D2Error as exc:
-            raise UsageError(f"{exc} (--follow-up needs the board of the earlier "
-                             "investigation)") from None
+        return self._existing_board(
+            path, "--follow-up needs --board PATH: the board of the earlier investigation",
+            " (--follow-up needs the board of the earlier investigation)")
 
     def _recheck(self, args: Any) -> Any:
         """``%investigate con --board B --recheck [--rejudge --model M | --policy P]``:
@@ -334,9 +323,16 @@ class Investigate(Magics):
         return result.frame
 
     def _evidence_board(self, path: str | None) -> Board:
+        return self._existing_board(
+            path, "no investigation in this session yet: pass --board PATH", "")
+
+    def _existing_board(self, path: str | None, without_path: str, hint: str) -> Board:
+        """The board at ``path`` (never created), else this session's last board; a
+        missing one is a :class:`UsageError` saying ``without_path`` (no path and no
+        board yet) or the file's problem followed by ``hint``."""
         if path is None:
             if self.last_board is None:
-                raise UsageError("no investigation in this session yet: pass --board PATH")
+                raise UsageError(without_path)
             return self.last_board
         if self.last_board is not None and self.last_board.path == path:
             return self.last_board
@@ -345,7 +341,7 @@ class Investigate(Magics):
         try:
             return open_existing_board(path)
         except D2Error as exc:
-            raise UsageError(str(exc)) from None
+            raise UsageError(f"{exc}{hint}") from None
 
     def _namespace(self) -> dict[str, Any]:
         """The user's variables, without IPython's own (In, Out, exit, ...)."""

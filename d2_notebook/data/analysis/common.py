@@ -25,6 +25,7 @@ from d2_notebook.data.analysis.stats import (
     Moments,
     adaptive_min_support,
 )
+from d2_notebook.data.analysis.text import describe_value
 from d2_notebook.data.dimensions import (
     Catalog,
     Dimension,
@@ -70,6 +71,20 @@ class Pass:
     def total(self, *by: object) -> Moments:
         """The all-rows moments (for the given ``by`` values)."""
         return self.moments.get((TOTAL, None, *by), Moments(0, 0, 0))
+
+    def split_by_flag(self) -> dict[int, dict[str, tuple[Moments, Moments]]]:
+        """For a pass grouped by one yes/no column (the exposure, the later period):
+        dimension index -> value as models read it -> (moments of the rows where it is 1,
+        moments of the others); a side with no rows is empty moments."""
+        zero = Moments(0, 0, 0)
+        values: dict[int, dict[str, list[Moments]]] = {}
+        for (index, value, flag), group in self.moments.items():
+            if index >= 0:
+                pair = values.setdefault(index, {}).setdefault(describe_value(value),
+                                                               [zero, zero])
+                pair[0 if flag == 1 else 1] = group
+        return {index: {value: (pair[0], pair[1]) for value, pair in found.items()}
+                for index, found in values.items()}
 
 
 @dataclass(frozen=True)

@@ -214,12 +214,7 @@ def _adjusted(p_values: list[float | None]) -> list[float]:
 
 
 def _families(scan: Pass, prepared: Prepared, exposed: Moments, rest: Moments) -> list[Family]:
-    zero = Moments(0, 0, 0)
-    values: dict[int, dict[str, list[Moments]]] = {}
-    for (index, value, arm), group in scan.moments.items():
-        if index >= 0:
-            pair = values.setdefault(index, {}).setdefault(describe_value(value), [zero, zero])
-            pair[0 if arm == 1 else 1] = group
+    values = scan.split_by_flag()  # (exposed, reference) per dimension and value
     families = []
     for index, planned in enumerate(prepared.plan.dimensions):
         found = values.get(index, {})

@@ -53,7 +53,7 @@ from d2_notebook.data.analysis.stats import (
     is_material,
     metric_scale,
 )
-from d2_notebook.data.analysis.text import describe_value, figure, name_list, segment_label
+from d2_notebook.data.analysis.text import figure, name_list, segment_label
 from d2_notebook.data.catalog_access import dialect_sql
 
 if TYPE_CHECKING:
@@ -217,12 +217,8 @@ def _missing_period(sql: GuardedSQL, source: str, where: str | None, period: str
 def _segments(scan: Pass, prepared: Prepared, first: Moments, last: Moments) -> list[_Segment]:
     """Every dimension's segments with their moments in each period; a 1:N attribute
     value is a yes/no dimension of its own (its rows and the others')."""
-    zero = Moments(0, 0, 0)
-    values: dict[int, dict[str, list[Moments]]] = {}
-    for (index, value, late), group in scan.moments.items():
-        if index >= 0:
-            pair = values.setdefault(index, {}).setdefault(describe_value(value), [zero, zero])
-            pair[1 if late == 1 else 0] = group
+    values = {index: {value: (early, late) for value, (late, early) in found.items()}
+              for index, found in scan.split_by_flag().items()}
     segments = []
     for index, planned in enumerate(prepared.plan.dimensions):
         found = values.get(index, {})
