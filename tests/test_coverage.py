@@ -152,7 +152,7 @@ def test_the_not_examined_table_gives_each_reason_once_grouped_by_table() -> Non
     lines = table.splitlines()
     assert lines[0] == "| why not examined | table | dimensions |"
     assert lines[2] == "| outside the objective | admissions | ward, month(admitted_on) |"
-    assert lines[3] == "| 〃 | patients | sex |"
+    assert lines[3] == "| (same) | patients | sex |"
     assert lines[4] == "| no \\| such data | comorbidities | has condition |"
     assert lines[5] == f"| {UNTOUCHED_REASON} | treatments | days |"
     assert table.count("outside the objective") == 1

@@ -84,8 +84,10 @@ async def test_finish_waits_for_every_dimension_to_be_touched_or_dismissed(con):
     # finish was refused, naming the untouched dimensions; a wrong name was refused too.
     refused, wrong = policy.orchestrator_results[0], policy.orchestrator_results[1]
     assert refused[0] and refused[1].startswith("cannot finish: no evidence has touched")
-    untouched = [n for n in names if n not in ("admissions.severity",)]
+    # outcomes.died is only measured (avg(o.died)): the outcome, not a dimension left out
+    untouched = [n for n in names if n not in ("admissions.severity", "outcomes.died")]
     assert all(n in refused[1] for n in untouched if "(" not in n)
+    assert "outcomes.died" not in refused[1]
     assert wrong[0] and "'no.such' is not a candidate dimension" in wrong[1]
     # Every untouched dimension was dismissed, on the board and in the report.
     dismissed = board.list_dimension_dismissals(investigation_id=result.investigation_id)
@@ -160,3 +162,20 @@ async def test_an_unreachable_table_is_listed_once_and_never_blocks_finish():
     dismissed = {d.dimension for d in result.board.list_dimension_dismissals()}
     assert not dismissed & set(priced) and result.state == "finished"
     assert "price_list" not in (coverage.hypothesis_line("H1") or "")
+
+
+async def test_the_metric_s_own_columns_are_never_untouched_or_not_examined(con):
+    """The walk-through's analysis calls measure `outcomes.died`: the coverage map names it
+    once as the metric's own column, never as an untouched dimension, and the report's
+    "Not examined" never lists it (a real orchestrator spent a call dismissing it)."""
+    from d2_notebook.detective.policies.hospital import HospitalWalkthrough
+
+    result = await investigate(con, hospital.QUESTION, model=HospitalWalkthrough().model())
+    coverage = board_coverage(result.board, read_candidates(GuardedSQL(con)),
+                              result.investigation_id)
+    assert "outcomes.died" in coverage.measured
+    assert "outcomes.died" not in coverage.untouched
+    assert any("THE METRIC'S OWN COLUMNS" in line and "outcomes.died" in line
+               for line in coverage.board_lines())
+    not_examined = result.report.split("## Not examined", 1)[-1]
+    assert "outcomes.died" not in not_examined and "| died" not in not_examined

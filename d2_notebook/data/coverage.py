@@ -30,7 +30,7 @@ from d2_notebook.data.parse_tree import iter_nodes, serialize
 from d2_notebook.errors import SQLError
 
 __all__ = ["ColumnRef", "ColumnUsage", "CoverageMap", "HypothesisCoverage", "column_usage",
-           "coverage_map"]
+           "coverage_map", "selected_columns"]
 
 
 @dataclass(frozen=True, order=True)
@@ -66,6 +66,8 @@ class ColumnUsage:
     joins: frozenset[ColumnRef] = frozenset()
     tables: frozenset[str] = frozenset()
     """The catalog tables the statement reads."""
+    measured: frozenset[ColumnRef] = frozenset()
+    """Columns read inside an aggregate of a select list (``avg(o.died)``): measured."""
 
     @property
     def controlled(self) -> frozenset[ColumnRef]:
@@ -126,7 +128,21 @@ def column_usage(sql: str, tables: Mapping[str, Iterable[str]]) -> ColumnUsage:
     statement = serialize(sql)["statements"][0]["node"]
     reader.query(statement, [])
     return ColumnUsage(frozenset(reader.filters), frozenset(reader.groups),
-                       frozenset(reader.joins), frozenset(reader.tables))
+                       frozenset(reader.joins), frozenset(reader.tables),
+                       frozenset(reader.measured))
+
+
+def selected_columns(sql: str, tables: Mapping[str, Iterable[str]]) -> frozenset[ColumnRef]:
+    """The catalog columns the select list of one SELECT reads (e.g. the columns a metric
+    expression ``SELECT avg(o.died) FROM outcomes o`` is computed from).
+
+    Raises:
+        QueryFailedError: The text is not one parseable statement.
+    """
+    catalog = {name.lower(): (name, {c.lower() for c in cols}) for name, cols in tables.items()}
+    statement = serialize(sql)["statements"][0]["node"]
+    relation = _Reader(catalog).query(statement, [])
+    return frozenset(ref for refs in relation.lineage.values() for ref in refs)
 
 
 def coverage_map(
@@ -215,6 +231,7 @@ class _Reader:
         self.groups: set[ColumnRef] = set()
         self.joins: set[ColumnRef] = set()
         self.tables: set[str] = set()
+        self.measured: set[ColumnRef] = set()
         self.ctes: list[dict[str, _Relation]] = []
 
     def query(self, node: dict, outer: list[dict[str, _Relation]]) -> _Relation:
@@ -251,6 +268,9 @@ class _Reader:
                 star = True
                 continue
             refs = self._columns(expression, scopes)
+            for inner in iter_nodes(expression):
+                if inner.get("class") == "FUNCTION" and _is_aggregate(inner):
+                    self.measured |= self._columns(inner, scopes)
             name = expression.get("alias") or _default_name(expression) or f"#{position}"
             outputs[name.lower()] = refs
         for part in ("where_clause", "having", "qualify"):

@@ -19,7 +19,7 @@ from functools import cached_property, lru_cache
 
 from d2_notebook.board import Board, DimensionDismissal
 from d2_notebook.data import GuardedSQL
-from d2_notebook.data.coverage import column_usage, coverage_map
+from d2_notebook.data.coverage import column_usage, coverage_map, selected_columns
 from d2_notebook.data.dimensions import Dimension, candidate_dimensions, read_catalog
 from d2_notebook.errors import D2Error, SQLError
 
@@ -95,6 +95,9 @@ class BoardCoverage:
         dismissed: The dismissals recorded for this investigation.
         unreachable: ``(table, its dimensions)`` for tables no key path joins to the
             tables the evidence reads (empty until some evidence reads a table).
+        measured: Dimensions of the columns the evidence measures and never splits by —
+            an analysis call's metric, or a column only ever aggregated (``avg(o.died)``):
+            the outcome itself, never a dimension left untouched.
     """
 
     names: tuple[str, ...]
@@ -102,6 +105,7 @@ class BoardCoverage:
     touched: frozenset[str]
     dismissed: tuple[DimensionDismissal, ...]
     unreachable: tuple[tuple[str, tuple[str, ...]], ...] = ()
+    measured: tuple[str, ...] = ()
 
     @property
     def unreachable_names(self) -> frozenset[str]:
@@ -111,7 +115,8 @@ class BoardCoverage:
     @property
     def untouched(self) -> tuple[str, ...]:
         """Reachable dimensions no evidence touched and nobody dismissed, in order."""
-        gone = {d.dimension for d in self.dismissed} | self.unreachable_names
+        gone = ({d.dimension for d in self.dismissed} | self.unreachable_names
+                | set(self.measured))
         return tuple(n for n in self.names if n not in self.touched and n not in gone)
 
     def hypothesis_line(self, hypothesis_id: str) -> str | None:
@@ -119,7 +124,7 @@ class BoardCoverage:
         done = self.by_hypothesis.get(hypothesis_id)
         if done is None:
             return None
-        away = self.unreachable_names
+        away = self.unreachable_names | set(self.measured)
         missing = [n for n in self.names if n not in done and n not in away]
         if not done:
             return "dimensions controlled or split by: none yet"
@@ -138,6 +143,9 @@ class BoardCoverage:
             tables = ", ".join(f"{t} ({len(n)})" for t, n in self.unreachable)
             lines.append(f"UNREACHABLE DIMENSIONS (no key joins their table to the tables the "
                          f"evidence reads; they do not block finishing): {tables}")
+        if self.measured:
+            lines.append("THE METRIC'S OWN COLUMNS (the outcome the analysis calls measure; "
+                         "not dimensions to split by): " + ", ".join(self.measured))
         if self.dismissed:
             lines.append("DISMISSED DIMENSIONS: " + "; ".join(
                 f"{d.dimension} ({d.reason})" for d in self.dismissed))
@@ -151,8 +159,8 @@ def board_coverage(board: Board, candidates: CandidateDimensions,
         return None
     evidence = board.list_evidence(investigation_id=investigation_id, include_reused=True)
     read = {e.id: _touched(candidates, e.sql) for e in evidence}
-    touched_by = {key: found for key, (found, _) in read.items()}
-    tables_read = frozenset().union(*(tables for _, tables in read.values())) if read \
+    touched_by = {key: found for key, (found, _, _) in read.items()}
+    tables_read = frozenset().union(*(tables for _, tables, _ in read.values())) if read \
         else frozenset()
     by_hypothesis: dict[str, set[str]] = {}
     for link in board.list_links():
@@ -169,17 +177,50 @@ def board_coverage(board: Board, candidates: CandidateDimensions,
         for dimension in candidates.dimensions:
             if dimension.table not in reachable and dimension.name not in touched:
                 unreachable.setdefault(dimension.table, []).append(dimension.name)
+    aggregated = frozenset().union(*(m for _, _, m in read.values())) if read else frozenset()
+    measured = (_measured(board, candidates, evidence) | aggregated) - touched
     return BoardCoverage(names, ordered, touched, dismissed,
-                         tuple((t, tuple(dict.fromkeys(n))) for t, n in unreachable.items()))
+                         tuple((t, tuple(dict.fromkeys(n))) for t, n in unreachable.items()),
+                         tuple(n for n in names if n in measured))
+
+
+def _measured(board: Board, candidates: CandidateDimensions,
+              evidence: list) -> frozenset[str]:
+    """The dimensions of the columns the analysis calls' metrics are computed from."""
+    found: set[str] = set()
+    for item in evidence:
+        call = board.tool_call_of(item.id)
+        if call is None or not call.args.get("metric") or not call.args.get("source"):
+            continue
+        found |= _metric_dimensions(candidates, str(call.args["metric"]),
+                                    str(call.args["source"]))
+    return frozenset(found)
+
+
+@lru_cache(maxsize=1024)
+def _metric_dimensions(candidates: CandidateDimensions, metric: str,
+                       source: str) -> frozenset[str]:
+    try:
+        columns = selected_columns(f"SELECT {metric} FROM {source}", dict(candidates.tables))
+    except SQLError:
+        return frozenset()
+    read = {(c.table, c.column) for c in columns}
+    return frozenset(d.name for d in candidates.dimensions
+                     if (d.table, d.column.lower()) in read)
 
 
 @lru_cache(maxsize=4096)
-def _touched(candidates: CandidateDimensions, sql: str) -> tuple[frozenset[str], frozenset[str]]:
-    """The candidate dimensions one statement filters or groups by, and the catalog
-    tables it reads (parsed once)."""
+def _touched(candidates: CandidateDimensions,
+             sql: str) -> tuple[frozenset[str], frozenset[str], frozenset[str]]:
+    """The candidate dimensions one statement filters or groups by, the catalog tables it
+    reads, and the dimensions of the columns it aggregates (parsed once)."""
     try:
-        tables = column_usage(sql, dict(candidates.tables)).tables
+        usage = column_usage(sql, dict(candidates.tables))
     except SQLError:
-        tables = frozenset()
+        usage = None
+    tables = usage.tables if usage is not None else frozenset()
+    aggregated = {(c.table, c.column) for c in usage.measured} if usage is not None else set()
+    measured = frozenset(d.name for d in candidates.dimensions
+                         if (d.table, d.column.lower()) in aggregated)
     found = coverage_map(candidates.dimensions, [(None, sql)], dict(candidates.tables))
-    return frozenset(found.dimensions) - frozenset(found.untouched), tables
+    return frozenset(found.dimensions) - frozenset(found.untouched), tables, measured

@@ -127,7 +127,8 @@ def uncontrolled(coverage: BoardCoverage | None, hypothesis_id: str) -> tuple[st
     if coverage is None or hypothesis_id not in coverage.by_hypothesis:
         return None
     done = set(coverage.by_hypothesis[hypothesis_id])
-    gone = coverage.unreachable_names | {d.dimension for d in coverage.dismissed}
+    gone = (coverage.unreachable_names | {d.dimension for d in coverage.dismissed}
+            | set(coverage.measured))
     return tuple(n for n in coverage.names if n not in done and n not in gone)
 
 

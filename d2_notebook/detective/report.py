@@ -104,7 +104,7 @@ def not_examined_table(dismissed: Iterable[DimensionDismissal],
     lines = ["| why not examined | table | dimensions |", "|---|---|---|"]
     previous = None
     for (reason, table), names in groups.items():
-        cell = reason.replace("|", "\\|") if reason != previous else "〃"
+        cell = reason.replace("|", "\\|") if reason != previous else "(same)"
         lines.append(f"| {cell} | {table or '—'} | {', '.join(names).replace('|', '/')} |")
         previous = reason
     return "\n".join(lines)
