@@ -316,13 +316,14 @@ def test_saved_notebook_opened_cold_shows_the_board(tmp_path: Path) -> None:
         graph = page.evaluate(FIND_GRAPHS, RENDERED)[-1]
         assert graph["top"] >= 0, graph["top"]
 
-        # The wheel over the graph scrolls the notebook and leaves the zoom alone.
+        # The wheel over the graph scrolls the notebook and leaves the zoom alone (upwards:
+        # the graph is scrolled to the top, and the notebook may end below it).
         scroller = page.locator(".jp-WindowedPanel-outer").first
         before = scroller.evaluate("el => el.scrollTop")
         page.mouse.move(graph["left"] + 40, graph["top"] + 40)
-        page.mouse.wheel(0, 300)
+        page.mouse.wheel(0, -300)
         page.wait_for_timeout(500)
-        assert scroller.evaluate("el => el.scrollTop") > before
+        assert scroller.evaluate("el => el.scrollTop") < before
         assert page.evaluate(FIND_GRAPHS, RENDERED)[-1]["zoom"] == graph["zoom"]
         output.locator(".d2-graph").evaluate("el => el.scrollIntoView({block: 'start'})")
         page.wait_for_timeout(500)
