@@ -16,8 +16,8 @@ from d2_notebook.detective.decisions import JudgeDecision
 from d2_notebook.detective.effect_check import is_effect_claim
 from d2_notebook.detective.settings import InvestigationSettings
 from d2_notebook.detective.sql_tools import analysis_description
-from d2_notebook.detective.team_tools import verdict_tools
 from d2_notebook.detective.tools import Toolset
+from d2_notebook.detective.verdict_tools import verdict_tools
 from d2_notebook.llm import ToolCallPart
 from d2_notebook.llm.offline import FunctionModel, text
 

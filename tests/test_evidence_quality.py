@@ -21,8 +21,9 @@ from d2_notebook.detective.digest import board_digest
 from d2_notebook.detective.report import fallback_report
 from d2_notebook.detective.reporter_brief import reporter_brief
 from d2_notebook.detective.settings import InvestigationSettings
-from d2_notebook.detective.team_tools import evidence_tools, verdict_tools
+from d2_notebook.detective.team_tools import evidence_tools
 from d2_notebook.detective.tools import Toolset
+from d2_notebook.detective.verdict_tools import verdict_tools
 from d2_notebook.errors import InvalidRecordError, NotFoundError
 from d2_notebook.llm import ToolCallPart
 from d2_notebook.llm.offline import FunctionModel, text

@@ -26,8 +26,8 @@ from d2_notebook.detective.refinement import (
 from d2_notebook.detective.scheduler import BranchScheduler
 from d2_notebook.detective.settings import DEFAULT_MAX_REFINEMENTS, InvestigationSettings
 from d2_notebook.detective.sql_tools import analysis_description
-from d2_notebook.detective.team_tools import verdict_tools
 from d2_notebook.detective.tools import Toolset
+from d2_notebook.detective.verdict_tools import verdict_tools
 from d2_notebook.errors import InvalidRecordError
 from d2_notebook.llm import ToolCallPart
 from d2_notebook.llm.offline import FunctionModel, text, tool_call

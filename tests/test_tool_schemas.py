@@ -22,9 +22,9 @@ from d2_notebook.detective.team_tools import (
     orchestrator_tools,
     reporter_tools,
     submit_tool,
-    verdict_tools,
 )
 from d2_notebook.detective.tools import Toolset
+from d2_notebook.detective.verdict_tools import verdict_tools
 from d2_notebook.llm import ToolCallPart
 from d2_notebook.llm.offline import FunctionModel, text
 

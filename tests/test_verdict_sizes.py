@@ -22,8 +22,8 @@ from d2_notebook.detective.report import fallback_report
 from d2_notebook.detective.reporter_brief import reporter_brief
 from d2_notebook.detective.settings import InvestigationSettings
 from d2_notebook.detective.sql_tools import analysis_description
-from d2_notebook.detective.team_tools import verdict_tools
 from d2_notebook.detective.tools import Toolset
+from d2_notebook.detective.verdict_tools import verdict_tools
 from d2_notebook.errors import BoardFormatError, InvalidRecordError
 from d2_notebook.llm import ToolCallPart
 from d2_notebook.llm.offline import FunctionModel, text

@@ -15,34 +15,22 @@ from typing import Any
 
 from d2_notebook.board import ChartRequest, HypothesisStatus, Stance
 from d2_notebook.detective.context import QueryLog, TeamContext
-from d2_notebook.detective.contribution_check import (
-    CONTRIBUTION_PROPERTIES,
-    SIZE_RULE,
-    read_contribution,
-)
 from d2_notebook.detective.coverage_view import board_coverage
 from d2_notebook.detective.decisions import (
     CollectorDecision,
     HypothesizerDecision,
-    JudgeDecision,
-    Judgement,
     OrchestratorDecision,
     ReactAnswer,
     ReportDecision,
     Steering,
 )
-from d2_notebook.detective.effect_check import CLAIM_PROPERTIES, RULE, effect_refusal
-from d2_notebook.detective.evidence_quality import (
-    DISCOUNT_PROPERTIES,
-    QUALITY_RULE,
-    indecisive_refusal,
-    verdict_discounts,
-)
 from d2_notebook.detective.sql_tools import first_line, record_query
 from d2_notebook.detective.tools import Tool, ToolError, tool
 
-_STRING = {"type": "string"}
-_IDS = {"type": "array", "items": {"type": "string"}}
+STRING_SCHEMA = {"type": "string"}
+"""The JSON schema of a plain string argument."""
+IDS_SCHEMA = {"type": "array", "items": {"type": "string"}}
+"""The JSON schema of a list of ids."""
 _STANCE = {"type": "string", "enum": [s.value for s in Stance], "description": (
     "supports or contradicts when the result decides; weak when it points one way on thin "
     "grounds (say which way in the reading); neutral when it bears neither way (e.g. a "
@@ -76,7 +64,7 @@ def hypothesis_tools(ctx: TeamContext, log: QueryLog, agent: str, role: str,
                 raise ToolError(f"unknown query id {query_id!r}; run it with run_sql or an "
                                 "analysis tool first")
         cited = []
-        with _one_write(ctx, log):  # the motivating evidence and the hypothesis, or none
+        with one_write(ctx, log):  # the motivating evidence and the hypothesis, or none
             for query_id in query_ids:  # recorded as evidence: the context it came from
                 result = log.results[query_id]
                 description = (log.purposes.get(query_id)
@@ -106,14 +94,14 @@ def hypothesis_tools(ctx: TeamContext, log: QueryLog, agent: str, role: str,
              {"statement": {"type": "string", "minLength": 1,
                             "description": "one sentence, not already on the board"},
               "rationale": {"type": "string", "description": "why the data suggests it"},
-              "query_ids": {**_IDS, "description": "ids run_sql or an analysis tool "
+              "query_ids": {**IDS_SCHEMA, "description": "ids run_sql or an analysis tool "
                             "returned to you, e.g. "
                             "[\"Q2\"]"}},
              add_hypothesis, required=["statement", "rationale"], writes_board=True),
         tool("done", "Finish once every candidate the data supports is on the board. Ends "
              "your turn. Refused until you have added at least one hypothesis, unless the "
              "orchestrator asked for more (the board may already cover everything).",
-             {"summary": _STRING}, done, ends_turn=True),
+             {"summary": STRING_SCHEMA}, done, ends_turn=True),
     ]
 
 
@@ -136,7 +124,7 @@ def orchestrator_tools(ctx: TeamContext, agent: str, decision: OrchestratorDecis
                 if not h.status.is_settled]
 
     async def abandon(args: dict[str, Any]) -> str:
-        hyp = _hypothesis(ctx, args["hypothesis_id"])
+        hyp = known_hypothesis(ctx, args["hypothesis_id"])
         if hyp.status.is_settled:
             raise ToolError(f"{hyp.id} is already {hyp.status.value}")
         if hyp.status is HypothesisStatus.INVESTIGATING:
@@ -193,15 +181,15 @@ def orchestrator_tools(ctx: TeamContext, agent: str, decision: OrchestratorDecis
         tool("abandon", "Abandon a proposed hypothesis that does not answer the objective or "
              "duplicates another (name which in the reason). Refused for a hypothesis that "
              "has a verdict or is already being examined.",
-             {"hypothesis_id": _STRING, "reason": _STRING}, abandon, writes_board=True),
+             {"hypothesis_id": STRING_SCHEMA, "reason": STRING_SCHEMA}, abandon, writes_board=True),
         tool("request_hypotheses", "Ask the hypothesizer for more hypotheses, with concrete "
              "guidance on what is missing. Ends your turn. Refused when the hypothesizer "
              "has no calls left (your first message says whether it has).",
-             {"guidance": _STRING}, request_hypotheses, ends_turn=True),
+             {"guidance": STRING_SCHEMA}, request_hypotheses, ends_turn=True),
         tool("carry_on", "Let the investigation go on with the open hypotheses (their "
              "collection starts by itself). Ends your turn. Refused when no hypothesis is "
              "open.",
-             {"note": _STRING}, carry_on, ends_turn=True, required=[]),
+             {"note": STRING_SCHEMA}, carry_on, ends_turn=True, required=[]),
         tool("dismiss_dimension", "Leave one candidate dimension that no evidence has "
              "touched unexamined, with the reason (it is listed under 'Not examined' in the "
              "report). Refused for a name that is not an untouched candidate dimension "
@@ -216,7 +204,7 @@ def orchestrator_tools(ctx: TeamContext, agent: str, decision: OrchestratorDecis
              "first; and refused while a candidate dimension is untouched by every evidence "
              "(the message names them): have them examined or dismiss each with "
              "dismiss_dimension.",
-             {"reason": _STRING}, finish, ends_turn=True),
+             {"reason": STRING_SCHEMA}, finish, ends_turn=True),
     ]
 
 
@@ -235,13 +223,13 @@ def evidence_tools(ctx: TeamContext, log: QueryLog, agent: str, role: str,
         "chart": _CHART,
     }
     if hypothesis_id is None:
-        properties = {"hypothesis_id": _STRING, **properties}
+        properties = {"hypothesis_id": STRING_SCHEMA, **properties}
 
     async def record_evidence(args: dict[str, Any]) -> str:
         target = hypothesis_id or args["hypothesis_id"]
-        _hypothesis(ctx, target)
+        known_hypothesis(ctx, target)
         chart = _chart_request(log, args["query_id"], args.get("chart"))
-        with _one_write(ctx, log):  # the evidence, its link and its chart, or none
+        with one_write(ctx, log):  # the evidence, its link and its chart, or none
             evidence_id = record_query(ctx, log, args["query_id"], args["description"],
                                        role=role, agent=agent)
             ctx.board.link(evidence_id, target, args["stance"], args["reading"], actor=agent)
@@ -254,16 +242,16 @@ def evidence_tools(ctx: TeamContext, log: QueryLog, agent: str, role: str,
                         "(exploration included), e.g. E4"},
         "stance": properties["stance"], "reading": properties["reading"]}
     if hypothesis_id is None:
-        link_properties = {"hypothesis_id": _STRING, **link_properties}
+        link_properties = {"hypothesis_id": STRING_SCHEMA, **link_properties}
 
     async def link_evidence(args: dict[str, Any]) -> str:
         target = hypothesis_id or args["hypothesis_id"]
-        _hypothesis(ctx, target)
+        known_hypothesis(ctx, target)
         evidence = ctx.board.get_evidence(args["evidence_id"])
         earlier = evidence.investigation_id not in (None, ctx.investigation_id)
         if earlier:
             _check_reusable(ctx, evidence.id, evidence.investigation_id)
-        with _one_write(ctx, log):  # the reuse and the link, or neither
+        with one_write(ctx, log):  # the reuse and the link, or neither
             if earlier:
                 ctx.board.record_reuse(ctx.investigation_id, evidence.id, actor=agent)
             ctx.board.link(evidence.id, target, args["stance"], args["reading"], actor=agent)
@@ -313,7 +301,7 @@ _CHART: dict[str, Any] = {
     "description": "optional: the columns the evidence's chart shows (x: the category or "
                    "time, y: the measure, split: a category whose values are drawn apart"
                    "); left out, the chart is chosen from the result's column types",
-    "properties": {"x": _STRING, "y": _STRING, "split": _STRING},
+    "properties": {"x": STRING_SCHEMA, "y": STRING_SCHEMA, "split": STRING_SCHEMA},
 }
 
 
@@ -350,152 +338,7 @@ def submit_tool(decision: CollectorDecision, ctx: TeamContext, hypothesis_id: st
     return tool("submit_for_judgement", "Hand the hypothesis to the judge with a short summary "
                 "(what you tested, what you could not). Ends your turn. Refused until at "
                 "least one evidence is linked to the hypothesis.",
-                {"summary": _STRING}, submit, ends_turn=True, writes_board=True)
-
-
-# --- judge -----------------------------------------------------------------------------
-
-
-_VERDICT_PROPERTIES: dict[str, Any] = {
-    "status": {"type": "string", "enum": ["supported", "contradicted", "inconclusive"]},
-    "confidence": {"type": "number", "minimum": 0, "maximum": 1},
-    "rationale": {"type": "string", "description": "cites the deciding evidence ids"},
-    "evidence_ids": {**_IDS, "description": "the evidence that decides it: only evidence "
-                     "linked to this hypothesis or that motivated it; at least one unless "
-                     "the status is inconclusive"},
-}
-
-
-def verdict_tools(ctx: TeamContext, agent: str, decision: JudgeDecision | CollectorDecision,
-                  hypothesis_id: str | None, *, can_send_back: bool = False,
-                  can_refine: bool = False, verdict_ends_turn: bool = True) -> list[Tool]:
-    """``give_verdict``, and for a judge of one hypothesis ``request_more_evidence`` and
-    ``refine`` (refused unless ``can_refine``).
-
-    The specs do not depend on ``can_send_back`` or ``can_refine`` (the first message
-    says which is possible), so every judge's prompt prefix is byte-identical and cached.
-
-    Refined children are announced to the loop at once (``ctx.on_new_hypothesis``),
-    so they are examined while their siblings' work goes on.
-    """
-    properties = {**_VERDICT_PROPERTIES, **CLAIM_PROPERTIES, **DISCOUNT_PROPERTIES,
-                  **CONTRIBUTION_PROPERTIES}
-    if hypothesis_id is None:
-        properties = {"hypothesis_id": _STRING, **properties}
-
-    def verdict(args: dict[str, Any], *, refining: bool = False) -> str:
-        target = hypothesis_id or args["hypothesis_id"]
-        hyp = _hypothesis(ctx, target)
-        if hyp.status is HypothesisStatus.ABANDONED:
-            raise ToolError(f"{target} was abandoned; it needs no verdict")
-        links = ctx.board.list_links(hypothesis_id=target)
-        linked = {link.evidence_id for link in links}
-        linked |= set(hyp.motivated_by)  # the exploration it was proposed on counts too
-        cited = list(args["evidence_ids"])
-        if not cited and args["status"] != "inconclusive":
-            raise ToolError(f"a {args['status']} verdict must cite the evidence that decides "
-                            f"it: {', '.join(sorted(linked)) or 'no evidence is linked yet'}; "
-                            "with no deciding evidence the verdict is inconclusive")
-        foreign = [e for e in cited if e not in linked]
-        if foreign:
-            raise ToolError(f"{', '.join(foreign)} not linked to {target}; cite only its linked "
-                            "evidence or the evidence that motivated it: "
-                            f"{', '.join(sorted(linked)) or 'none'}")
-        discounted = verdict_discounts(args.get("discounted", []), linked, cited, target)
-        refusal = indecisive_refusal(args["status"], cited, links, hyp.motivated_by)
-        if refusal is None and not refining:
-            refusal = effect_refusal(
-                ctx.board, hyp, args, can_refine=can_refine,
-                coverage=board_coverage(ctx.board, ctx.candidates, ctx.investigation_id))
-        if refusal is not None:
-            raise ToolError(refusal)
-        try:
-            contribution = read_contribution(ctx.board, args, cited)
-        except ValueError as exc:
-            raise ToolError(str(exc)) from None
-        given = ctx.board.add_verdict(target, args["status"], args["confidence"],
-                                      args["rationale"], cited, author=agent, round=ctx.round,
-                                      discounted=discounted, contribution=contribution)
-        status = HypothesisStatus(args["status"])
-        if isinstance(decision, JudgeDecision):
-            decision.judgement, decision.status = Judgement.VERDICT, status
-        else:
-            decision.verdict = status
-        return f"{target} is {given.headline}"
-
-    async def give_verdict(args: dict[str, Any]) -> str:
-        return verdict(args)
-
-    async def request_more(args: dict[str, Any]) -> str:
-        if not can_send_back:
-            raise ToolError("no more evidence rounds are left; give a verdict now")
-        assert isinstance(decision, JudgeDecision)
-        decision.judgement, decision.hints = Judgement.MORE_EVIDENCE, args["hints"]
-        return "sent back to the collector with your hints"
-
-    async def refine(args: dict[str, Any]) -> str:
-        if not can_refine:
-            raise ToolError("refining is not possible for this hypothesis (your first message "
-                            "says why); give a verdict instead")
-        children = args["children"]
-        if len(children) < 2:
-            raise ToolError("refine into at least two subgroup hypotheses")
-        for child in children:
-            if not str(child.get("statement", "")).strip():
-                raise ToolError("every child needs a statement")
-        assert isinstance(decision, JudgeDecision)
-        added, before = [], (decision.judgement, decision.status)
-        try:
-            with _one_write(ctx):  # the verdict and every child, or nothing
-                result = verdict(args, refining=True)
-                for child in children:
-                    added.append(ctx.board.add_hypothesis(
-                        child["statement"], rationale=child.get("rationale", ""),
-                        parent_id=hypothesis_id, author_role="judge", author=agent,
-                        round=ctx.round + 1, investigation_id=ctx.investigation_id).id)
-        except BaseException:
-            decision.judgement, decision.status = before
-            raise
-        decision.judgement = Judgement.REFINED
-        decision.children.extend(added)
-        for child_id in decision.children:
-            ctx.on_new_hypothesis(child_id)
-        return f"{result}; refined into {', '.join(decision.children)}"
-
-    rules = ("A supported or contradicted verdict must cite at least one evidence id; cite "
-             "only evidence linked to the hypothesis or that motivated it; an abandoned "
-             "hypothesis takes no "
-             "verdict.")
-    plain = {k: v for k, v in properties.items()
-             if k not in CLAIM_PROPERTIES and k not in DISCOUNT_PROPERTIES
-             and k not in CONTRIBUTION_PROPERTIES}
-    tools = [tool("give_verdict", "Decide the hypothesis." + (" Ends your turn."
-                  if verdict_ends_turn else "") + f" {rules} {QUALITY_RULE} {RULE} {SIZE_RULE}",
-                  properties,
-                  give_verdict,
-                  required=list(plain), ends_turn=verdict_ends_turn, writes_board=True)]
-    if hypothesis_id is not None and isinstance(decision, JudgeDecision):
-        tools.append(tool(
-            "request_more_evidence", "Send the hypothesis back for more evidence with concrete "
-            "hints. Ends your turn. Refused when no evidence rounds are left (your first "
-            "message says whether sending back is possible).",
-            {"hints": _STRING}, request_more, ends_turn=True))
-    if hypothesis_id is not None and isinstance(decision, JudgeDecision):
-        child = {"type": "object", "required": ["statement"],
-                 "properties": {"statement": {"type": "string", "minLength": 1,
-                                              "description": "one testable sentence"},
-                                "rationale": _STRING}}
-        tools.append(tool(
-            "refine", "Give a verdict AND split the hypothesis into refined subgroup "
-            "hypotheses, examined next. Ends your turn. Refused when refining is not "
-            "possible (your first message says whether it is). Needs at least two children, "
-            f"each with a non-empty statement. {rules} The expected outcome when a "
-            "compare_within check flagged HETEROGENEITY: one child per flagged stratum.",
-            {**properties, "children": {"type": "array", "items": child, "minItems": 2,
-                                             "description": "at least two subgroup "
-                                             "hypotheses"}},
-            refine, required=[*plain, "children"], ends_turn=True, writes_board=True))
-    return tools
+                {"summary": STRING_SCHEMA}, submit, ends_turn=True, writes_board=True)
 
 
 # --- reporter ------------------------------------------------------------------------
@@ -529,11 +372,12 @@ def reporter_tools(ctx: TeamContext, agent: str, decision: ReportDecision) -> li
         tool("mark_redundant", "Mark evidence redundant (kept, but out of the audit graph). "
              "Refused for evidence a verdict cites, and for evidence of another "
              "investigation (what a follow-up reused).",
-             {"evidence_id": _STRING, "reason": _STRING}, mark_redundant, writes_board=True),
+             {"evidence_id": STRING_SCHEMA, "reason": STRING_SCHEMA}, mark_redundant,
+             writes_board=True),
         tool("write_report", "Save the final Markdown report. Ends your turn. Refused when "
              "empty. Every number in it is then looked up in the evidence its sentence "
              "cites (and the verdicts); numbers not found are marked unverified.",
-             {"markdown": _STRING}, write_report, ends_turn=True),
+             {"markdown": STRING_SCHEMA}, write_report, ends_turn=True),
     ]
 
 
@@ -541,12 +385,13 @@ def abandon_tool(ctx: TeamContext, agent: str) -> Tool:
     """``abandon`` for the single-agent variant."""
 
     async def abandon(args: dict[str, Any]) -> str:
-        hyp = _hypothesis(ctx, args["hypothesis_id"])
+        hyp = known_hypothesis(ctx, args["hypothesis_id"])
         ctx.board.abandon(hyp.id, args["reason"], actor=agent)
         return f"abandoned {hyp.id}"
 
     return tool("abandon", "Abandon a hypothesis that does not answer the objective.",
-                {"hypothesis_id": _STRING, "reason": _STRING}, abandon, writes_board=True)
+                {"hypothesis_id": STRING_SCHEMA, "reason": STRING_SCHEMA}, abandon,
+                writes_board=True)
 
 
 def final_answer_tool(decision: ReactAnswer, log: QueryLog) -> Tool:
@@ -567,15 +412,15 @@ def final_answer_tool(decision: ReactAnswer, log: QueryLog) -> Tool:
         return "answer recorded"
 
     link = {"type": "object", "required": ["query_id", "candidate", "stance"],
-            "properties": {"query_id": _STRING, "candidate": _STRING,
+            "properties": {"query_id": STRING_SCHEMA, "candidate": STRING_SCHEMA,
                            "stance": _STANCE}}
     return tool(
         "final_answer", "Give your final answer. Ends the investigation. Refused when an "
         "evidence item names a query id run_sql did not return to you.",
-        {"answer_markdown": _STRING,
-         "answers": {**_IDS, "description": "every answer you conclude (each candidate "
+        {"answer_markdown": STRING_SCHEMA,
+         "answers": {**IDS_SCHEMA, "description": "every answer you conclude (each candidate "
                      "the evidence bears out), one per item"},
-         "candidates_considered": {**_IDS, "description": "every candidate you examined"},
+         "candidates_considered": {**IDS_SCHEMA, "description": "every candidate you examined"},
          "evidence": {"type": "array", "items": link,
                       "description": "optional: which of your queries (ids from run_sql) "
                       "support or contradict which candidate"}},
@@ -587,7 +432,7 @@ def final_answer_tool(decision: ReactAnswer, log: QueryLog) -> Tool:
 
 
 @contextmanager
-def _one_write(ctx: TeamContext, log: QueryLog | None = None) -> Iterator[None]:
+def one_write(ctx: TeamContext, log: QueryLog | None = None) -> Iterator[None]:
     """One board transaction for a tool's writes (:meth:`Board.atomic`); when it is
     undone, ``log`` forgets the evidence ids recorded inside it too."""
     recorded = dict(log.evidence_ids) if log is not None else {}
@@ -601,7 +446,8 @@ def _one_write(ctx: TeamContext, log: QueryLog | None = None) -> Iterator[None]:
         raise
 
 
-def _hypothesis(ctx: TeamContext, hypothesis_id: str) -> Any:
+def known_hypothesis(ctx: TeamContext, hypothesis_id: str) -> Any:
+    """The hypothesis, or a :class:`ToolError` listing the investigation's hypotheses."""
     from d2_notebook.errors import NotFoundError
 
     try:

@@ -24,8 +24,8 @@ from d2_notebook.detective.prompt_budget import evidence_budget
 from d2_notebook.detective.refinement import refine_gate
 from d2_notebook.detective.rejudge.brief import evidence_lines, rejudge_message
 from d2_notebook.detective.roles import system_prompt
-from d2_notebook.detective.team_tools import verdict_tools
 from d2_notebook.detective.tools import Tool, ToolError, Toolset, tool
+from d2_notebook.detective.verdict_tools import verdict_tools
 
 __all__ = ["ROLE_FILE", "Rejudgement", "judge_again"]
 

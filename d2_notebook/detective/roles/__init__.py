@@ -42,10 +42,10 @@ from d2_notebook.detective.team_tools import (
     orchestrator_tools,
     reporter_tools,
     submit_tool,
-    verdict_tools,
 )
 from d2_notebook.detective.tools import Tool, Toolset
 from d2_notebook.detective.variant import Role
+from d2_notebook.detective.verdict_tools import verdict_tools
 
 
 @cache
