@@ -151,7 +151,7 @@ def test_processes_creating_the_same_new_board_at_once_all_succeed(board_path):
               "b = Board.open(sys.argv[1]); b.add_hypothesis('from ' + sys.argv[2]); b.close()")
     processes = [subprocess.Popen([sys.executable, "-c", script, str(board_path), str(i)],
                                   stderr=subprocess.PIPE, text=True) for i in range(6)]
-    errors = [p.communicate(timeout=60)[1] for p in processes]
+    errors = [p.communicate(timeout=300)[1] for p in processes]
     assert [p.returncode for p in processes] == [0] * 6, errors
     with Board.open(board_path) as board:
         assert sorted(h.id for h in board.list_hypotheses()) == sorted(f"H{i}" for i in
