@@ -2,7 +2,7 @@
 
 The candidate dimensions of the database (:func:`~d2_notebook.data.dimensions.
 candidate_dimensions`) are read once per investigation (:func:`read_candidates`). Every
-evidence's SQL is read with :func:`~d2_notebook.data.coverage.coverage_map` into the
+evidence's SQL is read with :func:`~d2_notebook.data.coverage.column_usage` into the
 candidate dimensions it filtered or grouped by; :func:`board_coverage` gathers them per
 hypothesis (through the links) and for the whole board, and subtracts the dimensions the
 orchestrator dismissed with a reason. The digest shows it compactly (it is in every
@@ -19,7 +19,7 @@ from functools import cached_property, lru_cache
 
 from d2_notebook.board import Board, DimensionDismissal
 from d2_notebook.data import GuardedSQL
-from d2_notebook.data.coverage import column_usage, coverage_map, selected_columns
+from d2_notebook.data.coverage import column_usage, selected_columns
 from d2_notebook.data.dimensions import Dimension, candidate_dimensions, read_catalog
 from d2_notebook.errors import D2Error, SQLError
 
@@ -217,10 +217,10 @@ def _touched(candidates: CandidateDimensions,
     try:
         usage = column_usage(sql, dict(candidates.tables))
     except SQLError:
-        usage = None
-    tables = usage.tables if usage is not None else frozenset()
-    aggregated = {(c.table, c.column) for c in usage.measured} if usage is not None else set()
+        return frozenset(), frozenset(), frozenset()
+    aggregated = {(c.table, c.column) for c in usage.measured}
     measured = frozenset(d.name for d in candidates.dimensions
                          if (d.table, d.column.lower()) in aggregated)
-    found = coverage_map(candidates.dimensions, [(None, sql)], dict(candidates.tables))
-    return frozenset(found.dimensions) - frozenset(found.untouched), tables, measured
+    controlled = frozenset(d.name for d in candidates.dimensions
+                           if any(ref.controls(d) for ref in usage.controlled))
+    return controlled, usage.tables, measured
