@@ -180,11 +180,7 @@ class BoardStore:
                 finally:
                     self._atomic_depth -= 1
                 return
-            self._refuse_if_read_only()
-            try:
-                self._conn.execute("BEGIN IMMEDIATE")
-            except sqlite3.OperationalError as exc:
-                raise board_fault(self._path, exc) from exc
+            self._begin()
             self._atomic_depth = 1
             try:
                 yield
@@ -210,11 +206,7 @@ class BoardStore:
             if self._atomic_depth:
                 yield from self._write_in_atomic()
                 return
-            self._refuse_if_read_only()
-            try:
-                self._conn.execute("BEGIN IMMEDIATE")
-            except sqlite3.OperationalError as exc:
-                raise board_fault(self._path, exc) from exc
+            self._begin()
             try:
                 yield self._conn
                 self._conn.execute("COMMIT")
@@ -236,6 +228,15 @@ class BoardStore:
                 raise board_fault(self._path, exc) from exc
             raise
         self._conn.execute("RELEASE board_write")
+
+    def _begin(self) -> None:
+        """Open a write transaction (a read-only board refuses; SQLite's faults come out
+        as the :class:`BoardError` that names the fix)."""
+        self._refuse_if_read_only()
+        try:
+            self._conn.execute("BEGIN IMMEDIATE")
+        except sqlite3.OperationalError as exc:
+            raise board_fault(self._path, exc) from exc
 
     def _refuse_if_read_only(self) -> None:
         if self.read_only:
