@@ -1,7 +1,9 @@
 """Prompt caching on the wire: every role's request is laid out stable-first (tool specs,
 then the system block with the rules, the schema and its join graph) with a cache marker
 at the end of that stable part, and the stable part is byte-identical across a role's
-turns and across its agents; each step of a turn caches the conversation so far."""
+turns and across its agents; each step of a turn caches the conversation so far and reads
+back what the step before cached (roles whose turn is normally one call — judges, the
+orchestrator — do not write their first message to the cache)."""
 
 from __future__ import annotations
 
@@ -61,17 +63,30 @@ def _without_markers(messages: list[dict[str, Any]]) -> list[dict[str, Any]]:
     return plain
 
 
+def _user_turns(body: dict[str, Any]) -> list[dict[str, Any]]:
+    return [m for m in body["messages"] if m["role"] == "user"]
+
+
 def test_the_marker_ends_the_stable_part_and_the_conversation_so_far(sent) -> None:
+    one_call_first = 0
     for body in sent:
         assert body["system"][-1]["cache_control"] == MARKER  # ends tools + system
         assert body["tools"][-1]["cache_control"] == MARKER
         assert _markers_in(body["tools"]) == 1 and _markers_in(body["system"]) == 1
+        role, users = role_of(_system_text(body)), _user_turns(body)
+        if role in ("judge", "orchestrator") and len(body["messages"]) == 1:
+            assert _markers_in(body["messages"]) == 0  # decided in one call: no write
+            one_call_first += 1
+            continue
         assert body["messages"][-1]["content"][-1]["cache_control"] == MARKER
-        assert _markers_in(body["messages"]) == 1  # four at most: the API's limit
+        for turn in users[-2:]:  # written now, and read back from the step before
+            assert turn["content"][-1]["cache_control"] == MARKER
+        assert _markers_in(body["messages"]) == min(2, len(users))  # the API's four at most
         system = _system_text(body)
         assert "DATABASE SCHEMA" in system and hospital.QUESTION in system
         first = body["messages"][0]["content"][0]["text"]
         assert "THE BOARD NOW" in first or first == hospital.QUESTION  # what changes
+    assert one_call_first > 5
 
 
 def test_the_stable_part_is_byte_identical_across_turns_and_agents(sent) -> None:
@@ -97,5 +112,8 @@ def test_each_step_of_a_turn_starts_with_the_conversation_it_cached(sent) -> Non
         for before, after in itertools.pairwise(conversations):
             if len(after) > len(before):
                 assert _without_markers(after[:len(before)]) == _without_markers(before)
+                # the step before cached up to its last block; this step marks the same
+                # block, so the provider reads that prefix back instead of rewriting it
+                assert after[len(before) - 1]["content"][-1].get("cache_control") == MARKER
                 steps += 1
     assert steps > 5

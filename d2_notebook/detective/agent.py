@@ -15,10 +15,21 @@ from dataclasses import dataclass, field
 
 from d2_notebook.detective.sequencer import WriteSequencer
 from d2_notebook.detective.tools import Toolset
-from d2_notebook.llm import Message, Model, ModelRequest, ToolResult, UserMessage
+from d2_notebook.llm import (
+    STABLE_FIRST,
+    CacheBreakpoint,
+    Message,
+    Model,
+    ModelRequest,
+    ToolResult,
+    UserMessage,
+)
 
 MAX_SAME_CALL = 3
 """An agent making the same tool call this often is stopped (it is looping)."""
+
+_PREFIX_ONLY = (CacheBreakpoint.TOOLS, CacheBreakpoint.SYSTEM)
+"""Cache the role's stable prefix only, not the conversation."""
 
 
 @dataclass
@@ -53,12 +64,19 @@ async def run_agent(
     max_steps: int,
     stuck: Callable[[], str | None] = lambda: None,
     max_tokens: int = 4096,
+    cache_first_message: bool = True,
 ) -> AgentRun:
     """Run one turn of ``agent`` and return how it went.
 
     Args:
         stuck: called after each step; a non-None reason stops the turn (used by the
             SQL tools' repeated-query detection).
+        cache_first_message: whether the first call asks the provider to cache the
+            conversation (the first message) as well as the stable prefix. A cache
+            write costs more than plain input (1.25x on Anthropic) and pays only when a
+            later call of the same turn reads it back, so roles whose turn is normally
+            one call (a judge, the orchestrator) pass False; their later calls, if any,
+            cache the conversation as usual.
 
     Model errors (API failures, budget exhausted) propagate to the caller.
     """
@@ -68,8 +86,10 @@ async def run_agent(
     turn_enders = [s.name for s in toolset.specs if (t := toolset.get(s.name)) and t.ends_turn]
     seen_calls: Counter[str] = Counter()
     while run.steps < max_steps:
+        breakpoints = STABLE_FIRST if cache_first_message or run.steps else _PREFIX_ONLY
         request = ModelRequest(system=system, messages=list(messages), tools=toolset.specs,
-                               max_tokens=max_tokens, role=role, agent=agent)
+                               max_tokens=max_tokens, role=role, agent=agent,
+                               cache_breakpoints=breakpoints)
         try:
             response = await model.request(request)
         except BaseException:

@@ -4,7 +4,9 @@ Reads ``ANTHROPIC_API_KEY`` (or ``ANTHROPIC_AUTH_TOKEN``) and ``ANTHROPIC_BASE_U
 so it talks to any server speaking the Messages API. Prompt caching puts
 ``cache_control`` where the request's :class:`CacheBreakpoint` s say: the last tool spec,
 the system block (the API orders tools, then system, then messages, so this ends the
-role's stable prefix) and the last block of the conversation so far. Retries
+role's stable prefix) and the last block of the conversation so far, plus the last block
+of the previous user turn: that is where the turn's previous call ended its cached
+prefix, so this call reads it back however many blocks the new step added. Retries
 are ours (the SDK's are off); errors become :mod:`d2_notebook.errors` with a fix.
 """
 
@@ -121,12 +123,13 @@ def to_anthropic_params(request: ModelRequest, model_id: str) -> dict[str, Any]:
 
     Consecutive user-side messages (tool results, user text) merge into one user turn
     with tool results first, as the Messages API requires. Each of the request's cache
-    breakpoints becomes a ``cache_control`` marker (at most three of the API's four).
+    breakpoints becomes a ``cache_control`` marker (at most the API's four).
     """
     breakpoints = set(request.cache_breakpoints)
     messages = _to_anthropic_messages(request)
-    if CacheBreakpoint.CONVERSATION in breakpoints and messages and messages[-1]["content"]:
-        messages[-1]["content"][-1]["cache_control"] = CACHE_CONTROL
+    if CacheBreakpoint.CONVERSATION in breakpoints:
+        for turn in _rolling_marks(messages):
+            turn["content"][-1]["cache_control"] = CACHE_CONTROL
     params: dict[str, Any] = {
         "model": model_id,
         "max_tokens": request.max_tokens,
@@ -146,6 +149,14 @@ def to_anthropic_params(request: ModelRequest, model_id: str) -> dict[str, Any]:
             tools[-1]["cache_control"] = CACHE_CONTROL
         params["tools"] = tools
     return params
+
+
+def _rolling_marks(turns: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The user turns a conversation breakpoint marks: the last one (written for the
+    next call) and the one before it, where the previous call of the turn put its mark
+    (read back now). With the tools and system markers that is the API's four."""
+    users = [t for t in turns if t["role"] == "user" and t["content"]]
+    return users[-2:]
 
 
 def _to_anthropic_messages(request: ModelRequest) -> list[dict[str, Any]]:

@@ -83,6 +83,11 @@ def system_prompt(ctx: TeamContext, role_file: str) -> str:
     ])
 
 
+ONE_CALL_ROLES = frozenset({"judge", "orchestrator"})
+"""Roles whose turn is normally one call: they decide on what their first message
+shows, so it is not written to the provider's cache (see ``run_agent``)."""
+
+
 async def _turn(ctx: TeamContext, *, role: str, agent: str, role_file: str, first: str,
                 tools: list[Tool], log: QueryLog | None = None, system: str | None = None,
                 max_steps: int | None = None, max_tokens: int = 4096) -> AgentRun:
@@ -92,6 +97,7 @@ async def _turn(ctx: TeamContext, *, role: str, agent: str, role_file: str, firs
         system=system if system is not None else system_prompt(ctx, role_file),
         first_message=first, toolset=Toolset(tools), sequencer=ctx.sequencer,
         max_steps=max_steps or ctx.settings.max_steps, stuck=stuck, max_tokens=max_tokens,
+        cache_first_message=role not in ONE_CALL_ROLES,
     )
 
 
