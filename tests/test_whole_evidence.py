@@ -9,8 +9,9 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from d2_notebook.board import Board
-from d2_notebook.data import open_source
+from d2_notebook.board import Board, ToolCall
+from d2_notebook.data import GuardedSQL, open_source
+from d2_notebook.data.analysis.compare_within import compare_within
 from d2_notebook.detective import roles
 from d2_notebook.detective.context import TeamContext
 from d2_notebook.detective.digest import board_digest
@@ -230,3 +231,37 @@ async def test_a_transcript_reaches_the_querying_agent_whole(board) -> None:
     hyp = board.add_hypothesis("The courier was there", investigation_id=investigation.id)
     await roles.collect(ctx, hyp.id)
     assert len(transcript) > 1_500 and transcript in seen[0]
+
+
+def test_an_analysis_result_is_told_by_its_summary_and_the_rows_that_carry_it(board) -> None:
+    """A compare_within result of many strata reaches the judge as its summary and the
+    rows its readings come from, not as column statistics that repeat the summary."""
+    con = duckdb.connect()
+    con.execute("""CREATE TABLE visits AS SELECT i AS id,
+        CASE WHEN i % 3 = 0 THEN 'new' ELSE 'old' END AS drug,
+        ['north', 'south', 'east', 'west', 'centre'][1 + i % 5] AS region,
+        'ward ' || (i % 7) AS ward, (i % 4) AS weekday,
+        CASE WHEN (i * 7919) % 10 < (CASE WHEN i % 3 = 0 THEN 3 ELSE 5 END) THEN 1 ELSE 0
+        END AS readmitted FROM range(3000) t(i)""")
+    args = {"source": "visits", "metric": "avg(readmitted)", "exposure": "drug",
+            "value": "new"}
+    result = compare_within(GuardedSQL(con), **args)
+    assert len(result.frame) > 12
+    investigation = board.start_investigation("Does the new drug lower readmission?")
+    hypothesis = board.add_hypothesis("The new drug lowers readmission",
+                                      investigation_id=investigation.id)
+    evidence = board.add_evidence(result.sql, result.frame,
+                                  description=result.summary,
+                                  investigation_id=investigation.id)
+    board.record_tool_call(evidence.id, ToolCall("compare_within", args), actor="collector")
+    board.link(evidence.id, hypothesis.id, "supports", result.summary, actor="collector")
+
+    text = evidence_details(board, [evidence.id])
+    assert result.summary.split(":")[0] in text  # the readings, as the tool wrote them
+    assert "From compare_within(" in text and result.sql not in text
+    assert "Columns, over the" not in text  # no statistics that repeat the summary
+    assert "Columns: dimension, stratum" in text
+    shown = re.findall(r"^ *(\d+) ", text.split("Rows shown:")[1], re.MULTILINE)
+    assert shown[0] == "1" and len(shown) <= 9  # the overall row, then the carrying rows
+    overall = result.frame.iloc[0]
+    assert f"{overall['n_exposed']}" in text.split("Rows shown:")[1]

@@ -5,7 +5,9 @@ stored rows of some evidence within a token budget, and never leaves a piece out
 the evidence does not fit, the largest pieces are told in less detail (whole rows → a
 summary → a brief summary →
 the statistics and the claim rows), one step at a time, until it fits or every piece
-is at its shortest. Read from the board, never re-queried.
+is at its shortest. An analysis tool's result is told by its summary (the readings, in
+the evidence's description) and the few rows that carry them: its column statistics
+would only repeat the summary at greater length. Read from the board, never re-queried.
 """
 
 from __future__ import annotations
@@ -22,6 +24,9 @@ from d2_notebook.llm import estimate_tokens
 
 WHOLE_ROWS = 60
 """Results of at most this many stored rows are shown whole when the budget allows."""
+
+ANALYSIS_WHOLE_ROWS = 12
+"""Analysis results of at most this many rows are shown whole when the budget allows."""
 
 
 class Detail(IntEnum):
@@ -40,12 +45,13 @@ class _Shape:
     tail: int
     top_values: int
     sql_chars: int | None
+    analysis_rows: int  # claim rows of an analysis result, after its first row
 
 
 _SHAPES = {
-    Detail.SUMMARY: _Shape(20, 5, 5, 5, None),
-    Detail.BRIEF: _Shape(5, 2, 1, 3, 1_200),
-    Detail.MINIMAL: _Shape(2, 0, 0, 3, 400),
+    Detail.SUMMARY: _Shape(20, 5, 5, 5, None, 8),
+    Detail.BRIEF: _Shape(5, 2, 1, 3, 1_200, 4),
+    Detail.MINIMAL: _Shape(2, 0, 0, 3, 400, 2),
 }
 
 
@@ -111,7 +117,8 @@ class _Piece:
 
     @property
     def best_detail(self) -> Detail:
-        return Detail.WHOLE if len(self.frame) <= WHOLE_ROWS else Detail.SUMMARY
+        whole = ANALYSIS_WHOLE_ROWS if self.call is not None else WHOLE_ROWS
+        return Detail.WHOLE if len(self.frame) <= whole else Detail.SUMMARY
 
     def render(self, detail: Detail) -> str:
         item = self.item
@@ -134,6 +141,11 @@ class _Piece:
             lines.append(render_rows(self.frame) if len(self.frame.columns) else "(none)")
             return "\n".join(lines)
         kept = f"; {stored:,} stored" if stored < item.row_count else ""
+        if self.call is not None:  # the summary states the readings: show their rows
+            lines.append(f"Result ({size}{kept}; the summary above gives its readings). "
+                         f"Columns: {', '.join(map(str, self.frame.columns))}.")
+            lines += self._analysis_rows(shape)
+            return "\n".join(lines)
         lines.append(f"Result ({size}{kept}), summarised. Columns, over the {stored:,} "
                      "stored rows:")
         lines += column_statistics(self.frame, top=shape.top_values)
@@ -145,6 +157,16 @@ class _Piece:
         """The rows that carry the claims, strongest first (as many as any shape shows)."""
         most = max(shape.claim_rows for shape in _SHAPES.values())
         return claim_rows(self.frame, self.claims, most)
+
+    def _analysis_rows(self, shape: _Shape) -> list[str]:
+        """The first row (the overall figures, or the strongest segment) and the rows
+        that carry the readings."""
+        carrying = [p for p in self._claim_rows if p != 0][: shape.analysis_rows]
+        positions = sorted({0, *carrying})
+        label = "row 1 (first)" + (f"; {', '.join(str(p + 1) for p in carrying)} (they "
+                                   "carry the numbers or names of the readings)"
+                                   if carrying else "")
+        return [f"Rows shown: {label}:", render_rows(self.frame, positions)]
 
     def _rows(self, shape: _Shape) -> list[str]:
         total = len(self.frame)
