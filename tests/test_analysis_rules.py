@@ -329,3 +329,47 @@ def test_a_confounder_that_fixes_the_outcome_in_most_rows_carries_a_caution() ->
     texts = {f.dimension: f.text for f in result.flags}
     assert "Caution: in open (always 0), planned (always 0)" in texts["goal.stage"]
     assert "Caution" not in texts["goal.tier"]
+
+
+def _masked(within_effect: float) -> GuardedSQL:
+    """Two strata of equal size; 90% of the exposed rows in A, 90% of the reference rows
+    in B; A's reference mean 2.5 above B's; the exposure's effect is ``within_effect`` in
+    both strata; each group's values are its mean ± 10 exactly."""
+    con = duckdb.connect()
+    con.execute(f"""
+        CREATE TABLE t AS
+        WITH arms AS (
+          SELECT * FROM (VALUES ('A', 'yes', 900, 52.5 + {within_effect}),
+                                ('B', 'yes', 100, 50.0 + {within_effect}),
+                                ('A', 'no', 100, 52.5), ('B', 'no', 900, 50.0))
+                        v(stratum, exposed, n, mean))
+        SELECT stratum, exposed, mean + CASE WHEN i % 2 = 0 THEN 10 ELSE -10 END AS value
+        FROM arms, range(n) r(i)""")
+    return GuardedSQL(con)
+
+
+def test_no_confounding_flag_where_neither_effect_is_beyond_chance() -> None:
+    """Crude +0.70 (95% CI -0.18 to 1.58), standardised -1.30 (-2.77 to 0.17): the move is
+    beyond chance (q 0.00084) but changes no conclusion, and "286% of the crude effect
+    removed" (what real-model collectors were shown, e.g. "1151%") means nothing for an
+    effect indistinguishable from none. Not flagged; said why; no share."""
+    result = compare_within(_masked(-1.3), source="t", metric="avg(value)",
+                            exposure="exposed", value="yes", dimensions=["t.stratum"])
+    assert not result.flags
+    assert ("t.stratum: standardising moves the effect from 0.700 (crude, over all 2 strata) "
+            "to -1.30, but neither effect is beyond chance (both 95% intervals hold 0): "
+            "holding it fixed changes no conclusion") in result.summary
+    assert "removed" not in result.summary and "No confounding" not in result.summary
+    assert result.frame["share_removed"].isna().all()
+
+
+def test_an_effect_masked_by_a_confounder_is_flagged_as_a_move_not_a_share() -> None:
+    """Crude -0.5 (within chance), standardised -2.5 (beyond it): confounding that hides a
+    real effect. Flagged, with the move and its interval rather than a share of a crude
+    effect that is indistinguishable from none."""
+    result = compare_within(_masked(-2.5), source="t", metric="avg(value)",
+                            exposure="exposed", value="yes", dimensions=["t.stratum"])
+    (flag,) = result.flags
+    assert flag.kind is FlagKind.CONFOUNDING
+    assert "standardised over t.stratum -2.50" in flag.text
+    assert "standardising moves it by 2.00 (95% CI" in flag.text and "removes" not in flag.text

@@ -12,6 +12,7 @@ import pytest
 from change_data import rising_churn
 
 from d2_notebook.board import Board, Contribution, ContributionRole, HypothesisStatus
+from d2_notebook.board.contributions import states_absence
 from d2_notebook.board.render import render_tree
 from d2_notebook.data import GuardedSQL
 from d2_notebook.data.analysis import decompose
@@ -224,3 +225,30 @@ async def test_a_size_travels_with_the_board_and_a_garbled_one_is_refused(ctx, r
     verdict["contribution"] = json.dumps({"role": "huge"})
     with pytest.raises(BoardFormatError, match="field 'contribution' is not a size"):
         Board.from_json(document, tmp_path / "bad.d2board")
+
+
+@pytest.mark.parametrize(("statement", "absence"), [
+    ("Region west does not explain the rise", True),
+    ("Differences in target difficulty do not explain the departmental gap", True),
+    ("Goal category and metric have no material effect on achievement", True),
+    ("Weekday doesn't affect resolution time", True),
+    ("Assignment group is not a driver of resolution time", True),
+    ("Churn is unrelated to the plan", True),
+    ("Neither region nor channel explains the gap", True),
+    ("There is no difference in achievement between departments", True),
+    ("The rise cannot be explained by a change in mix", True),
+    ("The gap isn't driven by priority", True),
+    # an effect, though a negation appears in the sentence
+    ("IT's advantage is not only a higher completion share: its completed goals reach "
+     "target more often", False),
+    ("Customers without a discount churn more", False),
+    ("The new drug lowers readmission for patients who are not diabetic", False),
+    ("Tickets that were not reassigned close faster", False),
+    ("Shorter goal duration is associated with higher achievement", False),
+])
+def test_a_hypothesis_states_an_absence_by_its_wording_not_by_any_negation(
+        statement: str, absence: bool) -> None:
+    """The size's polarity turns only for a hypothesis that says a factor does not matter;
+    a judge's contradicted-with-no-contribution verdict on "not only X but Y" was refused
+    as if the hypothesis said X does not matter."""
+    assert states_absence(statement) is absence

@@ -24,14 +24,34 @@ from d2_notebook.errors import InvalidRecordError
 __all__ = ["check_contribution", "states_absence"]
 
 
-_ABSENCE = re.compile(r"\b(?:no|not|never|neither|nor|none|without|cannot)\b|n't\b",
-                      re.IGNORECASE)
-"""Words by which a hypothesis states that a factor does *not* matter."""
+_EFFECT_VERBS = (r"explain|matter|affect|drive|differ|account|contribute|change|influence|"
+                 r"cause|predict|vary|depend|impact|relate|correlate|shift|move|make|"
+                 r"reduce|increase|lower|raise|improve|worsen|lead|help|hurt|play|add")
+_EFFECT_NOUNS = (r"effect|difference|association|relationship|impact|role|contribution|"
+                 r"link|correlation|influence|bearing|gap|dependence|advantage|penalty")
+_ABSENCE = re.compile(
+    r"\b(?:do|does|did|is|are|was|were|has|have|had|can|could|will|would|may|might)"
+    rf"(?:\s+not|n't)\s+(?:\w+\s+){{0,2}}?(?:{_EFFECT_VERBS})"
+    rf"|\bno\s+(?:\w+\s+){{0,2}}?(?:{_EFFECT_NOUNS})s?\b"
+    r"|\bnot\s+(?:an?\s+|the\s+)?(?:\w+\s+)?(?:driver|cause|factor|contributor|"
+    r"explanation|predictor)s?\b"
+    r"|(?:\bcannot|\bnot|n't)\s+(?:be\s+)?(?:explained|driven|caused)\s+by\b|\bnot\s+due\s+to\b"
+    r"|\bcannot\s+explain|\bfails?\s+to\s+explain|\bneither\b.*\bnor\b"
+    r"|\b(?:unrelated\s+to|independent\s+of|unaffected\s+by|nothing\s+to\s+do\s+with)\b",
+    re.IGNORECASE)
+"""How a hypothesis states that a factor does *not* matter: a negated effect verb ("does
+not explain", "doesn't affect"), "no effect / no difference", "not a driver", "unrelated
+to" — never a bare negation elsewhere in the sentence ("customers without a discount churn
+more" states an effect)."""
+
+_ADDITIVE = re.compile(r"\bnot\s+(?:only|just|merely|simply|solely|entirely)\b", re.IGNORECASE)
+""""Not only X but Y" adds an effect; it never states an absence."""
 
 
 def states_absence(statement: str) -> bool:
-    """Whether a hypothesis says a factor has no effect ("X does not explain the gap")."""
-    return bool(_ABSENCE.search(statement))
+    """Whether a hypothesis says a factor has no effect ("X does not explain the gap",
+    "no difference between the regions"), read from its wording (see ``_ABSENCE``)."""
+    return bool(_ABSENCE.search(_ADDITIVE.sub(" ", statement)))
 
 
 def check_contribution(contribution: Contribution, status: HypothesisStatus,

@@ -235,7 +235,7 @@ def _judge(family: Family, q_het: float, q_change: float, q_exposure: float, alp
     std, crude, change = family.standardised, family.crude, family.change
     if (family.confounding_tested and q_change < CONFOUNDING_LEVEL and q_exposure < alpha
             and abs(change.difference) >= CHANGE_IN_ESTIMATE * abs(crude.difference)
-            and is_material(change.difference, scale)):
+            and is_material(change.difference, scale) and not family.neither_beyond_chance):
         reversed_ = (std.low > 0 > crude.high) or (std.high < 0 < crude.low)
         kinds.append(FlagKind.SIMPSONS_PARADOX if reversed_ else FlagKind.CONFOUNDING)
     if family.tested >= 2 and q_het < alpha and family.het_material:
@@ -258,7 +258,11 @@ def _why_not_confounding(family: Family, kinds: list[FlagKind], q_change: float,
     moved = (f"{family.name}: standardising moves the effect from {figure(crude.difference)} "
              f"(crude, over {_strata_text(family)}) to "
              f"{figure(family.standardised.difference)}"
-             + (f" ({family.share_removed:.0%} of it removed)" if crude.difference else ""))
+             + (f" ({family.share_removed:.0%} of it removed)"
+                if not math.isnan(family.share_removed) else ""))
+    if family.neither_beyond_chance:
+        return (f"{moved}, but neither effect is beyond chance (both 95% intervals hold 0): "
+                "holding it fixed changes no conclusion")
     if not q_change < CONFOUNDING_LEVEL:
         return (f"{moved}, a move within chance (q = {q_change:.2g} for the change, level "
                 f"{CONFOUNDING_LEVEL:g})")
@@ -286,7 +290,7 @@ def _flag_text(kind: FlagKind, family: Family, q_het: float, q_change: float, la
                 f"chance (interaction test q = {q_het:.2g}, {scale}): {effects}")
     name = "SIMPSON'S PARADOX" if kind is FlagKind.SIMPSONS_PARADOX else "CONFOUNDING"
     std, crude, change = family.standardised, family.crude, family.change
-    if crude.difference:
+    if not math.isnan(family.share_removed):  # a share of an effect beyond chance
         low, high = sorted((change.low / crude.difference, change.high / crude.difference))
         removed = (f"standardising removes {family.share_removed:.0%} of the crude effect "
                    f"(95% CI {low:.0%} to {high:.0%}; q = {q_change:.2g})")

@@ -64,10 +64,24 @@ class Family:
 
     @property
     def share_removed(self) -> float:
-        """The share of the crude effect (over the same strata) standardising removes."""
-        if self.change is None or self.crude is None or self.crude.difference == 0:
+        """The share of the crude effect (over the same strata) standardising removes;
+        NaN when the crude effect is within chance (its 95% interval holds 0): a share
+        of an effect indistinguishable from none means nothing ("1151% removed")."""
+        if self.change is None or self.crude is None or spans_zero(self.crude):
             return math.nan
         return self.change.difference / self.crude.difference
+
+    @property
+    def neither_beyond_chance(self) -> bool:
+        """Both the crude and the standardised effect are within chance: holding the
+        dimension fixed changes no conclusion, however far the estimate moves."""
+        return (self.crude is not None and self.standardised is not None
+                and spans_zero(self.crude) and spans_zero(self.standardised))
+
+
+def spans_zero(comparison: Comparison) -> bool:
+    """Whether the 95% interval of ``comparison`` holds 0 (or it has no interval)."""
+    return not (comparison.low > 0 or comparison.high < 0)
 
 
 def check_heterogeneity(family: Family, arm_floor: int, pooled: float | None, binary: bool,
