@@ -3,7 +3,7 @@ then the system block with the rules, the schema and its join graph) with a cach
 at the end of that stable part, and the stable part is byte-identical across a role's
 turns and across its agents; each step of a turn caches the conversation so far and reads
 back what the step before cached (roles whose turn is normally one call — judges, the
-orchestrator — do not write their first message to the cache)."""
+orchestrator, the reporter — do not write their first message to the cache)."""
 
 from __future__ import annotations
 
@@ -74,7 +74,7 @@ def test_the_marker_ends_the_stable_part_and_the_conversation_so_far(sent) -> No
         assert body["tools"][-1]["cache_control"] == MARKER
         assert _markers_in(body["tools"]) == 1 and _markers_in(body["system"]) == 1
         role, users = role_of(_system_text(body)), _user_turns(body)
-        if role in ("judge", "orchestrator") and len(body["messages"]) == 1:
+        if role in ("judge", "orchestrator", "reporter") and len(body["messages"]) == 1:
             assert _markers_in(body["messages"]) == 0  # decided in one call: no write
             one_call_first += 1
             continue

@@ -83,9 +83,9 @@ def system_prompt(ctx: TeamContext, role_file: str) -> str:
     ])
 
 
-ONE_CALL_ROLES = frozenset({"judge", "orchestrator"})
-"""Roles whose turn is normally one call: they decide on what their first message
-shows, so it is not written to the provider's cache (see ``run_agent``)."""
+ONE_CALL_ROLES = frozenset({"judge", "orchestrator", "reporter"})
+"""Roles whose turn is normally one call: they decide (or write the report) on what their
+first message shows, so it is not written to the provider's cache (see ``run_agent``)."""
 
 
 async def _turn(ctx: TeamContext, *, role: str, agent: str, role_file: str, first: str,
