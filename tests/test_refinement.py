@@ -23,6 +23,7 @@ from d2_notebook.detective.refinement import (
     refinements_made,
     unmade_refinements,
 )
+from d2_notebook.detective.report import board_sections
 from d2_notebook.detective.scheduler import BranchScheduler
 from d2_notebook.detective.settings import DEFAULT_MAX_REFINEMENTS, InvestigationSettings
 from d2_notebook.detective.sql_tools import analysis_description
@@ -141,7 +142,14 @@ async def test_the_report_lists_every_split_not_made_even_if_the_reporter_forgot
     line = unmade_refinements(ctx.board, ctx.investigation_id, ctx.settings)[0].line()
     assert f"NOT REFINED:\n{line}" in prompts[0]
     assert decision.report is not None and decision.report.startswith("## Answer")
-    assert decision.report.endswith(f"## Not refined\n\n- {line}")
+    # the loop appends what the report takes from the board, the splits not made last
+    added = board_sections(ctx.board, ctx.investigation_id, decision.report,
+                           not_refined=[line])
+    assert added.startswith("## Hypotheses\n\n- **H1** supported (confidence 0.70): Option V")
+    assert added.endswith(f"## Not refined\n\n- {line}")
+    assert "Not refined" not in board_sections(ctx.board, ctx.investigation_id,
+                                               f"{decision.report}\n{line}",
+                                               not_refined=[line])
 
 
 async def test_no_refinement_happens_past_the_cap(board_path) -> None:

@@ -68,4 +68,4 @@ def test_reports_say_each_fact_once_at_a_readable_length():
 
     rules = report_rules()
     assert "Say each fact once" in rules and "500 to 900 words" in rules
-    assert "do not repeat numbers the sections above state" in rules
+    assert "from the board" in rules and "do not write those sections" in rules

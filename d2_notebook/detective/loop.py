@@ -32,7 +32,8 @@ from d2_notebook.detective import roles
 from d2_notebook.detective.context import TeamContext
 from d2_notebook.detective.coverage_view import BoardCoverage, board_coverage
 from d2_notebook.detective.decisions import Judgement, Steering
-from d2_notebook.detective.report import fallback_report, not_examined_table
+from d2_notebook.detective.refinement import unmade_refinements
+from d2_notebook.detective.report import board_sections, fallback_report, not_examined_table
 from d2_notebook.detective.scheduler import BranchScheduler
 from d2_notebook.detective.variant import Role, Shape
 from d2_notebook.errors import BoardError, BudgetExceededError, ModelError, ReplayDivergenceError
@@ -86,8 +87,13 @@ class ControlLoop:
         if variant.shape is Shape.REACT:
             return await self._run_react()
         if variant.shape is Shape.ALONE:
-            await self._guarded(roles.investigate_alone(self.ctx))
-            return self._outcome(await self._report(use_reporter=False))
+            written: list[str | None] = [None]
+
+            async def alone() -> None:
+                written[0] = (await roles.investigate_alone(self.ctx)).report
+
+            await self._guarded(alone())
+            return self._outcome(await self._report(use_reporter=False, written=written[0]))
         await self._guarded(self._team())
         return self._outcome(await self._report(use_reporter=variant.runs(Role.REPORTER)))
 
@@ -273,10 +279,13 @@ class ControlLoop:
                 {"reason": reason, "not_examined": [h.id for h in self._open()]},
                 actor=LOOP_ACTOR, investigation_id=self.ctx.investigation_id)
 
-    async def _report(self, *, use_reporter: bool) -> str:
+    async def _report(self, *, use_reporter: bool, written: str | None = None) -> str:
+        """The investigation's report: the reporter's (``use_reporter``) or the single
+        agent's (``written``) followed by the sections taken from the board
+        (:func:`board_sections`), else one built from the board alone."""
         ctx = self.ctx
         note = self._unexamined_note()
-        report = None
+        report = written
         if use_reporter:
             reporter_ctx = replace(ctx, role_models={**ctx.role_models,
                                                      Role.REPORTER.value: self.reporter_model})
@@ -287,10 +296,15 @@ class ControlLoop:
             except ModelError as exc:
                 note = (note + " " if note else "") + f"The reporter could not run: {exc}."
         if report is None:
-            report = fallback_report(ctx.board, ctx.investigation_id, note=note)
-        elif note and "## Not examined" not in report:
-            report += f"\n\n## Not examined\n\n{note}\n"
-        else:  # the reporter's own section: every dismissal must still be in it
+            return fallback_report(ctx.board, ctx.investigation_id, note=note)
+        had_own_section = "## Not examined" in report
+        not_refined = [u.line() for u in unmade_refinements(ctx.board, ctx.investigation_id,
+                                                             ctx.settings)]
+        added = board_sections(ctx.board, ctx.investigation_id, report, note=note,
+                               not_refined=not_refined)
+        if added:
+            report = f"{report.rstrip()}\n\n{added}\n"
+        if had_own_section:  # the writer's own section: every dismissal must still be in it
             coverage = self._coverage()
             missed = [d for d in coverage.dismissed if d.dimension not in report] \
                 if coverage is not None else []

@@ -2,7 +2,9 @@
 
 Used by the ``no_reporter`` variant, and whenever the reporter cannot run (its
 budget is spent). The same structure as the reporter's: the answer first, then each
-hypothesis with its verdict and evidence ids, then what was not examined. Board text is
+hypothesis with its verdict and evidence ids, then what was not examined. A written
+report (the reporter's, the single agent's) gets the last two from the board as well
+(:func:`board_sections`): a model copying them would only spend output on them. Board text is
 kept on its own line (a line break in a statement cannot start a heading or a list);
 displays make the whole report inert (:mod:`d2_notebook.safe_markdown`).
 """
@@ -70,6 +72,43 @@ def fallback_report(board: Board, investigation_id: str, *, note: str = "") -> s
     if note:
         lines += ["## Not examined", "", note, ""]
     return "\n".join(lines).rstrip() + "\n"
+
+
+def board_sections(board: Board, investigation_id: str, report: str, *,
+                   note: str = "", not_refined: Iterable[str] = ()) -> str:
+    """The sections a written report takes from the board, for appending after it:
+    "## Hypotheses" (one line each: verdict, confidence, size, the evidence it cites)
+    and "## Not examined" (``note``), each only if ``report`` has no such section yet,
+    then "## Not refined" with every line of ``not_refined`` the report does not hold.
+    Empty when there is nothing to add."""
+    parts = []
+    if "## Hypotheses" not in report:
+        lines = [hypothesis_line(board, h)
+                 for h in board.list_hypotheses(investigation_id=investigation_id)]
+        if lines:
+            parts.append("## Hypotheses\n\n" + "\n".join(lines))
+    if note and "## Not examined" not in report:
+        parts.append(f"## Not examined\n\n{note}")
+    missing = [line for line in not_refined if line not in report]
+    if missing:  # the report lists every refinement the team did not make
+        parts.append("## Not refined\n\n" + "\n".join(f"- {line}" for line in missing))
+    return "\n\n".join(parts)
+
+
+def hypothesis_line(board: Board, hyp: Hypothesis) -> str:
+    """One Markdown line: ``- **H3** supported (0.85; major contributor …): statement
+    [E21, E23]`` — the latest verdict's status, confidence, size and cited evidence."""
+    verdict = board.latest_verdict(hyp.id)
+    about = []
+    if verdict is not None:
+        about.append(f"confidence {verdict.confidence:.2f}")
+        if verdict.contribution is not None:
+            about.append(verdict.contribution.describe())
+    elif hyp.status_reason:
+        about.append(_inline(hyp.status_reason))
+    detail = f" ({'; '.join(about)})" if about else ""
+    cited = f" [{', '.join(verdict.evidence_ids)}]" if verdict and verdict.evidence_ids else ""
+    return f"- **{hyp.id}** {hyp.status.value}{detail}: {_inline(hyp.statement)}{cited}"
 
 
 def ranked_supported(board: Board,

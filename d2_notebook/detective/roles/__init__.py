@@ -263,10 +263,6 @@ async def write_report(ctx: TeamContext, *, unexamined_note: str,
     tools = _pick(ctx, Role.REPORTER, reporter_tools(ctx, agent, decision))
     await _turn(ctx, role="reporter", agent=agent, role_file="reporter", first=first,
                 tools=tools, max_tokens=8192)
-    missing = [line for line in not_refined if decision.report and line not in decision.report]
-    if missing:  # the report lists every refinement the team did not make
-        decision.report = f"{decision.report}\n\n## Not refined\n\n" + "\n".join(
-            f"- {line}" for line in missing)
     return decision
 
 

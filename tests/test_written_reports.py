@@ -1,0 +1,67 @@
+"""A written report (the reporter's, the single agent's) is what the user gets, followed
+by the sections taken from the board: each hypothesis's verdict line and what was not
+examined. The single agent's own report was once replaced by the board-built fallback."""
+
+from __future__ import annotations
+
+import asyncio
+from pathlib import Path
+
+from d2_notebook import investigate
+from d2_notebook.board import Board
+from d2_notebook.datasets import hospital
+from d2_notebook.detective.policies.hospital import HospitalWalkthrough
+from d2_notebook.llm import ModelRequest, ModelResponse
+from d2_notebook.llm.offline import FunctionModel, tool_call
+
+WRITTEN = "## Answer\n\n- Nothing in the data decides the question [E1]."
+
+
+def _single_agent(request: ModelRequest) -> ModelResponse:
+    """Explores once, records nothing, and writes a short report."""
+    if len(request.messages) == 1:
+        return tool_call("run_sql", {"sql": "SELECT count(*) AS visits FROM visits"})
+    return tool_call("write_report", {"markdown": WRITTEN})
+
+
+def test_the_single_agent_s_written_report_is_the_report(tmp_path: Path) -> None:
+    result = asyncio.run(investigate(hospital.create(), hospital.QUESTION,
+                                     board=tmp_path / "alone.d2board",
+                                     model=FunctionModel(_single_agent),
+                                     variant="single_agent_board"))
+    assert result.state == "finished"
+    assert result.report.startswith(WRITTEN)  # not the board-built "# <question>" fallback
+    with Board.open(tmp_path / "alone.d2board") as board:
+        assert board.list_investigations()[-1].report.startswith(WRITTEN)
+
+
+class AnswerOnlyReporter(HospitalWalkthrough):
+    """The walkthrough, with a reporter that writes its answer and key findings only (as
+    the reporter's rules now ask): the verdicts and what was not examined come from the
+    board."""
+
+    def __call__(self, request: ModelRequest) -> ModelResponse:  # type: ignore[override]
+        response = super().__call__(request)
+        for part in response.tool_calls:
+            if part.name == "write_report":
+                part.args["markdown"] = part.args["markdown"].split("## Hypotheses")[0]
+        return response
+
+
+def test_the_team_report_ends_with_every_verdict_from_the_board(tmp_path: Path) -> None:
+    result = asyncio.run(investigate(hospital.create(), hospital.QUESTION,
+                                     board=tmp_path / "team.d2board",
+                                     model=AnswerOnlyReporter().model()))
+    assert result.state == "finished"
+    written, added = result.report.split("\n\n## Hypotheses\n\n")
+    assert written.startswith("## Answer") and "## Not examined" not in written
+    verdicts, not_examined = added.split("\n\n## Not examined\n\n")
+    with Board.open(tmp_path / "team.d2board") as board:
+        hypotheses = board.list_hypotheses()
+        assert len(verdicts.splitlines()) == len(hypotheses)
+        for hyp, line in zip(hypotheses, verdicts.splitlines(), strict=True):
+            verdict = board.latest_verdict(hyp.id)
+            assert line.startswith(f"- **{hyp.id}** {hyp.status.value}")
+            if verdict is not None:
+                assert f"[{', '.join(verdict.evidence_ids)}]" in line
+    assert not_examined.startswith("| why not examined | table | dimensions |")
