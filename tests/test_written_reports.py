@@ -65,3 +65,31 @@ def test_the_team_report_ends_with_every_verdict_from_the_board(tmp_path: Path) 
             if verdict is not None:
                 assert f"[{', '.join(verdict.evidence_ids)}]" in line
     assert not_examined.startswith("| why not examined | table | dimensions |")
+
+
+class TableCopyingReporter(HospitalWalkthrough):
+    """The walkthrough, with a reporter that copies the LEFT UNEXAMINED table of its
+    first message into its own "## Not examined" section (as real reporters did)."""
+
+    def __call__(self, request: ModelRequest) -> ModelResponse:  # type: ignore[override]
+        response = super().__call__(request)
+        for part in response.tool_calls:
+            if part.name == "write_report":
+                first = request.messages[0].text  # type: ignore[union-attr]
+                table = first.split("LEFT UNEXAMINED: ", 1)[1].split("\n\n", 1)[0]
+                answer = part.args["markdown"].split("## Not examined")[0]
+                part.args["markdown"] = f"{answer.rstrip()}\n\n## Not examined\n\n{table}\n"
+        return response
+
+
+def test_a_copied_not_examined_table_is_not_appended_again(tmp_path: Path) -> None:
+    """The table names dimensions without their table (it has a column for that): the
+    check for dismissals missing from the writer's own section reads them that way, so
+    the table is not printed twice (a real-model report had it twice)."""
+    result = asyncio.run(investigate(hospital.create(), hospital.QUESTION,
+                                     board=tmp_path / "copy.d2board",
+                                     model=TableCopyingReporter().model()))
+    assert result.state == "finished"
+    assert result.report.count("| why not examined | table | dimensions |") == 1
+    with Board.open(tmp_path / "copy.d2board") as board:
+        assert board.list_dimension_dismissals()  # the walkthrough dismisses dimensions

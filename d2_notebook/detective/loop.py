@@ -33,7 +33,12 @@ from d2_notebook.detective.context import TeamContext
 from d2_notebook.detective.coverage_view import BoardCoverage, board_coverage
 from d2_notebook.detective.decisions import Judgement, Steering
 from d2_notebook.detective.refinement import unmade_refinements
-from d2_notebook.detective.report import board_sections, fallback_report, not_examined_table
+from d2_notebook.detective.report import (
+    board_sections,
+    fallback_report,
+    mentions,
+    not_examined_table,
+)
 from d2_notebook.detective.scheduler import BranchScheduler
 from d2_notebook.detective.variant import Role, Shape
 from d2_notebook.errors import BoardError, BudgetExceededError, ModelError, ReplayDivergenceError
@@ -306,7 +311,7 @@ class ControlLoop:
             report = f"{report.rstrip()}\n\n{added}\n"
         if had_own_section:  # the writer's own section: every dismissal must still be in it
             coverage = self._coverage()
-            missed = [d for d in coverage.dismissed if d.dimension not in report] \
+            missed = [d for d in coverage.dismissed if not mentions(report, d.dimension)] \
                 if coverage is not None else []
             if missed:
                 report += "\n\n" + not_examined_table(missed) + "\n"

@@ -135,9 +135,7 @@ def not_examined_table(dismissed: Iterable[DimensionDismissal],
     reasons = [(d.dimension, _inline(d.reason).rstrip(".")) for d in dismissed]
     reasons += [(name, UNTOUCHED_REASON) for name in untouched]
     for dimension, reason in reasons:
-        table = _table_of(dimension)
-        shown = dimension.replace(f"{table}.", "") if table else dimension
-        groups.setdefault((reason, table), []).append(shown)
+        groups.setdefault((reason, _table_of(dimension)), []).append(shown_name(dimension))
     if not groups:
         return ""
     lines = ["| why not examined | table | dimensions |", "|---|---|---|"]
@@ -147,6 +145,18 @@ def not_examined_table(dismissed: Iterable[DimensionDismissal],
         lines.append(f"| {cell} | {table or '—'} | {', '.join(names).replace('|', '/')} |")
         previous = reason
     return "\n".join(lines)
+
+
+def mentions(report: str, dimension: str) -> bool:
+    """Whether ``report`` names ``dimension``, in full or as the not-examined table shows
+    it (without its table, which has a column of its own)."""
+    return dimension in report or shown_name(dimension) in report
+
+
+def shown_name(dimension: str) -> str:
+    """A dimension's name without its table: ``month(orders.placed)`` -> ``month(placed)``."""
+    table = _table_of(dimension)
+    return dimension.replace(f"{table}.", "") if table else dimension
 
 
 def _table_of(dimension: str) -> str:
