@@ -10,6 +10,7 @@ guarded SQL returned, never text a model wrote.
 from __future__ import annotations
 
 import asyncio
+import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
@@ -106,11 +107,22 @@ class QueryLog:
         """The id of an earlier run of the same query, if any."""
         return self.by_sql.get(normalize_sql(sql))
 
+    def with_board_ids(self, text: str) -> str:
+        """``text`` with each of this turn's query ids that became evidence ("Q6")
+        replaced by its evidence id ("E17"): query ids mean nothing outside the turn, and
+        a rationale or reading that cites them sends every later reader hunting."""
+        if not self.evidence_ids:
+            return text
+        return _QUERY_ID.sub(lambda m: self.evidence_ids.get(m.group(0), m.group(0)), text)
+
     def stuck(self, max_repeats: int = 3) -> str | None:
         """A reason to stop the agent when it keeps repeating queries."""
         if self.repeats >= max_repeats:
             return f"stopped: repeated the same query {self.repeats} times"
         return None
+
+
+_QUERY_ID = re.compile(r"\bQ\d+\b")
 
 
 def normalize_sql(sql: str) -> str:

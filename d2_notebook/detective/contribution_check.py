@@ -42,7 +42,9 @@ CONTRIBUTION_PROPERTIES: dict[str, Any] = {
         "description": (
             "The factor's size. major: a main cause; minor: real (its effect's interval "
             "excludes 0) but small — supported as a minor contributor, never contradicted; "
-            "none: the data shows no effect (contradicted, interval holding 0). Copy the "
+            "none: the data shows no effect (interval holding 0). The verdict follows "
+            "the hypothesis: a factor that is real supports a hypothesis that it matters "
+            "and contradicts one that says it does not; none does the opposite. Copy the "
             "numbers from one row of a cited evidence (an analysis tool's effect and "
             "ci_low/ci_high; decompose's share_of_change with share_low/share_high). A "
             f"minor contributor explains less than {MINOR_SHARE_LIMIT:.0%} of a change."),

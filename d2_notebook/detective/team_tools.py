@@ -72,7 +72,8 @@ def hypothesis_tools(ctx: TeamContext, log: QueryLog, agent: str, role: str,
                 cited.append(record_query(ctx, log, query_id, description, role=role,
                                           agent=agent))
             hyp = ctx.board.add_hypothesis(
-                statement, rationale=args.get("rationale", ""), author_role=role,
+                statement, rationale=log.with_board_ids(args.get("rationale", "")),
+                author_role=role,
                 author=agent, round=ctx.round, investigation_id=ctx.investigation_id,
                 motivated_by=cited,
             )
@@ -232,7 +233,8 @@ def evidence_tools(ctx: TeamContext, log: QueryLog, agent: str, role: str,
         with one_write(ctx, log):  # the evidence, its link and its chart, or none
             evidence_id = record_query(ctx, log, args["query_id"], args["description"],
                                        role=role, agent=agent)
-            ctx.board.link(evidence_id, target, args["stance"], args["reading"], actor=agent)
+            ctx.board.link(evidence_id, target, args["stance"],
+                           log.with_board_ids(args["reading"]), actor=agent)
             if chart is not None:
                 ctx.board.request_chart(evidence_id, chart, actor=agent)
         return f"recorded {evidence_id} ({args['stance']} {target})"

@@ -1,0 +1,47 @@
+"""A hypothesis's rationale and an evidence's reading name evidence by its board id: the
+query ids an agent saw in its turn ("Q6") mean nothing to anyone reading the board (real
+answerers had to work out which E-id a rationale's "Q12" was)."""
+
+from __future__ import annotations
+
+import duckdb
+
+from d2_notebook.board import Board
+from d2_notebook.data import open_source
+from d2_notebook.detective import roles
+from d2_notebook.detective.context import QueryLog, TeamContext
+from d2_notebook.detective.settings import InvestigationSettings
+from d2_notebook.llm import ModelRequest, ModelResponse
+from d2_notebook.llm.offline import FunctionModel, tool_calls
+
+
+def test_query_ids_that_became_evidence_read_as_evidence_ids() -> None:
+    log = QueryLog(evidence_ids={"Q1": "E7", "Q12": "E9"})
+    assert (log.with_board_ids("Q1 and Q12 show it; Q2 was not recorded; Q10 neither")
+            == "E7 and E9 show it; Q2 was not recorded; Q10 neither")
+    assert QueryLog().with_board_ids("Q1") == "Q1"
+
+
+def _hypothesizer(request: ModelRequest) -> ModelResponse:
+    if len(request.messages) == 1:
+        return tool_calls(("run_sql", {"sql": "SELECT 2 AS wards"}),
+                          ("run_sql", {"sql": "SELECT 3 AS drugs"}))
+    return tool_calls(("add_hypothesis", {"statement": "Ward matters",
+                                          "rationale": "Q1 shows 2 wards; Q2 3 drugs",
+                                          "query_ids": ["Q1"]}),
+                      ("done", {"summary": "one"}))
+
+
+async def test_a_hypothesis_rationale_names_its_motivating_evidence_by_board_id(
+        tmp_path) -> None:
+    board = Board.open(tmp_path / "ids.d2board")
+    investigation = board.start_investigation("Which ward?")
+    ctx = TeamContext(board=board, sql=open_source(duckdb.connect()),
+                      model=FunctionModel(_hypothesizer), investigation_id=investigation.id,
+                      question=investigation.question, schema_summary="(none)",
+                      settings=InvestigationSettings())
+    decision = await roles.hypothesize(ctx, guidance=None)
+    (hyp_id,) = decision.added
+    hypothesis = board.get_hypothesis(hyp_id)
+    (evidence_id,) = hypothesis.motivated_by
+    assert hypothesis.rationale == f"{evidence_id} shows 2 wards; Q2 3 drugs"
