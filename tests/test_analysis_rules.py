@@ -373,3 +373,18 @@ def test_an_effect_masked_by_a_confounder_is_flagged_as_a_move_not_a_share() -> 
     assert flag.kind is FlagKind.CONFOUNDING
     assert "standardised over t.stratum -2.50" in flag.text
     assert "standardising moves it by 2.00 (95% CI" in flag.text and "removes" not in flag.text
+
+
+def test_a_scan_s_summary_names_the_metric_once() -> None:
+    """The header names the metric; each flagged line gives its figures only (a long
+    metric expression repeated on every line was most of a real scan's summary). The
+    flags themselves, read on their own, keep the metric."""
+    con = duckdb.connect()
+    con.execute("CREATE TABLE t AS SELECT i, CASE WHEN i % 4 = 0 THEN 'north' ELSE 'south' "
+                "END AS region, CASE WHEN i % 4 = 0 AND i % 3 > 0 THEN 1 ELSE 0 END AS churned "
+                "FROM range(2000) r(i)")
+    metric = "avg(CASE WHEN churned = 1 THEN 1 ELSE 0 END)"
+    result = segment_scan(GuardedSQL(con), source="t", metric=metric, dimensions=["t.region"])
+    assert result.flags and all(metric in f.text for f in result.flags)
+    assert result.summary.count(metric) == 1
+    assert "- t.region = north: 0.6" in result.summary

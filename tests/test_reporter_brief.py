@@ -114,7 +114,7 @@ def test_the_budget_is_far_below_what_the_reporter_read_before(boards) -> None:
         before = evidence_details(board, _cited(board, investigation), budget_tokens=None)
         brief = reporter_brief(board, investigation)
         assert "SQL:" in before and "SQL:" not in brief
-    assert REPORTER_BRIEF_TOKENS <= 200_000 // 10  # the window the old budget used
+    assert REPORTER_BRIEF_TOKENS <= 200_000 // 8  # the window the old budget used
 
 
 def test_analysis_evidence_is_named_by_its_call_not_its_generated_sql(boards) -> None:
@@ -150,3 +150,23 @@ def test_an_analysis_result_shows_its_overall_and_flagged_rows_first() -> None:
     assert anchors[0] == 0 and result.frame["dimension"].iloc[0] == "(overall)"
     flagged = [p for p in range(len(result.frame)) if result.frame["flag"].iloc[p]]
     assert flagged and anchors[1:] == flagged
+
+
+def test_an_analysis_summary_reaches_the_reporter_as_its_readings() -> None:
+    """What a tool covered (the dimensions it checked, the strata without overlap, what
+    it could not test) is for the judges; the reporter gets the readings, and the report's
+    coverage comes from the board's own sections."""
+    from d2_notebook.detective.reporter_brief import readings
+
+    summary = "\n".join([
+        "compare_within: avg(x) for g = a vs the rest: 0.6 (n = 40) vs 0.4 (n = 60).",
+        "FLAGS (1):", "- CONFOUNDING by g.tier: the effect changes once it is held fixed.",
+        "No heterogeneity beyond chance among the 3 dimensions tested for it.",
+        "Tested: confounding 3 of 3 dimensions, heterogeneity 3 of 3.",
+        "Dimensions checked: g.tier, g.region, month(g.day).",
+        "Strata without overlap (one arm only): g.region: west (exposed only).",
+        "Not tested (fewer than 10 rows): 2 segments.",
+        "Recorded as: the rate for a vs the rest (supports H2)"])
+    kept = readings(summary).splitlines()
+    assert kept == [summary.splitlines()[i] for i in (0, 1, 2, 3, 8)]
+    assert readings("The count per ward (a plain query)") == "The count per ward (a plain query)"

@@ -5,14 +5,15 @@ fact it may cite — and nothing it will not use. :func:`reporter_brief` gives i
 
 - every hypothesis with its status, its whole verdict rationale (never cut) and the
   evidence the verdict cites, or why it was abandoned;
-- every cited evidence: what it is (its analysis-tool call, not the generated SQL) and
-  the rows that carry the readings made of it;
+- every cited evidence: what it is (its analysis-tool call, not the generated SQL; of an
+  analysis summary, the readings, not the lines listing what it covered) and the rows
+  that carry the readings made of it;
 - every other (exploration) result, as compact: what it is and the few rows that
   establish what was read from it, so a fact found while exploring can be cited too;
 - the board-wide coverage lines (untouched and dismissed dimensions), once.
 
 No column statistics, no per-hypothesis dimension lists, no head and tail rows. The
-whole brief stays within :data:`REPORTER_BRIEF_TOKENS` (about 8% of a 200 K window;
+whole brief stays within :data:`REPORTER_BRIEF_TOKENS` (an eighth of a 200 K window;
 the reporter's prompt used to be budgeted against the whole window): when it does not
 fit, the exploration results and the cited evidence lose rows by turns, the cited
 evidence never below the :data:`MIN_CITED_ROWS` rows that carry its readings most.
@@ -32,10 +33,13 @@ from d2_notebook.detective.report import ranked_supported
 from d2_notebook.detective.result_summary import claim_rows, render_rows
 from d2_notebook.llm import estimate_tokens
 
-REPORTER_BRIEF_TOKENS = 16_000
+REPORTER_BRIEF_TOKENS = 24_000
 """The most (estimated) tokens the reporter's first message may take. Today's models
 have windows of 200 K tokens; a report needs the verdicts and the rows behind them,
-not every stored row, so the brief is held to a small fraction of that."""
+not every stored row, so the brief is held to a small fraction of that (an eighth; the
+estimate counts 3 characters a token, so about 18 K real tokens). At 16 K, real-model
+boards of ten or more hypotheses reached the shortest form, where exploration results
+lose every row and a fact found while exploring cannot be cited with its numbers."""
 CITED_ROWS = 10
 """Rows shown per cited evidence when the budget allows (a result this small: whole)."""
 EXPLORATION_ROWS = 4
@@ -63,7 +67,7 @@ class _Result:
 
     def render(self, most_rows: int) -> str:
         size = f"{self.item.row_count:,} row{'s' if self.item.row_count != 1 else ''}"
-        head = (f"[{self.item.id}] {' '.join(self.item.description.split())} "
+        head = (f"[{self.item.id}] {' '.join(readings(self.item.description).split())} "
                 f"({size}; {self.source})")
         shown = sorted(self.rows[:most_rows])
         if not shown:
@@ -112,6 +116,19 @@ def reporter_brief(board: Board, investigation_id: str, *,
             return text
     return text + ("\n(every result is shown at its shortest: the board exceeds the "
                    "reporter's budget, but none is left out)")
+
+
+_COVERAGE_LINES = ("Dimensions checked:", "Dimensions scanned:", "Tested:",
+                   "Strata without overlap", "Not tested")
+"""Lines of an analysis tool's summary that say what it covered, not what it found: the
+judges weighed them; the report's coverage comes from the board's own sections."""
+
+
+def readings(description: str) -> str:
+    """An evidence's description without its analysis summary's coverage lines (see
+    :data:`_COVERAGE_LINES`); a description without them is returned as it is."""
+    return "\n".join(line for line in description.split("\n")
+                     if not line.lstrip().startswith(_COVERAGE_LINES))
 
 
 def _assemble(head: str, cited: list[_Result], explored: list[_Result], cited_rows: int,

@@ -184,7 +184,8 @@ def _summary(metric: str, total: Moments, frame: pd.DataFrame, flags: list[Flag]
             f"{RELATIVE_TOLERANCE:.0%} of the metric's scale")
     if flags:
         lines.append(f"FLAGGED SEGMENTS ({len(flags)}; {rule}):")
-        lines += [f"- {f.text}" for f in flags[:top]]
+        # the header names the metric: a flag line in the summary gives only its figures
+        lines += [f"- {f.text.replace(f': {metric} = ', ': ', 1)}" for f in flags[:top]]
         if len(flags) > top:
             lines.append(f"- ... {len(flags) - top} more flagged segments in the rows")
     elif len(others := tested[~tested["dimension"].isin(copies)]):
