@@ -15,11 +15,14 @@ from d2_notebook.llm import ModelRequest, ModelResponse
 from d2_notebook.llm.offline import FunctionModel, tool_calls
 
 
-def test_query_ids_that_became_evidence_read_as_evidence_ids() -> None:
-    log = QueryLog(evidence_ids={"Q1": "E7", "Q12": "E9"})
-    assert (log.with_board_ids("Q1 and Q12 show it; Q2 was not recorded; Q10 neither")
-            == "E7 and E9 show it; Q2 was not recorded; Q10 neither")
-    assert QueryLog().with_board_ids("Q1") == "Q1"
+def test_cited_query_ids_that_became_evidence_read_as_evidence_ids() -> None:
+    log = QueryLog(evidence_ids={"Q1": "E7", "Q4": "E9"})
+    assert (log.with_board_ids("It holds (Q1, Q4 row 2); [Q2] was not recorded; (Q10)")
+            == "It holds (E7, E9 row 2); [Q2] was not recorded; (Q10)")
+    # a quarter in running text, or in a parenthesis with words, is not a citation
+    assert (log.with_board_ids("Revenue peaked in Q4 2023 (the Q4 of the fiscal year)")
+            == "Revenue peaked in Q4 2023 (the Q4 of the fiscal year)")
+    assert QueryLog().with_board_ids("(Q1)") == "(Q1)"
 
 
 def _hypothesizer(request: ModelRequest) -> ModelResponse:
@@ -27,7 +30,7 @@ def _hypothesizer(request: ModelRequest) -> ModelResponse:
         return tool_calls(("run_sql", {"sql": "SELECT 2 AS wards"}),
                           ("run_sql", {"sql": "SELECT 3 AS drugs"}))
     return tool_calls(("add_hypothesis", {"statement": "Ward matters",
-                                          "rationale": "Q1 shows 2 wards; Q2 3 drugs",
+                                          "rationale": "2 wards (Q1); 3 drugs (Q2)",
                                           "query_ids": ["Q1"]}),
                       ("done", {"summary": "one"}))
 
@@ -44,4 +47,4 @@ async def test_a_hypothesis_rationale_names_its_motivating_evidence_by_board_id(
     (hyp_id,) = decision.added
     hypothesis = board.get_hypothesis(hyp_id)
     (evidence_id,) = hypothesis.motivated_by
-    assert hypothesis.rationale == f"{evidence_id} shows 2 wards; Q2 3 drugs"
+    assert hypothesis.rationale == f"2 wards ({evidence_id}); 3 drugs (Q2)"

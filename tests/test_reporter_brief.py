@@ -166,7 +166,8 @@ def test_an_analysis_summary_reaches_the_reporter_as_its_readings() -> None:
         "Dimensions checked: g.tier, g.region, month(g.day).",
         "Strata without overlap (one arm only): g.region: west (exposed only).",
         "Not tested (fewer than 10 rows): 2 segments.",
+        "Not tested: g.band determine(s) the metric exactly.",
         "Recorded as: the rate for a vs the rest (supports H2)"])
     kept = readings(summary).splitlines()
-    assert kept == [summary.splitlines()[i] for i in (0, 1, 2, 3, 8)]
+    assert kept == [summary.splitlines()[i] for i in (0, 1, 2, 3, 8, 9)]
     assert readings("The count per ward (a plain query)") == "The count per ward (a plain query)"

@@ -16,10 +16,11 @@ from d2_notebook.board.contributions import states_absence
 from d2_notebook.board.render import render_tree
 from d2_notebook.data import GuardedSQL
 from d2_notebook.data.analysis import decompose
+from d2_notebook.detective.claim_check import check_report
 from d2_notebook.detective.context import TeamContext
 from d2_notebook.detective.decisions import JudgeDecision
 from d2_notebook.detective.digest import board_digest
-from d2_notebook.detective.report import fallback_report
+from d2_notebook.detective.report import board_sections, fallback_report
 from d2_notebook.detective.reporter_brief import reporter_brief
 from d2_notebook.detective.settings import InvestigationSettings
 from d2_notebook.detective.sql_tools import analysis_description
@@ -245,6 +246,19 @@ async def test_a_size_travels_with_the_board_and_a_garbled_one_is_refused(ctx, r
     ("The new drug lowers readmission for patients who are not diabetic", False),
     ("Tickets that were not reassigned close faster", False),
     ("Shorter goal duration is associated with higher achievement", False),
+    ("Churn is not associated with region", True),
+    ("The difference between regions is not statistically significant", True),
+    ("Region can't explain the gap", True),
+    ("Discounts won't affect churn", True),
+    ("Churn is not higher for discounted customers", True),
+    ("Region is not linked to churn", True),
+    ("Churn is independent of the plan", True),
+    ("Stores that did not increase prices lost fewer customers", False),
+    ("Customers who have not changed plans churn more", False),
+    ("Customers with neither a discount nor a contract churn more", False),
+    ("Churn rises with price, independent of region", False),
+    ("Products with no link to a promotion sell less", False),
+    ("The campaign does not address older customers, who churn more", False),
 ])
 def test_a_hypothesis_states_an_absence_by_its_wording_not_by_any_negation(
         statement: str, absence: bool) -> None:
@@ -252,3 +266,20 @@ def test_a_hypothesis_states_an_absence_by_its_wording_not_by_any_negation(
     a judge's contradicted-with-no-contribution verdict on "not only X but Y" was refused
     as if the hypothesis said X does not matter."""
     assert states_absence(statement) is absence
+
+
+async def test_a_size_copied_within_tolerance_reads_as_verified_in_the_report(ctx, result):
+    """A judge's size may round the row's figures (within the match tolerance); the
+    verdict line the report takes from the board prints them as given, and the claim
+    check accepts them as the board's own text rather than marking them unverified."""
+    hyp, evidence = _hypothesis_with_evidence(ctx, result, "Region east adds to the rise")
+    row = _row(result, "east")
+    size = _size(row, evidence, effect=round(row["rate_change"] * 1.01, 5),
+                 share=None, share_low=None, share_high=None)
+    size = {k: v for k, v in size.items() if v is not None}
+    failed, answer = await _verdict(ctx, hyp, [evidence], contribution=size)
+    assert not failed, answer
+    text = board_sections(ctx.board, ctx.investigation_id, "## Answer\n\nSee below.\n")
+    assert f"{size['effect']:.3g}"[:4] in text
+    check = check_report(ctx.board, ctx.investigation_id, text)
+    assert check.numbers_checked > 0 and not check.unverified, check.marked_report

@@ -265,3 +265,17 @@ def test_an_analysis_result_is_told_by_its_summary_and_the_rows_that_carry_it(bo
     assert shown[0] == "1" and len(shown) <= 9  # the overall row, then the carrying rows
     overall = result.frame.iloc[0]
     assert f"{overall['n_exposed']}" in text.split("Rows shown:")[1]
+
+
+def test_an_empty_analysis_result_survives_the_shortest_form(board) -> None:
+    """A budget that shrinks an analysis result with no rows to its shortest form shows
+    "(no rows)" instead of failing on a first row that is not there."""
+    investigation = board.start_investigation("q")
+    frame = pd.DataFrame({"dimension": pd.Series([], dtype=str),
+                          "effect": pd.Series([], dtype=float)})
+    evidence = board.add_evidence("SELECT 1 WHERE false", frame, description="compare_within: "
+                                  "nothing to compare", investigation_id=investigation.id)
+    board.record_tool_call(evidence.id, ToolCall("compare_within", {"source": "t"}),
+                           actor="collector")
+    text = evidence_details(board, [evidence.id], budget_tokens=1)
+    assert "(no rows)" in text and f"[{evidence.id}]" in text

@@ -8,9 +8,10 @@ import asyncio
 from pathlib import Path
 
 from d2_notebook import investigate
-from d2_notebook.board import Board
+from d2_notebook.board import Board, DimensionDismissal
 from d2_notebook.datasets import hospital
 from d2_notebook.detective.policies.hospital import HospitalWalkthrough
+from d2_notebook.detective.report import has_section, with_missed_dismissals
 from d2_notebook.llm import ModelRequest, ModelResponse
 from d2_notebook.llm.offline import FunctionModel, tool_call
 
@@ -65,6 +66,7 @@ def test_the_team_report_ends_with_every_verdict_from_the_board(tmp_path: Path) 
             if verdict is not None:
                 assert f"[{', '.join(verdict.evidence_ids)}]" in line
     assert not_examined.startswith("| why not examined | table | dimensions |")
+    assert result.claim_check.numbers_checked > 0 and not result.claim_check.unverified
 
 
 class TableCopyingReporter(HospitalWalkthrough):
@@ -93,3 +95,30 @@ def test_a_copied_not_examined_table_is_not_appended_again(tmp_path: Path) -> No
     assert result.report.count("| why not examined | table | dimensions |") == 1
     with Board.open(tmp_path / "copy.d2board") as board:
         assert board.list_dimension_dismissals()  # the walkthrough dismisses dimensions
+
+
+def _dismissal(dimension: str, reason: str = "cannot bear on the question"):
+    return DimensionDismissal(id=1, investigation_id="I1", dimension=dimension, reason=reason,
+                              author="orchestrator", created_at="2026-12-02T00:00:00")
+
+
+def test_a_dismissal_the_writer_left_out_goes_into_its_own_section() -> None:
+    """Named elsewhere in the report ("9 days") is not named in its "Not examined": the
+    missed dismissal's table goes at the end of that section, before the next heading."""
+    report = ("## Answer\n\nMedian stay was 9 days [E1].\n\n## Not examined\n\n"
+              "| why not examined | table | dimensions |\n|---|---|---|\n"
+              "| no bearing | patients | sex |\n\n## Recommendations\n\n- Act [E1].\n")
+    dismissed = [_dismissal("patients.sex"), _dismissal("treatments.days")]
+    merged = with_missed_dismissals(report, dismissed)
+    section = merged.split("## Not examined")[1].split("## Recommendations")[0]
+    assert "| cannot bear on the question | treatments | days |" in section
+    assert section.count("| why not examined |") == 2  # the writer's table, then the added
+    assert merged.endswith("## Recommendations\n\n- Act [E1].\n")
+    assert with_missed_dismissals(report, dismissed[:1]) == report  # named: unchanged
+    assert with_missed_dismissals("## Answer\n\nx\n", dismissed) == "## Answer\n\nx\n"
+
+
+def test_sections_are_found_by_their_heading() -> None:
+    assert has_section("## Hypotheses considered\n\n- H1", "Hypotheses")
+    assert not has_section("### Hypotheses\n", "Hypotheses")
+    assert not has_section("We tested hypotheses ## Hypotheses inline", "Hypotheses")

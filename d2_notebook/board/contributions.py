@@ -24,34 +24,53 @@ from d2_notebook.errors import InvalidRecordError
 __all__ = ["check_contribution", "states_absence"]
 
 
-_EFFECT_VERBS = (r"explain|matter|affect|drive|differ|account|contribute|change|influence|"
+_EFFECT_WORDS = (r"explain|matter|affect|drive|differ|account|contribute|change|influence|"
                  r"cause|predict|vary|depend|impact|relate|correlate|shift|move|make|"
-                 r"reduce|increase|lower|raise|improve|worsen|lead|help|hurt|play|add")
+                 r"reduce|increase|lower|raise|improve|worsen|lead|help|hurt|play|add|"
+                 r"associated|linked|related|correlated|tied|significant|different|"
+                 r"higher|lower|larger|smaller|better|worse")
+"""Verbs (any ending) and predicates whose negation says a factor does not matter."""
 _EFFECT_NOUNS = (r"effect|difference|association|relationship|impact|role|contribution|"
                  r"link|correlation|influence|bearing|gap|dependence|advantage|penalty")
-_ABSENCE = re.compile(
-    r"\b(?:do|does|did|is|are|was|were|has|have|had|can|could|will|would|may|might)"
-    rf"(?:\s+not|n't)\s+(?:\w+\s+){{0,2}}?(?:{_EFFECT_VERBS})"
-    rf"|\bno\s+(?:\w+\s+){{0,2}}?(?:{_EFFECT_NOUNS})s?\b"
-    r"|\bnot\s+(?:an?\s+|the\s+)?(?:\w+\s+)?(?:driver|cause|factor|contributor|"
+_AUXILIARY = (r"do|does|did|is|are|was|were|has|have|had|can|could|will|would|may|might|"
+              r"should|ca|wo")  # ca(n't), wo(n't)
+_NEGATED_EFFECT = re.compile(
+    rf"\b(?P<aux>{_AUXILIARY})(?:\s+not|n't)\s+(?:\w+\s+){{0,2}}?"
+    rf"(?:{_EFFECT_WORDS})(?:s|es|d|ed|ing)?\b"
+    rf"|\b(?P<aux2>is|are|was|were)\s+(?:\w+\s+)?(?:unrelated\s+to|independent\s+of|"
+    r"unaffected\s+by)\b", re.IGNORECASE)
+_NO_EFFECT = re.compile(rf"\bno\s+(?:\w+\s+){{0,2}}?(?:{_EFFECT_NOUNS})s?\b", re.IGNORECASE)
+_OTHER_ABSENCE = re.compile(
+    r"\bnot\s+(?:an?\s+|the\s+)?(?:\w+\s+)?(?:driver|cause|factor|contributor|"
     r"explanation|predictor)s?\b"
     r"|(?:\bcannot|\bnot|n't)\s+(?:be\s+)?(?:explained|driven|caused)\s+by\b|\bnot\s+due\s+to\b"
-    r"|\bcannot\s+explain|\bfails?\s+to\s+explain|\bneither\b.*\bnor\b"
-    r"|\b(?:unrelated\s+to|independent\s+of|unaffected\s+by|nothing\s+to\s+do\s+with)\b",
-    re.IGNORECASE)
-"""How a hypothesis states that a factor does *not* matter: a negated effect verb ("does
-not explain", "doesn't affect"), "no effect / no difference", "not a driver", "unrelated
-to" — never a bare negation elsewhere in the sentence ("customers without a discount churn
-more" states an effect)."""
+    r"|\bcannot\s+explain|\bfails?\s+to\s+explain|\bnothing\s+to\s+do\s+with\b"
+    rf"|\bneither\b.*\bnor\b.*\b(?:{_EFFECT_WORDS})", re.IGNORECASE)
+_RELATIVE = re.compile(r"\b(?:who|that|which|whose|where)\s*$", re.IGNORECASE)
+"""A negation right after one of these describes a group ("stores that did not raise
+prices"), it does not deny an effect."""
+_WITH = re.compile(r"\bwith\s*$", re.IGNORECASE)
+""""with no link to a promotion" describes a group too."""
 
 _ADDITIVE = re.compile(r"\bnot\s+(?:only|just|merely|simply|solely|entirely)\b", re.IGNORECASE)
 """"Not only X but Y" adds an effect; it never states an absence."""
 
 
 def states_absence(statement: str) -> bool:
-    """Whether a hypothesis says a factor has no effect ("X does not explain the gap",
-    "no difference between the regions"), read from its wording (see ``_ABSENCE``)."""
-    return bool(_ABSENCE.search(_ADDITIVE.sub(" ", statement)))
+    """Whether a hypothesis says a factor has no effect, read from its wording: a negated
+    effect verb or predicate ("does not explain", "can't affect", "is not associated
+    with", "is not significantly higher"), "no effect / no difference", "not a driver",
+    "is unrelated to", "neither X nor Y explains". A negation that describes a group
+    ("customers who have not changed plans", "products with no link to a promotion",
+    "customers without a discount") or adds to an effect ("not only X") states none."""
+    text = _ADDITIVE.sub(" ", statement)
+    for found in _NEGATED_EFFECT.finditer(text):
+        if not _RELATIVE.search(text[:found.start()]):
+            return True
+    for found in _NO_EFFECT.finditer(text):
+        if not _WITH.search(text[:found.start()]):
+            return True
+    return bool(_OTHER_ABSENCE.search(text))
 
 
 def check_contribution(contribution: Contribution, status: HypothesisStatus,

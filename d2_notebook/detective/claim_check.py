@@ -178,7 +178,7 @@ def check_report(board: Board, investigation_id: str, report: str, *,
 
     The evidence is the investigation's evidence on the board, plus ``queries`` (the
     results of the ``react_sql`` baseline's queries, by query id, which are not board
-    evidence). The verdict texts are the verdicts' rationales and confidences, the
+    evidence). The verdict texts are the verdicts' rationales, confidences and sizes, the
     objective, the hypothesis statements, the evidence SQL, and what the system itself
     wrote: the settings (budgets, limits) and why collection stopped. Without evidence or
     ``queries`` (a ``react_sql`` board read back later), the report is checked against
@@ -196,6 +196,8 @@ def check_report(board: Board, investigation_id: str, report: str, *,
     for verdict in board.list_verdicts():
         if verdict.investigation_id == investigation_id:
             texts += [verdict.rationale, f"confidence {verdict.confidence:.2f}"]
+            if verdict.contribution is not None:  # as the board's own lines print it
+                texts.append(verdict.contribution.describe())
     if not frames:
         texts += _tool_results(board, investigation_id)
     return check_claims(report, frames, texts)

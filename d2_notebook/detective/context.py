@@ -108,12 +108,19 @@ class QueryLog:
         return self.by_sql.get(normalize_sql(sql))
 
     def with_board_ids(self, text: str) -> str:
-        """``text`` with each of this turn's query ids that became evidence ("Q6")
-        replaced by its evidence id ("E17"): query ids mean nothing outside the turn, and
-        a rationale or reading that cites them sends every later reader hunting."""
+        """``text`` with each of this turn's query ids that became evidence replaced by
+        its evidence id, where it is cited: inside brackets or parentheses that hold only
+        ids and row numbers ("(Q6)", "[Q2, E4 row 3]" -> "(E17)", "[E9, E4 row 3]").
+        Query ids mean nothing outside the turn; a "Q4" in running text may be a
+        quarter, and is left alone."""
         if not self.evidence_ids:
             return text
-        return _QUERY_ID.sub(lambda m: self.evidence_ids.get(m.group(0), m.group(0)), text)
+
+        def board_ids(citation: re.Match[str]) -> str:
+            return _QUERY_ID.sub(lambda m: self.evidence_ids.get(m.group(0), m.group(0)),
+                                 citation.group(0))
+
+        return _CITATION.sub(board_ids, text)
 
     def stuck(self, max_repeats: int = 3) -> str | None:
         """A reason to stop the agent when it keeps repeating queries."""
@@ -123,6 +130,8 @@ class QueryLog:
 
 
 _QUERY_ID = re.compile(r"\bQ\d+\b")
+_CITATION = re.compile(r"[\[(]\s*(?:(?:[EQ]\d+|rows?|and|\d+)\s*[,;:\-–]?\s*)+[\])]")
+"""Brackets or parentheses holding only evidence or query ids and row numbers."""
 
 
 def normalize_sql(sql: str) -> str:

@@ -161,6 +161,8 @@ class _Piece:
     def _analysis_rows(self, shape: _Shape) -> list[str]:
         """The first row (the overall figures, or the strongest segment) and the rows
         that carry the readings."""
+        if self.frame.empty:
+            return ["(no rows)"]
         carrying = [p for p in self._claim_rows if p != 0][: shape.analysis_rows]
         positions = sorted({0, *carrying})
         label = "row 1 (first)" + (f"; {', '.join(str(p + 1) for p in carrying)} (they "

@@ -36,8 +36,8 @@ from d2_notebook.detective.refinement import unmade_refinements
 from d2_notebook.detective.report import (
     board_sections,
     fallback_report,
-    mentions,
     not_examined_table,
+    with_missed_dismissals,
 )
 from d2_notebook.detective.scheduler import BranchScheduler
 from d2_notebook.detective.variant import Role, Shape
@@ -286,8 +286,10 @@ class ControlLoop:
 
     async def _report(self, *, use_reporter: bool, written: str | None = None) -> str:
         """The investigation's report: the reporter's (``use_reporter``) or the single
-        agent's (``written``) followed by the sections taken from the board
-        (:func:`board_sections`), else one built from the board alone."""
+        agent's (``written``), its own "Not examined" section completed with every
+        dismissal, else one built from the board alone; either way followed by the
+        sections taken from the board that it lacks (:func:`board_sections`), the splits
+        not made among them."""
         ctx = self.ctx
         note = self._unexamined_note()
         report = written
@@ -301,21 +303,15 @@ class ControlLoop:
             except ModelError as exc:
                 note = (note + " " if note else "") + f"The reporter could not run: {exc}."
         if report is None:
-            return fallback_report(ctx.board, ctx.investigation_id, note=note)
-        had_own_section = "## Not examined" in report
+            report = fallback_report(ctx.board, ctx.investigation_id, note=note)
+        else:  # the writer's own "Not examined" section, if any, names every dismissal
+            coverage = self._coverage()
+            report = with_missed_dismissals(report, coverage.dismissed if coverage else [])
         not_refined = [u.line() for u in unmade_refinements(ctx.board, ctx.investigation_id,
                                                              ctx.settings)]
         added = board_sections(ctx.board, ctx.investigation_id, report, note=note,
                                not_refined=not_refined)
-        if added:
-            report = f"{report.rstrip()}\n\n{added}\n"
-        if had_own_section:  # the writer's own section: every dismissal must still be in it
-            coverage = self._coverage()
-            missed = [d for d in coverage.dismissed if not mentions(report, d.dimension)] \
-                if coverage is not None else []
-            if missed:
-                report += "\n\n" + not_examined_table(missed) + "\n"
-        return report
+        return f"{report.rstrip()}\n\n{added}\n" if added else report
 
     def _unexamined_note(self) -> str:
         """What the team left unexamined: a sentence for an early stop and for open

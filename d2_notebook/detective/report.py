@@ -82,12 +82,12 @@ def board_sections(board: Board, investigation_id: str, report: str, *,
     then "## Not refined" with every line of ``not_refined`` the report does not hold.
     Empty when there is nothing to add."""
     parts = []
-    if "## Hypotheses" not in report:
+    if not has_section(report, "Hypotheses"):
         lines = [hypothesis_line(board, h)
                  for h in board.list_hypotheses(investigation_id=investigation_id)]
         if lines:
             parts.append("## Hypotheses\n\n" + "\n".join(lines))
-    if note and "## Not examined" not in report:
+    if note and not has_section(report, "Not examined"):
         parts.append(f"## Not examined\n\n{note}")
     missing = [line for line in not_refined if line not in report]
     if missing:  # the report lists every refinement the team did not make
@@ -147,10 +147,35 @@ def not_examined_table(dismissed: Iterable[DimensionDismissal],
     return "\n".join(lines)
 
 
-def mentions(report: str, dimension: str) -> bool:
-    """Whether ``report`` names ``dimension``, in full or as the not-examined table shows
-    it (without its table, which has a column of its own)."""
-    return dimension in report or shown_name(dimension) in report
+def has_section(report: str, title: str) -> bool:
+    """Whether ``report`` has a ``## <title>`` heading (a line of its own, any words
+    after the title: "## Hypotheses considered" counts, "### Hypotheses" does not)."""
+    return re.search(rf"^##\s+{re.escape(title)}\b", report, re.MULTILINE) is not None
+
+
+def with_missed_dismissals(report: str, dismissed: Iterable[DimensionDismissal]) -> str:
+    """``report`` with the dismissals its own "## Not examined" section does not name
+    added at the end of that section, as one table (:func:`not_examined_table`); the
+    report unchanged when it has no such section (the board's section is appended then)
+    or the section names every dismissed dimension, in full or as the table shows it."""
+    heading = re.search(r"^##\s+Not examined\b.*$", report, re.MULTILINE)
+    if heading is None:
+        return report
+    following = re.search(r"^##\s", report[heading.end():], re.MULTILINE)
+    end = heading.end() + following.start() if following else len(report)
+    section = report[heading.end():end]
+    missed = [d for d in dismissed
+              if not any(_names(section, name) for name in (d.dimension,
+                                                          shown_name(d.dimension)))]
+    if not missed:
+        return report
+    table = not_examined_table(missed)
+    return f"{report[:end].rstrip()}\n\n{table}\n\n{report[end:].lstrip()}".rstrip() + "\n"
+
+
+def _names(text: str, name: str) -> bool:
+    """Whether ``text`` names ``name`` as a whole (not inside a longer name or word)."""
+    return re.search(rf"(?<![\w.]){re.escape(name)}(?![\w(])", text) is not None
 
 
 def shown_name(dimension: str) -> str:

@@ -64,10 +64,13 @@ class _Result:
     rows: list[int]
     carrying: int = 0
     """How many of ``rows`` (the first ones) carry its readings or findings."""
+    analysis: bool = False
+    """An analysis tool's result: its description is the tool's summary."""
 
     def render(self, most_rows: int) -> str:
         size = f"{self.item.row_count:,} row{'s' if self.item.row_count != 1 else ''}"
-        head = (f"[{self.item.id}] {' '.join(readings(self.item.description).split())} "
+        described = readings(self.item.description) if self.analysis else self.item.description
+        head = (f"[{self.item.id}] {' '.join(described.split())} "
                 f"({size}; {self.source})")
         shown = sorted(self.rows[:most_rows])
         if not shown:
@@ -119,14 +122,15 @@ def reporter_brief(board: Board, investigation_id: str, *,
 
 
 _COVERAGE_LINES = ("Dimensions checked:", "Dimensions scanned:", "Tested:",
-                   "Strata without overlap", "Not tested")
+                   "Strata without overlap", "Not tested (")
 """Lines of an analysis tool's summary that say what it covered, not what it found: the
 judges weighed them; the report's coverage comes from the board's own sections."""
 
 
 def readings(description: str) -> str:
-    """An evidence's description without its analysis summary's coverage lines (see
-    :data:`_COVERAGE_LINES`); a description without them is returned as it is."""
+    """An analysis tool's summary without its coverage lines (see
+    :data:`_COVERAGE_LINES`; "Not tested: X determine(s) the metric exactly" is a
+    finding and stays); a text without them is returned as it is."""
     return "\n".join(line for line in description.split("\n")
                      if not line.lstrip().startswith(_COVERAGE_LINES))
 
@@ -153,10 +157,11 @@ def _result(board: Board, item: Evidence, *, cited: bool) -> _Result:
                if item.id in h.motivated_by]
     claims += [v.rationale for v in board.list_verdicts() if item.id in v.evidence_ids]
     most = min(len(frame), CITED_ROWS if cited else EXPLORATION_ROWS)
-    anchors = analysis_anchor_rows(frame) if board.tool_call_of(item.id) else []
+    analysis = board.tool_call_of(item.id) is not None
+    anchors = analysis_anchor_rows(frame) if analysis else []
     carrying = list(dict.fromkeys(anchors + claim_rows(frame, claims, most)))[:most]
     rows = carrying + [p for p in range(len(frame)) if p not in carrying][:most - len(carrying)]
-    return _Result(item, frame, evidence_source(board, item), rows, len(carrying))
+    return _Result(item, frame, evidence_source(board, item), rows, len(carrying), analysis)
 
 
 def analysis_anchor_rows(frame: pd.DataFrame) -> list[int]:

@@ -231,7 +231,8 @@ def evidence_tools(ctx: TeamContext, log: QueryLog, agent: str, role: str,
         known_hypothesis(ctx, target)
         chart = _chart_request(log, args["query_id"], args.get("chart"))
         with one_write(ctx, log):  # the evidence, its link and its chart, or none
-            evidence_id = record_query(ctx, log, args["query_id"], args["description"],
+            evidence_id = record_query(ctx, log, args["query_id"],
+                                       log.with_board_ids(args["description"]),
                                        role=role, agent=agent)
             ctx.board.link(evidence_id, target, args["stance"],
                            log.with_board_ids(args["reading"]), actor=agent)
@@ -323,16 +324,19 @@ def _chart_request(log: QueryLog, query_id: str, asked: Any) -> ChartRequest | N
     return ChartRequest(picked["x"], picked["y"], color=picked["split"])
 
 
-def submit_tool(decision: CollectorDecision, ctx: TeamContext, hypothesis_id: str) -> Tool:
-    """``submit_for_judgement``: the collector's turn-ending tool."""
+def submit_tool(decision: CollectorDecision, ctx: TeamContext, hypothesis_id: str,
+                log: QueryLog | None = None) -> Tool:
+    """``submit_for_judgement``: the collector's turn-ending tool. The summary the judge
+    reads cites evidence by board id (``log``'s query ids are replaced)."""
 
     async def submit(args: dict[str, Any]) -> str:
         if not ctx.board.list_links(hypothesis_id=hypothesis_id):
             raise ToolError(f"no evidence is linked to {hypothesis_id} yet; record evidence "
                             "first (or record what shows it cannot be tested)")
-        decision.summary = args["summary"]
+        summary = log.with_board_ids(args["summary"]) if log is not None else args["summary"]
+        decision.summary = summary
         ctx.board.log_event("collector.submitted",
-                            {"hypothesis_id": hypothesis_id, "summary": args["summary"]},
+                            {"hypothesis_id": hypothesis_id, "summary": summary},
                             actor=f"collector-{hypothesis_id}",
                             investigation_id=ctx.investigation_id)
         return "submitted to the judge"

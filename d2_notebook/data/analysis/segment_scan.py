@@ -148,29 +148,31 @@ def segment_scan(
     frame = pd.DataFrame(rows, columns=[*COLUMNS, "material"])
     frame = frame.sort_values(["flagged", "tested", "score", "n"], ascending=False,
                               kind="stable").reset_index(drop=True)
-    flags = [
-        Flag(FlagKind.SEGMENT, r.dimension, _flag_text(r, metric))
-        for r in frame[frame["flagged"]].itertuples()
-    ]
+    flagged = list(frame[frame["flagged"]].itertuples())
+    flags = [Flag(FlagKind.SEGMENT, r.dimension, _flag_text(r, metric)) for r in flagged]
+    flag_lines = [_flag_text(r, None) for r in flagged]  # the summary's header names it
     immaterial = int((frame["tested"] & (frame["q_value"] < alpha) & ~frame["material"]).sum())
     frame = frame.drop(columns="material")
-    summary = _summary(metric, total, frame[~frame["dimension"].isin(exact)], flags, prepared,
-                       support, alpha, top, immaterial, exact, copies)
+    summary = _summary(metric, total, frame[~frame["dimension"].isin(exact)], flag_lines,
+                       prepared, support, alpha, top, immaterial, exact, copies)
     return capped(AnalysisTool.SEGMENT_SCAN, scan.sql, frame, sql.max_rows, scan.duration_s,
                   summary, flags)
 
 
-def _flag_text(row: object, metric: str) -> str:
+def _flag_text(row: object, metric: str | None) -> str:
+    """A flagged segment's figures; with the metric's expression (a flag read on its own)
+    or without it (a line of the summary, whose header names the metric)."""
     direction = "higher" if row.difference > 0 else "lower"
+    named = f"{metric} = " if metric is not None else ""
     return (
-        f"{segment_label(row.dimension, row.value)}: {metric} = {figure(row.metric)} "
+        f"{segment_label(row.dimension, row.value)}: {named}{figure(row.metric)} "
         f"(n = {row.n}) vs {figure(row.rest_metric)} for the rest (n = {row.rest_n}), "
         f"{figure(abs(row.difference))} {direction} (95% CI of the difference "
         f"{figure(row.ci_low)} to {figure(row.ci_high)}, q = {row.q_value:.2g})"
     )
 
 
-def _summary(metric: str, total: Moments, frame: pd.DataFrame, flags: list[Flag],
+def _summary(metric: str, total: Moments, frame: pd.DataFrame, flags: list[str],
              prepared: Prepared, support: Support, alpha: float, top: int,
              immaterial: int, exact: list[str], copies: dict[str, float]) -> str:
     tested = frame[frame["tested"]]
@@ -184,8 +186,7 @@ def _summary(metric: str, total: Moments, frame: pd.DataFrame, flags: list[Flag]
             f"{RELATIVE_TOLERANCE:.0%} of the metric's scale")
     if flags:
         lines.append(f"FLAGGED SEGMENTS ({len(flags)}; {rule}):")
-        # the header names the metric: a flag line in the summary gives only its figures
-        lines += [f"- {f.text.replace(f': {metric} = ', ': ', 1)}" for f in flags[:top]]
+        lines += [f"- {line}" for line in flags[:top]]
         if len(flags) > top:
             lines.append(f"- ... {len(flags) - top} more flagged segments in the rows")
     elif len(others := tested[~tested["dimension"].isin(copies)]):

@@ -83,7 +83,7 @@ def system_prompt(ctx: TeamContext, role_file: str) -> str:
     ])
 
 
-ONE_CALL_ROLES = frozenset({"judge", "orchestrator", "reporter"})
+ONE_CALL_ROLES = frozenset({Role.JUDGE, Role.ORCHESTRATOR, Role.REPORTER})
 """Roles whose turn is normally one call: they decide (or write the report) on what their
 first message shows, so it is not written to the provider's cache (see ``run_agent``)."""
 
@@ -203,7 +203,7 @@ async def collect(ctx: TeamContext, hypothesis_id: str, *,
     built = (sql_tools(ctx, log) + analysis_tools(ctx, log)
              + evidence_tools(ctx, log, agent, "collector", hypothesis_id)
              + verdict_tools(ctx, agent, decision, hypothesis_id)
-             + [submit_tool(decision, ctx, hypothesis_id)])
+             + [submit_tool(decision, ctx, hypothesis_id, log)])
     tools = _pick(ctx, Role.COLLECTOR, built)
     if hypothesis.motivated_by:  # a tenth of the room: the turn grows with its own queries
         budget = evidence_budget(ctx, system=system_prompt(ctx, "collector"), tools=tools,
