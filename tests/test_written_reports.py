@@ -5,6 +5,7 @@ examined. The single agent's own report was once replaced by the board-built fal
 from __future__ import annotations
 
 import asyncio
+import re
 from pathlib import Path
 
 from d2_notebook import investigate
@@ -122,3 +123,17 @@ def test_sections_are_found_by_their_heading() -> None:
     assert has_section("## Hypotheses considered\n\n- H1", "Hypotheses")
     assert not has_section("### Hypotheses\n", "Hypotheses")
     assert not has_section("We tested hypotheses ## Hypotheses inline", "Hypotheses")
+
+
+def test_the_report_writers_get_the_tools_their_prompts_name() -> None:
+    """The single agent's prompt offers mark_redundant before write_report; a real-model
+    single agent found no such tool in its list."""
+    from d2_notebook.detective.roles import role_instructions
+    from d2_notebook.detective.variant import FULL, SINGLE_AGENT_BOARD, Role
+
+    for variant, role, role_file in ((SINGLE_AGENT_BOARD, Role.DETECTIVE, "single_agent"),
+                                     (FULL, Role.REPORTER, "reporter")):
+        text = role_instructions(role_file)
+        for name in ("mark_redundant", "write_report"):
+            assert re.search(rf"\b{name}\b", text)
+            assert name in variant.tools_of(role), (variant.name, name)

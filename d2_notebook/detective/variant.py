@@ -109,7 +109,7 @@ MERGED_PLANNER = Variant("merged_planner", Shape.TEAM, {
 }, "one planner is both hypothesizer and orchestrator")
 SINGLE_AGENT_BOARD = Variant("single_agent_board", Shape.ALONE, {
     Role.DETECTIVE: (*_QUERYING, "add_hypothesis", "record_evidence", "give_verdict", "abandon",
-                     "write_report"),
+                     "mark_redundant", "write_report"),
 }, "one agent does every job, on the board")
 REACT_SQL = Variant("react_sql", Shape.REACT, {
     Role.REACT: ("run_sql", "final_answer"),
