@@ -52,7 +52,8 @@ _STANDARDISED = re.compile(r"standardised over (.+?) " + _CI)
 _HETEROGENEITY = re.compile(r"HETEROGENEITY: the effect of .+? differs across (.+?) beyond "
                             r"chance \([^)]*\): (.+)")
 _STRATUM = re.compile(r"(?:^|; )(.+?): -?[\d.e+-]+ vs")
-_FLAGGED = re.compile(r"^- (\S+) = (.+?): avg\(", re.MULTILINE)
+_FLAGGED = re.compile(r"^- (\S+) = (.+?): -?[\d.]+(?:e[+-]?\d+)? \(n = ", re.MULTILINE)
+"""A flagged segment's line in a segment_scan summary: "- t.col = value: 0.52 (n = 266) …"."""
 _STATEMENT = re.compile(r"^(\S+) = '(.*?)' changes the rate of (\S+)(?: against \S+ = "
                         r"'(.*?)')?(?: within (.+): (.+))?$")
 _PLAIN = re.compile(r"^\w+\.\w+$")
