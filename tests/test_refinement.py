@@ -138,8 +138,9 @@ async def test_the_report_lists_every_split_not_made_even_if_the_reporter_forgot
     reporting = TeamContext(board=ctx.board, sql=ctx.sql, model=FunctionModel(reporter),
                             investigation_id=ctx.investigation_id, question="q",
                             schema_summary="", settings=ctx.settings)
-    decision = await roles.write_report(reporting, unexamined_note="")
     line = unmade_refinements(ctx.board, ctx.investigation_id, ctx.settings)[0].line()
+    decision = await roles.write_report(reporting, unexamined_note="", not_refined=[line],
+                                        coverage=None)
     assert f"NOT REFINED:\n{line}" in prompts[0]
     assert decision.report is not None and decision.report.startswith("## Answer")
     # the loop appends what the report takes from the board, the splits not made last

@@ -24,7 +24,7 @@ import contextlib
 import sqlite3
 from collections.abc import Coroutine
 from dataclasses import dataclass, field, replace
-from typing import Any
+from typing import Any, TypeVar
 
 from d2_notebook.board import HypothesisStatus
 from d2_notebook.data import QueryResult
@@ -44,6 +44,8 @@ from d2_notebook.detective.variant import Role, Shape
 from d2_notebook.errors import BoardError, BudgetExceededError, ModelError, ReplayDivergenceError
 
 LOOP_ACTOR = "detective"
+
+_Result = TypeVar("_Result")
 
 
 @dataclass(frozen=True)
@@ -92,13 +94,9 @@ class ControlLoop:
         if variant.shape is Shape.REACT:
             return await self._run_react()
         if variant.shape is Shape.ALONE:
-            written: list[str | None] = [None]
-
-            async def alone() -> None:
-                written[0] = (await roles.investigate_alone(self.ctx)).report
-
-            await self._guarded(alone())
-            return self._outcome(await self._report(use_reporter=False, written=written[0]))
+            decision = await self._guarded(roles.investigate_alone(self.ctx))
+            written = decision.report if decision is not None else None
+            return self._outcome(await self._report(use_reporter=False, written=written))
         await self._guarded(self._team())
         return self._outcome(await self._report(use_reporter=variant.runs(Role.REPORTER)))
 
@@ -225,13 +223,15 @@ class ControlLoop:
 
     # --- budgets, time and the end -------------------------------------------------------
 
-    async def _guarded(self, work: Coroutine[Any, Any, Any]) -> None:
-        """Run the collection phase; a budget, a time limit or a stop ends it gracefully."""
+    async def _guarded(self, work: Coroutine[Any, Any, _Result]) -> _Result | None:
+        """Run the collection phase and return what ``work`` returned; a budget, a time
+        limit or a stop ends it gracefully, and then None is returned."""
         limit = self.ctx.settings.max_seconds
+        result = None
         try:
             try:
                 async with asyncio.timeout(limit):
-                    await self._until_fault(work)
+                    result = await self._until_fault(work)
             except BudgetExceededError as exc:
                 self.stop_reason = str(exc)
                 await self.scheduler.finish_running()  # in flight: their next call stops
@@ -252,16 +252,16 @@ class ControlLoop:
                     self.ctx.board.set_status(
                         hyp.id, HypothesisStatus.PROPOSED, actor=LOOP_ACTOR,
                         reason=f"not examined to the end: {self.stop_reason}")
+        return result
 
-    async def _until_fault(self, work: Coroutine[Any, Any, Any]) -> None:
-        """Await ``work``; a branch's fault (the board locked, full, a model error) stops
-        it at once, whatever role is still thinking; the other running branches finish
-        their work, then the fault is raised in its place."""
+    async def _until_fault(self, work: Coroutine[Any, Any, _Result]) -> _Result:
+        """Await ``work`` and return its result; a branch's fault (the board locked, full,
+        a model error) stops it at once, whatever role is still thinking; the other
+        running branches finish their work, then the fault is raised in its place."""
         task = asyncio.ensure_future(work)
         self.scheduler.on_fault = task.cancel
         try:
-            await task
-            return
+            return await task
         except asyncio.CancelledError:
             current = asyncio.current_task()
             stopped_from_outside = current is not None and current.cancelling() > 0
@@ -291,13 +291,18 @@ class ControlLoop:
         sections taken from the board that it lacks (:func:`board_sections`), the splits
         not made among them."""
         ctx = self.ctx
-        note = self._unexamined_note()
+        coverage = self._coverage()
+        note = self._unexamined_note(coverage)
+        not_refined = [u.line() for u in unmade_refinements(ctx.board, ctx.investigation_id,
+                                                             ctx.settings)]
         report = written
         if use_reporter:
             reporter_ctx = replace(ctx, role_models={**ctx.role_models,
                                                      Role.REPORTER.value: self.reporter_model})
             try:
-                report = (await roles.write_report(reporter_ctx, unexamined_note=note)).report
+                report = (await roles.write_report(
+                    reporter_ctx, unexamined_note=note, not_refined=not_refined,
+                    coverage=coverage)).report
             except ReplayDivergenceError:
                 raise  # a replay that took another path fails; no fallback hides it
             except ModelError as exc:
@@ -305,24 +310,21 @@ class ControlLoop:
         if report is None:
             report = fallback_report(ctx.board, ctx.investigation_id, note=note)
         else:  # the writer's own "Not examined" section, if any, names every dismissal
-            coverage = self._coverage()
             report = with_missed_dismissals(report, coverage.dismissed if coverage else [])
-        not_refined = [u.line() for u in unmade_refinements(ctx.board, ctx.investigation_id,
-                                                             ctx.settings)]
         added = board_sections(ctx.board, ctx.investigation_id, report, note=note,
                                not_refined=not_refined)
         return f"{report.rstrip()}\n\n{added}\n" if added else report
 
-    def _unexamined_note(self) -> str:
+    def _unexamined_note(self, coverage: BoardCoverage | None) -> str:
         """What the team left unexamined: a sentence for an early stop and for open
-        hypotheses, then one compact table of the dimensions (:func:`not_examined_table`)."""
+        hypotheses, then one compact table of ``coverage``'s dismissed and untouched
+        dimensions (:func:`not_examined_table`)."""
         still_open = [h.id for h in self._open()]
         parts = []
         if self.stop_reason:
             parts.append(f"Collection stopped early: {self.stop_reason}.")
         if still_open:
             parts.append(f"Left without a verdict: {', '.join(still_open)}.")
-        coverage = self._coverage()
         table = (not_examined_table(coverage.dismissed, coverage.untouched)
                  if coverage is not None else "")
         return "\n\n".join(p for p in (" ".join(parts), table) if p)
@@ -331,14 +333,9 @@ class ControlLoop:
         return board_coverage(self.ctx.board, self.ctx.candidates, self.ctx.investigation_id)
 
     async def _run_react(self) -> RunOutcome:
-        found: list[Any] = []
-
-        async def work() -> None:
-            found.append(await roles.react_baseline(self.ctx))
-
-        await self._guarded(work())
-        if found:
-            answer, log = found[0]
+        found = await self._guarded(roles.react_baseline(self.ctx))
+        if found is not None:
+            answer, log = found
             queries = dict(log.results)
             if answer.report:
                 return RunOutcome(answer.report, self.stop_reason, answer.answer, queries)

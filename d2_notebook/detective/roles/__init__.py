@@ -12,14 +12,14 @@ never call each other and never see each other's transcripts.
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from functools import cache
 from importlib import resources
 
 from d2_notebook.detective.agent import AgentRun, run_agent
 from d2_notebook.detective.analysis_tools import analysis_tools
 from d2_notebook.detective.context import QueryLog, TeamContext
-from d2_notebook.detective.coverage_view import board_coverage
+from d2_notebook.detective.coverage_view import BoardCoverage, board_coverage
 from d2_notebook.detective.decisions import (
     CollectorDecision,
     HypothesizerDecision,
@@ -31,7 +31,7 @@ from d2_notebook.detective.decisions import (
 from d2_notebook.detective.digest import board_digest
 from d2_notebook.detective.evidence_view import evidence_details
 from d2_notebook.detective.prompt_budget import evidence_budget
-from d2_notebook.detective.refinement import refine_gate, unmade_refinements
+from d2_notebook.detective.refinement import refine_gate
 from d2_notebook.detective.reporter_brief import reporter_brief
 from d2_notebook.detective.sql_tools import sql_tools
 from d2_notebook.detective.team_tools import (
@@ -247,17 +247,18 @@ async def judge(ctx: TeamContext, hypothesis_id: str, *, can_send_back: bool,
 
 
 async def write_report(ctx: TeamContext, *, unexamined_note: str,
+                       not_refined: Sequence[str], coverage: BoardCoverage | None,
                        agent: str = "reporter") -> ReportDecision:
     """Mark redundant evidence and write the report, from the
-    :func:`~d2_notebook.detective.reporter_brief.reporter_brief` of the board."""
+    :func:`~d2_notebook.detective.reporter_brief.reporter_brief` of the board, what was
+    left unexamined and the splits not made (``not_refined``: the lines of
+    :func:`~d2_notebook.detective.refinement.unmade_refinements`), as the loop, which
+    appends the board's sections after the report, computed them."""
     decision = ReportDecision()
-    coverage = board_coverage(ctx.board, ctx.candidates, ctx.investigation_id)
     first = _earlier(ctx) + await asyncio.to_thread(reporter_brief, ctx.board,
                                                     ctx.investigation_id, coverage=coverage)
     if unexamined_note:
         first += f"\n\nLEFT UNEXAMINED: {unexamined_note}"
-    not_refined = [u.line() for u in unmade_refinements(ctx.board, ctx.investigation_id,
-                                                         ctx.settings)]
     if not_refined:
         first += "\n\nNOT REFINED:\n" + "\n".join(not_refined)
     tools = _pick(ctx, Role.REPORTER, reporter_tools(ctx, agent, decision))
