@@ -150,7 +150,12 @@ def not_examined_table(dismissed: Iterable[DimensionDismissal],
 def has_section(report: str, title: str) -> bool:
     """Whether ``report`` has a ``## <title>`` heading (a line of its own, any words
     after the title: "## Hypotheses considered" counts, "### Hypotheses" does not)."""
-    return re.search(rf"^##\s+{re.escape(title)}\b", report, re.MULTILINE) is not None
+    return _heading(report, title) is not None
+
+
+def _heading(report: str, title: str) -> re.Match[str] | None:
+    """The whole line of the first ``## <title>`` heading of ``report``, if any."""
+    return re.search(rf"^##\s+{re.escape(title)}\b.*$", report, re.MULTILINE)
 
 
 def with_missed_dismissals(report: str, dismissed: Iterable[DimensionDismissal]) -> str:
@@ -158,7 +163,7 @@ def with_missed_dismissals(report: str, dismissed: Iterable[DimensionDismissal])
     added at the end of that section, as one table (:func:`not_examined_table`); the
     report unchanged when it has no such section (the board's section is appended then)
     or the section names every dismissed dimension, in full or as the table shows it."""
-    heading = re.search(r"^##\s+Not examined\b.*$", report, re.MULTILINE)
+    heading = _heading(report, "Not examined")
     if heading is None:
         return report
     following = re.search(r"^##\s", report[heading.end():], re.MULTILINE)
