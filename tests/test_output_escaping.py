@@ -28,16 +28,17 @@ from typing import Any
 
 import click
 import nbformat
+import pandas as pd
 import pytest
 from click.testing import CliRunner
 
-from d2_notebook.board import Board
+from d2_notebook.board import Board, Contribution, ContributionRole
 from d2_notebook.board.records import Event
 from d2_notebook.cli import main
 from d2_notebook.cli.commands import friendly_errors
 from d2_notebook.cli.progress import ProgressState
 from d2_notebook.detective.investigate import InvestigationResult
-from d2_notebook.detective.report import fallback_report
+from d2_notebook.detective.report import board_sections, fallback_report
 from d2_notebook.errors import BoardError
 from d2_notebook.notebook.details import node_details_html
 from d2_notebook.notebook.static import board_html, board_markdown
@@ -190,6 +191,25 @@ def test_fallback_report_keeps_board_text_on_its_line(hostile, tmp_path: Path) -
     headings = [line for line in report.splitlines() if line.startswith("#")]
     assert headings == ["# Why? # Injected heading", "## Answer", "## Hypotheses",
                         "### H1 — proposed: Drug A ## Injected section - injected item"]
+
+
+def test_a_size_s_measure_stays_on_its_report_line(tmp_path: Path) -> None:
+    """A judge writes a size's measure: a line break in it cannot start a heading in the
+    board-built report nor in the verdict lines appended to a written one."""
+    with Board.open(tmp_path / "size.d2board") as board:
+        inv = board.start_investigation("Why?")
+        hyp = board.add_hypothesis("Drug A helps", investigation_id=inv.id)
+        evidence = board.add_evidence("SELECT 1", pd.DataFrame({"effect": [0.2]}),
+                                      description="d", investigation_id=inv.id)
+        size = Contribution(role=ContributionRole.MAJOR, evidence_id=evidence.id,
+                            measure="rate\n## Injected section\n- injected item",
+                            effect=0.2, ci_low=0.1, ci_high=0.3)
+        board.add_verdict(hyp.id, "supported", 0.8, "r", [evidence.id], author="judge",
+                          contribution=size)
+        for report in (fallback_report(board, inv.id),
+                       board_sections(board, inv.id, "## Answer\n\nIt holds [E1].\n")):
+            assert "## Injected" not in [line[:11] for line in report.splitlines()]
+            assert "rate ## Injected section - injected item 0.2" in report
 
 
 # --- in a real browser, beside a server that must hear nothing ---------------------------

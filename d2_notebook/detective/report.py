@@ -45,7 +45,7 @@ def fallback_report(board: Board, investigation_id: str, *, note: str = "") -> s
         for hyp, verdict in supported:
             cited = ", ".join(verdict.evidence_ids) if verdict else ""
             confidence = f"confidence {hyp.confidence:.2f}" if hyp.confidence is not None else ""
-            size = (f"{verdict.contribution.describe()}; "
+            size = (f"{_inline(verdict.contribution.describe())}; "
                     if verdict is not None and verdict.contribution is not None else "")
             about = f" ({size}{confidence})" if size or confidence else ""
             lines.append(f"- **{hyp.id}** {_inline(hyp.statement)}{about} [{cited}]")
@@ -103,7 +103,7 @@ def hypothesis_line(board: Board, hyp: Hypothesis) -> str:
     if verdict is not None:
         about.append(f"confidence {verdict.confidence:.2f}")
         if verdict.contribution is not None:
-            about.append(verdict.contribution.describe())
+            about.append(_inline(verdict.contribution.describe()))
     elif hyp.status_reason:
         about.append(_inline(hyp.status_reason))
     detail = f" ({'; '.join(about)})" if about else ""
