@@ -15,6 +15,7 @@ from collections.abc import Callable
 from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
 
+from benchmark import retail_case
 from benchmark.insightbench.cli import (
     add_load_args,
     add_score_args,
@@ -160,6 +161,8 @@ COMMANDS: dict[str, tuple[str, Callable[[argparse.ArgumentParser], None],
                      add_insightbench_args, run_insightbench_command),
     "insightbench-score": ("score finished boards of InsightBench tasks (no investigation)",
                            add_score_args, run_score_command),
+    "retail-case": ("write the multi-table retail case (planted causes, a flat discount) "
+                    "as an InsightBench task", retail_case.add_args, retail_case.run),
 }
 
 

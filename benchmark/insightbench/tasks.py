@@ -1,8 +1,10 @@
 """InsightBench tasks: read a task's JSON, load its CSVs into a DuckDB file, ask its goal.
 
 A task is ``flag-N.json`` (goal, role, dataset description, ground-truth insights) with
-its CSVs (``dataset_csv_path``, optionally ``user_dataset_csv_path``) resolved *by file
-name* in the task folder (the JSON's paths point into the original repository layout).
+its CSVs (``dataset_csv_path``, optionally ``user_dataset_csv_path``; or, for a
+multi-table case of this project such as :mod:`benchmark.retail_case`, every table
+under ``tables``) resolved *by file name* in the task folder (the JSON's paths point
+into the original repository layout).
 
 Table names follow the ServiceNow table the dataset description names (``incident``,
 ``fm_expense_line``, ``sn_gf_goal``, ``alm_hardware``, ``sys_user``); the user CSV is
@@ -137,8 +139,28 @@ def _csv_in(folder: Path, original: str, task_id: str) -> Path:
     return path
 
 
+def _named_tables(named: Any, path: Path) -> list[TaskTable]:
+    """The tables of this project's ``tables`` key (``{"orders": "orders.csv", ...}``,
+    main table first), which names every table of a multi-table case; [] without it.
+
+    Raises:
+        ValueError: ``tables`` is not an object of table names to CSV file names.
+    """
+    if named is None:
+        return []
+    if not isinstance(named, dict) or not named or not all(
+            isinstance(n, str) and isinstance(c, str) and c.strip() for n, c in named.items()):
+        raise ValueError(f'{path}: "tables" must map table names to CSV file names, e.g. '
+                         '{"orders": "orders.csv"}')
+    return [TaskTable(_identifier(name), _csv_in(path.parent, csv, path.stem))
+            for name, csv in named.items()]
+
+
 def load_task(path: str | os.PathLike[str]) -> InsightTask:
     """Read one task JSON; its CSVs are resolved by file name in the JSON's folder.
+
+    A task of this project may name all its tables under ``tables`` (name → CSV, the
+    main table first; ``dataset_csv_path`` is then only kept for InsightBench's tools).
 
     Raises:
         FileNotFoundError: the JSON or one of its CSVs is missing.
@@ -164,12 +186,14 @@ def load_task(path: str | os.PathLike[str]) -> InsightTask:
     if not isinstance(csv_name, str) or not csv_name.strip():
         raise ValueError(f"{path}: dataset_csv_path must be a CSV file name; it {needs}")
     description = str(meta.get("dataset_description", ""))
-    main_csv = _csv_in(path.parent, csv_name, path.stem)
-    user = raw.get("user_dataset_csv_path")
-    tables = [TaskTable(main_table_name(description, main_csv.name, has_user_table=bool(user)),
-                        main_csv)]
-    if user:
-        tables.append(TaskTable(USER_TABLE, _csv_in(path.parent, str(user), path.stem)))
+    tables = _named_tables(raw.get("tables"), path)
+    if not tables:
+        main_csv = _csv_in(path.parent, csv_name, path.stem)
+        user = raw.get("user_dataset_csv_path")
+        tables = [TaskTable(main_table_name(description, main_csv.name,
+                                            has_user_table=bool(user)), main_csv)]
+        if user:
+            tables.append(TaskTable(USER_TABLE, _csv_in(path.parent, str(user), path.stem)))
     insights = tuple(GroundTruthInsight(str(i["insight"]), str(i.get("question", "")),
                                         tuple(_scalars(i.get("insight_value", {}))))
                      for i in items if str(i.get("insight", "")).strip())
