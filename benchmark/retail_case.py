@@ -37,6 +37,7 @@ import os
 from dataclasses import dataclass
 from datetime import date, timedelta
 from pathlib import Path
+from typing import Any
 
 import duckdb
 import numpy as np
@@ -114,17 +115,18 @@ def _customers(rng: np.random.Generator) -> pd.DataFrame:
 
 def _orders(rng: np.random.Generator, products: pd.DataFrame,
             customers: pd.DataFrame) -> pd.DataFrame:
-    by_category = {c: products[products.category == c] for c in CATEGORIES}
-    regular = customers[customers.segment != "staff"]
-    old = regular[regular.customer_id <= 3_800]
+    by_category = {c: list(products[products.category == c].itertuples()) for c in CATEGORIES}
+    regular = list(customers[customers.segment != "staff"].itertuples())
+    old = [c for c in regular if c.customer_id <= 3_800]
+    new = [c for c in regular if c.customer_id > 3_800]
     rows = []
     for quarter, start in ((1, date(2024, 1, 1)), (2, date(2024, 4, 1))):
         for _ in range(ORDERS_PER_QUARTER):
             day = start + timedelta(days=int(rng.integers(0, 91)))
-            pool = old if quarter == 1 else _quarter_two_pool(rng, old, regular, day)
-            customer = pool.iloc[int(rng.integers(0, len(pool)))]
+            pool = old if quarter == 1 else _quarter_two_pool(rng, old, new, day)
+            customer = pool[int(rng.integers(0, len(pool)))]
             category = str(rng.choice(CATEGORIES, p=CATEGORY_WEIGHTS))
-            product = by_category[category].iloc[int(rng.integers(0, 40))]
+            product = by_category[category][int(rng.integers(0, 40))]
             channel = "app" if rng.random() < APP_SHARE[quarter] else "web"
             basket = (REGION_BASKET[customer.region] * (0.55 if channel == "app" else 1.0)
                       * (0.8 if day.weekday() >= 5 else 1.0)
@@ -146,13 +148,13 @@ def _orders(rng: np.random.Generator, products: pd.DataFrame,
     return orders.reset_index(drop=True)
 
 
-def _quarter_two_pool(rng: np.random.Generator, old: pd.DataFrame, regular: pd.DataFrame,
-                      day: date) -> pd.DataFrame:
+def _quarter_two_pool(rng: np.random.Generator, old: list[Any], new: list[Any],
+                      day: date) -> list[Any]:
     """Q2's buyers: a third of the orders come from customers signed up by ``day``."""
     if rng.random() >= 1 / 3:
         return old
-    joined = regular[(regular.customer_id > 3_800) & (regular.signup_date <= day)]
-    return joined if len(joined) else old
+    joined = [c for c in new if c.signup_date <= day]
+    return joined if joined else old
 
 
 def _order(day: date, customer_id: int, product_id: int, channel: str, quantity: int,
