@@ -140,7 +140,8 @@ async def test_branch_starts_and_board_history(con):
     assert {e.actor for e in events if e.kind == "hypothesis.status"
             and e.payload["status"] == "investigating"} == {"detective"}
     settings = result.board.get_investigation("I1").settings
-    assert settings["collectors"] == 4 and settings["max_depth"] == 4
+    assert settings["collectors"] == 8 and settings["collectors_before_triage"] == 4
+    assert settings["max_depth"] == 4
 
 
 async def test_the_orchestrator_cannot_finish_while_hypotheses_are_open(con):

@@ -114,6 +114,47 @@ async def test_more_hypotheses_than_collectors_all_run_without_orchestration(con
     assert result.usage.by_role["orchestrator"].calls == 2
 
 
+class Triaged(Claims):
+    """The orchestrator's triage is slow and abandons the last claim; collector calls in
+    flight are counted separately before and after the triage's answer."""
+
+    def __init__(self, **kwargs) -> None:
+        super().__init__(delays={"orchestrator": 0.3, "collector": 0.1}, **kwargs)
+        self.triaged = False
+        self.most_before_triage = 0
+
+    async def respond(self, request: ModelRequest) -> ModelResponse:
+        if request.role == "collector" and not self.triaged:
+            self.most_before_triage = max(self.most_before_triage, self.in_flight + 1)
+        response = await super().respond(request)
+        self.triaged = self.triaged or request.role == "orchestrator"
+        return response
+
+    def orchestrator(self, turn: Turn, **_: object) -> list[Action] | str:
+        return super().orchestrator(turn, abandon=("H6",) if "NEW HYPOTHESES" in
+                                    turn.request.messages[0].text else (),
+                                    reason="duplicates H1")
+
+
+async def test_new_hypotheses_wait_for_the_triage_then_more_branches_run(con):
+    policy = Triaged()
+    result = await investigate(con, QUESTION, model=policy.model(), collectors=6,
+                               collectors_before_triage=2)
+    assert policy.most_before_triage == 2  # the untriaged claims: two at a time
+    assert policy.most_in_flight > 2  # once triaged, up to six
+    assert result.board.get_hypothesis("H6").status is HypothesisStatus.ABANDONED
+    assert "collector-H6" not in {c.agent for c in result.board.list_model_calls()}
+
+
+async def test_without_the_wait_an_abandoned_hypothesis_was_already_examined(con):
+    # The reason for the wait: all six start at once, so the triage comes too late.
+    policy = Triaged()
+    result = await investigate(con, QUESTION, model=policy.model(), collectors=6,
+                               collectors_before_triage=6)
+    assert result.board.get_hypothesis("H6").status is not HypothesisStatus.ABANDONED
+    assert "collector-H6" in {c.agent for c in result.board.list_model_calls()}
+
+
 async def test_the_depth_limit_is_per_branch(con):
     refine = ("Claim 1 holds", "Claim 1 holds for the old")
     result = await investigate(con, QUESTION, model=Claims(refine=refine, claims=CLAIMS[:1])
@@ -185,7 +226,8 @@ async def test_replay_is_identical_over_40_jittered_runs(con, tmp_path):
     for seed in range(40):
         recorded = tmp_path / f"run{seed}.d2board"
         original = await investigate(con, QUESTION, board=recorded, model=Jittery(seed).model(),
-                                     collectors=1 + seed % 4)
+                                     collectors=1 + seed % 4,
+                                     collectors_before_triage=1 + seed % 3)
         replayed = await investigate(con, None, board=tmp_path / f"replay{seed}.d2board",
                                      replay=recorded)
         assert fingerprint(replayed.board) == fingerprint(original.board), f"seed {seed}"

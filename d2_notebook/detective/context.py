@@ -30,6 +30,10 @@ def _ignore(hypothesis_id: str) -> None:
     """The default hook: nobody listens for new hypotheses."""
 
 
+def _nothing() -> None:
+    """The default hook: nobody waits for the orchestrator's steering."""
+
+
 @dataclass
 class TeamContext:
     """Shared by every role of one investigation.
@@ -43,6 +47,9 @@ class TeamContext:
             hypothesizer's), recorded on what the branch writes.
         on_new_hypothesis: called (synchronously, inside the writing tool's turn)
             with each hypothesis id a tool adds, so the loop can queue it at once.
+        on_steered: called (synchronously, inside the orchestrator's tool turn) when
+            the orchestrator has steered (carry on, ask for more, finish): its triage
+            of the new hypotheses is done, so the loop may start more branches.
         candidates: the database's candidate dimensions, read once, for the coverage
             map (none: no map is shown and ``finish`` is not held back by it).
         follow_up: when this investigation follows up an earlier one: what of it the
@@ -60,6 +67,7 @@ class TeamContext:
     round: int = 0
     role_models: Mapping[str, Model] = field(default_factory=dict)
     on_new_hypothesis: Callable[[str], None] = _ignore
+    on_steered: Callable[[], None] = _nothing
     candidates: CandidateDimensions = NO_CANDIDATES
     follow_up: FollowUp | None = None
 

@@ -3,7 +3,8 @@
 Full team, one investigation::
 
     hypothesizer ──(each hypothesis as it is added)──► queue ──► branches ∥ (at most
-        │                                                         `collectors`): collect
+        │                                                         `collectors`; fewer
+        │                                                         until the triage): collect
         └─► orchestrator: triage (abandon, ask for more)          ─► judge ⟲ hints
                                                                   └─(refine: children
     … queue empty ─► orchestrator: finish or ask for more ─► reporter     enter at once)
@@ -80,7 +81,8 @@ class ControlLoop:
                  hypothesizer_calls: int = 0) -> None:
         """Prepare to run; nothing happens until :meth:`run`."""
         team = ctx.settings.variant.shape is Shape.TEAM  # only a team has a queue
-        self.ctx = replace(ctx, round=1, **({"on_new_hypothesis": self._offer} if team else {}))
+        hooks = {"on_new_hypothesis": self._offer, "on_steered": self._triaged} if team else {}
+        self.ctx = replace(ctx, round=1, **hooks)
         self.reporter_model = reporter_model
         self.hypothesizer_calls = hypothesizer_calls
         self.stop_reason: str | None = None
@@ -133,6 +135,7 @@ class ControlLoop:
             if new:  # triage, while the new hypotheses' collection runs
                 decision = await roles.orchestrate(self.ctx, new=new,
                                                    can_ask_for_more=self._can_ask())
+                self._triaged()  # already, unless the orchestrator steered nothing
                 new = []
                 if decision.steering is Steering.MORE_HYPOTHESES:
                     new = await self._hypothesize(decision.guidance)
@@ -161,9 +164,22 @@ class ControlLoop:
         return self.hypothesizer_calls < self.ctx.settings.max_hypothesizer_calls
 
     async def _hypothesize(self, guidance: str | None) -> list[str]:
+        """The hypothesizer's next call; what it adds waits for the orchestrator's triage
+        with at most ``collectors_before_triage`` branches running (all of them once
+        the orchestrator has steered, :meth:`_triaged`)."""
         self.hypothesizer_calls += 1
+        settings = self.ctx.settings
+        if settings.variant.runs(Role.ORCHESTRATOR):
+            self.scheduler.set_slots(min(settings.collectors_before_triage, settings.collectors))
         decision = await roles.hypothesize(self.ctx, guidance=guidance)
+        if not decision.added:
+            self._triaged()  # nothing new to triage
         return decision.added
+
+    def _triaged(self) -> None:
+        """The orchestrator has steered (called inside its tool's turn): run up to
+        ``collectors`` branches at once."""
+        self.scheduler.set_slots(self.ctx.settings.collectors)
 
     # --- the queue and its branches ------------------------------------------------------
 

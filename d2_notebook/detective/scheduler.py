@@ -84,6 +84,19 @@ class BranchScheduler:
         if fault is not None:
             raise fault
 
+    def set_slots(self, slots: int) -> None:
+        """Run at most ``slots`` branches at once from now on: more start at once if
+        the queue holds them; fewer lets the running ones finish and starts none until
+        fewer run.
+
+        Raises:
+            BranchStartError: as :meth:`offer`.
+        """
+        self.slots = slots
+        fault = self._fill()
+        if fault is not None:
+            raise fault
+
     @property
     def busy(self) -> bool:
         """True while a branch runs or a hypothesis waits (and nothing stopped it)."""

@@ -36,6 +36,11 @@ class InvestigationSettings:
 
     Attributes:
         collectors: branches (collect → judge) running at once.
+        collectors_before_triage: branches running at once while hypotheses the
+            hypothesizer just added wait for the orchestrator's triage (so the ones it
+            abandons as duplicates or off the question are not examined); once it has
+            steered, up to ``collectors``. Variants without an orchestrator use
+            ``collectors`` throughout.
         max_depth: generations of hypotheses at most: a hypothesis the hypothesizer
             adds is generation 1, a refinement of it generation 2, and so on; a judge
             may refine only below this depth.
@@ -64,7 +69,8 @@ class InvestigationSettings:
             not named use the investigation's default model.
     """
 
-    collectors: int = 4
+    collectors: int = 8
+    collectors_before_triage: int = 4
     max_depth: int = 4
     max_refinements: int = DEFAULT_MAX_REFINEMENTS
     max_steps: int = 12
@@ -86,8 +92,8 @@ class InvestigationSettings:
         object.__setattr__(self, "variant", parse_variant(self.variant))
         object.__setattr__(self, "role_models",
                            MappingProxyType(check_role_names(dict(self.role_models))))
-        for name in ("collectors", "max_depth", "max_steps", "max_steps_alone",
-                     "max_hypothesizer_calls", "preview_rows"):
+        for name in ("collectors", "collectors_before_triage", "max_depth", "max_steps",
+                     "max_steps_alone", "max_hypothesizer_calls", "preview_rows"):
             if getattr(self, name) < 1:
                 raise InvalidRecordError(f"{name} must be at least 1, got {getattr(self, name)}")
         if self.max_refinements < 0:

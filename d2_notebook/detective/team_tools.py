@@ -117,7 +117,8 @@ def orchestrator_tools(ctx: TeamContext, agent: str, decision: OrchestratorDecis
 
     The loop starts the collection of every hypothesis by itself; the orchestrator
     only steers: it abandons hypotheses not yet examined, asks for more, lets the
-    work go on, or ends it.
+    work go on, or ends it. Each steering call tells the loop (``ctx.on_steered``) that
+    the triage is done, so it may run more branches at once.
     """
 
     def open_hypotheses() -> list[str]:
@@ -139,6 +140,7 @@ def orchestrator_tools(ctx: TeamContext, agent: str, decision: OrchestratorDecis
         if not can_ask_for_more:
             raise ToolError("the hypothesizer has no calls left; carry on or finish instead")
         decision.steering, decision.guidance = Steering.MORE_HYPOTHESES, args["guidance"]
+        ctx.on_steered()
         return "the hypothesizer will add more hypotheses"
 
     async def carry_on(args: dict[str, Any]) -> str:
@@ -146,6 +148,7 @@ def orchestrator_tools(ctx: TeamContext, agent: str, decision: OrchestratorDecis
             raise ToolError("no hypothesis is open, so there is nothing to carry on with; "
                             "finish, or request more hypotheses")
         decision.steering = Steering.CARRY_ON
+        ctx.on_steered()
         return "collection goes on"
 
     def untouched() -> tuple[str, ...]:
@@ -176,6 +179,7 @@ def orchestrator_tools(ctx: TeamContext, agent: str, decision: OrchestratorDecis
                             "dimension at once), or dismiss each with dismiss_dimension and "
                             "a reason")
         decision.steering, decision.reason = Steering.FINISH, args["reason"]
+        ctx.on_steered()
         return "investigation finished"
 
     return [
