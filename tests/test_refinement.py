@@ -102,6 +102,62 @@ async def test_the_cap_stops_refinement_and_the_split_not_made_is_listed(ctx) ->
     assert f"({check})" in unmade.line() and "refinement cap (1) was reached" in unmade.line()
 
 
+async def test_a_judge_may_decline_a_split_that_does_not_matter_and_it_is_listed(ctx):
+    hyp = _hypothesis(ctx, "Option V changes the rate")
+    check = _check(ctx, hyp.id)
+    verdict = {"status": "supported", "confidence": 0.7, "rationale": "r",
+               "evidence_ids": [check], "claim_kind": "effect"}
+    tools = Toolset(verdict_tools(ctx, "judge-H1", JudgeDecision(), hyp.id, can_refine=True))
+    refused = await tools.call(ToolCallPart("c", "give_verdict", verdict))
+    assert refused.is_error and "flagged HETEROGENEITY" in refused.content
+    assert "no_refine_reason" in refused.content  # the refusal names the way out
+    assert ctx.board.get_hypothesis(hyp.id).status.value == "proposed"
+    reason = "the comorbidity strata differ by less than a decision turns on"
+    taken = await tools.call(ToolCallPart("d", "give_verdict",
+                                          {**verdict, "no_refine_reason": reason}))
+    assert not taken.is_error, taken.content
+    assert ctx.board.get_hypothesis(hyp.id).status.value == "supported"
+    [unmade] = unmade_refinements(ctx.board, ctx.investigation_id, ctx.settings)
+    assert unmade.hypothesis_id == hyp.id
+    assert unmade.line().endswith(f"— its judge: {reason}")
+    assert refinements_made(ctx.board, ctx.investigation_id) == 0
+
+
+async def test_a_reason_on_a_verdict_with_nothing_to_split_records_nothing(ctx) -> None:
+    hyp = _hypothesis(ctx, "Option V is listed")
+    tools = Toolset(verdict_tools(ctx, "judge-H1", JudgeDecision(), hyp.id, can_refine=True))
+    taken = await tools.call(ToolCallPart("c", "give_verdict", {
+        "status": "inconclusive", "confidence": 0.2, "rationale": "r", "evidence_ids": [],
+        "no_refine_reason": "nothing flagged"}))
+    assert not taken.is_error, taken.content
+    assert not ctx.board.events(kinds=["refinement.declined"])
+
+
+async def test_the_cap_is_checked_again_when_the_judge_refines(ctx) -> None:
+    # Both judges' turns started while a refinement was still allowed (cap 1); the
+    # first to refine spends it, the second is told to give a verdict.
+    first, second = _hypothesis(ctx, "Option V changes the rate"), _hypothesis(
+        ctx, "Option V changes the rate for the old")
+    checks = [_check(ctx, first.id), _check(ctx, second.id)]
+    children = [{"statement": "in one subgroup"}, {"statement": "in the other"}]
+    judges = [Toolset(verdict_tools(ctx, f"judge-{h.id}", JudgeDecision(), h.id,
+                                    can_refine=True)) for h in (first, second)]
+    for judge, hyp, check in zip(judges, (first, second), checks, strict=True):
+        result = await judge.call(ToolCallPart("c", "refine", {
+            "status": "supported", "confidence": 0.7, "rationale": "r",
+            "evidence_ids": [check], "children": children}))
+        if hyp is first:
+            assert not result.is_error, result.content
+        else:
+            assert result.is_error and "refinement cap (1) was reached" in result.content
+    # Its plain verdict is now taken: refining is no longer possible.
+    plain = await judges[1].call(ToolCallPart("d", "give_verdict", {
+        "status": "supported", "confidence": 0.7, "rationale": "r",
+        "evidence_ids": [checks[1]], "claim_kind": "effect"}))
+    assert not plain.is_error, plain.content
+    assert refinements_made(ctx.board, ctx.investigation_id) == 1
+
+
 def test_a_child_is_split_again_only_for_a_new_material_difference(ctx) -> None:
     settings = InvestigationSettings()
     parent = _hypothesis(ctx, "Option V changes the rate")

@@ -11,7 +11,8 @@ by each of them: the coverage map says so), or the verdict states why no such ch
 applies (``no_check_reason``).
 When a linked check flagged heterogeneity on a dimension the hypothesis does not
 already split by, ``refine`` is the expected outcome: a plain verdict is refused while
-refining is possible.
+refining is possible, unless it gives ``no_refine_reason``: why that split does not
+matter for the question (the report lists it among the splits not made).
 """
 
 from __future__ import annotations
@@ -55,6 +56,12 @@ CLAIM_PROPERTIES: dict[str, Any] = {
         "Only for an effect verdict without a linked compare_within check (and whose "
         "linked evidence did not control every candidate dimension): why no "
         "heterogeneity check across the candidate dimensions applies.")},
+    "no_refine_reason": {"type": "string", "description": (
+        "Only when a linked check flagged HETEROGENEITY and refining is possible: why "
+        "splitting along the flagged dimension would not matter for the question, e.g. "
+        "the dimension is the outcome (or a part of it) recorded again, so its strata "
+        "compare equal outcomes, or the strata differ too little to change what anyone "
+        "would conclude or do. The report lists the split as not made, with this reason.")},
 }
 
 RULE = ("A supported or contradicted verdict on an effect (claim_kind effect, or a "
@@ -65,7 +72,8 @@ RULE = ("A supported or contradicted verdict on an effect (claim_kind effect, or
         "dimension (e.g. a linked segment_scan: the digest's coverage line says 'every "
         "candidate dimension'), or no_check_reason says why none applies; when that check "
         "flagged HETEROGENEITY on a dimension the hypothesis does not already split by, "
-        "refine is expected and a plain verdict is refused while refining is possible.")
+        "refine is expected and a plain verdict is refused while refining is possible, "
+        "unless no_refine_reason says why that split does not matter for the question.")
 
 
 def is_effect_claim(statement: str, claim_kind: str | None) -> bool:
@@ -102,11 +110,14 @@ def effect_refusal(board: Board, hypothesis: Hypothesis, args: dict[str, Any], *
                 "request_more_evidence — whichever of these tools you have), or state "
                 "no_check_reason: why no such check applies")
     flagged = new_heterogeneity(board, hypothesis)
-    if flagged and can_refine:
+    if flagged and can_refine and not str(args.get("no_refine_reason", "")).strip():
         named = "; ".join(f"{e}: {d}" for e, d in flagged)
         return (f"the heterogeneity check flagged HETEROGENEITY ({named}): the effect "
                 "differs between strata, so refine into subgroup hypotheses along that "
-                "dimension instead of one verdict for all")
+                "dimension instead of one verdict for all, or, if that split does not "
+                "matter for the question (the dimension is the outcome recorded again, or "
+                "the strata differ too little to change a conclusion), give the verdict "
+                "with no_refine_reason saying why")
     return None
 
 

@@ -9,6 +9,10 @@ A judge may refine a hypothesis when all of these hold (checked as its turn star
   heterogeneity check linked to it flagged a dimension its ancestors did not already
   split by (a child is not split again along the same lines).
 
+The cap is checked again when the judge refines (judges running at once may reach it
+meanwhile). A judge may also decline a flagged split that does not matter for the
+question (:func:`record_declined`, its reason shown in the report).
+
 :func:`unmade_refinements` lists, for the report, every settled hypothesis whose checks
 flagged such a difference and that was not refined, with why; :func:`queue_rank`
 orders the team's queue breadth before depth.
@@ -79,8 +83,7 @@ def refine_gate(board: Board, hypothesis: Hypothesis, settings: InvestigationSet
     if not depth_allows:
         return RefineGate(False, f"the depth limit ({settings.max_depth} generations) is "
                                  "reached")
-    made = refinements_made(board, hypothesis.investigation_id)
-    if made >= settings.max_refinements:
+    if cap_reached(board, hypothesis.investigation_id, settings):
         return RefineGate(False, f"the investigation's refinement cap "
                                  f"({settings.max_refinements}) is reached")
     if hypothesis.parent_id and not new_heterogeneity(board, hypothesis):
@@ -90,12 +93,36 @@ def refine_gate(board: Board, hypothesis: Hypothesis, settings: InvestigationSet
     return RefineGate(True)
 
 
+DECLINED_EVENT = "refinement.declined"
+"""The board event of a judge declining a split the checks flagged (its reason)."""
+
+
+def record_declined(board: Board, hypothesis: Hypothesis, reason: str, *, actor: str) -> None:
+    """Write that the judge of ``hypothesis`` declined to split it, and why."""
+    board.log_event(DECLINED_EVENT, {"hypothesis_id": hypothesis.id, "reason": reason},
+                    actor=actor, investigation_id=hypothesis.investigation_id)
+
+
+def declined_reasons(board: Board, investigation_id: str | None) -> dict[str, str]:
+    """Hypothesis id → the reason its judge gave for not splitting it (the latest)."""
+    return {e.payload["hypothesis_id"]: str(e.payload.get("reason", ""))
+            for e in board.events(kinds=[DECLINED_EVENT])
+            if investigation_id is None or e.investigation_id == investigation_id}
+
+
+def cap_reached(board: Board, investigation_id: str | None,
+                settings: InvestigationSettings) -> bool:
+    """Whether the investigation has made all the refinements it may make."""
+    return refinements_made(board, investigation_id) >= settings.max_refinements
+
+
 def unmade_refinements(board: Board, investigation_id: str | None,
                        settings: InvestigationSettings) -> list[UnmadeRefinement]:
     """Every settled hypothesis whose checks flagged a new difference it was not split by."""
     hypotheses = board.list_hypotheses(investigation_id=investigation_id)
     parents = {h.parent_id for h in hypotheses if h.parent_id}
-    capped = refinements_made(board, investigation_id) >= settings.max_refinements
+    capped = cap_reached(board, investigation_id, settings)
+    declined = declined_reasons(board, investigation_id)
     unmade = []
     for hyp in hypotheses:
         if (hyp.id in parents or not hyp.status.is_settled
@@ -104,7 +131,9 @@ def unmade_refinements(board: Board, investigation_id: str | None,
         differences = tuple(dict.fromkeys(new_heterogeneity(board, hyp)))
         if not differences:
             continue
-        if _generation(board, hyp) >= settings.max_depth:
+        if hyp.id in declined:
+            reason = f"its judge: {declined[hyp.id]}"
+        elif _generation(board, hyp) >= settings.max_depth:
             reason = f"the depth limit ({settings.max_depth} generations) was reached"
         elif capped:
             reason = f"the refinement cap ({settings.max_refinements}) was reached"

@@ -24,13 +24,19 @@ from d2_notebook.detective.decisions import (
     JudgeDecision,
     Judgement,
 )
-from d2_notebook.detective.effect_check import CLAIM_PROPERTIES, RULE, effect_refusal
+from d2_notebook.detective.effect_check import (
+    CLAIM_PROPERTIES,
+    RULE,
+    effect_refusal,
+    new_heterogeneity,
+)
 from d2_notebook.detective.evidence_quality import (
     DISCOUNT_PROPERTIES,
     QUALITY_RULE,
     indecisive_refusal,
     verdict_discounts,
 )
+from d2_notebook.detective.refinement import cap_reached, record_declined
 from d2_notebook.detective.team_tools import (
     IDS_SCHEMA,
     STRING_SCHEMA,
@@ -86,9 +92,11 @@ def verdict_tools(ctx: TeamContext, agent: str, decision: JudgeDecision | Collec
                             f"{', '.join(sorted(linked)) or 'none'}")
         discounted = verdict_discounts(args.get("discounted", []), linked, cited, target)
         refusal = indecisive_refusal(args["status"], cited, links, hyp.motivated_by)
+        may_refine = can_refine and not cap_reached(ctx.board, ctx.investigation_id,
+                                                     ctx.settings)
         if refusal is None and not refining:
             refusal = effect_refusal(
-                ctx.board, hyp, args, can_refine=can_refine,
+                ctx.board, hyp, args, can_refine=may_refine,
                 coverage=board_coverage(ctx.board, ctx.candidates, ctx.investigation_id))
         if refusal is not None:
             raise ToolError(refusal)
@@ -96,9 +104,14 @@ def verdict_tools(ctx: TeamContext, agent: str, decision: JudgeDecision | Collec
             contribution = read_contribution(ctx.board, args, cited)
         except ValueError as exc:
             raise ToolError(str(exc)) from None
-        given = ctx.board.add_verdict(target, args["status"], args["confidence"],
-                                      args["rationale"], cited, author=agent, round=ctx.round,
-                                      discounted=discounted, contribution=contribution)
+        declined = str(args.get("no_refine_reason", "")).strip()
+        with one_write(ctx):  # the verdict and why it was not split, or nothing
+            if declined and may_refine and not refining and new_heterogeneity(ctx.board, hyp):
+                record_declined(ctx.board, hyp, declined, actor=agent)
+            given = ctx.board.add_verdict(
+                target, args["status"], args["confidence"], args["rationale"], cited,
+                author=agent, round=ctx.round, discounted=discounted,
+                contribution=contribution)
         status = HypothesisStatus(args["status"])
         if isinstance(decision, JudgeDecision):
             decision.judgement, decision.status = Judgement.VERDICT, status
@@ -120,6 +133,10 @@ def verdict_tools(ctx: TeamContext, agent: str, decision: JudgeDecision | Collec
         if not can_refine:
             raise ToolError("refining is not possible for this hypothesis (your first message "
                             "says why); give a verdict instead")
+        if cap_reached(ctx.board, ctx.investigation_id, ctx.settings):
+            raise ToolError(f"the investigation's refinement cap "
+                            f"({ctx.settings.max_refinements}) was reached while you worked "
+                            "(other judges refined); give a verdict instead")
         children = args["children"]
         if len(children) < 2:
             raise ToolError("refine into at least two subgroup hypotheses")
