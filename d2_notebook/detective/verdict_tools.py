@@ -48,7 +48,9 @@ from d2_notebook.detective.tools import Tool, ToolError, tool
 _VERDICT_PROPERTIES: dict[str, Any] = {
     "status": {"type": "string", "enum": ["supported", "contradicted", "inconclusive"]},
     "confidence": {"type": "number", "minimum": 0, "maximum": 1},
-    "rationale": {"type": "string", "description": "cites the deciding evidence ids"},
+    "rationale": {"type": "string", "description": (
+        "at most about 80 words: the deciding evidence ids with their numbers, and what "
+        "would change the verdict")},
     "evidence_ids": {**IDS_SCHEMA, "description": "the evidence that decides it: only evidence "
                      "linked to this hypothesis or that motivated it; at least one unless "
                      "the status is inconclusive"},
