@@ -172,3 +172,27 @@ def test_a_large_mix_shift_between_two_groups_is_split_not_called_aligned() -> N
     rows = result.frame[result.frame["dimension"] == "g.priority"]
     assert len(rows) == 2
     assert rows["mix_part"].sum() > 0.8 * rows["contribution"].sum() > 0
+
+
+def test_a_new_segment_of_near_zero_rows_shows_its_dilution() -> None:
+    """Test orders at $0.01 appear in the second period only. Their mix part is centred on
+    the overall metric, so their row says they pulled the average down by nearly the whole
+    change; uncentred it read +0.0009 (a share of 0%), and the drop hid in the regular
+    orders' mix part, which a judge copying a row would have called no effect."""
+    con = duckdb.connect()
+    con.execute("""
+        CREATE TABLE orders AS
+        SELECT p AS period, 'regular' AS kind, 100 + (i % 5) - 2 AS amount
+        FROM range(2) a(p), range(1000) r(i)
+        UNION ALL SELECT 1, 'staff', 0.01 FROM range(100)""")
+    result = decompose(GuardedSQL(con), source="orders", metric="avg(amount)",
+                       period="period", dimensions=["orders.kind"])
+    rows = result.frame.set_index(["dimension", "segment"])
+    staff, regular = rows.loc[("orders.kind", "staff")], rows.loc[("orders.kind", "regular")]
+    change = rows.loc[("(overall)", "")]["contribution"]
+    after = 100 * 1000 / 1100 + 0.01 * 100 / 1100
+    assert change == pytest.approx(after - 100)
+    assert staff["contribution"] == pytest.approx(100 / 1100 * (0.01 - (100 + after) / 2))
+    assert staff["share_of_change"] > 0.9  # the dilution is the staff rows'
+    assert staff["contribution"] + regular["contribution"] == pytest.approx(change)
+    assert "its mean metric - the overall mean metric" in result.summary

@@ -278,6 +278,34 @@ def test_a_dimension_that_nearly_copies_the_metric_is_named_not_flagged() -> Non
     assert "Near-copies of the metric, not tested as confounders: t.team" in within.summary
 
 
+def test_a_numeric_column_that_is_the_outcome_again_is_named_not_tested() -> None:
+    """Net revenue is gross revenue but for returned orders: holding gross revenue fixed
+    "removed" most of a channel gap and flagged heterogeneity by its bins, and a judge had
+    to split by it (the retail case). Its bins are the outcome sorted, so both tools name
+    it once as a near-copy; the price, a cause of the outcome, is still tested."""
+    con = duckdb.connect()
+    con.execute("""
+        CREATE TABLE orders AS
+        SELECT i, CASE WHEN i % 3 = 0 THEN 'app' ELSE 'web' END AS channel,
+               1 + (hash(i) % 3)::INTEGER - (CASE WHEN i % 3 = 0 THEN 0 ELSE -1 END) AS quantity,
+               10 + (hash(i * 7) % 90)::INTEGER AS price, i % 25 = 0 AS returned
+        FROM range(3000) r(i)""")
+    con.execute("CREATE TABLE sales AS SELECT *, quantity * price AS gross, CASE WHEN "
+                "returned THEN 0 ELSE quantity * price END AS net FROM orders")
+    sql = GuardedSQL(con)
+    within = compare_within(sql, source="sales s", metric="avg(s.net)", exposure="s.channel",
+                            value="app", reference="web")
+    assert "Near-copies of the metric, not tested as confounders: sales.gross (explains" \
+        in within.summary
+    assert "sales.gross" not in set(within.frame["dimension"])
+    assert "sales.price" in set(within.frame["dimension"])
+    assert all(f.dimension != "sales.gross" for f in within.flags)
+    scan = segment_scan(sql, source="sales s", metric="avg(s.net)")
+    assert "Near-copies of the metric, not flagged: sales.gross" in scan.summary
+    assert all(f.dimension != "sales.gross" for f in scan.flags)
+    assert any(f.dimension == "sales.price" for f in scan.flags)
+
+
 def test_a_requested_sql_month_says_it_is_the_month_of_the_year() -> None:
     """`month(opened_on)` is SQL (1–12, all years together), unlike the listed dimension
     `month(cases.opened_on)`: the summary says which one ran and how to name the other."""

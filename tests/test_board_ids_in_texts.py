@@ -25,6 +25,16 @@ def test_cited_query_ids_that_became_evidence_read_as_evidence_ids() -> None:
     assert QueryLog().with_board_ids("(Q1)") == "(Q1)"
 
 
+def test_a_query_id_labelling_a_clause_reads_as_its_evidence_id() -> None:
+    """The retail case's rationales read "...; Q5: returned orders carry 0", which the
+    answerers took for the second quarter of a Q1-vs-Q2 question."""
+    log = QueryLog(evidence_ids={"Q2": "E12", "Q5": "E15"})
+    assert (log.with_board_ids("Q2: discounts rose; Q5: returned orders carry 0. "
+                               "In Q2: prices held")
+            == "E12: discounts rose; E15: returned orders carry 0. In Q2: prices held")
+    assert log.with_board_ids("Home fell in Q2; Q3: no query") == "Home fell in Q2; Q3: no query"
+
+
 def _hypothesizer(request: ModelRequest) -> ModelResponse:
     if len(request.messages) == 1:
         return tool_calls(("run_sql", {"sql": "SELECT 2 AS wards"}),

@@ -28,10 +28,11 @@ _EFFECT_WORDS = (r"explain|matter|affect|drive|differ|account|contribute|change|
                  r"cause|predict|vary|depend|impact|relate|correlate|shift|move|make|"
                  r"reduce|increase|lower|raise|improve|worsen|lead|help|hurt|play|add|"
                  r"associated|linked|related|correlated|tied|significant|different|"
-                 r"higher|lower|larger|smaller|better|worse")
+                 r"higher|lower|larger|smaller|better|worse|rise|fall|drop|decline|grow")
 """Verbs (any ending) and predicates whose negation says a factor does not matter."""
 _EFFECT_NOUNS = (r"effect|difference|association|relationship|impact|role|contribution|"
-                 r"link|correlation|influence|bearing|gap|dependence|advantage|penalty")
+                 r"link|correlation|influence|bearing|gap|dependence|advantage|penalty|"
+                 r"rise|increase|decrease|decline|drop|fall|change|shift|growth")
 _AUXILIARY = (r"do|does|did|is|are|was|were|has|have|had|can|could|will|would|may|might|"
               r"should|ca|wo")  # ca(n't), wo(n't)
 _NEGATED_EFFECT = re.compile(
@@ -45,10 +46,12 @@ _OTHER_ABSENCE = re.compile(
     r"explanation|predictor)s?\b"
     r"|(?:\bcannot|\bnot|n't)\s+(?:be\s+)?(?:explained|driven|caused)\s+by\b|\bnot\s+due\s+to\b"
     r"|\bcannot\s+explain|\bfails?\s+to\s+explain|\bnothing\s+to\s+do\s+with\b"
+    r"|\b(?:stay|stays|stayed|remain|remains|remained)\s+(?:about\s+|roughly\s+)?"
+    r"(?:the\s+same|unchanged|flat|stable|constant)\b"
     rf"|\bneither\b.*\bnor\b.*\b(?:{_EFFECT_WORDS})", re.IGNORECASE)
-_RELATIVE = re.compile(r"\b(?:who|that|which|whose|where)\s*$", re.IGNORECASE)
+_RELATIVE = re.compile(r"\b(?:who|that|which|whose|where|whose\s+\w+)\s*$", re.IGNORECASE)
 """A negation right after one of these describes a group ("stores that did not raise
-prices"), it does not deny an effect."""
+prices", "products whose price did not fall"), it does not deny an effect."""
 _WITH = re.compile(r"\bwith\s*$", re.IGNORECASE)
 """"with no link to a promotion" describes a group too."""
 
@@ -59,8 +62,9 @@ _ADDITIVE = re.compile(r"\bnot\s+(?:only|just|merely|simply|solely|entirely)\b",
 def states_absence(statement: str) -> bool:
     """Whether a hypothesis says a factor has no effect, read from its wording: a negated
     effect verb or predicate ("does not explain", "can't affect", "is not associated
-    with", "is not significantly higher"), "no effect / no difference", "not a driver",
-    "is unrelated to", "neither X nor Y explains". A negation that describes a group
+    with", "is not significantly higher", "did not rise"), "no effect / no difference /
+    no rise", "not a driver", "is unrelated to", "stayed the same", "neither X nor Y
+    explains". A negation that describes a group
     ("customers who have not changed plans", "products with no link to a promotion",
     "customers without a discount") or adds to an effect ("not only X") states none."""
     text = _ADDITIVE.sub(" ", statement)

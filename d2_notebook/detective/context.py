@@ -118,17 +118,21 @@ class QueryLog:
     def with_board_ids(self, text: str) -> str:
         """``text`` with each of this turn's query ids that became evidence replaced by
         its evidence id, where it is cited: inside brackets or parentheses that hold only
-        ids and row numbers ("(Q6)", "[Q2, E4 row 3]" -> "(E17)", "[E9, E4 row 3]").
-        Query ids mean nothing outside the turn; a "Q4" in running text may be a
-        quarter, and is left alone."""
+        ids and row numbers ("(Q6)", "[Q2, E4 row 3]" -> "(E17)", "[E9, E4 row 3]"), or
+        as the label that opens a clause ("...; Q5: returned orders ..." -> "...; E21:
+        returned orders ..."). Query ids mean nothing outside the turn; a "Q4" elsewhere
+        in running text may be a quarter, and is left alone."""
         if not self.evidence_ids:
             return text
 
-        def board_ids(citation: re.Match[str]) -> str:
-            return _QUERY_ID.sub(lambda m: self.evidence_ids.get(m.group(0), m.group(0)),
-                                 citation.group(0))
+        def board_id(query_id: str) -> str:
+            return self.evidence_ids.get(query_id, query_id)
 
-        return _CITATION.sub(board_ids, text)
+        def board_ids(citation: re.Match[str]) -> str:
+            return _QUERY_ID.sub(lambda m: board_id(m.group(0)), citation.group(0))
+
+        text = _CITATION.sub(board_ids, text)
+        return _LABEL.sub(lambda m: m.group(1) + board_id(m.group(2)), text)
 
     def stuck(self, max_repeats: int = 3) -> str | None:
         """A reason to stop the agent when it keeps repeating queries."""
@@ -138,6 +142,8 @@ class QueryLog:
 
 
 _QUERY_ID = re.compile(r"\bQ\d+\b")
+_LABEL = re.compile(r"(^|[;.]\s+|\n\s*)(Q\d+)(?=:)")
+"""A query id labelling the clause it opens ("Q5: returned orders carry ...")."""
 _CITATION = re.compile(r"[\[(]\s*(?:(?:[EQ]\d+|rows?|and|\d+)\s*[,;:\-–]?\s*)+[\])]")
 """Brackets or parentheses holding only evidence or query ids and row numbers."""
 

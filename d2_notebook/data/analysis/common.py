@@ -22,6 +22,7 @@ from d2_notebook.data.analysis.plan import (
 from d2_notebook.data.analysis.stats import (
     MIN_SUPPORT_CAP,
     MIN_SUPPORT_FLOOR,
+    NUMERIC_COPY_CORRELATION,
     Moments,
     adaptive_min_support,
 )
@@ -287,6 +288,26 @@ def _complete_time_columns(sql: GuardedSQL, source: Source, where: str | None,
         if all(int(n) == 0 for n in found):
             complete.add((table, column.lower()))
     return frozenset(complete)
+
+
+def numeric_copies(sql: GuardedSQL, prepared: Prepared) -> dict[str, float]:
+    """The binned numeric columns of the source tables that copy the metric: name → the
+    share of its variance they explain linearly (``r²``), for ``|r|`` at least
+    :data:`NUMERIC_COPY_CORRELATION` over the tool's rows (one aggregate query)."""
+    binned = prepared.plan.binned
+    if not binned:
+        return {}
+    value = f"({prepared.value_sql})::DOUBLE"
+    columns = ", ".join(f"corr({value}, ({raw})::DOUBLE) AS __r{i}"
+                        for i, (_, raw) in enumerate(binned))
+    condition = f" WHERE ({prepared.where})" if prepared.where else ""
+    found = sql.run(f"SELECT {columns} FROM {prepared.source.sql}{condition}",
+                    max_rows=1).frame.iloc[0].tolist()
+    copies = {}
+    for (index, _), r in zip(binned, found, strict=True):
+        if r is not None and not pd.isna(r) and abs(float(r)) >= NUMERIC_COPY_CORRELATION:
+            copies[prepared.plan.dimensions[index].name] = float(r) ** 2
+    return copies
 
 
 def run_pass(

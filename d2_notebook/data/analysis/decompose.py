@@ -8,15 +8,23 @@ shares ``w0_s`` (before), ``w1_s`` (after) and metrics ``m0_s``, ``m1_s``; the s
 (Kitagawa) decomposition gives each segment
 
 - a **rate part** ``(w0_s + w1_s)/2 · (m1_s − m0_s)``: its own metric moved,
-- a **mix part** ``(w1_s − w0_s) · (m0_s + m1_s)/2``: its share of the rows moved,
+- a **mix part** ``(w1_s − w0_s) · ((m0_s + m1_s)/2 − M̄)``: its share of the rows moved,
+  weighed by how far its metric lies from the overall one (``M̄``, the mean of the two
+  periods' overall metrics),
 
-and a **contribution** (their sum, ``w1_s·m1_s − w0_s·m0_s``). Over the segments of one
-dimension the contributions add up to Δ exactly, so each segment's **share of the
-change** is ``contribution / Δ`` (negative: it worked against the change). A segment
-absent from one period has its other period's metric there: its whole contribution is
-mix. Intervals are 95% normal intervals given the observed row shares (the counts are
-observed, not estimated): the rate change's from the two periods' moments, the share's
-by the delta method for ``c/Δ`` with the covariance of ``c`` and ``Δ``. A segment is
+and a **contribution** (their sum). The mix part is centred on ``M̄`` so that it says
+which way a segment moved the metric: a segment that grew with a metric below the
+average pulls it down (a new segment of near-zero orders shows its dilution), one at the
+average moves nothing. The row shares of a dimension change by zero in sum, so the
+centring changes no dimension's total: over the segments of one dimension the
+contributions add up to Δ exactly, and each segment's **share of the change** is
+``contribution / Δ`` (negative: it worked against the change). A segment absent from one
+period has its other period's metric there: its whole contribution is mix. Intervals are
+95% normal intervals given the observed row shares (the counts are observed, not
+estimated): the rate change's from the two periods' moments, the share's by the delta
+method for ``c/Δ`` with the covariance of ``c`` and ``Δ``; the sampling error of ``M̄``
+is left out (it enters with the weight ``|w1_s − w0_s|``, small next to the segment's
+own). A segment is
 flagged as a DRIVER when its rate change is beyond chance (Benjamini–Hochberg across
 the segments tested, both periods with at least the minimum support) and its
 contribution is material (:func:`~d2_notebook.data.analysis.stats.is_material`). When
@@ -155,10 +163,11 @@ def decompose(
     support = Support.of(min_support, (first + last).n, named=dimensions is not None)
     pooled = (first + last).var or None
     rows = [_overall_row(first, last, change)]
+    centre = (first.mean + last.mean) / 2
     segments, aligned = _overlapping(_segments(scan, prepared, first, last), first,
                                      last)
     for segment in segments:
-        rows.append(_segment_row(segment, first, last, pooled, support))
+        rows.append(_segment_row(segment, first, last, pooled, support, centre))
     if shared:
         _add_shares(rows[1:], change.difference)
     tested = [r for r in rows[1:] if r["tested"]]
@@ -258,13 +267,13 @@ def _overall_row(first: Moments, last: Moments, change: Comparison) -> dict:
 
 
 def _segment_row(segment: _Segment, first: Moments, last: Moments, pooled: float | None,
-                 support: Support) -> dict:
+                 support: Support, centre: float) -> dict:
     m0, m1 = segment.before, segment.after
     w0, w1 = m0.n / first.n, m1.n / last.n
     mean0 = m0.mean if m0.n else m1.mean
     mean1 = m1.mean if m1.n else m0.mean
     rate = (w0 + w1) / 2 * (mean1 - mean0)
-    mix = (w1 - w0) * (mean0 + mean1) / 2
+    mix = (w1 - w0) * ((mean0 + mean1) / 2 - centre)
     contribution = rate + mix
     both = m0.n > 0 and m1.n > 0
     moved = compare(m1, m0, pooled_var=pooled) if both else None
@@ -360,8 +369,10 @@ def _summary(metric: str, period: str, before: str, after: str, first: Moments,
         f"{figure(change.difference)} (95% CI {figure(change.low)} to {figure(change.high)}), "
         f"split over the segments of {n_dimensions} dimensions.",
         "Method: per segment, rate part = mean row share x change of its metric; mix part = "
-        "change of its row share x its mean metric; contribution = rate + mix; over one "
-        "dimension's segments the contributions add up to the change. Share of the change = "
+        "change of its row share x (its mean metric - the overall mean metric), so a segment "
+        "that grew below the average pulls the metric down; contribution = rate + mix; over "
+        "one dimension's segments the contributions add up to the change. Share of the "
+        "change = "
         "contribution / change (negative: against it). 95% intervals given the row shares.",
     ]
     if shared and change.low <= 0 <= change.high:

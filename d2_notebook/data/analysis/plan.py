@@ -74,6 +74,9 @@ class Plan:
     definitional: tuple[tuple[str, str | None], ...] = ()
     """Requested dimensions left out because the metric's definition reads their column:
     (name, the SQL expression when it is one, to bind it all the same)."""
+    binned: tuple[tuple[int, str], ...] = ()
+    """The source table's numeric columns cut into bins: (dimension index, the column as
+    SQL over the source), so a tool can test whether a column is the outcome again."""
 
 
 def build_plan(
@@ -316,6 +319,7 @@ class _Builder:
         self._joined: set[str] = set()
         self._keys: dict[str, str] = {}
         self.definitional: list[tuple[str, str | None]] = []
+        self._binned: list[tuple[int, str]] = []
 
     def reach(self) -> dict[str, tuple[str, str]]:
         """Table -> ("source" | "parent" | "member", its alias) for every reachable table."""
@@ -355,6 +359,8 @@ class _Builder:
         elif how == "source":
             self._rows.append((planned.dimension.expression(ref), alias))
             self._branches.append((index, "column", alias))
+            if planned.dimension.kind is DimensionKind.BINS:
+                self._binned.append((index, f"{ref}.{quote_ident(planned.dimension.column)}"))
         elif how == "parent":
             self._join(planned.dimension.table)
             self._base.append((planned.dimension.expression(ref), alias))
@@ -374,7 +380,7 @@ class _Builder:
     def plan(self) -> Plan:
         return Plan(tuple(self._dimensions), tuple(self._rows), tuple(self._base),
                     tuple(self._joins), tuple(self._branches),
-                    tuple(dict.fromkeys(self.definitional)))
+                    tuple(dict.fromkeys(self.definitional)), tuple(self._binned))
 
     def _join(self, table: str) -> None:
         """LEFT JOIN ``table`` (and the parents on its path) into ``__base``."""

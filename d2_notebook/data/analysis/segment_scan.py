@@ -27,6 +27,7 @@ from d2_notebook.data.analysis.common import (
     Support,
     check_settings,
     definition_lines,
+    numeric_copies,
     prepare,
     run_pass,
 )
@@ -133,6 +134,8 @@ def segment_scan(
             "tested": tested,
         })
     exact, copies = _determining(scan.moments, prepared, total)
+    copies |= {name: share for name, share in numeric_copies(sql, prepared).items()
+               if name not in exact and name not in copies}
     for row in rows:
         if row["dimension"] in exact:
             row["tested"], row["p_value"] = False, math.nan

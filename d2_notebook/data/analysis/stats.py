@@ -26,6 +26,7 @@ __all__ = [
     "MIN_SUPPORT_CAP",
     "MIN_SUPPORT_FLOOR",
     "NEAR_COPY_SHARE",
+    "NUMERIC_COPY_CORRELATION",
     "RELATIVE_TOLERANCE",
     "Comparison",
     "Moments",
@@ -198,6 +199,13 @@ def is_material(difference: float, scale: float) -> bool:
 NEAR_COPY_SHARE = 0.95
 """A dimension whose values explain this share of the metric's variance (or more) is a
 near-copy of the metric: the same fact recorded twice, or a consequence of it."""
+
+
+NUMERIC_COPY_CORRELATION = 0.9
+"""A numeric column of the metric's own rows whose values correlate with the metric's row
+value at least this strongly (``|r|``) is the outcome recorded again (revenue beside net
+revenue): its bins sort the rows by their outcome, so holding it fixed "explains" any
+effect and splitting by it compares equal outcomes."""
 
 
 def explained_share(groups: list[Moments], total: Moments) -> float:

@@ -6,7 +6,7 @@ import math
 import re
 from collections import Counter
 
-from d2_notebook.data.analysis.stats import NEAR_COPY_SHARE
+from d2_notebook.data.analysis.stats import NEAR_COPY_SHARE, NUMERIC_COPY_CORRELATION
 
 __all__ = ["MISSING", "describe_value", "figure", "name_list", "segment_label", "table_of"]
 
@@ -66,5 +66,7 @@ def near_copy_line(copies: dict[str, float], treated: str, consequence: str) -> 
     named = ", ".join(f"{name} (explains {share:.0%} of its variance)"
                       for name, share in copies.items())
     return (f"Near-copies of the metric, {treated}: {named} — its values almost fix the "
-            f"metric (at least {NEAR_COPY_SHARE:.0%}): the same fact recorded twice or a "
-            f"consequence of the outcome, not an explanation of it; {consequence}.")
+            f"metric (at least {NEAR_COPY_SHARE:.0%}; for a numeric column of the metric's "
+            f"own rows, a correlation of {NUMERIC_COPY_CORRELATION:g} or more): the same fact "
+            f"recorded twice or a consequence of the outcome, not an explanation of it; "
+            f"{consequence}.")
