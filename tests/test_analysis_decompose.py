@@ -9,7 +9,7 @@ from change_data import rising_churn, shifting_mix
 
 from d2_notebook.data import GuardedSQL
 from d2_notebook.data.analysis import FlagKind, decompose
-from d2_notebook.data.analysis.decompose import OVERALL
+from d2_notebook.data.analysis.decompose import MIX_OF_ALL, OVERALL
 from d2_notebook.data.analysis.specs import spec_for
 
 SOURCE = "accounts a JOIN customers c ON a.customer_id = c.customer_id"
@@ -28,7 +28,10 @@ def mix() -> GuardedSQL:
 
 
 def _rows(result, dimension: str):
-    return result.frame[result.frame["dimension"] == dimension].set_index("segment")
+    """A dimension's segments (without its mix-of-all row), by segment."""
+    frame = result.frame
+    return frame[(frame["dimension"] == dimension)
+                 & (frame["segment"] != MIX_OF_ALL)].set_index("segment")
 
 
 def test_a_main_cause_and_a_minor_contributor_get_their_shares(churn: GuardedSQL) -> None:
@@ -59,10 +62,22 @@ def test_contributions_add_up_to_the_change_in_every_dimension(churn: GuardedSQL
     result = decompose(churn, source=SOURCE, metric=CHURN, period=PERIOD)
     body = result.frame.iloc[1:]
     for dimension, rows in body.groupby("dimension"):
+        mixed = rows[rows["segment"] == MIX_OF_ALL]
+        rows = rows[rows["segment"] != MIX_OF_ALL]
         assert rows["contribution"].sum() == pytest.approx(0.0575, abs=1e-12), dimension
         assert rows["share_of_change"].sum() == pytest.approx(1.0, abs=1e-9), dimension
         assert (rows["rate_part"] + rows["mix_part"]).tolist() == pytest.approx(
             rows["contribution"].tolist())
+        # the dimension's last row: its whole mix part, with an interval around it
+        assert list(body[body["dimension"] == dimension]["segment"])[-1] == MIX_OF_ALL
+        [mix] = mixed.itertuples()
+        assert mix.contribution == pytest.approx(rows["mix_part"].sum())
+        assert mix.contribution_low <= mix.contribution <= mix.contribution_high
+        assert mix.share_of_change == pytest.approx(mix.contribution / 0.0575)
+        assert mix.share_low <= mix.share_of_change <= mix.share_high
+    segments = body[body["segment"] != MIX_OF_ALL]
+    assert (segments["contribution_low"] <= segments["contribution"]).all()
+    assert (segments["contribution"] <= segments["contribution_high"]).all()
 
 
 def test_a_rise_from_a_shift_in_mix_is_mix_not_rate(mix: GuardedSQL) -> None:
@@ -76,6 +91,11 @@ def test_a_rise_from_a_shift_in_mix_is_mix_not_rate(mix: GuardedSQL) -> None:
     assert [f.kind for f in result.flags] == [FlagKind.MIX_SHIFT]
     assert "MIX SHIFT by visits.channel" in result.summary
     assert "(100% of the change)" in result.flags[0].text
+    frame = result.frame
+    [mix] = frame[(frame["dimension"] == "visits.channel")
+                  & (frame["segment"] == MIX_OF_ALL)].itertuples()
+    assert mix.contribution == pytest.approx(0.04) and mix.flagged
+    assert mix.share_of_change == pytest.approx(1.0)
 
 
 def test_periods_default_to_the_first_and_last_and_can_be_named(churn: GuardedSQL) -> None:
@@ -169,7 +189,7 @@ def test_a_large_mix_shift_between_two_groups_is_split_not_called_aligned() -> N
     result = decompose(GuardedSQL(con), source="g", metric="avg(met)", period="dept",
                        before="other", after="IT", dimensions=["g.priority"])
     assert "aligned with the period" not in result.summary
-    rows = result.frame[result.frame["dimension"] == "g.priority"]
+    rows = _rows(result, "g.priority")
     assert len(rows) == 2
     assert rows["mix_part"].sum() > 0.8 * rows["contribution"].sum() > 0
 

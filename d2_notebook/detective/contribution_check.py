@@ -46,7 +46,9 @@ CONTRIBUTION_PROPERTIES: dict[str, Any] = {
             "the hypothesis: a factor that is real supports a hypothesis that it matters "
             "and contradicts one that says it does not; none does the opposite. Copy the "
             "numbers from one row of a cited evidence (an analysis tool's effect and "
-            "ci_low/ci_high; decompose's share_of_change with share_low/share_high). A "
+            "ci_low/ci_high; decompose's contribution with contribution_low/"
+            "contribution_high and share_of_change with share_low/share_high, a mix shift "
+            "from its dimension's '(mix of all segments)' row). A "
             f"minor contributor explains less than {MINOR_SHARE_LIMIT:.0%} of a change."),
         "properties": {
             "role": {"type": "string", "enum": [r.value for r in ContributionRole]},

@@ -71,10 +71,13 @@ __all__ = ["OVERALL", "decompose"]
 
 COLUMNS = ["dimension", "segment", "n_before", "n_after", "share_before", "share_after",
            "metric_before", "metric_after", "rate_change", "ci_low", "ci_high", "q_value",
-           "rate_part", "mix_part", "contribution", "share_of_change", "share_low",
-           "share_high", "flagged"]
+           "rate_part", "mix_part", "contribution", "contribution_low", "contribution_high",
+           "share_of_change", "share_low", "share_high", "flagged"]
 OVERALL = "(overall)"
 """The ``dimension`` of the first row: the whole change, with its interval."""
+MIX_OF_ALL = "(mix of all segments)"
+"""The ``segment`` of each dimension's last row: its whole mix part (the change its row
+shares' shift made), with its 95% interval and share of the change."""
 MIN_OVERLAP = 0.1
 """Least overlap of a dimension's row shares in the two periods for it to be split: below it
 the dimension tracks the period itself (a second date column); a large mix shift above it is
@@ -183,6 +186,8 @@ def decompose(
     flags += _mix_flags(frame.iloc[1:], change.difference, shared, scale, alpha)
     summary = _summary(metric, period, before, after, first, last, change, shared, frame,
                        flags, support, alpha, prepared, aligned)
+    mixed = {f.dimension for f in flags if f.kind is FlagKind.MIX_SHIFT}
+    frame = _with_mix_rows(frame, change.difference if shared else None, mixed)
     return capped(AnalysisTool.DECOMPOSE, scan.sql, frame[COLUMNS], sql.max_rows,
                   scan.duration_s, summary, flags)
 
@@ -262,7 +267,8 @@ def _overall_row(first: Moments, last: Moments, change: Comparison) -> dict:
             "metric_before": first.mean, "metric_after": last.mean,
             "rate_change": change.difference, "ci_low": change.low, "ci_high": change.high,
             "p_value": change.p_value, "rate_part": math.nan, "mix_part": math.nan,
-            "contribution": change.difference, "share_of_change": 1.0, "share_low": math.nan,
+            "contribution": change.difference, "contribution_low": change.low,
+            "contribution_high": change.high, "share_of_change": 1.0, "share_low": math.nan,
             "share_high": math.nan, "tested": False}
 
 
@@ -279,9 +285,18 @@ def _segment_row(segment: _Segment, first: Moments, last: Moments, pooled: float
     moved = compare(m1, m0, pooled_var=pooled) if both else None
     tested = both and min(m0.n, m1.n) >= support.rows
 
+    def own(group: Moments) -> float:
+        return group.var if group.var > 0 or pooled is None else pooled
+
     def variance(group: Moments, total: Moments) -> float:
-        own = group.var if group.var > 0 or pooled is None else pooled
-        return (group.n / total.n) ** 2 * own / group.n if group.n else 0.0
+        return (group.n / total.n) ** 2 * own(group) / group.n if group.n else 0.0
+    # the variance of the segment's mean metric (m0 + m1)/2, and the covariance of its mix
+    # part with its contribution (w1·m1 − w0·m0 − (w1 − w0)·M̄, M̄ held fixed)
+    mean_var = (0.25 * (own(m0) / m0.n + own(m1) / m1.n) if both
+                else own(m1 if m1.n else m0) / max(m1.n, m0.n, 1.0))
+    mix_cov = ((w1 - w0) / 2 * (w1 * own(m1) / m1.n - w0 * own(m0) / m0.n) if both
+               else (w1 - w0) * (w1 if m1.n else -w0) * mean_var)
+    half = Z95 * math.sqrt(variance(m1, last) + variance(m0, first))
     return {"dimension": segment.dimension, "segment": segment.value,
             "n_before": int(m0.n), "n_after": int(m1.n), "share_before": w0,
             "share_after": w1, "metric_before": m0.mean, "metric_after": m1.mean,
@@ -290,8 +305,10 @@ def _segment_row(segment: _Segment, first: Moments, last: Moments, pooled: float
             "ci_high": moved.high if moved else math.nan,
             "p_value": moved.p_value if tested else math.nan,
             "rate_part": rate, "mix_part": mix, "contribution": contribution,
+            "contribution_low": contribution - half, "contribution_high": contribution + half,
             "share_of_change": math.nan, "share_low": math.nan, "share_high": math.nan,
-            "tested": tested, "variance": variance(m1, last) + variance(m0, first)}
+            "tested": tested, "variance": variance(m1, last) + variance(m0, first),
+            "mix_variance": (w1 - w0) ** 2 * mean_var, "mix_covariance": mix_cov}
 
 
 def _add_shares(rows: list[dict], delta: float) -> None:
@@ -308,6 +325,33 @@ def _add_shares(rows: list[dict], delta: float) -> None:
         half = Z95 * math.sqrt(var_share)
         row["share_of_change"], row["share_low"], row["share_high"] = (share, share - half,
                                                                        share + half)
+
+
+def _with_mix_rows(frame: pd.DataFrame, delta: float | None,
+                   mixed: set[str]) -> pd.DataFrame:
+    """``frame`` with a :data:`MIX_OF_ALL` row after each dimension's segments: the sum of
+    their mix parts, its 95% interval (the segments' means independent, ``M̄`` held fixed)
+    and, when the change is shared out (``delta``), its share of the change by the delta
+    method, so a verdict can cite a dimension's mix shift from a row."""
+    parts = [frame.iloc[:1]]
+    for dimension, group in frame.iloc[1:].groupby("dimension", sort=False):
+        mix = float(group["mix_part"].sum())
+        half = Z95 * math.sqrt(float(group["mix_variance"].sum()))
+        row = {"dimension": dimension, "segment": MIX_OF_ALL,
+               "n_before": int(group["n_before"].sum()), "n_after": int(group["n_after"].sum()),
+               "mix_part": mix, "contribution": mix, "contribution_low": mix - half,
+               "contribution_high": mix + half, "flagged": dimension in mixed}
+        if delta is not None:
+            var_mix = float(group["mix_variance"].sum())
+            cov = float(group["mix_covariance"].sum())
+            share = mix / delta
+            var_share = max(0.0, var_mix - 2 * share * cov
+                            + share * share * float(group["variance"].sum())) / delta ** 2
+            spread = Z95 * math.sqrt(var_share)
+            row |= {"share_of_change": share, "share_low": share - spread,
+                    "share_high": share + spread}
+        parts += [group, pd.DataFrame([row])]
+    return pd.concat(parts, ignore_index=True)
 
 
 def _ranked(frame: pd.DataFrame) -> pd.DataFrame:
@@ -371,7 +415,8 @@ def _summary(metric: str, period: str, before: str, after: str, first: Moments,
         "Method: per segment, rate part = mean row share x change of its metric; mix part = "
         "change of its row share x (its mean metric - the overall mean metric), so a segment "
         "that grew below the average pulls the metric down; contribution = rate + mix; over "
-        "one dimension's segments the contributions add up to the change. Share of the "
+        "one dimension's segments the contributions add up to the change, and its last row, "
+        f"'{MIX_OF_ALL}', gives its whole mix part with a 95% interval. Share of the "
         "change = "
         "contribution / change (negative: against it). 95% intervals given the row shares.",
     ]

@@ -323,9 +323,9 @@ def _collect_share(turn: Turn, setup: Setup, exposure: str, value: str) -> list[
         return [("submit_for_judgement", {"summary": "the decomposition could not run"})]
     for line in result.splitlines():
         cells = line[len(exposure):].split() if line.startswith(exposure) else []
-        if cells[:1] == [value] and len(cells) >= 17:
-            effect, low, high = cells[7:10]
-            share, share_low, share_high = cells[14:17]
+        if cells[:1] == [value] and len(cells) >= 19:
+            effect, low, high = cells[7:10]  # rate_change, ci_low, ci_high
+            share, share_low, share_high = cells[16:19]  # share_of_change and its interval
             change = _overall_change(result)
             moved = float(low) > 0 or float(high) < 0
             with_change = moved and float(effect) * change > 0
