@@ -7,7 +7,7 @@ import duckdb
 import pytest
 
 from d2_notebook.data import GuardedSQL
-from d2_notebook.data.analysis import FlagKind, compare_within, segment_scan, trend
+from d2_notebook.data.analysis import FlagKind, compare_within, decompose, segment_scan, trend
 
 
 def _time_confounded() -> GuardedSQL:
@@ -288,7 +288,8 @@ def test_a_numeric_column_that_is_the_outcome_again_is_named_not_tested() -> Non
         CREATE TABLE orders AS
         SELECT i, CASE WHEN i % 3 = 0 THEN 'app' ELSE 'web' END AS channel,
                1 + (hash(i) % 3)::INTEGER - (CASE WHEN i % 3 = 0 THEN 0 ELSE -1 END) AS quantity,
-               10 + (hash(i * 7) % 90)::INTEGER AS price, i % 25 = 0 AS returned
+               10 + (hash(i * 7) % 90)::INTEGER AS price, i % 25 = 0 AS returned,
+               i % 2 AS half
         FROM range(3000) r(i)""")
     con.execute("CREATE TABLE sales AS SELECT *, quantity * price AS gross, CASE WHEN "
                 "returned THEN 0 ELSE quantity * price END AS net FROM orders")
@@ -304,6 +305,10 @@ def test_a_numeric_column_that_is_the_outcome_again_is_named_not_tested() -> Non
     assert "Near-copies of the metric, not flagged: sales.gross" in scan.summary
     assert all(f.dimension != "sales.gross" for f in scan.flags)
     assert any(f.dimension == "sales.price" for f in scan.flags)
+    split = decompose(sql, source="sales s", metric="avg(s.net)", period="s.half")
+    assert "Near-copies of the metric, not split by: sales.gross" in split.summary
+    assert "sales.gross" not in set(split.frame["dimension"])
+    assert "sales.price" in set(split.frame["dimension"])
 
 
 def test_a_requested_sql_month_says_it_is_the_month_of_the_year() -> None:

@@ -46,6 +46,7 @@ from d2_notebook.data.analysis.common import (
     Support,
     check_settings,
     definition_lines,
+    numeric_copies,
     prepare,
     run_pass,
 )
@@ -61,7 +62,7 @@ from d2_notebook.data.analysis.stats import (
     is_material,
     metric_scale,
 )
-from d2_notebook.data.analysis.text import figure, name_list, segment_label
+from d2_notebook.data.analysis.text import figure, name_list, near_copy_line, segment_label
 from d2_notebook.data.catalog_access import dialect_sql
 
 if TYPE_CHECKING:
@@ -169,6 +170,8 @@ def decompose(
     centre = (first.mean + last.mean) / 2
     segments, aligned = _overlapping(_segments(scan, prepared, first, last), first,
                                      last)
+    copies = numeric_copies(sql, prepared)  # the outcome again: sorting rows by it
+    segments = [s for s in segments if s.dimension not in copies]
     for segment in segments:
         rows.append(_segment_row(segment, first, last, pooled, support, centre))
     if shared:
@@ -185,7 +188,7 @@ def decompose(
              for r in frame[frame["flagged"]].itertuples()]
     flags += _mix_flags(frame.iloc[1:], change.difference, shared, scale, alpha)
     summary = _summary(metric, period, before, after, first, last, change, shared, frame,
-                       flags, support, alpha, prepared, aligned)
+                       flags, support, alpha, prepared, aligned, copies)
     mixed = {f.dimension for f in flags if f.kind is FlagKind.MIX_SHIFT}
     frame = _with_mix_rows(frame, change.difference if shared else None, mixed)
     return capped(AnalysisTool.DECOMPOSE, scan.sql, frame[COLUMNS], sql.max_rows,
@@ -404,7 +407,7 @@ def _percent(value: float) -> str:
 def _summary(metric: str, period: str, before: str, after: str, first: Moments,
              last: Moments, change: Comparison, shared: bool, frame: pd.DataFrame,
              flags: list[Flag], support: Support, alpha: float, prepared: Prepared,
-             aligned: list[str]) -> str:
+             aligned: list[str], copies: dict[str, float]) -> str:
     body = frame.iloc[1:]
     n_dimensions = body["dimension"].nunique()
     lines = [
@@ -457,6 +460,9 @@ def _summary(metric: str, period: str, before: str, after: str, first: Moments,
                                  f"{r.n_before} / {r.n_after})"
                                  for r in untested.head(5).itertuples()) + ".")
     lines += definition_lines(prepared.plan)
+    if copies:
+        lines.append(near_copy_line(copies, "not split by",
+                                    "its segments would share out the change by outcome"))
     if aligned:
         lines.append(f"Not split by {name_list(aligned)}: aligned with the period (its row shares "
                      f"in the two periods overlap by less than {MIN_OVERLAP:.0%}), so it would "
