@@ -216,3 +216,4 @@ def test_a_new_segment_of_near_zero_rows_shows_its_dilution() -> None:
     assert staff["share_of_change"] > 0.9  # the dilution is the staff rows'
     assert staff["contribution"] + regular["contribution"] == pytest.approx(change)
     assert "its mean metric - the overall mean metric" in result.summary
+    assert "In one period only: orders.kind = staff (new, contribution -8.6" in result.summary

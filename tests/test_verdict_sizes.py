@@ -170,6 +170,21 @@ async def test_a_hypothesis_that_a_factor_does_not_matter_turns_the_polarity(ctx
     assert not failed and "contradicted: minor contributor (explains ~13%" in answer, answer
 
 
+async def test_the_judge_may_say_what_the_hypothesis_claims_when_its_wording_hides_it(
+        ctx, result):
+    """"The rise is the named causes, with nothing left for the west" claims the west's
+    absence in words the board does not read as one (a real judge had to drop the size);
+    the judge says so in the size, and a size of none supports it."""
+    statement = "The rise is north's and east's, with nothing left for region west"
+    hyp, evidence = _hypothesis_with_evidence(ctx, result, statement)
+    size = _size(_row(result, "west"), evidence, "none")
+    failed, answer = await _verdict(ctx, hyp, [evidence], "supported", contribution=size)
+    assert failed and "makes this hypothesis contradicted, not supported" in answer
+    failed, answer = await _verdict(ctx, hyp, [evidence], "supported", contribution={
+        **size, "hypothesis_says": "it does not matter"})
+    assert not failed and "supported: no contributor" in answer, answer
+
+
 def test_the_board_checks_the_size_itself(board: Board):
     investigation = board.start_investigation("q")
     hyp = board.add_hypothesis("x", investigation_id=investigation.id)

@@ -217,6 +217,7 @@ class HypothesisRecords(BoardStore):
         round: int = 0,
         discounted: Iterable[Discount] = (),
         contribution: Contribution | None = None,
+        claims_absence: bool | None = None,
     ) -> Verdict:
         """Record a verdict and move the hypothesis to its status and confidence.
 
@@ -225,6 +226,9 @@ class HypothesisRecords(BoardStore):
 
         Args:
             contribution: The factor's size (see :func:`check_contribution`), or None.
+            claims_absence: Whether the hypothesis says the sized factor does not matter,
+                as the judge states it; None reads it from the statement's wording
+                (:func:`states_absence`).
 
         Raises:
             InvalidRecordError: status is not a verdict, confidence outside 0–1, an
@@ -245,8 +249,8 @@ class HypothesisRecords(BoardStore):
         set_aside = [d.to_dict() for d in discounts]
         if contribution is not None:
             statement = self.get_hypothesis(hypothesis_id).statement
-            check_contribution(contribution, status, cited,
-                               claims_absence=states_absence(statement))
+            absence = states_absence(statement) if claims_absence is None else claims_absence
+            check_contribution(contribution, status, cited, claims_absence=absence)
         stamp = now()
         with self._write() as conn:
             self._require(conn, "hypotheses", hypothesis_id)

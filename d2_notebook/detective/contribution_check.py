@@ -21,6 +21,10 @@ import pandas as pd
 from d2_notebook.board import Board, Contribution, ContributionRole
 from d2_notebook.board.records import MINOR_SHARE_LIMIT
 
+HYPOTHESIS_SAYS = {"it matters": False, "it does not matter": True}
+"""The judge's reading of the hypothesis → whether it claims the factor's absence."""
+
+
 __all__ = ["CONTRIBUTION_PROPERTIES", "MATCH_TOLERANCE", "SIZE_RULE", "read_contribution"]
 
 SIZE_RULE = ("A verdict on a factor states its size in contribution (effect and interval, "
@@ -40,8 +44,10 @@ CONTRIBUTION_PROPERTIES: dict[str, Any] = {
         "type": "object", "additionalProperties": False,
         "required": ["role", "evidence_id", "measure", "effect", "ci_low", "ci_high"],
         "description": (
-            "The factor's size. major: a main cause; minor: real (its effect's interval "
-            "excludes 0) but small — supported as a minor contributor, never contradicted; "
+            "The factor's size. major: a main cause (when several causes share a change, "
+            "each that explains a large part of it is major, though under half); minor: "
+            "real (its effect's interval excludes 0) but small next to the main causes — "
+            "supported as a minor contributor, never contradicted; "
             "none: the data shows no effect (interval holding 0). The verdict follows "
             "the hypothesis: a factor that is real supports a hypothesis that it matters "
             "and contradicts one that says it does not; none does the opposite. Copy the "
@@ -60,9 +66,23 @@ CONTRIBUTION_PROPERTIES: dict[str, Any] = {
             "share": {**_NUMBER, "description": "share of the change explained, as a "
                       "fraction (0.08 for 8%), for a question about a change"},
             "share_low": _NUMBER, "share_high": _NUMBER,
+            "hypothesis_says": {"type": "string", "enum": list(HYPOTHESIS_SAYS),
+                                "description": (
+                    "what the hypothesis says about the sized factor: 'it does not "
+                    "matter' also for a claim that nothing is left beyond named causes "
+                    "(then a size of none supports it). Default: read from the "
+                    "hypothesis's wording.")},
         },
     },
 }
+
+
+def claims_absence(args: dict[str, Any]) -> bool | None:
+    """Whether the verdict's size says the hypothesis claims the factor does not matter
+    (None: not said; the board reads the statement's wording)."""
+    given = args.get("contribution")
+    said = given.get("hypothesis_says") if isinstance(given, dict) else None
+    return HYPOTHESIS_SAYS.get(said) if isinstance(said, str) else None
 
 
 def read_contribution(board: Board, args: dict[str, Any], cited: list[str]) -> Contribution | None:

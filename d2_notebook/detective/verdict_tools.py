@@ -16,6 +16,7 @@ from d2_notebook.detective.context import TeamContext
 from d2_notebook.detective.contribution_check import (
     CONTRIBUTION_PROPERTIES,
     SIZE_RULE,
+    claims_absence,
     read_contribution,
 )
 from d2_notebook.detective.coverage_view import board_coverage
@@ -113,7 +114,7 @@ def verdict_tools(ctx: TeamContext, agent: str, decision: JudgeDecision | Collec
             given = ctx.board.add_verdict(
                 target, args["status"], args["confidence"], args["rationale"], cited,
                 author=agent, round=ctx.round, discounted=discounted,
-                contribution=contribution)
+                contribution=contribution, claims_absence=claims_absence(args))
         status = HypothesisStatus(args["status"])
         if isinstance(decision, JudgeDecision):
             decision.judgement, decision.status = Judgement.VERDICT, status

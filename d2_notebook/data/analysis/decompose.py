@@ -460,6 +460,21 @@ def _summary(metric: str, period: str, before: str, after: str, first: Moments,
                                  f"{r.n_before} / {r.n_after})"
                                  for r in untested.head(5).itertuples()) + ".")
     lines += definition_lines(prepared.plan)
+    one_sided = body[(body["n_before"] == 0) | (body["n_after"] == 0)]
+    one_sided = one_sided.reindex(one_sided["contribution"].abs().sort_values(
+        ascending=False, kind="stable").index)
+    if len(one_sided):
+        named = ", ".join(
+            f"{segment_label(r.dimension, r.segment)} ({'new' if r.n_before == 0 else 'gone'}"
+            f", contribution {figure(r.contribution)})"
+            for r in one_sided.head(_SEGMENTS_SHOWN).itertuples())
+        more = f" and {len(one_sided) - _SEGMENTS_SHOWN} more" if len(
+            one_sided) > _SEGMENTS_SHOWN else ""
+        lines.append(f"In one period only: {named}{more}. Their contribution is all mix, "
+                     "measured against the overall metric: it mixes what their rows are "
+                     "(their product, customer ...) with the change they stand for, so it "
+                     "is no clean size of that change; compare like rows across the "
+                     "periods (compare_within within the other dimensions) to size it.")
     if copies:
         lines.append(near_copy_line(copies, "not split by",
                                     "its segments would share out the change by outcome"))
