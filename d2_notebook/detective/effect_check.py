@@ -59,8 +59,8 @@ CLAIM_PROPERTIES: dict[str, Any] = {
     "no_refine_reason": {"type": "string", "description": (
         "Only when a linked check flagged HETEROGENEITY and refining is possible: why "
         "splitting along the flagged dimension would not matter for the question, e.g. "
-        "the dimension is the outcome (or a part of it) recorded again, so its strata "
-        "compare equal outcomes, or the strata differ too little to change what anyone "
+        "the dimension is the outcome (or a part of it) recorded again, so each stratum "
+        "fixes the result, or the strata differ too little to change what anyone "
         "would conclude or do. The report lists the split as not made, with this reason.")},
 }
 
