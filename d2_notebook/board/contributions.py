@@ -103,15 +103,17 @@ def check_contribution(contribution: Contribution, status: HypothesisStatus,
     real, absent = ((HypothesisStatus.CONTRADICTED, HypothesisStatus.SUPPORTED) if claims_absence
                     else (HypothesisStatus.SUPPORTED, HypothesisStatus.CONTRADICTED))
     claim = " (the hypothesis says the factor does not matter)" if claims_absence else ""
+    misread = (" If the hypothesis's claim about this factor was read wrongly, state in the "
+               "size what it says (that the factor matters, or that it does not).")
     if role is ContributionRole.NONE and status is not absent:
         raise InvalidRecordError(f"a factor with no contribution makes this hypothesis "
                                  f"{absent.value}, not {status.value}{claim}: give role major "
-                                 "or minor if the factor is real")
+                                 f"or minor if the factor is real.{misread}")
     if role is not ContributionRole.NONE and status is not real:
         raise InvalidRecordError(f"a {role.value} contributor makes this hypothesis "
                                  f"{real.value}, not {status.value}{claim}: {absent.value} "
                                  "goes with role none (the data shows no effect or the "
-                                 "opposite)")
+                                 f"opposite).{misread}")
     numbers = {"effect": contribution.effect, "ci_low": contribution.ci_low,
                "ci_high": contribution.ci_high, "share": contribution.share,
                "share_low": contribution.share_low, "share_high": contribution.share_high}
