@@ -64,7 +64,10 @@ CONTRIBUTION_PROPERTIES: dict[str, Any] = {
                         "description": "what the effect is, e.g. 'rate change of the segment'"},
             "effect": _NUMBER, "ci_low": _NUMBER, "ci_high": _NUMBER,
             "share": {**_NUMBER, "description": "share of the change explained, as a "
-                      "fraction (0.08 for 8%), for a question about a change"},
+                      "fraction (0.08 for 8%), for a question about a change: only a share "
+                      "of the change the question asks about (a decompose of its own "
+                      "metric); a share of another metric's change (a rate that feeds it) "
+                      "is no share here: name it in measure"},
             "share_low": _NUMBER, "share_high": _NUMBER,
             "hypothesis_says": {"type": "string", "enum": list(HYPOTHESIS_SAYS),
                                 "description": (
