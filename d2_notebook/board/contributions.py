@@ -32,7 +32,7 @@ _EFFECT_WORDS = (r"explain|matter|affect|drive|differ|account|contribute|change|
 """Verbs (any ending) and predicates whose negation says a factor does not matter."""
 _EFFECT_NOUNS = (r"effect|difference|association|relationship|impact|role|contribution|"
                  r"link|correlation|influence|bearing|gap|dependence|advantage|penalty|"
-                 r"rise|increase|decrease|decline|drop|fall|change|shift|growth")
+                 r"rise|increase|decrease|decline|drop|fall|change|shift|growth|trend")
 _AUXILIARY = (r"do|does|did|is|are|was|were|has|have|had|can|could|will|would|may|might|"
               r"should|ca|wo")  # ca(n't), wo(n't)
 _NEGATED_EFFECT = re.compile(
