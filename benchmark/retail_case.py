@@ -300,6 +300,7 @@ def planted_facts(orders_csv: Path, products_csv: Path, customers_csv: Path
             f"AND o.customer_id <> {TEST_ACCOUNT}) GROUP BY band)")
         facts["home_loss"] = one(
             f"SELECT sum(CASE WHEN p.category = 'Home' AND o.customer_id <> {TEST_ACCOUNT} "
+            f"AND NOT o.returned "  # a returned order's net revenue is 0 with or without it
             f"THEN revenue / (1 - {HOME_DISCOUNT}) * {HOME_DISCOUNT} ELSE 0 END) / count(*) "
             f"FROM orders o {product} WHERE o.q = 2")
         facts["test_orders"] = one(f"SELECT count(*) FROM orders WHERE customer_id = "

@@ -305,6 +305,9 @@ def test_a_numeric_column_that_is_the_outcome_again_is_named_not_tested() -> Non
     assert "Near-copies of the metric, not flagged: sales.gross" in scan.summary
     assert all(f.dimension != "sales.gross" for f in scan.flags)
     assert any(f.dimension == "sales.price" for f in scan.flags)
+    named = compare_within(sql, source="sales s", metric="avg(s.net)", exposure="s.channel",
+                           value="app", dimensions=["s.gross"])
+    assert "sales.gross" in set(named.frame["dimension"])  # named: split as asked
     split = decompose(sql, source="sales s", metric="avg(s.net)", period="s.half")
     assert "Near-copies of the metric, not split by: sales.gross" in split.summary
     assert "sales.gross" not in set(split.frame["dimension"])

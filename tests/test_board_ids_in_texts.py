@@ -33,6 +33,8 @@ def test_a_query_id_labelling_a_clause_reads_as_its_evidence_id() -> None:
                                "In Q2: prices held")
             == "E12: discounts rose; E15: returned orders carry 0. In Q2: prices held")
     assert log.with_board_ids("Home fell in Q2; Q3: no query") == "Home fell in Q2; Q3: no query"
+    assert (log.with_board_ids("By quarter. Q2: $89 a order\n- Q5: returns rose")
+            == "By quarter. Q2: $89 a order\n- E15: returns rose")
 
 
 def _hypothesizer(request: ModelRequest) -> ModelResponse:

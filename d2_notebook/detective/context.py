@@ -142,8 +142,10 @@ class QueryLog:
 
 
 _QUERY_ID = re.compile(r"\bQ\d+\b")
-_LABEL = re.compile(r"(^|[;.]\s+|\n\s*)(Q\d+)(?=:)")
-"""A query id labelling the clause it opens ("Q5: returned orders carry ...")."""
+_LABEL = re.compile(r"(^|[;.]\s+|\n\s*(?:[-*•]\s*|\d+[.)]\s*)?)(Q\d+)"
+                    r"(?=:(?!\s*[\d$€£+\-]))")
+"""A query id labelling the clause or list item it opens ("Q5: returned orders carry
+..."); not one followed by a figure ("Q1: $102" is a quarter's value)."""
 _CITATION = re.compile(r"[\[(]\s*(?:(?:[EQ]\d+|rows?|and|\d+)\s*[,;:\-–]?\s*)+[\])]")
 """Brackets or parentheses holding only evidence or query ids and row numbers."""
 

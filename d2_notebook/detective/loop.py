@@ -172,8 +172,8 @@ class ControlLoop:
         if settings.variant.runs(Role.ORCHESTRATOR):
             self.scheduler.set_slots(min(settings.collectors_before_triage, settings.collectors))
         decision = await roles.hypothesize(self.ctx, guidance=guidance)
-        if not decision.added:
-            self._triaged()  # nothing new to triage
+        # Nothing added leaves the narrower limit until the orchestrator's next steering
+        # call: widening here would start branches at a point a replay cannot fix.
         return decision.added
 
     def _triaged(self) -> None:

@@ -290,12 +290,17 @@ def _complete_time_columns(sql: GuardedSQL, source: Source, where: str | None,
     return frozenset(complete)
 
 
-def numeric_copies(sql: GuardedSQL, prepared: Prepared) -> dict[str, float]:
+def numeric_copies(sql: GuardedSQL, prepared: Prepared, *,
+                   requested: bool) -> dict[str, float]:
     """The binned numeric columns of the source tables that copy the metric: name → the
     share of its variance they explain linearly (``r²``), for ``|r|`` at least
-    :data:`NUMERIC_COPY_CORRELATION` over the tool's rows (one aggregate query)."""
+    :data:`NUMERIC_COPY_CORRELATION` over the tool's rows (one aggregate query).
+
+    Only for the default scan: dimensions named by the caller (``requested``) are split
+    as asked (a price can copy the metric over single-item orders and still be a cause
+    worth splitting by), so none is returned."""
     binned = prepared.plan.binned
-    if not binned:
+    if not binned or requested:
         return {}
     value = f"({prepared.value_sql})::DOUBLE"
     columns = ", ".join(f"corr({value}, ({raw})::DOUBLE) AS __r{i}"

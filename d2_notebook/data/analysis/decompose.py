@@ -37,6 +37,7 @@ import math
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
+import numpy as np
 import pandas as pd
 
 from d2_notebook.data.analysis.common import (
@@ -170,7 +171,8 @@ def decompose(
     centre = (first.mean + last.mean) / 2
     segments, aligned = _overlapping(_segments(scan, prepared, first, last), first,
                                      last)
-    copies = numeric_copies(sql, prepared)  # the outcome again: sorting rows by it
+    # the outcome again: splitting by it would sort the rows by their outcome
+    copies = numeric_copies(sql, prepared, requested=dimensions is not None)
     segments = [s for s in segments if s.dimension not in copies]
     for segment in segments:
         rows.append(_segment_row(segment, first, last, pooled, support, centre))
@@ -190,7 +192,7 @@ def decompose(
     summary = _summary(metric, period, before, after, first, last, change, shared, frame,
                        flags, support, alpha, prepared, aligned, copies)
     mixed = {f.dimension for f in flags if f.kind is FlagKind.MIX_SHIFT}
-    frame = _with_mix_rows(frame, change.difference if shared else None, mixed)
+    frame = _with_mix_rows(frame, change if shared else None, mixed, first.n, last.n)
     return capped(AnalysisTool.DECOMPOSE, scan.sql, frame[COLUMNS], sql.max_rows,
                   scan.duration_s, summary, flags)
 
@@ -311,7 +313,9 @@ def _segment_row(segment: _Segment, first: Moments, last: Moments, pooled: float
             "contribution_low": contribution - half, "contribution_high": contribution + half,
             "share_of_change": math.nan, "share_low": math.nan, "share_high": math.nan,
             "tested": tested, "variance": variance(m1, last) + variance(m0, first),
-            "mix_variance": (w1 - w0) ** 2 * mean_var, "mix_covariance": mix_cov}
+            "mix_variance": (w1 - w0) ** 2 * mean_var, "mix_covariance": mix_cov,
+            "mix_distance": (mean0 + mean1) / 2 - centre, "mean_before": mean0,
+            "mean_after": mean1}
 
 
 def _add_shares(rows: list[dict], delta: float) -> None:
@@ -330,29 +334,47 @@ def _add_shares(rows: list[dict], delta: float) -> None:
                                                                        share + half)
 
 
-def _with_mix_rows(frame: pd.DataFrame, delta: float | None,
-                   mixed: set[str]) -> pd.DataFrame:
+def _with_mix_rows(frame: pd.DataFrame, change: Comparison | None, mixed: set[str],
+                   n_before: float, n_after: float) -> pd.DataFrame:
     """``frame`` with a :data:`MIX_OF_ALL` row after each dimension's segments: the sum of
-    their mix parts, its 95% interval (the segments' means independent, ``M̄`` held fixed)
-    and, when the change is shared out (``delta``), its share of the change by the delta
-    method, so a verdict can cite a dimension's mix shift from a row."""
+    their mix parts, its 95% interval and, when the change is shared out (``change``),
+    its share of the change by the delta method, so a verdict can cite a dimension's mix
+    shift from a row.
+
+    Unlike a segment's interval, the mix row's does not hold the row shares fixed: their
+    shift is what it measures. Its variance adds to the segments' mean metrics' the
+    multinomial variance of the shares in each period, ``(Σ w·d² − (Σ w·d)²) / n`` with
+    ``d`` a segment's distance from the overall metric (``M̄`` held fixed), so a mix that
+    moved within chance gets an interval holding zero."""
     parts = [frame.iloc[:1]]
     for dimension, group in frame.iloc[1:].groupby("dimension", sort=False):
+        d = group["mix_distance"].to_numpy(dtype=float)
+        w0 = group["share_before"].to_numpy(dtype=float)
+        w1 = group["share_after"].to_numpy(dtype=float)
+        m0 = group["mean_before"].to_numpy(dtype=float)
+        m1 = group["mean_after"].to_numpy(dtype=float)
+
+        def spread(w: np.ndarray, x: np.ndarray, y: np.ndarray, n: float) -> float:
+            """The multinomial covariance of Σ w·x and Σ w·y over one period's n rows."""
+            return float((w * x * y).sum() - (w * x).sum() * (w * y).sum()) / n if n else 0.0
         mix = float(group["mix_part"].sum())
-        half = Z95 * math.sqrt(float(group["mix_variance"].sum()))
+        var_mix = (float(group["mix_variance"].sum()) + spread(w1, d, d, n_after)
+                   + spread(w0, d, d, n_before))
+        half = Z95 * math.sqrt(var_mix)
         row = {"dimension": dimension, "segment": MIX_OF_ALL,
                "n_before": int(group["n_before"].sum()), "n_after": int(group["n_after"].sum()),
                "mix_part": mix, "contribution": mix, "contribution_low": mix - half,
                "contribution_high": mix + half, "flagged": dimension in mixed}
-        if delta is not None:
-            var_mix = float(group["mix_variance"].sum())
-            cov = float(group["mix_covariance"].sum())
+        if change is not None:
+            delta = change.difference
+            var_delta = ((change.high - change.low) / (2 * Z95)) ** 2
+            cov = (float(group["mix_covariance"].sum()) + spread(w1, d, m1, n_after)
+                   + spread(w0, d, m0, n_before))
             share = mix / delta
-            var_share = max(0.0, var_mix - 2 * share * cov
-                            + share * share * float(group["variance"].sum())) / delta ** 2
-            spread = Z95 * math.sqrt(var_share)
-            row |= {"share_of_change": share, "share_low": share - spread,
-                    "share_high": share + spread}
+            var_share = max(0.0, var_mix - 2 * share * cov + share * share * var_delta)
+            width = Z95 * math.sqrt(var_share) / abs(delta)
+            row |= {"share_of_change": share, "share_low": share - width,
+                    "share_high": share + width}
         parts += [group, pd.DataFrame([row])]
     return pd.concat(parts, ignore_index=True)
 

@@ -134,7 +134,8 @@ def segment_scan(
             "tested": tested,
         })
     exact, copies = _determining(scan.moments, prepared, total)
-    copies |= {name: share for name, share in numeric_copies(sql, prepared).items()
+    numeric = numeric_copies(sql, prepared, requested=dimensions is not None)
+    copies |= {name: share for name, share in numeric.items()
                if name not in exact and name not in copies}
     for row in rows:
         if row["dimension"] in exact:
