@@ -68,8 +68,10 @@ def test_contributions_add_up_to_the_change_in_every_dimension(churn: GuardedSQL
         assert rows["share_of_change"].sum() == pytest.approx(1.0, abs=1e-9), dimension
         assert (rows["rate_part"] + rows["mix_part"]).tolist() == pytest.approx(
             rows["contribution"].tolist())
-        # the dimension's last row: its whole mix part, with an interval around it
-        assert list(body[body["dimension"] == dimension]["segment"])[-1] == MIX_OF_ALL
+        # its mix row comes before every segment: its whole mix part, with an interval
+        assert body[body["dimension"] == dimension]["segment"].iloc[0] == MIX_OF_ALL
+        assert body.index[body["segment"] == MIX_OF_ALL].max() < body.index[
+            body["segment"] != MIX_OF_ALL].min()
         [mix] = mixed.itertuples()
         assert mix.contribution == pytest.approx(rows["mix_part"].sum())
         assert mix.contribution_low <= mix.contribution <= mix.contribution_high
@@ -217,3 +219,19 @@ def test_a_new_segment_of_near_zero_rows_shows_its_dilution() -> None:
     assert staff["contribution"] + regular["contribution"] == pytest.approx(change)
     assert "its mean metric - the overall mean metric" in result.summary
     assert "In one period only: orders.kind = staff (new, contribution -8.6" in result.summary
+
+
+def test_a_date_names_the_period_of_a_timestamp_truncation() -> None:
+    """date_trunc of a date gives a timestamp, whose text ends in 00:00:00: a model that
+    named the period "2024-01-01", as the tool's description suggests, was refused."""
+    con = duckdb.connect()
+    con.execute("CREATE TABLE o AS SELECT DATE '2024-01-01' + INTERVAL (i % 180) DAY AS day, "
+                "i % 7 AS amount FROM range(2000) r(i)")
+    result = decompose(GuardedSQL(con), source="o", metric="avg(amount)",
+                       period="date_trunc('quarter', day)", before="2024-01-01",
+                       after="2024-04-01")
+    assert result.summary.startswith("decompose of avg(amount) by date_trunc('quarter', day): "
+                                     "2024-01-01 00:00:00 (n = ")
+    with pytest.raises(ValueError, match=r"no row has period .* = '2024-02-01'"):
+        decompose(GuardedSQL(con), source="o", metric="avg(amount)",
+                  period="date_trunc('quarter', day)", before="2024-02-01", after="2024-04-01")

@@ -78,8 +78,8 @@ COLUMNS = ["dimension", "segment", "n_before", "n_after", "share_before", "share
 OVERALL = "(overall)"
 """The ``dimension`` of the first row: the whole change, with its interval."""
 MIX_OF_ALL = "(mix of all segments)"
-"""The ``segment`` of each dimension's last row: its whole mix part (the change its row
-shares' shift made), with its 95% interval and share of the change."""
+"""The ``segment`` of each dimension's mix row (after the overall row): its whole mix part
+(the change its row shares' shift made), with its 95% interval and share of the change."""
 MIN_OVERLAP = 0.1
 """Least overlap of a dimension's row shares in the two periods for it to be split: below it
 the dimension tracks the period itself (a second date column); a large mix shift above it is
@@ -205,16 +205,34 @@ def _periods(sql: GuardedSQL, prepared: Prepared, period: str, before: object,
                 value, str | int | float)):
             raise ValueError(f"{name} must be a value of period (text or a number), "
                              f"got {value!r}")
-    if before is not None and after is not None:
-        return _text(before), _text(after)
     condition = f" WHERE {prepared.where}" if prepared.where else ""
+    if before is not None and after is not None:
+        return (_as_stored(sql, prepared, period, _text(before)),
+                _as_stored(sql, prepared, period, _text(after)))
     found = sql.run(f"SELECT CAST(min({period}) AS VARCHAR), CAST(max({period}) AS VARCHAR) "
                     f"FROM {prepared.source.sql}{condition}", max_rows=1).frame.iloc[0]
     if found.isna().any():
         raise ValueError(f"period {period} has no value in the population: name a column "
                          "expression that is set on the rows")
-    return (_text(before) if before is not None else str(found.iloc[0]),
-            _text(after) if after is not None else str(found.iloc[1]))
+    return (_as_stored(sql, prepared, period, _text(before)) if before is not None
+            else str(found.iloc[0]),
+            _as_stored(sql, prepared, period, _text(after)) if after is not None
+            else str(found.iloc[1]))
+
+
+def _as_stored(sql: GuardedSQL, prepared: Prepared, period: str, value: str) -> str:
+    """``value`` as the period's text gives it: a date named for a period that is a
+    timestamp (``date_trunc`` of a date) is its midnight ("2024-01-01" →
+    "2024-01-01 00:00:00"); any other value is kept (a missing one is reported later)."""
+    midnight = f"{value} 00:00:00"
+    if len(value) != 10 or not value[:4].isdigit():
+        return value
+    condition = f" AND ({prepared.where})" if prepared.where else ""
+    found = sql.run(f"SELECT count(*) FILTER (WHERE CAST(({period}) AS VARCHAR) = "
+                    f"{literal(value)}), count(*) FILTER (WHERE CAST(({period}) AS VARCHAR) = "
+                    f"{literal(midnight)}) FROM {prepared.source.sql} WHERE TRUE{condition}",
+                    max_rows=1).frame.iloc[0].tolist()
+    return midnight if int(found[0]) == 0 and int(found[1]) > 0 else value
 
 
 def _text(value: str | float) -> str:
@@ -336,17 +354,17 @@ def _add_shares(rows: list[dict], delta: float) -> None:
 
 def _with_mix_rows(frame: pd.DataFrame, change: Comparison | None, mixed: set[str],
                    n_before: float, n_after: float) -> pd.DataFrame:
-    """``frame`` with a :data:`MIX_OF_ALL` row after each dimension's segments: the sum of
-    their mix parts, its 95% interval and, when the change is shared out (``change``),
-    its share of the change by the delta method, so a verdict can cite a dimension's mix
-    shift from a row.
+    """``frame`` with a :data:`MIX_OF_ALL` row per dimension right after the overall row
+    (so a long table cut for preview keeps them): the sum of its segments' mix parts, its
+    95% interval and, when the change is shared out (``change``), its share of the change
+    by the delta method, so a verdict can cite a dimension's mix shift from a row.
 
     Unlike a segment's interval, the mix row's does not hold the row shares fixed: their
     shift is what it measures. Its variance adds to the segments' mean metrics' the
     multinomial variance of the shares in each period, ``(Σ w·d² − (Σ w·d)²) / n`` with
     ``d`` a segment's distance from the overall metric (``M̄`` held fixed), so a mix that
     moved within chance gets an interval holding zero."""
-    parts = [frame.iloc[:1]]
+    mix_rows = []
     for dimension, group in frame.iloc[1:].groupby("dimension", sort=False):
         d = group["mix_distance"].to_numpy(dtype=float)
         w0 = group["share_before"].to_numpy(dtype=float)
@@ -375,8 +393,11 @@ def _with_mix_rows(frame: pd.DataFrame, change: Comparison | None, mixed: set[st
             width = Z95 * math.sqrt(var_share) / abs(delta)
             row |= {"share_of_change": share, "share_low": share - width,
                     "share_high": share + width}
-        parts += [group, pd.DataFrame([row])]
-    return pd.concat(parts, ignore_index=True)
+        mix_rows.append(row)
+    if not mix_rows:
+        return frame
+    return pd.concat([frame.iloc[:1], pd.DataFrame(mix_rows), frame.iloc[1:]],
+                     ignore_index=True)
 
 
 def _ranked(frame: pd.DataFrame) -> pd.DataFrame:
@@ -440,8 +461,9 @@ def _summary(metric: str, period: str, before: str, after: str, first: Moments,
         "Method: per segment, rate part = mean row share x change of its metric; mix part = "
         "change of its row share x (its mean metric - the overall mean metric), so a segment "
         "that grew below the average pulls the metric down; contribution = rate + mix; over "
-        "one dimension's segments the contributions add up to the change, and its last row, "
-        f"'{MIX_OF_ALL}', gives its whole mix part with a 95% interval. Share of the "
+        "one dimension's segments the contributions add up to the change; the rows after the "
+        f"first, '{MIX_OF_ALL}', give each dimension's whole mix part with a 95% interval. "
+        "Share of the "
         "change = "
         "contribution / change (negative: against it). 95% intervals given the row shares.",
     ]

@@ -189,8 +189,8 @@ TOOL_SPECS: tuple[AnalysisToolSpec, ...] = (
         "with its 95% interval and Benjamini–Hochberg q, rate part, mix part, "
         "contribution with its 95% interval, share_of_change with its 95% interval "
         "(given the row shares). The first row is the whole change with its interval; "
-        "each dimension's last row, '(mix of all segments)', is its whole mix shift with "
-        "its interval and share of the change. DRIVER flag: a segment whose "
+        "then one '(mix of all segments)' row per dimension: its whole mix shift with its "
+        "interval and share of the change. DRIVER flag: a segment whose "
         "rate change is beyond chance with a material contribution. Use it to size a "
         "factor's part in a rise or fall (a minor contributor explains a small share). "
         + _CANDIDATES,
@@ -203,7 +203,8 @@ TOOL_SPECS: tuple[AnalysisToolSpec, ...] = (
                  "year(o.placed_on) or date_trunc('month', o.placed_on); compared with "
                  "before and after as text. Its columns are not used as dimensions.")},
              "before": {"type": ["string", "number"], "description": (
-                 "The earlier period (as period gives it, e.g. 2023 or '2023-01-01'); "
+                 "The earlier period (as period gives it, e.g. 2023, or '2023-01-01' "
+                 "for a date_trunc); "
                  "default the smallest value.")},
              "after": {"type": ["string", "number"], "description": (
                  "The later period; default the largest value.")},
