@@ -211,6 +211,10 @@ async def test_reports_rank_supported_factors_by_size_and_keep_the_minor_ones(ct
     east, e1 = _hypothesis_with_evidence(ctx, result, "Region east adds to the rise")
     plain, e2 = _hypothesis_with_evidence(ctx, result, "Accounts churn more than before")
     north, e3 = _hypothesis_with_evidence(ctx, result, "Region north drives the rise")
+    west, e4 = _hypothesis_with_evidence(ctx, result, "Region west does not explain the rise")
+    # supported with no contributor, sized first: a claim of absence, ranked after causes
+    assert not (await _verdict(ctx, west, [e4],
+                               contribution=_size(_row(result, "west"), e4, "none")))[0]
     assert not (await _verdict(ctx, east, [e1],
                                contribution=_size(_row(result, "east"), e1)))[0]
     assert not (await _verdict(ctx, plain, [e2]))[0]
@@ -219,7 +223,7 @@ async def test_reports_rank_supported_factors_by_size_and_keep_the_minor_ones(ct
     report = fallback_report(ctx.board, ctx.investigation_id)
     answer = report.split("## Answer", 1)[1].split("## Hypotheses", 1)[0]
     bullets = [line for line in answer.splitlines() if line.startswith("- ")]
-    assert [b.split("**")[1] for b in bullets] == [north, east, plain]
+    assert [b.split("**")[1] for b in bullets] == [north, east, plain, west]
     assert "major contributor (explains ~87% of the change, 95% CI" in bullets[0]
     assert "minor contributor (explains ~13% of the change, 95% CI 10% to 1" in bullets[1]
     brief = reporter_brief(ctx.board, ctx.investigation_id)

@@ -114,14 +114,22 @@ def hypothesis_line(board: Board, hyp: Hypothesis) -> str:
 def ranked_supported(board: Board,
                      hypotheses: list[Hypothesis]) -> list[tuple[Hypothesis, Verdict | None]]:
     """The supported hypotheses with their verdicts, ranked by size: those whose verdict
-    sizes them first (major before minor, then the largest share of the change, else the
-    largest |effect|), then the unsized ones in board order."""
+    sizes a contributor first (major before minor, then the largest share of the change,
+    else the largest |effect|), then the unsized ones in board order, and last those
+    supported with no contributor (a claim that a factor does not matter is no cause to
+    rank among the causes)."""
     supported = [(h, board.latest_verdict(h.id)) for h in hypotheses
                  if h.status is HypothesisStatus.SUPPORTED]
-    sized = [(h, v) for h, v in supported if v is not None and v.contribution is not None]
+
+    def role(verdict: Verdict | None) -> ContributionRole | None:
+        return verdict.contribution.role if verdict and verdict.contribution else None
+
+    sized = [(h, v) for h, v in supported if role(v) in (ContributionRole.MAJOR,
+                                                          ContributionRole.MINOR)]
     sized.sort(key=lambda pair: (pair[1].contribution.role is not ContributionRole.MAJOR,
                                  -pair[1].contribution.rank_size))
-    return sized + [(h, v) for h, v in supported if v is None or v.contribution is None]
+    return (sized + [(h, v) for h, v in supported if role(v) is None]
+            + [(h, v) for h, v in supported if role(v) is ContributionRole.NONE])
 
 
 def not_examined_table(dismissed: Iterable[DimensionDismissal],
