@@ -76,6 +76,11 @@ RULE = ("A supported or contradicted verdict on an effect (claim_kind effect, or
         "unless no_refine_reason says why that split does not matter for the question.")
 
 
+def declined_split(args: dict[str, Any]) -> str:
+    """The verdict's ``no_refine_reason``, stripped ("" when it gives none)."""
+    return str(args.get("no_refine_reason", "")).strip()
+
+
 def is_effect_claim(statement: str, claim_kind: str | None) -> bool:
     """True if the verdict says the claim is an effect; when it does not say
     (``claim_kind`` None), if the statement's words say so — as the schema states."""
@@ -110,7 +115,7 @@ def effect_refusal(board: Board, hypothesis: Hypothesis, args: dict[str, Any], *
                 "request_more_evidence — whichever of these tools you have), or state "
                 "no_check_reason: why no such check applies")
     flagged = new_heterogeneity(board, hypothesis)
-    if flagged and can_refine and not str(args.get("no_refine_reason", "")).strip():
+    if flagged and can_refine and not declined_split(args):
         named = "; ".join(f"{e}: {d}" for e, d in flagged)
         return (f"the heterogeneity check flagged HETEROGENEITY ({named}): the effect "
                 "differs between strata, so refine into subgroup hypotheses along that "

@@ -28,6 +28,7 @@ from d2_notebook.detective.decisions import (
 from d2_notebook.detective.effect_check import (
     CLAIM_PROPERTIES,
     RULE,
+    declined_split,
     effect_refusal,
     new_heterogeneity,
 )
@@ -107,7 +108,7 @@ def verdict_tools(ctx: TeamContext, agent: str, decision: JudgeDecision | Collec
             contribution = read_contribution(ctx.board, args, cited)
         except ValueError as exc:
             raise ToolError(str(exc)) from None
-        declined = str(args.get("no_refine_reason", "")).strip()
+        declined = declined_split(args)
         with one_write(ctx):  # the verdict and why it was not split, or nothing
             if declined and may_refine and not refining and new_heterogeneity(ctx.board, hyp):
                 record_declined(ctx.board, hyp, declined, actor=agent)

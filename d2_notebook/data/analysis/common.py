@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import re
 import time
+from collections.abc import Collection
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
@@ -290,16 +291,18 @@ def _complete_time_columns(sql: GuardedSQL, source: Source, where: str | None,
     return frozenset(complete)
 
 
-def numeric_copies(sql: GuardedSQL, prepared: Prepared, *,
-                   requested: bool) -> dict[str, float]:
+def numeric_copies(sql: GuardedSQL, prepared: Prepared, *, requested: bool,
+                   known: Collection[str] = ()) -> dict[str, float]:
     """The binned numeric columns of the source tables that copy the metric: name → the
     share of its variance they explain linearly (``r²``), for ``|r|`` at least
-    :data:`NUMERIC_COPY_CORRELATION` over the tool's rows (one aggregate query).
+    :data:`NUMERIC_COPY_CORRELATION` over the tool's rows (one aggregate query); the
+    dimensions a tool already set aside (``known``) are not tested again.
 
     Only for the default scan: dimensions named by the caller (``requested``) are split
     as asked (a price can copy the metric over single-item orders and still be a cause
     worth splitting by), so none is returned."""
-    binned = prepared.plan.binned
+    binned = [(index, raw) for index, raw in prepared.plan.binned
+              if prepared.plan.dimensions[index].name not in known]
     if not binned or requested:
         return {}
     value = f"({prepared.value_sql})::DOUBLE"

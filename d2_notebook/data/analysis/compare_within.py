@@ -154,9 +154,8 @@ def compare_within(
     copies = {f.name: explained_share(groups, total) for f in families
               if f.name not in exact and not f.membership
               and is_near_copy(groups := [m1 + m0 for _, m1, m0 in f.strata], total)}
-    numeric = numeric_copies(sql, prepared, requested=dimensions is not None)
-    copies |= {name: share for name, share in numeric.items()
-               if name not in exact and name not in copies}
+    copies |= numeric_copies(sql, prepared, requested=dimensions is not None,
+                             known={*exact, *copies})
     families = [f for f in families if f.name not in exact and f.name not in copies]
     binary = total.n > 0 and abs(total.s2 - total.s1) <= 1e-9 * max(1.0, total.s1)
     for family in families:

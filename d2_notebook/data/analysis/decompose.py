@@ -205,34 +205,38 @@ def _periods(sql: GuardedSQL, prepared: Prepared, period: str, before: object,
                 value, str | int | float)):
             raise ValueError(f"{name} must be a value of period (text or a number), "
                              f"got {value!r}")
-    condition = f" WHERE {prepared.where}" if prepared.where else ""
     if before is not None and after is not None:
-        return (_as_stored(sql, prepared, period, _text(before)),
-                _as_stored(sql, prepared, period, _text(after)))
+        first, last = _as_stored(sql, prepared, period, _text(before), _text(after))
+        return first, last
+    condition = f" WHERE {prepared.where}" if prepared.where else ""
     found = sql.run(f"SELECT CAST(min({period}) AS VARCHAR), CAST(max({period}) AS VARCHAR) "
                     f"FROM {prepared.source.sql}{condition}", max_rows=1).frame.iloc[0]
     if found.isna().any():
         raise ValueError(f"period {period} has no value in the population: name a column "
                          "expression that is set on the rows")
-    return (_as_stored(sql, prepared, period, _text(before)) if before is not None
-            else str(found.iloc[0]),
-            _as_stored(sql, prepared, period, _text(after)) if after is not None
-            else str(found.iloc[1]))
+    named = [_text(v) for v in (before, after) if v is not None]
+    stored = iter(_as_stored(sql, prepared, period, *named))
+    return (next(stored) if before is not None else str(found.iloc[0]),
+            next(stored) if after is not None else str(found.iloc[1]))
 
 
-def _as_stored(sql: GuardedSQL, prepared: Prepared, period: str, value: str) -> str:
-    """``value`` as the period's text gives it: a date named for a period that is a
+def _as_stored(sql: GuardedSQL, prepared: Prepared, period: str,
+               *values: str) -> tuple[str, ...]:
+    """``values`` as the period's text gives them: a date named for a period that is a
     timestamp (``date_trunc`` of a date) is its midnight ("2024-01-01" →
-    "2024-01-01 00:00:00"); any other value is kept (a missing one is reported later)."""
-    midnight = f"{value} 00:00:00"
-    if len(value) != 10 or not value[:4].isdigit():
-        return value
-    condition = f" AND ({prepared.where})" if prepared.where else ""
-    found = sql.run(f"SELECT count(*) FILTER (WHERE CAST(({period}) AS VARCHAR) = "
-                    f"{literal(value)}), count(*) FILTER (WHERE CAST(({period}) AS VARCHAR) = "
-                    f"{literal(midnight)}) FROM {prepared.source.sql} WHERE TRUE{condition}",
-                    max_rows=1).frame.iloc[0].tolist()
-    return midnight if int(found[0]) == 0 and int(found[1]) > 0 else value
+    "2024-01-01 00:00:00"); any other value is kept (a missing one is reported later).
+    One aggregate query for every value that looks like a date; none for the others."""
+    dates = [v for v in values if len(v) == 10 and v[:4].isdigit()]
+    if not dates:
+        return values
+    as_text = f"CAST(({period}) AS VARCHAR)"
+    counts = ", ".join(f"count(*) FILTER (WHERE {as_text} = {literal(text)})"
+                       for v in dates for text in (v, f"{v} 00:00:00"))
+    condition = f" WHERE ({prepared.where})" if prepared.where else ""
+    found = [int(n) for n in sql.run(f"SELECT {counts} FROM {prepared.source.sql}{condition}",
+                                     max_rows=1).frame.iloc[0].tolist()]
+    midnight = {v for i, v in enumerate(dates) if found[2 * i] == 0 and found[2 * i + 1] > 0}
+    return tuple(f"{v} 00:00:00" if v in midnight else v for v in values)
 
 
 def _text(value: str | float) -> str:
@@ -371,13 +375,10 @@ def _with_mix_rows(frame: pd.DataFrame, change: Comparison | None, mixed: set[st
         w1 = group["share_after"].to_numpy(dtype=float)
         m0 = group["mean_before"].to_numpy(dtype=float)
         m1 = group["mean_after"].to_numpy(dtype=float)
-
-        def spread(w: np.ndarray, x: np.ndarray, y: np.ndarray, n: float) -> float:
-            """The multinomial covariance of Σ w·x and Σ w·y over one period's n rows."""
-            return float((w * x * y).sum() - (w * x).sum() * (w * y).sum()) / n if n else 0.0
         mix = float(group["mix_part"].sum())
-        var_mix = (float(group["mix_variance"].sum()) + spread(w1, d, d, n_after)
-                   + spread(w0, d, d, n_before))
+        var_mix = (float(group["mix_variance"].sum())
+                   + _multinomial_covariance(w1, d, d, n_after)
+                   + _multinomial_covariance(w0, d, d, n_before))
         half = Z95 * math.sqrt(var_mix)
         row = {"dimension": dimension, "segment": MIX_OF_ALL,
                "n_before": int(group["n_before"].sum()), "n_after": int(group["n_after"].sum()),
@@ -386,8 +387,9 @@ def _with_mix_rows(frame: pd.DataFrame, change: Comparison | None, mixed: set[st
         if change is not None:
             delta = change.difference
             var_delta = ((change.high - change.low) / (2 * Z95)) ** 2
-            cov = (float(group["mix_covariance"].sum()) + spread(w1, d, m1, n_after)
-                   + spread(w0, d, m0, n_before))
+            cov = (float(group["mix_covariance"].sum())
+                   + _multinomial_covariance(w1, d, m1, n_after)
+                   + _multinomial_covariance(w0, d, m0, n_before))
             share = mix / delta
             var_share = max(0.0, var_mix - 2 * share * cov + share * share * var_delta)
             width = Z95 * math.sqrt(var_share) / abs(delta)
@@ -398,6 +400,12 @@ def _with_mix_rows(frame: pd.DataFrame, change: Comparison | None, mixed: set[st
         return frame
     return pd.concat([frame.iloc[:1], pd.DataFrame(mix_rows), frame.iloc[1:]],
                      ignore_index=True)
+
+
+def _multinomial_covariance(w: np.ndarray, x: np.ndarray, y: np.ndarray, n: float) -> float:
+    """The covariance of ``Σ w·x`` and ``Σ w·y`` when the shares ``w`` are the observed
+    shares of ``n`` rows (a multinomial sample); 0 for no rows."""
+    return float((w * x * y).sum() - (w * x).sum() * (w * y).sum()) / n if n else 0.0
 
 
 def _ranked(frame: pd.DataFrame) -> pd.DataFrame:

@@ -134,9 +134,8 @@ def segment_scan(
             "tested": tested,
         })
     exact, copies = _determining(scan.moments, prepared, total)
-    numeric = numeric_copies(sql, prepared, requested=dimensions is not None)
-    copies |= {name: share for name, share in numeric.items()
-               if name not in exact and name not in copies}
+    copies |= numeric_copies(sql, prepared, requested=dimensions is not None,
+                             known={*exact, *copies})
     for row in rows:
         if row["dimension"] in exact:
             row["tested"], row["p_value"] = False, math.nan
