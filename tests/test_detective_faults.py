@@ -247,6 +247,9 @@ async def test_bad_settings_are_refused(con):
         await investigate(con, QUESTION, model=HospitalWalkthrough().model(), variant="best")
     with pytest.raises(InvalidRecordError, match="collectors must be at least 1"):
         await investigate(con, QUESTION, model=HospitalWalkthrough().model(), collectors=0)
+    with pytest.raises(InvalidRecordError, match="collectors_before_triage must be at least 1"):
+        await investigate(con, QUESTION, model=HospitalWalkthrough().model(),
+                          collectors_before_triage=0)
 
 
 async def test_resume_after_finishing_takes_human_additions_into_account(con, board_path):
