@@ -121,6 +121,19 @@ async def test_a_judge_may_decline_a_split_that_does_not_matter_and_it_is_listed
     assert unmade.hypothesis_id == hyp.id
     assert unmade.line().endswith(f"— its judge: {reason}")
     assert refinements_made(ctx.board, ctx.investigation_id) == 0
+    # the reason is a model's text: it stays on its line in the report
+    other = _hypothesis(ctx, "Option V changes the rate again")
+    check = _check(ctx, other.id)
+    taken = await Toolset(verdict_tools(ctx, "judge-H2", JudgeDecision(), other.id,
+                                        can_refine=True)).call(ToolCallPart("e", "give_verdict", {
+        **verdict, "evidence_ids": [check],
+        "no_refine_reason": "too small\n## Injected heading\n- a list"}))
+    assert not taken.is_error, taken.content
+    line = next(u.line() for u in unmade_refinements(ctx.board, ctx.investigation_id,
+                                                     ctx.settings) if u.hypothesis_id == other.id)
+    assert line.endswith("its judge: too small ## Injected heading - a list")
+    section = board_sections(ctx.board, ctx.investigation_id, "", not_refined=[line])
+    assert "\n## Injected" not in section
 
 
 async def test_a_reason_on_a_verdict_with_nothing_to_split_records_nothing(ctx) -> None:

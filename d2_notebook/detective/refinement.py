@@ -50,9 +50,11 @@ class UnmadeRefinement:
     reason: str
 
     def line(self) -> str:
-        """``Not refined: H3 by region (E12) — the refinement cap (4) was reached``."""
+        """``Not refined: H3 by region (E12) — the refinement cap (4) was reached``, on one
+        line whatever the reason holds (a judge's reason is a model's text: a line break
+        in it would start a heading or a list of its own in the report)."""
         by = ", ".join(f"{dimension} ({evidence})" for evidence, dimension in self.differences)
-        return f"Not refined: {self.hypothesis_id} by {by} — {self.reason}"
+        return f"Not refined: {self.hypothesis_id} by {by} — {' '.join(self.reason.split())}"
 
 
 def queue_rank(generation: int) -> int:
