@@ -16,8 +16,12 @@ from collections.abc import Awaitable, Callable, Iterable
 from pathlib import Path
 from typing import Any
 
+from d2_notebook.detective.preset import Preset
 from d2_notebook.errors import ModelConfigError
 from d2_notebook.llm.usage import UsageTotals
+
+DEFAULT_PRESET = Preset.DEFAULT.value
+"""The preset a record that names none was run with."""
 
 
 def results_dir(out: Path) -> Path:
@@ -71,21 +75,27 @@ def write_result(path: Path, record: dict[str, Any]) -> None:
 
 
 def check_same_config(records: Iterable[dict[str, Any]], model: str | None,
-                      policy: str | None, out: Path) -> None:
-    """Refuse to resume results recorded with another model or policy.
+                      policy: str | None, out: Path, preset: str | None = None) -> None:
+    """Refuse to resume results recorded with another model, policy or preset.
+
+    A record without a ``preset`` (older ones, and every run that named none) counts as
+    the default preset.
 
     Raises:
-        ValueError: a complete record of ``out`` was made by another model or policy
-            (the message names it and the fix: a fresh ``--out``).
+        ValueError: a complete record of ``out`` was made by another model, policy or
+            preset (the message names it and the fix: a fresh ``--out``).
     """
+    ours = (model, policy, preset or DEFAULT_PRESET)
     for record in records:
-        theirs = (record.get("model"), record.get("policy"))
-        if theirs != (model, policy):
+        theirs = (record.get("model"), record.get("policy"),
+                  record.get("preset") or DEFAULT_PRESET)
+        if theirs != ours:
             name = record.get("case_id") or record.get("task_id")
             raise ValueError(
                 f"{out} holds results of another configuration ({name} {record.get('variant')}"
-                f": model {theirs[0]}, policy {theirs[1]}; this run: model {model}, policy "
-                f"{policy}); pass a fresh --out (or the same --model/--policy to resume)")
+                f": model {theirs[0]}, policy {theirs[1]}, preset {theirs[2]}; this run: model "
+                f"{model}, policy {policy}, preset {ours[2]}); pass a fresh --out (or the same "
+                "--model/--policy/--preset to resume)")
 
 
 async def run_or_record_failure(limit: asyncio.Semaphore, path: Path, key: dict[str, Any],

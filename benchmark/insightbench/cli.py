@@ -24,6 +24,7 @@ from benchmark.insightbench.runner import (
 from benchmark.insightbench.tables import table, variant_means
 from benchmark.insightbench.tasks import find_tasks, load_into_duckdb, table_row_counts
 from d2_notebook.detective import VARIANTS
+from d2_notebook.detective.preset import PRESETS
 from d2_notebook.errors import ModelConfigError
 
 
@@ -91,6 +92,10 @@ def add_run_args(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--out", type=Path, default=Path("insightbench-results"),
                         help="results folder (default insightbench-results)")
     parser.add_argument("--max-usd", type=float, help="dollar budget per investigation")
+    parser.add_argument("--preset", choices=PRESETS,
+                        help="role → model preset of the team (economy: collectors and "
+                             "orchestrator on the --model provider's smaller model); "
+                             "recorded with each result")
     parser.add_argument("--score-only", action="store_true",
                         help="investigate nothing: (re-)score the boards already in "
                              "<out>/boards (e.g. with a --judge-model)")
@@ -143,7 +148,7 @@ def run_insightbench_command(args: argparse.Namespace) -> int:
         config = InsightRunConfig(
             tasks_dir=args.tasks, out=args.out, variants=variants, tasks=args.only,
             model=args.model, policy=args.policy, judge_model=args.judge_model,
-            jobs=args.jobs, timeout=args.timeout,
+            jobs=args.jobs, timeout=args.timeout, preset=args.preset,
             options={} if args.max_usd is None else {"max_usd": args.max_usd})
         start = time.perf_counter()
         summary = asyncio.run(run_insightbench(config, judge=judge, progress=print))

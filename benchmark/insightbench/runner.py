@@ -35,6 +35,7 @@ from benchmark.insightbench.judge import InsightJudge, JudgeCache
 from benchmark.insightbench.policies import policy_for
 from benchmark.insightbench.tasks import InsightTask, find_tasks, load_into_duckdb
 from benchmark.results import (
+    DEFAULT_PRESET,
     board_path,
     check_same_config,
     fresh_board_path,
@@ -47,6 +48,7 @@ from benchmark.results import (
 from d2_notebook.board import Board
 from d2_notebook.data import GuardedSQL
 from d2_notebook.detective import investigate
+from d2_notebook.detective.preset import parse_preset, preset_models
 from d2_notebook.llm import Model, get_model
 
 DEFAULT_VARIANTS = ("full", "react_sql")
@@ -67,6 +69,9 @@ class InsightRunConfig:
         jobs: investigations running at once.
         timeout: seconds per model request (team and judge); None keeps the provider's.
         options: further ``investigate`` options (``max_usd=`` ...).
+        preset: a role → model preset (:mod:`d2_notebook.detective.preset`) for the
+            team model; its models get the same ``timeout``. None: every role on
+            ``model``. Not with ``policy`` (an offline policy has no smaller model).
     """
 
     tasks_dir: Path
@@ -79,6 +84,14 @@ class InsightRunConfig:
     jobs: int = 4
     timeout: float | None = None
     options: dict[str, Any] = field(default_factory=dict)
+    preset: str | None = None
+
+    def __post_init__(self) -> None:
+        if self.preset is not None:
+            parse_preset(self.preset)
+            if self.policy is not None:
+                raise ValueError(f"--preset {self.preset} needs a --model: an offline policy "
+                                 "answers every role itself")
 
 
 @dataclass
@@ -133,12 +146,16 @@ async def run_one(config: InsightRunConfig, task: InsightTask, variant: str, dat
         model: Model | str = policy_for(config.policy, task).model(name=f"policy-{config.policy}")
     else:
         model = _named_model(str(config.model), config.timeout)
+    options = dict(config.options)
+    if config.preset is not None:
+        options["models"] = {role: _named_model(name, config.timeout) for role, name
+                             in preset_models(config.preset, str(config.model)).items()}
     start = time.perf_counter()
     board = await asyncio.to_thread(Board.open, board_file)
     try:
         with GuardedSQL(database) as sql:
             result = await investigate(sql, task.question, board=board, model=model,
-                                       variant=variant, **config.options)
+                                       variant=variant, **options)
         seconds = time.perf_counter() - start
         if result.state != SCORED_STATE:
             raise RuntimeError(f"the investigation is {result.state}, not finished")
@@ -148,7 +165,8 @@ async def run_one(config: InsightRunConfig, task: InsightTask, variant: str, dat
         board.close()
     record = {
         "task_id": task.task_id, "variant": variant, "model": config.model,
-        "policy": config.policy, "state": result.state, "stop_reason": result.stop_reason,
+        "policy": config.policy, "preset": config.preset or DEFAULT_PRESET,
+        "state": result.state, "stop_reason": result.stop_reason,
         "seconds": round(seconds, 3),
         "usage": usage_record(result.usage),
         "report": result.report or "", "scores": score.to_dict(), "judge_error": error,
@@ -208,7 +226,7 @@ async def run_insightbench(config: InsightRunConfig, *, judge: InsightJudge | No
             else:
                 records.append(done)
     check_same_config([*records, *(r for _, r in rescore)], config.model, config.policy,
-                      config.out)
+                      config.out, config.preset)
     skipped = len(records)
     databases: dict[str, Path] = {}
     for task in {t.task_id: t for t, _ in todo}.values():
