@@ -45,6 +45,9 @@ __all__ = ["DefinitionCheck", "Macro", "read_macros"]
 _View = tuple[str, str, str, str, bool]  # database, schema, name, sql, registered
 _VIEWS_SQL = ("SELECT database_name, schema_name, view_name, sql, temporary AND NOT internal "
               "FROM system.main.duckdb_views() WHERE {} internal")
+_OBJECTS_SQL = ("SELECT database_name, schema_name, table_name FROM system.main.duckdb_tables() "
+                "UNION ALL SELECT database_name, schema_name, view_name "
+                "FROM system.main.duckdb_views()")
 _MACROS_SQL = ("SELECT database_name, schema_name, function_name, function_type, "
                "macro_definition FROM system.main.duckdb_functions() WHERE NOT internal")
 
@@ -124,6 +127,7 @@ class DefinitionCheck:
                     found_macros.setdefault(macro.name, []).append(macro)
             return found_macros
 
+        objects: list[tuple[str, str, str]] | None = None
         pending: list[TableName | FunctionName] = [*tables, *calls]
         if rewritten:
             pending.extend(FunctionName("", "", n) for n in by_name() if _builtin_name(n))
@@ -140,6 +144,10 @@ class DefinitionCheck:
                     found = _checked_macro(macro, frozenset(by_name()))
                     pending.extend((*found.tables, *(c for c in found.calls if not c.builtin)))
                 continue
+            if wanted.catalog or wanted.schema:
+                if objects is None:
+                    objects = con.execute(_OBJECTS_SQL).fetchall()
+                _require_object(wanted, objects)
             for view in (*self._system.get(wanted.name.lower(), ()),
                          *user.get(wanted.name.lower(), ())):
                 database, schema_name, name = view[:3]
@@ -150,6 +158,21 @@ class DefinitionCheck:
                 seen.add(key)
                 found = _checked_view(view, frozenset(by_name()))
                 pending.extend((*found.tables, *(c for c in found.calls if not c.builtin)))
+
+
+def _require_object(wanted: TableName, objects: list[tuple[str, str, str]]) -> None:
+    """Refuse a qualified name that is no table or view of the connection: DuckDB would
+    read ``planted.csv`` or ``other.db`` (no such schema or catalog) as a file path."""
+    same = str.casefold
+    if any(same(wanted.name) == same(str(name)) and _may_denote(wanted.catalog, wanted.schema,
+                                                                str(database), str(schema))
+           for database, schema, name in objects):
+        return
+    written = ".".join(part for part in (wanted.catalog, wanted.schema, wanted.name) if part)
+    raise UnsafeSQLError(
+        f"SQL refused: {written} is no table or view of the database (a dotted name that is "
+        "none DuckDB reads as a file, and files are not reachable). Query the tables "
+        "listed by SHOW TABLES, qualified as they are listed.")
 
 
 def _builtin_name(name: str) -> bool:

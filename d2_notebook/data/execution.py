@@ -21,7 +21,12 @@ __all__ = ["RESULT_BYTE_LIMIT", "ResultTooLargeError", "Watchdog", "count_rows",
 _VECTOR_ROWS = 2048
 RESULT_BYTE_LIMIT = 100_000_000
 """Bytes a kept result may take in memory (as a DataFrame); larger results fail cleanly."""
-_EXTENSION_SETTINGS = ("autoinstall_known_extensions", "autoload_known_extensions")
+_EXTENSION_SETTINGS = ("autoinstall_known_extensions", "autoload_known_extensions",
+                       "python_enable_replacements")
+"""Global settings switched off while a guarded statement runs on the user's connection:
+extensions that install or load themselves, and Python replacement scans (a name that is
+no table would read a Python variable of a calling frame, the user's notebook's with
+``python_scan_all_frames``)."""
 # Errors raised before anything runs (parsing, binding names): their quoted parts are
 # names and literals the statement itself wrote. Every other error may quote values the
 # query computed.
@@ -119,9 +124,10 @@ class Watchdog:
 
 @contextmanager
 def extensions_off(con: duckdb.DuckDBPyConnection, *, user_connection: bool) -> Iterator[None]:
-    """Switch extension auto-install and auto-load off while the block runs.
+    """Switch extension auto-install and auto-load, and Python replacement scans, off
+    while the block runs (:data:`_EXTENSION_SETTINGS`).
 
-    Both settings are global in DuckDB, so on the user's connection they are read, set
+    The settings are global in DuckDB, so on the user's connection they are read, set
     off, and restored to the user's values afterwards (also after an error). A
     connection GuardedSQL opened itself has them off from the start.
     """

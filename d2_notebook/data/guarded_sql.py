@@ -126,7 +126,7 @@ class GuardedSQL:
         elif isinstance(source, str | os.PathLike):
             path = os.fspath(source)
             config = {"enable_external_access": False, "autoinstall_known_extensions": False,
-                      "autoload_known_extensions": False}
+                      "autoload_known_extensions": False, "python_enable_replacements": False}
             try:
                 self._con = duckdb.connect(path, read_only=True, config=config)
             except duckdb.Error as exc:
