@@ -3,6 +3,8 @@ minor contributor; a rise that is all mix; shares that add up; bad inputs refuse
 
 from __future__ import annotations
 
+import math
+
 import duckdb
 import pytest
 from change_data import rising_churn, shifting_mix
@@ -215,7 +217,13 @@ def test_a_new_segment_of_near_zero_rows_shows_its_dilution() -> None:
     after = 100 * 1000 / 1100 + 0.01 * 100 / 1100
     assert change == pytest.approx(after - 100)
     assert staff["contribution"] == pytest.approx(100 / 1100 * (0.01 - (100 + after) / 2))
-    assert staff["share_of_change"] > 0.9  # the dilution is the staff rows'
+    assert staff["contribution"] / change > 0.9  # the dilution is the staff rows'
+    # ... but a segment of one period gets no share: it would read as the discount
+    # tier's "91% of the drop" on the retail case, where the discount is about a quarter
+    assert math.isnan(staff["share_of_change"]) and math.isnan(staff["share_high"])
+    assert not math.isnan(regular["share_of_change"])
+    assert "staff: -8.6" in result.summary and "(one period only: no share)" in result.summary
+    assert "they get no share of it (share_of_change empty)" in result.summary
     assert staff["contribution"] + regular["contribution"] == pytest.approx(change)
     assert "its mean metric - the overall mean metric" in result.summary
     assert "In one period only: orders.kind = staff (new, contribution -8.6" in result.summary

@@ -343,17 +343,26 @@ def _segment_row(segment: _Segment, first: Moments, last: Moments, pooled: float
 def _add_shares(rows: list[dict], delta: float) -> None:
     """Each segment's ``contribution / Δ`` and its 95% interval: the delta method for
     ``c/Δ`` given the row shares, where ``Δ`` is the sum of the contributions of the
-    segment's dimension (so ``Cov(c, Δ) = Var(c)``)."""
+    segment's dimension (so ``Cov(c, Δ) = Var(c)``). A segment with rows in one period
+    only gets none (NaN): its contribution is all mix against the overall metric, no clean
+    share of the change (see :func:`_one_period`)."""
     totals: dict[str, float] = {}
     for row in rows:
         totals[row["dimension"]] = totals.get(row["dimension"], 0.0) + row["variance"]
     for row in rows:
+        if _one_period(row["n_before"], row["n_after"]):
+            continue
         share = row["contribution"] / delta
         var_c, var_delta = row["variance"], totals[row["dimension"]]
         var_share = max(0.0, var_c - 2 * share * var_c + share * share * var_delta) / delta ** 2
         half = Z95 * math.sqrt(var_share)
         row["share_of_change"], row["share_low"], row["share_high"] = (share, share - half,
                                                                        share + half)
+
+
+def _one_period(n_before: int, n_after: int) -> bool:
+    """A segment with rows in one of the two periods only (new, or gone)."""
+    return n_before == 0 or n_after == 0
 
 
 def _with_mix_rows(frame: pd.DataFrame, change: Comparison | None, mixed: set[str],
@@ -497,7 +506,8 @@ def _summary(metric: str, period: str, before: str, after: str, first: Moments,
         rows = body[body["dimension"] == dimension].head(_SEGMENTS_SHOWN)
         parts = "; ".join(
             f"{r.segment}: {figure(r.contribution)}"
-            + (f" ({_percent(r.share_of_change)})" if shared else "")
+            + ((" (one period only: no share)" if _one_period(r.n_before, r.n_after)
+                else f" ({_percent(r.share_of_change)})") if shared else "")
             + f" = rate {figure(r.rate_part)} + mix {figure(r.mix_part)}"
             for r in rows.itertuples())
         mix = body.loc[body["dimension"] == dimension, "mix_part"].sum()
@@ -512,7 +522,7 @@ def _summary(metric: str, period: str, before: str, after: str, first: Moments,
                                  f"{r.n_before} / {r.n_after})"
                                  for r in untested.head(5).itertuples()) + ".")
     lines += definition_lines(prepared.plan)
-    one_sided = body[(body["n_before"] == 0) | (body["n_after"] == 0)]
+    one_sided = body[(body["n_before"] == 0) | (body["n_after"] == 0)]  # _one_period
     one_sided = one_sided.reindex(one_sided["contribution"].abs().sort_values(
         ascending=False, kind="stable").index)
     if len(one_sided):
@@ -525,7 +535,8 @@ def _summary(metric: str, period: str, before: str, after: str, first: Moments,
         lines.append(f"In one period only: {named}{more}. Their contribution is all mix, "
                      "measured against the overall metric: it mixes what their rows are "
                      "(their product, customer ...) with the change they stand for, so it "
-                     "is no clean size of that change; compare like rows across the "
+                     "is no clean size of that change and they get no share of it "
+                     "(share_of_change empty); compare like rows across the "
                      "periods (compare_within within the other dimensions) to size it.")
     if copies:
         lines.append(near_copy_line(copies, "not split by",
