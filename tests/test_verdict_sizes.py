@@ -131,6 +131,24 @@ async def test_a_size_that_does_not_fit_is_refused_with_the_fix(ctx, result, sta
     assert ctx.board.latest_verdict(hyp) is None  # nothing half-written
 
 
+async def test_an_exact_what_if_figure_is_sized_with_its_interval_equal_to_it(ctx, sql):
+    """A what-if over every row (the average without some orders) has no sampling in it:
+    the size's schema says to give it with ci_low = ci_high = the effect, and it holds."""
+    hyp = ctx.board.add_hypothesis("Test accounts pull churn up",
+                                   investigation_id=ctx.investigation_id).id
+    what_if = sql.run("SELECT -0.0125 AS churn_without_test_accounts_minus_all")
+    evidence = ctx.board.add_evidence(what_if.sql, what_if.frame, description="what-if",
+                                      investigation_id=ctx.investigation_id)
+    ctx.board.link(evidence.id, hyp, "supports", actor="collector")
+    assert "ci_high equal to the effect" in str(verdict_tools(
+        ctx, "judge", JudgeDecision(), hyp, can_send_back=True)[0].spec.parameters)
+    size = {"role": "minor", "evidence_id": evidence.id, "measure": "what-if difference",
+            "effect": -0.0125, "ci_low": -0.0125, "ci_high": -0.0125}
+    failed, answer = await _verdict(ctx, hyp, [evidence.id], contribution=size)
+    assert not failed, answer
+    assert ctx.board.latest_verdict(hyp).contribution.ci_high == -0.0125
+
+
 async def test_a_main_cause_is_not_minor(ctx, result):
     hyp, evidence = _hypothesis_with_evidence(ctx, result, "Region north drives the rise")
     failed, answer = await _verdict(ctx, hyp, [evidence],
