@@ -47,8 +47,8 @@ pg_catalog.pg_database pg_catalog.pg_depend pg_catalog.pg_description pg_catalog
 pg_catalog.pg_extension pg_catalog.pg_index pg_catalog.pg_indexes pg_catalog.pg_inherits
 pg_catalog.pg_language pg_catalog.pg_matviews pg_catalog.pg_namespace pg_catalog.pg_opclass
 pg_catalog.pg_operator pg_catalog.pg_opfamily pg_catalog.pg_partitioned_table
-pg_catalog.pg_range pg_catalog.pg_sequence pg_catalog.pg_sequences pg_catalog.pg_stats
-pg_catalog.pg_stats_ext pg_catalog.pg_tables pg_catalog.pg_tablespace
+pg_catalog.pg_range pg_catalog.pg_sequence pg_catalog.pg_sequences pg_catalog.pg_tables
+pg_catalog.pg_tablespace
 pg_catalog.pg_timezone_abbrevs pg_catalog.pg_timezone_names pg_catalog.pg_type
 pg_catalog.pg_views
 information_schema.check_constraints information_schema.column_privileges
@@ -62,9 +62,12 @@ information_schema.view_column_usage information_schema.view_table_usage
 information_schema.views
 """)
 """System relations a query may read: the structure of the database (tables, columns,
-types, keys, views, statistics of readable columns). Every other one in ``pg_catalog``,
-``information_schema`` or ``pg_toast`` is refused (settings, configuration files, roles,
-sessions, function sources, user mappings)."""
+types, keys, views). Every other one in ``pg_catalog``, ``information_schema`` or
+``pg_toast`` is refused (settings, configuration files, roles, sessions, function sources,
+user mappings) — the planner's statistics too (``pg_stats``, ``pg_stats_ext``,
+``pg_stats_ext_exprs``): their sampled values of the catalogs themselves (role settings,
+function sources, password hashes) are the values this list keeps out; a model reads the
+distribution of the data through the data."""
 
 _SYSTEM_SCHEMAS = ("pg_catalog", "information_schema", "pg_toast")
 _RELATION_SQL = (
