@@ -45,9 +45,10 @@ CREATE FUNCTION chk_leak(text) RETURNS boolean LANGUAGE plpgsql AS
   $f$ BEGIN RAISE EXCEPTION 'leak %', current_setting('d2.secret'); END $f$;
 CREATE DOMAIN chk AS text CHECK (chk_leak(VALUE));
 CREATE TYPE holder AS (c chk);
-CREATE FUNCTION takes_chk(x chk) RETURNS int LANGUAGE sql AS $$ SELECT 1 $$;
+CREATE FUNCTION takes_chk(x chk) RETURNS int LANGUAGE sql AS $$ SELECT length(x) $$;
 CREATE DOMAIN lowercase AS text CHECK (VALUE ~ '^[a-z]+$');
 CREATE TYPE plain_pair AS (a int, b text);
+CREATE VIEW cast_view AS SELECT ('x'::text::box2).v AS v;
 
 CREATE TABLE rls_t AS SELECT 1 AS a;
 CREATE FUNCTION pol_leak(int) RETURNS boolean LANGUAGE plpgsql AS
@@ -145,3 +146,115 @@ def test_statistics_views_are_not_readable(source, view):
 ])
 def test_statistics_of_refused_relations_do_not_leak(source, sql):
     refused(source, sql, "is not readable")
+
+
+# --- 2. functions that run without being called: casts, domains, row-level security ----
+
+ATTACKS = {
+    "SELECT ('x'::text::box2).v AS v": SETTING_SECRET,
+    "SELECT 'x'::chk AS v": f"leak {SETTING_SECRET}",
+    "SELECT * FROM rls_t": f"pol {SETTING_SECRET}",
+    "SELECT jsonb_populate_record(NULL::holder, '{\"c\": \"x\"}')::text AS v":
+        f"leak {SETTING_SECRET}",
+    "SELECT takes_chk('x') AS v": f"leak {SETTING_SECRET}",
+}
+
+
+@pytest.mark.parametrize(("sql", "secret"), ATTACKS.items(), ids=list(ATTACKS))
+def test_the_database_runs_its_functions_unasked(analyst, sql, secret):
+    """Without d2, the read-only role's statement runs the database's plpgsql function."""
+    try:
+        shown = str(analyst.execute(sql).fetchall())
+    except psycopg.Error as exc:
+        shown = str(exc)
+    assert secret in shown
+
+
+@pytest.mark.parametrize(("sql", "fragments"), [
+    ("SELECT ('x'::text::box2).v AS v",
+     ("casts to or declares type box2", "function public.cast_leak()",
+      "the cast from text to public.box2", "remove the cast to box2")),
+    ("SELECT (CAST(sex AS box2)).v AS v FROM patients LIMIT 1",
+     ("type box2", "public.cast_leak()")),
+    ("SELECT ARRAY['x']::box2[] AS v", ("type box2[]", "public.cast_leak()")),
+    ("SELECT 'x'::chk AS v",
+     ("casts to or declares type chk", "function public.chk_leak()",
+      "the constraint chk_check of domain public.chk", "remove the cast to chk")),
+    ("SELECT CAST('x' AS public.chk) AS v", ("type public.chk", "public.chk_leak()")),
+    ("SELECT ARRAY['x']::chk[] AS v", ("type chk[]", "domain public.chk")),
+    ("SELECT jsonb_populate_record(NULL::holder, '{\"c\": \"x\"}')::text AS v",
+     ("type holder", "domain public.chk", "public.chk_leak()")),
+    ("SELECT * FROM jsonb_to_recordset('[{\"a\": \"x\"}]') AS r(a chk)",
+     ("declares type chk", "public.chk_leak()")),
+    ("SELECT takes_chk('x') AS v",
+     ("function public.takes_chk() takes or returns type chk", "public.chk_leak()")),
+    ("SELECT * FROM cast_view",
+     ("view public.cast_view is refused", "public.cast_leak()")),
+    ("SELECT * FROM rls_t",
+     ("table public.rls_t has row-level security", "policy p calls function "
+      "public.pol_leak()", "query other tables")),
+    ("SELECT count(*) AS n FROM rls_view",
+     ("view public.rls_view is refused", "table public.rls_t has row-level security")),
+    ("SELECT n.a FROM patients JOIN rls_t AS n ON n.a = patients.patient_id",
+     ("table public.rls_t has row-level security",)),
+])
+def test_functions_run_by_casts_domains_and_policies_are_refused(source, sql, fragments):
+    refused(source, sql, *fragments)
+
+
+@pytest.mark.parametrize(("sql", "expected"), [
+    ("SELECT 'abc'::lowercase AS v", "abc"),
+    ("SELECT (ROW(1, 'x')::plain_pair).b AS v", "x"),
+    ("SELECT age::text AS v FROM patients ORDER BY patient_id LIMIT 1", "21"),
+    ("SELECT CAST(age AS numeric(5, 1))::text AS v FROM patients ORDER BY patient_id "
+     "LIMIT 1", "21.0"),
+    ("SELECT ARRAY[1, 2]::bigint[]::text AS v", "{1,2}"),
+    ("SELECT x::text AS v FROM jsonb_to_recordset('[{\"x\": \"ok\"}]') AS r(x text)",
+     "ok"),
+])
+def test_casts_to_built_in_types_and_harmless_domains_run(source, sql, expected):
+    assert source.run(sql).frame["v"].tolist() == [expected]
+
+
+def test_a_table_whose_policy_uses_built_in_functions_is_readable(source):
+    """The analyst sees the rows the policy lets through; the superuser bypasses it."""
+    count = source.run("SELECT count(*) AS n FROM rls_plain").frame["n"].iat[0]
+    assert count in (3, 6)
+
+
+CASTS_DATABASE = "d2_round4_casts"
+
+
+@pytest.fixture(scope="module")
+def implicit_cast(cluster) -> Iterator[SQLAlchemySource]:
+    """A database that defines an implicit cast run by a plpgsql function: ``length(c)``
+    on a column of the type runs it, though the statement writes no cast."""
+    with cluster.admin() as con:
+        con.execute(f"DROP DATABASE IF EXISTS {CASTS_DATABASE}")
+        con.execute(f"CREATE DATABASE {CASTS_DATABASE}")
+        con.execute(f"ALTER DATABASE {CASTS_DATABASE} SET d2.secret = '{SETTING_SECRET}'")
+    with cluster.admin(CASTS_DATABASE) as con:
+        con.execute("""
+CREATE TYPE box3 AS (v text);
+CREATE FUNCTION implicit_leak(box3) RETURNS text LANGUAGE plpgsql AS
+  $f$ BEGIN RETURN current_setting('d2.secret'); END $f$;
+CREATE CAST (box3 AS text) WITH FUNCTION implicit_leak(box3) AS IMPLICIT;
+CREATE TABLE boxes AS SELECT ROW('a')::box3 AS c;
+GRANT SELECT ON boxes TO analyst;
+""")
+    opened = open_source(cluster.url(CASTS_DATABASE, "analyst"), timeout_s=10)
+    yield opened
+    opened.close()
+
+
+def test_an_implicit_cast_runs_its_function_unasked(implicit_cast, cluster):
+    with psycopg.connect(host=str(cluster.socket_dir), dbname=CASTS_DATABASE,
+                         user="analyst") as con:
+        row = con.execute("SELECT length(c) AS n, upper(c) AS s FROM boxes").fetchone()
+    assert row == (len(SETTING_SECRET), SETTING_SECRET)
+
+
+@pytest.mark.parametrize("sql", ["SELECT length(c) AS n FROM boxes", "SELECT 1 AS one"])
+def test_a_database_with_an_implicit_user_cast_is_refused(implicit_cast, sql):
+    refused(implicit_cast, sql, "the database defines an implicit cast from box3 to text",
+            "function public.implicit_leak()", "DROP CAST (box3 AS text)")
