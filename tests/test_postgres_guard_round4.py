@@ -20,7 +20,7 @@ import pytest
 
 from d2_notebook.data import open_source
 from d2_notebook.data.sources.sqlalchemy_source import SQLAlchemySource
-from d2_notebook.errors import UnsafeSQLError
+from d2_notebook.errors import QueryFailedError, UnsafeSQLError
 
 DATABASE = "d2_round4"
 SETTING_SECRET = "SETTING-LEAK-R4-2281"
@@ -28,12 +28,13 @@ ROLE_SECRET = "ROLE-LEAK-R4-6673"
 SOURCE_SECRET = "FUNC-SRC-LEAK-R4-9120"
 PASSWORD = "PW-LEAK-R4-3390"
 ROW_SECRET = "ROW-VALUE-R4-5547"
+JSON_SECRET = "JSONVALUE5547"
 OBJECTS = f"""
 CREATE TABLE patients (patient_id int PRIMARY KEY, age int, sex text);
 INSERT INTO patients SELECT i, 20 + i % 60, CASE WHEN i % 2 = 0 THEN 'F' ELSE 'M' END
   FROM generate_series(1, 50) AS i;
 CREATE TABLE notes (body text);
-INSERT INTO notes VALUES ('{ROW_SECRET}');
+INSERT INTO notes VALUES ('{ROW_SECRET}'), ('{JSON_SECRET}');
 CREATE FUNCTION conn() RETURNS text LANGUAGE sql AS
   $$ SELECT 'host=db password={SOURCE_SECRET}' $$;
 
@@ -258,3 +259,37 @@ def test_an_implicit_cast_runs_its_function_unasked(implicit_cast, cluster):
 def test_a_database_with_an_implicit_user_cast_is_refused(implicit_cast, sql):
     refused(implicit_cast, sql, "the database defines an implicit cast from box3 to text",
             "function public.implicit_leak()", "DROP CAST (box3 AS text)")
+
+
+# --- 3. run-time errors ------------------------------------------------------------------
+
+@pytest.mark.parametrize(("sql", "value", "shown"), [
+    (f"SELECT body::int AS v FROM notes WHERE body = '{ROW_SECRET}'", ROW_SECRET,
+     'invalid input syntax for type integer: "…"'),
+    ("SELECT (body || '!')::numeric AS v FROM notes WHERE body LIKE 'ROW%'",
+     ROW_SECRET, 'invalid input syntax for type numeric: "…"'),
+    ("SELECT body::json AS v FROM notes WHERE body LIKE 'JSON%'", JSON_SECRET,
+     "invalid input syntax for type json"),
+    ("SELECT to_date(body, 'YYYY-MM-DD') AS v FROM notes WHERE body LIKE 'JSON%'",
+     '"JSON"', 'invalid value "…"'),
+])
+def test_run_time_errors_hide_the_values_they_quote(source, analyst, sql, value, shown):
+    try:  # the server's own message shows the value
+        analyst.execute(sql).fetchall()
+    except psycopg.Error as exc:
+        assert value in str(exc)
+    with pytest.raises(QueryFailedError) as caught:
+        source.run(sql)
+    message = str(caught.value)
+    assert shown in message and value not in message, message
+    assert "Hint: " in message
+
+
+def test_compile_errors_keep_the_names_they_quote(source):
+    with pytest.raises(QueryFailedError, match=r'column "nope" does not exist(.|\n)*'
+                                               r"Hint: describe_table"):
+        source.run("SELECT nope FROM notes")
+    with pytest.raises(QueryFailedError, match=r'relation "nowhere" does not exist'):
+        source.run("SELECT * FROM nowhere")
+    with pytest.raises(QueryFailedError, match="division by zero"):
+        source.run("SELECT 1 / (count(*) - count(*)) AS v FROM notes")
