@@ -16,7 +16,7 @@ import duckdb
 import pandas as pd
 
 __all__ = ["RESULT_BYTE_LIMIT", "ResultTooLargeError", "Watchdog", "count_rows",
-           "extensions_off", "fetch_capped", "with_hint"]
+           "extensions_off", "fetch_capped", "hide_quoted", "with_hint"]
 
 _VECTOR_ROWS = 2048
 RESULT_BYTE_LIMIT = 100_000_000
@@ -187,6 +187,11 @@ def count_rows(con: duckdb.DuckDBPyConnection, count_sql: str | None) -> int | N
         return None
 
 
+def hide_quoted(text: str) -> str:
+    """``text`` with every single- or double-quoted part replaced by ``'…'`` / ``"…"``."""
+    return _QUOTED.sub(lambda m: m.group(0)[0] + "…" + m.group(0)[0], text)
+
+
 def with_hint(exc: duckdb.Error) -> str:
     """DuckDB's message with a hint; quoted parts of run-time errors replaced by ``'…'``.
 
@@ -198,7 +203,7 @@ def with_hint(exc: duckdb.Error) -> str:
     """
     text = _MACRO_DEFAULT.sub(":= …", str(exc))
     if not isinstance(exc, _COMPILE_ERRORS):
-        text = _QUOTED.sub(lambda m: m.group(0)[0] + "…" + m.group(0)[0], text)
+        text = hide_quoted(text)
     if "Table with name" in text or ("does not exist" in text and "Table" in text):
         hint = "use SHOW TABLES (or list_tables()) to see the tables"
     elif "column" in text.lower() and "Binder" in text:

@@ -14,7 +14,17 @@ role, same ``search_path``), before it runs:
   procedures are refused with their name;
 - a name in none of the reviewed function tables and defined by no user is refused;
 - an operator symbol the database defines itself (outside an extension) is refused where
-  the statement writes it (its function would run unseen).
+  the statement writes it (its function would run unseen);
+- functions that run without being called, where the database defines them: every type
+  the statement writes (a cast's target, a column definition) is followed through arrays,
+  domains, composite types and ranges, and refused when a cast to one of them or a domain
+  constraint of one calls a function of the database's own (see :func:`_user_function`);
+  so are the argument and result types of the SQL functions it calls; a table with
+  row-level security is refused when a policy that applies to reads calls such a function
+  (or an operator of one, or uses such a type), and the relations a policy reads are
+  checked like the statement's; and a database that defines an implicit or assignment
+  cast calling such a function is refused whatever the statement (the server may apply
+  the cast wherever types meet, with nothing written).
 
 The catalog queries are d2's own, fully schema-qualified, so the database's objects cannot
 change what they read.
@@ -47,8 +57,8 @@ pg_catalog.pg_database pg_catalog.pg_depend pg_catalog.pg_description pg_catalog
 pg_catalog.pg_extension pg_catalog.pg_index pg_catalog.pg_indexes pg_catalog.pg_inherits
 pg_catalog.pg_language pg_catalog.pg_matviews pg_catalog.pg_namespace pg_catalog.pg_opclass
 pg_catalog.pg_operator pg_catalog.pg_opfamily pg_catalog.pg_partitioned_table
-pg_catalog.pg_range pg_catalog.pg_sequence pg_catalog.pg_sequences pg_catalog.pg_stats
-pg_catalog.pg_stats_ext pg_catalog.pg_tables pg_catalog.pg_tablespace
+pg_catalog.pg_range pg_catalog.pg_sequence pg_catalog.pg_sequences pg_catalog.pg_tables
+pg_catalog.pg_tablespace
 pg_catalog.pg_timezone_abbrevs pg_catalog.pg_timezone_names pg_catalog.pg_type
 pg_catalog.pg_views
 information_schema.check_constraints information_schema.column_privileges
@@ -62,15 +72,18 @@ information_schema.view_column_usage information_schema.view_table_usage
 information_schema.views
 """)
 """System relations a query may read: the structure of the database (tables, columns,
-types, keys, views, statistics of readable columns). Every other one in ``pg_catalog``,
-``information_schema`` or ``pg_toast`` is refused (settings, configuration files, roles,
-sessions, function sources, user mappings)."""
+types, keys, views). Every other one in ``pg_catalog``, ``information_schema`` or
+``pg_toast`` is refused (settings, configuration files, roles, sessions, function sources,
+user mappings) — the planner's statistics too (``pg_stats``, ``pg_stats_ext``,
+``pg_stats_ext_exprs``): their sampled values of the catalogs themselves (role settings,
+function sources, password hashes) are the values this list keeps out; a model reads the
+distribution of the data through the data."""
 
 _SYSTEM_SCHEMAS = ("pg_catalog", "information_schema", "pg_toast")
 _RELATION_SQL = (
     "SELECT c.oid, n.nspname, c.relname, c.relkind, "
     "CASE WHEN c.relkind OPERATOR(pg_catalog.=) 'v' "
-    "THEN pg_catalog.pg_get_viewdef(c.oid) END "
+    "THEN pg_catalog.pg_get_viewdef(c.oid) END, c.relrowsecurity "
     "FROM pg_catalog.pg_class c JOIN pg_catalog.pg_namespace n "
     "ON n.oid OPERATOR(pg_catalog.=) c.relnamespace "
     "WHERE c.oid OPERATOR(pg_catalog.=) pg_catalog.to_regclass(%(name)s)"
@@ -78,7 +91,9 @@ _RELATION_SQL = (
 _FUNCTIONS_SQL = (
     "SELECT p.oid, n.nspname, p.proname, l.lanname, p.prosecdef, p.prokind, p.prosrc, "
     "p.proconfig IS NOT NULL, "
-    "pg_catalog.to_jsonb(p) OPERATOR(pg_catalog.->>) 'prosqlbody' IS NOT NULL "
+    "pg_catalog.to_jsonb(p) OPERATOR(pg_catalog.->>) 'prosqlbody' IS NOT NULL, "
+    "pg_catalog.array_append(COALESCE(p.proallargtypes, p.proargtypes::pg_catalog.oid[]), "
+    "p.prorettype)::pg_catalog.regtype[]::pg_catalog.text[] "
     "FROM pg_catalog.pg_proc p "
     "JOIN pg_catalog.pg_namespace n ON n.oid OPERATOR(pg_catalog.=) p.pronamespace "
     "JOIN pg_catalog.pg_language l ON l.oid OPERATOR(pg_catalog.=) p.prolang "
@@ -98,6 +113,119 @@ _OPERATORS_SQL = (
     "ORDER BY 1, 2"
 )
 _SQL_BODY = "SELECT pg_catalog.pg_get_function_sqlbody(%(oid)s::pg_catalog.oid)"
+
+
+def _user_function(column: str) -> str:
+    """SQL true when the function whose oid is ``column`` is the database's own: outside
+    ``pg_catalog`` and ``information_schema``, and not an extension's compiled code (an
+    extension member written in C or ``internal``, which only a superuser installs; a SQL
+    or PL/pgSQL function added to an extension is the database's own)."""
+    return (
+        "EXISTS (SELECT 1 FROM pg_catalog.pg_proc uf "
+        "JOIN pg_catalog.pg_namespace ufn ON ufn.oid OPERATOR(pg_catalog.=) uf.pronamespace "
+        "JOIN pg_catalog.pg_language ufl ON ufl.oid OPERATOR(pg_catalog.=) uf.prolang "
+        f"WHERE uf.oid OPERATOR(pg_catalog.=) {column} AND ufn.nspname "
+        "OPERATOR(pg_catalog.<>) ALL(ARRAY['pg_catalog', 'information_schema']) "
+        "AND NOT (ufl.lanname OPERATOR(pg_catalog.=) ANY(ARRAY['c', 'internal']) "
+        "AND EXISTS (SELECT 1 FROM pg_catalog.pg_depend ufe WHERE ufe.classid "
+        "OPERATOR(pg_catalog.=) 'pg_catalog.pg_proc'::pg_catalog.regclass AND ufe.objid "
+        "OPERATOR(pg_catalog.=) uf.oid AND ufe.deptype OPERATOR(pg_catalog.=) 'e')))"
+    )
+
+
+def _depends_on(owner: str, owner_catalog: str, target_catalog: str) -> str:
+    """SQL joining ``d`` (pg_depend) to the objects of ``target_catalog`` that the object
+    ``owner`` (an oid column of ``owner_catalog``) depends on."""
+    return (
+        "JOIN pg_catalog.pg_depend d ON d.classid OPERATOR(pg_catalog.=) "
+        f"'pg_catalog.{owner_catalog}'::pg_catalog.regclass "
+        f"AND d.objid OPERATOR(pg_catalog.=) {owner} "
+        "AND d.refclassid OPERATOR(pg_catalog.=) "
+        f"'pg_catalog.{target_catalog}'::pg_catalog.regclass "
+    )
+
+
+_EQ = "OPERATOR(pg_catalog.=)"
+_TYPES_SQL = (
+    # every type the written ones reach: array elements, domains' base types and the types
+    # their constraints use, composite types' attributes, ranges' subtypes
+    "WITH RECURSIVE reach(written, oid) AS ("
+    "SELECT w, pg_catalog.to_regtype(w)::pg_catalog.oid "
+    "FROM pg_catalog.unnest(%(names)s::pg_catalog.text[]) AS w "
+    "WHERE pg_catalog.to_regtype(w) IS NOT NULL "
+    "UNION SELECT r.written, s.oid FROM reach r CROSS JOIN LATERAL ("
+    f"SELECT t.typelem FROM pg_catalog.pg_type t WHERE t.oid {_EQ} r.oid "
+    f"UNION ALL SELECT t.typbasetype FROM pg_catalog.pg_type t WHERE t.oid {_EQ} r.oid "
+    "UNION ALL SELECT a.atttypid FROM pg_catalog.pg_type t JOIN pg_catalog.pg_attribute a "
+    f"ON a.attrelid {_EQ} t.typrelid WHERE t.oid {_EQ} r.oid "
+    "AND a.attnum OPERATOR(pg_catalog.>) 0 AND NOT a.attisdropped "
+    "UNION ALL SELECT g.rngsubtype FROM pg_catalog.pg_range g "
+    f"WHERE g.rngtypid {_EQ} r.oid "
+    "UNION ALL SELECT d.refobjid FROM pg_catalog.pg_constraint c "
+    f"{_depends_on('c.oid', 'pg_constraint', 'pg_type')}WHERE c.contypid {_EQ} r.oid"
+    ") AS s(oid) WHERE s.oid OPERATOR(pg_catalog.<>) 0), "
+    # the functions they run: casts to them, their domain constraints' functions and the
+    # functions of the operators those constraints use
+    "runs(written, oid, via, detail, func) AS ("
+    "SELECT r.written, r.oid, 'cast', pg_catalog.format_type(k.castsource, NULL), k.castfunc "
+    f"FROM reach r JOIN pg_catalog.pg_cast k ON k.casttarget {_EQ} r.oid "
+    "UNION ALL SELECT r.written, r.oid, 'constraint', c.conname::pg_catalog.text, d.refobjid "
+    f"FROM reach r JOIN pg_catalog.pg_constraint c ON c.contypid {_EQ} r.oid "
+    f"{_depends_on('c.oid', 'pg_constraint', 'pg_proc')}"
+    "UNION ALL SELECT r.written, r.oid, 'constraint', c.conname::pg_catalog.text, "
+    "o.oprcode::pg_catalog.oid "
+    f"FROM reach r JOIN pg_catalog.pg_constraint c ON c.contypid {_EQ} r.oid "
+    f"{_depends_on('c.oid', 'pg_constraint', 'pg_operator')}"
+    f"JOIN pg_catalog.pg_operator o ON o.oid {_EQ} d.refobjid) "
+    "SELECT x.written, tn.nspname, t.typname, x.via, x.detail, pn.nspname, p.proname "
+    f"FROM runs x JOIN pg_catalog.pg_type t ON t.oid {_EQ} x.oid "
+    f"JOIN pg_catalog.pg_namespace tn ON tn.oid {_EQ} t.typnamespace "
+    f"JOIN pg_catalog.pg_proc p ON p.oid {_EQ} x.func "
+    f"JOIN pg_catalog.pg_namespace pn ON pn.oid {_EQ} p.pronamespace "
+    f"WHERE {_user_function('x.func')} ORDER BY 1, 2, 3, 4, 5, 6, 7"
+)
+_IMPLICIT_CASTS_SQL = (
+    "SELECT pg_catalog.format_type(k.castsource, NULL), "
+    "pg_catalog.format_type(k.casttarget, NULL), k.castcontext OPERATOR(pg_catalog.=) 'i', "
+    "pn.nspname, p.proname FROM pg_catalog.pg_cast k "
+    f"JOIN pg_catalog.pg_proc p ON p.oid {_EQ} k.castfunc "
+    f"JOIN pg_catalog.pg_namespace pn ON pn.oid {_EQ} p.pronamespace "
+    f"WHERE k.castcontext OPERATOR(pg_catalog.<>) 'e' AND {_user_function('k.castfunc')} "
+    "ORDER BY 1, 2"
+)
+
+
+def _policy_depends_on(target: str, joins: str = "") -> str:
+    """SQL: the ``target`` objects that the read policies of table ``%(oid)s`` depend on
+    (``d.refobjid``), after ``joins``."""
+    return (
+        "FROM pg_catalog.pg_policy pol "
+        f"{_depends_on('pol.oid', 'pg_policy', target)}{joins}"
+        f"WHERE pol.polrelid {_EQ} %(oid)s::pg_catalog.oid "
+        f"AND pol.polcmd {_EQ} ANY(ARRAY['r', '*']::pg_catalog.\"char\"[]) "
+    )
+
+
+_PROC = (f"JOIN pg_catalog.pg_proc p ON p.oid {_EQ} {{}} "
+         f"JOIN pg_catalog.pg_namespace pn ON pn.oid {_EQ} p.pronamespace ")
+_POLICIES_SQL = (
+    # what the policies that apply to reads depend on: functions and operators of the
+    # database's own, types (checked like written ones), other relations
+    "SELECT pol.polname, 'function', pn.nspname, p.proname, '' "
+    f"{_policy_depends_on('pg_proc', _PROC.format('d.refobjid'))}"
+    f"AND {_user_function('p.oid')} "
+    "UNION ALL SELECT pol.polname, 'operator', pn.nspname, p.proname, o.oprname "
+    + _policy_depends_on("pg_operator", f"JOIN pg_catalog.pg_operator o ON o.oid {_EQ} "
+                         f"d.refobjid {_PROC.format('o.oprcode')}")
+    + f"AND {_user_function('p.oid')} "
+    "UNION ALL SELECT pol.polname, 'type', '', '', "
+    "d.refobjid::pg_catalog.regtype::pg_catalog.text "
+    f"{_policy_depends_on('pg_type')}"
+    "UNION ALL SELECT pol.polname, 'relation', '', '', "
+    "d.refobjid::pg_catalog.regclass::pg_catalog.text "
+    f"{_policy_depends_on('pg_class')}"
+    "AND d.refobjid OPERATOR(pg_catalog.<>) pol.polrelid ORDER BY 1, 2, 3, 4, 5"
+)
 _KINDS = {"a": "an aggregate", "w": "a window function", "p": "a procedure"}
 _ATOMIC = re.compile(r"^\s*BEGIN\s+ATOMIC\s*(.*?)\s*END\s*;?\s*$", re.I | re.S)
 _RETURN = re.compile(r"^\s*RETURN\s+(.*?);?\s*$", re.I | re.S)
@@ -114,7 +242,9 @@ class _Walk:
 
 
 def check_catalog(connection: Any, statement: GuardedStatement, *, timeout_s: float) -> None:
-    """Refuse ``statement`` unless every relation and function it names is allowed.
+    """Refuse ``statement`` unless every relation and function it names, and every function
+    its types and tables run without being named (casts, domain constraints, row-level
+    security policies), is allowed.
 
     Args:
         connection: A SQLAlchemy connection inside the transaction the statement will run
@@ -123,9 +253,27 @@ def check_catalog(connection: Any, statement: GuardedStatement, *, timeout_s: fl
         timeout_s: The query's time limit (passed to the checks of definitions).
 
     Raises:
-        UnsafeSQLError: A relation or function is refused; the message names it and why.
+        UnsafeSQLError: A relation, function, type or cast is refused; the message names
+            it, why, and the fix.
     """
+    _check_implicit_casts(connection)
     _check(_Walk(connection, timeout_s, set()), statement, depth=0)
+
+
+def _check_implicit_casts(connection: Any) -> None:
+    """Refuse every statement while the database defines an implicit or assignment cast
+    whose function is the database's own: the server applies it wherever the types meet
+    (a function's argument, a comparison), with nothing in the statement to check."""
+    row = connection.exec_driver_sql(_IMPLICIT_CASTS_SQL).fetchone()
+    if row is not None:
+        source, target, implicit, schema, name = row
+        kind = "an implicit" if implicit else "an assignment"
+        _refuse(f"the database defines {kind} cast from {source} to {target} that runs "
+                f"function {schema}.{name}(), which the guard does not check, wherever "
+                f"the server converts {source} to {target} unasked; no statement runs on "
+                "this database while it exists",
+                f"ask its owner to drop it (DROP CAST ({source} AS {target})) or make it "
+                "explicit-only")
 
 
 def _check(walk: _Walk, statement: GuardedStatement, *, depth: int) -> None:
@@ -136,13 +284,36 @@ def _check(walk: _Walk, statement: GuardedStatement, *, depth: int) -> None:
         _check_relation(walk, ".".join(relation), depth)
     _check_functions(walk, statement, depth)
     _check_operators(walk, statement)
+    _check_types(walk, sorted(statement.types), "the statement casts to or declares",
+                 "remove the cast to {written} or cast to a built-in type")
+
+
+def _check_types(walk: _Walk, names: list[str], context: str, fix: str) -> None:
+    """Refuse when a type in ``names`` (as SQL writes it: ``box2``, ``chk[]``) reaches —
+    through array elements, domains, composite attributes and range subtypes — a cast to
+    it or a domain constraint on it that runs a function of the database's own.
+
+    ``context`` starts the reason (it is followed by "type <name>"); ``fix`` may use
+    ``{written}``, the name as written.
+    """
+    if not names:
+        return
+    row = walk.connection.exec_driver_sql(_TYPES_SQL, {"names": names}).fetchone()
+    if row is None:
+        return
+    written, type_schema, type_name, via, detail, schema, name = row
+    reached = f"{type_schema}.{type_name}"
+    how = (f"the cast from {detail} to {reached}" if via == "cast"
+           else f"the constraint {detail} of domain {reached}")
+    _refuse(f"{context} type {written}, which runs function {schema}.{name}() through "
+            f"{how}; the guard does not check that function", fix.format(written=written))
 
 
 def _check_relation(walk: _Walk, name: str, depth: int) -> None:
     row = walk.connection.exec_driver_sql(_RELATION_SQL, {"name": name}).fetchone()
     if row is None:  # a CTE's name, or no such relation (the server says which)
         return
-    oid, schema, relname, kind, definition = row
+    oid, schema, relname, kind, definition, row_security = row
     qualified = f"{schema}.{relname}"
     if schema in _SYSTEM_SCHEMAS or schema.startswith("pg_toast"):
         if qualified not in SYSTEM_RELATIONS:
@@ -154,10 +325,41 @@ def _check_relation(walk: _Walk, name: str, depth: int) -> None:
     if kind == "f":
         _refuse(f"{qualified} is a foreign table: it reads another server or "
                 "a file", "query the local tables")
+    if row_security and oid not in walk.seen:
+        walk.seen.add(oid)
+        _check_policies(walk, oid, qualified, depth)
     if kind != "v" or oid in walk.seen:
         return
     walk.seen.add(oid)
     _check_definition(walk, f"view {qualified}", [str(definition)], depth)
+
+
+def _check_policies(walk: _Walk, oid: int, qualified: str, depth: int) -> None:
+    """Refuse reading table ``qualified`` (row-level security on) when a policy that
+    applies to reads calls a function of the database's own or an operator of one, uses a
+    type whose casts or constraints do, or reads a relation the guard refuses: the server
+    runs the policy on every row read, whoever reads (a role that bypasses row-level
+    security is refused too: the guard does not ask who it is)."""
+    rows = walk.connection.exec_driver_sql(_POLICIES_SQL, {"oid": oid}).fetchall()
+    fix = "query other tables (the table's owner can rewrite the policy with built-in " \
+          "functions only)"
+    label = f"table {qualified} has row-level security, and its policy"
+    for policy, what, schema, name, detail in rows:
+        if what == "function":
+            _refuse(f"{label} {policy} calls function {schema}.{name}(), which the guard "
+                    "does not check", fix)
+        if what == "operator":
+            _refuse(f"{label} {policy} uses operator {detail}, whose function "
+                    f"{schema}.{name}() the guard does not check", fix)
+    types = sorted({detail for _, what, _, _, detail in rows if what == "type"})
+    _check_types(walk, types, f"{label} uses", fix)
+    for policy, what, _, _, relation in rows:
+        if what == "relation":
+            try:
+                _check_relation(walk, relation, depth + 1)
+            except UnsafeSQLError as exc:
+                _refuse(f"{label} {policy} reads {relation}, which is refused "
+                        f"({_reason(exc)})", fix)
 
 
 def _check_functions(walk: _Walk, statement: GuardedStatement, depth: int) -> None:
@@ -165,7 +367,8 @@ def _check_functions(walk: _Walk, statement: GuardedStatement, depth: int) -> No
     defined: set[str] = set()
     if names:
         rows = walk.connection.exec_driver_sql(_FUNCTIONS_SQL, {"names": names}).fetchall()
-        for oid, schema, name, language, definer, kind, source, settings, atomic in rows:
+        for (oid, schema, name, language, definer, kind, source, settings, atomic,
+             types) in rows:
             defined.add(str(name).lower())
             if oid in walk.seen:
                 continue
@@ -183,6 +386,8 @@ def _check_functions(walk: _Walk, statement: GuardedStatement, depth: int) -> No
             if language != "sql":
                 _refuse(f"{label} is written in {language}, whose body the "
                         "guard cannot check", "remove it or rewrite it as SQL")
+            _check_types(walk, sorted(set(types)), f"{label} takes or returns",
+                         "remove it")
             body = walk.connection.exec_driver_sql(_SQL_BODY, {"oid": oid}).scalar() \
                 if atomic else source
             _check_definition(walk, label, _body_statements(str(body or "")), depth)
@@ -214,9 +419,13 @@ def _check_definition(walk: _Walk, label: str, statements: list[str], depth: int
             inner = check_statement(text, Dialect.POSTGRES, timeout_s=walk.timeout_s)
             _check(walk, inner, depth=depth + 1)
         except UnsafeSQLError as exc:
-            reason = str(exc).removeprefix("SQL refused: ").split(". The SQL tool runs")[0]
-            _refuse(f"{label} is refused: its definition is not allowed ({reason})",
+            _refuse(f"{label} is refused: its definition is not allowed ({_reason(exc)})",
                     "query the tables it reads directly")
+
+
+def _reason(exc: UnsafeSQLError) -> str:
+    """The reason of a refusal, without its prefix and the rule that follows it."""
+    return str(exc).removeprefix("SQL refused: ").split(". The SQL tool runs")[0]
 
 
 def _body_statements(body: str) -> list[str]:

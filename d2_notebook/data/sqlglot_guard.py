@@ -65,6 +65,9 @@ class GuardedStatement:
             passes the guard (see :mod:`~d2_notebook.data.postgres_catalog`).
         relations: Every relation it reads, as its identifiers rendered in the dialect
             (``("public", "t")``, ``('"My T"',)``), for the catalog check of views.
+        types: Every type it writes (a cast's target, a column definition's type), as
+            rendered in the dialect (``box2``, ``public.chk[]``, ``INT``), for the catalog
+            check of the casts and domain constraints those types run.
     """
 
     sql: str
@@ -73,6 +76,7 @@ class GuardedStatement:
     function_refs: frozenset[FunctionRef] = frozenset()
     unknown_functions: frozenset[str] = frozenset()
     relations: frozenset[tuple[str, ...]] = frozenset()
+    types: frozenset[str] = frozenset()
 
 
 @dataclass(frozen=True)
@@ -269,17 +273,19 @@ def check_statement(sql: str, dialect: Dialect, *, timeout_s: float) -> GuardedS
         _check_node(node, policy, timeout_s, found, dialect)
     text = tree.sql(dialect=dialect.value, normalize_functions=False, comments=False)
     return GuardedStatement(text, kind, frozenset(found.functions), frozenset(found.refs),
-                            frozenset(found.unknown), frozenset(found.relations))
+                            frozenset(found.unknown), frozenset(found.relations),
+                            frozenset(found.types))
 
 
 @dataclass
 class _Found:
-    """What a walk over the tree found: function calls and relations."""
+    """What a walk over the tree found: function calls, relations and types."""
 
     functions: set[str] = field(default_factory=set)
     refs: set[FunctionRef] = field(default_factory=set)
     unknown: set[str] = field(default_factory=set)
     relations: set[tuple[str, ...]] = field(default_factory=set)
+    types: set[str] = field(default_factory=set)
 
 
 def _refuse(reason: str, fix: str) -> NoReturn:
@@ -321,6 +327,8 @@ def _check_node(node: exp.Expression, policy: DialectPolicy, timeout_s: float,
         _check_table(node, policy)
         if not isinstance(node.this, exp.Func):
             found.relations.add(tuple(part.sql(dialect=dialect.value) for part in node.parts))
+    elif isinstance(node, exp.DataType) and node.find_ancestor(exp.DataType) is None:
+        found.types.add(node.sql(dialect=dialect.value))  # a whole type, not a part of one
 
 
 _CALL = re.compile(r'\s*("?)([A-Za-z_][A-Za-z0-9_$]*)\1\s*\(')

@@ -22,6 +22,9 @@ Defence in depth, per query:
    DB-API connection), rows are fetched through a server-side cursor in chunks and capped
    at ``max_rows`` and at ``max_bytes`` (a result past the byte cap is an error naming
    it), and a truncated result is counted in the same transaction.
+4. A PostgreSQL run-time error reaches the caller as its primary message with the values
+   it quotes hidden (they may come from anything the query reached); compile errors keep
+   their text.
 """
 
 from __future__ import annotations
@@ -38,6 +41,7 @@ from sqlalchemy.engine import URL, Connection, Engine
 from d2_notebook.data import sqlglot_guard
 from d2_notebook.data.catalog_access import KeyConstraint
 from d2_notebook.data.dialects import Dialect
+from d2_notebook.data.execution import hide_quoted
 from d2_notebook.data.keys import Relationship, parse_relationships
 from d2_notebook.data.postgres_catalog import check_catalog
 from d2_notebook.data.results import QueryResult
@@ -351,8 +355,27 @@ def _timeout_message(timeout_s: float) -> str:
             "WHERE/LIMIT or raise the timeout")
 
 
-def _with_hint(exc: sa.exc.DBAPIError, dialect: Dialect) -> str:
+def _error_text(exc: sa.exc.DBAPIError, dialect: Dialect) -> str:
+    """The database's message as the agent may see it.
+
+    A PostgreSQL error outside SQLSTATE class 42 (which holds the errors of parsing and
+    binding the statement: syntax, unknown names, types, privileges) is a run-time error:
+    it may quote values the query computed from anything it reached, in its message and,
+    unquoted, in its DETAIL and CONTEXT lines. Only its primary message is kept, with the
+    quoted parts hidden (as DuckDB's run-time errors are, see
+    :func:`~d2_notebook.data.execution.with_hint`). Compile errors, and errors of other
+    backends (which this source cannot tell apart), keep their text.
+    """
     text = str(exc.orig).strip()
+    state = _sqlstate(exc) or ""
+    if dialect is not Dialect.POSTGRES or state.startswith("42"):
+        return text
+    primary = getattr(getattr(exc.orig, "diag", None), "message_primary", None)
+    return hide_quoted(str(primary or text.split("\n", 1)[0]).strip())
+
+
+def _with_hint(exc: sa.exc.DBAPIError, dialect: Dialect) -> str:
+    text = _error_text(exc, dialect)
     state = _sqlstate(exc) or ""
     if state == _READ_ONLY_VIOLATION:
         hint = "the database refused a write: queries run in a read-only transaction"
