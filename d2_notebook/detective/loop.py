@@ -241,19 +241,24 @@ class ControlLoop:
 
     async def _guarded(self, work: Coroutine[Any, Any, _Result]) -> _Result | None:
         """Run the collection phase and return what ``work`` returned; a budget, a time
-        limit or a stop ends it gracefully, and then None is returned."""
+        limit or a stop ends it gracefully, and then None is returned.
+
+        The time limit (``max_seconds``, counted from here) covers everything: ``work``,
+        and after a budget stop the wait for branches still running.
+        """
         limit = self.ctx.settings.max_seconds
         result = None
         try:
             try:
                 async with asyncio.timeout(limit):
-                    result = await self._until_fault(work)
-            except BudgetExceededError as exc:
-                self.stop_reason = str(exc)
-                await self.scheduler.finish_running()  # in flight: their next call stops
-                self.scheduler.raise_failure(budget_too=False)  # a fault meanwhile fails
-        except TimeoutError:
-            self.stop_reason = f"the time budget ({limit:g} s) ran out"
+                    try:
+                        result = await self._until_fault(work)
+                    except BudgetExceededError as exc:
+                        self.stop_reason = str(exc)
+                        await self.scheduler.finish_running()  # their next call stops
+                        self.scheduler.raise_failure(budget_too=False)  # a fault fails
+            except TimeoutError:
+                self.stop_reason = self.stop_reason or f"the time budget ({limit:g} s) ran out"
         except BaseException as exc:
             await self.scheduler.cancel()
             self._record_fault(exc)

@@ -1,0 +1,61 @@
+"""The run's time limit (``max_seconds``): it bounds the whole run.
+
+Every run is awaited through ``asyncio.wait_for`` so that a regression fails in a few
+seconds instead of hanging the suite.
+"""
+
+from __future__ import annotations
+
+import asyncio
+
+import duckdb
+import pytest
+
+from d2_notebook import investigate
+from d2_notebook.board import HypothesisStatus
+from d2_notebook.datasets import hospital
+from d2_notebook.detective.policies.hospital import HospitalWalkthrough
+from d2_notebook.llm import ModelRequest, ModelResponse
+
+QUESTION = hospital.QUESTION
+HANG_BOUND_S = 5.0
+"""A run with ``max_seconds`` of 1 or 2 that is still going after this long has hung."""
+RUN_BOUND_S = 60.0
+"""A run that waits on nothing hanging, on a slow machine."""
+
+
+@pytest.fixture
+def con() -> duckdb.DuckDBPyConnection:
+    return hospital.create()
+
+
+async def never_answers() -> None:
+    """A model call that never comes back (a stuck connection)."""
+    await asyncio.Event().wait()
+
+
+class StuckAgent(HospitalWalkthrough):
+    """The walkthrough, but every call of ``agent`` hangs."""
+
+    def __init__(self, agent: str) -> None:
+        super().__init__()
+        self.agent = agent
+
+    async def __call__(self, request: ModelRequest) -> ModelResponse:  # type: ignore[override]
+        if request.agent == self.agent:
+            await never_answers()
+        return super().__call__(request)
+
+
+async def test_a_budget_stop_waits_for_running_branches_only_within_the_time_limit(
+        con, board_path):
+    # The call budget runs out while collector H1's call hangs: the wait for the
+    # branches still running ends with the time limit, not never.
+    result = await asyncio.wait_for(
+        investigate(con, QUESTION, board=board_path, model=StuckAgent("collector-H1").model(),
+                    max_calls=10, max_seconds=2),
+        HANG_BOUND_S)
+    assert result.state == "finished"
+    assert "model call budget spent" in result.stop_reason
+    assert result.board.get_hypothesis("H1").status is HypothesisStatus.PROPOSED
+    assert "Collection stopped early" in result.report
