@@ -1,4 +1,5 @@
-"""The run's time limit (``max_seconds``): it bounds the whole run.
+"""The run's time limit (``max_seconds``): it bounds the whole run, and only its own
+clock is a time stop.
 
 Every run is awaited through ``asyncio.wait_for`` so that a regression fails in a few
 seconds instead of hanging the suite.
@@ -12,7 +13,7 @@ import duckdb
 import pytest
 
 from d2_notebook import investigate
-from d2_notebook.board import HypothesisStatus
+from d2_notebook.board import Board, HypothesisStatus
 from d2_notebook.datasets import hospital
 from d2_notebook.detective.policies.hospital import HospitalWalkthrough
 from d2_notebook.llm import ModelRequest, ModelResponse
@@ -47,6 +48,20 @@ class StuckAgent(HospitalWalkthrough):
         return super().__call__(request)
 
 
+class OwnTimeout(HospitalWalkthrough):
+    """The walkthrough, but ``agent``'s model raises its own TimeoutError (a read
+    timeout in a provider, ``asyncio.wait_for`` inside a custom model)."""
+
+    def __init__(self, agent: str) -> None:
+        super().__init__()
+        self.agent = agent
+
+    def __call__(self, request: ModelRequest) -> ModelResponse:
+        if request.agent == self.agent:
+            raise TimeoutError("read timed out")
+        return super().__call__(request)
+
+
 async def test_a_budget_stop_waits_for_running_branches_only_within_the_time_limit(
         con, board_path):
     # The call budget runs out while collector H1's call hangs: the wait for the
@@ -59,3 +74,24 @@ async def test_a_budget_stop_waits_for_running_branches_only_within_the_time_lim
     assert "model call budget spent" in result.stop_reason
     assert result.board.get_hypothesis("H1").status is HypothesisStatus.PROPOSED
     assert "Collection stopped early" in result.report
+
+
+@pytest.mark.parametrize("agent", ["collector-H2", "orchestrator"])
+@pytest.mark.parametrize("max_seconds", [None, 300])
+async def test_a_models_own_timeout_fails_the_run_and_resume_finishes_it(
+        con, board_path, agent, max_seconds):
+    with pytest.raises(TimeoutError, match="read timed out"):
+        await asyncio.wait_for(
+            investigate(con, QUESTION, board=board_path, model=OwnTimeout(agent).model(),
+                        max_seconds=max_seconds),
+            RUN_BOUND_S)
+    with Board.open(board_path) as board:
+        investigation = board.get_investigation("I1")
+        assert investigation.state.value == "failed"
+        assert investigation.error == "TimeoutError: read timed out"
+        assert "time budget" not in str(investigation.report)
+    result = await asyncio.wait_for(
+        investigate(con, None, board=board_path, resume=True,
+                    model=HospitalWalkthrough().model()),
+        RUN_BOUND_S)
+    assert result.state == "finished" and result.stop_reason is None

@@ -244,13 +244,16 @@ class ControlLoop:
         limit or a stop ends it gracefully, and then None is returned.
 
         The time limit (``max_seconds``, counted from here) covers everything: ``work``,
-        and after a budget stop the wait for branches still running.
+        and after a budget stop the wait for branches still running. It is the run's
+        own limit only when its clock expired; a ``TimeoutError`` raised by a model or a
+        tool is a fault like any other.
         """
         limit = self.ctx.settings.max_seconds
+        clock = asyncio.timeout(limit)
         result = None
         try:
             try:
-                async with asyncio.timeout(limit):
+                async with clock:
                     try:
                         result = await self._until_fault(work)
                     except BudgetExceededError as exc:
@@ -258,6 +261,8 @@ class ControlLoop:
                         await self.scheduler.finish_running()  # their next call stops
                         self.scheduler.raise_failure(budget_too=False)  # a fault fails
             except TimeoutError:
+                if not clock.expired():
+                    raise  # a model's or a tool's own timeout: a fault
                 self.stop_reason = self.stop_reason or f"the time budget ({limit:g} s) ran out"
         except BaseException as exc:
             await self.scheduler.cancel()
