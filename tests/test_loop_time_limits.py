@@ -1,5 +1,5 @@
-"""The run's time limit (``max_seconds``): it bounds the whole run, and only its own
-clock is a time stop.
+"""The run's time limit (``max_seconds``): it bounds the whole run; only its own clock
+is a time stop, and a fault is never lost to it.
 
 Every run is awaited through ``asyncio.wait_for`` so that a regression fails in a few
 seconds instead of hanging the suite.
@@ -16,6 +16,7 @@ from d2_notebook import investigate
 from d2_notebook.board import Board, HypothesisStatus
 from d2_notebook.datasets import hospital
 from d2_notebook.detective.policies.hospital import HospitalWalkthrough
+from d2_notebook.errors import ModelAPIError
 from d2_notebook.llm import ModelRequest, ModelResponse
 
 QUESTION = hospital.QUESTION
@@ -62,6 +63,17 @@ class OwnTimeout(HospitalWalkthrough):
         return super().__call__(request)
 
 
+class FailingWhileAnotherHangs(HospitalWalkthrough):
+    """Collector H2's model fails beyond retries while collector H1's call hangs."""
+
+    async def __call__(self, request: ModelRequest) -> ModelResponse:  # type: ignore[override]
+        if request.agent == "collector-H2":
+            raise ModelAPIError("the provider is overloaded (529) after 4 retries")
+        if request.agent == "collector-H1":
+            await never_answers()
+        return super().__call__(request)
+
+
 async def test_a_budget_stop_waits_for_running_branches_only_within_the_time_limit(
         con, board_path):
     # The call budget runs out while collector H1's call hangs: the wait for the
@@ -95,3 +107,15 @@ async def test_a_models_own_timeout_fails_the_run_and_resume_finishes_it(
                     model=HospitalWalkthrough().model()),
         RUN_BOUND_S)
     assert result.state == "finished" and result.stop_reason is None
+
+
+async def test_a_branch_fault_is_raised_when_the_time_limit_ends_the_wait_for_others(
+        con, board_path):
+    with pytest.raises(ModelAPIError, match="overloaded"):
+        await asyncio.wait_for(
+            investigate(con, QUESTION, board=board_path,
+                        model=FailingWhileAnotherHangs().model(), max_seconds=1),
+            HANG_BOUND_S)
+    with Board.open(board_path) as board:
+        investigation = board.get_investigation("I1")
+        assert investigation.state.value == "failed" and "overloaded" in investigation.error

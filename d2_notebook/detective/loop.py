@@ -246,7 +246,8 @@ class ControlLoop:
         The time limit (``max_seconds``, counted from here) covers everything: ``work``,
         and after a budget stop the wait for branches still running. It is the run's
         own limit only when its clock expired; a ``TimeoutError`` raised by a model or a
-        tool is a fault like any other.
+        tool is a fault like any other. A branch's fault (not a budget stop) is raised
+        whenever collection ends, also when the time limit ends it.
         """
         limit = self.ctx.settings.max_seconds
         clock = asyncio.timeout(limit)
@@ -263,6 +264,7 @@ class ControlLoop:
             except TimeoutError:
                 if not clock.expired():
                     raise  # a model's or a tool's own timeout: a fault
+                self.scheduler.raise_failure(budget_too=False)  # a fault meanwhile fails
                 self.stop_reason = self.stop_reason or f"the time budget ({limit:g} s) ran out"
         except BaseException as exc:
             await self.scheduler.cancel()
