@@ -1,5 +1,5 @@
-"""The run's time limit (``max_seconds``): it bounds the whole run; only its own clock
-is a time stop, and a fault is never lost to it.
+"""The run's time limit (``max_seconds``): it bounds the whole run, the reporter
+included; only its own clock is a time stop, and a fault is never lost to it.
 
 Every run is awaited through ``asyncio.wait_for`` so that a regression fails in a few
 seconds instead of hanging the suite.
@@ -15,6 +15,7 @@ import pytest
 from d2_notebook import investigate
 from d2_notebook.board import Board, HypothesisStatus
 from d2_notebook.datasets import hospital
+from d2_notebook.detective import loop
 from d2_notebook.detective.policies.hospital import HospitalWalkthrough
 from d2_notebook.errors import ModelAPIError
 from d2_notebook.llm import ModelRequest, ModelResponse
@@ -45,6 +46,15 @@ class StuckAgent(HospitalWalkthrough):
 
     async def __call__(self, request: ModelRequest) -> ModelResponse:  # type: ignore[override]
         if request.agent == self.agent:
+            await never_answers()
+        return super().__call__(request)
+
+
+class StuckReporter(HospitalWalkthrough):
+    """The walkthrough, but the reporter never answers."""
+
+    async def __call__(self, request: ModelRequest) -> ModelResponse:  # type: ignore[override]
+        if request.role == "reporter":
             await never_answers()
         return super().__call__(request)
 
@@ -86,6 +96,32 @@ async def test_a_budget_stop_waits_for_running_branches_only_within_the_time_lim
     assert "model call budget spent" in result.stop_reason
     assert result.board.get_hypothesis("H1").status is HypothesisStatus.PROPOSED
     assert "Collection stopped early" in result.report
+
+
+async def test_a_reporter_that_hangs_is_stopped_and_the_board_reports(
+        con, board_path, monkeypatch):
+    monkeypatch.setattr(loop, "REPORT_GRACE_S", 0.5, raising=False)
+    result = await asyncio.wait_for(
+        investigate(con, QUESTION, board=board_path, model=StuckReporter().model(),
+                    max_seconds=1),
+        HANG_BOUND_S)
+    assert result.state == "finished"
+    assert "The reporter ran out of time" in result.report
+    assert result.report.startswith(f"# {QUESTION}")  # the board-built report
+    assert "## Hypotheses" in result.report
+    with Board.open(board_path) as board:
+        assert board.get_investigation("I1").report == result.report
+
+
+async def test_a_reporter_within_the_time_limit_writes_the_report(con):
+    result = await asyncio.wait_for(
+        investigate(con, QUESTION, model=HospitalWalkthrough().model(), max_seconds=60),
+        RUN_BOUND_S)
+    assert result.stop_reason is None
+    assert "ran out of time" not in result.report
+    assert not result.report.startswith(f"# {QUESTION}")  # the reporter's, not the board's
+    calls = result.board.list_model_calls(agent="reporter")
+    assert calls and all(c.error is None for c in calls)
 
 
 @pytest.mark.parametrize("agent", ["collector-H2", "orchestrator"])
