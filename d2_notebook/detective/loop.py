@@ -46,6 +46,13 @@ from d2_notebook.errors import BoardError, BudgetExceededError, ModelError, Repl
 
 LOOP_ACTOR = "detective"
 
+REPORT_GRACE_S = 10.0
+"""Seconds the reporter may run past the end of ``max_seconds``. The reporter's time
+limit is what is left of ``max_seconds`` plus this grace, so a run that stopped on its
+time limit still gets a short reporter turn; past it, the report is built from the
+board alone. A run with a time limit therefore ends at most this long after it (plus
+the bookkeeping of writing the report)."""
+
 _Result = TypeVar("_Result")
 
 
@@ -86,6 +93,7 @@ class ControlLoop:
         self.reporter_model = reporter_model
         self.hypothesizer_calls = hypothesizer_calls
         self.stop_reason: str | None = None
+        self._deadline: float | None = None  # event-loop time; set when collection starts
         self.scheduler = BranchScheduler(ctx.settings.collectors, self._branch, self._begin)
 
     # --- entry point -----------------------------------------------------------------
@@ -241,19 +249,32 @@ class ControlLoop:
 
     async def _guarded(self, work: Coroutine[Any, Any, _Result]) -> _Result | None:
         """Run the collection phase and return what ``work`` returned; a budget, a time
-        limit or a stop ends it gracefully, and then None is returned."""
+        limit or a stop ends it gracefully, and then None is returned.
+
+        The time limit (``max_seconds``, counted from here) covers everything: ``work``,
+        and after a budget stop the wait for branches still running. It is the run's
+        own limit only when its clock expired; a ``TimeoutError`` raised by a model or a
+        tool is a fault like any other. A branch's fault (not a budget stop) is raised
+        whenever collection ends, also when the time limit ends it.
+        """
         limit = self.ctx.settings.max_seconds
+        self._deadline = None if limit is None else asyncio.get_running_loop().time() + limit
+        clock = asyncio.timeout_at(self._deadline)
         result = None
         try:
             try:
-                async with asyncio.timeout(limit):
-                    result = await self._until_fault(work)
-            except BudgetExceededError as exc:
-                self.stop_reason = str(exc)
-                await self.scheduler.finish_running()  # in flight: their next call stops
+                async with clock:
+                    try:
+                        result = await self._until_fault(work)
+                    except BudgetExceededError as exc:
+                        self.stop_reason = str(exc)
+                        await self.scheduler.finish_running()  # their next call stops
+                        self.scheduler.raise_failure(budget_too=False)  # a fault fails
+            except TimeoutError:
+                if not clock.expired():
+                    raise  # a model's or a tool's own timeout: a fault
                 self.scheduler.raise_failure(budget_too=False)  # a fault meanwhile fails
-        except TimeoutError:
-            self.stop_reason = f"the time budget ({limit:g} s) ran out"
+                self.stop_reason = self.stop_reason or f"the time budget ({limit:g} s) ran out"
         except BaseException as exc:
             await self.scheduler.cancel()
             self._record_fault(exc)
@@ -305,7 +326,11 @@ class ControlLoop:
         agent's (``written``), its own "Not examined" section completed with every
         dismissal, else one built from the board alone; either way followed by the
         sections taken from the board that it lacks (:func:`board_sections`), the splits
-        not made among them."""
+        not made among them.
+
+        The reporter has what is left of ``max_seconds`` plus :data:`REPORT_GRACE_S`; when
+        that runs out (or its model fails or is refused) the report is the board's.
+        """
         ctx = self.ctx
         coverage = self._coverage()
         note = self._unexamined_note(coverage)
@@ -315,14 +340,22 @@ class ControlLoop:
         if use_reporter:
             reporter_ctx = replace(ctx, role_models={**ctx.role_models,
                                                      Role.REPORTER.value: self.reporter_model})
+            clock = asyncio.timeout_at(self._report_deadline())
             try:
-                report = (await roles.write_report(
-                    reporter_ctx, unexamined_note=note, not_refined=not_refined,
-                    coverage=coverage)).report
+                async with clock:
+                    report = (await roles.write_report(
+                        reporter_ctx, unexamined_note=note, not_refined=not_refined,
+                        coverage=coverage)).report
             except ReplayDivergenceError:
                 raise  # a replay that took another path fails; no fallback hides it
             except ModelError as exc:
                 note = (note + " " if note else "") + f"The reporter could not run: {exc}."
+            except TimeoutError:
+                if not clock.expired():
+                    raise  # the model's own timeout: a fault, as for any other role
+                note = (note + " " if note else "") + (
+                    f"The reporter ran out of time ({REPORT_GRACE_S:g} s past the time "
+                    f"budget of {ctx.settings.max_seconds:g} s).")
         if report is None:
             report = fallback_report(ctx.board, ctx.investigation_id, note=note)
         else:  # the writer's own "Not examined" section, if any, names every dismissal
@@ -330,6 +363,13 @@ class ControlLoop:
         added = board_sections(ctx.board, ctx.investigation_id, report, note=note,
                                not_refined=not_refined)
         return f"{report.rstrip()}\n\n{added}\n" if added else report
+
+    def _report_deadline(self) -> float | None:
+        """When the reporter must stop (event-loop time): :data:`REPORT_GRACE_S` after
+        the run's time limit, or never without one."""
+        if self._deadline is None:
+            return None
+        return self._deadline + REPORT_GRACE_S
 
     def _unexamined_note(self, coverage: BoardCoverage | None) -> str:
         """What the team left unexamined: a sentence for an early stop and for open
