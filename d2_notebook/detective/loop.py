@@ -46,12 +46,13 @@ from d2_notebook.errors import BoardError, BudgetExceededError, ModelError, Repl
 
 LOOP_ACTOR = "detective"
 
-REPORT_GRACE_S = 10.0
+REPORT_GRACE_S = 120.0
 """Seconds the reporter may run past the end of ``max_seconds``. The reporter's time
 limit is what is left of ``max_seconds`` plus this grace, so a run that stopped on its
-time limit still gets a short reporter turn; past it, the report is built from the
-board alone. A run with a time limit therefore ends at most this long after it (plus
-the bookkeeping of writing the report)."""
+time limit still gets its reporter's turn (one call writing ~2K tokens: 30–60 s on a
+Sonnet-class model, more under load); past it, the report is built from the board
+alone. A run with a time limit therefore ends at most this long after it (plus the
+bookkeeping of writing the report)."""
 
 _Result = TypeVar("_Result")
 
