@@ -252,10 +252,10 @@ async def test_a_resumed_run_counts_earlier_dollars(con, tmp_path) -> None:
     first = await investigate(con, QUESTION, board=path, max_usd=0.08,
                               model=Claims().model(model_id="claude-sonnet-4-6"))
     assert first.stop_reason and "max_usd=$0.068 reached" in first.stop_reason  # 15% kept
-    sent_before = len(first.board.list_model_calls())
+    sent_before, spent_before = len(first.board.list_model_calls()), first.usage.cost_usd
     first.board.set_investigation_state("I1", "interrupted", actor="test")
     first.board.close()
-    resumed = await investigate(con, None, board=path, resume=True, max_usd=0.08,
+    resumed = await investigate(con, None, board=path, resume=True, max_usd=spent_before,
                                 model=Claims().model(model_id="claude-sonnet-4-6"))
     calls = resumed.board.list_model_calls()
     assert resumed.usage.cost_usd == pytest.approx(sum(c.cost_usd for c in calls))

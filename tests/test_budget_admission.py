@@ -1,0 +1,144 @@
+"""Admitting a model call: calls under way count at their estimate."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+from pathlib import Path
+
+import pytest
+
+from d2_notebook import investigate
+from d2_notebook.board import Board, ModelCallStatus
+from d2_notebook.datasets import hospital
+from d2_notebook.detective.policies.hospital import HospitalWalkthrough
+from d2_notebook.errors import BudgetExceededError
+from d2_notebook.llm import (
+    Budget,
+    Ledger,
+    ModelRequest,
+    ModelResponse,
+    RecordingModel,
+    TextPart,
+    TokenUsage,
+    UserMessage,
+    cost_of,
+)
+from d2_notebook.llm.offline import FunctionModel
+
+PRICED = "claude-sonnet-4-6"  # $3 per million input tokens, $15 per million output
+USED = TokenUsage(input_tokens=2_000, output_tokens=500)  # what each offline call reports
+ONE_CALL_USD = cost_of(PRICED, USED).usd  # $0.0135
+ANSWER = TokenUsage(output_tokens=USED.output_tokens)
+LIMIT_S = 60.0  # no test waits longer than this for a run
+QUICK_S = 2.0  # for a call that must be refused at once, not sent
+
+
+def ask(agent: str) -> ModelRequest:
+    """A collector's request whose prompt is about USED's 2,000 input tokens."""
+    return ModelRequest("x" * 6_000, [UserMessage("q")], max_tokens=500, role="collector",
+                        agent=agent)
+
+
+def slow_answers(gate: asyncio.Event | None = None) -> FunctionModel:
+    """A priced offline model; every call takes a while (or waits for ``gate``) and
+    reports USED."""
+
+    async def answer(request: ModelRequest) -> ModelResponse:
+        if gate is not None:
+            await gate.wait()
+        else:
+            await asyncio.sleep(0.02)
+        return ModelResponse([TextPart("ok")], usage=USED, model=PRICED)
+
+    return FunctionModel(answer, model_id=PRICED)
+
+
+async def parallel(model: RecordingModel, calls: int) -> list[object]:
+    """``calls`` requests sent at once, as parallel collectors send them."""
+    return await asyncio.wait_for(
+        asyncio.gather(*(model.request(ask(f"collector-H{i}")) for i in range(calls)),
+                       return_exceptions=True), LIMIT_S)
+
+
+# --- 1. calls under way count when another is admitted ----------------------------------
+
+
+@pytest.mark.parametrize("budget, used", [
+    (Budget(max_usd=0.05), lambda usage: usage.cost_usd),
+    (Budget(max_tokens=6_000), lambda usage: usage.total_tokens),
+])
+async def test_parallel_calls_stop_within_the_cap_but_for_the_last_answer(board_path: Path,
+                                                                         budget, used) -> None:
+    answer = cost_of(PRICED, ANSWER).usd if budget.max_usd else ANSWER.total_tokens
+    cap = budget.max_usd or budget.max_tokens
+    with Board.open(board_path) as board:
+        ledger = Ledger()
+        model = RecordingModel(slow_answers(), board, ledger=ledger, budget=budget)
+        outcomes = await parallel(model, 8)
+        answered = sum(isinstance(o, ModelResponse) for o in outcomes)
+        assert answered >= 2
+        assert all(isinstance(o, BudgetExceededError) for o in outcomes
+                   if not isinstance(o, ModelResponse))
+        # Admitted only while spent + calls under way (at estimate) + its own prompt
+        # stayed below the cap: only the last call's answer may pass it.
+        assert used(ledger.usage) <= cap + answer
+        assert ledger.in_flight == 0 and ledger.usage.calls == answered
+        assert len(board.list_model_calls()) == answered
+
+
+async def test_a_call_under_way_holds_its_estimate_until_it_ends(board_path: Path) -> None:
+    gate = asyncio.Event()
+    with Board.open(board_path) as board:
+        ledger = Ledger()
+        model = RecordingModel(slow_answers(gate), board, ledger=ledger,
+                               budget=Budget(max_usd=0.02))
+        first = asyncio.create_task(model.request(ask("collector-H1")))
+        await asyncio.sleep(0.01)
+        assert ledger.in_flight == 1
+        with pytest.raises(BudgetExceededError, match=r"max_usd=\$0\.02"):
+            await asyncio.wait_for(model.request(ask("collector-H2")), QUICK_S)
+        first.cancel()  # cancelled at the provider: the estimate is released, nothing spent
+        with contextlib.suppress(asyncio.CancelledError):
+            await asyncio.wait_for(first, LIMIT_S)
+        assert ledger.in_flight == 0 and ledger.usage.cost_usd == 0.0
+        gate.set()
+        await asyncio.wait_for(model.request(ask("collector-H3")), LIMIT_S)
+        assert ledger.usage.cost_usd == pytest.approx(ONE_CALL_USD)  # settled as reported
+        statuses = [c.status for c in board.list_model_calls(refused=True)]
+        assert statuses == [ModelCallStatus.REFUSED, ModelCallStatus.CANCELLED,
+                            ModelCallStatus.ANSWERED]
+
+
+async def run_hospital(tmp_path: Path, **settings: object):
+    return await asyncio.wait_for(investigate(
+        hospital.create(), hospital.QUESTION, board=tmp_path / "h.d2board",
+        model=HospitalWalkthrough().model(model_id=PRICED), **settings), LIMIT_S)
+
+
+@pytest.mark.parametrize("cap, value", [("max_usd", 0.10), ("max_tokens", 20_000)])
+async def test_parallel_collectors_leave_the_reporter_its_reserve(tmp_path: Path, cap,
+                                                                  value) -> None:
+    result = await run_hospital(tmp_path, collectors=8, **{"max_usd": None, cap: value})
+    try:
+        def spent(totals) -> float:
+            return totals.cost_usd if cap == "max_usd" else totals.total_tokens
+
+        collection = sum(spent(t) for role, t in result.usage.by_role.items()
+                         if role != "reporter")
+        def answer(role: str) -> float:  # the largest answer of ``role`` or of collection
+            return max(cost_of(PRICED, TokenUsage(output_tokens=c.output_tokens)).usd
+                       if cap == "max_usd" else c.output_tokens
+                       for c in result.board.list_model_calls()
+                       if (c.role == "reporter") == (role == "reporter"))
+
+        assert result.stop_reason and cap in result.stop_reason
+        # Within its share but for the last call's answer, and never into the reserve.
+        assert collection <= 0.85 * value + answer("collector")
+        assert collection < value
+        reporter = [c.status for c in result.board.list_model_calls(refused=True)
+                    if c.role == "reporter"]
+        assert ModelCallStatus.ANSWERED in reporter
+        assert spent(result.usage) <= value + answer("reporter")
+    finally:
+        result.board.close()
