@@ -1,4 +1,5 @@
-"""Admitting a model call: calls under way count at their estimate."""
+"""Admitting a model call: calls under way count at their estimate, and the reporter's
+reserve is held back only for a reporter."""
 
 from __future__ import annotations
 
@@ -140,5 +141,30 @@ async def test_parallel_collectors_leave_the_reporter_its_reserve(tmp_path: Path
                     if c.role == "reporter"]
         assert ModelCallStatus.ANSWERED in reporter
         assert spent(result.usage) <= value + answer("reporter")
+    finally:
+        result.board.close()
+
+
+# --- 2. the reserve is held back only for a reporter ------------------------------------
+
+
+@pytest.mark.parametrize("variant, cap", [("no_reporter", 12), ("single_agent_board", 4)])
+async def test_a_variant_without_a_reporter_may_spend_the_whole_budget(tmp_path: Path,
+                                                                      variant, cap) -> None:
+    result = await run_hospital(tmp_path, variant=variant, max_calls=cap)
+    try:
+        assert result.usage.calls == cap  # the user's cap, not 85% of it
+        assert result.stop_reason is not None
+        assert f"{cap} of max_calls={cap}" in result.stop_reason
+        assert "reporter" not in result.stop_reason
+    finally:
+        result.board.close()
+
+
+async def test_no_reporter_uses_the_calls_the_full_team_keeps_for_its_reporter(
+        tmp_path: Path) -> None:
+    result = await run_hospital(tmp_path, variant="no_reporter", max_calls=20)
+    try:
+        assert result.usage.calls > 17  # 17 = 85% of 20, the reporter's share held back
     finally:
         result.board.close()

@@ -50,7 +50,7 @@ from d2_notebook.detective.resume import (
 )
 from d2_notebook.detective.sequencer import WriteSequencer
 from d2_notebook.detective.settings import InvestigationSettings, check_role_names
-from d2_notebook.detective.variant import Shape
+from d2_notebook.detective.variant import Role, Shape
 from d2_notebook.errors import BoardError, D2Error, InvalidRecordError, ReplayDivergenceError
 from d2_notebook.llm import (
     Budget,
@@ -407,8 +407,9 @@ def _resolve_role_models(names: Mapping[str, str],
 
 
 def _reserve(settings: InvestigationSettings) -> Budget:
-    """The collection phase's budget: the whole budget less the reporter's share."""
-    share = 1.0 - settings.reporter_reserve
+    """The collection phase's budget: the whole budget less ``reporter_reserve`` when
+    the variant runs a reporter, else the whole of it (nothing to keep it for)."""
+    share = 1.0 - settings.reporter_reserve if settings.variant.runs(Role.REPORTER) else 1.0
 
     def part(cap: float | None, whole: bool) -> Any:
         if cap is None:

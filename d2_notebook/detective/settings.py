@@ -64,9 +64,11 @@ class InvestigationSettings:
             last call's answer and the token estimate's error. ``max_usd`` defaults
             to :data:`DEFAULT_MAX_USD`; None means no cap.
         max_seconds: wall-time budget.
-        reporter_reserve: share of the call/token/dollar budget kept for the reporter:
-            collection stops at ``1 - reporter_reserve`` of each cap (as estimated when
-            each call is admitted, see above); the reporter may spend up to the whole cap.
+        reporter_reserve: share of the call/token/dollar budget kept for the reporter
+            in variants that run one: collection stops at ``1 - reporter_reserve`` of
+            each cap (as estimated when each call is admitted, see above); the reporter
+            may spend up to the whole cap. Variants without a reporter spend the whole
+            budget on collection.
         preview_rows: rows of a query result shown to a model.
         sql_timeout_s: per-query time limit.
         context_window_tokens: the model's context window in tokens, against which
