@@ -1,5 +1,5 @@
-"""Admitting a model call: calls under way count at their estimate, and the reporter's
-reserve is held back only for a reporter."""
+"""Admitting a model call: calls under way count at their estimate, the reporter's
+reserve is held back only for a reporter, and a stop names the user's own budget."""
 
 from __future__ import annotations
 
@@ -166,5 +166,24 @@ async def test_no_reporter_uses_the_calls_the_full_team_keeps_for_its_reporter(
     result = await run_hospital(tmp_path, variant="no_reporter", max_calls=20)
     try:
         assert result.usage.calls > 17  # 17 = 85% of 20, the reporter's share held back
+    finally:
+        result.board.close()
+
+
+# --- 3. a stop names the user's budget --------------------------------------------------
+
+
+@pytest.mark.parametrize("settings, named, kept", [
+    ({"max_calls": 14}, "11 of max_calls=14", "3 kept for the reporter"),
+    ({"max_usd": 0.05}, "$0.0425 of max_usd=$0.05", "$0.0075 kept for the reporter"),
+    ({"max_usd": None, "max_tokens": 20_000}, "17000 of max_tokens=20000",
+     "3000 kept for the reporter"),
+])
+async def test_a_collection_stop_names_the_users_budget(tmp_path: Path, settings, named,
+                                                        kept) -> None:
+    result = await run_hospital(tmp_path, collectors=8, **settings)
+    try:
+        assert result.stop_reason is not None
+        assert named in result.stop_reason and kept in result.stop_reason
     finally:
         result.board.close()

@@ -66,9 +66,9 @@ class InvestigationSettings:
         max_seconds: wall-time budget.
         reporter_reserve: share of the call/token/dollar budget kept for the reporter
             in variants that run one: collection stops at ``1 - reporter_reserve`` of
-            each cap (as estimated when each call is admitted, see above); the reporter
-            may spend up to the whole cap. Variants without a reporter spend the whole
-            budget on collection.
+            each cap (as estimated when each call is admitted, see above) and the stop
+            names the cap and what is kept; the reporter may spend up to the whole
+            cap. Variants without a reporter spend the whole budget on collection.
         preview_rows: rows of a query result shown to a model.
         sql_timeout_s: per-query time limit.
         context_window_tokens: the model's context window in tokens, against which

@@ -34,6 +34,7 @@ import asyncio
 import json
 import threading
 import weakref
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from d2_notebook.errors import BudgetExceededError
@@ -141,6 +142,9 @@ class Budget:
     A call is admitted while what was spent, plus the calls under way (at their
     estimate), plus its own prompt is below every cap (see the module docstring for
     what that bounds).
+    ``whole`` is set on a share of the user's budget (:meth:`share`: what collection
+    may spend, the rest being kept for the reporter); a refusal then names the user's
+    cap and what is kept, not the share alone.
 
     The refusal messages name the caps only, never a count taken at that instant, so
     the same stop reads the same in every run (and in its replay).
@@ -149,6 +153,16 @@ class Budget:
     max_calls: int | None = None
     max_tokens: int | None = None
     max_usd: float | None = None
+    whole: Budget | None = None
+
+    def share(self, fraction: float) -> Budget:
+        """``fraction`` (in (0, 1]) of each cap, at least one call and one token,
+        with this budget as its ``whole``; the rest is kept for the reporter."""
+        return Budget(
+            None if self.max_calls is None else max(1, int(self.max_calls * fraction)),
+            None if self.max_tokens is None else max(1, int(self.max_tokens * fraction)),
+            None if self.max_usd is None else self.max_usd * fraction,
+            whole=self)
 
     def check(self, usage: UsageTotals, *, pending_calls: int = 0, pending_tokens: int = 0,
               pending_usd: float = 0.0) -> None:
@@ -158,19 +172,31 @@ class Budget:
         Raises:
             BudgetExceededError: a cap is reached; the message names which.
         """
+        whole = self.whole or self
         if self.max_calls is not None and usage.calls + pending_calls >= self.max_calls:
             raise BudgetExceededError(
-                f"model call budget spent: {self.max_calls} of max_calls={self.max_calls} "
-                f"calls made or under way; {FINISH_HINT}")
+                f"model call budget spent: {self.max_calls} of max_calls={whole.max_calls} "
+                f"calls made or under way{self._kept(whole.max_calls, self.max_calls)}; "
+                f"{FINISH_HINT}")
         if (self.max_tokens is not None
                 and usage.total_tokens + pending_tokens >= self.max_tokens):
+            of = f"{self.max_tokens} of " if self.whole is not None else ""
             raise BudgetExceededError(
-                f"token budget spent: max_tokens={self.max_tokens} reached{UNDER_WAY}; "
-                f"{FINISH_HINT}")
+                f"token budget spent: {of}max_tokens={whole.max_tokens} reached{UNDER_WAY}"
+                f"{self._kept(whole.max_tokens, self.max_tokens)}; {FINISH_HINT}")
         if self.max_usd is not None and usage.cost_usd + pending_usd >= self.max_usd:
+            of = f"${_dollars(self.max_usd)} of " if self.whole is not None else ""
+            kept = self._kept(whole.max_usd, self.max_usd, lambda usd: f"${_dollars(usd)}")
             raise BudgetExceededError(
-                f"dollar budget spent: max_usd=${_dollars(self.max_usd)} reached{UNDER_WAY}; "
-                f"{FINISH_HINT}")
+                f"dollar budget spent: {of}max_usd=${_dollars(whole.max_usd or 0)} "
+                f"reached{UNDER_WAY}{kept}; {FINISH_HINT}")
+
+    def _kept(self, whole: float | None, share: float,
+              shown: Callable[[float], str] = str) -> str:
+        """``, <the rest> kept for the reporter`` on a share of the user's cap ``whole``."""
+        if self.whole is None or whole is None:
+            return ""
+        return f", {shown(whole - share)} kept for the reporter"
 
 
 UNDER_WAY = " (counting calls under way at their estimate)"
