@@ -193,7 +193,7 @@ async def test_a_run_stopped_mid_stream_resumes_to_the_same_end(con, tmp_path, s
     if stop == "budget":
         first = await investigate(con, QUESTION, board=board_path, collectors=2,
                                   model=Claims(refine=refine).model(), max_calls=12)
-        assert first.stop_reason and "max_calls=10" in first.stop_reason  # 15% kept
+        assert first.stop_reason and "10 of max_calls=12" in first.stop_reason  # 15% kept
     elif stop == "time":
         first = await investigate(con, QUESTION, board=board_path, collectors=2,
                                   model=Claims(refine=refine, delays={"collector": 0.05})

@@ -235,7 +235,7 @@ async def test_a_resumed_run_counts_what_earlier_runs_spent(con, tmp_path) -> No
     path = tmp_path / "resumed.d2board"
     first = await investigate(con, QUESTION, board=path, collectors=2, max_calls=12,
                               model=Claims(refine=("Claim 2 holds",)).model())
-    assert first.stop_reason and "max_calls=10" in first.stop_reason  # 15% kept
+    assert first.stop_reason and "10 of max_calls=12" in first.stop_reason  # 15% kept
     spent_before = first.usage.calls
     first.board.set_investigation_state("I1", "interrupted", actor="test")
     first.board.close()
@@ -244,18 +244,18 @@ async def test_a_resumed_run_counts_what_earlier_runs_spent(con, tmp_path) -> No
     calls = resumed.board.list_model_calls()
     assert len(calls) <= 14, "the budget counts both runs"
     assert resumed.usage.calls == len(calls) > spent_before
-    assert resumed.stop_reason and "max_calls=11" in resumed.stop_reason
+    assert resumed.stop_reason and "11 of max_calls=14" in resumed.stop_reason
 
 
 async def test_a_resumed_run_counts_earlier_dollars(con, tmp_path) -> None:
     path = tmp_path / "dollars.d2board"
     first = await investigate(con, QUESTION, board=path, max_usd=0.08,
                               model=Claims().model(model_id="claude-sonnet-4-6"))
-    assert first.stop_reason and "max_usd=$0.068 reached" in first.stop_reason  # 15% kept
-    sent_before = len(first.board.list_model_calls())
+    assert first.stop_reason and "$0.068 of max_usd=$0.08 reached" in first.stop_reason
+    sent_before, spent_before = len(first.board.list_model_calls()), first.usage.cost_usd
     first.board.set_investigation_state("I1", "interrupted", actor="test")
     first.board.close()
-    resumed = await investigate(con, None, board=path, resume=True, max_usd=0.08,
+    resumed = await investigate(con, None, board=path, resume=True, max_usd=spent_before,
                                 model=Claims().model(model_id="claude-sonnet-4-6"))
     calls = resumed.board.list_model_calls()
     assert resumed.usage.cost_usd == pytest.approx(sum(c.cost_usd for c in calls))

@@ -50,7 +50,7 @@ from d2_notebook.detective.resume import (
 )
 from d2_notebook.detective.sequencer import WriteSequencer
 from d2_notebook.detective.settings import InvestigationSettings, check_role_names
-from d2_notebook.detective.variant import Shape
+from d2_notebook.detective.variant import Role, Shape
 from d2_notebook.errors import BoardError, D2Error, InvalidRecordError, ReplayDivergenceError
 from d2_notebook.llm import (
     Budget,
@@ -316,8 +316,7 @@ async def _run(opened: Board, sql: SQLSource, investigation: Any,
     ledger = Ledger(spent_so_far(opened, investigation.id))
     sequencer = WriteSequencer()
     collection = Budget() if replaying else _reserve(settings)
-    whole = Budget() if replaying else Budget(settings.max_calls, settings.max_tokens,
-                                              settings.max_usd)
+    whole = collection.whole or collection
 
     def recorded(model: Model) -> RecordingModel:
         return RecordingModel(model, opened, investigation.id, ledger=ledger,
@@ -407,16 +406,12 @@ def _resolve_role_models(names: Mapping[str, str],
 
 
 def _reserve(settings: InvestigationSettings) -> Budget:
-    """The collection phase's budget: the whole budget less the reporter's share."""
-    share = 1.0 - settings.reporter_reserve
-
-    def part(cap: float | None, whole: bool) -> Any:
-        if cap is None:
-            return None
-        return max(1, int(cap * share)) if whole else cap * share
-
-    return Budget(part(settings.max_calls, True), part(settings.max_tokens, True),
-                  part(settings.max_usd, False))
+    """The collection phase's budget: the user's budget less ``reporter_reserve`` when
+    the variant runs a reporter, else the whole of it (nothing to keep it for)."""
+    whole = Budget(settings.max_calls, settings.max_tokens, settings.max_usd)
+    if not settings.variant.runs(Role.REPORTER) or settings.reporter_reserve == 0:
+        return whole
+    return whole.share(1.0 - settings.reporter_reserve)
 
 
 def _hypotheses(board: Board, investigation_id: str) -> list[Hypothesis]:

@@ -55,10 +55,20 @@ class InvestigationSettings:
         max_hypothesizer_calls: times the hypothesizer runs (first pass included).
         max_calls, max_tokens, max_usd: the model budget for the whole investigation,
             counted over every run of it (a resumed run counts what earlier runs
-            spent); every call sent counts, a cancelled one included. ``max_usd``
-            defaults to :data:`DEFAULT_MAX_USD`; None means no cap.
+            spent); every call sent counts, a cancelled one included. A call is sent
+            only while the spend, plus every call under way at a conservative estimate
+            (its prompt's estimated tokens plus its whole output allowance, at its
+            model's price), plus its own prompt, is below each cap
+            (:mod:`d2_notebook.llm.usage`): however many agents run at once,
+            ``max_calls`` is never passed, and ``max_tokens``/``max_usd`` only by the
+            last call's answer and the token estimate's error. ``max_usd`` defaults
+            to :data:`DEFAULT_MAX_USD`; None means no cap.
         max_seconds: wall-time budget.
-        reporter_reserve: share of the call/token/dollar budget kept for the reporter.
+        reporter_reserve: share of the call/token/dollar budget kept for the reporter
+            in variants that run one: collection stops at ``1 - reporter_reserve`` of
+            each cap (as estimated when each call is admitted, see above) and the stop
+            names the cap and what is kept; the reporter may spend up to the whole
+            cap. Variants without a reporter spend the whole budget on collection.
         preview_rows: rows of a query result shown to a model.
         sql_timeout_s: per-query time limit.
         context_window_tokens: the model's context window in tokens, against which

@@ -23,7 +23,7 @@ from d2_notebook.errors import BudgetExceededError
 from d2_notebook.llm.messages import ModelRequest, ModelResponse, TokenUsage
 from d2_notebook.llm.model import Model
 from d2_notebook.llm.pricing import PriceTable, cost_of
-from d2_notebook.llm.usage import Budget, Ledger, Reservation
+from d2_notebook.llm.usage import Budget, Ledger, Reservation, estimate_call, priced_as
 
 CANCELLED_TEXT = "cancelled: the run stopped before this call was recorded in its turn"
 
@@ -55,13 +55,15 @@ class _Outcome:
 class RecordingModel:
     """Wraps a model and records each request on ``board``, counting it on ``ledger``.
 
-    Before a request is sent it is reserved on ``ledger`` under ``budget``; a request
-    the budget refuses is recorded as ``refused`` (never sent) and its
-    :class:`~d2_notebook.errors.BudgetExceededError` raised. A failed call is recorded
-    (response None, error set) and its error re-raised unchanged. A call cancelled
-    (``asyncio.CancelledError``, ``KeyboardInterrupt``) while out at the provider, or
-    after its response came back but before its turn to be recorded, is recorded at
-    once as ``cancelled`` with whatever usage came back, and the cancellation goes on.
+    Before a request is sent it is reserved on ``ledger`` under ``budget``, at its
+    estimate (:func:`~d2_notebook.llm.usage.estimate_call`) until its row is written
+    and its real usage settled; a request the budget refuses is recorded as ``refused``
+    (never sent) and its :class:`~d2_notebook.errors.BudgetExceededError` raised. A
+    failed call is recorded (response None, error set) and its error re-raised
+    unchanged. A call cancelled (``asyncio.CancelledError``, ``KeyboardInterrupt``)
+    while out at the provider, or after its response came back but before its turn to
+    be recorded, is recorded at once as ``cancelled`` with whatever usage came back,
+    and the cancellation goes on.
 
     ``before_record`` (optional) is awaited after the model answered (or failed, or the
     budget refused) and before the call is written: a caller that orders board writes
@@ -100,7 +102,9 @@ class RecordingModel:
     async def request(self, request: ModelRequest) -> ModelResponse:
         """Reserve, forward ``request``, record the outcome, return or re-raise it."""
         try:
-            reservation = self.ledger.reserve(request.role, self.budget)
+            reservation = self.ledger.reserve(
+                request.role, self.budget,
+                estimate_call(request, priced_as(self.inner), self.prices))
         except BudgetExceededError as exc:
             await self._in_turn(request, _Outcome(ModelCallStatus.REFUSED, None,
                                                   error=error_text(exc)))

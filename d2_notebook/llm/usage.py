@@ -2,12 +2,26 @@
 per-model concurrency cap.
 
 A :class:`Ledger` is the single account of an investigation: every role and every
-model of it reserve each call there before it is sent (:meth:`Ledger.reserve` checks a
-:class:`Budget` against the calls made *and* those in flight), and the reservation is
-settled into the actual usage when the call ends — answered, failed or cancelled
-(:meth:`Ledger.settle`). So ``max_calls`` holds whatever the number of models and
-agents running at once. A resumed investigation's ledger starts from the spend already
-recorded on its board, so the budgets count the whole investigation.
+model of it reserve each call there before it is sent, and the reservation is settled
+into the actual usage when the call ends — answered, failed or cancelled
+(:meth:`Ledger.settle`). :meth:`Ledger.reserve` admits a call only while what was spent,
+plus *every call under way* at a conservative estimate (:func:`estimate_call`: its
+prompt's estimated tokens plus its whole output allowance, at the model's price), plus
+the new call's own prompt, is below each cap of the :class:`Budget`. So whatever the
+number of models and agents running at once:
+
+- ``max_calls`` is never passed;
+- ``max_tokens`` and ``max_usd`` are passed, if at all, only by the answer of the last
+  call admitted (at most its ``max_tokens``) and by the estimate error: prompts
+  tokenized at fewer characters per token than
+  :func:`~d2_notebook.llm.estimate_tokens` assumes.
+
+The new call's answer is not counted before it is sent: counting each call at its
+whole output allowance (4–8 K tokens, far above what a turn usually writes) would
+refuse most calls of a small budget.
+
+A resumed investigation's ledger starts from the spend already recorded on its board,
+so the budgets count the whole investigation.
 
 :class:`~d2_notebook.llm.recording.RecordingModel` is the wrapper an investigation
 uses (it records refusals and cancellations on the board too); :class:`BudgetedModel`
@@ -17,14 +31,17 @@ is the same accounting without a board.
 from __future__ import annotations
 
 import asyncio
+import json
 import threading
 import weakref
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from d2_notebook.errors import BudgetExceededError
+from d2_notebook.llm.context_window import estimate_tokens
 from d2_notebook.llm.messages import ModelRequest, ModelResponse, TokenUsage
 from d2_notebook.llm.model import Model
-from d2_notebook.llm.pricing import PriceTable, cost_of
+from d2_notebook.llm.pricing import PRICES, PriceTable, cost_of
 
 FINISH_HINT = "finish with what the board holds, or raise the budget"
 
@@ -78,34 +95,111 @@ class Usage(UsageTotals):
 
 
 @dataclass(frozen=True)
+class CallEstimate:
+    """What one call may use: its prompt (as estimated) and its answer (at most its
+    ``max_tokens``). The prompt counts against the caps when the call is admitted, the
+    whole of it while the call is under way."""
+
+    prompt_tokens: int = 0
+    prompt_usd: float = 0.0
+    answer_tokens: int = 0
+    answer_usd: float = 0.0
+
+    @property
+    def tokens(self) -> int:
+        """Prompt and answer tokens together."""
+        return self.prompt_tokens + self.answer_tokens
+
+    @property
+    def cost_usd(self) -> float:
+        """Prompt and answer dollars together."""
+        return self.prompt_usd + self.answer_usd
+
+
+def estimate_call(request: ModelRequest, model: str,
+                  prices: PriceTable | None = None) -> CallEstimate:
+    """A conservative estimate of what ``request`` will use on ``model``.
+
+    Input: :func:`~d2_notebook.llm.estimate_tokens` of the request as recorded (system,
+    messages and tool specs as JSON), priced at the model's dearest input rate (a
+    prompt written to the provider's cache costs more than plain input). Output: the
+    request's whole ``max_tokens`` allowance, at the output price. A model without a
+    price (see :mod:`~d2_notebook.llm.pricing`) is estimated at $0, as it is charged.
+    """
+    prompt_tokens = estimate_tokens(json.dumps(request.to_dict()))
+    price = (prices or PRICES).price_for(model)
+    if price is None:
+        return CallEstimate(prompt_tokens, 0.0, request.max_tokens, 0.0)
+    input_price = max(price.input, price.cache_write, price.cache_read)
+    return CallEstimate(prompt_tokens, prompt_tokens * input_price / 1_000_000,
+                        request.max_tokens, request.max_tokens * price.output / 1_000_000)
+
+
+@dataclass(frozen=True)
 class Budget:
     """Caps on an investigation's model use; None means no cap.
 
-    The refusal messages name the cap only, never a count taken at that instant, so
+    A call is admitted while what was spent, plus the calls under way (at their
+    estimate), plus its own prompt is below every cap (see the module docstring for
+    what that bounds).
+    ``whole`` is set on a share of the user's budget (:meth:`share`: what collection
+    may spend, the rest being kept for the reporter); a refusal then names the user's
+    cap and what is kept, not the share alone.
+
+    The refusal messages name the caps only, never a count taken at that instant, so
     the same stop reads the same in every run (and in its replay).
     """
 
     max_calls: int | None = None
     max_tokens: int | None = None
     max_usd: float | None = None
+    whole: Budget | None = None
 
-    def check(self, usage: UsageTotals, *, pending_calls: int = 0) -> None:
-        """Raise if ``usage`` (plus ``pending_calls`` reserved and in flight) has
-        reached a cap.
+    def share(self, fraction: float) -> Budget:
+        """``fraction`` (in (0, 1]) of each cap, at least one call and one token,
+        with this budget as its ``whole``; the rest is kept for the reporter."""
+        return Budget(
+            None if self.max_calls is None else max(1, int(self.max_calls * fraction)),
+            None if self.max_tokens is None else max(1, int(self.max_tokens * fraction)),
+            None if self.max_usd is None else self.max_usd * fraction,
+            whole=self)
+
+    def check(self, usage: UsageTotals, *, pending_calls: int = 0, pending_tokens: int = 0,
+              pending_usd: float = 0.0) -> None:
+        """Raise if ``usage`` plus what is under way or about to be (``pending_calls``
+        calls, ``pending_tokens`` and ``pending_usd`` estimated) has reached a cap.
 
         Raises:
             BudgetExceededError: a cap is reached; the message names which.
         """
+        whole = self.whole or self
         if self.max_calls is not None and usage.calls + pending_calls >= self.max_calls:
             raise BudgetExceededError(
-                f"model call budget spent: {self.max_calls} of max_calls={self.max_calls} "
-                f"calls made or under way; {FINISH_HINT}")
-        if self.max_tokens is not None and usage.total_tokens >= self.max_tokens:
+                f"model call budget spent: {self.max_calls} of max_calls={whole.max_calls} "
+                f"calls made or under way{self._kept(whole.max_calls, self.max_calls)}; "
+                f"{FINISH_HINT}")
+        if (self.max_tokens is not None
+                and usage.total_tokens + pending_tokens >= self.max_tokens):
+            of = f"{self.max_tokens} of " if self.whole is not None else ""
             raise BudgetExceededError(
-                f"token budget spent: max_tokens={self.max_tokens} reached; {FINISH_HINT}")
-        if self.max_usd is not None and usage.cost_usd >= self.max_usd:
+                f"token budget spent: {of}max_tokens={whole.max_tokens} reached{UNDER_WAY}"
+                f"{self._kept(whole.max_tokens, self.max_tokens)}; {FINISH_HINT}")
+        if self.max_usd is not None and usage.cost_usd + pending_usd >= self.max_usd:
+            of = f"${_dollars(self.max_usd)} of " if self.whole is not None else ""
+            kept = self._kept(whole.max_usd, self.max_usd, lambda usd: f"${_dollars(usd)}")
             raise BudgetExceededError(
-                f"dollar budget spent: max_usd=${_dollars(self.max_usd)} reached; {FINISH_HINT}")
+                f"dollar budget spent: {of}max_usd=${_dollars(whole.max_usd or 0)} "
+                f"reached{UNDER_WAY}{kept}; {FINISH_HINT}")
+
+    def _kept(self, whole: float | None, share: float,
+              shown: Callable[[float], str] = str) -> str:
+        """``, <the rest> kept for the reporter`` on a share of the user's cap ``whole``."""
+        if self.whole is None or whole is None:
+            return ""
+        return f", {shown(whole - share)} kept for the reporter"
+
+
+UNDER_WAY = " (counting calls under way at their estimate)"
 
 
 def _dollars(amount: float) -> str:
@@ -115,18 +209,20 @@ def _dollars(amount: float) -> str:
 
 @dataclass(frozen=True)
 class Reservation:
-    """One call's place in the ledger, from before it is sent until it is settled."""
+    """One call's place in the ledger, from before it is sent until it is settled;
+    ``estimate`` counts against the caps meanwhile."""
 
     role: str
     number: int
+    estimate: CallEstimate = CallEstimate()
 
 
 class Ledger:
     """The one account of an investigation's model use, shared by every role and model.
 
-    Calls are reserved before they are sent and settled when they end; a reserved call
-    counts against ``max_calls`` at once, tokens and dollars count once they are known.
-    Thread-safe.
+    Calls are reserved before they are sent and settled when they end. A reserved call
+    counts against ``max_calls`` at once and against ``max_tokens`` and ``max_usd`` at
+    its estimate until it is settled, then at what it really used. Thread-safe.
     """
 
     def __init__(self, spent: Usage | None = None) -> None:
@@ -142,22 +238,32 @@ class Ledger:
         with self._lock:
             return len(self._in_flight)
 
-    def reserve(self, role: str, budget: Budget) -> Reservation:
-        """Reserve one call of ``role`` under ``budget``.
+    def reserve(self, role: str, budget: Budget,
+                estimate: CallEstimate = CallEstimate()) -> Reservation:
+        """Reserve one call of ``role`` under ``budget``, counting ``estimate`` (see
+        :func:`estimate_call`) until it is settled.
+
+        The call is admitted while the spend, plus every call under way at its whole
+        estimate, plus this call's prompt, is below each cap.
 
         Raises:
-            BudgetExceededError: the call would pass a cap; nothing is reserved.
+            BudgetExceededError: a cap is reached; nothing is reserved.
         """
         with self._lock:
-            budget.check(self.usage, pending_calls=len(self._in_flight))
+            pending = self._in_flight.values()
+            budget.check(
+                self.usage, pending_calls=len(self._in_flight),
+                pending_tokens=estimate.prompt_tokens + sum(r.estimate.tokens for r in pending),
+                pending_usd=estimate.prompt_usd + sum(r.estimate.cost_usd for r in pending))
             self._numbers += 1
-            reservation = Reservation(role, self._numbers)
+            reservation = Reservation(role, self._numbers, estimate)
             self._in_flight[reservation.number] = reservation
             return reservation
 
     def settle(self, reservation: Reservation, usage: TokenUsage, cost_usd: float,
                priced: bool) -> None:
-        """The reserved call ended (answered, failed or cancelled): count what it used.
+        """The reserved call ended (answered, failed or cancelled): release its
+        estimate and count what it really used (what the provider reported, else nothing).
 
         Settling a reservation twice counts it once.
         """
@@ -166,9 +272,9 @@ class Ledger:
                 return
             self.usage.record(reservation.role, usage, cost_usd, priced)
 
-
     def cancel(self, reservation: Reservation) -> None:
-        """The reserved call was never sent after all (refused further in): forget it."""
+        """The reserved call was never sent after all (refused further in): forget it
+        and its estimate."""
         with self._lock:
             self._in_flight.pop(reservation.number, None)
 
@@ -207,7 +313,8 @@ class BudgetedModel:
         Raises:
             BudgetExceededError: before the request, when a cap is reached.
         """
-        reservation = self.ledger.reserve(request.role, self.budget)
+        reservation = self.ledger.reserve(
+            request.role, self.budget, estimate_call(request, priced_as(self.inner), self.prices))
         try:
             response = await self.inner.request(request)
         except BaseException:
@@ -216,6 +323,13 @@ class BudgetedModel:
         cost = cost_of(response.model or self.name, response.usage, self.prices)
         self.ledger.settle(reservation, response.usage, cost.usd, cost.priced)
         return response
+
+
+def priced_as(model: Model) -> str:
+    """The model id a call to ``model`` is estimated at: its ``model_id`` if it has one
+    (an offline model reports and is priced as one), else its name."""
+    model_id = getattr(model, "model_id", "")
+    return model_id if isinstance(model_id, str) and model_id else model.name
 
 
 class ConcurrencyLimit:
