@@ -140,7 +140,7 @@ async def test_an_exact_what_if_figure_is_sized_with_its_interval_equal_to_it(ct
     evidence = ctx.board.add_evidence(what_if.sql, what_if.frame, description="what-if",
                                       investigation_id=ctx.investigation_id)
     ctx.board.link(evidence.id, hyp, "supports", actor="collector")
-    assert "ci_high equal to the effect" in str(verdict_tools(
+    assert "ci_high equal to it" in str(verdict_tools(
         ctx, "judge", JudgeDecision(), hyp, can_send_back=True)[0].spec.parameters)
     size = {"role": "minor", "evidence_id": evidence.id, "measure": "what-if difference",
             "effect": -0.0125, "ci_low": -0.0125, "ci_high": -0.0125}

@@ -55,8 +55,10 @@ CONTRIBUTION_PROPERTIES: dict[str, Any] = {
             "ci_low/ci_high; decompose's contribution with contribution_low/"
             "contribution_high and share_of_change with share_low/share_high, a mix shift "
             "from its dimension's '(mix of all segments)' row; an exact figure with no "
-            "sampling in it, such as a what-if computed over every row, with ci_low and "
-            "ci_high equal to the effect). A "
+            "sampling in it, such as a what-if computed over every row, from a cell that "
+            "holds it (a query's difference column, not two cells subtracted) with ci_low "
+            "and ci_high equal to it). Numbers are copied as the row holds them, sign "
+            "included (a positive 'loss' stays positive: say what it is in measure). A "
             f"minor contributor explains less than {MINOR_SHARE_LIMIT:.0%} of a change."),
         "properties": {
             "role": {"type": "string", "enum": [r.value for r in ContributionRole]},
