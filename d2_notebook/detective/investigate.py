@@ -9,8 +9,10 @@ The one entry point the CLI, the notebook magic and Python users share::
 
 It opens the data read-only, opens (or resumes) the board, wraps the model so every
 call is recorded on the board and counted against the budget, runs the control loop,
-and leaves the investigation ``finished``, ``interrupted`` (Ctrl-C, cancel) or
-``failed`` (an unrecoverable model error) — resumable in the last two cases.
+and leaves the investigation ``finished`` (its report stored), ``interrupted`` (Ctrl-C,
+cancel, a lost run lease) or ``failed`` (any other fault once it runs: a model error
+beyond retries, the source lost, with the error recorded) — resumable in the last two
+cases, never left ``running``.
 """
 
 from __future__ import annotations
@@ -33,6 +35,7 @@ from d2_notebook.board import (
     Hypothesis,
     HypothesisStatus,
     Investigation,
+    InvestigationState,
     Verdict,
 )
 from d2_notebook.board.leases import LeaseKeeper
@@ -51,7 +54,13 @@ from d2_notebook.detective.resume import (
 from d2_notebook.detective.sequencer import WriteSequencer
 from d2_notebook.detective.settings import InvestigationSettings, check_role_names
 from d2_notebook.detective.variant import Shape
-from d2_notebook.errors import BoardError, D2Error, InvalidRecordError, ReplayDivergenceError
+from d2_notebook.errors import (
+    BoardError,
+    D2Error,
+    InvalidRecordError,
+    ReplayDivergenceError,
+    RunLeaseLostError,
+)
 from d2_notebook.llm import (
     Budget,
     Ledger,
@@ -68,6 +77,8 @@ Database = duckdb.DuckDBPyConnection | GuardedSQL | SQLSource | str | os.PathLik
 """A DuckDB connection or path, a SQLAlchemy URL or Engine, a SparkSession, or a source."""
 SOURCE_KEY = "source"
 """Where an investigation's settings record its source (:meth:`SourceInfo.to_dict`)."""
+FINGERPRINTS_FAILED = "data.fingerprints_failed"
+"""The event logged when a finished investigation's tables could not be fingerprinted."""
 
 
 @dataclass(frozen=True)
@@ -182,6 +193,9 @@ async def investigate(
             with ``resume`` or ``replay``.
         RunLeaseHeldError: ``resume`` while another live process runs the investigation.
         ModelError: the model failed beyond retries (the board is left ``failed``).
+        Exception: any other fault once the investigation runs (the source lost while
+            reading the schema, say) propagates as raised, the board left ``failed``
+            with the error.
         RunLeaseLostError: the run lease could not be renewed; the run stopped (the
             board is left ``interrupted``, resumable).
 
@@ -244,14 +258,18 @@ async def investigate(
                 followed = choose_followed(opened, follow_up) if follow_up else None
                 investigation, settings, _ = _start_or_resume(opened, question, settings, options,
                                                               resume, sql.info)
-                if followed is not None:
-                    opened.record_follow_up(investigation.id, followed.id, actor="user")
-                if not resume:
-                    lease.acquire(investigation.id)
-                if role_inner is None:  # resumed: the stored names, unless given again
-                    role_inner = _resolve_role_models(settings.role_models, objects)
-                result = await lease.guard(_run(opened, sql, investigation, settings, inner,
-                                                role_inner, replaying=recorded is not None))
+                try:  # the investigation is running: however this ends, it is not left so
+                    if followed is not None:
+                        opened.record_follow_up(investigation.id, followed.id, actor="user")
+                    if not resume:
+                        lease.acquire(investigation.id)
+                    if role_inner is None:  # resumed: the stored names, unless given again
+                        role_inner = _resolve_role_models(settings.role_models, objects)
+                    result = await lease.guard(_run(opened, sql, investigation, settings, inner,
+                                                    role_inner, replaying=recorded is not None))
+                except BaseException as exc:
+                    _record_stop(opened, investigation.id, exc)
+                    raise
             finally:
                 lease.release()
         finally:
@@ -311,6 +329,10 @@ async def _close_source(sql: SQLSource, *, wait_s: float = 30.0) -> None:
 async def _run(opened: Board, sql: SQLSource, investigation: Any,
                settings: InvestigationSettings, inner: Model,
                role_inner: dict[str, Model], *, replaying: bool) -> InvestigationResult:
+    """Run the team on the running ``investigation`` and finish it: the report is stored
+    (and the investigation ``finished``) before the tables its evidence read are
+    fingerprinted. A fault or interruption before that propagates with the investigation
+    still ``running``; the caller records it (:func:`_record_stop`)."""
     # One ledger for every role and model, starting from what earlier runs spent. A
     # replay sets no caps of its own: its budget stops are the recording's refusals.
     ledger = Ledger(spent_so_far(opened, investigation.id))
@@ -340,24 +362,54 @@ async def _run(opened: Board, sql: SQLSource, investigation: Any,
     reporter_model = role_recording.get("reporter", recording).with_budget(whole)
     loop = ControlLoop(ctx, reporter_model=reporter_model,
                        hypothesizer_calls=1 if _hypotheses(opened, investigation.id) else 0)
-    try:
-        outcome = await loop.run()
-    except BaseException as exc:
-        interrupted = isinstance(exc, KeyboardInterrupt | asyncio.CancelledError)
-        with contextlib.suppress(sqlite3.Error, BoardError):  # the board itself may be the fault
-            opened.set_investigation_state(
-                investigation.id, "interrupted" if interrupted else "failed",
-                actor=LOOP_ACTOR,
-                error=f"{type(exc).__name__}: {exc}" if not interrupted else "interrupted")
-        raise
+    outcome = await loop.run()
     queries = {query_id: r.frame for query_id, r in outcome.queries.items()}
     check = check_report(opened, investigation.id, outcome.report, queries=queries)
     outcome = replace(outcome, report=check.marked_report)
-    await asyncio.to_thread(record_fingerprints, opened, sql, investigation.id)
-    opened.set_investigation_state(investigation.id, "finished", actor=LOOP_ACTOR,
-                                   report=outcome.report)
+    _finish(opened, investigation.id, outcome.report)
+    await _fingerprint(opened, sql, investigation.id)
     return replace(_result(opened, investigation.id, outcome, ledger.usage, settings),
                    claim_check=check)
+
+
+def _finish(board: Board, investigation_id: str, report: str) -> None:
+    """Store ``report`` and mark the investigation ``finished``."""
+    board.set_investigation_state(investigation_id, "finished", actor=LOOP_ACTOR,
+                                  report=report)
+
+
+async def _fingerprint(board: Board, sql: SQLSource, investigation_id: str) -> None:
+    """Fingerprint the tables a finished investigation's evidence read (a follow-up
+    reuses its evidence on unchanged data by them).
+
+    The report is stored already, so this is best effort: a fault (the source lost, the
+    board full) is logged as a ``data.fingerprints_failed`` event with the error, and a
+    follow-up then runs its queries again (the investigation "has no data
+    fingerprints"). An interruption propagates; the investigation stays ``finished``.
+    """
+    try:
+        await asyncio.to_thread(record_fingerprints, board, sql, investigation_id)
+    except Exception as exc:
+        with contextlib.suppress(sqlite3.Error, BoardError):  # the board may be the fault
+            board.log_event(FINGERPRINTS_FAILED, {"error": f"{type(exc).__name__}: {exc}"},
+                            actor=LOOP_ACTOR, investigation_id=investigation_id)
+
+
+def _record_stop(board: Board, investigation_id: str, exc: BaseException) -> None:
+    """A run ended by ``exc`` before it finished: leave the investigation resumable,
+    ``interrupted`` (Ctrl-C, a cancel, a lost run lease) or ``failed`` with the error.
+    An investigation no longer ``running`` (it finished, its report stored, before the
+    interruption came) keeps its state. Best effort: the board itself may be the fault."""
+    interrupted = isinstance(exc, KeyboardInterrupt | asyncio.CancelledError
+                             | RunLeaseLostError)
+    with contextlib.suppress(sqlite3.Error, BoardError):
+        if board.get_investigation(investigation_id).state is not InvestigationState.RUNNING:
+            return
+        error = (f"{type(exc).__name__}: {exc}" if isinstance(exc, Exception)
+                 else "interrupted")
+        board.set_investigation_state(investigation_id,
+                                      "interrupted" if interrupted else "failed",
+                                      actor=LOOP_ACTOR, error=error)
 
 
 def investigate_sync(
