@@ -1,5 +1,6 @@
 """However a run stops, the board is left finished, interrupted or failed (never
-``running``), with nothing lost."""
+``running``), with nothing lost; and a resume continues exactly what is left: the
+hypothesizer gets only the turns it has left."""
 
 from __future__ import annotations
 
@@ -16,7 +17,10 @@ from d2_notebook.board import Board
 from d2_notebook.data import SQLSource, open_source
 from d2_notebook.datasets import hospital
 from d2_notebook.detective.policies.hospital import HospitalWalkthrough
+from d2_notebook.detective.policies.team_policy import Turn
 from d2_notebook.errors import InvalidRecordError
+from d2_notebook.llm import ModelRequest, ModelResponse
+from d2_notebook.llm.offline import FunctionModel
 
 QUESTION = hospital.QUESTION
 FINGERPRINT_QUERY = "row_hash_sum"  # what record_fingerprints runs, once per table
@@ -135,3 +139,72 @@ async def test_a_stop_while_the_run_is_set_up_leaves_it_resumable(tmp_path, stop
                                                  model=HospitalWalkthrough().model()), WAIT_S)
     assert resumed.state == "finished" and resumed.report
     resumed.board.close()
+
+
+# --- the hypothesizer's turns across a resume ---------------------------------------------
+
+
+class Greedy(HospitalWalkthrough):
+    """An orchestrator that asks for more hypotheses whenever it may; a hypothesizer that
+    adds one each time. With ``task`` set, that run is cancelled (like Ctrl-C) at the
+    orchestrator's first call after the hypothesizer's second turn."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.added = self.hypothesizer_turns = 0
+        self.task: asyncio.Task[Any] | None = None
+
+    async def respond(self, request: ModelRequest) -> ModelResponse:
+        """The FunctionModel's function."""
+        turn = Turn(request)
+        if turn.role == "hypothesizer" and turn.step == 0:
+            self.hypothesizer_turns += 1
+        if self.task is not None and turn.role == "orchestrator" \
+                and self.hypothesizer_turns == 2:
+            self.task.cancel()
+            await asyncio.sleep(WAIT_S)
+        return self(request)
+
+    def orchestrator(self, turn: Turn) -> Any:
+        if "The hypothesizer has calls left" in turn.first_message:
+            return [("request_hypotheses", {"guidance": "more please"})]
+        return super().orchestrator(turn)
+
+    def hypothesizer(self, turn: Turn) -> Any:
+        if "asks for more hypotheses" in turn.first_message:
+            self.added += 1
+            return [("add_hypothesis", {"statement": f"Factor number {self.added} lowers "
+                                                     "mortality",
+                                        "rationale": "asked for more", "query_ids": []}),
+                    ("done", {"summary": "one more"})]
+        return super().hypothesizer(turn)
+
+
+def _hypothesizer_turns_so_far(board_path: Path) -> int:
+    """Hypothesizer turns sent: requests that open a turn (one message)."""
+    with Board.open(board_path) as board:
+        return sum(1 for c in board.list_model_calls()
+                   if c.role == "hypothesizer" and len(c.request["messages"]) == 1)
+
+
+async def test_a_resume_gives_the_hypothesizer_only_the_turns_it_has_left(tmp_path) -> None:
+    whole_path = tmp_path / "whole.d2board"
+    whole = await asyncio.wait_for(investigate(_source(), QUESTION, board=whole_path,
+                                               model=FunctionModel(Greedy().respond)), WAIT_S)
+    whole.board.close()
+    assert _hypothesizer_turns_so_far(whole_path) == 2  # max_hypothesizer_calls
+
+    board_path = tmp_path / "interrupted.d2board"
+    policy = Greedy()
+    policy.task = asyncio.create_task(investigate(_source(), QUESTION, board=board_path,
+                                                  model=FunctionModel(policy.respond)))
+    with pytest.raises(asyncio.CancelledError):
+        await asyncio.wait_for(policy.task, WAIT_S)
+    assert _state(board_path)[0] == "interrupted"
+    assert _hypothesizer_turns_so_far(board_path) == 2
+    resumed = await asyncio.wait_for(investigate(_source(), None, board=board_path,
+                                                 resume=True,
+                                                 model=FunctionModel(Greedy().respond)), WAIT_S)
+    assert resumed.state == "finished"
+    resumed.board.close()
+    assert _hypothesizer_turns_so_far(board_path) == 2, "no third turn after the resume"

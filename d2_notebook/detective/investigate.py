@@ -47,6 +47,7 @@ from d2_notebook.detective.follow_up import choose_followed, prepare_follow_up, 
 from d2_notebook.detective.loop import LOOP_ACTOR, ControlLoop, RunOutcome
 from d2_notebook.detective.preset import Preset, preset_models
 from d2_notebook.detective.resume import (
+    hypothesizer_turns,
     investigation_to_resume,
     resume_investigation,
     spent_so_far,
@@ -361,7 +362,7 @@ async def _run(opened: Board, sql: SQLSource, investigation: Any,
     )
     reporter_model = role_recording.get("reporter", recording).with_budget(whole)
     loop = ControlLoop(ctx, reporter_model=reporter_model,
-                       hypothesizer_calls=1 if _hypotheses(opened, investigation.id) else 0)
+                       hypothesizer_calls=hypothesizer_turns(opened, investigation.id))
     outcome = await loop.run()
     queries = {query_id: r.frame for query_id, r in outcome.queries.items()}
     check = check_report(opened, investigation.id, outcome.report, queries=queries)

@@ -22,7 +22,7 @@ from __future__ import annotations
 from dataclasses import replace
 from typing import Any
 
-from d2_notebook.board import Board, HypothesisStatus, Investigation
+from d2_notebook.board import Board, HypothesisStatus, Investigation, ModelCallStatus
 from d2_notebook.detective.loop import LOOP_ACTOR
 from d2_notebook.detective.settings import InvestigationSettings
 from d2_notebook.errors import InvalidRecordError
@@ -94,6 +94,18 @@ def _added_since_finished(board: Board, investigation_id: str) -> list[Any]:
     return [e for e in board.events(since=finished_at, kinds=["hypothesis.added",
                                                               "link.added"])
             if e.investigation_id == investigation_id]
+
+
+def hypothesizer_turns(board: Board, investigation_id: str) -> int:
+    """The hypothesizer turns the investigation has had in earlier runs, which count
+    against ``max_hypothesizer_calls``: each turn whose first call was answered, and at
+    least one when hypotheses are on the board (the loop then skips the first pass)."""
+    answered = sum(1 for call in board.list_model_calls(investigation_id=investigation_id,
+                                                        agent="hypothesizer")
+                   if call.role == "hypothesizer" and call.status is ModelCallStatus.ANSWERED
+                   and len(call.request.get("messages", ())) == 1)
+    has_hypotheses = bool(board.list_hypotheses(investigation_id=investigation_id))
+    return max(answered, 1 if has_hypotheses else 0)
 
 
 def _new_evidence_on_settled(board: Board, additions: list[Any]) -> list[tuple[str, str]]:
