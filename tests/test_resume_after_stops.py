@@ -1,5 +1,6 @@
 """However a run stops, the board is left finished, interrupted or failed (never
-``running``), with nothing lost; and a resume continues exactly what is left: the
+``running``), with nothing lost; and a resume continues exactly what is left: a run
+stopped on its budget with hypotheses open resumes with a larger budget, and the
 hypothesizer gets only the turns it has left."""
 
 from __future__ import annotations
@@ -139,6 +140,44 @@ async def test_a_stop_while_the_run_is_set_up_leaves_it_resumable(tmp_path, stop
                                                  model=HospitalWalkthrough().model()), WAIT_S)
     assert resumed.state == "finished" and resumed.report
     resumed.board.close()
+
+
+# --- a run stopped on its budget ----------------------------------------------------------
+
+
+async def test_a_run_stopped_on_its_budget_resumes_with_a_larger_budget(tmp_path) -> None:
+    board_path = tmp_path / "budget.d2board"
+    first = await asyncio.wait_for(investigate(_source(), QUESTION, board=board_path,
+                                               model=HospitalWalkthrough().model(),
+                                               max_calls=14), WAIT_S)
+    assert first.state == "finished" and "max_calls" in (first.stop_reason or "")
+    assert [h for h in first.board.list_hypotheses() if not h.status.is_settled]
+    first_report, first_calls = first.report, first.usage.calls
+    first.board.close()
+
+    with pytest.raises(InvalidRecordError, match=r"stopped early.*larger max_calls"):
+        await asyncio.wait_for(investigate(_source(), None, board=board_path, resume=True,
+                                           model=HospitalWalkthrough().model(), max_calls=14),
+                               WAIT_S)
+    assert _state(board_path)[0] == "finished", "a refused resume changes nothing"
+
+    resumed = await asyncio.wait_for(investigate(_source(), None, board=board_path,
+                                                 resume=True,
+                                                 model=HospitalWalkthrough().model(),
+                                                 max_calls=200), WAIT_S)
+    board = resumed.board
+    assert resumed.state == "finished" and resumed.stop_reason is None
+    assert all(h.status.is_settled for h in board.list_hypotheses())
+    versions = board.list_report_versions("I1")
+    assert [v.report for v in versions] == [first_report, resumed.report]
+    assert board.get_investigation("I1").report == resumed.report
+    calls = board.list_model_calls()
+    assert resumed.usage.calls == len(calls) > first_calls, "the budget counts both runs"
+    with pytest.raises(InvalidRecordError, match="nothing to resume"):
+        await asyncio.wait_for(investigate(_source(), None, board=board, resume=True,
+                                           model=HospitalWalkthrough().model(),
+                                           max_calls=400), WAIT_S)
+    board.close()
 
 
 # --- the hypothesizer's turns across a resume ---------------------------------------------

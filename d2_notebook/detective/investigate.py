@@ -12,7 +12,8 @@ call is recorded on the board and counted against the budget, runs the control l
 and leaves the investigation ``finished`` (its report stored), ``interrupted`` (Ctrl-C,
 cancel, a lost run lease) or ``failed`` (any other fault once it runs: a model error
 beyond retries, the source lost, with the error recorded) — resumable in the last two
-cases, never left ``running``.
+cases, never left ``running``. A finished run stopped early on its budget, with
+hypotheses left open, resumes with a larger budget.
 """
 
 from __future__ import annotations
@@ -171,7 +172,9 @@ async def investigate(
         preset: a role → model mapping by name (:mod:`~d2_notebook.detective.preset`):
             ``"economy"`` puts collectors and the orchestrator on the default model's
             smaller sibling (e.g. ``anthropic:claude-haiku-4-5``); ``models`` win over it.
-        resume: continue the board's last unfinished investigation.
+        resume: continue the board's last unfinished investigation, or its last
+            finished one that stopped early on its budget (or time) with hypotheses left
+            open: pass a larger budget (the budget counts earlier runs' spend).
         replay: a board recorded earlier: re-run its investigation with its recorded
             model responses (no API access), executing every query again.
         force: with ``resume``, take the run over even though another process's lease
@@ -338,7 +341,7 @@ async def _run(opened: Board, sql: SQLSource, investigation: Any,
     # replay sets no caps of its own: its budget stops are the recording's refusals.
     ledger = Ledger(spent_so_far(opened, investigation.id))
     sequencer = WriteSequencer()
-    collection = Budget() if replaying else _reserve(settings)
+    collection = Budget() if replaying else settings.collection_budget()
     whole = Budget() if replaying else Budget(settings.max_calls, settings.max_tokens,
                                               settings.max_usd)
 
@@ -374,9 +377,16 @@ async def _run(opened: Board, sql: SQLSource, investigation: Any,
 
 
 def _finish(board: Board, investigation_id: str, report: str) -> None:
-    """Store ``report`` and mark the investigation ``finished``."""
-    board.set_investigation_state(investigation_id, "finished", actor=LOOP_ACTOR,
-                                  report=report)
+    """Store ``report`` and mark the investigation ``finished``. An investigation that
+    already has a report (reopened: for additions, or after a budget stop) keeps it as
+    the report version before; ``report`` becomes the next version and the current one."""
+    if board.get_investigation(investigation_id).report:
+        board.add_report_version(investigation_id, report, recheck_run_id=None,
+                                 actor=LOOP_ACTOR)
+        board.set_investigation_state(investigation_id, "finished", actor=LOOP_ACTOR)
+    else:
+        board.set_investigation_state(investigation_id, "finished", actor=LOOP_ACTOR,
+                                      report=report)
 
 
 async def _fingerprint(board: Board, sql: SQLSource, investigation_id: str) -> None:
@@ -457,19 +467,6 @@ def _resolve_role_models(names: Mapping[str, str],
     """
     resolved = {role: get_model(name) for role, name in names.items() if role not in objects}
     return {**resolved, **objects}
-
-
-def _reserve(settings: InvestigationSettings) -> Budget:
-    """The collection phase's budget: the whole budget less the reporter's share."""
-    share = 1.0 - settings.reporter_reserve
-
-    def part(cap: float | None, whole: bool) -> Any:
-        if cap is None:
-            return None
-        return max(1, int(cap * share)) if whole else cap * share
-
-    return Budget(part(settings.max_calls, True), part(settings.max_tokens, True),
-                  part(settings.max_usd, False))
 
 
 def _hypotheses(board: Board, investigation_id: str) -> list[Hypothesis]:

@@ -14,6 +14,7 @@ from typing import Any
 
 from d2_notebook.detective.variant import FULL, Role, Variant, parse_variant
 from d2_notebook.errors import InvalidRecordError
+from d2_notebook.llm import Budget
 
 DEFAULT_MAX_USD = 5.0
 """The dollar budget of an investigation unless one is given: about a large team run
@@ -105,6 +106,15 @@ class InvestigationSettings:
                 "pass the model's context window in tokens, or None for its known window")
         if not 0.0 <= self.reporter_reserve < 1.0:
             raise InvalidRecordError("reporter_reserve must be in [0, 1)")
+
+    def collection_budget(self) -> Budget:
+        """The collection phase's budget: the whole budget less the reporter's share
+        (``reporter_reserve``); a cap of calls or tokens keeps at least 1."""
+        share = 1.0 - self.reporter_reserve
+        calls = None if self.max_calls is None else max(1, int(self.max_calls * share))
+        tokens = None if self.max_tokens is None else max(1, int(self.max_tokens * share))
+        usd = None if self.max_usd is None else self.max_usd * share
+        return Budget(calls, tokens, usd)
 
     def to_dict(self) -> dict[str, Any]:
         """Plain JSON form, as stored on the board."""
