@@ -130,7 +130,9 @@ async def test_branch_starts_and_board_history(con):
     result = await investigate(con, QUESTION, model=HospitalWalkthrough().model())
     events = result.board.events()
     kinds = [e.kind for e in events]
-    assert kinds[0] == "investigation.started" and kinds[-1] == "investigation.state"
+    assert kinds[0] == "investigation.started"
+    assert kinds[-2:] == ["investigation.state", "data.fingerprinted"]  # finished, report
+    assert events[-2].payload["state"] == "finished"  # stored; then the data fingerprinted
     assert "round.started" not in kinds  # no rounds: a queue
     started = [e.payload["id"] for e in events if e.kind == "hypothesis.status"
                and e.payload["status"] == "investigating"]

@@ -209,11 +209,8 @@ async def test_a_run_stopped_mid_stream_resumes_to_the_same_end(con, tmp_path, s
         assert board.get_investigation("I1").state.value in {"finished", "interrupted"}
         assert [h for h in board.list_hypotheses() if not h.status.is_settled], \
             "stopped mid-stream"
-    options = {"max_calls": None} if stop == "budget" else {}
-    options |= {"max_seconds": None} if stop == "time" else {}
-    if stop != "interrupt":  # a finished board reopens only for new material: add none
-        with Board.open(board_path) as board:
-            board.set_investigation_state("I1", "interrupted", actor="test")
+    options = {"max_calls": None} if stop == "budget" else {}  # a stop on the budget
+    options |= {"max_seconds": None} if stop == "time" else {}  # resumes with a larger one
     resumed = await investigate(con, None, board=board_path, resume=True,
                                 model=Claims(refine=refine).model(), **options)
     assert resumed.state == "finished"
@@ -272,7 +269,7 @@ async def test_role_model_names_are_stored_and_used_again_on_resume(con, tmp_pat
                               model=Claims(claims=CLAIMS[:2]).model(),
                               models={"collector": "stored:quick"})
     assert first.settings.role_models == {"collector": "stored:quick"}
-    first.board.set_investigation_state("I1", "interrupted", actor="test")
+    assert first.stop_reason and "max_calls" in first.stop_reason
     first.board.close()
     resumed = await investigate(con, None, board=board_path, resume=True, max_calls=None,
                                 model=Claims(claims=CLAIMS[:2]).model())

@@ -509,7 +509,8 @@ class Rejudge:
 class ReportVersion:
     """One version of an investigation's report. Version 1 is the report the
     investigation finished with; each re-judge adds the next (``recheck_run_id`` names
-    the re-check it answers)."""
+    the re-check it answers), and so does each later finish of a reopened investigation
+    (resumed after a budget stop or for additions; ``recheck_run_id`` None)."""
 
     investigation_id: str
     version: int

@@ -6,8 +6,9 @@ hypothesis to its judge with the old and the new evidence. What the judge did is
 :class:`Rejudge` per hypothesis (confirmed, revised, refined or undecided), naming the
 verdict that went stale and the one given now: verdicts are never overwritten, a
 revision is a new verdict. The report written afterwards is a new
-:class:`ReportVersion`; the earlier versions stay on the board (version 1 is the report
-the investigation first finished with) and the investigation's ``report`` is the newest.
+:class:`ReportVersion`, as is the report of a reopened investigation's later finish; the
+earlier versions stay on the board (version 1 is the report the investigation first
+finished with) and the investigation's ``report`` is the newest.
 """
 
 from __future__ import annotations

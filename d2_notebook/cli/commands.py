@@ -366,7 +366,8 @@ def _default_board_path() -> Path:
 @click.option("--preset", type=click.Choice(PRESETS), help="A role-to-model mapping: economy "
               "puts collectors and the orchestrator on the provider's smaller model "
               "(--role-model wins over it).")
-@click.option("--resume", is_flag=True, help="Continue the board's interrupted investigation.")
+@click.option("--resume", is_flag=True, help="Continue the board's interrupted investigation, or "
+              "one stopped early on its budget (pass a larger one).")
 @click.option("--force", is_flag=True, help="With --resume: take the run over from another "
               "process whose lease is still fresh (only when that process is gone).")
 @click.option("--replay", type=click.Path(exists=True, dir_okay=False, path_type=Path),

@@ -9,8 +9,11 @@ The one entry point the CLI, the notebook magic and Python users share::
 
 It opens the data read-only, opens (or resumes) the board, wraps the model so every
 call is recorded on the board and counted against the budget, runs the control loop,
-and leaves the investigation ``finished``, ``interrupted`` (Ctrl-C, cancel) or
-``failed`` (an unrecoverable model error) — resumable in the last two cases.
+and leaves the investigation ``finished`` (its report stored), ``interrupted`` (Ctrl-C,
+cancel, a lost run lease) or ``failed`` (any other fault once it runs: a model error
+beyond retries, the source lost, with the error recorded) — resumable in the last two
+cases, never left ``running``. A finished run stopped early on its budget, with
+hypotheses left open, resumes with a larger budget.
 """
 
 from __future__ import annotations
@@ -33,6 +36,7 @@ from d2_notebook.board import (
     Hypothesis,
     HypothesisStatus,
     Investigation,
+    InvestigationState,
     Verdict,
 )
 from d2_notebook.board.leases import LeaseKeeper
@@ -44,14 +48,21 @@ from d2_notebook.detective.follow_up import choose_followed, prepare_follow_up, 
 from d2_notebook.detective.loop import LOOP_ACTOR, ControlLoop, RunOutcome
 from d2_notebook.detective.preset import Preset, preset_models
 from d2_notebook.detective.resume import (
+    hypothesizer_turns,
     investigation_to_resume,
     resume_investigation,
     spent_so_far,
 )
 from d2_notebook.detective.sequencer import WriteSequencer
 from d2_notebook.detective.settings import InvestigationSettings, check_role_names
-from d2_notebook.detective.variant import Role, Shape
-from d2_notebook.errors import BoardError, D2Error, InvalidRecordError, ReplayDivergenceError
+from d2_notebook.detective.variant import Shape
+from d2_notebook.errors import (
+    BoardError,
+    D2Error,
+    InvalidRecordError,
+    ReplayDivergenceError,
+    RunLeaseLostError,
+)
 from d2_notebook.llm import (
     Budget,
     Ledger,
@@ -68,6 +79,8 @@ Database = duckdb.DuckDBPyConnection | GuardedSQL | SQLSource | str | os.PathLik
 """A DuckDB connection or path, a SQLAlchemy URL or Engine, a SparkSession, or a source."""
 SOURCE_KEY = "source"
 """Where an investigation's settings record its source (:meth:`SourceInfo.to_dict`)."""
+FINGERPRINTS_FAILED = "data.fingerprints_failed"
+"""The event logged when a finished investigation's tables could not be fingerprinted."""
 
 
 @dataclass(frozen=True)
@@ -159,7 +172,9 @@ async def investigate(
         preset: a role → model mapping by name (:mod:`~d2_notebook.detective.preset`):
             ``"economy"`` puts collectors and the orchestrator on the default model's
             smaller sibling (e.g. ``anthropic:claude-haiku-4-5``); ``models`` win over it.
-        resume: continue the board's last unfinished investigation.
+        resume: continue the board's last unfinished investigation, or its last
+            finished one that stopped early on its budget (or time) with hypotheses left
+            open: pass a larger budget (the budget counts earlier runs' spend).
         replay: a board recorded earlier: re-run its investigation with its recorded
             model responses (no API access), executing every query again.
         force: with ``resume``, take the run over even though another process's lease
@@ -182,6 +197,9 @@ async def investigate(
             with ``resume`` or ``replay``.
         RunLeaseHeldError: ``resume`` while another live process runs the investigation.
         ModelError: the model failed beyond retries (the board is left ``failed``).
+        Exception: any other fault once the investigation runs (the source lost while
+            reading the schema, say) propagates as raised, the board left ``failed``
+            with the error.
         RunLeaseLostError: the run lease could not be renewed; the run stopped (the
             board is left ``interrupted``, resumable).
 
@@ -244,14 +262,18 @@ async def investigate(
                 followed = choose_followed(opened, follow_up) if follow_up else None
                 investigation, settings, _ = _start_or_resume(opened, question, settings, options,
                                                               resume, sql.info)
-                if followed is not None:
-                    opened.record_follow_up(investigation.id, followed.id, actor="user")
-                if not resume:
-                    lease.acquire(investigation.id)
-                if role_inner is None:  # resumed: the stored names, unless given again
-                    role_inner = _resolve_role_models(settings.role_models, objects)
-                result = await lease.guard(_run(opened, sql, investigation, settings, inner,
-                                                role_inner, replaying=recorded is not None))
+                try:  # the investigation is running: however this ends, it is not left so
+                    if followed is not None:
+                        opened.record_follow_up(investigation.id, followed.id, actor="user")
+                    if not resume:
+                        lease.acquire(investigation.id)
+                    if role_inner is None:  # resumed: the stored names, unless given again
+                        role_inner = _resolve_role_models(settings.role_models, objects)
+                    result = await lease.guard(_run(opened, sql, investigation, settings, inner,
+                                                    role_inner, replaying=recorded is not None))
+                except BaseException as exc:
+                    _record_stop(opened, investigation.id, exc)
+                    raise
             finally:
                 lease.release()
         finally:
@@ -311,11 +333,15 @@ async def _close_source(sql: SQLSource, *, wait_s: float = 30.0) -> None:
 async def _run(opened: Board, sql: SQLSource, investigation: Any,
                settings: InvestigationSettings, inner: Model,
                role_inner: dict[str, Model], *, replaying: bool) -> InvestigationResult:
+    """Run the team on the running ``investigation`` and finish it: the report is stored
+    (and the investigation ``finished``) before the tables its evidence read are
+    fingerprinted. A fault or interruption before that propagates with the investigation
+    still ``running``; the caller records it (:func:`_record_stop`)."""
     # One ledger for every role and model, starting from what earlier runs spent. A
     # replay sets no caps of its own: its budget stops are the recording's refusals.
     ledger = Ledger(spent_so_far(opened, investigation.id))
     sequencer = WriteSequencer()
-    collection = Budget() if replaying else _reserve(settings)
+    collection = Budget() if replaying else settings.collection_budget()
     whole = collection.whole or collection
 
     def recorded(model: Model) -> RecordingModel:
@@ -338,25 +364,62 @@ async def _run(opened: Board, sql: SQLSource, investigation: Any,
     )
     reporter_model = role_recording.get("reporter", recording).with_budget(whole)
     loop = ControlLoop(ctx, reporter_model=reporter_model,
-                       hypothesizer_calls=1 if _hypotheses(opened, investigation.id) else 0)
-    try:
-        outcome = await loop.run()
-    except BaseException as exc:
-        interrupted = isinstance(exc, KeyboardInterrupt | asyncio.CancelledError)
-        with contextlib.suppress(sqlite3.Error, BoardError):  # the board itself may be the fault
-            opened.set_investigation_state(
-                investigation.id, "interrupted" if interrupted else "failed",
-                actor=LOOP_ACTOR,
-                error=f"{type(exc).__name__}: {exc}" if not interrupted else "interrupted")
-        raise
+                       hypothesizer_calls=hypothesizer_turns(opened, investigation.id))
+    outcome = await loop.run()
     queries = {query_id: r.frame for query_id, r in outcome.queries.items()}
     check = check_report(opened, investigation.id, outcome.report, queries=queries)
     outcome = replace(outcome, report=check.marked_report)
-    await asyncio.to_thread(record_fingerprints, opened, sql, investigation.id)
-    opened.set_investigation_state(investigation.id, "finished", actor=LOOP_ACTOR,
-                                   report=outcome.report)
+    _finish(opened, investigation.id, outcome.report)
+    await _fingerprint(opened, sql, investigation.id)
     return replace(_result(opened, investigation.id, outcome, ledger.usage, settings),
                    claim_check=check)
+
+
+def _finish(board: Board, investigation_id: str, report: str) -> None:
+    """Store ``report`` and mark the investigation ``finished``. An investigation that
+    already has a report (reopened: for additions, or after a budget stop) keeps it as
+    the report version before; ``report`` becomes the next version and the current one."""
+    if board.get_investigation(investigation_id).report:
+        board.add_report_version(investigation_id, report, recheck_run_id=None,
+                                 actor=LOOP_ACTOR)
+        board.set_investigation_state(investigation_id, "finished", actor=LOOP_ACTOR)
+    else:
+        board.set_investigation_state(investigation_id, "finished", actor=LOOP_ACTOR,
+                                      report=report)
+
+
+async def _fingerprint(board: Board, sql: SQLSource, investigation_id: str) -> None:
+    """Fingerprint the tables a finished investigation's evidence read (a follow-up
+    reuses its evidence on unchanged data by them).
+
+    The report is stored already, so this is best effort: a fault (the source lost, the
+    board full) is logged as a ``data.fingerprints_failed`` event with the error, and a
+    follow-up then runs its queries again (the investigation "has no data
+    fingerprints"). An interruption propagates; the investigation stays ``finished``.
+    """
+    try:
+        await asyncio.to_thread(record_fingerprints, board, sql, investigation_id)
+    except Exception as exc:
+        with contextlib.suppress(sqlite3.Error, BoardError):  # the board may be the fault
+            board.log_event(FINGERPRINTS_FAILED, {"error": f"{type(exc).__name__}: {exc}"},
+                            actor=LOOP_ACTOR, investigation_id=investigation_id)
+
+
+def _record_stop(board: Board, investigation_id: str, exc: BaseException) -> None:
+    """A run ended by ``exc`` before it finished: leave the investigation resumable,
+    ``interrupted`` (Ctrl-C, a cancel, a lost run lease) or ``failed`` with the error.
+    An investigation no longer ``running`` (it finished, its report stored, before the
+    interruption came) keeps its state. Best effort: the board itself may be the fault."""
+    interrupted = isinstance(exc, KeyboardInterrupt | asyncio.CancelledError
+                             | RunLeaseLostError)
+    with contextlib.suppress(sqlite3.Error, BoardError):
+        if board.get_investigation(investigation_id).state is not InvestigationState.RUNNING:
+            return
+        error = (f"{type(exc).__name__}: {exc}" if isinstance(exc, Exception)
+                 else "interrupted")
+        board.set_investigation_state(investigation_id,
+                                      "interrupted" if interrupted else "failed",
+                                      actor=LOOP_ACTOR, error=error)
 
 
 def investigate_sync(
@@ -403,15 +466,6 @@ def _resolve_role_models(names: Mapping[str, str],
     """
     resolved = {role: get_model(name) for role, name in names.items() if role not in objects}
     return {**resolved, **objects}
-
-
-def _reserve(settings: InvestigationSettings) -> Budget:
-    """The collection phase's budget: the user's budget less ``reporter_reserve`` when
-    the variant runs a reporter, else the whole of it (nothing to keep it for)."""
-    whole = Budget(settings.max_calls, settings.max_tokens, settings.max_usd)
-    if not settings.variant.runs(Role.REPORTER) or settings.reporter_reserve == 0:
-        return whole
-    return whole.share(1.0 - settings.reporter_reserve)
 
 
 def _hypotheses(board: Board, investigation_id: str) -> list[Hypothesis]:

@@ -1,6 +1,6 @@
 """Continuing an investigation that is already on a board (``--resume``).
 
-Two cases:
+Three cases:
 
 - the run stopped (``interrupted`` or ``failed``): settled hypotheses stay settled,
   hypotheses that were in flight go back to ``proposed`` and are redone; the queue
@@ -8,13 +8,22 @@ Two cases:
 - the run ``finished`` and someone (a student, an analyst) has since added hypotheses
   or evidence to the board: the investigation reopens, new hypotheses are queued, and
   every settled hypothesis that received new evidence after its verdict goes back to
-  ``proposed`` so it is judged again.
+  ``proposed`` so it is judged again;
+- the run ``finished`` early, its collection stopped on its budget or time (a
+  ``collection.stopped`` event in its last run) with hypotheses left open: the
+  investigation reopens and the open hypotheses are queued, provided the budget given
+  now has room (budgets count every run's spend, so the same caps would stop it at
+  once).
+
+A reopened investigation's new report supersedes its old one, which stays on the board
+as the report version before (:meth:`Board.add_report_version`).
 
 A board may hold several investigations (follow-ups); each is kept apart: what counts
 as added to one is only what belongs to it (records addressed to it, events logged for
 it). The investigation resumed is the board's last one, unless that one is finished with
 nothing new and an earlier one received additions: then that earlier one is reopened.
-A finished investigation with nothing new is refused with a message naming the fix.
+A finished investigation with nothing new and nothing left open is refused with a
+message naming the fix.
 """
 
 from __future__ import annotations
@@ -22,10 +31,10 @@ from __future__ import annotations
 from dataclasses import replace
 from typing import Any
 
-from d2_notebook.board import Board, HypothesisStatus, Investigation
+from d2_notebook.board import Board, HypothesisStatus, Investigation, ModelCallStatus
 from d2_notebook.detective.loop import LOOP_ACTOR
 from d2_notebook.detective.settings import InvestigationSettings
-from d2_notebook.errors import InvalidRecordError
+from d2_notebook.errors import BudgetExceededError, InvalidRecordError
 from d2_notebook.llm import TokenUsage, Usage
 
 
@@ -42,7 +51,8 @@ def resume_investigation(
             "question (or none) to resume it, or use a new board")
     finished = investigation.state.value == "finished"
     additions = _added_since_finished(board, investigation.id) if finished else []
-    if finished and not additions:
+    stopped = stopped_early(board, investigation.id) if finished else None
+    if finished and not additions and stopped is None:
         raise InvalidRecordError(
             f"nothing to resume on {board.path}: investigation {investigation.id} is "
             "finished and nothing was added since; add hypotheses or evidence first "
@@ -51,10 +61,12 @@ def resume_investigation(
     if "role_models" in options:  # a role's model given again replaces only that role's
         options = {**options, "role_models": {**base.role_models, **options["role_models"]}}
     chosen = replace(base, **options)
+    if finished and not additions:
+        _check_budget_has_room(board, investigation.id, chosen)
     board.set_investigation_state(investigation.id, "running", actor="user")
     board.log_event("investigation.resumed",
                     {"settings": chosen.to_dict(), "reopened": finished,
-                     "additions": [e.kind for e in additions]},
+                     "additions": [e.kind for e in additions], "stopped_early": stopped},
                     actor="user", investigation_id=investigation.id)
     for hyp in board.list_hypotheses(investigation_id=investigation.id):
         if hyp.status is HypothesisStatus.INVESTIGATING:
@@ -68,7 +80,8 @@ def resume_investigation(
 
 def investigation_to_resume(board: Board) -> Investigation:
     """The investigation a resume continues: the board's last one, unless it is finished
-    with nothing added since and an earlier one has additions (the latest such).
+    with nothing added since and nothing left open by an early stop, and an earlier one
+    has additions (the latest such).
 
     Raises:
         InvalidRecordError: the board holds no investigation.
@@ -78,7 +91,8 @@ def investigation_to_resume(board: Board) -> Investigation:
         raise InvalidRecordError(f"nothing to resume on {board.path}: it holds no "
                                  "investigation; start one without --resume")
     last = investigations[-1]
-    if last.state.value != "finished" or _added_since_finished(board, last.id):
+    if (last.state.value != "finished" or _added_since_finished(board, last.id)
+            or stopped_early(board, last.id) is not None):
         return last
     for earlier in reversed(investigations[:-1]):
         if earlier.state.value == "finished" and _added_since_finished(board, earlier.id):
@@ -94,6 +108,55 @@ def _added_since_finished(board: Board, investigation_id: str) -> list[Any]:
     return [e for e in board.events(since=finished_at, kinds=["hypothesis.added",
                                                               "link.added"])
             if e.investigation_id == investigation_id]
+
+
+def stopped_early(board: Board, investigation_id: str) -> str | None:
+    """Why the investigation's last run stopped collecting early (the ``reason`` of its
+    ``collection.stopped`` event: a budget or the time limit), when hypotheses are still
+    open; None when the last run did not stop early or left nothing open.
+
+    The last run is what came after the investigation's last ``investigation.resumed``
+    event (its whole history if it was never resumed).
+    """
+    marks = [e for e in board.events(kinds=["investigation.resumed", "collection.stopped"])
+             if e.investigation_id == investigation_id]
+    if not marks or marks[-1].kind != "collection.stopped":
+        return None
+    if all(h.status.is_settled for h in board.list_hypotheses(
+            investigation_id=investigation_id)):
+        return None
+    return str(marks[-1].payload.get("reason") or "collection stopped early")
+
+
+def _check_budget_has_room(board: Board, investigation_id: str,
+                           settings: InvestigationSettings) -> None:
+    """Refuse to reopen a run that stopped early when ``settings``' collection budget is
+    spent by what the investigation spent already: the run would stop at once.
+
+    Raises:
+        InvalidRecordError: the budget has no room; the message names the fix.
+    """
+    try:
+        settings.collection_budget().check(spent_so_far(board, investigation_id))
+    except BudgetExceededError as exc:
+        spent = str(exc).split(";")[0]  # the cap reached, without the advice to finish
+        raise InvalidRecordError(
+            f"investigation {investigation_id} stopped early and the budget given has no "
+            f"room left ({spent}); budgets count every run of an investigation: pass a "
+            "larger max_calls, max_tokens or max_usd (--max-calls, --budget-usd) to "
+            "resume it") from exc
+
+
+def hypothesizer_turns(board: Board, investigation_id: str) -> int:
+    """The hypothesizer turns the investigation has had in earlier runs, which count
+    against ``max_hypothesizer_calls``: each turn whose first call was answered, and at
+    least one when hypotheses are on the board (the loop then skips the first pass)."""
+    answered = sum(1 for call in board.list_model_calls(investigation_id=investigation_id,
+                                                        agent="hypothesizer")
+                   if call.role == "hypothesizer" and call.status is ModelCallStatus.ANSWERED
+                   and len(call.request.get("messages", ())) == 1)
+    has_hypotheses = bool(board.list_hypotheses(investigation_id=investigation_id))
+    return max(answered, 1 if has_hypotheses else 0)
 
 
 def _new_evidence_on_settled(board: Board, additions: list[Any]) -> list[tuple[str, str]]:

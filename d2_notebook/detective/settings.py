@@ -14,6 +14,7 @@ from typing import Any
 
 from d2_notebook.detective.variant import FULL, Role, Variant, parse_variant
 from d2_notebook.errors import InvalidRecordError
+from d2_notebook.llm import Budget
 
 DEFAULT_MAX_USD = 5.0
 """The dollar budget of an investigation unless one is given: about a large team run
@@ -115,6 +116,16 @@ class InvestigationSettings:
                 "pass the model's context window in tokens, or None for its known window")
         if not 0.0 <= self.reporter_reserve < 1.0:
             raise InvalidRecordError("reporter_reserve must be in [0, 1)")
+
+    def collection_budget(self) -> Budget:
+        """The collection phase's budget: the user's budget less ``reporter_reserve``
+        when the variant runs a reporter (a cap of calls or tokens keeps at least 1; its
+        refusals name the user's budget and what is kept), else the whole of it (nothing
+        to keep it for)."""
+        whole = Budget(self.max_calls, self.max_tokens, self.max_usd)
+        if not self.variant.runs(Role.REPORTER) or self.reporter_reserve == 0:
+            return whole
+        return whole.share(1.0 - self.reporter_reserve)
 
     def to_dict(self) -> dict[str, Any]:
         """Plain JSON form, as stored on the board."""
