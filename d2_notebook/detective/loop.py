@@ -81,8 +81,8 @@ class ControlLoop:
     """Runs the team for one investigation on a prepared :class:`TeamContext`.
 
     ``reporter_model`` is the reporter's model with its reserved budget.
-    ``hypothesizer_calls`` counts the hypothesizer's earlier runs (1 when the board
-    already holds hypotheses).
+    ``hypothesizer_calls`` counts the hypothesizer's turns in earlier runs of the
+    investigation (:func:`~d2_notebook.detective.resume.hypothesizer_turns`).
     """
 
     def __init__(self, ctx: TeamContext, *, reporter_model: Any,
