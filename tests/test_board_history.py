@@ -247,6 +247,10 @@ def test_malformed_documents_are_board_format_errors(board, tmp_path, mutate, me
 # --- export is one consistent snapshot while others write ---------------------------
 
 
+MAX_CONCURRENT_WRITES = 400
+"""Evidence the writer adds at most while the exports run."""
+
+
 @pytest.mark.parametrize("writer_kind", ["same board object", "second connection"])
 def test_export_while_writing_always_imports_cleanly(board, board_path, tmp_path, writer_kind):
     import threading
@@ -259,7 +263,9 @@ def test_export_while_writing_always_imports_cleanly(board, board_path, tmp_path
     def write() -> None:
         try:
             i = 0
-            while not stop.is_set():
+            # bounded: every export reads all that was written, so an unbounded writer
+            # made each export slower and the test ran 10+ minutes on a loaded machine
+            while not stop.is_set() and i < MAX_CONCURRENT_WRITES:
                 ev = writer_board.add_evidence(f"SELECT {i}", pd.DataFrame({"n": [i]}),
                                                 description=f"row {i}")
                 writer_board.link(ev.id, "H1", "supports", "because", actor="writer")
