@@ -45,9 +45,7 @@ __all__ = ["DefinitionCheck", "Macro", "read_macros"]
 _View = tuple[str, str, str, str, bool]  # database, schema, name, sql, registered
 _VIEWS_SQL = ("SELECT database_name, schema_name, view_name, sql, temporary AND NOT internal "
               "FROM system.main.duckdb_views() WHERE {} internal")
-_OBJECTS_SQL = ("SELECT database_name, schema_name, table_name FROM system.main.duckdb_tables() "
-                "UNION ALL SELECT database_name, schema_name, view_name "
-                "FROM system.main.duckdb_views()")
+_TABLES_SQL = "SELECT database_name, schema_name, table_name FROM system.main.duckdb_tables()"
 _MACROS_SQL = ("SELECT database_name, schema_name, function_name, function_type, "
                "macro_definition FROM system.main.duckdb_functions() WHERE NOT internal")
 
@@ -145,8 +143,10 @@ class DefinitionCheck:
                     pending.extend((*found.tables, *(c for c in found.calls if not c.builtin)))
                 continue
             if wanted.catalog or wanted.schema:
-                if objects is None:
-                    objects = con.execute(_OBJECTS_SQL).fetchall()
+                if objects is None:  # the views are read above: only the tables here
+                    objects = [*con.execute(_TABLES_SQL).fetchall(),
+                               *(view[:3] for views in (self._system, user)
+                                 for named in views.values() for view in named)]
                 _require_object(wanted, objects)
             for view in (*self._system.get(wanted.name.lower(), ()),
                          *user.get(wanted.name.lower(), ())):
