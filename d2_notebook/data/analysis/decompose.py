@@ -35,7 +35,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import pandas as pd
@@ -360,9 +360,10 @@ def _add_shares(rows: list[dict], delta: float) -> None:
                                                                        share + half)
 
 
-def _one_period(n_before: int, n_after: int) -> bool:
-    """A segment with rows in one of the two periods only (new, or gone)."""
-    return n_before == 0 or n_after == 0
+def _one_period(n_before: Any, n_after: Any) -> Any:
+    """A segment with rows in one of the two periods only (new, or gone): a bool for
+    counts, a boolean Series for columns of counts."""
+    return (n_before == 0) | (n_after == 0)
 
 
 def _with_mix_rows(frame: pd.DataFrame, change: Comparison | None, mixed: set[str],
@@ -522,7 +523,7 @@ def _summary(metric: str, period: str, before: str, after: str, first: Moments,
                                  f"{r.n_before} / {r.n_after})"
                                  for r in untested.head(5).itertuples()) + ".")
     lines += definition_lines(prepared.plan)
-    one_sided = body[(body["n_before"] == 0) | (body["n_after"] == 0)]  # _one_period
+    one_sided = body[_one_period(body["n_before"], body["n_after"])]
     one_sided = one_sided.reindex(one_sided["contribution"].abs().sort_values(
         ascending=False, kind="stable").index)
     if len(one_sided):
