@@ -12,6 +12,8 @@ measurements on a shared machine, not timed tests. ``--quick`` shrinks every ben
 - ``sql``: GuardedSQL.run against raw DuckDB on a 10-million-row table.
 - ``latency``: recorded boards replayed under a model latency model: each variant's
   simulated wall time, sequential depth and calls (:mod:`benchmark.perf_latency`).
+- ``checks``: a short guard check's wait while another thread checks a long statement.
+- ``demo``: time to build the hospital demo database.
 """
 
 from __future__ import annotations
@@ -21,6 +23,7 @@ import asyncio
 import os
 import statistics
 import sys
+import threading
 import time
 from collections.abc import Callable
 from functools import partial
@@ -41,6 +44,7 @@ from benchmark.perf_policies import (
 from benchmark.perf_team import bench_calls, bench_parallel, bench_refinement
 from d2_notebook.data import GuardedSQL
 from d2_notebook.data.sql_guard import analyze_sql, check_sql
+from d2_notebook.datasets import hospital
 
 Figures = dict[str, float]
 
@@ -205,6 +209,48 @@ def _check_seconds(sql: str) -> float:
     return time.perf_counter() - start
 
 
+def bench_checks(quick: bool) -> Figures:
+    """How long a short guard check waits while another thread parses a long statement."""
+    terms = 1_000 if quick else 4_000
+    long_sql = "SELECT " + ", ".join(f"length('{i:04d}')" for i in range(terms))
+    alone = min(_seconds(partial(check_sql, long_sql)) for _ in range(3))
+    stop = threading.Event()
+
+    def hammer() -> None:
+        while not stop.is_set():
+            check_sql(long_sql)
+
+    worker = threading.Thread(target=hammer)
+    worker.start()
+    try:
+        time.sleep(alone / 2)
+        waits = [_seconds(partial(check_sql, "SELECT 1")) for _ in range(20)]
+    finally:
+        stop.set()
+        worker.join()
+    print(f"[checks] a {len(long_sql):,}-character statement checks in {alone * 1000:.0f} ms "
+          f"alone; 20 checks of SELECT 1 while another thread checks it over and over: "
+          f"median {statistics.median(waits) * 1000:.1f} ms, max {max(waits) * 1000:.1f} ms")
+    verdict("checks", f"worst short check {max(waits) / alone:.2f} long checks",
+            "< 0.5 (no lock held while a statement parses)", max(waits) < alone / 2)
+    return {"checks_worst_wait_s": max(waits), "checks_long_alone_s": alone}
+
+
+def bench_demo(quick: bool) -> Figures:
+    """Time to build the hospital demo database (the notebook's first cell)."""
+    patients = 1_000 if quick else None
+    options = {} if patients is None else {"patients": patients}
+    seconds = min(_seconds(partial(hospital.create, **options)) for _ in range(3))
+    verdict("demo", f"hospital.create() in {seconds:.2f} s", "< 2 s", seconds < 2.0)
+    return {"demo_create_s": seconds}
+
+
+def _seconds(fn: Callable[[], object]) -> float:
+    samples: list[float] = []
+    _time_into(fn, samples)
+    return samples[0]
+
+
 BENCHMARKS: dict[str, Callable[[bool], Figures]] = {
     "overhead": bench_overhead,
     "parallel": bench_parallel,
@@ -213,6 +259,8 @@ BENCHMARKS: dict[str, Callable[[bool], Figures]] = {
     "context": bench_context,
     "sql": bench_sql,
     "latency": bench_latency,
+    "checks": bench_checks,
+    "demo": bench_demo,
 }
 
 

@@ -377,35 +377,69 @@ def test_each_limit_named_under_the_length_limit(sql: str, words: str) -> None:
         check_sql(sql)
 
 
-def test_a_long_check_does_not_block_other_threads() -> None:
-    """Checks run on per-thread parser cursors: no process-wide lock while one parses."""
-    # A long list, not a long sum: 4,000 terms joined by "+" nest too deeply and are
-    # refused at once, which would leave the other thread nothing to wait for.
-    big = "SELECT " + ", ".join(f"length('{i:04d}')" for i in range(4_000))
-    assert len(big) < LIMITS.chars
-    check_sql(big)  # accepted: the hammer below parses it in full every time
-    stop = threading.Event()
-    checked = []
+def test_a_check_held_inside_the_parser_does_not_block_other_threads(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """Checks run on per-thread parser cursors: no process-wide lock while one parses.
 
-    def hammer() -> None:
-        while not stop.is_set():
-            check_sql(big)
-            checked.append(1)
+    One thread's check is held inside its parser call (deterministically, not by timing);
+    another thread's whole check must still finish. With a lock around parsing it would
+    wait for the held one and the join below would time out.
+    """
+    import d2_notebook.data.sql_guard as sql_guard
 
-    worker = threading.Thread(target=hammer)
-    worker.start()
+    real_cursor = sql_guard.parser_cursor
+    inside, release = threading.Event(), threading.Event()
+    held_thread: list[threading.Thread] = []
+
+    class HeldCursor:
+        def __init__(self, cursor: duckdb.DuckDBPyConnection) -> None:
+            self._cursor = cursor
+
+        def __getattr__(self, name: str) -> object:
+            attribute = getattr(self._cursor, name)
+            if name not in ("execute", "extract_statements"):
+                return attribute
+
+            def held(*args: object, **kwargs: object) -> object:
+                inside.set()
+                assert release.wait(60), "the held check was never released"
+                return attribute(*args, **kwargs)
+            return held
+
+    def cursor_for_this_thread() -> object:
+        cursor = real_cursor()
+        return HeldCursor(cursor) if threading.current_thread() in held_thread else cursor
+
+    monkeypatch.setattr(sql_guard, "parser_cursor", cursor_for_this_thread)
+    results: dict[str, object] = {}
+
+    def check(name: str, sql: str) -> None:
+        try:
+            results[name] = check_sql(sql)
+        except Exception as exc:
+            results[name] = exc
+
+    held = threading.Thread(target=check, args=("held", "SELECT 2 AS held"))
+    held_thread.append(held)
+    held.start()
     try:
-        time.sleep(0.2)
-        waits = []
-        for _ in range(20):
-            start = time.perf_counter()
-            check_sql("SELECT 1")
-            waits.append(time.perf_counter() - start)
+        assert inside.wait(30), "the held check never reached its parser"
+        other = threading.Thread(target=check, args=("other", "SELECT 3 AS other_check"))
+        other.start()
+        other.join(30)
+        assert not other.is_alive(), "a check waited for another thread's parser call"
+        assert results["other"] == "SELECT 3 AS other_check"
+        assert "held" not in results
     finally:
-        stop.set()
-        worker.join()
-    assert checked, "the long check ran beside the short ones"
-    assert max(waits) < 1.0
+        release.set()
+        held.join(60)
+    assert results["held"] == "SELECT 2 AS held"
+    # Each thread parses on a cursor of its own.
+    cursors: list[object] = []
+    probe = threading.Thread(target=lambda: cursors.append(real_cursor()))
+    probe.start()
+    probe.join(30)
+    assert cursors and cursors[0] is not real_cursor()
 
 
 # --- runtime limits, in a child process under an address-space cap -------------------
