@@ -40,8 +40,9 @@ SECRET_DIRECTORY = "PLANTED-secretdir-02bb"
 SECRET_FOLDER = "PLANTED-folder-e41b"
 SECRET_FILE_TEXT = "PLANTED-file-line-9d14"
 SECRET_NAME = "PLANTED-name-5f60"
+SECRET_AGENT = "PLANTED-agent-6b21"
 PLANTED = (SECRET_SETTING, SECRET_VARIABLE, SECRET_TEMP, SECRET_DIRECTORY, SECRET_FOLDER,
-           SECRET_FILE_TEXT, SECRET_NAME)
+           SECRET_FILE_TEXT, SECRET_NAME, SECRET_AGENT)
 
 SCHEMA = f"""
 CREATE TABLE patients (id INTEGER, name VARCHAR, age INTEGER);
@@ -116,6 +117,7 @@ def _user_connection(place: Path, repository: ExtensionRepository,
     con = duckdb.connect(database, config={
         "autoinstall_known_extensions": True, "autoload_known_extensions": True,
         "extension_directory": str(place / "extensions"),
+        "custom_user_agent": SECRET_AGENT,
     })
     con.execute(f"SET custom_extension_repository = '{repository.url}'")
     con.execute(f"SET http_proxy_password = '{SECRET_SETTING}'")

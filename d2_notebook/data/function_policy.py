@@ -93,7 +93,7 @@ epoch_ms epoch_ns epoch_us equi_width_bins era error even exp factorial favg fdi
 filter finalize first first_value flatten floor fmod format format_bytes format_pg_type
 format_type formatreadabledecimalsize formatreadablesize from_base64 from_binary from_hex
 from_json from_json_strict fsum gamma gcd gen_random_uuid generate_series
-generate_subscripts geomean geometric_mean get_bit get_block_size get_current_time
+generate_subscripts geomean geometric_mean get_bit get_current_time
 get_current_timestamp get_type grade_up greatest greatest_common_divisor group_concat
 hamming has_any_column_privilege has_column_privilege has_database_privilege
 has_foreign_data_wrapper_privilege has_function_privilege has_language_privilege
@@ -193,15 +193,21 @@ _REFUSED_EXPRESSION: dict[str, Refusal] = {
         pg_sleep sleep_ms
     """,
     ),
+    **_each(
+        Refusal.REVEALS_ENVIRONMENT,
+        """
+        get_block_size
+    """,
+    ),
 }
 _ALLOWED_TABLE = _names("""
 duckdb_approx_database_count duckdb_available_metrics duckdb_columns duckdb_connection_count
-duckdb_constraints duckdb_coordinate_systems duckdb_databases duckdb_dependencies
+duckdb_constraints duckdb_coordinate_systems duckdb_dependencies
 duckdb_dialects duckdb_functions duckdb_indexes duckdb_keywords duckdb_optimizers
 duckdb_schemas duckdb_secret_type_parameters duckdb_secret_types duckdb_sequences
 duckdb_tables duckdb_triggers duckdb_types duckdb_views generate_series icu_calendar_names
-json_each json_tree pg_timezone_names pragma_collations pragma_database_size pragma_platform
-pragma_show pragma_table_info pragma_user_agent pragma_version range repeat repeat_row
+json_each json_tree pg_timezone_names pragma_collations pragma_platform
+pragma_show pragma_table_info pragma_version range repeat repeat_row
 test_all_types test_vector_types unnest
 """)
 _REFUSED_TABLE: dict[str, Refusal] = {
@@ -231,8 +237,9 @@ _REFUSED_TABLE: dict[str, Refusal] = {
     **_each(
         Refusal.REVEALS_ENVIRONMENT,
         """
-        duckdb_eviction_queues duckdb_extensions duckdb_external_file_cache duckdb_memory
-        duckdb_temporary_files pragma_metadata_info pragma_storage_info
+        duckdb_databases duckdb_eviction_queues duckdb_extensions duckdb_external_file_cache
+        duckdb_memory duckdb_temporary_files pragma_database_size pragma_metadata_info
+        pragma_storage_info pragma_user_agent
     """,
     ),
     **_each(
@@ -268,8 +275,8 @@ _REFUSED_TABLE: dict[str, Refusal] = {
     ),
 }
 _ALLOWED_PRAGMA = _names("""
-collations database_list database_size functions platform show show_databases show_tables
-show_tables_expanded table_info user_agent version
+collations functions platform show show_databases show_tables show_tables_expanded
+table_info version
 """)
 _REFUSED_PRAGMA: dict[str, Refusal] = {
     **_each(
@@ -292,7 +299,7 @@ _REFUSED_PRAGMA: dict[str, Refusal] = {
     **_each(
         Refusal.REVEALS_ENVIRONMENT,
         """
-        extension_versions metadata_info storage_info
+        database_list database_size extension_versions metadata_info storage_info user_agent
     """,
     ),
     **_each(

@@ -402,6 +402,12 @@ def _check_expression(node: dict, functions: set[str], types: set[str],
                       built: list[int]) -> None:
     if node["class"] == "TYPE" and node.get("type_name"):
         types.add(str(node["type_name"]).lower())
+    if node["class"] == "PARAMETER":
+        # Nothing binds parameters here: DuckDB would fill $name from the connection's
+        # SET VARIABLE values (which getvariable() is refused for reading).
+        _refuse("it has a parameter ($name, $1 or ?): nothing binds it here, and DuckDB "
+                "fills a $name from the connection's variables",
+                "write the value into the query as a literal")
     name = node.get("function_name")
     if not isinstance(name, str):
         return

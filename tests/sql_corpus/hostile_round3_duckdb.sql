@@ -81,6 +81,18 @@ SHOW ui_local_port
 SELECT * FROM (SHOW s3_access_key_id)
 SHOW patients
 SHOW "patients"
+SELECT $api_token
+SELECT id FROM patients WHERE $api_token LIKE 'P%'
+SELECT ?
+SELECT $1
+SELECT upper($api_token) AS t
+PRAGMA database_size
+SELECT memory_limit FROM pragma_database_size()
+PRAGMA user_agent
+SELECT * FROM pragma_user_agent()
+PRAGMA database_list
+SELECT path FROM duckdb_databases()
+SELECT * FROM pragma_database_list
 -- @limits
 SELECT list_distinct(range(0, 15000000))
 SELECT len(range(0, 300000000))

@@ -15,7 +15,7 @@ SHOW TABLES
 SHOW ALL TABLES
 PRAGMA table_info('patients')
 PRAGMA show_tables
-PRAGMA database_size
+PRAGMA version
 CALL pragma_table_info('treatments')
 SELECT 'DROP TABLE patients; DELETE FROM treatments' AS s
 SELECT * FROM patients WHERE name <> ';DROP TABLE patients' -- a comment; DELETE
