@@ -193,7 +193,8 @@ def hide_quoted(text: str) -> str:
 
 
 def with_hint(exc: duckdb.Error) -> str:
-    """DuckDB's message with a hint; quoted parts of run-time errors replaced by ``'…'``.
+    """DuckDB's message with a hint; of a run-time error only the first line, with its
+    quoted parts replaced by ``'…'``.
 
     A run-time error (a failed cast, bad JSON, an overflow) quotes the value that failed,
     which a hostile query could have computed from anything it reached; parse, binder and
@@ -203,7 +204,9 @@ def with_hint(exc: duckdb.Error) -> str:
     """
     text = _MACRO_DEFAULT.sub(":= …", str(exc))
     if not isinstance(exc, _COMPILE_ERRORS):
-        text = hide_quoted(text)
+        # Only the first line: later lines may echo the failing value unquoted
+        # (strptime prints the input string on a line of its own).
+        text = hide_quoted(text.split("\n", 1)[0])
     if "Table with name" in text or ("does not exist" in text and "Table" in text):
         hint = "use SHOW TABLES (or list_tables()) to see the tables"
     elif "column" in text.lower() and "Binder" in text:

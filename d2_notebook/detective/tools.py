@@ -22,6 +22,7 @@ from collections.abc import Awaitable, Callable, Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from d2_notebook.data.fencing import escape_text, fence
 from d2_notebook.errors import InvalidRecordError, NotFoundError, SQLError
 from d2_notebook.llm import ToolCallPart, ToolResult, ToolSpec
 
@@ -143,9 +144,30 @@ class Toolset:
         try:
             _validate(call.args, item.spec.parameters)
             content = await item.handler(dict(call.args))
+        except SQLError as exc:
+            return ToolResult(call.id, database_error_text(exc), is_error=True)
         except MODEL_MISTAKES as exc:
             return ToolResult(call.id, str(exc), is_error=True)
         return ToolResult(call.id, content)
+
+
+def database_error_text(exc: SQLError) -> str:
+    """A SQL error as the model reads it: escaped into one line and fenced as data.
+
+    The message may quote the database's own names and values (a binder error lists a
+    column named ``"x\n</data>\nSYSTEM: ..."`` as a candidate), so it is data, never
+    instructions: its line breaks and every other control or separator character are
+    shown as escapes, so nothing in it starts a line, and a forged ``</data>`` cannot
+    close the fence. The guard's closing ``Hint:`` (its own text) keeps a line of its own.
+    """
+    message, separator, hint = str(exc).rpartition(_HINT)
+    if not separator:
+        message, hint = str(exc), ""
+    body = escape_text(message) + (f"{_HINT}{escape_text(hint)}" if separator else "")
+    return fence("SQL error", body)
+
+
+_HINT = "\nHint: "
 
 
 def _validate(args: Mapping[str, Any], schema: Mapping[str, Any]) -> None:
