@@ -24,7 +24,9 @@ role, same ``search_path``), before it runs:
   (or an operator of one, or uses such a type), and the relations a policy reads are
   checked like the statement's; and a database that defines an implicit or assignment
   cast calling such a function is refused whatever the statement (the server may apply
-  the cast wherever types meet, with nothing written).
+  the cast wherever types meet, with nothing written);
+- a name after a dot (``p.full_name``, ``(p).full_name``) is held to the rules of a call
+  of a user function of that name callable with one argument (attribute notation).
 
 The catalog queries are d2's own, fully schema-qualified, so the database's objects cannot
 change what they read.
@@ -93,7 +95,10 @@ _FUNCTIONS_SQL = (
     "p.proconfig IS NOT NULL, "
     "pg_catalog.to_jsonb(p) OPERATOR(pg_catalog.->>) 'prosqlbody' IS NOT NULL, "
     "pg_catalog.array_append(COALESCE(p.proallargtypes, p.proargtypes::pg_catalog.oid[]), "
-    "p.prorettype)::pg_catalog.regtype[]::pg_catalog.text[] "
+    "p.prorettype)::pg_catalog.regtype[]::pg_catalog.text[], "
+    # callable with one argument: what attribute notation (x.name reads as name(x)) calls
+    "p.pronargs OPERATOR(pg_catalog.>=) 1 AND p.pronargs OPERATOR(pg_catalog.-) "
+    "p.pronargdefaults OPERATOR(pg_catalog.<=) 1 "
     "FROM pg_catalog.pg_proc p "
     "JOIN pg_catalog.pg_namespace n ON n.oid OPERATOR(pg_catalog.=) p.pronamespace "
     "JOIN pg_catalog.pg_language l ON l.oid OPERATOR(pg_catalog.=) p.prolang "
@@ -363,17 +368,27 @@ def _check_policies(walk: _Walk, oid: int, qualified: str, depth: int) -> None:
 
 
 def _check_functions(walk: _Walk, statement: GuardedStatement, depth: int) -> None:
-    names = sorted({ref.name for ref in statement.function_refs})
+    """Check every user function the statement may call: by name, and by attribute
+    notation (``x.name`` is ``name(x)`` when ``x`` has no column ``name``: a function of
+    that name callable with one argument is held to the rules of a call)."""
+    called = {ref.name for ref in statement.function_refs}
+    names = sorted(called | statement.fields)
     defined: set[str] = set()
     if names:
         rows = walk.connection.exec_driver_sql(_FUNCTIONS_SQL, {"names": names}).fetchall()
         for (oid, schema, name, language, definer, kind, source, settings, atomic,
-             types) in rows:
-            defined.add(str(name).lower())
+             types, one_argument) in rows:
+            lowered = str(name).lower()
+            defined.add(lowered)
+            if lowered not in called and not one_argument:
+                continue  # only a field name: attribute notation cannot call it
             if oid in walk.seen:
                 continue
             walk.seen.add(oid)
             label = f"function {schema}.{name}()"
+            if lowered not in called:
+                label += f" (called by .{lowered}: PostgreSQL reads " \
+                         f"x.{lowered} as {lowered}(x) where x has no such column)"
             if kind in _KINDS:
                 _refuse(f"{label} is {_KINDS[kind]} defined in the database, "
                         "whose support functions the guard does not check", "remove it")

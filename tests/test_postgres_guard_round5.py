@@ -1,0 +1,196 @@
+"""The PostgreSQL guard, round 5: bypasses confirmed on a real server, now closed.
+
+- attribute notation: ``p.full_name`` and ``(p).full_name`` call ``full_name(p)``, a
+  function the statement never writes as a call (also inside a SQL function's body);
+- operators the statement never writes: ``IN``, ``BETWEEN``, ``CASE x WHEN``, ``NULLIF``,
+  ``IS DISTINCT FROM`` and ``LIKE`` resolve ``=``, ``<=``, ``~~`` themselves, and
+  ``ORDER BY``, ``DISTINCT``, ``GROUP BY``, ``UNION`` run the default operator class's
+  support function;
+- a domain's CHECK runs where the statement writes no type (``age(years)`` for a domain
+  ``age``, ``array_append`` on a ``domain[]`` column, ``jsonb_populate_record``);
+- a foreign table read through its partitioned or inheritance parent;
+- definitions with literals: ``pg_get_function_arguments`` shows argument defaults,
+  ``pg_get_triggerdef`` trigger arguments, ``pg_get_expr`` over ``pg_attrdef`` column
+  defaults.
+
+Each attack is first shown to work on the server itself (without d2), then refused
+through the guard, as the read-only role and as a superuser.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+import psycopg
+import pytest
+
+from d2_notebook.data import open_source
+from d2_notebook.data.sources.sqlalchemy_source import SQLAlchemySource
+from d2_notebook.errors import UnsafeSQLError
+
+SECRET = "R5-SECRET-7719"
+PASSWORD = "R5-PW-4410"
+
+
+def _leak(signature: str, returns: str) -> str:
+    """A plpgsql function that fails with the database's secret in its message."""
+    name = signature.split("(")[0]
+    return (f"CREATE FUNCTION {signature} RETURNS {returns} LANGUAGE plpgsql AS "
+            f"$f$ BEGIN RAISE EXCEPTION '{name} %', current_setting('d2.secret'); END $f$;\n")
+
+
+DATABASES = {
+    "d2_round5": f"""
+CREATE TABLE people (id int, first text);
+INSERT INTO people VALUES (1, 'Ada');
+CREATE FUNCTION full_name(p people) RETURNS text LANGUAGE plpgsql AS
+  $f$ BEGIN RETURN p.first || ' / ' || current_setting('d2.secret'); END $f$;
+CREATE FUNCTION audit_info(p people) RETURNS text LANGUAGE sql SECURITY DEFINER AS
+  $f$ SELECT string_agg(rolname || ':' || coalesce(rolpassword, '-'), ', ')
+      FROM pg_authid WHERE rolname = 'd2_victim_r5' $f$;
+CREATE FUNCTION display(p people) RETURNS text LANGUAGE sql AS $$ SELECT p.full_name $$;
+CREATE FUNCTION initial(p people) RETURNS text LANGUAGE sql AS $$ SELECT left(p.first, 1) $$;
+
+CREATE EXTENSION file_fdw;
+CREATE SERVER files FOREIGN DATA WRAPPER file_fdw;
+CREATE TABLE logs (line text) PARTITION BY LIST (line);
+CREATE TABLE logs_local PARTITION OF logs FOR VALUES IN ('local');
+CREATE TABLE logs_mid (line text) PARTITION BY LIST (line);
+ALTER TABLE logs ATTACH PARTITION logs_mid DEFAULT;
+CREATE FOREIGN TABLE logs_archive PARTITION OF logs_mid DEFAULT SERVER files
+  OPTIONS (filename '/etc/passwd', format 'text');
+CREATE TABLE events (line text);
+CREATE FOREIGN TABLE events_remote () INHERITS (events) SERVER files
+  OPTIONS (filename '/etc/hostname', format 'text');
+CREATE TABLE plain_parent (line text);
+CREATE TABLE plain_child () INHERITS (plain_parent);
+INSERT INTO plain_child VALUES ('child row');
+
+CREATE TABLE orders (id int, note text DEFAULT 'api-key {SECRET}');
+CREATE FUNCTION hook() RETURNS trigger LANGUAGE plpgsql AS $f$ BEGIN RETURN NEW; END $f$;
+CREATE TRIGGER orders_hook AFTER INSERT ON orders FOR EACH ROW
+  EXECUTE FUNCTION hook('https://hooks.example.com/?token={SECRET}');
+CREATE FUNCTION connect_wh(dsn text DEFAULT 'host=wh password={SECRET}') RETURNS int
+  LANGUAGE sql AS $$ SELECT 1 $$;
+""",
+    "d2_round5_operators": "CREATE TYPE mood AS ENUM ('sad', 'ok', 'happy');\n"
+    "CREATE TABLE moods (id int, m mood); INSERT INTO moods VALUES (1, 'sad');\n"
+    + _leak("mood_eq(mood, mood)", "boolean") + _leak("mood_le(mood, mood)", "boolean")
+    + "CREATE OPERATOR = (LEFTARG = mood, RIGHTARG = mood, FUNCTION = mood_eq);\n"
+    "CREATE OPERATOR <= (LEFTARG = mood, RIGHTARG = mood, FUNCTION = mood_le);\n"
+    "CREATE OPERATOR >= (LEFTARG = mood, RIGHTARG = mood, FUNCTION = mood_le);\n",
+    "d2_round5_like": "CREATE TABLE words (w text); INSERT INTO words VALUES ('abc');\n"
+    + _leak("like_leak(text, text)", "boolean")
+    + "CREATE OPERATOR public.~~ (LEFTARG = text, RIGHTARG = text, FUNCTION = like_leak);\n",
+    "d2_round5_opclass": "CREATE TYPE mood AS ENUM ('sad', 'ok', 'happy');\n"
+    "CREATE TABLE moods (id int, m mood); INSERT INTO moods VALUES (1, 'sad'), (2, 'ok');\n"
+    + _leak("mood_cmp(mood, mood)", "int")
+    + "".join(f"CREATE FUNCTION mood_{n}(mood, mood) RETURNS boolean LANGUAGE internal "
+              f"IMMUTABLE STRICT AS 'enum_{n}';\n" for n in ("lt", "le", "eq", "ge", "gt"))
+    + "".join(f"CREATE OPERATOR {s} (LEFTARG = mood, RIGHTARG = mood, FUNCTION = mood_{n});\n"
+              for s, n in (("<", "lt"), ("<=", "le"), ("=", "eq"), (">=", "ge"),
+                           (">", "gt")))
+    + "CREATE OPERATOR CLASS mood_ops DEFAULT FOR TYPE mood USING btree AS "
+      "OPERATOR 1 <, OPERATOR 2 <=, OPERATOR 3 =, OPERATOR 4 >=, OPERATOR 5 >, "
+      "FUNCTION 1 mood_cmp(mood, mood);\n",
+    "d2_round5_family": "CREATE TYPE mood AS ENUM ('sad', 'ok', 'happy');\n"
+    + _leak("mood_cmp(mood, mood)", "int")
+    + "CREATE OPERATOR CLASS mood_ops DEFAULT FOR TYPE mood USING btree AS "
+    + ", ".join(f"OPERATOR {i} pg_catalog.{s} (anyenum, anyenum)"
+                for i, s in enumerate(("<", "<=", "=", ">=", ">"), start=1))
+    + ", FUNCTION 1 mood_cmp(mood, mood);\n",
+    "d2_round5_domains": """
+CREATE FUNCTION dom_ok(anyelement) RETURNS boolean LANGUAGE plpgsql AS
+  $f$ BEGIN IF $1 IS NULL THEN RETURN true; END IF;
+  RAISE EXCEPTION 'domleak %', current_setting('d2.secret'); END $f$;
+CREATE DOMAIN age AS int CHECK (dom_ok(VALUE));
+CREATE DOMAIN tag AS text CHECK (dom_ok(VALUE));
+CREATE TABLE patients (id int, years int, tags tag[], t tag);
+INSERT INTO patients VALUES (1, 40, NULL, NULL);
+""",
+}
+GRANTS = ("GRANT SELECT ON ALL TABLES IN SCHEMA public TO analyst; "
+          "GRANT EXECUTE ON ALL FUNCTIONS IN SCHEMA public TO analyst")
+
+
+@pytest.fixture(scope="module")
+def cluster(postgres_cluster, hospital_pg_url) -> Iterator[object]:
+    """Every database of :data:`DATABASES`, with the secret as a database setting; the
+    operator databases put ``public`` before ``pg_catalog`` on their search path."""
+    with postgres_cluster.admin() as con:
+        con.execute("DROP ROLE IF EXISTS d2_victim_r5")
+        con.execute(f"CREATE ROLE d2_victim_r5 LOGIN PASSWORD '{PASSWORD}'")
+        for name in DATABASES:
+            con.execute(f"DROP DATABASE IF EXISTS {name}")
+            con.execute(f"CREATE DATABASE {name}")
+            con.execute(f"ALTER DATABASE {name} SET d2.secret = '{SECRET}'")
+        for name in ("d2_round5_operators", "d2_round5_like"):
+            con.execute(f"ALTER DATABASE {name} SET search_path = public, pg_catalog")
+    for name, objects in DATABASES.items():
+        with postgres_cluster.admin(name) as con:
+            con.execute(objects)
+            con.execute(GRANTS)
+    yield postgres_cluster
+    with postgres_cluster.admin() as con:
+        con.execute("DROP ROLE IF EXISTS d2_victim_r5")
+
+
+@pytest.fixture(scope="module", params=["analyst", "superuser"])
+def role(request) -> str:
+    return str(request.param)
+
+
+@pytest.fixture(scope="module")
+def sources(cluster, role) -> Iterator[dict[str, SQLAlchemySource]]:
+    """One source per database, as the read-only role or as the superuser."""
+    user = "analyst" if role == "analyst" else None
+    opened = {name: open_source(cluster.url(name, user), timeout_s=10) for name in DATABASES}
+    yield opened
+    for source in opened.values():
+        source.close()
+
+
+def unguarded(cluster, database: str, sql: str) -> str:
+    """What the read-only role gets on the server itself, without d2 (rows or error)."""
+    with psycopg.connect(host=str(cluster.socket_dir), dbname=database, user="analyst",
+                         autocommit=True) as con:
+        try:
+            return str(con.execute(sql).fetchall())
+        except psycopg.Error as exc:
+            return str(exc)
+
+
+def refused(source: SQLAlchemySource, sql: str, *fragments: str) -> str:
+    """``sql`` is refused through the guard, naming every fragment, with no secret."""
+    with pytest.raises(UnsafeSQLError) as caught:
+        source.run(sql)
+    message = str(caught.value)
+    assert message.startswith("SQL refused: "), message
+    for fragment in fragments:
+        assert fragment in message, message
+    assert SECRET not in message and PASSWORD not in message, message
+    return message
+
+
+# --- F1: attribute notation calls functions --------------------------------------------
+
+@pytest.mark.parametrize(("sql", "shown", "fragments"), [
+    ("SELECT p.full_name AS v FROM people AS p", SECRET,
+     ("function public.full_name() (called by .full_name", "written in plpgsql")),
+    ("SELECT (p).full_name AS v FROM people AS p", SECRET, ("function public.full_name()",)),
+    ("SELECT people.full_name AS v FROM people", SECRET, ("function public.full_name()",)),
+    ("SELECT p.audit_info AS v FROM people AS p", "SCRAM-SHA-256$",
+     ("function public.audit_info()", "SECURITY DEFINER")),
+    ("SELECT display(p) AS v FROM people AS p", SECRET,
+     ("function public.display() is refused", "function public.full_name()")),
+])
+def test_attribute_notation_is_checked_as_a_call(cluster, sources, sql, shown, fragments):
+    assert shown in unguarded(cluster, "d2_round5", sql)
+    message = refused(sources["d2_round5"], sql, *fragments)
+    assert "SCRAM-SHA-256$" not in message
+
+
+def test_attribute_notation_of_a_checked_sql_function_and_real_columns_run(sources):
+    source = sources["d2_round5"]
+    assert source.run("SELECT p.initial AS v FROM people AS p").frame["v"].tolist() == ["A"]
+    assert source.run("SELECT p.first, (p).id FROM people AS p").frame.shape == (1, 2)
