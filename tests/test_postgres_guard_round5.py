@@ -194,3 +194,68 @@ def test_attribute_notation_of_a_checked_sql_function_and_real_columns_run(sourc
     source = sources["d2_round5"]
     assert source.run("SELECT p.initial AS v FROM people AS p").frame["v"].tolist() == ["A"]
     assert source.run("SELECT p.first, (p).id FROM people AS p").frame.shape == (1, 2)
+
+
+# --- F2: operators the statement never writes ------------------------------------------
+
+IMPLICIT_OPERATORS = [
+    "SELECT id FROM moods WHERE m IN ('sad', 'ok')",
+    "SELECT id FROM moods WHERE m BETWEEN 'sad' AND 'ok'",
+    "SELECT CASE m WHEN 'sad' THEN 1 END AS v FROM moods",
+    "SELECT NULLIF(m, 'sad') AS v FROM moods",
+    "SELECT id FROM moods WHERE m IS DISTINCT FROM 'ok'",
+]
+
+
+@pytest.mark.parametrize("sql", IMPLICIT_OPERATORS)
+def test_operators_resolved_by_the_server_refuse_the_database(cluster, sources, sql):
+    assert SECRET in unguarded(cluster, "d2_round5_operators", sql)
+    refused(sources["d2_round5_operators"], sql, "the database defines operator public.",
+            "(mood, mood)", "no statement runs on this database", "DROP OPERATOR public.")
+
+
+def test_a_like_operator_shadowing_pg_catalog_refuses_the_database(cluster, sources):
+    sql = "SELECT w FROM words WHERE w LIKE 'a%'"
+    assert SECRET in unguarded(cluster, "d2_round5_like", sql)
+    for statement in (sql, "SELECT 1 AS one"):
+        refused(sources["d2_round5_like"], statement,
+                "the database defines operator public.~~ (text, text)",
+                "function public.like_leak()", "DROP OPERATOR public.~~ (text, text)")
+
+
+@pytest.mark.parametrize("sql", [
+    "SELECT id FROM moods ORDER BY m", "SELECT DISTINCT m FROM moods",
+    "SELECT count(*) AS n FROM moods GROUP BY m",
+    "SELECT m FROM moods UNION SELECT m FROM moods",
+    "SELECT rank() OVER (ORDER BY m) AS r FROM moods",
+])
+def test_an_operator_class_support_function_refuses_the_database(cluster, sources, sql):
+    assert SECRET in unguarded(cluster, "d2_round5_opclass", sql)
+    refused(sources["d2_round5_opclass"], sql, "the database defines",
+            "no statement runs on this database")
+
+
+def test_an_operator_family_is_named_with_its_fix(sources):
+    """Built from pg_catalog's operators, only its support function is the database's."""
+    refused(sources["d2_round5_family"], "SELECT 1 AS one",
+            "the database defines operator family public.mood_ops (USING btree)",
+            "support function public.mood_cmp()",
+            "DROP OPERATOR FAMILY public.mood_ops USING btree")
+
+
+# --- F3: domain constraints that run where no type is written --------------------------
+
+@pytest.mark.parametrize("sql", [
+    "SELECT age(years) AS v FROM patients",
+    "SELECT array_position(tags, 'x') AS v FROM patients",
+    "SELECT array_append(tags, 'x')::text AS v FROM patients",
+    "SELECT jsonb_populate_record(p, '{\"t\": \"x\"}')::text AS v FROM patients AS p",
+    "SELECT 1 AS one",
+])
+def test_a_domain_whose_check_calls_a_user_function_refuses_the_database(
+        cluster, sources, sql):
+    if sql != "SELECT 1 AS one":
+        assert f"domleak {SECRET}" in unguarded(cluster, "d2_round5_domains", sql)
+    refused(sources["d2_round5_domains"], sql, "the database defines domain age",
+            "constraint age_check runs function public.dom_ok()",
+            "ALTER DOMAIN age DROP CONSTRAINT age_check")

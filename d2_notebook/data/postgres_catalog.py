@@ -18,15 +18,17 @@ role, same ``search_path``), before it runs:
 - functions that run without being called, where the database defines them: every type
   the statement writes (a cast's target, a column definition) is followed through arrays,
   domains, composite types and ranges, and refused when a cast to one of them or a domain
-  constraint of one calls a function of the database's own (see :func:`_user_function`);
+  constraint of one calls a function of the database's own (see
+  :func:`~d2_notebook.data.postgres_implicit.user_function`);
   so are the argument and result types of the SQL functions it calls; a table with
   row-level security is refused when a policy that applies to reads calls such a function
   (or an operator of one, or uses such a type), and the relations a policy reads are
-  checked like the statement's; and a database that defines an implicit or assignment
-  cast calling such a function is refused whatever the statement (the server may apply
-  the cast wherever types meet, with nothing written);
+  checked like the statement's;
 - a name after a dot (``p.full_name``, ``(p).full_name``) is held to the rules of a call
-  of a user function of that name callable with one argument (attribute notation).
+  of a user function of that name callable with one argument (attribute notation);
+- and, after all these, what the database runs whatever the statement writes (implicit
+  casts, operators, operator families and domain constraints calling functions of its
+  own): :func:`~d2_notebook.data.postgres_implicit.check_database`.
 
 The catalog queries are d2's own, fully schema-qualified, so the database's objects cannot
 change what they read.
@@ -39,6 +41,7 @@ from dataclasses import dataclass
 from typing import Any, NoReturn
 
 from d2_notebook.data.dialects import Dialect
+from d2_notebook.data.postgres_implicit import check_database, user_function
 from d2_notebook.data.sqlglot_guard import GuardedStatement, check_statement
 from d2_notebook.errors import UnsafeSQLError
 
@@ -120,24 +123,6 @@ _OPERATORS_SQL = (
 _SQL_BODY = "SELECT pg_catalog.pg_get_function_sqlbody(%(oid)s::pg_catalog.oid)"
 
 
-def _user_function(column: str) -> str:
-    """SQL true when the function whose oid is ``column`` is the database's own: outside
-    ``pg_catalog`` and ``information_schema``, and not an extension's compiled code (an
-    extension member written in C or ``internal``, which only a superuser installs; a SQL
-    or PL/pgSQL function added to an extension is the database's own)."""
-    return (
-        "EXISTS (SELECT 1 FROM pg_catalog.pg_proc uf "
-        "JOIN pg_catalog.pg_namespace ufn ON ufn.oid OPERATOR(pg_catalog.=) uf.pronamespace "
-        "JOIN pg_catalog.pg_language ufl ON ufl.oid OPERATOR(pg_catalog.=) uf.prolang "
-        f"WHERE uf.oid OPERATOR(pg_catalog.=) {column} AND ufn.nspname "
-        "OPERATOR(pg_catalog.<>) ALL(ARRAY['pg_catalog', 'information_schema']) "
-        "AND NOT (ufl.lanname OPERATOR(pg_catalog.=) ANY(ARRAY['c', 'internal']) "
-        "AND EXISTS (SELECT 1 FROM pg_catalog.pg_depend ufe WHERE ufe.classid "
-        "OPERATOR(pg_catalog.=) 'pg_catalog.pg_proc'::pg_catalog.regclass AND ufe.objid "
-        "OPERATOR(pg_catalog.=) uf.oid AND ufe.deptype OPERATOR(pg_catalog.=) 'e')))"
-    )
-
-
 def _depends_on(owner: str, owner_catalog: str, target_catalog: str) -> str:
     """SQL joining ``d`` (pg_depend) to the objects of ``target_catalog`` that the object
     ``owner`` (an oid column of ``owner_catalog``) depends on."""
@@ -187,19 +172,8 @@ _TYPES_SQL = (
     f"JOIN pg_catalog.pg_namespace tn ON tn.oid {_EQ} t.typnamespace "
     f"JOIN pg_catalog.pg_proc p ON p.oid {_EQ} x.func "
     f"JOIN pg_catalog.pg_namespace pn ON pn.oid {_EQ} p.pronamespace "
-    f"WHERE {_user_function('x.func')} ORDER BY 1, 2, 3, 4, 5, 6, 7"
+    f"WHERE {user_function('x.func')} ORDER BY 1, 2, 3, 4, 5, 6, 7"
 )
-_IMPLICIT_CASTS_SQL = (
-    "SELECT pg_catalog.format_type(k.castsource, NULL), "
-    "pg_catalog.format_type(k.casttarget, NULL), k.castcontext OPERATOR(pg_catalog.=) 'i', "
-    "pn.nspname, p.proname FROM pg_catalog.pg_cast k "
-    f"JOIN pg_catalog.pg_proc p ON p.oid {_EQ} k.castfunc "
-    f"JOIN pg_catalog.pg_namespace pn ON pn.oid {_EQ} p.pronamespace "
-    f"WHERE k.castcontext OPERATOR(pg_catalog.<>) 'e' AND {_user_function('k.castfunc')} "
-    "ORDER BY 1, 2"
-)
-
-
 def _policy_depends_on(target: str, joins: str = "") -> str:
     """SQL: the ``target`` objects that the read policies of table ``%(oid)s`` depend on
     (``d.refobjid``), after ``joins``."""
@@ -218,11 +192,11 @@ _POLICIES_SQL = (
     # database's own, types (checked like written ones), other relations
     "SELECT pol.polname, 'function', pn.nspname, p.proname, '' "
     f"{_policy_depends_on('pg_proc', _PROC.format('d.refobjid'))}"
-    f"AND {_user_function('p.oid')} "
+    f"AND {user_function('p.oid')} "
     "UNION ALL SELECT pol.polname, 'operator', pn.nspname, p.proname, o.oprname "
     + _policy_depends_on("pg_operator", f"JOIN pg_catalog.pg_operator o ON o.oid {_EQ} "
                          f"d.refobjid {_PROC.format('o.oprcode')}")
-    + f"AND {_user_function('p.oid')} "
+    + f"AND {user_function('p.oid')} "
     "UNION ALL SELECT pol.polname, 'type', '', '', "
     "d.refobjid::pg_catalog.regtype::pg_catalog.text "
     f"{_policy_depends_on('pg_type')}"
@@ -261,24 +235,8 @@ def check_catalog(connection: Any, statement: GuardedStatement, *, timeout_s: fl
         UnsafeSQLError: A relation, function, type or cast is refused; the message names
             it, why, and the fix.
     """
-    _check_implicit_casts(connection)
     _check(_Walk(connection, timeout_s, set()), statement, depth=0)
-
-
-def _check_implicit_casts(connection: Any) -> None:
-    """Refuse every statement while the database defines an implicit or assignment cast
-    whose function is the database's own: the server applies it wherever the types meet
-    (a function's argument, a comparison), with nothing in the statement to check."""
-    row = connection.exec_driver_sql(_IMPLICIT_CASTS_SQL).fetchone()
-    if row is not None:
-        source, target, implicit, schema, name = row
-        kind = "an implicit" if implicit else "an assignment"
-        _refuse(f"the database defines {kind} cast from {source} to {target} that runs "
-                f"function {schema}.{name}(), which the guard does not check, wherever "
-                f"the server converts {source} to {target} unasked; no statement runs on "
-                "this database while it exists",
-                f"ask its owner to drop it (DROP CAST ({source} AS {target})) or make it "
-                "explicit-only")
+    check_database(connection)
 
 
 def _check(walk: _Walk, statement: GuardedStatement, *, depth: int) -> None:
