@@ -259,3 +259,25 @@ def test_a_domain_whose_check_calls_a_user_function_refuses_the_database(
     refused(sources["d2_round5_domains"], sql, "the database defines domain age",
             "constraint age_check runs function public.dom_ok()",
             "ALTER DOMAIN age DROP CONSTRAINT age_check")
+
+
+# --- F4: foreign tables behind a parent --------------------------------------------------
+
+@pytest.mark.parametrize(("sql", "fragments"), [
+    ("SELECT line FROM logs LIMIT 2",
+     ("public.logs reads the foreign table logs_archive", "a partition or inheritance "
+      "child")),
+    ("SELECT line FROM logs_mid LIMIT 2", ("public.logs_mid reads the foreign table",)),
+    ("SELECT line FROM events", ("public.events reads the foreign table events_remote",)),
+    ("SELECT count(*) AS n FROM (SELECT * FROM logs) AS s", ("foreign table logs_archive",)),
+])
+def test_a_parent_of_a_foreign_table_is_refused(cluster, sources, sql, fragments):
+    with cluster.admin("d2_round5") as con:  # the server reads the files through it
+        assert con.execute(sql).fetchall()
+    refused(sources["d2_round5"], sql, *fragments, "it reads another server or a file")
+
+
+def test_parents_of_local_tables_only_are_read(sources):
+    source = sources["d2_round5"]
+    assert source.run("SELECT line FROM plain_parent").frame["line"].tolist() == ["child row"]
+    assert source.run("SELECT count(*) AS n FROM logs_local").frame["n"].tolist() == [0]

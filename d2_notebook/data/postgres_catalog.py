@@ -88,7 +88,14 @@ _SYSTEM_SCHEMAS = ("pg_catalog", "information_schema", "pg_toast")
 _RELATION_SQL = (
     "SELECT c.oid, n.nspname, c.relname, c.relkind, "
     "CASE WHEN c.relkind OPERATOR(pg_catalog.=) 'v' "
-    "THEN pg_catalog.pg_get_viewdef(c.oid) END, c.relrowsecurity "
+    "THEN pg_catalog.pg_get_viewdef(c.oid) END, c.relrowsecurity, "
+    # the first foreign table among its partitions and inheritance children, at any depth
+    "(WITH RECURSIVE below(oid) AS (SELECT i.inhrelid FROM pg_catalog.pg_inherits i "
+    "WHERE i.inhparent OPERATOR(pg_catalog.=) c.oid UNION SELECT i.inhrelid "
+    "FROM pg_catalog.pg_inherits i JOIN below b ON i.inhparent OPERATOR(pg_catalog.=) b.oid) "
+    "SELECT b.oid::pg_catalog.regclass::pg_catalog.text FROM below b "
+    "JOIN pg_catalog.pg_class f ON f.oid OPERATOR(pg_catalog.=) b.oid "
+    "WHERE f.relkind OPERATOR(pg_catalog.=) 'f' ORDER BY 1 LIMIT 1) "
     "FROM pg_catalog.pg_class c JOIN pg_catalog.pg_namespace n "
     "ON n.oid OPERATOR(pg_catalog.=) c.relnamespace "
     "WHERE c.oid OPERATOR(pg_catalog.=) pg_catalog.to_regclass(%(name)s)"
@@ -276,7 +283,7 @@ def _check_relation(walk: _Walk, name: str, depth: int) -> None:
     row = walk.connection.exec_driver_sql(_RELATION_SQL, {"name": name}).fetchone()
     if row is None:  # a CTE's name, or no such relation (the server says which)
         return
-    oid, schema, relname, kind, definition, row_security = row
+    oid, schema, relname, kind, definition, row_security, foreign_child = row
     qualified = f"{schema}.{relname}"
     if schema in _SYSTEM_SCHEMAS or schema.startswith("pg_toast"):
         if qualified not in SYSTEM_RELATIONS:
@@ -288,6 +295,10 @@ def _check_relation(walk: _Walk, name: str, depth: int) -> None:
     if kind == "f":
         _refuse(f"{qualified} is a foreign table: it reads another server or "
                 "a file", "query the local tables")
+    if foreign_child is not None:
+        _refuse(f"{qualified} reads the foreign table {foreign_child} (a partition or "
+                "inheritance child, read with it): it reads another server or a file",
+                "query its local partitions or children by name")
     if row_security and oid not in walk.seen:
         walk.seen.add(oid)
         _check_policies(walk, oid, qualified, depth)
