@@ -281,3 +281,32 @@ def test_parents_of_local_tables_only_are_read(sources):
     source = sources["d2_round5"]
     assert source.run("SELECT line FROM plain_parent").frame["line"].tolist() == ["child row"]
     assert source.run("SELECT count(*) AS n FROM logs_local").frame["n"].tolist() == [0]
+
+
+# --- F5: definitions with literals ---------------------------------------------------------
+
+@pytest.mark.parametrize(("sql", "function"), [
+    ("SELECT pg_get_function_arguments('connect_wh'::regproc) AS v",
+     "pg_get_function_arguments"),
+    ("SELECT DISTINCT pg_get_triggerdef(objid) AS v FROM pg_depend "
+     "WHERE classid = 'pg_trigger'::regclass", "pg_get_triggerdef"),
+    ("SELECT pg_get_expr(adbin, adrelid) AS v FROM pg_attrdef", "pg_get_expr"),
+    ("SELECT pg_get_constraintdef(oid) AS v FROM pg_constraint", "pg_get_constraintdef"),
+    ("SELECT pg_get_indexdef(indexrelid) AS v FROM pg_index", "pg_get_indexdef"),
+])
+def test_definitions_that_show_literals_are_refused(cluster, sources, sql, function):
+    if function in ("pg_get_function_arguments", "pg_get_triggerdef"):
+        assert SECRET in unguarded(cluster, "d2_round5", sql)
+    refused(sources["d2_round5"], sql, f"function {function}() is not allowed",
+            "whose literals may hold credentials")
+
+
+def test_column_defaults_are_not_readable(sources):
+    refused(sources["d2_round5"], "SELECT adbin::text AS v FROM pg_attrdef",
+            "relation pg_catalog.pg_attrdef is not readable")
+
+
+def test_identity_arguments_stay_readable(sources):
+    frame = sources["d2_round5"].run(
+        "SELECT pg_get_function_identity_arguments('connect_wh'::regproc) AS v").frame
+    assert frame["v"].tolist() == ["dsn text"]

@@ -56,7 +56,7 @@ MAX_DEPTH = 8
 
 SYSTEM_RELATIONS = _names("""
 pg_catalog.pg_aggregate pg_catalog.pg_am pg_catalog.pg_amop pg_catalog.pg_amproc
-pg_catalog.pg_attrdef pg_catalog.pg_attribute pg_catalog.pg_cast pg_catalog.pg_class
+pg_catalog.pg_attribute pg_catalog.pg_cast pg_catalog.pg_class
 pg_catalog.pg_collation pg_catalog.pg_constraint pg_catalog.pg_conversion
 pg_catalog.pg_database pg_catalog.pg_depend pg_catalog.pg_description pg_catalog.pg_enum
 pg_catalog.pg_extension pg_catalog.pg_index pg_catalog.pg_indexes pg_catalog.pg_inherits
@@ -79,7 +79,8 @@ information_schema.views
 """System relations a query may read: the structure of the database (tables, columns,
 types, keys, views). Every other one in ``pg_catalog``, ``information_schema`` or
 ``pg_toast`` is refused (settings, configuration files, roles, sessions, function sources,
-user mappings) — the planner's statistics too (``pg_stats``, ``pg_stats_ext``,
+user mappings, column defaults: ``pg_attrdef``'s expression trees hold the literals a
+default was written with) — the planner's statistics too (``pg_stats``, ``pg_stats_ext``,
 ``pg_stats_ext_exprs``): their sampled values of the catalogs themselves (role settings,
 function sources, password hashes) are the values this list keeps out; a model reads the
 distribution of the data through the data."""
