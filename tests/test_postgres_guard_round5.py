@@ -11,7 +11,9 @@
 - a foreign table read through its partitioned or inheritance parent;
 - definitions with literals: ``pg_get_function_arguments`` shows argument defaults,
   ``pg_get_triggerdef`` trigger arguments, ``pg_get_expr`` over ``pg_attrdef`` column
-  defaults.
+  defaults;
+- run-time errors of SQLSTATE class 42 (``body::regproc``) kept their text, and a value
+  holding a double quote slipped past the hiding of quoted values.
 
 Each attack is first shown to work on the server itself (without d2), then refused
 through the guard, as the read-only role and as a superuser.
@@ -26,7 +28,7 @@ import pytest
 
 from d2_notebook.data import open_source
 from d2_notebook.data.sources.sqlalchemy_source import SQLAlchemySource
-from d2_notebook.errors import UnsafeSQLError
+from d2_notebook.errors import QueryFailedError, UnsafeSQLError
 
 SECRET = "R5-SECRET-7719"
 PASSWORD = "R5-PW-4410"
@@ -65,6 +67,9 @@ CREATE FOREIGN TABLE events_remote () INHERITS (events) SERVER files
 CREATE TABLE plain_parent (line text);
 CREATE TABLE plain_child () INHERITS (plain_parent);
 INSERT INTO plain_child VALUES ('child row');
+
+CREATE TABLE notes (body text);
+INSERT INTO notes VALUES ('{SECRET}'), ('x"{SECRET}');
 
 CREATE TABLE orders (id int, note text DEFAULT 'api-key {SECRET}');
 CREATE FUNCTION hook() RETURNS trigger LANGUAGE plpgsql AS $f$ BEGIN RETURN NEW; END $f$;
@@ -310,3 +315,32 @@ def test_identity_arguments_stay_readable(sources):
     frame = sources["d2_round5"].run(
         "SELECT pg_get_function_identity_arguments('connect_wh'::regproc) AS v").frame
     assert frame["v"].tolist() == ["dsn text"]
+
+
+# --- F6: run-time errors, whatever their class, hide what they quote -------------------
+
+@pytest.mark.parametrize(("sql", "shown"), [
+    ("SELECT body::regproc AS v FROM notes WHERE body LIKE 'R5%'", 'function "…"'),
+    ("SELECT body::regtype AS v FROM notes WHERE body LIKE 'R5%'", 'at or near "…"'),
+    ("SELECT body::regclass AS v FROM notes WHERE body LIKE 'R5%'", 'relation "…"'),
+    ("SELECT to_tsquery(body || ' &') AS v FROM notes WHERE body LIKE 'R5%'",
+     'no operand in tsquery: "…"'),
+    ("SELECT body::int AS v FROM notes WHERE body LIKE 'x%'",
+     'invalid input syntax for type integer: "…"'),
+])
+def test_run_time_errors_show_no_value(cluster, sources, sql, shown):
+    assert SECRET.lower() in unguarded(cluster, "d2_round5", sql).lower()  # regclass folds
+    with pytest.raises(QueryFailedError) as caught:
+        sources["d2_round5"].run(sql)
+    message = str(caught.value)
+    assert shown in message and SECRET.lower() not in message.lower(), message
+    assert "CONTEXT" not in message and "Hint: " in message
+
+
+def test_compile_errors_keep_their_names_and_hints(sources):
+    with pytest.raises(QueryFailedError) as caught:
+        sources["d2_round5"].run("SELECT bdy FROM notes")
+    message = str(caught.value)
+    assert 'column "bdy" does not exist' in message, message
+    assert 'HINT: Perhaps you meant to reference the column "notes.body".' in message
+    assert "PREPARE" not in message and "Hint: describe_table" in message
