@@ -60,9 +60,8 @@ CREATE FUNCTION nested_leak() RETURNS text LANGUAGE sql AS $$ SELECT leak_settin
 CREATE VIEW func_view AS SELECT leak_setting() AS s;
 CREATE FUNCTION evil_step(int, int) RETURNS int LANGUAGE sql AS $$ SELECT $1 + $2 $$;
 CREATE AGGREGATE evil_agg(int) (SFUNC = evil_step, STYPE = int);
-CREATE FUNCTION op_leak(text, text) RETURNS text LANGUAGE sql AS
-  $$ SELECT current_setting('d2.secret') $$;
-CREATE OPERATOR public.# (LEFTARG = text, RIGHTARG = text, FUNCTION = op_leak);
+CREATE OPERATOR public.# (LEFTARG = text, RIGHTARG = boolean,
+  FUNCTION = pg_catalog.current_setting);
 CREATE VIEW innocent_view AS SELECT patient_id, age FROM patients WHERE age >= 65;
 CREATE FUNCTION safe_double(x integer) RETURNS integer LANGUAGE sql AS $$ SELECT x * 2 $$;
 CREATE FUNCTION atomic_triple(x integer) RETURNS integer LANGUAGE sql RETURN x * 3;
@@ -231,11 +230,14 @@ def test_every_statement_runs_under_the_time_limit_in_its_transaction(source):
 
 
 def test_the_operator_check_is_what_stops_the_database_operator(source, monkeypatch):
-    """Without the operator check the server would run op_leak() for ``#`` on text."""
+    """Without the operator check the server would run current_setting() for ``#``.
+    (An operator whose function is the database's own refuses the whole database, see
+    ``test_postgres_guard_round5.py``; this one runs a built-in function the guard
+    refuses by name.)"""
     from d2_notebook.data import postgres_catalog
 
     monkeypatch.setattr(postgres_catalog, "_check_operators", lambda walk, statement: None)
-    frame = source.run("SELECT 'a' # 'b' AS v").frame
+    frame = source.run("SELECT 'd2.secret' # true AS v").frame
     assert frame["v"].tolist() == [SETTING_SECRET]
 
 

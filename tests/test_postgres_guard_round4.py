@@ -42,11 +42,6 @@ CREATE TYPE box2 AS (v text);
 CREATE FUNCTION cast_leak(text) RETURNS box2 LANGUAGE plpgsql AS
   $f$ BEGIN RETURN ROW(current_setting('d2.secret'))::box2; END $f$;
 CREATE CAST (text AS box2) WITH FUNCTION cast_leak(text);
-CREATE FUNCTION chk_leak(text) RETURNS boolean LANGUAGE plpgsql AS
-  $f$ BEGIN RAISE EXCEPTION 'leak %', current_setting('d2.secret'); END $f$;
-CREATE DOMAIN chk AS text CHECK (chk_leak(VALUE));
-CREATE TYPE holder AS (c chk);
-CREATE FUNCTION takes_chk(x chk) RETURNS int LANGUAGE sql AS $$ SELECT length(x) $$;
 CREATE DOMAIN lowercase AS text CHECK (VALUE ~ '^[a-z]+$');
 CREATE TYPE plain_pair AS (a int, b text);
 CREATE VIEW cast_view AS SELECT ('x'::text::box2).v AS v;
@@ -62,7 +57,17 @@ ALTER TABLE rls_plain ENABLE ROW LEVEL SECURITY;
 CREATE POLICY positive ON rls_plain USING (a > 0 AND current_user IS NOT NULL);
 
 GRANT SELECT ON ALL TABLES IN SCHEMA public TO analyst;
-GRANT USAGE ON TYPE box2, chk TO analyst;
+GRANT USAGE ON TYPE box2 TO analyst;
+GRANT EXECUTE ON ALL FUNCTIONS IN SCHEMA public TO analyst;
+"""
+DOMAINS_DATABASE = "d2_round4_domains"
+DOMAIN_OBJECTS = """
+CREATE FUNCTION chk_leak(text) RETURNS boolean LANGUAGE plpgsql AS
+  $f$ BEGIN RAISE EXCEPTION 'leak %', current_setting('d2.secret'); END $f$;
+CREATE DOMAIN chk AS text CHECK (chk_leak(VALUE));
+CREATE TYPE holder AS (c chk);
+CREATE FUNCTION takes_chk(x chk) RETURNS int LANGUAGE sql AS $$ SELECT length(x) $$;
+GRANT USAGE ON TYPE chk TO analyst;
 GRANT EXECUTE ON ALL FUNCTIONS IN SCHEMA public TO analyst;
 """
 
@@ -70,8 +75,9 @@ GRANT EXECUTE ON ALL FUNCTIONS IN SCHEMA public TO analyst;
 @pytest.fixture(scope="module")
 def cluster(postgres_cluster, hospital_pg_url) -> Iterator[object]:
     """``d2_round4``: settings at database and role level, a password, a function whose
-    source holds a secret, the catalogs holding them ANALYZEd; the hostile cast, domain
-    and row-level security policy."""
+    source holds a secret, the catalogs holding them ANALYZEd; the hostile cast and
+    row-level security policy. ``d2_round4_domains``: the hostile domain (a database with
+    one refuses every statement, see ``test_postgres_guard_round5.py``)."""
     with postgres_cluster.admin() as con:
         con.execute(f"DROP DATABASE IF EXISTS {DATABASE}")
         con.execute(f"CREATE DATABASE {DATABASE}")
@@ -79,10 +85,15 @@ def cluster(postgres_cluster, hospital_pg_url) -> Iterator[object]:
         con.execute(f"ALTER ROLE analyst IN DATABASE {DATABASE} SET d2.role = '{ROLE_SECRET}'")
         con.execute("DROP ROLE IF EXISTS d2_victim_r4")
         con.execute(f"CREATE ROLE d2_victim_r4 LOGIN PASSWORD '{PASSWORD}'")
+        con.execute(f"DROP DATABASE IF EXISTS {DOMAINS_DATABASE}")
+        con.execute(f"CREATE DATABASE {DOMAINS_DATABASE}")
+        con.execute(f"ALTER DATABASE {DOMAINS_DATABASE} SET d2.secret = '{SETTING_SECRET}'")
     with postgres_cluster.admin(DATABASE) as con:
         con.execute(OBJECTS)
         con.execute("ANALYZE pg_catalog.pg_db_role_setting; ANALYZE pg_catalog.pg_authid; "
                     "ANALYZE pg_catalog.pg_proc")
+    with postgres_cluster.admin(DOMAINS_DATABASE) as con:
+        con.execute(DOMAIN_OBJECTS)
     yield postgres_cluster
     with postgres_cluster.admin() as con:
         con.execute("DROP ROLE IF EXISTS d2_victim_r4")
@@ -96,11 +107,27 @@ def source(request, cluster) -> Iterator[SQLAlchemySource]:
     opened.close()
 
 
+@pytest.fixture(scope="module", params=["analyst", "superuser"])
+def domains(request, cluster) -> Iterator[SQLAlchemySource]:
+    user = "analyst" if request.param == "analyst" else None
+    opened = open_source(cluster.url(DOMAINS_DATABASE, user), timeout_s=10)
+    yield opened
+    opened.close()
+
+
 @pytest.fixture
 def analyst(cluster) -> Iterator[psycopg.Connection]:
     """The read-only role on the server itself, without d2: shows an attack is real."""
     with psycopg.connect(host=str(cluster.socket_dir), dbname=DATABASE, user="analyst",
                          autocommit=True) as con:
+        yield con
+
+
+@pytest.fixture
+def analyst_domains(cluster) -> Iterator[psycopg.Connection]:
+    """The read-only role on the database with the hostile domain, without d2."""
+    with psycopg.connect(host=str(cluster.socket_dir), dbname=DOMAINS_DATABASE,
+                         user="analyst", autocommit=True) as con:
         yield con
 
 
@@ -153,22 +180,32 @@ def test_statistics_of_refused_relations_do_not_leak(source, sql):
 
 ATTACKS = {
     "SELECT ('x'::text::box2).v AS v": SETTING_SECRET,
-    "SELECT 'x'::chk AS v": f"leak {SETTING_SECRET}",
     "SELECT * FROM rls_t": f"pol {SETTING_SECRET}",
+}
+DOMAIN_ATTACKS = {
+    "SELECT 'x'::chk AS v": f"leak {SETTING_SECRET}",
     "SELECT jsonb_populate_record(NULL::holder, '{\"c\": \"x\"}')::text AS v":
         f"leak {SETTING_SECRET}",
     "SELECT takes_chk('x') AS v": f"leak {SETTING_SECRET}",
 }
 
 
+def _shown(con: psycopg.Connection, sql: str) -> str:
+    try:
+        return str(con.execute(sql).fetchall())
+    except psycopg.Error as exc:
+        return str(exc)
+
+
 @pytest.mark.parametrize(("sql", "secret"), ATTACKS.items(), ids=list(ATTACKS))
 def test_the_database_runs_its_functions_unasked(analyst, sql, secret):
     """Without d2, the read-only role's statement runs the database's plpgsql function."""
-    try:
-        shown = str(analyst.execute(sql).fetchall())
-    except psycopg.Error as exc:
-        shown = str(exc)
-    assert secret in shown
+    assert secret in _shown(analyst, sql)
+
+
+@pytest.mark.parametrize(("sql", "secret"), DOMAIN_ATTACKS.items(), ids=list(DOMAIN_ATTACKS))
+def test_the_database_runs_its_domain_check_unasked(analyst_domains, sql, secret):
+    assert secret in _shown(analyst_domains, sql)
 
 
 @pytest.mark.parametrize(("sql", "fragments"), [
@@ -178,17 +215,6 @@ def test_the_database_runs_its_functions_unasked(analyst, sql, secret):
     ("SELECT (CAST(sex AS box2)).v AS v FROM patients LIMIT 1",
      ("type box2", "public.cast_leak()")),
     ("SELECT ARRAY['x']::box2[] AS v", ("type box2[]", "public.cast_leak()")),
-    ("SELECT 'x'::chk AS v",
-     ("casts to or declares type chk", "function public.chk_leak()",
-      "the constraint chk_check of domain public.chk", "remove the cast to chk")),
-    ("SELECT CAST('x' AS public.chk) AS v", ("type public.chk", "public.chk_leak()")),
-    ("SELECT ARRAY['x']::chk[] AS v", ("type chk[]", "domain public.chk")),
-    ("SELECT jsonb_populate_record(NULL::holder, '{\"c\": \"x\"}')::text AS v",
-     ("type holder", "domain public.chk", "public.chk_leak()")),
-    ("SELECT * FROM jsonb_to_recordset('[{\"a\": \"x\"}]') AS r(a chk)",
-     ("declares type chk", "public.chk_leak()")),
-    ("SELECT takes_chk('x') AS v",
-     ("function public.takes_chk() takes or returns type chk", "public.chk_leak()")),
     ("SELECT * FROM cast_view",
      ("view public.cast_view is refused", "public.cast_leak()")),
     ("SELECT * FROM rls_t",
@@ -201,6 +227,24 @@ def test_the_database_runs_its_functions_unasked(analyst, sql, secret):
 ])
 def test_functions_run_by_casts_domains_and_policies_are_refused(source, sql, fragments):
     refused(source, sql, *fragments)
+
+
+@pytest.mark.parametrize(("sql", "fragments"), [
+    ("SELECT 'x'::chk AS v",
+     ("casts to or declares type chk", "function public.chk_leak()",
+      "the constraint chk_check of domain public.chk", "remove the cast to chk")),
+    ("SELECT CAST('x' AS public.chk) AS v", ("type public.chk", "public.chk_leak()")),
+    ("SELECT ARRAY['x']::chk[] AS v", ("type chk[]", "domain public.chk")),
+    ("SELECT jsonb_populate_record(NULL::holder, '{\"c\": \"x\"}')::text AS v",
+     ("type holder", "domain public.chk", "public.chk_leak()")),
+    ("SELECT * FROM jsonb_to_recordset('[{\"a\": \"x\"}]') AS r(a chk)",
+     ("declares type chk", "public.chk_leak()")),
+    ("SELECT takes_chk('x') AS v",
+     ("function public.takes_chk() takes or returns type chk", "public.chk_leak()")),
+])
+def test_a_domain_written_in_the_statement_is_refused_by_name(domains, sql, fragments):
+    """The statement's own checks name the type it writes before the database-wide one."""
+    refused(domains, sql, *fragments)
 
 
 @pytest.mark.parametrize(("sql", "expected"), [

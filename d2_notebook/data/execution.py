@@ -34,7 +34,7 @@ _COMPILE_ERRORS = (duckdb.ParserException, duckdb.BinderException, duckdb.Catalo
 # A macro's parameter defaults, folded to constants when it was created, are listed in
 # binder errors ("Candidate macros: m(x, y := '<value>')").
 _MACRO_DEFAULT = re.compile(r":=\s*(?:'(?:[^']|'')*'|[^,)\n]+)")
-_QUOTED = re.compile(r"'(?:[^']|'')*'|\"(?:[^\"]|\"\")*\"")
+_QUOTE = re.compile(r"['\"]")
 
 
 class ResultTooLargeError(Exception):
@@ -188,8 +188,18 @@ def count_rows(con: duckdb.DuckDBPyConnection, count_sql: str | None) -> int | N
 
 
 def hide_quoted(text: str) -> str:
-    """``text`` with every single- or double-quoted part replaced by ``'…'`` / ``"…"``."""
-    return _QUOTED.sub(lambda m: m.group(0)[0] + "…" + m.group(0)[0], text)
+    """``text`` with each line cut at its first single or double quote, the rest shown as
+    ``'…'`` / ``"…"``.
+
+    A quoted value may itself hold quotes (``"x"SECRET"``), so no pairing of quotes can
+    tell where it ends: everything from the first quote to the end of the line goes.
+    """
+    lines = []
+    for line in text.split("\n"):
+        quote = _QUOTE.search(line)
+        lines.append(line if quote is None else
+                     line[:quote.start()] + quote.group(0) + "…" + quote.group(0))
+    return "\n".join(lines)
 
 
 def with_hint(exc: duckdb.Error) -> str:

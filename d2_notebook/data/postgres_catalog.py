@@ -18,13 +18,17 @@ role, same ``search_path``), before it runs:
 - functions that run without being called, where the database defines them: every type
   the statement writes (a cast's target, a column definition) is followed through arrays,
   domains, composite types and ranges, and refused when a cast to one of them or a domain
-  constraint of one calls a function of the database's own (see :func:`_user_function`);
+  constraint of one calls a function of the database's own (see
+  :func:`~d2_notebook.data.postgres_implicit.user_function`);
   so are the argument and result types of the SQL functions it calls; a table with
   row-level security is refused when a policy that applies to reads calls such a function
   (or an operator of one, or uses such a type), and the relations a policy reads are
-  checked like the statement's; and a database that defines an implicit or assignment
-  cast calling such a function is refused whatever the statement (the server may apply
-  the cast wherever types meet, with nothing written).
+  checked like the statement's;
+- a name after a dot (``p.full_name``, ``(p).full_name``) is held to the rules of a call
+  of a user function of that name callable with one argument (attribute notation);
+- and, after all these, what the database runs whatever the statement writes (implicit
+  casts, operators, operator families and domain constraints calling functions of its
+  own): :func:`~d2_notebook.data.postgres_implicit.check_database`.
 
 The catalog queries are d2's own, fully schema-qualified, so the database's objects cannot
 change what they read.
@@ -37,6 +41,7 @@ from dataclasses import dataclass
 from typing import Any, NoReturn
 
 from d2_notebook.data.dialects import Dialect
+from d2_notebook.data.postgres_implicit import check_database, user_function
 from d2_notebook.data.sqlglot_guard import GuardedStatement, check_statement
 from d2_notebook.errors import UnsafeSQLError
 
@@ -51,7 +56,7 @@ MAX_DEPTH = 8
 
 SYSTEM_RELATIONS = _names("""
 pg_catalog.pg_aggregate pg_catalog.pg_am pg_catalog.pg_amop pg_catalog.pg_amproc
-pg_catalog.pg_attrdef pg_catalog.pg_attribute pg_catalog.pg_cast pg_catalog.pg_class
+pg_catalog.pg_attribute pg_catalog.pg_cast pg_catalog.pg_class
 pg_catalog.pg_collation pg_catalog.pg_constraint pg_catalog.pg_conversion
 pg_catalog.pg_database pg_catalog.pg_depend pg_catalog.pg_description pg_catalog.pg_enum
 pg_catalog.pg_extension pg_catalog.pg_index pg_catalog.pg_indexes pg_catalog.pg_inherits
@@ -74,7 +79,8 @@ information_schema.views
 """System relations a query may read: the structure of the database (tables, columns,
 types, keys, views). Every other one in ``pg_catalog``, ``information_schema`` or
 ``pg_toast`` is refused (settings, configuration files, roles, sessions, function sources,
-user mappings) — the planner's statistics too (``pg_stats``, ``pg_stats_ext``,
+user mappings, column defaults: ``pg_attrdef``'s expression trees hold the literals a
+default was written with) — the planner's statistics too (``pg_stats``, ``pg_stats_ext``,
 ``pg_stats_ext_exprs``): their sampled values of the catalogs themselves (role settings,
 function sources, password hashes) are the values this list keeps out; a model reads the
 distribution of the data through the data."""
@@ -83,7 +89,14 @@ _SYSTEM_SCHEMAS = ("pg_catalog", "information_schema", "pg_toast")
 _RELATION_SQL = (
     "SELECT c.oid, n.nspname, c.relname, c.relkind, "
     "CASE WHEN c.relkind OPERATOR(pg_catalog.=) 'v' "
-    "THEN pg_catalog.pg_get_viewdef(c.oid) END, c.relrowsecurity "
+    "THEN pg_catalog.pg_get_viewdef(c.oid) END, c.relrowsecurity, "
+    # the first foreign table among its partitions and inheritance children, at any depth
+    "(WITH RECURSIVE below(oid) AS (SELECT i.inhrelid FROM pg_catalog.pg_inherits i "
+    "WHERE i.inhparent OPERATOR(pg_catalog.=) c.oid UNION SELECT i.inhrelid "
+    "FROM pg_catalog.pg_inherits i JOIN below b ON i.inhparent OPERATOR(pg_catalog.=) b.oid) "
+    "SELECT b.oid::pg_catalog.regclass::pg_catalog.text FROM below b "
+    "JOIN pg_catalog.pg_class f ON f.oid OPERATOR(pg_catalog.=) b.oid "
+    "WHERE f.relkind OPERATOR(pg_catalog.=) 'f' ORDER BY 1 LIMIT 1) "
     "FROM pg_catalog.pg_class c JOIN pg_catalog.pg_namespace n "
     "ON n.oid OPERATOR(pg_catalog.=) c.relnamespace "
     "WHERE c.oid OPERATOR(pg_catalog.=) pg_catalog.to_regclass(%(name)s)"
@@ -93,7 +106,10 @@ _FUNCTIONS_SQL = (
     "p.proconfig IS NOT NULL, "
     "pg_catalog.to_jsonb(p) OPERATOR(pg_catalog.->>) 'prosqlbody' IS NOT NULL, "
     "pg_catalog.array_append(COALESCE(p.proallargtypes, p.proargtypes::pg_catalog.oid[]), "
-    "p.prorettype)::pg_catalog.regtype[]::pg_catalog.text[] "
+    "p.prorettype)::pg_catalog.regtype[]::pg_catalog.text[], "
+    # callable with one argument: what attribute notation (x.name reads as name(x)) calls
+    "p.pronargs OPERATOR(pg_catalog.>=) 1 AND p.pronargs OPERATOR(pg_catalog.-) "
+    "p.pronargdefaults OPERATOR(pg_catalog.<=) 1 "
     "FROM pg_catalog.pg_proc p "
     "JOIN pg_catalog.pg_namespace n ON n.oid OPERATOR(pg_catalog.=) p.pronamespace "
     "JOIN pg_catalog.pg_language l ON l.oid OPERATOR(pg_catalog.=) p.prolang "
@@ -113,24 +129,6 @@ _OPERATORS_SQL = (
     "ORDER BY 1, 2"
 )
 _SQL_BODY = "SELECT pg_catalog.pg_get_function_sqlbody(%(oid)s::pg_catalog.oid)"
-
-
-def _user_function(column: str) -> str:
-    """SQL true when the function whose oid is ``column`` is the database's own: outside
-    ``pg_catalog`` and ``information_schema``, and not an extension's compiled code (an
-    extension member written in C or ``internal``, which only a superuser installs; a SQL
-    or PL/pgSQL function added to an extension is the database's own)."""
-    return (
-        "EXISTS (SELECT 1 FROM pg_catalog.pg_proc uf "
-        "JOIN pg_catalog.pg_namespace ufn ON ufn.oid OPERATOR(pg_catalog.=) uf.pronamespace "
-        "JOIN pg_catalog.pg_language ufl ON ufl.oid OPERATOR(pg_catalog.=) uf.prolang "
-        f"WHERE uf.oid OPERATOR(pg_catalog.=) {column} AND ufn.nspname "
-        "OPERATOR(pg_catalog.<>) ALL(ARRAY['pg_catalog', 'information_schema']) "
-        "AND NOT (ufl.lanname OPERATOR(pg_catalog.=) ANY(ARRAY['c', 'internal']) "
-        "AND EXISTS (SELECT 1 FROM pg_catalog.pg_depend ufe WHERE ufe.classid "
-        "OPERATOR(pg_catalog.=) 'pg_catalog.pg_proc'::pg_catalog.regclass AND ufe.objid "
-        "OPERATOR(pg_catalog.=) uf.oid AND ufe.deptype OPERATOR(pg_catalog.=) 'e')))"
-    )
 
 
 def _depends_on(owner: str, owner_catalog: str, target_catalog: str) -> str:
@@ -182,19 +180,8 @@ _TYPES_SQL = (
     f"JOIN pg_catalog.pg_namespace tn ON tn.oid {_EQ} t.typnamespace "
     f"JOIN pg_catalog.pg_proc p ON p.oid {_EQ} x.func "
     f"JOIN pg_catalog.pg_namespace pn ON pn.oid {_EQ} p.pronamespace "
-    f"WHERE {_user_function('x.func')} ORDER BY 1, 2, 3, 4, 5, 6, 7"
+    f"WHERE {user_function('x.func')} ORDER BY 1, 2, 3, 4, 5, 6, 7"
 )
-_IMPLICIT_CASTS_SQL = (
-    "SELECT pg_catalog.format_type(k.castsource, NULL), "
-    "pg_catalog.format_type(k.casttarget, NULL), k.castcontext OPERATOR(pg_catalog.=) 'i', "
-    "pn.nspname, p.proname FROM pg_catalog.pg_cast k "
-    f"JOIN pg_catalog.pg_proc p ON p.oid {_EQ} k.castfunc "
-    f"JOIN pg_catalog.pg_namespace pn ON pn.oid {_EQ} p.pronamespace "
-    f"WHERE k.castcontext OPERATOR(pg_catalog.<>) 'e' AND {_user_function('k.castfunc')} "
-    "ORDER BY 1, 2"
-)
-
-
 def _policy_depends_on(target: str, joins: str = "") -> str:
     """SQL: the ``target`` objects that the read policies of table ``%(oid)s`` depend on
     (``d.refobjid``), after ``joins``."""
@@ -213,11 +200,11 @@ _POLICIES_SQL = (
     # database's own, types (checked like written ones), other relations
     "SELECT pol.polname, 'function', pn.nspname, p.proname, '' "
     f"{_policy_depends_on('pg_proc', _PROC.format('d.refobjid'))}"
-    f"AND {_user_function('p.oid')} "
+    f"AND {user_function('p.oid')} "
     "UNION ALL SELECT pol.polname, 'operator', pn.nspname, p.proname, o.oprname "
     + _policy_depends_on("pg_operator", f"JOIN pg_catalog.pg_operator o ON o.oid {_EQ} "
                          f"d.refobjid {_PROC.format('o.oprcode')}")
-    + f"AND {_user_function('p.oid')} "
+    + f"AND {user_function('p.oid')} "
     "UNION ALL SELECT pol.polname, 'type', '', '', "
     "d.refobjid::pg_catalog.regtype::pg_catalog.text "
     f"{_policy_depends_on('pg_type')}"
@@ -256,24 +243,8 @@ def check_catalog(connection: Any, statement: GuardedStatement, *, timeout_s: fl
         UnsafeSQLError: A relation, function, type or cast is refused; the message names
             it, why, and the fix.
     """
-    _check_implicit_casts(connection)
     _check(_Walk(connection, timeout_s, set()), statement, depth=0)
-
-
-def _check_implicit_casts(connection: Any) -> None:
-    """Refuse every statement while the database defines an implicit or assignment cast
-    whose function is the database's own: the server applies it wherever the types meet
-    (a function's argument, a comparison), with nothing in the statement to check."""
-    row = connection.exec_driver_sql(_IMPLICIT_CASTS_SQL).fetchone()
-    if row is not None:
-        source, target, implicit, schema, name = row
-        kind = "an implicit" if implicit else "an assignment"
-        _refuse(f"the database defines {kind} cast from {source} to {target} that runs "
-                f"function {schema}.{name}(), which the guard does not check, wherever "
-                f"the server converts {source} to {target} unasked; no statement runs on "
-                "this database while it exists",
-                f"ask its owner to drop it (DROP CAST ({source} AS {target})) or make it "
-                "explicit-only")
+    check_database(connection)
 
 
 def _check(walk: _Walk, statement: GuardedStatement, *, depth: int) -> None:
@@ -313,7 +284,7 @@ def _check_relation(walk: _Walk, name: str, depth: int) -> None:
     row = walk.connection.exec_driver_sql(_RELATION_SQL, {"name": name}).fetchone()
     if row is None:  # a CTE's name, or no such relation (the server says which)
         return
-    oid, schema, relname, kind, definition, row_security = row
+    oid, schema, relname, kind, definition, row_security, foreign_child = row
     qualified = f"{schema}.{relname}"
     if schema in _SYSTEM_SCHEMAS or schema.startswith("pg_toast"):
         if qualified not in SYSTEM_RELATIONS:
@@ -325,6 +296,10 @@ def _check_relation(walk: _Walk, name: str, depth: int) -> None:
     if kind == "f":
         _refuse(f"{qualified} is a foreign table: it reads another server or "
                 "a file", "query the local tables")
+    if foreign_child is not None:
+        _refuse(f"{qualified} reads the foreign table {foreign_child} (a partition or "
+                "inheritance child, read with it): it reads another server or a file",
+                "query its local partitions or children by name")
     if row_security and oid not in walk.seen:
         walk.seen.add(oid)
         _check_policies(walk, oid, qualified, depth)
@@ -363,17 +338,27 @@ def _check_policies(walk: _Walk, oid: int, qualified: str, depth: int) -> None:
 
 
 def _check_functions(walk: _Walk, statement: GuardedStatement, depth: int) -> None:
-    names = sorted({ref.name for ref in statement.function_refs})
+    """Check every user function the statement may call: by name, and by attribute
+    notation (``x.name`` is ``name(x)`` when ``x`` has no column ``name``: a function of
+    that name callable with one argument is held to the rules of a call)."""
+    called = {ref.name for ref in statement.function_refs}
+    names = sorted(called | statement.fields)
     defined: set[str] = set()
     if names:
         rows = walk.connection.exec_driver_sql(_FUNCTIONS_SQL, {"names": names}).fetchall()
         for (oid, schema, name, language, definer, kind, source, settings, atomic,
-             types) in rows:
-            defined.add(str(name).lower())
+             types, one_argument) in rows:
+            lowered = str(name).lower()
+            defined.add(lowered)
+            if lowered not in called and not one_argument:
+                continue  # only a field name: attribute notation cannot call it
             if oid in walk.seen:
                 continue
             walk.seen.add(oid)
             label = f"function {schema}.{name}()"
+            if lowered not in called:
+                label += f" (called by .{lowered}: PostgreSQL reads " \
+                         f"x.{lowered} as {lowered}(x) where x has no such column)"
             if kind in _KINDS:
                 _refuse(f"{label} is {_KINDS[kind]} defined in the database, "
                         "whose support functions the guard does not check", "remove it")

@@ -39,7 +39,10 @@ class PgRefusal(Enum):
     READS_FILES = "it reads or writes server files or large objects, or reveals their paths"
     READS_SETTINGS = "it reads or changes the server's settings or configuration files"
     READS_SESSIONS = "it shows other sessions, their queries, locks or statistics"
-    REVEALS_SOURCE = "it reveals function source code, which may hold credentials"
+    REVEALS_SOURCE = ("it reveals definitions (function sources and argument defaults, "
+                      "trigger arguments, column defaults, constraint, index, rule, "
+                      "partition and statistics expressions), whose literals may hold "
+                      "credentials")
     CHANGES_STATE = ("it has side effects (sequences, transaction ids, locks, notifications, "
                      "the random seed, statistics, indexes)")
     ADMINISTERS = "it administers the server (backends, replication, WAL, backups, reloads)"
@@ -117,21 +120,19 @@ xmlcomment xmlconcat2 xmlexists xpath xpath_exists
 pg_backend_pid pg_char_to_encoding pg_client_encoding pg_collation_for
 pg_collation_is_visible pg_column_compression pg_column_is_updatable pg_column_size
 pg_conf_load_time pg_conversion_is_visible pg_database_size pg_describe_object
-pg_encoding_max_length pg_encoding_to_char pg_function_is_visible pg_get_catalog_foreign_keys
-pg_get_constraintdef pg_get_expr pg_get_function_arguments pg_get_function_identity_arguments
-pg_get_function_result pg_get_indexdef pg_get_keywords pg_get_object_address
-pg_get_partition_constraintdef pg_get_partkeydef pg_get_replica_identity_index pg_get_ruledef
-pg_get_serial_sequence pg_get_statisticsobjdef pg_get_statisticsobjdef_columns
-pg_get_statisticsobjdef_expressions pg_get_triggerdef pg_get_userbyid pg_get_viewdef
-pg_has_role pg_identify_object pg_identify_object_as_address pg_index_column_has_property
-pg_index_has_property pg_indexam_has_property pg_indexes_size pg_input_is_valid
-pg_is_in_recovery pg_is_other_temp_schema pg_jit_available pg_my_temp_schema
-pg_opclass_is_visible pg_operator_is_visible pg_opfamily_is_visible pg_options_to_table
-pg_partition_ancestors pg_partition_root pg_partition_tree pg_postmaster_start_time
-pg_relation_is_updatable pg_relation_size pg_size_bytes pg_size_pretty pg_sleep
-pg_statistics_obj_is_visible pg_table_is_visible pg_table_size pg_timezone_abbrevs
-pg_timezone_names pg_total_relation_size pg_ts_config_is_visible pg_ts_dict_is_visible
-pg_ts_parser_is_visible pg_ts_template_is_visible pg_type_is_visible pg_typeof
+pg_encoding_max_length pg_encoding_to_char pg_function_is_visible
+pg_get_catalog_foreign_keys pg_get_function_identity_arguments pg_get_function_result
+pg_get_keywords pg_get_object_address pg_get_replica_identity_index pg_get_serial_sequence
+pg_get_userbyid pg_get_viewdef pg_has_role pg_identify_object pg_identify_object_as_address
+pg_index_column_has_property pg_index_has_property pg_indexam_has_property pg_indexes_size
+pg_input_is_valid pg_is_in_recovery pg_is_other_temp_schema pg_jit_available
+pg_my_temp_schema pg_opclass_is_visible pg_operator_is_visible pg_opfamily_is_visible
+pg_options_to_table pg_partition_ancestors pg_partition_root pg_partition_tree
+pg_postmaster_start_time pg_relation_is_updatable pg_relation_size pg_size_bytes
+pg_size_pretty pg_sleep pg_statistics_obj_is_visible pg_table_is_visible pg_table_size
+pg_timezone_abbrevs pg_timezone_names pg_total_relation_size pg_ts_config_is_visible
+pg_ts_dict_is_visible pg_ts_parser_is_visible pg_ts_template_is_visible pg_type_is_visible
+pg_typeof
 """)
 """Reviewed functions (PostgreSQL 15): callable in expressions and, where they return
 sets, in FROM (the guard's table-function list decides that)."""
@@ -170,8 +171,12 @@ _REFUSED: dict[str, PgRefusal] = {
         pg_event_trigger_ddl_commands pg_event_trigger_dropped_objects
         pg_event_trigger_table_rewrite_oid pg_event_trigger_table_rewrite_reason"""),
         PgRefusal.READS_SESSIONS),
-    **dict.fromkeys(_names("pg_get_functiondef pg_get_function_sqlbody "
-                           "pg_get_function_arg_default"), PgRefusal.REVEALS_SOURCE),
+    **dict.fromkeys(_names("""
+        pg_get_functiondef pg_get_function_sqlbody pg_get_function_arg_default
+        pg_get_function_arguments pg_get_triggerdef pg_get_expr pg_get_constraintdef
+        pg_get_indexdef pg_get_ruledef pg_get_partkeydef pg_get_partition_constraintdef
+        pg_get_statisticsobjdef pg_get_statisticsobjdef_columns
+        pg_get_statisticsobjdef_expressions"""), PgRefusal.REVEALS_SOURCE),
     **dict.fromkeys(_names("""
         nextval setval currval lastval setseed txid_current txid_current_if_assigned
         txid_current_snapshot txid_snapshot_xip txid_snapshot_xmax txid_snapshot_xmin

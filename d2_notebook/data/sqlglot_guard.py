@@ -68,6 +68,11 @@ class GuardedStatement:
         types: Every type it writes (a cast's target, a column definition's type), as
             rendered in the dialect (``box2``, ``public.chk[]``, ``INT``), for the catalog
             check of the casts and domain constraints those types run.
+        fields: Lower-cased names that follow a dot in a column reference or a field
+            selection (``p.full_name``, ``(p).full_name``): PostgreSQL reads ``x.name``
+            as the call ``name(x)`` when ``name`` is no column of ``x`` (attribute
+            notation), so the catalog check holds a function of that name to the rules of
+            a call.
     """
 
     sql: str
@@ -77,6 +82,7 @@ class GuardedStatement:
     unknown_functions: frozenset[str] = frozenset()
     relations: frozenset[tuple[str, ...]] = frozenset()
     types: frozenset[str] = frozenset()
+    fields: frozenset[str] = frozenset()
 
 
 @dataclass(frozen=True)
@@ -274,7 +280,7 @@ def check_statement(sql: str, dialect: Dialect, *, timeout_s: float) -> GuardedS
     text = tree.sql(dialect=dialect.value, normalize_functions=False, comments=False)
     return GuardedStatement(text, kind, frozenset(found.functions), frozenset(found.refs),
                             frozenset(found.unknown), frozenset(found.relations),
-                            frozenset(found.types))
+                            frozenset(found.types), frozenset(found.fields))
 
 
 @dataclass
@@ -286,6 +292,7 @@ class _Found:
     unknown: set[str] = field(default_factory=set)
     relations: set[tuple[str, ...]] = field(default_factory=set)
     types: set[str] = field(default_factory=set)
+    fields: set[str] = field(default_factory=set)
 
 
 def _refuse(reason: str, fix: str) -> NoReturn:
@@ -329,6 +336,10 @@ def _check_node(node: exp.Expression, policy: DialectPolicy, timeout_s: float,
             found.relations.add(tuple(part.sql(dialect=dialect.value) for part in node.parts))
     elif isinstance(node, exp.DataType) and node.find_ancestor(exp.DataType) is None:
         found.types.add(node.sql(dialect=dialect.value))  # a whole type, not a part of one
+    elif isinstance(node, exp.Column) and len(node.parts) > 1:
+        found.fields.update(part.name.lower() for part in node.parts[1:])
+    elif isinstance(node, exp.Dot) and isinstance(node.expression, exp.Identifier):
+        found.fields.add(node.expression.name.lower())
 
 
 _CALL = re.compile(r'\s*("?)([A-Za-z_][A-Za-z0-9_$]*)\1\s*\(')

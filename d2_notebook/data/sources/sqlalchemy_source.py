@@ -22,9 +22,13 @@ Defence in depth, per query:
    DB-API connection), rows are fetched through a server-side cursor in chunks and capped
    at ``max_rows`` and at ``max_bytes`` (a result past the byte cap is an error naming
    it), and a truncated result is counted in the same transaction.
-4. A PostgreSQL run-time error reaches the caller as its primary message with the values
-   it quotes hidden (they may come from anything the query reached); compile errors keep
-   their text.
+4. A PostgreSQL statement is prepared (``PREPARE``: parsed, names bound, views expanded,
+   nothing run) before it runs. An error there is a compile error of the statement's own
+   text and keeps its message, detail and hint (unknown column, "Perhaps you meant ...").
+   Every error raised after it — while planning, executing or fetching, whatever its
+   SQLSTATE (``'x'::regproc`` fails with class 42 at run time) — may quote values the
+   query computed from anything it reached: only its primary message reaches the caller,
+   each line cut at its first quote; no DETAIL or CONTEXT line.
 """
 
 from __future__ import annotations
@@ -69,6 +73,15 @@ _SECRET_PARAMS = ("password", "secret", "token", "key", "credential")
 _QUERY_CANCELED = "57014"
 _READ_ONLY_VIOLATION = "25006"
 _CHUNK_ROWS = 200
+_PREPARED = "d2_checked"
+
+
+class _CompileError(Exception):
+    """The server refused to prepare the statement: an error of its own text."""
+
+    def __init__(self, error: sa.exc.DBAPIError) -> None:
+        super().__init__(str(error))
+        self.error = error
 
 
 def redact_url(url: URL) -> str:
@@ -270,13 +283,15 @@ class SQLAlchemySource(CatalogSource):
                         conn, sql, timeout_s, max_rows, count_sql, checked)
                 if deadline.fired:  # never return rows a cancel may have cut short
                     raise QueryTimeoutError(_timeout_message(timeout_s))
-            except sa.exc.DBAPIError as exc:
+            except (sa.exc.DBAPIError, _CompileError) as caught:
+                compile_time = isinstance(caught, _CompileError)
+                exc = caught.error if isinstance(caught, _CompileError) else caught
                 if id(dbapi) in self._cancelled and not deadline.fired:
                     raise QueryFailedError("the query was cancelled (SQLSource.cancel)") \
                         from exc
                 if deadline.fired or _sqlstate(exc) == _QUERY_CANCELED:
                     raise QueryTimeoutError(_timeout_message(timeout_s)) from exc
-                raise QueryFailedError(_with_hint(exc, self._dialect)) from exc
+                raise QueryFailedError(_with_hint(exc, self._dialect, compile_time)) from exc
             finally:
                 with self._running_lock:
                     self._running.discard(dbapi)
@@ -292,6 +307,7 @@ class SQLAlchemySource(CatalogSource):
             conn.exec_driver_sql(statement)
         if checked is not None and self._dialect is Dialect.POSTGRES:
             check_catalog(conn, checked, timeout_s=timeout_s)
+            _prepare(conn, sql)
         streaming = conn.execution_options(stream_results=True, max_row_buffer=_CHUNK_ROWS)
         result = streaming.exec_driver_sql(_escape_percent(sql, conn))
         try:
@@ -331,6 +347,19 @@ def _escape_percent(sql: str, conn: Connection) -> str:
     return sql
 
 
+def _prepare(conn: Connection, sql: str) -> None:
+    """Prepare ``sql`` on PostgreSQL and drop it again: parse and bind without running.
+
+    Raises:
+        _CompileError: The server refused it (its error is about the statement's text).
+    """
+    try:
+        conn.exec_driver_sql(_escape_percent(f"PREPARE {_PREPARED} AS\n{sql}", conn))
+    except sa.exc.DBAPIError as exc:
+        raise _CompileError(exc) from exc
+    conn.exec_driver_sql(f"DEALLOCATE {_PREPARED}")
+
+
 def _cancel(dbapi: Any) -> None:
     cancel = getattr(dbapi, "cancel", None)
     if callable(cancel):
@@ -355,27 +384,31 @@ def _timeout_message(timeout_s: float) -> str:
             "WHERE/LIMIT or raise the timeout")
 
 
-def _error_text(exc: sa.exc.DBAPIError, dialect: Dialect) -> str:
+def _error_text(exc: sa.exc.DBAPIError, dialect: Dialect, compile_time: bool) -> str:
     """The database's message as the agent may see it.
 
-    A PostgreSQL error outside SQLSTATE class 42 (which holds the errors of parsing and
-    binding the statement: syntax, unknown names, types, privileges) is a run-time error:
-    it may quote values the query computed from anything it reached, in its message and,
-    unquoted, in its DETAIL and CONTEXT lines. Only its primary message is kept, with the
-    quoted parts hidden (as DuckDB's run-time errors are, see
-    :func:`~d2_notebook.data.execution.with_hint`). Compile errors, and errors of other
-    backends (which this source cannot tell apart), keep their text.
+    On PostgreSQL, an error raised while the statement was prepared (``compile_time``)
+    is about its own text: its primary message, detail and hint are kept. Any later error
+    may quote values the query computed from anything it reached, in its message and,
+    unquoted, in its DETAIL and CONTEXT lines: only the primary message is kept, cut at
+    its first quote (:func:`~d2_notebook.data.execution.hide_quoted`). Errors of other
+    backends (which this source cannot tell apart) keep their text.
     """
     text = str(exc.orig).strip()
-    state = _sqlstate(exc) or ""
-    if dialect is not Dialect.POSTGRES or state.startswith("42"):
+    if dialect is not Dialect.POSTGRES:
         return text
-    primary = getattr(getattr(exc.orig, "diag", None), "message_primary", None)
-    return hide_quoted(str(primary or text.split("\n", 1)[0]).strip())
+    diag = getattr(exc.orig, "diag", None)
+    primary = str(getattr(diag, "message_primary", None) or text.split("\n", 1)[0]).strip()
+    if not compile_time:
+        return hide_quoted(primary)
+    extra = [f"{label}: {value}" for label, value in (
+        ("DETAIL", getattr(diag, "message_detail", None)),
+        ("HINT", getattr(diag, "message_hint", None))) if value]
+    return "\n".join([primary, *extra])
 
 
-def _with_hint(exc: sa.exc.DBAPIError, dialect: Dialect) -> str:
-    text = _error_text(exc, dialect)
+def _with_hint(exc: sa.exc.DBAPIError, dialect: Dialect, compile_time: bool) -> str:
+    text = _error_text(exc, dialect, compile_time)
     state = _sqlstate(exc) or ""
     if state == _READ_ONLY_VIOLATION:
         hint = "the database refused a write: queries run in a read-only transaction"
