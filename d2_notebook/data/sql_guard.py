@@ -125,12 +125,17 @@ class FunctionName:
         schema: ``s2`` in ``s2.md5(x)``.
         name: Lower-cased function name.
         table: True for a table function (in FROM).
+        arguments: How many arguments the call passes, positional and named (a star
+            such as ``*``, ``COLUMNS(...)`` or ``*COLUMNS(...)``, which may expand to no
+            argument, counts none); ``None`` when unknown. A database
+            macro given fewer than its parameters would use a default.
     """
 
     catalog: str
     schema: str
     name: str
     table: bool = False
+    arguments: int | None = None
 
     @property
     def builtin(self) -> bool:
@@ -400,8 +405,12 @@ def _check_tree(text: str, registered_scans: bool,
 
 
 def _call_of(function: dict, *, table: bool) -> FunctionName:
+    arguments = [a.get("expression") or {} for a in function.get("arguments") or []
+                 if isinstance(a, dict)]
     return FunctionName(str(function.get("catalog") or ""), str(function.get("schema") or ""),
-                        str(function.get("function_name", "")).lower(), table)
+                        str(function.get("function_name", "")).lower(), table,
+                        sum(1 for a in arguments
+                            if a.get("class") != "STAR" and a.get("type") != "OPERATOR_UNPACK"))
 
 
 def _check_expression(node: dict, functions: set[str], types: set[str],
