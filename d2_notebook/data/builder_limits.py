@@ -10,15 +10,35 @@ over ``range(n)`` returning ``range(m)``) and DuckDB evaluates 2,048 rows at a t
 *product* of every builder's size in one statement is capped, not each alone. Table
 functions (``FROM range(n)``) stream their rows and are interruptible, so they get a
 separate, higher cap; temporal ranges (dates and timestamps with an interval step) are
-allowed as tables only. The quadratic string distances (``levenshtein``,
-``damerau_levenshtein``, ...) take columns and literals only, never a built string.
+allowed as tables only.
+
+Two other shapes build a value quadratic in the data inside one call:
+
+- a lambda that captures a value from outside it: ``list_transform(xs, lambda x: xs)``
+  copies the whole list ``xs`` (say ``list(i)`` over the table) once per element. A
+  lambda body may therefore reference only its own parameters and constants; an outer
+  column cast to a fixed-width type (``n::DOUBLE``, ``d::DATE``) is allowed, since it
+  cannot be a list or a long string. Its builders run once per element of a list as
+  long as the data, so together they may make at most
+  :attr:`BuilderLimits.lambda_elements` per element.
+- the quadratic string distances (``levenshtein``, ``damerau_levenshtein``, ...), which
+  take columns and short literals only, never a built string. A column is a built
+  string when the query makes it (``string_agg`` in a CTE, a subquery, a select-list
+  alias, a lambda parameter), so a statement that compares columns with one reads only
+  the database's tables and views directly (:func:`check_statement`): no CTE, no
+  subquery, VALUES or table function in FROM, and no alias or lambda parameter named
+  like a column the distance compares. The database's own tables and views are the
+  user's data and trusted as such.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 
-__all__ = ["BUILDER_LIMITS", "BuilderLimits", "builder_size", "check_builder"]
+from d2_notebook.data.parse_tree import iter_nodes
+
+__all__ = ["BUILDER_LIMITS", "BuilderLimits", "builder_size", "check_builder",
+           "check_statement"]
 
 
 @dataclass(frozen=True)
@@ -34,6 +54,8 @@ class BuilderLimits:
         unknown_width: Assumed characters (or elements) of a non-constant value that
             ``repeat`` multiplies.
         distance_literal_chars: Longest literal a quadratic string distance compares.
+        lambda_elements: Product of the builders' sizes in one lambda body (per element
+            of the list the lambda runs over).
     """
 
     list_elements: int = 10_000
@@ -41,6 +63,7 @@ class BuilderLimits:
     table_rows: int = 10_000_000
     unknown_width: int = 100
     distance_literal_chars: int = 1_000
+    lambda_elements: int = 1_000
 
 
 BUILDER_LIMITS = BuilderLimits()
@@ -53,6 +76,16 @@ _QUADRATIC_DISTANCES = frozenset({
     "levenshtein", "editdist3", "damerau_levenshtein", "jaro_similarity",
     "jaro_winkler_similarity",
 })  # fmt: skip
+# Types a captured outer column may be cast to in a lambda: fixed width, never a list or
+# a long string.
+_FIXED_WIDTH_TYPES = frozenset({
+    "BOOLEAN", "BOOL", "TINYINT", "SMALLINT", "INTEGER", "INT", "INT4", "BIGINT", "INT8",
+    "HUGEINT", "UTINYINT", "USMALLINT", "UINTEGER", "UBIGINT", "UHUGEINT", "FLOAT", "REAL",
+    "FLOAT4", "DOUBLE", "FLOAT8", "DECIMAL", "NUMERIC", "DATE", "TIME", "TIMESTAMP",
+    "TIMESTAMPTZ", "TIMESTAMP WITH TIME ZONE", "INTERVAL", "UUID",
+})  # fmt: skip
+# Table references through which a column is the database's own data.
+_DATA_TABLE_REFS = frozenset({"BASE_TABLE", "JOIN"})
 _PLAIN_TEXT_FUNCTIONS = frozenset({"lower", "upper", "lcase", "ucase", "trim", "ltrim",
                                    "rtrim", "strip_accents", "nfc_normalize"})
 
@@ -93,6 +126,11 @@ def check_builder(name: str, arguments: list, *, table: bool,
         return _check_range(name, expressions, table, limits)
     if table:
         return None
+    for expression in expressions:
+        if isinstance(expression, dict) and expression.get("class") == "LAMBDA":
+            problem = _check_lambda(name, expression, limits)
+            if problem is not None:
+                return problem
     if name in _QUADRATIC_DISTANCES:
         return _check_distance(name, expressions, limits)
     if name == "repeat" and len(expressions) == 2:
@@ -102,6 +140,106 @@ def check_builder(name: str, arguments: list, *, table: bool,
     if name in _PADS and len(expressions) >= 2:
         return _check_size(name, expressions[1], limits.string_chars, "characters")
     return None
+
+
+def check_statement(tree: object) -> tuple[str, str] | None:
+    """``None`` when every quadratic string distance of the statement compares columns
+    of the database's tables (or literals), else ``(reason, fix)``.
+
+    Args:
+        tree: The statement's JSON parse tree (``json_serialize_sql``), or any subtree.
+
+    Sound by being coarse: when a distance compares a column, *every* FROM of the
+    statement must be a table or view of the database (or a join of them) and no CTE
+    may be defined, so no column in scope is one the query built; and no expression
+    alias or lambda parameter may share a name with a compared column (DuckDB lets a
+    select-list alias such as ``string_agg(name, '') AS s`` be referenced as ``s``).
+    """
+    calls = [node for node in iter_nodes(tree) if node.get("class") == "FUNCTION"
+             and str(node.get("function_name", "")).lower() in _QUADRATIC_DISTANCES]
+    compared = {str(part).casefold() for call in calls
+                for node in iter_nodes(call.get("arguments"))
+                if node.get("class") == "COLUMN_REF" for part in node.get("column_names") or []}
+    if not compared:
+        return None
+    name = str(calls[0].get("function_name", "")).lower()
+    for node in iter_nodes(tree):
+        built = ""
+        if "alias" in node and "sample" in node and node.get("type") not in _DATA_TABLE_REFS:
+            built = f"a {str(node.get('type')).lower().replace('_', ' ')} in FROM"
+        elif (node.get("cte_map") or {}).get("map"):
+            built = "a CTE"
+        elif "class" in node and str(node.get("alias") or "").casefold() in compared:
+            built = f"the alias {node.get('alias')}"
+        elif node.get("class") == "LAMBDA" and _lambda_parameters(node) & compared:
+            built = "a lambda parameter"
+        if built:
+            return (f"{name}() takes time and memory that grow with the product of its "
+                    f"inputs' lengths, and the statement has {built}, so a column it "
+                    "compares may be a string the query built (string_agg, repeat ...)",
+                    f"call {name}() on columns of the database's tables read directly "
+                    f"(FROM a table or a join of tables, no WITH or subquery in FROM), "
+                    f"e.g. SELECT {name}(lower(name), 'smith') FROM people")
+    return None
+
+
+def _check_lambda(name: str, node: dict, limits: BuilderLimits) -> tuple[str, str] | None:
+    """A lambda body references only its own parameters, constants and outer columns
+    cast to a fixed-width type, and builds at most ``lambda_elements`` per element.
+
+    Nested lambdas are skipped: each is checked as an argument of its own call (so it
+    may not capture the enclosing lambda's parameters either).
+    """
+    parameters = _lambda_parameters(node)
+    built = 1
+    pending: list[object] = [node.get("expr")]
+    while pending:
+        item = pending.pop()
+        if isinstance(item, list):
+            pending.extend(item)
+            continue
+        if not isinstance(item, dict) or item.get("class") == "LAMBDA":
+            continue
+        kind = item.get("class")
+        if kind == "COLUMN_REF":
+            names = item.get("column_names") or [""]
+            if str(names[0]).casefold() not in parameters:
+                column = ".".join(str(n) for n in names)
+                return (f"the lambda of {name}() uses {column}, which is not its own "
+                        "parameter: a lambda runs once per list element, so a captured list "
+                        "or string is copied once per element (quadratic memory in one call)",
+                        "use only the lambda's parameters and constants in its body; cast "
+                        f"an outer number or date to its type ({column}::DOUBLE), or "
+                        "unnest the list and combine the columns per row")
+            continue
+        if kind == "CAST" and _fixed_width_cast(item):
+            continue
+        if kind == "FUNCTION":
+            built *= builder_size(str(item.get("function_name", "")).lower(),
+                                  item.get("arguments") or [], table=False, limits=limits)
+            if built > limits.lambda_elements:
+                return (f"the lambda of {name}() builds about {built:,} elements or "
+                        "characters per list element (range, repeat, lpad, ...) and the "
+                        f"limit is {limits.lambda_elements:,}: the list it runs over may be "
+                        "as long as the data", "use smaller sizes inside the lambda")
+        pending.extend(v for v in item.values() if isinstance(v, dict | list))
+    return None
+
+
+def _lambda_parameters(node: dict) -> set[str]:
+    """The case-folded parameter names of a LAMBDA node (``x`` or ``(a, b)``)."""
+    return {str(part).casefold() for ref in iter_nodes(node.get("lhs"))
+            if ref.get("class") == "COLUMN_REF" for part in ref.get("column_names") or []}
+
+
+def _fixed_width_cast(node: dict) -> bool:
+    """A cast of a plain column to a built-in fixed-width type (``n::DOUBLE``)."""
+    type_expr = node.get("type_expr") or {}
+    return ((node.get("child") or {}).get("class") == "COLUMN_REF"
+            and not type_expr.get("catalog") and not type_expr.get("schema")
+            and str(type_expr.get("type_name", "")).upper() in _FIXED_WIDTH_TYPES
+            and all(child.get("class") == "CONSTANT" for child in type_expr.get("children") or []
+                    if isinstance(child, dict)))
 
 
 def _check_range(name: str, expressions: list, table: bool,

@@ -32,8 +32,10 @@ no table would read a Python variable of a calling frame, the user's notebook's 
 # query computed.
 _COMPILE_ERRORS = (duckdb.ParserException, duckdb.BinderException, duckdb.CatalogException)
 # A macro's parameter defaults, folded to constants when it was created, are listed in
-# binder errors ("Candidate macros: m(x, y := '<value>')").
-_MACRO_DEFAULT = re.compile(r":=\s*(?:'(?:[^']|'')*'|[^,)\n]+)")
+# binder errors ("Candidate macros: m(x, y := '<value>')"): hidden from the first ":="
+# to the line's closing parenthesis, quoted parts whole (a struct or list default holds
+# commas, parentheses and newlines in strings; every later parameter has a default too).
+_MACRO_DEFAULT = re.compile(r"(?m):=(?:'(?:[^']|'')*'|\"(?:[^\"]|\"\")*\"|[^'\"\n])*?(?=\)?$)")
 _QUOTE = re.compile(r"['\"]")
 
 

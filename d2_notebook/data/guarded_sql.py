@@ -28,8 +28,9 @@ behalf, and every view a statement reads and every database macro its calls may
 resolve to is checked through its definition
 (:class:`~d2_notebook.data.definitions.DefinitionCheck`): ``pg_settings`` is refused
 because it wraps ``duckdb_settings()``, a database macro ``upper(x)`` defined as
-``current_setting(...)`` because of its body. Views refused that way get no samples or
-counts in the schema summary either. Results are capped in bytes as well as rows, and
+``current_setting(...)`` because of its body, a table whose generated column calls
+``getvariable(...)`` because of that column. Tables and views refused that way get no
+samples or counts in the schema summary either. Results are capped in bytes as well as rows, and
 errors DuckDB raises while running are reported without the values they quote
 (:func:`~d2_notebook.data.execution.with_hint`).
 """
@@ -245,22 +246,17 @@ class GuardedSQL:
                                                               self.relationships).describe())
 
     def _catalog(self) -> list[TableInfo]:
-        """The catalog, each view marked ``unreadable`` when its definition is refused."""
+        """The catalog, each table or view marked ``unreadable`` when the SQL tool may
+        not read it (a view's definition or a table's generated column is refused)."""
         infos = schema.catalog(self._query)
-        views = [i for i in infos if i.kind == "view"]
-        if not views:
+        if not infos:
             return infos
-        refusals: dict[str, str] = {}
+        names = {i.ref: TableName(i.database, i.schema, i.table) for i in infos}
         with self._session() as con:
-            for info in views:
-                try:
-                    self._definitions.check(
-                        con, frozenset({TableName(info.database, info.schema, info.table)}),
-                        macros=lambda: self._macros(con))
-                except UnsafeSQLError as exc:
-                    refusals[info.ref] = str(exc).removeprefix("SQL refused: ")
-        return [dataclasses.replace(i, unreadable=refusals[i.ref]) if i.ref in refusals else i
-                for i in infos]
+            refusals = self._definitions.refusals(con, list(names.values()),
+                                                  macros=lambda: self._macros(con))
+        return [dataclasses.replace(i, unreadable=refusals[names[i.ref]])
+                if names[i.ref] in refusals else i for i in infos]
 
     # --- internals ----------------------------------------------------------------------
 

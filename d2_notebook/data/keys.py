@@ -294,6 +294,7 @@ def _infer(
     query: Query, tables: list[TableInfo], declaring: set[str]
 ) -> tuple[list[JoinEdge], set[tuple[str, tuple[str, ...]]]]:
     """Edges over shared same-kind columns, for pairs where a table declares no edge."""
+    tables = [t for t in tables if not t.unreadable]  # never read what the guard refuses
     kinds = {
         t.name: {c.name.lower(): (c.name, _KEY_FAMILIES.get(c.type.upper())) for c in t.columns}
         for t in tables

@@ -56,8 +56,9 @@ class TableInfo:
         row_count: Exact ``count(*)``; ``None`` when not computed or when it failed.
         columns: Filled by :func:`describe`, empty in listings.
         database, schema, table: The catalog coordinates.
-        unreadable: Why the SQL tool may not read this view (its definition would be
-            refused); empty when it may. Such a view gets no samples and no count.
+        unreadable: Why the SQL tool may not read this view or table (the view's
+            definition or a generated column of the table would be refused); empty when
+            it may. Such a table or view gets no samples and no count.
     """
 
     name: str
@@ -168,7 +169,9 @@ def summarize(tables: list[TableInfo], joins: str = "",
     for info in tables:
         rows = "? rows" if info.row_count is None else f"{info.row_count} rows"
         if info.unreadable:
-            rows = "not readable by the SQL tool: its definition is refused"
+            rows = "not readable by the SQL tool: " + (
+                "its definition is refused" if info.kind == "view"
+                else "a generated column's expression is refused")
         lines.append(f"{escape_text(info.name)} ({info.kind}, {rows})")
         for col in info.columns:
             samples = " | ".join(escape_text(s) for s in col.samples)

@@ -51,7 +51,12 @@ from typing import NoReturn
 
 import duckdb
 
-from d2_notebook.data.builder_limits import BUILDER_LIMITS, builder_size, check_builder
+from d2_notebook.data.builder_limits import (
+    BUILDER_LIMITS,
+    builder_size,
+    check_builder,
+    check_statement,
+)
 from d2_notebook.data.function_policy import FunctionUse, Refusal, classify
 from d2_notebook.data.parse_tree import parser_cursor
 from d2_notebook.data.statement_bounds import measure
@@ -120,12 +125,17 @@ class FunctionName:
         schema: ``s2`` in ``s2.md5(x)``.
         name: Lower-cased function name.
         table: True for a table function (in FROM).
+        arguments: How many arguments the call passes, positional and named (a star
+            such as ``*``, ``COLUMNS(...)`` or ``*COLUMNS(...)``, which may expand to no
+            argument, counts none); ``None`` when unknown. A database
+            macro given fewer than its parameters would use a default.
     """
 
     catalog: str
     schema: str
     name: str
     table: bool = False
+    arguments: int | None = None
 
     @property
     def builtin(self) -> bool:
@@ -368,7 +378,8 @@ def _check_tree(text: str, registered_scans: bool,
     calls: set[FunctionName] = set()
     rewritten = False
     built = [1]  # product of every builder's size in the statement
-    pending: list[object] = [_serialize(text)]
+    tree = _serialize(text)
+    pending: list[object] = [tree]
     while pending:  # iterative: a deep tree cannot exhaust the stack
         node = pending.pop()
         if isinstance(node, list):
@@ -388,13 +399,18 @@ def _check_tree(text: str, registered_scans: bool,
                 function = node.get("function") or {}
                 children = {**node, "function": None, "arguments": function.get("arguments")}
         pending.extend(v for v in children.values() if isinstance(v, dict | list))
+    _check_statement_size(tree)
     return CheckedSQL(text, "SELECT", frozenset(functions), frozenset(types), frozenset(tables),
                       frozenset(calls), rewritten)
 
 
 def _call_of(function: dict, *, table: bool) -> FunctionName:
+    arguments = [a.get("expression") or {} for a in function.get("arguments") or []
+                 if isinstance(a, dict)]
     return FunctionName(str(function.get("catalog") or ""), str(function.get("schema") or ""),
-                        str(function.get("function_name", "")).lower(), table)
+                        str(function.get("function_name", "")).lower(), table,
+                        sum(1 for a in arguments
+                            if a.get("class") != "STAR" and a.get("type") != "OPERATOR_UNPACK"))
 
 
 def _check_expression(node: dict, functions: set[str], types: set[str],
@@ -432,6 +448,12 @@ def _check_expression(node: dict, functions: set[str], types: set[str],
         types.update(_structure_types(name, arguments))
     if name in _AGGREGATE_BY_NAME:
         calls.add(FunctionName("", "", _check_named_aggregate(name, arguments)))
+
+
+def _check_statement_size(tree: dict) -> None:
+    problem = check_statement(tree)
+    if problem is not None:
+        _refuse(*problem)
 
 
 def _check_size(name: str, arguments: list, *, table: bool) -> None:
