@@ -79,14 +79,18 @@ class DiscountReason(StrEnum):
 class ModelCallStatus(StrEnum):
     """How a recorded model call ended.
 
-    ``answered`` and ``failed`` calls were sent and ended; a ``cancelled`` one was sent
-    and the run was stopped (time budget, Ctrl-C) before it was recorded in its turn,
-    with whatever usage came back; a ``refused`` one was never sent: the budget was
-    spent (kept so a replay stops at the same point).
+    ``answered`` and ``failed`` calls were sent and ended; a ``retried`` one was sent,
+    failed (a timeout, a dropped connection, a retryable HTTP status) and was sent
+    again: the same request's next row is the next send (a replay skips it, the budget
+    counts it); a ``cancelled`` one was sent and the run was stopped (time budget,
+    Ctrl-C) before it was recorded in its turn, with whatever usage came back; a
+    ``refused`` one was never sent: the budget was spent (kept so a replay stops at the
+    same point).
     """
 
     ANSWERED = "answered"
     FAILED = "failed"
+    RETRIED = "retried"
     CANCELLED = "cancelled"
     REFUSED = "refused"
 

@@ -1,14 +1,19 @@
 """Record every model call on the board: the audit trail, cost meter and replay source.
 
-Each request becomes one ``model_calls`` row: role, agent, model name,
+Each send of a request becomes one ``model_calls`` row: role, agent, model name,
 ``request.to_dict()``, ``response.to_dict()`` (None when none came back), token
-counts, cost, latency, how it ended (``status``: answered, failed, cancelled or
-refused) and, for a failure or a refusal, the error as ``"<ErrorClass>: <message>"``.
+counts, cost, latency, how it ended (``status``: answered, failed, retried, cancelled
+or refused) and, for a failure or a refusal, the error as ``"<ErrorClass>: <message>"``.
+A request a provider sent more than once (:class:`~d2_notebook.llm.remote.RemoteModel`
+retries) has a ``retried`` row for each failed send before the row of its last one.
 :class:`~d2_notebook.llm.replay.ReplayModel` reads these rows back.
 
-The recorder is also where a call meets the investigation's :class:`Ledger`: it is
-reserved before it is sent and settled when its row is written, so the board's rows
-and the ledger agree after any stop, a cancellation included.
+The recorder is also where a call meets the investigation's :class:`Ledger`: each
+send is reserved before it is sent and settled when its row is written, so the
+board's rows and the ledger agree after any stop, a cancellation included. A failed
+send is counted (on the row and the ledger alike) as
+:func:`~d2_notebook.llm.usage.failed_send_usage` says: at its whole estimate when it
+failed with no HTTP status (the provider may have billed it), else at no tokens.
 """
 
 from __future__ import annotations
@@ -23,7 +28,15 @@ from d2_notebook.errors import BudgetExceededError
 from d2_notebook.llm.messages import ModelRequest, ModelResponse, TokenUsage
 from d2_notebook.llm.model import Model
 from d2_notebook.llm.pricing import PriceTable, cost_of
-from d2_notebook.llm.usage import Budget, Ledger, Reservation, estimate_call, priced_as
+from d2_notebook.llm.usage import (
+    Budget,
+    Ledger,
+    Reservation,
+    Sends,
+    estimate_call,
+    priced_as,
+    request_counting_sends,
+)
 
 CANCELLED_TEXT = "cancelled: the run stopped before this call was recorded in its turn"
 
@@ -50,6 +63,8 @@ class _Outcome:
     response: ModelResponse | None = None
     error: str | None = None
     latency_s: float = 0.0
+    counted: tuple[TokenUsage, float, bool] | None = None
+    """A failed send's ``(usage, cost_usd, priced)`` (see ``failed_send_usage``)."""
 
 
 class RecordingModel:
@@ -60,10 +75,14 @@ class RecordingModel:
     and its real usage settled; a request the budget refuses is recorded as ``refused``
     (never sent) and its :class:`~d2_notebook.errors.BudgetExceededError` raised. A
     failed call is recorded (response None, error set) and its error re-raised
-    unchanged. A call cancelled (``asyncio.CancelledError``, ``KeyboardInterrupt``)
-    while out at the provider, or after its response came back but before its turn to
-    be recorded, is recorded at once as ``cancelled`` with whatever usage came back,
-    and the cancellation goes on.
+    unchanged. Each retry of a failed send (by a model that reports them,
+    :class:`~d2_notebook.llm.usage.CountsSends`) is a call of its own: the failed send
+    is recorded at once as ``retried`` and the retry reserved like a new request; a
+    retry the budget refuses ends the request as ``refused``. A call cancelled
+    (``asyncio.CancelledError``, ``KeyboardInterrupt``) while out at the provider, or
+    after its response came back but before its turn to be recorded, is recorded at
+    once as ``cancelled`` with whatever usage came back (a failed send waiting for its
+    retry: as a failed send counts), and the cancellation goes on.
 
     ``before_record`` (optional) is awaited after the model answered (or failed, or the
     budget refused) and before the call is written: a caller that orders board writes
@@ -102,34 +121,44 @@ class RecordingModel:
     async def request(self, request: ModelRequest) -> ModelResponse:
         """Reserve, forward ``request``, record the outcome, return or re-raise it."""
         try:
-            reservation = self.ledger.reserve(
-                request.role, self.budget,
-                estimate_call(request, priced_as(self.inner), self.prices))
+            sends = Sends(self.ledger, self.budget, request.role,
+                          estimate_call(request, priced_as(self.inner), self.prices),
+                          settle_retried=lambda retried: self._write_retried(request, retried))
         except BudgetExceededError as exc:
             await self._in_turn(request, _Outcome(ModelCallStatus.REFUSED, None,
                                                   error=error_text(exc)))
             raise
-        started = time.perf_counter()
         try:
-            response = await self.inner.request(request)
-        except BudgetExceededError as exc:  # refused further in (a replayed refusal)
-            self.ledger.cancel(reservation)
+            response = await request_counting_sends(self.inner, request, sends)
+        except BudgetExceededError as exc:  # refused further in: a retry, or replayed
+            self.ledger.cancel(sends.reservation)  # (a refused retry's send is settled)
             await self._in_turn(request, _Outcome(ModelCallStatus.REFUSED, None,
                                                   error=error_text(exc)))
             raise
         except Exception as exc:
             await self._in_turn(request, _Outcome(
-                ModelCallStatus.FAILED, reservation, error=error_text(exc),
-                latency_s=time.perf_counter() - started))
+                ModelCallStatus.FAILED, sends.reservation, error=error_text(exc),
+                latency_s=time.perf_counter() - sends.started, counted=sends.failed_usage()))
             raise
         except BaseException:  # cancelled while out at the provider: nothing came back
-            self._write(request, _Outcome(ModelCallStatus.CANCELLED, reservation,
+            self._write(request, _Outcome(ModelCallStatus.CANCELLED, sends.reservation,
                                           error=CANCELLED_TEXT,
-                                          latency_s=time.perf_counter() - started))
+                                          latency_s=time.perf_counter() - sends.started,
+                                          counted=sends.failed_usage()))
             raise
-        await self._in_turn(request, _Outcome(ModelCallStatus.ANSWERED, reservation, response,
-                                              latency_s=time.perf_counter() - started))
+        await self._in_turn(request, _Outcome(ModelCallStatus.ANSWERED, sends.reservation,
+                                              response,
+                                              latency_s=time.perf_counter() - sends.started))
         return response
+
+    def _write_retried(self, request: ModelRequest, sends: Sends) -> None:
+        """Write the failed send that is about to be retried, at once (not in turn: the
+        request's turn is its last send's), and settle it."""
+        failed = sends.last_failed
+        self._write(request, _Outcome(
+            ModelCallStatus.RETRIED, sends.reservation,
+            error=None if failed is None else error_text(failed.error),
+            latency_s=time.perf_counter() - sends.started, counted=sends.failed_usage()))
 
     async def _in_turn(self, request: ModelRequest, outcome: _Outcome) -> None:
         """Wait for the call's turn, then write it; cancelled while waiting, write it at
@@ -148,9 +177,13 @@ class RecordingModel:
     def _write(self, request: ModelRequest, outcome: _Outcome) -> None:
         """Write the call's row and settle its reservation into the ledger."""
         response = outcome.response
-        usage = response.usage if response is not None else TokenUsage()
-        cost = cost_of((response.model if response is not None else None) or self.name,
-                       usage, self.prices)
+        if outcome.counted is not None:
+            usage, cost_usd, priced = outcome.counted
+        else:
+            usage = response.usage if response is not None else TokenUsage()
+            cost = cost_of((response.model if response is not None else None) or self.name,
+                           usage, self.prices)
+            cost_usd, priced = cost.usd, cost.priced
         try:
             self.board.record_model_call(
                 role=request.role,
@@ -163,11 +196,11 @@ class RecordingModel:
                 output_tokens=usage.output_tokens,
                 cache_read_tokens=usage.cache_read_tokens,
                 cache_write_tokens=usage.cache_write_tokens,
-                cost_usd=cost.usd,
+                cost_usd=cost_usd,
                 latency_s=outcome.latency_s,
                 investigation_id=self.investigation_id,
                 status=outcome.status,
             )
         finally:
             if outcome.reservation is not None:
-                self.ledger.settle(outcome.reservation, usage, cost.usd, cost.priced)
+                self.ledger.settle(outcome.reservation, usage, cost_usd, priced)

@@ -3,8 +3,10 @@
 :class:`RemoteModel` checks the switch that blocks real requests (before any I/O),
 holds the per-model concurrency cap, retries with our own backoff (the SDKs' retries
 are off), and maps SDK errors to :mod:`d2_notebook.errors` whose messages name the
-fix. A provider subclass says how to build, send and read a request, and how to
-recognise its SDK's errors.
+fix. Each send is a call for the budget: the wrapper counting calls hears of every
+failed send and admits every retry (:class:`~d2_notebook.llm.usage.CountsSends`).
+A provider subclass says how to build, send and read a request, and how to recognise
+its SDK's errors.
 """
 
 from __future__ import annotations
@@ -15,7 +17,7 @@ from d2_notebook.errors import ModelAPIError, ModelConfigError
 from d2_notebook.llm import settings
 from d2_notebook.llm.messages import ModelRequest, ModelResponse
 from d2_notebook.llm.retry import is_retryable_status, with_retries
-from d2_notebook.llm.usage import ConcurrencyLimit
+from d2_notebook.llm.usage import ConcurrencyLimit, FailedSend, SendListener
 
 
 class RemoteModel:
@@ -48,15 +50,38 @@ class RemoteModel:
         self._limit = ConcurrencyLimit(max_concurrency)
 
     async def request(self, request: ModelRequest) -> ModelResponse:
-        """Send ``request`` and read the answer.
+        """Send ``request`` and read the answer (retries uncounted: see
+        :meth:`request_counting_sends`).
 
         Raises:
             ModelRequestsBlockedError: real requests are blocked (before any I/O).
             ModelConfigError: the key was refused, or the model is unknown.
             ModelAPIError: any other API error, after retries where they apply.
         """
+        return await self.request_counting_sends(request, None)
+
+    async def request_counting_sends(self, request: ModelRequest,
+                                     sends: SendListener | None) -> ModelResponse:
+        """Send ``request`` and read the answer, telling ``sends`` (when given) of each
+        send that failed (at once, as a :class:`~d2_notebook.llm.usage.FailedSend`: its
+        billing is unknown when no HTTP status came back) and of each retry, after the
+        backoff and before it is sent (``sends.resending()``, which may refuse it).
+
+        Raises:
+            ModelRequestsBlockedError: real requests are blocked (before any I/O).
+            ModelConfigError: the key was refused, or the model is unknown.
+            ModelAPIError: any other API error, after retries where they apply.
+            BudgetExceededError: (or whatever ``sends.resending()`` raises) a retry was
+                refused; the send before it failed.
+        """
         settings.check_model_requests_allowed(self.name)
         params = self._params(request)
+
+        def failed(exc: Exception, retrying: bool) -> None:
+            if sends is not None:
+                sends.failed(FailedSend(exc, billing_unknown=_status(exc) is None,
+                                        retrying=retrying))
+
         async with self._limit:
             try:
                 raw = await with_retries(
@@ -65,6 +90,8 @@ class RemoteModel:
                     max_retries=self.max_retries,
                     base_delay=self.retry_base_delay,
                     max_delay=self.retry_max_delay,
+                    on_failure=failed,
+                    before_retry=None if sends is None else sends.resending,
                 )
             except Exception as exc:
                 if not self._is_api_error(exc):

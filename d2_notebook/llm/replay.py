@@ -26,7 +26,8 @@ the recorded text. A request the budget *refused* is refused again, at the same
 point of the order and with the same message
 (:class:`~d2_notebook.errors.BudgetExceededError`), so a budget-stopped run replays
 to the same board. A call recorded as *cancelled* ends the recording: asking for it
-is a divergence (the recorded run was stopped there).
+is a divergence (the recorded run was stopped there). A *retried* send (failed, then
+sent again) is skipped: the request is answered as its last send ended.
 """
 
 from __future__ import annotations
@@ -92,6 +93,8 @@ class ReplayModel:
         self._calls: dict[str, list[RecordedCall]] = {}
         self._order: list[tuple[str, int]] = []  # global position -> (agent, index)
         for call in board.list_model_calls(investigation_id=investigation_id, refused=True):
+            if call.status is ModelCallStatus.RETRIED:
+                continue  # a send that failed and was sent again: its last send answers
             calls = self._calls.setdefault(call.agent, [])
             self._order.append((call.agent, len(calls)))
             calls.append(call)

@@ -53,15 +53,28 @@ async def with_retries(
     max_retries: int,
     base_delay: float,
     max_delay: float,
+    on_failure: Callable[[Exception, bool], None] | None = None,
+    before_retry: Callable[[], None] | None = None,
 ) -> T:
     """Await ``call()``; on a retryable exception wait and try again, at most
-    ``max_retries`` more times. The last exception propagates unchanged."""
+    ``max_retries`` more times. The last exception propagates unchanged.
+
+    ``on_failure(exc, retrying)`` (optional) is called at once after every failed call;
+    ``retrying`` says whether it will be retried. ``before_retry()`` (optional) is called
+    after the backoff, just before each retry; an exception it raises stops the retries
+    and propagates instead (a budget with no room left for another call).
+    """
     attempt = 0
     while True:
         try:
             return await call()
         except Exception as exc:
-            if attempt >= max_retries or not retryable(exc):
+            retrying = attempt < max_retries and retryable(exc)
+            if on_failure is not None:
+                on_failure(exc, retrying)
+            if not retrying:
                 raise
             await asyncio.sleep(backoff_delay(exc, attempt, base_delay, max_delay))
+            if before_retry is not None:
+                before_retry()
             attempt += 1

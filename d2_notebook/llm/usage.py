@@ -23,6 +23,17 @@ refuse most calls of a small budget.
 A resumed investigation's ledger starts from the spend already recorded on its board,
 so the budgets count the whole investigation.
 
+Every *send* is a call. A model that retries a failed send (a
+:class:`~d2_notebook.llm.remote.RemoteModel`: a timeout, a dropped connection, HTTP
+429/5xx) reports each failed send to the wrapper that counts it
+(:class:`CountsSends`), and the retry is reserved like any call: a budget with no
+room left stops the retries with its own :class:`~d2_notebook.errors.BudgetExceededError`.
+A failed send is settled at what is known of its billing (:func:`failed_send_usage`):
+one that failed without an HTTP status (timed out or cut off after it was sent) may
+have been processed and billed, so it counts at its whole estimate, as if it had
+written its whole output allowance; one the server answered with an error status was
+not billed and counts as a call of no tokens.
+
 :class:`~d2_notebook.llm.recording.RecordingModel` is the wrapper an investigation
 uses (it records refusals and cancellations on the board too); :class:`BudgetedModel`
 is the same accounting without a board.
@@ -33,9 +44,11 @@ from __future__ import annotations
 import asyncio
 import json
 import threading
+import time
 import weakref
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from typing import Protocol, runtime_checkable
 
 from d2_notebook.errors import BudgetExceededError
 from d2_notebook.llm.context_window import estimate_tokens
@@ -104,6 +117,7 @@ class CallEstimate:
     prompt_usd: float = 0.0
     answer_tokens: int = 0
     answer_usd: float = 0.0
+    priced: bool = True
 
     @property
     def tokens(self) -> int:
@@ -114,6 +128,10 @@ class CallEstimate:
     def cost_usd(self) -> float:
         """Prompt and answer dollars together."""
         return self.prompt_usd + self.answer_usd
+
+    def as_usage(self) -> TokenUsage:
+        """The estimate as a call's usage: the prompt as input, the answer as output."""
+        return TokenUsage(input_tokens=self.prompt_tokens, output_tokens=self.answer_tokens)
 
 
 def estimate_call(request: ModelRequest, model: str,
@@ -129,7 +147,7 @@ def estimate_call(request: ModelRequest, model: str,
     prompt_tokens = estimate_tokens(json.dumps(request.to_dict()))
     price = (prices or PRICES).price_for(model)
     if price is None:
-        return CallEstimate(prompt_tokens, 0.0, request.max_tokens, 0.0)
+        return CallEstimate(prompt_tokens, 0.0, request.max_tokens, 0.0, priced=False)
     input_price = max(price.input, price.cache_write, price.cache_read)
     return CallEstimate(prompt_tokens, prompt_tokens * input_price / 1_000_000,
                         request.max_tokens, request.max_tokens * price.output / 1_000_000)
@@ -279,6 +297,117 @@ class Ledger:
             self._in_flight.pop(reservation.number, None)
 
 
+@dataclass(frozen=True)
+class FailedSend:
+    """One send of a request that failed, as a retrying model reports it.
+
+    ``billing_unknown`` is True when no HTTP status came back (a timeout, a dropped
+    connection): the server may have processed, and billed, the request. ``retrying``
+    is True when the request will be sent again, False when ``error`` ends it.
+    """
+
+    error: Exception
+    billing_unknown: bool
+    retrying: bool
+
+
+class SendListener(Protocol):
+    """What a retrying model tells the one counting its sends (see :class:`Sends`)."""
+
+    def failed(self, send: FailedSend) -> None:
+        """A send failed; called at once, whether or not it will be retried."""
+        ...
+
+    def resending(self) -> None:
+        """The failed send goes out again now (after the backoff). Raising stops the
+        retries: the exception propagates instead of the send's error."""
+        ...
+
+
+@runtime_checkable
+class CountsSends(Protocol):
+    """A model that may send one request more than once and reports each failed send
+    to a :class:`SendListener`, so that every send is counted as a call
+    (:class:`~d2_notebook.llm.remote.RemoteModel`)."""
+
+    name: str
+
+    async def request_counting_sends(self, request: ModelRequest,
+                                     sends: SendListener | None) -> ModelResponse:
+        """Answer ``request``, telling ``sends`` of each failed send and each retry."""
+        ...
+
+
+def failed_send_usage(failed: FailedSend | None,
+                      estimate: CallEstimate) -> tuple[TokenUsage, float, bool]:
+    """What a failed send counts, as ``(usage, cost_usd, priced)``: the whole
+    ``estimate`` (prompt and output allowance) when its billing is unknown, else
+    nothing (the server refused it with a status, or no failed send was reported)."""
+    if failed is None or not failed.billing_unknown:
+        return TokenUsage(), 0.0, True
+    return estimate.as_usage(), estimate.cost_usd, estimate.priced
+
+
+class Sends:
+    """The sends of one request, each a call on ``ledger``: reserved before it goes out,
+    settled when it ends. A :class:`SendListener` for a retrying model.
+
+    ``reservation`` is the current send's; ``last_failed`` is set once it has failed
+    (how its end is counted: :meth:`failed_usage`); ``started`` is when it was admitted.
+    """
+
+    def __init__(self, ledger: Ledger, budget: Budget, role: str, estimate: CallEstimate,
+                 *, settle_retried: Callable[[Sends], None] | None = None) -> None:
+        """Reserve the first send of a ``role`` request at ``estimate``.
+        ``settle_retried(sends)`` settles a failed send that goes out again (a recorder
+        writes its row there); by default it is settled on the ledger.
+
+        Raises:
+            BudgetExceededError: the budget has no room for the call; nothing reserved.
+        """
+        self.ledger = ledger
+        self.budget = budget
+        self.role = role
+        self.estimate = estimate
+        self.settle_retried = settle_retried or Sends.settle_on_ledger
+        self.reservation = ledger.reserve(role, budget, estimate)
+        self.last_failed: FailedSend | None = None
+        self.started = time.perf_counter()
+
+    def failed_usage(self) -> tuple[TokenUsage, float, bool]:
+        """What the current send counts if it ends now without an answer."""
+        return failed_send_usage(self.last_failed, self.estimate)
+
+    def settle_on_ledger(self) -> None:
+        """Settle the current send, ended without an answer, at :meth:`failed_usage`."""
+        self.ledger.settle(self.reservation, *self.failed_usage())
+
+    def failed(self, send: FailedSend) -> None:
+        """The current send failed (see :class:`SendListener`)."""
+        self.last_failed = send
+
+    def resending(self) -> None:
+        """Settle the failed send and reserve its retry as a new call.
+
+        Raises:
+            BudgetExceededError: no room for the retry; the failed send stays settled
+                and nothing more is reserved.
+        """
+        self.settle_retried(self)
+        self.last_failed = None
+        self.reservation = self.ledger.reserve(self.role, self.budget, self.estimate)
+        self.started = time.perf_counter()
+
+
+async def request_counting_sends(model: Model, request: ModelRequest,
+                                 sends: SendListener) -> ModelResponse:
+    """``model``'s answer to ``request``, telling ``sends`` of each failed send when
+    ``model`` retries (:class:`CountsSends`); any other model sends once."""
+    if isinstance(model, CountsSends):
+        return await model.request_counting_sends(request, sends)
+    return await model.request(request)
+
+
 class BudgetedModel:
     """Wraps a model: reserves each call on a :class:`Ledger` under a :class:`Budget`
     before sending it, settles the usage after it (also when it fails or is cancelled).
@@ -310,18 +439,22 @@ class BudgetedModel:
     async def request(self, request: ModelRequest) -> ModelResponse:
         """Forward ``request`` unless the budget is spent.
 
+        Each send is one call: a retry of a failed send is reserved like a new call, and
+        a failed send is counted as :func:`failed_send_usage` says.
+
         Raises:
-            BudgetExceededError: before the request, when a cap is reached.
+            BudgetExceededError: before the request, or before a retry of it, when a cap
+                is reached.
         """
-        reservation = self.ledger.reserve(
-            request.role, self.budget, estimate_call(request, priced_as(self.inner), self.prices))
+        sends = Sends(self.ledger, self.budget, request.role,
+                      estimate_call(request, priced_as(self.inner), self.prices))
         try:
-            response = await self.inner.request(request)
-        except BaseException:
-            self.ledger.settle(reservation, TokenUsage(), 0.0, True)
+            response = await request_counting_sends(self.inner, request, sends)
+        except BaseException:  # settled already when a retry was refused: counted once
+            sends.settle_on_ledger()
             raise
         cost = cost_of(response.model or self.name, response.usage, self.prices)
-        self.ledger.settle(reservation, response.usage, cost.usd, cost.priced)
+        self.ledger.settle(sends.reservation, response.usage, cost.usd, cost.priced)
         return response
 
 
