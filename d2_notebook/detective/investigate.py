@@ -23,7 +23,7 @@ import contextlib
 import os
 import sqlite3
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
@@ -35,7 +35,6 @@ from d2_notebook.board import (
     Evidence,
     Hypothesis,
     HypothesisStatus,
-    Investigation,
     InvestigationState,
     Verdict,
 )
@@ -47,6 +46,11 @@ from d2_notebook.detective.coverage_view import NO_CANDIDATES, read_candidates
 from d2_notebook.detective.follow_up import choose_followed, prepare_follow_up, record_fingerprints
 from d2_notebook.detective.loop import LOOP_ACTOR, ControlLoop, RunOutcome
 from d2_notebook.detective.preset import Preset, preset_models
+from d2_notebook.detective.replay_runs import (
+    RecordedRun,
+    recorded_runs,
+    replayed_investigation,
+)
 from d2_notebook.detective.resume import (
     hypothesizer_turns,
     investigation_to_resume,
@@ -210,18 +214,17 @@ async def investigate(
     with contextlib.ExitStack() as owned:  # what this call opened, closed on every path
         recorded: Board | None = None
         recorded_source: dict[str, Any] | None = None
+        runs: list[RecordedRun] = []
         if replay is not None:
             recorded = replay if isinstance(replay, Board) else _open_existing_board(replay)
             if recorded is not replay:
                 owned.callback(recorded.close)
             _refuse_replay_into_recording(recorded, board)
-            source = replayed_investigation(recorded)
-            _check_replayable(source.settings)
-            question = question or source.question
-            settings = InvestigationSettings.from_dict(source.settings)
-            recorded_source = source.settings.get(SOURCE_KEY) or {"kind": "duckdb",
-                                                                  "dialect": "duckdb", "url": ""}
-            model = ReplayModel(recorded, source.id, ordered=True)
+            runs = recorded_runs(recorded, replayed_investigation(recorded, question).id)
+            _check_replayable(runs[0].settings)
+            settings = InvestigationSettings.from_dict(runs[0].settings)
+            recorded_source = runs[0].settings.get(SOURCE_KEY) or {
+                "kind": "duckdb", "dialect": "duckdb", "url": ""}
             models = None
         # Everything that can fail on bad input fails before the board is touched.
         if preset is not None:
@@ -238,7 +241,9 @@ async def investigate(
             stored = dict(settings.role_models) if settings is not None and not resume else {}
             options = {**options, "role_models": {**stored, **options.get("role_models", {}),
                                                   **named}}
-        inner = model if model is not None and not isinstance(model, str) else get_model(model)
+        inner = (model if model is not None and not isinstance(model, str)
+                 else get_model(model) if recorded is None
+                 else ReplayModel(recorded))  # unused: _replay answers each run from its calls
         role_inner: dict[str, Model] | None = None
         if recorded is not None:
             role_inner = {}  # the recording answers every role
@@ -255,6 +260,8 @@ async def investigate(
             if opened is not board:  # a run that raises closes the board it opened
                 owned.push(lambda failed, *_: opened.close() if failed else None)
             owned.callback(_settle, opened)  # runs first: the log is emptied into the file
+            if recorded is not None:
+                return await _replay(opened, sql, recorded, runs, settings, options)
             lease = LeaseKeeper(opened, force=force)  # one live process per investigation
             try:
                 if resume and opened.list_investigations():  # before anything changes
@@ -270,7 +277,7 @@ async def investigate(
                     if role_inner is None:  # resumed: the stored names, unless given again
                         role_inner = _resolve_role_models(settings.role_models, objects)
                     result = await lease.guard(_run(opened, sql, investigation, settings, inner,
-                                                    role_inner, replaying=recorded is not None))
+                                                    role_inner))
                 except BaseException as exc:
                     _record_stop(opened, investigation.id, exc)
                     raise
@@ -299,20 +306,141 @@ def _check_follow_up(follow_up: bool | str, board: Board | str | os.PathLike[str
                                  "question without --follow-up")
 
 
-def replayed_investigation(recorded: Board) -> Investigation:
-    """The investigation a replay of ``recorded`` re-runs: its newest finished one (a
-    failed or interrupted attempt after it is not what a reader wants repeated), else its
-    newest one.
+async def _replay(opened: Board, sql: SQLSource, recorded: Board, runs: list[RecordedRun],
+                  settings: InvestigationSettings, options: dict[str, Any],
+                  ) -> InvestigationResult:
+    """Re-run the recorded ``runs`` (:func:`recorded_runs`) on ``opened``, in order.
+
+    Each run starts as it was recorded (a new investigation, a follow-up of an earlier
+    one, or a resume under the settings it was resumed with) and is answered by its own
+    recorded calls only. A run recorded as stopped from outside stops at the same point
+    of the board's history (its time limit runs out there, or it is interrupted there);
+    a run recorded as failed fails again (the replayed error) and the next run resumes
+    it. ``settings`` (with ``options``) are the first run's.
 
     Raises:
-        InvalidRecordError: the board holds no investigation.
+        ReplayDivergenceError: a run asked something else than recorded, ended
+            otherwise than recorded, or left recorded calls unused; or the replay
+            would give an investigation another id than recorded.
+        Exception: the last run's own recorded failure, replayed.
     """
-    investigations = recorded.list_investigations()
-    if not investigations:
-        raise InvalidRecordError(f"nothing to replay on {recorded.path}: it holds no "
-                                 "investigation; pass the board of an earlier run")
-    finished = [i for i in investigations if i.state.value == "finished"]
-    return (finished or investigations)[-1]
+    result: InvestigationResult | None = None
+    for number, run in enumerate(runs, 1):
+        before = opened.last_seq()
+        if run.resumed:
+            investigation, chosen, _ = resume_investigation(
+                opened, None, InvestigationSettings.from_dict(run.settings), {})
+        else:
+            first = settings if number == 1 else InvestigationSettings.from_dict(run.settings)
+            investigation, chosen, _ = _start_or_resume(opened, run.question, first,
+                                                        options if number == 1 else {},
+                                                        False, sql.info)
+        if investigation.id != run.investigation_id:
+            raise ReplayDivergenceError(
+                f"replay diverged: the recording's {run.investigation_id} would be "
+                f"{investigation.id} on the new board (the recording holds investigations "
+                "this one does not follow); replay into a copy of the recording's board "
+                "taken before it, or re-record it")
+        start = opened.events(since=before, kinds=["investigation.started",
+                                                   "investigation.resumed"])[0].seq
+        lease = LeaseKeeper(opened)
+        try:
+            try:
+                if run.follows is not None:
+                    opened.record_follow_up(investigation.id, run.follows, actor="user")
+                lease.acquire(investigation.id)
+                model = ReplayModel(recorded, run.investigation_id, ordered=True,
+                                    call_ids=run.call_ids,
+                                    until_stopped=run.stop_after is not None)
+                stop = _recorded_stop(opened, start, run)
+                work = _run(opened, sql, investigation, chosen, model, {}, replaying=True,
+                            time_stop=stop if run.time_stopped else _never)
+                if run.ended == "interrupted":
+                    await _interrupt_at(lease.guard(work), stop, run)
+                else:
+                    result = await lease.guard(work)
+                    if run.ended != "finished":
+                        raise ReplayDivergenceError(
+                            f"replay diverged: run {number} of {run.investigation_id} was "
+                            f"recorded as {run.ended}, and its replay finished; re-record "
+                            "it with a real model")
+                _check_all_asked(model, run, number)
+            except BaseException as exc:
+                interrupted = isinstance(exc, _Interrupted)
+                _record_stop(opened, investigation.id,
+                             asyncio.CancelledError() if interrupted else exc)
+                recorded_end = interrupted or (run.ended == "failed"
+                                               and isinstance(exc, Exception)
+                                               and not isinstance(exc, ReplayDivergenceError))
+                if not recorded_end or number == len(runs):
+                    raise
+        finally:
+            lease.release()
+    assert result is not None  # recorded_runs ends with a run that finished or failed
+    return result
+
+
+class _Interrupted(BaseException):
+    """A replayed run was interrupted where its recording was (recorded ``interrupted``)."""
+
+
+async def _never() -> None:
+    """A replay's time limit when the recorded run's clock did not stop it."""
+    await asyncio.Event().wait()
+
+
+def _recorded_stop(board: Board, start: int, run: RecordedRun,
+                   ) -> Callable[[], Awaitable[None]]:
+    """What returns once the replay of ``run`` (started at event ``start``) has written
+    the board events its recording wrote before it was stopped from outside."""
+
+    async def reached() -> None:
+        if run.stop_after is None:
+            await _never()
+        while board.last_seq() - start < (run.stop_after or 0):
+            await asyncio.sleep(0.01)
+
+    return reached
+
+
+async def _interrupt_at(work: Awaitable[InvestigationResult],
+                        stop: Callable[[], Awaitable[None]], run: RecordedRun) -> None:
+    """Run ``work`` until ``stop`` returns, then cancel it, as the recorded run was.
+
+    Raises:
+        _Interrupted: always, once ``work`` is cancelled.
+        ReplayDivergenceError: ``work`` ended before the recorded interruption.
+    """
+    task, stopper = asyncio.ensure_future(work), asyncio.ensure_future(stop())
+    try:
+        await asyncio.wait({task, stopper}, return_when=asyncio.FIRST_COMPLETED)
+    finally:
+        stopper.cancel()
+        if not task.done():
+            task.cancel()
+        await asyncio.gather(task, stopper, return_exceptions=True)
+    if not stopper.cancelled() and stopper.done():
+        raise _Interrupted()
+    task.result()  # a fault of the run, raised as recorded
+    raise ReplayDivergenceError(
+        f"replay diverged: a run of {run.investigation_id} was interrupted in the recording, "
+        "and its replay ended before that point; re-record it with a real model")
+
+
+def _check_all_asked(model: ReplayModel, run: RecordedRun, number: int) -> None:
+    """A run whose replay never asked for some of its recorded calls is not the recorded
+    run, whatever board it left.
+
+    Raises:
+        ReplayDivergenceError: naming the calls left unused.
+    """
+    unused = model.unreplayed()
+    if unused:
+        left = ", ".join(f"{agent} ({n})" for agent, n in sorted(unused.items()))
+        raise ReplayDivergenceError(
+            f"replay diverged: run {number} of {run.investigation_id} ended with recorded "
+            f"calls never asked for: {left}; the replay took another path than the "
+            "recorded run; re-record it with a real model")
 
 
 async def _close_source(sql: SQLSource, *, wait_s: float = 30.0) -> None:
@@ -332,11 +460,16 @@ async def _close_source(sql: SQLSource, *, wait_s: float = 30.0) -> None:
 
 async def _run(opened: Board, sql: SQLSource, investigation: Any,
                settings: InvestigationSettings, inner: Model,
-               role_inner: dict[str, Model], *, replaying: bool) -> InvestigationResult:
+               role_inner: dict[str, Model], *, replaying: bool = False,
+               time_stop: Callable[[], Awaitable[None]] | None = None,
+               ) -> InvestigationResult:
     """Run the team on the running ``investigation`` and finish it: the report is stored
     (and the investigation ``finished``) before the tables its evidence read are
     fingerprinted. A fault or interruption before that propagates with the investigation
-    still ``running``; the caller records it (:func:`_record_stop`)."""
+    still ``running``; the caller records it (:func:`_record_stop`).
+
+    A replay (``replaying``) sets no budget caps, and its ``time_stop`` stands for the
+    wall clock of ``max_seconds`` (:class:`ControlLoop`)."""
     # One ledger for every role and model, starting from what earlier runs spent. A
     # replay sets no caps of its own: its budget stops are the recording's refusals.
     ledger = Ledger(spent_so_far(opened, investigation.id))
@@ -364,7 +497,8 @@ async def _run(opened: Board, sql: SQLSource, investigation: Any,
     )
     reporter_model = role_recording.get("reporter", recording).with_budget(whole)
     loop = ControlLoop(ctx, reporter_model=reporter_model,
-                       hypothesizer_calls=hypothesizer_turns(opened, investigation.id))
+                       hypothesizer_calls=hypothesizer_turns(opened, investigation.id),
+                       time_stop=time_stop)
     outcome = await loop.run()
     queries = {query_id: r.frame for query_id, r in outcome.queries.items()}
     check = check_report(opened, investigation.id, outcome.report, queries=queries)

@@ -23,7 +23,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import sqlite3
-from collections.abc import Coroutine
+from collections.abc import Awaitable, Callable, Coroutine
 from dataclasses import dataclass, field, replace
 from typing import Any, TypeVar
 
@@ -83,16 +83,21 @@ class ControlLoop:
     ``reporter_model`` is the reporter's model with its reserved budget.
     ``hypothesizer_calls`` counts the hypothesizer's turns in earlier runs of the
     investigation (:func:`~d2_notebook.detective.resume.hypothesizer_turns`).
+    ``time_stop`` replaces the wall clock of ``max_seconds`` (a replay: a recorded run
+    stopped by its clock stops where it stopped, whatever the time): the time limit
+    runs out when it returns, and the reporter has no time limit.
     """
 
     def __init__(self, ctx: TeamContext, *, reporter_model: Any,
-                 hypothesizer_calls: int = 0) -> None:
+                 hypothesizer_calls: int = 0,
+                 time_stop: Callable[[], Awaitable[None]] | None = None) -> None:
         """Prepare to run; nothing happens until :meth:`run`."""
         team = ctx.settings.variant.shape is Shape.TEAM  # only a team has a queue
         hooks = {"on_new_hypothesis": self._offer, "on_steered": self._triaged} if team else {}
         self.ctx = replace(ctx, round=1, **hooks)
         self.reporter_model = reporter_model
         self.hypothesizer_calls = hypothesizer_calls
+        self.time_stop = time_stop
         self.stop_reason: str | None = None
         self._deadline: float | None = None  # event-loop time; set when collection starts
         self.scheduler = BranchScheduler(ctx.settings.collectors, self._branch, self._begin)
@@ -259,8 +264,11 @@ class ControlLoop:
         whenever collection ends, also when the time limit ends it.
         """
         limit = self.ctx.settings.max_seconds
-        self._deadline = None if limit is None else asyncio.get_running_loop().time() + limit
+        by_wall_clock = limit is not None and self.time_stop is None
+        self._deadline = asyncio.get_running_loop().time() + limit if by_wall_clock else None
         clock = asyncio.timeout_at(self._deadline)
+        recorded_clock = (asyncio.ensure_future(self._expire_at_time_stop(clock))
+                          if limit is not None and self.time_stop is not None else None)
         result = None
         try:
             try:
@@ -281,9 +289,14 @@ class ControlLoop:
             self._record_fault(exc)
             raise
         finally:
+            if recorded_clock is not None:
+                recorded_clock.cancel()
             await self.scheduler.cancel()
         if self.stop_reason:
-            self.ctx.board.log_event("collection.stopped", {"reason": self.stop_reason},
+            stopped: dict[str, Any] = {"reason": self.stop_reason}
+            if clock.expired():  # where a replay's clock stops too (replay_runs)
+                stopped["clock_expired"] = True
+            self.ctx.board.log_event("collection.stopped", stopped,
                                      actor=LOOP_ACTOR, investigation_id=self.ctx.investigation_id)
             for hyp in self._open():  # in-flight work ended: back to the queue, with why
                 if hyp.status is HypothesisStatus.INVESTIGATING:
@@ -291,6 +304,13 @@ class ControlLoop:
                         hyp.id, HypothesisStatus.PROPOSED, actor=LOOP_ACTOR,
                         reason=f"not examined to the end: {self.stop_reason}")
         return result
+
+    async def _expire_at_time_stop(self, clock: asyncio.Timeout) -> None:
+        """Expire ``clock`` (the time limit ran out) once :attr:`time_stop` returns."""
+        assert self.time_stop is not None
+        await self.time_stop()
+        with contextlib.suppress(RuntimeError):  # its block has ended meanwhile
+            clock.reschedule(asyncio.get_running_loop().time())
 
     async def _until_fault(self, work: Coroutine[Any, Any, _Result]) -> _Result:
         """Await ``work`` and return its result; a branch's fault (the board locked, full,

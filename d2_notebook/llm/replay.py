@@ -25,15 +25,23 @@ a :class:`~d2_notebook.errors.ModelError` subclass, else ``ModelAPIError``, with
 the recorded text. A request the budget *refused* is refused again, at the same
 point of the order and with the same message
 (:class:`~d2_notebook.errors.BudgetExceededError`), so a budget-stopped run replays
-to the same board. A call recorded as *cancelled* ends the recording: asking for it
-is a divergence (the recorded run was stopped there). A *retried* send (failed, then
-sent again) is skipped: the request is answered as its last send ended.
+to the same board. A call recorded as *cancelled* was out when the recorded run was
+stopped from outside (its time limit, Ctrl-C): with ``until_stopped=True`` (the caller
+stops the replay at the recorded point) it, and any call past an agent's recording,
+is never answered and waits to be cancelled; otherwise asking for it is a divergence.
+A *retried* send (failed, then sent again) is skipped: the request is answered as its
+last send ended.
+
+``call_ids`` restricts the recording to those calls (one run of an investigation that
+took several). :meth:`unreplayed` names the recorded calls a run never asked for: a
+replay that leaves any is not the recorded run.
 """
 
 from __future__ import annotations
 
 import asyncio
 import threading
+from collections.abc import Collection
 from typing import Any, Protocol
 
 from d2_notebook import errors
@@ -80,8 +88,10 @@ class ReplayModel:
         ordered: bool = False,
         wait_timeout_s: float = 30.0,
         compared: tuple[str, ...] = COMPARED_FIELDS,
+        call_ids: Collection[int] | None = None,
+        until_stopped: bool = False,
     ) -> None:
-        """Load the recording from ``board``."""
+        """Load the recording from ``board`` (only the calls ``call_ids`` names, if given)."""
         unknown = [f for f in compared if f not in COMPARED_FIELDS]
         if unknown:
             raise ValueError(f"cannot compare {unknown}; fields are {COMPARED_FIELDS}")
@@ -90,13 +100,18 @@ class ReplayModel:
         self.investigation_id = investigation_id
         self.ordered = ordered
         self.wait_timeout_s = wait_timeout_s
+        self.until_stopped = until_stopped
         self._calls: dict[str, list[RecordedCall]] = {}
         self._order: list[tuple[str, int]] = []  # global position -> (agent, index)
+        wanted = None if call_ids is None else set(call_ids)
         for call in board.list_model_calls(investigation_id=investigation_id, refused=True):
             if call.status is ModelCallStatus.RETRIED:
                 continue  # a send that failed and was sent again: its last send answers
+            if wanted is not None and call.id not in wanted:
+                continue
             calls = self._calls.setdefault(call.agent, [])
-            self._order.append((call.agent, len(calls)))
+            if call.status is not ModelCallStatus.CANCELLED:  # never answered: no turn
+                self._order.append((call.agent, len(calls)))
             calls.append(call)
         self._position = {key: position for position, key in enumerate(self._order)}
         self._next: dict[str, int] = {}
@@ -105,9 +120,16 @@ class ReplayModel:
         self._waiters: dict[int, asyncio.Future[None]] = {}
 
     def unreplayed(self) -> dict[str, int]:
-        """Recorded calls not yet asked for, by agent (empty once the run matched)."""
+        """Recorded calls not yet asked for, by agent (empty once the run matched).
+
+        Calls recorded as cancelled are left out: they were out when the recorded run
+        was stopped, and a replay stopped at the same point may not have sent them yet.
+        """
         with self._lock:
-            left = {a: len(c) - self._next.get(a, 0) for a, c in self._calls.items()}
+            asked = dict(self._next)
+        left = {a: sum(1 for c in calls[asked.get(a, 0):]
+                       if c.status is not ModelCallStatus.CANCELLED)
+                for a, calls in self._calls.items()}
         return {agent: n for agent, n in left.items() if n > 0}
 
     async def request(self, request: ModelRequest) -> ModelResponse:
@@ -121,6 +143,17 @@ class ReplayModel:
         with self._lock:
             index = self._next.get(agent, 0)
             self._next[agent] = index + 1
+        if self.until_stopped and self._stopped_there(agent, index):
+            # Out when the recorded run stopped: never answered, cancelled when the replay
+            # stops at the same point. A replay that does not stop there took another path.
+            try:
+                await asyncio.wait_for(asyncio.Event().wait(), self.wait_timeout_s)
+            except TimeoutError:
+                raise ReplayDivergenceError(
+                    f"replay diverged: agent {agent!r}'s call #{index + 1} was out when the "
+                    f"recorded run stopped, but the replay did not stop within "
+                    f"{self.wait_timeout_s:g} s of asking it; re-record the run with a real "
+                    "model") from None
         position = self._position.get((agent, index))
         if self.ordered and position is not None:
             await self._wait_for_turn(position, agent, index + 1)
@@ -155,11 +188,17 @@ class ReplayModel:
             raise ReplayDivergenceError(
                 f"replay diverged: agent {agent!r}, call #{number} was cancelled in the "
                 "recorded run (it was stopped there), so the recording has no answer to "
-                "it; resume that run instead of replaying it, or re-record it")
+                "it, and this replay went on past that point; re-record the run with a "
+                "real model")
         if call.response is None:
             raise _recorded_error(call.error or "")
         return ModelResponse.from_dict(call.response)
 
+    def _stopped_there(self, agent: str, index: int) -> bool:
+        """Whether the recorded run was stopped while this call was out (recorded as
+        cancelled) or before it was made (past the agent's recorded calls)."""
+        recorded = self._calls.get(agent, [])
+        return index >= len(recorded) or recorded[index].status is ModelCallStatus.CANCELLED
 
     async def _wait_for_turn(self, position: int, agent: str, number: int) -> None:
         if self._served >= position:

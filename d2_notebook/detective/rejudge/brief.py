@@ -59,11 +59,16 @@ def evidence_lines(board: Board, hypothesis_id: str, cited: Sequence[str],
 
 def rejudge_message(hypothesis: Hypothesis, previous: Verdict, run: RecheckRun,
                     lines: str, *, refining: str, digest: str, evidence: str) -> str:
-    """The re-judging judge's first message."""
+    """The re-judging judge's first message.
+
+    It names no date: the board's own times differ between a recorded re-judge and its
+    replay on another day, and a replay must be asked what the recording was asked
+    (``previous`` and ``run`` are passed for what they are, not when they were).
+    """
     return (
         f"RE-JUDGE {hypothesis.id}: {hypothesis.statement}\n"
-        f"The data changed after your verdict of {day(previous.created_at)}. Re-check "
-        f"{run.id} of {day(run.created_at)} ran the evidence it rests on again; what "
+        f"The data changed after your verdict. Re-check "
+        f"{run.id} ran the evidence it rests on again; what "
         "changed or failed is below, the old rows beside the new ones (a re-run is new "
         "evidence, linked to the hypothesis with the stance of the evidence it repeats).\n"
         f"YOUR EARLIER VERDICT: {previous.status.value} (confidence {previous.confidence:g})"
