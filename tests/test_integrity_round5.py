@@ -1,0 +1,74 @@
+"""Integrity of resumed, re-checked, re-judged and followed-up investigations.
+
+Each test is one rule: a run changes only its own investigation; settings given on a
+resume are the investigation's from then on; a re-judge spends from the investigation's
+budget; a re-judge's own writes do not count as the user's additions; a failed re-judge
+leaves nothing half-examined; a verdict cites only evidence of its hypothesis; a
+follow-up's re-check covers the evidence it reused; a stopped investigation can be
+resumed after a follow-up.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import duckdb
+import pytest
+
+from d2_notebook import investigate
+from d2_notebook.datasets import hospital
+from d2_notebook.detective.policies.hospital import HospitalWalkthrough
+from d2_notebook.llm import ModelRequest, ModelResponse, ToolCallPart, ToolResult
+from d2_notebook.llm.offline import FunctionModel
+
+QUESTION = hospital.QUESTION
+
+
+@pytest.fixture
+def con() -> duckdb.DuckDBPyConnection:
+    return hospital.create()
+
+
+def _tool_results(request: ModelRequest) -> list[ToolResult]:
+    return [m for m in request.messages if isinstance(m, ToolResult)]
+
+
+# --- A. a follow-up changes only its own hypotheses ---------------------------------------
+
+
+async def test_a_follow_up_cannot_abandon_or_judge_the_earlier_investigations_hypotheses(
+        con, board_path: Path) -> None:
+    first = await investigate(con, QUESTION, board=board_path,
+                              model=HospitalWalkthrough().model())
+    board = first.board
+    proposed = board.add_hypothesis("Wards differ in how they record deaths",
+                                    investigation_id="I1")
+    judged = next(h for h in board.list_hypotheses(investigation_id="I1")
+                  if h.status.value == "supported")
+    before = {h.id: h.status for h in board.list_hypotheses(investigation_id="I1")}
+    verdict_before = board.latest_verdict(judged.id)
+    board.close()
+
+    steps = iter([
+        [("abandon", {"hypothesis_id": proposed.id, "reason": "off the asthma question"}),
+         ("give_verdict", {"hypothesis_id": judged.id, "status": "inconclusive",
+                           "confidence": 0.1, "rationale": "unclear", "evidence_ids": []})],
+        [("write_report", {"markdown": "## Answer\nUnclear."})],
+    ])
+    requests: list[ModelRequest] = []
+
+    def detective(request: ModelRequest) -> ModelResponse:
+        requests.append(request)
+        parts = [ToolCallPart(f"c{i}", name, args) for i, (name, args) in enumerate(next(steps))]
+        return ModelResponse(parts=parts, stop_reason="tool_use")
+
+    follow = await investigate(con, hospital.FOLLOW_UP_QUESTION, board=board_path,
+                               follow_up=True, model=FunctionModel(detective),
+                               variant="single_agent_board")
+    board = follow.board
+    assert {h.id: h.status for h in board.list_hypotheses(investigation_id="I1")} == before
+    assert board.latest_verdict(judged.id) == verdict_before
+    refusals = [r.content for r in _tool_results(requests[1]) if r.is_error]
+    assert len(refusals) == 2
+    assert all("of investigation I1" in text for text in refusals)
+    board.close()
