@@ -72,3 +72,31 @@ async def test_a_follow_up_cannot_abandon_or_judge_the_earlier_investigations_hy
     assert len(refusals) == 2
     assert all("of investigation I1" in text for text in refusals)
     board.close()
+
+
+# --- B. settings given on a resume are stored -------------------------------------------
+
+
+async def test_settings_given_on_a_resume_are_the_investigations_from_then_on(
+        con, board_path: Path) -> None:
+    first = await investigate(con, QUESTION, board=board_path,
+                              model=HospitalWalkthrough().model(), max_calls=14)
+    assert first.stop_reason, "the small budget stops the first run"
+    first.board.close()
+    second = await investigate(con, None, board=board_path, resume=True,
+                               model=HospitalWalkthrough().model(), max_calls=200)
+    board = second.board
+    assert board.get_investigation("I1").settings["max_calls"] == 200
+    assert "source" in board.get_investigation("I1").settings, "the source stays stored"
+    started = board.events(kinds=["investigation.started"])[0]
+    assert started.payload["settings"]["max_calls"] == 14, "the first run's stay in the log"
+
+    board.add_hypothesis("Older patients on Cardiolix die less often than on standard care",
+                         investigation_id="I1")
+    board.close()
+    third = await investigate(con, None, board=board_path, resume=True,
+                              model=HospitalWalkthrough().model())
+    added = third.board.list_hypotheses(investigation_id="I1")[-1]
+    assert third.settings.max_calls == 200
+    assert not third.stop_reason and added.status.is_settled
+    third.board.close()

@@ -88,6 +88,27 @@ class HypothesisRecords(BoardStore):
                                investigation_id=investigation_id, time=stamp)
         return self.get_investigation(investigation_id)
 
+    def set_investigation_settings(
+        self, investigation_id: str, settings: Mapping[str, Any], *, actor: str
+    ) -> Investigation:
+        """Replace the investigation's stored settings with ``settings`` (a run that
+        continues it with other settings); the ones before stay in the event log.
+
+        Raises:
+            NotFoundError: no investigation ``investigation_id``.
+        """
+        stamp = now()
+        with self._write() as conn:
+            self._require(conn, "investigations", investigation_id)
+            conn.execute(
+                "UPDATE investigations SET settings = ?, updated_at = ? WHERE id = ?",
+                (rows.to_json_text(dict(settings)), stamp, investigation_id),
+            )
+            self._append_event(conn, "investigation.settings",
+                               {"id": investigation_id, "settings": dict(settings)},
+                               actor=actor, investigation_id=investigation_id, time=stamp)
+        return self.get_investigation(investigation_id)
+
     # --- hypotheses ----------------------------------------------------------
 
     def add_hypothesis(

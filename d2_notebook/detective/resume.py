@@ -43,7 +43,12 @@ def resume_investigation(
     options: dict[str, Any],
 ) -> tuple[Investigation, InvestigationSettings, bool]:
     """Reopen the investigation :func:`investigation_to_resume` names; returns it, its
-    settings, and whether it was finished (reopened for new material)."""
+    settings, and whether it was finished (reopened for new material).
+
+    Settings given now (``settings``, ``options``) become the investigation's stored
+    settings, so the next resume or re-judge runs under them too; the ones before stay
+    in the ``investigation.resumed`` events.
+    """
     investigation = investigation_to_resume(board)
     if question and question.strip() != investigation.question.strip():
         raise InvalidRecordError(
@@ -63,6 +68,11 @@ def resume_investigation(
     chosen = replace(base, **options)
     if finished and not additions:
         _check_budget_has_room(board, investigation.id, chosen)
+    if chosen != InvestigationSettings.from_dict(investigation.settings):
+        # what was stored beside the settings (the source) stays
+        board.set_investigation_settings(investigation.id,
+                                         {**investigation.settings, **chosen.to_dict()},
+                                         actor="user")
     board.set_investigation_state(investigation.id, "running", actor="user")
     board.log_event("investigation.resumed",
                     {"settings": chosen.to_dict(), "reopened": finished,
