@@ -14,10 +14,14 @@ from pathlib import Path
 
 import duckdb
 import pytest
+from test_rejudge import PULMOREX_WORSE, _Refiner
 
-from d2_notebook import investigate
+from d2_notebook import investigate, investigate_sync, recheck_sync
+from d2_notebook.board import Board
 from d2_notebook.datasets import hospital
 from d2_notebook.detective.policies.hospital import HospitalWalkthrough
+from d2_notebook.detective.policies.naive import NaivePolicy
+from d2_notebook.errors import InvalidRecordError
 from d2_notebook.llm import ModelRequest, ModelResponse, ToolCallPart, ToolResult
 from d2_notebook.llm.offline import FunctionModel
 
@@ -27,6 +31,20 @@ QUESTION = hospital.QUESTION
 @pytest.fixture
 def con() -> duckdb.DuckDBPyConnection:
     return hospital.create()
+
+
+def _naive_run(tmp_path: Path, **options: object) -> tuple[Path, Path]:
+    """A hospital database file and a finished naive investigation of it."""
+    database, board_path = tmp_path / "hospital.duckdb", tmp_path / "hospital.d2board"
+    hospital.create(database, patients=1500).close()
+    investigate_sync(str(database), QUESTION, board=board_path, model=NaivePolicy().model(),
+                     **options).board.close()
+    return database, board_path
+
+
+def _change(database: Path) -> None:
+    with duckdb.connect(str(database)) as changed:
+        changed.execute(PULMOREX_WORSE)
 
 
 def _tool_results(request: ModelRequest) -> list[ToolResult]:
@@ -100,3 +118,28 @@ async def test_settings_given_on_a_resume_are_the_investigations_from_then_on(
     assert third.settings.max_calls == 200
     assert not third.stop_reason and added.status.is_settled
     third.board.close()
+
+
+# --- C. a re-judge spends from the investigation's budget --------------------------------
+
+
+def test_a_rejudge_counts_the_whole_investigations_budget(tmp_path: Path) -> None:
+    database, board_path = _naive_run(tmp_path, max_calls=24)
+    _change(database)
+    with Board.open(board_path) as board:
+        calls_before = len(board.list_model_calls(investigation_id="I1"))
+        recorded = len(board.list_model_calls(investigation_id="I1", refused=True))
+        with pytest.raises(InvalidRecordError, match=r"no room left.*--max-calls"):
+            recheck_sync(str(database), board, rejudge=True, model=_Refiner().model())
+        assert len(board.list_model_calls(investigation_id="I1", refused=True)) == recorded
+        assert not board.list_recheck_runs(investigation_id="I1"), "refused before it ran"
+
+        result = recheck_sync(str(database), board, rejudge=True, model=_Refiner().model(),
+                              max_calls=40)
+        assert result.rejudge.rejudges and result.rejudge.report_version is not None
+        assert board.get_investigation("I1").settings["max_calls"] == 40
+        sent = board.list_model_calls(investigation_id="I1")
+        assert len(sent) <= 40
+        assert result.rejudge.usage.calls == len(sent) - calls_before
+        reporter = [c for c in sent[calls_before:] if c.role == "reporter"]
+        assert reporter, "the reporter's reserve was kept for the new report"

@@ -52,12 +52,22 @@ from d2_notebook.detective.loop import ControlLoop
 from d2_notebook.detective.rejudge.brief import what_changed
 from d2_notebook.detective.rejudge.judge import judge_again
 from d2_notebook.detective.rejudge.replay import STARTED, rejudge_replay_model
+from d2_notebook.detective.resume import spent_so_far
 from d2_notebook.detective.sequencer import WriteSequencer
 from d2_notebook.detective.settings import InvestigationSettings
-from d2_notebook.errors import D2Error, InvalidRecordError
-from d2_notebook.llm import Budget, Ledger, Model, RecordingModel, Usage
+from d2_notebook.errors import BudgetExceededError, D2Error, InvalidRecordError
+from d2_notebook.llm import (
+    Budget,
+    Ledger,
+    Model,
+    RecordingModel,
+    TokenUsage,
+    Usage,
+    UsageTotals,
+)
 
-__all__ = ["ACTOR", "RejudgeResult", "check_rejudgeable", "rejudge_replay_model", "rejudge_stale"]
+__all__ = ["ACTOR", "RejudgeResult", "check_rejudge_budget", "check_rejudgeable",
+           "rejudge_replay_model", "rejudge_settings", "rejudge_stale"]
 
 ACTOR = "rejudge"
 
@@ -106,15 +116,55 @@ def check_rejudgeable(investigation: Investigation) -> None:
             "or %%investigate --resume), then re-check with --rejudge")
 
 
+def rejudge_settings(investigation: Investigation,
+                     budget: Mapping[str, float | int | None] | None = None,
+                     ) -> InvestigationSettings:
+    """The settings a re-judge of ``investigation`` runs under: its stored ones, with the
+    caps given in ``budget`` (``max_calls``, ``max_tokens``, ``max_usd``) replaced."""
+    stored = InvestigationSettings.from_dict(investigation.settings)
+    return replace(stored, **{k: v for k, v in (budget or {}).items() if v is not None})
+
+
+def check_rejudge_budget(board: Board, investigation_id: str,
+                         settings: InvestigationSettings) -> None:
+    """Refuse a re-judge for which ``settings``' budget has no room left: budgets count
+    every run of an investigation (its first run, resumes and earlier re-judges), and
+    the judges spend from the share the reporter's reserve leaves, as in a run.
+
+    Raises:
+        InvalidRecordError: no room left; the message names the options to raise.
+    """
+    try:
+        settings.collection_budget().check(spent_so_far(board, investigation_id))
+    except BudgetExceededError as exc:
+        spent = str(exc).split(";")[0]  # the cap reached, without the advice to finish
+        raise InvalidRecordError(
+            f"the budget of investigation {investigation_id} has no room left for a "
+            f"re-judge ({spent}); budgets count every run of an investigation: pass a "
+            "larger max_calls, max_tokens or max_usd (--max-calls, --budget-usd) with the "
+            "re-judge") from exc
+
+
 async def rejudge_stale(board: Board, source: SQLSource, run: RecheckRun,
                         stale: tuple[str, ...], confirmed: tuple[str, ...], *, model: Model,
-                        role_models: Mapping[str, Model] | None = None) -> RejudgeResult:
+                        role_models: Mapping[str, Model] | None = None,
+                        budget: Mapping[str, float | int | None] | None = None,
+                        replaying: bool = False) -> RejudgeResult:
     """Re-judge the ``stale`` hypotheses of finished re-check ``run`` (see the module
     docstring); ``confirmed`` are those the re-check confirmed (named in the report's
     "What changed" section). Nothing is stale: nothing is sent to a model.
 
+    The re-judge spends from the investigation's budget like a resumed run: its ledger
+    starts from what every earlier run of the investigation spent, the judges and any
+    refined children's collectors get the collection share and the reporter the whole
+    (:meth:`InvestigationSettings.collection_budget`). ``budget`` replaces caps of the
+    stored settings (``max_calls``, ``max_tokens``, ``max_usd``); the settings it runs
+    under are stored as the investigation's. ``replaying``: the model answers from a
+    recording, whose refusals are its budget stops (no caps of its own).
+
     Raises:
-        InvalidRecordError: the run is not finished, or its investigation is not.
+        InvalidRecordError: the run is not finished, or its investigation is not; or
+            the budget has no room left (:func:`check_rejudge_budget`).
         ModelError: the model failed beyond retries (what was judged stays recorded).
     """
     investigation = board.get_investigation(run.investigation_id)
@@ -123,18 +173,26 @@ async def rejudge_stale(board: Board, source: SQLSource, run: RecheckRun,
     todo = [h for h in stale if h not in done]
     if not todo:
         return RejudgeResult(tuple(board.list_rejudges(run.id)))
+    settings = rejudge_settings(investigation, budget)
+    if not replaying:
+        check_rejudge_budget(board, investigation.id, settings)
+    if settings != InvestigationSettings.from_dict(investigation.settings):
+        board.set_investigation_settings(investigation.id,
+                                         {**investigation.settings, **settings.to_dict()},
+                                         actor="user")
     since = board.list_report_versions(investigation.id)[-1].created_at
     calls = board.list_model_calls(investigation_id=investigation.id, refused=True)
     board.log_event(STARTED, {"run": run.id, "stale": todo,
                               "after_model_call": calls[-1].id if calls else 0},
                     actor=ACTOR, investigation_id=investigation.id)
-    settings = InvestigationSettings.from_dict(investigation.settings)
-    ledger, sequencer = Ledger(), WriteSequencer()
-    budget = Budget(settings.max_calls, settings.max_tokens, settings.max_usd)
+    before = spent_so_far(board, investigation.id)
+    ledger, sequencer = Ledger(spent_so_far(board, investigation.id)), WriteSequencer()
+    collection = Budget() if replaying else settings.collection_budget()
+    whole = collection.whole or collection
 
     def recorded(inner: Model) -> RecordingModel:
-        return RecordingModel(inner, board, investigation.id, ledger=ledger, budget=budget,
-                              before_record=sequencer.arrive)
+        return RecordingModel(inner, board, investigation.id, ledger=ledger,
+                              budget=collection, before_record=sequencer.arrive)
 
     recording = recorded(model)
     role_recording = {role: recorded(m) for role, m in (role_models or {}).items()}
@@ -144,7 +202,8 @@ async def rejudge_stale(board: Board, source: SQLSource, run: RecheckRun,
         schema_summary=await asyncio.to_thread(source.schema_summary), settings=settings,
         sequencer=sequencer, role_models=role_recording,
         candidates=await asyncio.to_thread(read_candidates, source))
-    loop = ControlLoop(ctx, reporter_model=role_recording.get("reporter", recording),
+    loop = ControlLoop(ctx, reporter_model=role_recording.get("reporter",
+                                                              recording).with_budget(whole),
                        hypothesizer_calls=settings.max_hypothesizer_calls)
     rechecks = {r.evidence_id: r for r in board.list_rechecks(run.id)}
     reruns = await asyncio.to_thread(_record_reruns, board, source, run, todo, rechecks)
@@ -161,7 +220,7 @@ async def rejudge_stale(board: Board, source: SQLSource, run: RecheckRun,
     check = check_report(board, investigation.id, outcome.report)
     version = board.add_report_version(investigation.id, f"{section}\n{check.marked_report}",
                                        recheck_run_id=run.id, actor=ACTOR)
-    return RejudgeResult(rejudges, version, ledger.usage, check)
+    return RejudgeResult(rejudges, version, _used_since(before, ledger.usage), check)
 
 
 async def _judge_one(loop: ControlLoop, hypothesis_id: str, run: RecheckRun,
@@ -184,6 +243,23 @@ async def _judge_one(loop: ControlLoop, hypothesis_id: str, run: RecheckRun,
     board.record_rejudge(run.id, hypothesis_id, outcome, previous_verdict_id=previous.id,
                          verdict_id=given, rerun_evidence_ids=own,
                          children=decision.children, actor=ACTOR)
+
+
+def _used_since(before: Usage, now: Usage) -> Usage:
+    """What was used after ``before`` (the re-judge's own calls), by role."""
+    used = Usage()
+    for role, totals in now.by_role.items():
+        earlier = before.by_role.get(role, UsageTotals())
+        calls = totals.calls - earlier.calls
+        if calls:
+            used.record(role, TokenUsage(totals.input_tokens - earlier.input_tokens,
+                                         totals.output_tokens - earlier.output_tokens,
+                                         totals.cache_read_tokens - earlier.cache_read_tokens,
+                                         totals.cache_write_tokens - earlier.cache_write_tokens),
+                        totals.cost_usd - earlier.cost_usd, calls=calls)
+            used.unpriced_calls += totals.unpriced_calls - earlier.unpriced_calls
+            used.by_role[role].unpriced_calls += totals.unpriced_calls - earlier.unpriced_calls
+    return used
 
 
 def _rejudged_since(board: Board, investigation_id: str, since: str) -> tuple[Rejudge, ...]:
@@ -226,6 +302,7 @@ def _record_reruns(board: Board, source: SQLSource, run: RecheckRun, stale: list
                            f"re-run of {evidence_id} on the data as of {run.id} (stance "
                            f"carried over from {evidence_id}; the re-judge weighs it)",
                            actor=ACTOR)
+
     return reruns
 
 
