@@ -18,12 +18,14 @@ from test_rejudge import PULMOREX_WORSE, _Refiner
 
 from d2_notebook import investigate, investigate_sync, recheck_sync
 from d2_notebook.board import Board
+from d2_notebook.data import GuardedSQL
 from d2_notebook.datasets import hospital
 from d2_notebook.detective.policies.hospital import HospitalWalkthrough
 from d2_notebook.detective.policies.naive import NaivePolicy
 from d2_notebook.errors import InvalidRecordError
 from d2_notebook.llm import ModelRequest, ModelResponse, ToolCallPart, ToolResult
 from d2_notebook.llm.offline import FunctionModel
+from d2_notebook.notebook import human
 
 QUESTION = hospital.QUESTION
 
@@ -143,3 +145,30 @@ def test_a_rejudge_counts_the_whole_investigations_budget(tmp_path: Path) -> Non
         assert result.rejudge.usage.calls == len(sent) - calls_before
         reporter = [c for c in sent[calls_before:] if c.role == "reporter"]
         assert reporter, "the reporter's reserve was kept for the new report"
+
+
+# --- D. a re-judge's own writes are not additions for a resume ---------------------------
+
+
+def test_a_resume_after_a_rejudge_reopens_only_what_the_user_added(tmp_path: Path) -> None:
+    database, board_path = _naive_run(tmp_path)
+    _change(database)
+    with Board.open(board_path) as board:
+        result = recheck_sync(str(database), board, rejudge=True, model=NaivePolicy().model())
+        assert result.rejudge.rejudges
+        with pytest.raises(InvalidRecordError, match="nothing was added since"):
+            investigate_sync(str(database), None, board=board, resume=True,
+                             model=NaivePolicy().model())
+        latest = {h.id: board.latest_verdict(h.id) for h in board.list_hypotheses()}
+        rejudged = {r.hypothesis_id for r in result.rejudge.rejudges}
+        other = next(h for h, v in latest.items() if v is not None and h not in rejudged)
+        with duckdb.connect(str(database), read_only=True) as con:
+            rows = GuardedSQL(con).run("SELECT count(*) AS admissions FROM admissions")
+            human.add_evidence(board, rows, hypothesis_id=other, stance="neutral",
+                               rationale="how many admissions there are")
+    resumed = investigate_sync(str(database), None, board=board_path, resume=True,
+                               model=NaivePolicy().model())
+    board = resumed.board
+    judged_again = {h for h, v in latest.items() if board.latest_verdict(h) != v}
+    assert judged_again == {other}
+    board.close()

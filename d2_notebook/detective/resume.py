@@ -111,13 +111,28 @@ def investigation_to_resume(board: Board) -> Investigation:
 
 
 def _added_since_finished(board: Board, investigation_id: str) -> list[Any]:
-    """Hypotheses and links added to this investigation after it last finished."""
+    """Hypotheses and links added to this investigation after it last finished that no
+    verdict has taken in since: a hypothesis or link counts only when it came after its
+    hypothesis's latest verdict (or the hypothesis has none).
+
+    So a re-judge's own writes (the re-runs it links, the children it refines, each
+    judged in the same re-judge) are not additions, while what a user added, before or
+    after a re-judge, is until a verdict weighs it.
+    """
     finished_at = max((e.seq for e in board.events(kinds=["investigation.state"])
                        if e.investigation_id == investigation_id
                        and e.payload.get("state") == "finished"), default=0)
+    judged_at = {e.payload["hypothesis_id"]: e.seq
+                 for e in board.events(since=finished_at, kinds=["verdict.added"])
+                 if e.investigation_id == investigation_id}  # the latest per hypothesis
+
+    def hypothesis_of(event: Any) -> str:
+        return str(event.payload["id" if event.kind == "hypothesis.added" else "hypothesis_id"])
+
     return [e for e in board.events(since=finished_at, kinds=["hypothesis.added",
                                                               "link.added"])
-            if e.investigation_id == investigation_id]
+            if e.investigation_id == investigation_id
+            and e.seq > judged_at.get(hypothesis_of(e), 0)]
 
 
 def stopped_early(board: Board, investigation_id: str) -> str | None:
@@ -170,6 +185,9 @@ def hypothesizer_turns(board: Board, investigation_id: str) -> int:
 
 
 def _new_evidence_on_settled(board: Board, additions: list[Any]) -> list[tuple[str, str]]:
+    """The settled hypotheses (abandoned ones aside) that ``additions`` link evidence to,
+    each with its first new evidence; the links came after their latest verdict
+    (:func:`_added_since_finished`)."""
     reopened: dict[str, str] = {}
     for event in additions:
         if event.kind != "link.added":
