@@ -18,11 +18,12 @@ from test_rejudge import PULMOREX_WORSE, _Refiner
 
 from d2_notebook import investigate, investigate_sync, recheck_sync
 from d2_notebook.board import Board
+from d2_notebook.board.render import render_tree
 from d2_notebook.data import GuardedSQL
 from d2_notebook.datasets import hospital
 from d2_notebook.detective.policies.hospital import HospitalWalkthrough
 from d2_notebook.detective.policies.naive import NaivePolicy
-from d2_notebook.errors import InvalidRecordError
+from d2_notebook.errors import InvalidRecordError, ModelAPIError
 from d2_notebook.llm import ModelRequest, ModelResponse, ToolCallPart, ToolResult
 from d2_notebook.llm.offline import FunctionModel
 from d2_notebook.notebook import human
@@ -172,3 +173,37 @@ def test_a_resume_after_a_rejudge_reopens_only_what_the_user_added(tmp_path: Pat
     judged_again = {h for h, v in latest.items() if board.latest_verdict(h) != v}
     assert judged_again == {other}
     board.close()
+
+
+# --- E. a failed re-judge leaves nothing half-examined -----------------------------------
+
+
+class _FailingChildren(_Refiner):
+    """Refines like :class:`_Refiner`, but the children's collectors fail for good."""
+
+    def __call__(self, request: ModelRequest) -> ModelResponse:
+        if request.role == "collector":
+            raise ModelAPIError("the provider is overloaded (529) after 4 retries")
+        return super().__call__(request)
+
+
+def test_a_failed_rejudge_leaves_its_children_for_the_next_one(tmp_path: Path) -> None:
+    database, board_path = _naive_run(tmp_path)
+    _change(database)
+    with Board.open(board_path) as board:
+        with pytest.raises(ModelAPIError):
+            recheck_sync(str(database), board, rejudge=True, model=_FailingChildren().model())
+        children = [h for h in board.list_hypotheses(investigation_id="I1") if h.parent_id]
+        assert children
+        assert {h.status.value for h in children} == {"proposed"}
+        assert board.get_investigation("I1").state.value == "finished"
+        failed = board.events(kinds=["rejudge.failed"])
+        assert "ModelAPIError" in failed[-1].payload["error"]
+        assert "re-check with --rejudge to finish it" in render_tree(board)
+
+        result = recheck_sync(str(database), board, rejudge=True, model=_Refiner().model())
+        assert result.rejudge.report_version is not None
+        for child in children:
+            assert board.get_hypothesis(child.id).status.is_settled
+            assert board.latest_verdict(child.id) is not None
+        assert "re-check with --rejudge to finish it" not in render_tree(board)

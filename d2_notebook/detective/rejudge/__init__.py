@@ -13,9 +13,12 @@ the new evidence side by side, then write a new report version.
 3. has the reporter write the updated report; the new report version starts with
    "What changed since <date of the earlier report>" (:func:`.brief.what_changed`).
 
-A re-judge stopped midway (a model error, Ctrl-C) keeps what it decided; the next
-``recheck(..., rejudge=True)`` finds those verdicts confirmed (they cite the re-runs),
-re-judges the rest, and its report version names every change since the last version.
+A re-judge stopped midway (a model error, Ctrl-C) keeps what it decided, puts the
+hypotheses it was examining back to ``proposed`` and logs a ``rejudge.failed`` event
+with the error; the next ``recheck(..., rejudge=True)`` finds those verdicts confirmed
+(they cite the re-runs), re-judges the rest, examines the refined children left
+unjudged (:func:`unfinished_children`), and its report version names every change since
+the last version.
 
 Only the stale branches reach a model (and the reporter, once): no re-check, no
 hypothesizer, no orchestrator. Every call is recorded on the board like a run's, under
@@ -26,12 +29,15 @@ answers a later re-judge from them (no API). Verdicts are never overwritten.
 from __future__ import annotations
 
 import asyncio
+import contextlib
+import sqlite3
 from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 
 from d2_notebook.board import (
     Board,
     Evidence,
+    HypothesisStatus,
     Investigation,
     InvestigationState,
     Recheck,
@@ -55,7 +61,7 @@ from d2_notebook.detective.rejudge.replay import STARTED, rejudge_replay_model
 from d2_notebook.detective.resume import spent_so_far
 from d2_notebook.detective.sequencer import WriteSequencer
 from d2_notebook.detective.settings import InvestigationSettings
-from d2_notebook.errors import BudgetExceededError, D2Error, InvalidRecordError
+from d2_notebook.errors import BoardError, BudgetExceededError, D2Error, InvalidRecordError
 from d2_notebook.llm import (
     Budget,
     Ledger,
@@ -66,10 +72,12 @@ from d2_notebook.llm import (
     UsageTotals,
 )
 
-__all__ = ["ACTOR", "RejudgeResult", "check_rejudge_budget", "check_rejudgeable",
-           "rejudge_replay_model", "rejudge_settings", "rejudge_stale"]
+__all__ = ["ACTOR", "FAILED", "RejudgeResult", "check_rejudge_budget", "check_rejudgeable",
+           "rejudge_replay_model", "rejudge_settings", "rejudge_stale", "unfinished_children"]
 
 ACTOR = "rejudge"
+FAILED = "rejudge.failed"
+"""The event a re-judge stopped by a fault or an interruption leaves, with the error."""
 
 
 @dataclass(frozen=True)
@@ -171,7 +179,8 @@ async def rejudge_stale(board: Board, source: SQLSource, run: RecheckRun,
     check_rejudgeable(investigation)
     done = {r.hypothesis_id for r in board.list_rejudges(run.id)}
     todo = [h for h in stale if h not in done]
-    if not todo:
+    unfinished = unfinished_children(board, investigation.id)
+    if not todo and not unfinished:
         return RejudgeResult(tuple(board.list_rejudges(run.id)))
     settings = rejudge_settings(investigation, budget)
     if not replaying:
@@ -182,7 +191,7 @@ async def rejudge_stale(board: Board, source: SQLSource, run: RecheckRun,
                                          actor="user")
     since = board.list_report_versions(investigation.id)[-1].created_at
     calls = board.list_model_calls(investigation_id=investigation.id, refused=True)
-    board.log_event(STARTED, {"run": run.id, "stale": todo,
+    board.log_event(STARTED, {"run": run.id, "stale": todo, "unfinished": unfinished,
                               "after_model_call": calls[-1].id if calls else 0},
                     actor=ACTOR, investigation_id=investigation.id)
     before = spent_so_far(board, investigation.id)
@@ -209,10 +218,16 @@ async def rejudge_stale(board: Board, source: SQLSource, run: RecheckRun,
     reruns = await asyncio.to_thread(_record_reruns, board, source, run, todo, rechecks)
 
     async def judge_each() -> None:
+        for child in unfinished:  # collected and judged beside the re-judges
+            loop.ctx.on_new_hypothesis(child)
         for hypothesis_id in todo:
             await _judge_one(loop, hypothesis_id, run, rechecks, reruns)
 
-    outcome = await loop.continue_with(judge_each())
+    try:
+        outcome = await loop.continue_with(judge_each())
+    except BaseException as exc:
+        _record_failure(board, investigation.id, run, exc)
+        raise
     rejudges = _rejudged_since(board, investigation.id, since)
     judged = {r.hypothesis_id for r in rejudges}
     section = what_changed(board, rejudges, [h for h in confirmed if h not in judged], since,
@@ -243,6 +258,32 @@ async def _judge_one(loop: ControlLoop, hypothesis_id: str, run: RecheckRun,
     board.record_rejudge(run.id, hypothesis_id, outcome, previous_verdict_id=previous.id,
                          verdict_id=given, rerun_evidence_ids=own,
                          children=decision.children, actor=ACTOR)
+
+
+def unfinished_children(board: Board, investigation_id: str) -> list[str]:
+    """The hypotheses an earlier re-judge refined into that were never judged (it failed
+    or stopped on its budget before they were): the next re-judge examines them."""
+    refined = {child for run in board.list_recheck_runs(investigation_id=investigation_id)
+               for r in board.list_rejudges(run.id) for child in r.children}
+    return [h.id for h in board.list_hypotheses(investigation_id=investigation_id)
+            if h.id in refined and h.status is HypothesisStatus.PROPOSED]
+
+
+def _record_failure(board: Board, investigation_id: str, run: RecheckRun,
+                    exc: BaseException) -> None:
+    """A fault or interruption stopped the re-judge: what it decided stays; hypotheses
+    it was examining go back to ``proposed`` (the next re-judge, or a resume, examines
+    them) and a ``rejudge.failed`` event records why. Best effort: the board itself may
+    be the fault."""
+    error = f"{type(exc).__name__}: {exc}" if isinstance(exc, Exception) else "interrupted"
+    with contextlib.suppress(sqlite3.Error, BoardError):
+        for hyp in board.list_hypotheses(investigation_id=investigation_id):
+            if hyp.status is HypothesisStatus.INVESTIGATING:
+                board.set_status(hyp.id, HypothesisStatus.PROPOSED, actor=ACTOR,
+                                 reason=f"the re-judge after {run.id} stopped ({error}); "
+                                 "the next re-judge examines it")
+        board.log_event(FAILED, {"run": run.id, "error": error}, actor=ACTOR,
+                        investigation_id=investigation_id)
 
 
 def _used_since(before: Usage, now: Usage) -> Usage:
