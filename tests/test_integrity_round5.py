@@ -10,6 +10,7 @@ resumed after a follow-up.
 
 from __future__ import annotations
 
+from dataclasses import replace
 from pathlib import Path
 
 import duckdb
@@ -17,7 +18,7 @@ import pytest
 from test_rejudge import PULMOREX_WORSE, _Refiner
 
 from d2_notebook import investigate, investigate_sync, recheck_sync
-from d2_notebook.board import Board
+from d2_notebook.board import Board, RejudgeOutcome
 from d2_notebook.board.render import render_tree
 from d2_notebook.data import GuardedSQL
 from d2_notebook.datasets import hospital
@@ -207,3 +208,55 @@ def test_a_failed_rejudge_leaves_its_children_for_the_next_one(tmp_path: Path) -
             assert board.get_hypothesis(child.id).status.is_settled
             assert board.latest_verdict(child.id) is not None
         assert "re-check with --rejudge to finish it" not in render_tree(board)
+
+
+# --- F. a re-judged verdict cites only evidence of its hypothesis -------------------------
+
+
+class _CitesMotivation(NaivePolicy):
+    """The naive team, whose judges also cite E1 (the exploration that motivated every
+    hypothesis)."""
+
+    def __call__(self, request: ModelRequest) -> ModelResponse:
+        response = super().__call__(request)
+        if not request.agent.startswith("judge-"):
+            return response
+        parts = [replace(p, args={**p.args, "evidence_ids": [*p.args["evidence_ids"], "E1"]})
+                 if isinstance(p, ToolCallPart) and p.name == "give_verdict"
+                 and p.args.get("evidence_ids") else p for p in response.parts]
+        return replace(response, parts=parts)
+
+
+class _Confirms(NaivePolicy):
+    """Confirms every stale verdict."""
+
+    def __call__(self, request: ModelRequest) -> ModelResponse:
+        if request.agent.startswith("rejudge-"):
+            return ModelResponse(parts=[ToolCallPart("c1", "confirm_verdict",
+                                                     {"rationale": "still holds"})],
+                                 stop_reason="tool_use")
+        return super().__call__(request)
+
+
+def test_a_confirmed_verdict_cites_reruns_related_to_its_hypothesis(tmp_path: Path) -> None:
+    database, board_path = tmp_path / "hospital.duckdb", tmp_path / "hospital.d2board"
+    hospital.create(database, patients=1500).close()
+    run = investigate_sync(str(database), QUESTION, board=board_path,
+                           model=_CitesMotivation().model())
+    citing = [v.hypothesis_id for v in run.board.list_verdicts() if "E1" in v.evidence_ids]
+    assert citing and all("E1" in run.board.get_hypothesis(h).motivated_by for h in citing)
+    run.board.close()
+    _change(database)  # E1, the exploration, changes too
+    with Board.open(board_path) as board:
+        result = recheck_sync(str(database), board, rejudge=True, model=_Confirms().model())
+        assert result.rejudge.with_outcome(RejudgeOutcome.CONFIRMED)
+        links = {(link.evidence_id, link.hypothesis_id) for link in board.list_links()}
+        for hyp in board.list_hypotheses():
+            verdict = board.latest_verdict(hyp.id)
+            if verdict is None:
+                continue
+            unrelated = [e for e in verdict.evidence_ids
+                         if (e, hyp.id) not in links and e not in hyp.motivated_by]
+            assert not unrelated, f"{hyp.id}'s verdict cites {unrelated}"
+        assert any(board.get_evidence(e).author == "rejudge"
+                   for h in citing for e in board.get_hypothesis(h).motivated_by)

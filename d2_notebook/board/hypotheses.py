@@ -216,6 +216,31 @@ class HypothesisRecords(BoardStore):
             )
         return self.get_hypothesis(hypothesis_id)
 
+    def add_motivating_evidence(self, hypothesis_id: str, evidence_id: str, *,
+                                actor: str) -> Hypothesis:
+        """Add ``evidence_id`` to the evidence that motivated ``hypothesis_id`` (the same
+        exploration query run again on changed data stands where the old result did).
+
+        Raises:
+            NotFoundError: the hypothesis or the evidence is not on the board.
+        """
+        stamp = now()
+        with self._write() as conn:
+            self._require(conn, "hypotheses", hypothesis_id)
+            self._require(conn, "evidence", evidence_id)
+            before = rows.hypothesis(conn.execute("SELECT * FROM hypotheses WHERE id = ?",
+                                                  (hypothesis_id,)).fetchone())
+            motivating = list(dict.fromkeys([*before.motivated_by, evidence_id]))
+            conn.execute("UPDATE hypotheses SET motivated_by = ?, updated_at = ? WHERE id = ?",
+                         (rows.to_json_text(motivating), stamp, hypothesis_id))
+            self._append_event(
+                conn, "hypothesis.motivated",
+                {"id": hypothesis_id, "evidence_id": evidence_id, "motivated_by": motivating},
+                actor=actor, investigation_id=investigation_of(conn, "hypotheses", hypothesis_id),
+                time=stamp,
+            )
+        return self.get_hypothesis(hypothesis_id)
+
     def abandon(self, hypothesis_id: str, reason: str, *, actor: str) -> Hypothesis:
         """Abandon a hypothesis (it stays on the board, with the reason)."""
         if not reason.strip():

@@ -320,8 +320,10 @@ def _generation(board: Board, hypothesis_id: str) -> int:
 
 def _record_reruns(board: Board, source: SQLSource, run: RecheckRun, stale: list[str],
                    rechecks: Mapping[str, Recheck]) -> dict[str, Evidence]:
-    """New evidence for every changed query a stale verdict cites, linked to each stale
-    hypothesis that cited the old one (with the old link's stance); by the old id."""
+    """New evidence for every changed query a stale verdict cites, related to each stale
+    hypothesis that cited the old one as the old one was: linked (with the old link's
+    stance) or motivating it; by the old id. So a verdict citing the re-run in place of
+    the old evidence cites evidence of its hypothesis."""
     cited_by: dict[str, list[str]] = {}
     checks = {v.hypothesis_id: v for v in board.rechecked_verdicts(run.id)
               if v.check is VerdictCheck.STALE}
@@ -343,7 +345,9 @@ def _record_reruns(board: Board, source: SQLSource, run: RecheckRun, stale: list
                            f"re-run of {evidence_id} on the data as of {run.id} (stance "
                            f"carried over from {evidence_id}; the re-judge weighs it)",
                            actor=ACTOR)
-
+            if evidence_id in board.get_hypothesis(hypothesis_id).motivated_by:
+                board.add_motivating_evidence(hypothesis_id, reruns[evidence_id].id,
+                                              actor=ACTOR)
     return reruns
 
 
