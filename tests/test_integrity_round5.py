@@ -260,3 +260,30 @@ def test_a_confirmed_verdict_cites_reruns_related_to_its_hypothesis(tmp_path: Pa
             assert not unrelated, f"{hyp.id}'s verdict cites {unrelated}"
         assert any(board.get_evidence(e).author == "rejudge"
                    for h in citing for e in board.get_hypothesis(h).motivated_by)
+
+
+# --- G. a follow-up's re-check covers the evidence it reused -----------------------------
+
+
+def test_a_follow_ups_recheck_reruns_the_evidence_it_reused(tmp_path: Path) -> None:
+    database, board_path = tmp_path / "hospital.duckdb", tmp_path / "hospital.d2board"
+    hospital.create(database).close()
+    investigate_sync(str(database), QUESTION, board=board_path,
+                     model=HospitalWalkthrough().model()).board.close()
+    follow = investigate_sync(str(database), hospital.FOLLOW_UP_QUESTION, board=board_path,
+                              follow_up=True, model=HospitalWalkthrough().model())
+    board = follow.board
+    own = {e.id for e in board.list_evidence(investigation_id="I2")}
+    resting = {h.id: [e for e in board.latest_verdict(h.id).evidence_ids if e not in own]
+               for h in board.list_hypotheses(investigation_id="I2")
+               if board.latest_verdict(h.id) is not None}
+    reused = {e for ids in resting.values() for e in ids}
+    assert reused, "the follow-up's verdicts rest on evidence of I1"
+    board.close()
+    with duckdb.connect(str(database)) as changed:  # every asthma patient on Virexa dies
+        changed.execute("UPDATE outcomes SET died = true WHERE admission_id IN (SELECT "
+                        "admission_id FROM treatments WHERE drug = 'Virexa')")
+    result = recheck_sync(str(database), board_path, investigation_id="I2")
+    assert reused <= {r.evidence_id for r in result.rechecks}
+    assert not result.not_rechecked
+    assert {h for h, ids in resting.items() if ids} <= set(result.stale)

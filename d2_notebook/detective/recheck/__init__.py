@@ -1,8 +1,9 @@
 """Re-check: re-run an investigation's evidence on the data as it is now, with no model.
 
-:func:`recheck` runs every evidence query of a board's investigation again through the
-same guard (analysis-tool evidence from its stored call), compares each result with the
-stored one (:mod:`.compare`) and records a re-check run on the board
+:func:`recheck` runs every evidence query of a board's investigation (a follow-up's
+included: the earlier evidence it reused) again through the same guard (analysis-tool
+evidence from its stored call), compares each result with the stored one
+(:mod:`.compare`) and records a re-check run on the board
 (:mod:`d2_notebook.board.rechecks`): per evidence *same*, *changed* (with the diff and
 the new rows) or *fails* (with the error); per verdict *confirmed* (everything it cites
 came back the same) or *stale* (something it cites changed or failed). A verdict resting
@@ -178,7 +179,8 @@ async def recheck(database: Database, board: Board | str | os.PathLike[str], *,
         _check_source(investigation, source, force)
         run = _open_run(board, investigation, source)
         done = {r.evidence_id for r in board.list_rechecks(run.id)}
-        for evidence in board.list_evidence(investigation_id=investigation.id):
+        for evidence in board.list_evidence(investigation_id=investigation.id,
+                                            include_reused=True):  # a follow-up's too
             if evidence.id not in done:
                 outcome, detail, frame, count = await asyncio.to_thread(
                     _recheck_one, board, source, evidence)

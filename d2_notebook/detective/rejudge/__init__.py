@@ -353,9 +353,10 @@ def _record_reruns(board: Board, source: SQLSource, run: RecheckRun, stale: list
 
 def _rerun(board: Board, source: SQLSource, run: RecheckRun, old: Evidence,
            recheck: Recheck) -> Evidence:
-    """The changed result of ``old`` as new evidence: an analysis result is run again
-    from its call (for its summary, the reading a judge needs); a query's new rows are
-    the ones the re-check stored."""
+    """The changed result of ``old`` as new evidence of the re-checked investigation (a
+    follow-up's re-run of evidence it reused is its own): an analysis result is run
+    again from its call (for its summary, the reading a judge needs); a query's new rows
+    are the ones the re-check stored."""
     call = board.tool_call_of(old.id)
     description = f"{old.description} (re-run of {old.id}, re-check {run.id})"
     if call is not None:
@@ -367,7 +368,7 @@ def _rerun(board: Board, source: SQLSource, run: RecheckRun, old: Evidence,
             evidence = board.add_evidence(
                 result.sql, result.frame, description=result.summary,
                 row_count=result.row_count, author_role="recheck", author=ACTOR,
-                investigation_id=old.investigation_id, round=old.round)
+                investigation_id=run.investigation_id, round=old.round)
             board.record_tool_call(evidence.id, call, actor=ACTOR)
             return evidence
     frame = board.recheck_frame(run.id, old.id)
@@ -375,5 +376,5 @@ def _rerun(board: Board, source: SQLSource, run: RecheckRun, old: Evidence,
         raise InvalidRecordError(f"re-check {run.id} kept no rows for {old.id}")
     return board.add_evidence(old.sql, frame, description=description,
                               row_count=recheck.row_count, author_role="recheck",
-                              author=ACTOR, investigation_id=old.investigation_id,
+                              author=ACTOR, investigation_id=run.investigation_id,
                               round=old.round)
