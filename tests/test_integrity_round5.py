@@ -287,3 +287,28 @@ def test_a_follow_ups_recheck_reruns_the_evidence_it_reused(tmp_path: Path) -> N
     assert reused <= {r.evidence_id for r in result.rechecks}
     assert not result.not_rechecked
     assert {h for h, ids in resting.items() if ids} <= set(result.stale)
+
+
+# --- H. an investigation stopped on its budget stays resumable after a follow-up ---------
+
+
+async def test_a_budget_stopped_investigation_resumes_after_a_follow_up(
+        con, board_path: Path) -> None:
+    first = await investigate(con, QUESTION, board=board_path,
+                              model=HospitalWalkthrough().model(), max_calls=14)
+    assert first.stop_reason
+    first.board.close()
+    follow = await investigate(con, hospital.FOLLOW_UP_QUESTION, board=board_path,
+                               follow_up=True, model=HospitalWalkthrough().model())
+    assert follow.state == "finished"
+    follow.board.close()
+
+    resumed = await investigate(con, QUESTION, board=board_path, resume=True,
+                                model=HospitalWalkthrough().model(), max_calls=300)
+    assert resumed.investigation_id == "I1" and not resumed.stop_reason
+    assert all(h.status.is_settled
+               for h in resumed.board.list_hypotheses(investigation_id="I1"))
+    resumed.board.close()
+    with pytest.raises(InvalidRecordError, match="I1 asks that question and has nothing"):
+        await investigate(con, QUESTION, board=board_path, resume=True,
+                          model=HospitalWalkthrough().model())

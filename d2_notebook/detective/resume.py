@@ -20,8 +20,9 @@ as the report version before (:meth:`Board.add_report_version`).
 
 A board may hold several investigations (follow-ups); each is kept apart: what counts
 as added to one is only what belongs to it (records addressed to it, events logged for
-it). The investigation resumed is the board's last one, unless that one is finished with
-nothing new and an earlier one received additions: then that earlier one is reopened.
+it). The investigation resumed is the board's last one with something to resume (not
+finished, additions, or an early stop with hypotheses open): an earlier one stopped on
+its budget is still resumed after a follow-up was asked.
 A finished investigation with nothing new and nothing left open is refused with a
 message naming the fix.
 """
@@ -51,6 +52,13 @@ def resume_investigation(
     """
     investigation = investigation_to_resume(board)
     if question and question.strip() != investigation.question.strip():
+        asked = [i.id for i in board.list_investigations()
+                 if i.question.strip() == question.strip()]
+        if asked:
+            raise InvalidRecordError(
+                f"investigation {asked[-1]} asks that question and has nothing to resume: "
+                "it finished and nothing was added since; add hypotheses or evidence to it "
+                "first (e.g. %%evidence), or ask a new question")
         raise InvalidRecordError(
             f"the board's investigation asks {investigation.question!r}; pass the same "
             "question (or none) to resume it, or use a new board")
@@ -89,9 +97,10 @@ def resume_investigation(
 
 
 def investigation_to_resume(board: Board) -> Investigation:
-    """The investigation a resume continues: the board's last one, unless it is finished
-    with nothing added since and nothing left open by an early stop, and an earlier one
-    has additions (the latest such).
+    """The investigation a resume continues: the board's last one that has something to
+    resume (it did not finish, it has additions since it finished, or it stopped early
+    with hypotheses open), so an earlier one stays resumable after a follow-up; the
+    board's last one when none has (a resume then refuses it, naming the fix).
 
     Raises:
         InvalidRecordError: the board holds no investigation.
@@ -100,14 +109,12 @@ def investigation_to_resume(board: Board) -> Investigation:
     if not investigations:
         raise InvalidRecordError(f"nothing to resume on {board.path}: it holds no "
                                  "investigation; start one without --resume")
-    last = investigations[-1]
-    if (last.state.value != "finished" or _added_since_finished(board, last.id)
-            or stopped_early(board, last.id) is not None):
-        return last
-    for earlier in reversed(investigations[:-1]):
-        if earlier.state.value == "finished" and _added_since_finished(board, earlier.id):
-            return earlier
-    return last
+    for investigation in reversed(investigations):
+        if (investigation.state.value != "finished"
+                or _added_since_finished(board, investigation.id)
+                or stopped_early(board, investigation.id) is not None):
+            return investigation
+    return investigations[-1]
 
 
 def _added_since_finished(board: Board, investigation_id: str) -> list[Any]:
