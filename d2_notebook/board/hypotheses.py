@@ -88,6 +88,27 @@ class HypothesisRecords(BoardStore):
                                investigation_id=investigation_id, time=stamp)
         return self.get_investigation(investigation_id)
 
+    def set_investigation_settings(
+        self, investigation_id: str, settings: Mapping[str, Any], *, actor: str
+    ) -> Investigation:
+        """Replace the investigation's stored settings with ``settings`` (a run that
+        continues it with other settings); the ones before stay in the event log.
+
+        Raises:
+            NotFoundError: no investigation ``investigation_id``.
+        """
+        stamp = now()
+        with self._write() as conn:
+            self._require(conn, "investigations", investigation_id)
+            conn.execute(
+                "UPDATE investigations SET settings = ?, updated_at = ? WHERE id = ?",
+                (rows.to_json_text(dict(settings)), stamp, investigation_id),
+            )
+            self._append_event(conn, "investigation.settings",
+                               {"id": investigation_id, "settings": dict(settings)},
+                               actor=actor, investigation_id=investigation_id, time=stamp)
+        return self.get_investigation(investigation_id)
+
     # --- hypotheses ----------------------------------------------------------
 
     def add_hypothesis(
@@ -190,6 +211,31 @@ class HypothesisRecords(BoardStore):
                 conn, "hypothesis.status",
                 {"id": hypothesis_id, "status": status.value, "reason": reason,
                  "confidence": confidence},
+                actor=actor, investigation_id=investigation_of(conn, "hypotheses", hypothesis_id),
+                time=stamp,
+            )
+        return self.get_hypothesis(hypothesis_id)
+
+    def add_motivating_evidence(self, hypothesis_id: str, evidence_id: str, *,
+                                actor: str) -> Hypothesis:
+        """Add ``evidence_id`` to the evidence that motivated ``hypothesis_id`` (the same
+        exploration query run again on changed data stands where the old result did).
+
+        Raises:
+            NotFoundError: the hypothesis or the evidence is not on the board.
+        """
+        stamp = now()
+        with self._write() as conn:
+            self._require(conn, "hypotheses", hypothesis_id)
+            self._require(conn, "evidence", evidence_id)
+            before = rows.hypothesis(conn.execute("SELECT * FROM hypotheses WHERE id = ?",
+                                                  (hypothesis_id,)).fetchone())
+            motivating = list(dict.fromkeys([*before.motivated_by, evidence_id]))
+            conn.execute("UPDATE hypotheses SET motivated_by = ?, updated_at = ? WHERE id = ?",
+                         (rows.to_json_text(motivating), stamp, hypothesis_id))
+            self._append_event(
+                conn, "hypothesis.motivated",
+                {"id": hypothesis_id, "evidence_id": evidence_id, "motivated_by": motivating},
                 actor=actor, investigation_id=investigation_of(conn, "hypotheses", hypothesis_id),
                 time=stamp,
             )

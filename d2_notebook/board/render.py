@@ -150,7 +150,8 @@ def render_tree(board: Board, *, width: int = 100, include_redundant: bool = Tru
 
 def _rejudge_lines(board: Board, investigation_id: str) -> list[str]:
     """``re-judged on <date> after R1: revised H3; confirmed H6`` per re-judged re-check,
-    then the report versions, when there is more than one."""
+    a re-judge stopped since the latest report version (a fault, an interruption), then
+    the report versions, when there is more than one."""
     lines = []
     for run in board.list_recheck_runs(investigation_id=investigation_id):
         done = board.list_rejudges(run.id)
@@ -163,6 +164,12 @@ def _rejudge_lines(board: Board, investigation_id: str) -> list[str]:
         lines.append(_one_line(f"  re-judged on {done[-1].created_at[:10]} after {run.id}: "
                                f"{parts}"))
     versions = board.list_report_versions(investigation_id)
+    last_version = versions[-1].created_at if versions else ""
+    for event in board.events(kinds=["rejudge.failed"]):
+        if event.investigation_id == investigation_id and event.time > last_version:
+            lines.append(_one_line(
+                f"  re-judge after {event.payload.get('run')} stopped on {event.time[:10]}: "
+                f"{event.payload.get('error')}; re-check with --rejudge to finish it"))
     if len(versions) > 1:
         lines.append(_one_line("  report versions: " + ", ".join(
             f"v{v.version} {v.created_at[:10]}" for v in versions) + " (the newest is shown)"))

@@ -28,9 +28,15 @@ __all__ = ["recheck_command"]
               help="Re-judge offline with this policy instead of a model.")
 @click.option("--replay", type=click.Path(exists=True, dir_okay=False, path_type=Path),
               help="Answer the re-judge from the calls recorded on this board (no API).")
+@click.option("--max-calls", type=click.IntRange(min=1),
+              help="With --rejudge: the investigation's model calls at most, from now on "
+              "(budgets count every run of it, the re-judge included).")
+@click.option("--budget-usd", type=click.FloatRange(min=0, min_open=True),
+              help="With --rejudge: the investigation's dollar budget, from now on.")
 def recheck_command(source: str, board_path: Path, investigation_id: str | None,
                     force: bool, rejudge: bool, model: str | None, policy: str | None,
-                    replay: Path | None) -> None:
+                    replay: Path | None, max_calls: int | None,
+                    budget_usd: float | None) -> None:
     """Re-run every evidence query of BOARD's investigation on SOURCE (no model) and
     mark the verdicts resting on changed or failing evidence stale."""
     from d2_notebook.cli.commands import friendly_errors, source_argument
@@ -41,6 +47,10 @@ def recheck_command(source: str, board_path: Path, investigation_id: str | None,
     def run() -> None:
         chosen = [name for name, given in (("--model", model), ("--policy", policy),
                                            ("--replay", replay)) if given]
+        budget = [name for name, given in (("--max-calls", max_calls),
+                                           ("--budget-usd", budget_usd)) if given]
+        if budget and not rejudge:
+            raise click.UsageError(f"{budget[0]} is the re-judge's budget: add --rejudge")
         if chosen and not rejudge:
             raise click.UsageError(f"{chosen[0]} is for the re-judge: add --rejudge")
         if len(chosen) > 1:
@@ -52,7 +62,8 @@ def recheck_command(source: str, board_path: Path, investigation_id: str | None,
         with Board.open(board_path) as board:
             judge = offline_policy(policy).model() if policy else model
             result = recheck_sync(database, board, investigation_id=investigation_id,
-                                  force=force, rejudge=rejudge, model=judge, replay=replay)
+                                  force=force, rejudge=rejudge, model=judge, replay=replay,
+                                  max_calls=max_calls, max_usd=budget_usd)
             click.echo(str(result))
             version = result.rejudge.report_version if result.rejudge else None
             if version is not None:

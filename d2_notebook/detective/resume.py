@@ -20,8 +20,9 @@ as the report version before (:meth:`Board.add_report_version`).
 
 A board may hold several investigations (follow-ups); each is kept apart: what counts
 as added to one is only what belongs to it (records addressed to it, events logged for
-it). The investigation resumed is the board's last one, unless that one is finished with
-nothing new and an earlier one received additions: then that earlier one is reopened.
+it). The investigation resumed is the board's last one with something to resume (not
+finished, additions, or an early stop with hypotheses open): an earlier one stopped on
+its budget is still resumed after a follow-up was asked.
 A finished investigation with nothing new and nothing left open is refused with a
 message naming the fix.
 """
@@ -43,9 +44,21 @@ def resume_investigation(
     options: dict[str, Any],
 ) -> tuple[Investigation, InvestigationSettings, bool]:
     """Reopen the investigation :func:`investigation_to_resume` names; returns it, its
-    settings, and whether it was finished (reopened for new material)."""
+    settings, and whether it was finished (reopened for new material).
+
+    Settings given now (``settings``, ``options``) become the investigation's stored
+    settings, so the next resume or re-judge runs under them too; the ones before stay
+    in the ``investigation.resumed`` events.
+    """
     investigation = investigation_to_resume(board)
     if question and question.strip() != investigation.question.strip():
+        asked = [i.id for i in board.list_investigations()
+                 if i.question.strip() == question.strip()]
+        if asked:
+            raise InvalidRecordError(
+                f"investigation {asked[-1]} asks that question and has nothing to resume: "
+                "it finished and nothing was added since; add hypotheses or evidence to it "
+                "first (e.g. %%evidence), or ask a new question")
         raise InvalidRecordError(
             f"the board's investigation asks {investigation.question!r}; pass the same "
             "question (or none) to resume it, or use a new board")
@@ -63,6 +76,11 @@ def resume_investigation(
     chosen = replace(base, **options)
     if finished and not additions:
         _check_budget_has_room(board, investigation.id, chosen)
+    if chosen != InvestigationSettings.from_dict(investigation.settings):
+        # what was stored beside the settings (the source) stays
+        board.set_investigation_settings(investigation.id,
+                                         {**investigation.settings, **chosen.to_dict()},
+                                         actor="user")
     board.set_investigation_state(investigation.id, "running", actor="user")
     board.log_event("investigation.resumed",
                     {"settings": chosen.to_dict(), "reopened": finished,
@@ -79,9 +97,10 @@ def resume_investigation(
 
 
 def investigation_to_resume(board: Board) -> Investigation:
-    """The investigation a resume continues: the board's last one, unless it is finished
-    with nothing added since and nothing left open by an early stop, and an earlier one
-    has additions (the latest such).
+    """The investigation a resume continues: the board's last one that has something to
+    resume (it did not finish, it has additions since it finished, or it stopped early
+    with hypotheses open), so an earlier one stays resumable after a follow-up; the
+    board's last one when none has (a resume then refuses it, naming the fix).
 
     Raises:
         InvalidRecordError: the board holds no investigation.
@@ -90,24 +109,37 @@ def investigation_to_resume(board: Board) -> Investigation:
     if not investigations:
         raise InvalidRecordError(f"nothing to resume on {board.path}: it holds no "
                                  "investigation; start one without --resume")
-    last = investigations[-1]
-    if (last.state.value != "finished" or _added_since_finished(board, last.id)
-            or stopped_early(board, last.id) is not None):
-        return last
-    for earlier in reversed(investigations[:-1]):
-        if earlier.state.value == "finished" and _added_since_finished(board, earlier.id):
-            return earlier
-    return last
+    for investigation in reversed(investigations):
+        if (investigation.state.value != "finished"
+                or _added_since_finished(board, investigation.id)
+                or stopped_early(board, investigation.id) is not None):
+            return investigation
+    return investigations[-1]
 
 
 def _added_since_finished(board: Board, investigation_id: str) -> list[Any]:
-    """Hypotheses and links added to this investigation after it last finished."""
+    """Hypotheses and links added to this investigation after it last finished that no
+    verdict has taken in since: a hypothesis or link counts only when it came after its
+    hypothesis's latest verdict (or the hypothesis has none).
+
+    So a re-judge's own writes (the re-runs it links, the children it refines, each
+    judged in the same re-judge) are not additions, while what a user added, before or
+    after a re-judge, is until a verdict weighs it.
+    """
     finished_at = max((e.seq for e in board.events(kinds=["investigation.state"])
                        if e.investigation_id == investigation_id
                        and e.payload.get("state") == "finished"), default=0)
+    judged_at = {e.payload["hypothesis_id"]: e.seq
+                 for e in board.events(since=finished_at, kinds=["verdict.added"])
+                 if e.investigation_id == investigation_id}  # the latest per hypothesis
+
+    def hypothesis_of(event: Any) -> str:
+        return str(event.payload["id" if event.kind == "hypothesis.added" else "hypothesis_id"])
+
     return [e for e in board.events(since=finished_at, kinds=["hypothesis.added",
                                                               "link.added"])
-            if e.investigation_id == investigation_id]
+            if e.investigation_id == investigation_id
+            and e.seq > judged_at.get(hypothesis_of(e), 0)]
 
 
 def stopped_early(board: Board, investigation_id: str) -> str | None:
@@ -160,6 +192,9 @@ def hypothesizer_turns(board: Board, investigation_id: str) -> int:
 
 
 def _new_evidence_on_settled(board: Board, additions: list[Any]) -> list[tuple[str, str]]:
+    """The settled hypotheses (abandoned ones aside) that ``additions`` link evidence to,
+    each with its first new evidence; the links came after their latest verdict
+    (:func:`_added_since_finished`)."""
     reopened: dict[str, str] = {}
     for event in additions:
         if event.kind != "link.added":

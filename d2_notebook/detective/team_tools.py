@@ -396,10 +396,14 @@ def abandon_tool(ctx: TeamContext, agent: str) -> Tool:
 
     async def abandon(args: dict[str, Any]) -> str:
         hyp = known_hypothesis(ctx, args["hypothesis_id"])
+        if hyp.status.is_settled:
+            raise ToolError(f"{hyp.id} is already {hyp.status.value}")
         ctx.board.abandon(hyp.id, args["reason"], actor=agent)
         return f"abandoned {hyp.id}"
 
-    return tool("abandon", "Abandon a hypothesis that does not answer the objective.",
+    return tool("abandon", "Abandon a hypothesis of this investigation that does not "
+                "answer the objective. Refused for a hypothesis that has a verdict or is "
+                "abandoned, and for another investigation's.",
                 {"hypothesis_id": STRING_SCHEMA, "reason": STRING_SCHEMA}, abandon,
                 writes_board=True)
 
@@ -457,15 +461,33 @@ def one_write(ctx: TeamContext, log: QueryLog | None = None) -> Iterator[None]:
 
 
 def known_hypothesis(ctx: TeamContext, hypothesis_id: str) -> Any:
-    """The hypothesis, or a :class:`ToolError` listing the investigation's hypotheses."""
+    """The hypothesis of this investigation that a tool is about to change.
+
+    A run changes only its own investigation's hypotheses: a follow-up sees the earlier
+    investigation's hypotheses in its digest (and may link or cite its evidence), but
+    abandoning them, judging them or linking evidence to them would rewrite that
+    investigation's conclusions.
+
+    Raises:
+        ToolError: the id is unknown, or belongs to another investigation; the message
+            lists this investigation's hypotheses.
+    """
     from d2_notebook.errors import NotFoundError
 
-    try:
-        return ctx.board.get_hypothesis(hypothesis_id)
-    except NotFoundError:
-        known = ", ".join(h.id for h in ctx.board.list_hypotheses(
+    def own() -> str:
+        return ", ".join(h.id for h in ctx.board.list_hypotheses(
             investigation_id=ctx.investigation_id)) or "none"
-        raise ToolError(f"unknown hypothesis {hypothesis_id!r}; hypotheses: {known}") from None
+
+    try:
+        hyp = ctx.board.get_hypothesis(hypothesis_id)
+    except NotFoundError:
+        raise ToolError(f"unknown hypothesis {hypothesis_id!r}; hypotheses: {own()}") from None
+    if hyp.investigation_id not in (None, ctx.investigation_id):
+        raise ToolError(f"{hyp.id} is a hypothesis of investigation {hyp.investigation_id}, "
+                        "whose conclusions stay as they are (you may cite or link its "
+                        "evidence); work on this investigation's hypotheses: "
+                        f"{own()}, or add a new one")
+    return hyp
 
 
 def _same_text(a: str, b: str) -> bool:

@@ -100,7 +100,8 @@ class Investigate(Magics):
               "evidence stale.")
     @argument("--rejudge", action="store_true", help="With --recheck: send each stale "
               "verdict to its judge with the old and the new evidence (--model, or "
-              "--policy offline) and write a new report version.")
+              "--policy offline) and write a new report version; it spends from the "
+              "investigation's budget (--max-calls, --budget-usd raise it).")
     @argument("--policy", choices=OFFLINE_POLICIES, help="With --rejudge: re-judge offline "
               "with this policy instead of a model.")
     @argument("--relationships", metavar="FILE", help="Join edges to declare or veto where the "
@@ -250,6 +251,10 @@ class Investigate(Magics):
             raise UsageError("--policy is for the re-judge: add --rejudge")
         if args.policy and args.model:
             raise UsageError("pass --model or --policy for the re-judge, not both")
+        budget = [name for name, given in (("--max-calls", args.max_calls),
+                                           ("--budget-usd", args.budget_usd)) if given]
+        if budget and not args.rejudge:
+            raise UsageError(f"{budget[0]} is the re-judge's budget: add --rejudge")
         database = resolve_database(self._namespace(), args.connection, args.db)
         judge = None
         if args.rejudge and args.policy:
@@ -265,7 +270,8 @@ class Investigate(Magics):
                 self.last_board = board
             # start_run, not asyncio.run: in a kernel the cell runs on a running loop
             result = start_run(recheck(database, board, force=args.force,
-                                       rejudge=args.rejudge, model=judge),
+                                       rejudge=args.rejudge, model=judge,
+                                       max_calls=args.max_calls, max_usd=args.budget_usd),
                                background=False).wait()
         except D2Error as exc:
             raise UsageError(str(exc)) from None

@@ -1,8 +1,9 @@
 """Re-check: re-run an investigation's evidence on the data as it is now, with no model.
 
-:func:`recheck` runs every evidence query of a board's investigation again through the
-same guard (analysis-tool evidence from its stored call), compares each result with the
-stored one (:mod:`.compare`) and records a re-check run on the board
+:func:`recheck` runs every evidence query of a board's investigation (a follow-up's
+included: the earlier evidence it reused) again through the same guard (analysis-tool
+evidence from its stored call), compares each result with the stored one
+(:mod:`.compare`) and records a re-check run on the board
 (:mod:`d2_notebook.board.rechecks`): per evidence *same*, *changed* (with the diff and
 the new rows) or *fails* (with the error); per verdict *confirmed* (everything it cites
 came back the same) or *stale* (something it cites changed or failed). A verdict resting
@@ -42,7 +43,13 @@ from d2_notebook.data.analysis import spec_for
 from d2_notebook.detective.analysis_tools import analysis_tool_of
 from d2_notebook.detective.investigate import SOURCE_KEY, Database
 from d2_notebook.detective.recheck.compare import compare_results
-from d2_notebook.detective.rejudge import RejudgeResult, check_rejudgeable, rejudge_stale
+from d2_notebook.detective.rejudge import (
+    RejudgeResult,
+    check_rejudge_budget,
+    check_rejudgeable,
+    rejudge_settings,
+    rejudge_stale,
+)
 from d2_notebook.detective.rejudge.replay import rejudge_replay_model, rejudges_started
 from d2_notebook.detective.settings import check_role_names
 from d2_notebook.errors import D2Error, InvalidRecordError, NotFoundError
@@ -117,7 +124,9 @@ async def recheck(database: Database, board: Board | str | os.PathLike[str], *,
                   investigation_id: str | None = None, force: bool = False,
                   rejudge: bool = False, model: Model | str | None = None,
                   models: Mapping[str, Model | str] | None = None,
-                  replay: Board | str | os.PathLike[str] | None = None) -> RecheckResult:
+                  replay: Board | str | os.PathLike[str] | None = None,
+                  max_calls: int | None = None, max_tokens: int | None = None,
+                  max_usd: float | None = None) -> RecheckResult:
     """Re-check ``investigation_id`` (default: the board's latest) on ``database``.
 
     Args:
@@ -135,28 +144,43 @@ async def recheck(database: Database, board: Board | str | os.PathLike[str], *,
         models: A model per role (``{"reporter": ...}``), as for ``investigate``.
         replay: A board on which this re-judge was recorded: answer it from there (no
             API); the *n*-th re-judge of the investigation replays the *n*-th recorded.
+        max_calls: With ``rejudge``: the investigation's call budget from now on. A
+            re-judge spends from the investigation's budget, which counts every run of
+            it; these raise the stored caps (None keeps them).
+        max_tokens: With ``rejudge``: the investigation's token budget from now on.
+        max_usd: With ``rejudge``: the investigation's dollar budget from now on.
 
     Raises:
         NotFoundError: The board has no such investigation.
         InvalidRecordError: The source differs from the recorded one and ``force`` is
-            False (the message names both); ``rejudge`` on an unfinished investigation
-            or without a model.
+            False (the message names both); ``rejudge`` on an unfinished investigation,
+            without a model, or with no room left in the budget; a budget without
+            ``rejudge``.
         ModelConfigError: ``model`` names a provider that is unknown or not configured.
     """
     if not isinstance(board, Board):
         with Board.open(board) as opened:
             return await recheck(database, opened, investigation_id=investigation_id,
                                  force=force, rejudge=rejudge, model=model, models=models,
-                                 replay=replay)
+                                 replay=replay, max_calls=max_calls, max_tokens=max_tokens,
+                                 max_usd=max_usd)
+    budget = {"max_calls": max_calls, "max_tokens": max_tokens, "max_usd": max_usd}
+    given = [name for name, value in budget.items() if value is not None]
+    if given and not rejudge:
+        raise InvalidRecordError(f"{given[0]} is the re-judge's budget; a re-check alone "
+                                 "calls no model: pass rejudge=True (--rejudge) or leave it out")
     investigation = _investigation(board, investigation_id)
     judge_model, role_models = (_rejudge_models(board, investigation, model, models, replay)
                                 if rejudge else (None, {}))
+    if rejudge and replay is None:  # before anything runs: no room, no re-check either
+        check_rejudge_budget(board, investigation.id, rejudge_settings(investigation, budget))
     source = open_source(database)
     try:
         _check_source(investigation, source, force)
         run = _open_run(board, investigation, source)
         done = {r.evidence_id for r in board.list_rechecks(run.id)}
-        for evidence in board.list_evidence(investigation_id=investigation.id):
+        for evidence in board.list_evidence(investigation_id=investigation.id,
+                                            include_reused=True):  # a follow-up's too
             if evidence.id not in done:
                 outcome, detail, frame, count = await asyncio.to_thread(
                     _recheck_one, board, source, evidence)
@@ -170,7 +194,8 @@ async def recheck(database: Database, board: Board | str | os.PathLike[str], *,
         judged = None
         if judge_model is not None:
             judged = await rejudge_stale(board, source, finished, stale, confirmed,
-                                         model=judge_model, role_models=role_models)
+                                         model=judge_model, role_models=role_models,
+                                         budget=budget, replaying=replay is not None)
     finally:
         if source is not database:
             source.close()
