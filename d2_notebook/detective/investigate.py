@@ -352,7 +352,7 @@ async def _replay(opened: Board, sql: SQLSource, recorded: Board, runs: list[Rec
                 model = ReplayModel(recorded, run.investigation_id, ordered=True,
                                     call_ids=run.call_ids,
                                     until_stopped=run.stop_after is not None)
-                stop = _recorded_stop(opened, start, run)
+                stop = _recorded_stop(opened, start, run, model)
                 work = _run(opened, sql, investigation, chosen, model, {}, replaying=True,
                             time_stop=stop if run.time_stopped else _never)
                 if run.ended == "interrupted":
@@ -389,15 +389,17 @@ async def _never() -> None:
     await asyncio.Event().wait()
 
 
-def _recorded_stop(board: Board, start: int, run: RecordedRun,
+def _recorded_stop(board: Board, start: int, run: RecordedRun, model: ReplayModel,
                    ) -> Callable[[], Awaitable[None]]:
     """What returns once the replay of ``run`` (started at event ``start``) has written
-    the board events its recording wrote before it was stopped from outside."""
+    the board events its recording wrote before it was stopped from outside, and every
+    call that was out at that moment has been asked again (so the same calls are
+    cancelled)."""
 
     async def reached() -> None:
         if run.stop_after is None:
             await _never()
-        while board.last_seq() - start < (run.stop_after or 0):
+        while board.last_seq() - start < (run.stop_after or 0) or not model.out_at_stop():
             await asyncio.sleep(0.01)
 
     return reached

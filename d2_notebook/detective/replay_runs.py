@@ -117,8 +117,10 @@ def recorded_runs(recorded: Board, investigation_id: str) -> list[RecordedRun]:
 def _run(recorded: Board, investigation: Investigation, start: Any, own: list[Any],
          ) -> RecordedRun:
     resumed = start.kind == "investigation.resumed"
-    settings = dict(start.payload.get("settings") or {}) if resumed else dict(
-        investigation.settings)
+    # Each run's own settings are in its start event: the investigation's stored ones
+    # are the last run's (a resume stores what it was given).
+    settings = dict(start.payload.get("settings") or (
+        {} if resumed else investigation.settings))
     ends = [k for k, e in enumerate(own) if e.kind == "investigation.state"
             and e.payload.get("state") != "running"]  # a resume's comes before its event
     own = own[:ends[0] + 1] if ends else own  # calls after it are a re-judge's, not the run's

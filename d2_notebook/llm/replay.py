@@ -118,6 +118,7 @@ class ReplayModel:
         self._lock = threading.Lock()
         self._served = 0
         self._waiters: dict[int, asyncio.Future[None]] = {}
+        self._out_at_stop: set[tuple[str, int]] = set()
 
     def unreplayed(self) -> dict[str, int]:
         """Recorded calls not yet asked for, by agent (empty once the run matched).
@@ -144,6 +145,8 @@ class ReplayModel:
             index = self._next.get(agent, 0)
             self._next[agent] = index + 1
         if self.until_stopped and self._stopped_there(agent, index):
+            with self._lock:
+                self._out_at_stop.add((agent, index))
             # Out when the recorded run stopped: never answered, cancelled when the replay
             # stops at the same point. A replay that does not stop there took another path.
             try:
@@ -193,6 +196,15 @@ class ReplayModel:
         if call.response is None:
             raise _recorded_error(call.error or "")
         return ModelResponse.from_dict(call.response)
+
+    def out_at_stop(self) -> bool:
+        """Whether every call recorded as out when the run was stopped (cancelled) has
+        been asked again and waits: the replay has reached the recorded stop's moment."""
+        with self._lock:
+            recorded = {(agent, index) for agent, calls in self._calls.items()
+                        for index, call in enumerate(calls)
+                        if call.status is ModelCallStatus.CANCELLED}
+            return recorded <= self._out_at_stop
 
     def _stopped_there(self, agent: str, index: int) -> bool:
         """Whether the recorded run was stopped while this call was out (recorded as
