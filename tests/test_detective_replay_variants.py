@@ -136,6 +136,8 @@ async def test_a_board_of_the_round_based_loop_loads_and_replays_only_its_react_
                                                                          "role_models")}
         db.execute("UPDATE investigations SET settings = ?",
                    [json.dumps({**old, "max_rounds": 4})])
+        db.execute("UPDATE events SET payload = json_set(payload, '$.settings', json(?)) "
+                   "WHERE kind = 'investigation.started'", [json.dumps({**old, "max_rounds": 4})])
     with Board.open(recorded) as board:  # it loads, its settings migrate
         from d2_notebook.detective import InvestigationSettings
 
