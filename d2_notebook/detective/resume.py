@@ -168,15 +168,31 @@ def _check_budget_has_room(board: Board, investigation_id: str,
     Raises:
         InvalidRecordError: the budget has no room; the message names the fix.
     """
+    require_budget_room(board, investigation_id, settings,
+                        f"investigation {investigation_id} stopped early and the budget "
+                        "given has no room left", "to resume it")
+
+
+def require_budget_room(board: Board, investigation_id: str,
+                        settings: InvestigationSettings, refused: str, fix_for: str) -> None:
+    """Refuse more work on ``investigation_id`` when ``settings``' collection budget (what
+    the reporter's reserve leaves) is spent by what every earlier run of it spent.
+
+    Args:
+        refused: What is refused, the start of the message.
+        fix_for: What the larger budget is for, the end of the message ("to resume it").
+
+    Raises:
+        InvalidRecordError: the budget has no room; the message names the options.
+    """
     try:
         settings.collection_budget().check(spent_so_far(board, investigation_id))
     except BudgetExceededError as exc:
         spent = str(exc).split(";")[0]  # the cap reached, without the advice to finish
         raise InvalidRecordError(
-            f"investigation {investigation_id} stopped early and the budget given has no "
-            f"room left ({spent}); budgets count every run of an investigation: pass a "
-            "larger max_calls, max_tokens or max_usd (--max-calls, --budget-usd) to "
-            "resume it") from exc
+            f"{refused} ({spent}); budgets count every run of an investigation: pass a "
+            "larger max_calls, max_tokens or max_usd (--max-calls, --budget-usd) "
+            f"{fix_for}") from exc
 
 
 def hypothesizer_turns(board: Board, investigation_id: str) -> int:

@@ -58,10 +58,10 @@ from d2_notebook.detective.loop import ControlLoop
 from d2_notebook.detective.rejudge.brief import what_changed
 from d2_notebook.detective.rejudge.judge import judge_again
 from d2_notebook.detective.rejudge.replay import STARTED, rejudge_replay_model
-from d2_notebook.detective.resume import spent_so_far
+from d2_notebook.detective.resume import require_budget_room, spent_so_far
 from d2_notebook.detective.sequencer import WriteSequencer
 from d2_notebook.detective.settings import InvestigationSettings
-from d2_notebook.errors import BoardError, BudgetExceededError, D2Error, InvalidRecordError
+from d2_notebook.errors import BoardError, D2Error, InvalidRecordError
 from d2_notebook.llm import (
     Budget,
     Ledger,
@@ -142,15 +142,9 @@ def check_rejudge_budget(board: Board, investigation_id: str,
     Raises:
         InvalidRecordError: no room left; the message names the options to raise.
     """
-    try:
-        settings.collection_budget().check(spent_so_far(board, investigation_id))
-    except BudgetExceededError as exc:
-        spent = str(exc).split(";")[0]  # the cap reached, without the advice to finish
-        raise InvalidRecordError(
-            f"the budget of investigation {investigation_id} has no room left for a "
-            f"re-judge ({spent}); budgets count every run of an investigation: pass a "
-            "larger max_calls, max_tokens or max_usd (--max-calls, --budget-usd) with the "
-            "re-judge") from exc
+    require_budget_room(board, investigation_id, settings,
+                        f"the budget of investigation {investigation_id} has no room left "
+                        "for a re-judge", "with the re-judge")
 
 
 async def rejudge_stale(board: Board, source: SQLSource, run: RecheckRun,
