@@ -20,6 +20,8 @@ EXPECTED = {
     "context": ["d2_largest", "react_largest", "ratio"],
     "sql": ["sql_worst_ratio", "ratio big result (1%)"],
     "latency": ["latency_worst_ratio", "hospital full wall_s", "hospital react_sql wall_s"],
+    "checks": ["checks_worst_wait_s", "checks_long_alone_s"],
+    "demo": ["demo_create_s"],
 }
 
 
