@@ -12,6 +12,7 @@ import duckdb
 import httpx2
 import pytest
 from test_detective_scheduler import Claims
+from test_llm_ledger import board_totals, ledger_totals
 
 import d2_notebook.llm as llm
 from d2_notebook import investigate
@@ -103,19 +104,6 @@ def ask(agent: str = "collector-H1") -> ModelRequest:
 
 
 ESTIMATE = estimate_call(ask(), PRICED)  # what a send of unknown billing counts
-
-
-def board_totals(board: Board) -> tuple[int, int, float]:
-    """Calls sent, tokens and dollars as the board's rows record them."""
-    calls = board.list_model_calls()
-    return (len(calls),
-            sum(c.input_tokens + c.output_tokens + c.cache_read_tokens + c.cache_write_tokens
-                for c in calls),
-            round(sum(c.cost_usd for c in calls), 9))
-
-
-def ledger_totals(ledger: Ledger) -> tuple[int, int, float]:
-    return ledger.usage.calls, ledger.usage.total_tokens, round(ledger.usage.cost_usd, 9)
 
 
 def statuses(board: Board) -> list[ModelCallStatus]:

@@ -160,9 +160,10 @@ def database_error_text(exc: SQLError) -> str:
     shown as escapes, so nothing in it starts a line, and a forged ``</data>`` cannot
     close the fence. The guard's closing ``Hint:`` (its own text) keeps a line of its own.
     """
-    message, separator, hint = str(exc).rpartition(_HINT)
+    text = str(exc)
+    message, separator, hint = text.rpartition(_HINT)
     if not separator:
-        message, hint = str(exc), ""
+        message = text
     body = escape_text(message) + (f"{_HINT}{escape_text(hint)}" if separator else "")
     return fence("SQL error", body)
 

@@ -119,6 +119,9 @@ class ReplayModel:
         self._served = 0
         self._waiters: dict[int, asyncio.Future[None]] = {}
         self._out_at_stop: set[tuple[str, int]] = set()
+        self._cancelled = {(agent, index) for agent, calls in self._calls.items()
+                           for index, call in enumerate(calls)
+                           if call.status is ModelCallStatus.CANCELLED}
 
     def unreplayed(self) -> dict[str, int]:
         """Recorded calls not yet asked for, by agent (empty once the run matched).
@@ -201,10 +204,7 @@ class ReplayModel:
         """Whether every call recorded as out when the run was stopped (cancelled) has
         been asked again and waits: the replay has reached the recorded stop's moment."""
         with self._lock:
-            recorded = {(agent, index) for agent, calls in self._calls.items()
-                        for index, call in enumerate(calls)
-                        if call.status is ModelCallStatus.CANCELLED}
-            return recorded <= self._out_at_stop
+            return self._cancelled <= self._out_at_stop
 
     def _stopped_there(self, agent: str, index: int) -> bool:
         """Whether the recorded run was stopped while this call was out (recorded as
