@@ -44,8 +44,8 @@ def test_an_economy_run_puts_its_roles_on_the_smaller_model_and_records_it(
         by_role = collections.defaultdict(set)
         for call in board.list_model_calls():
             by_role[call.role].add(call.model)
-        assert by_role["collector"] == by_role["orchestrator"] == {HAIKU}
-        assert by_role["hypothesizer"] == by_role["judge"] == by_role["reporter"] == {SONNET}
+        assert by_role["collector"] == by_role["judge"] == by_role["orchestrator"] == {HAIKU}
+        assert by_role["hypothesizer"] == by_role["reporter"] == {SONNET}
     sent = collections.Counter(body["model"] for body in server["requests"])
     assert sent["claude-haiku-4-5"] >= 1 and sent["claude-sonnet-4-6"] >= 1
 

@@ -1,4 +1,4 @@
-"""``--preset economy``: collectors and the orchestrator on the provider's smaller model,
+"""``--preset economy``: collectors, judges and the orchestrator on the provider's smaller model,
 through investigate(), the CLI and the magic; bad presets fail with the fix."""
 
 from __future__ import annotations
@@ -25,9 +25,10 @@ HAIKU = "anthropic:claude-haiku-4-5"
 def test_the_economy_mapping_is_typed_and_documented() -> None:
     assert parse_preset("economy") is Preset.ECONOMY
     assert preset_models(Preset.ECONOMY, "anthropic:claude-sonnet-4-6") == {
-        "collector": HAIKU, "orchestrator": HAIKU}
+        "collector": HAIKU, "judge": HAIKU, "orchestrator": HAIKU}
+    mini = "openai:gpt-4.1-mini"
     assert preset_models("economy", "openai:gpt-4.1") == {
-        "collector": "openai:gpt-4.1-mini", "orchestrator": "openai:gpt-4.1-mini"}
+        "collector": mini, "judge": mini, "orchestrator": mini}
     assert preset_models("default", "anthropic:claude-sonnet-4-6") == {}
     with pytest.raises(InvalidRecordError, match="unknown preset 'cheap'; presets are: "
                                                  "default, economy"):
@@ -46,7 +47,7 @@ def local_server(monkeypatch: pytest.MonkeyPatch):
         yield server
 
 
-async def test_economy_puts_collectors_and_the_orchestrator_on_the_smaller_model(
+async def test_economy_puts_collectors_judges_and_the_orchestrator_on_the_smaller_model(
         local_server, board_path) -> None:
     result = await investigate(hospital.create(), hospital.QUESTION, board=board_path,
                                model="anthropic:claude-sonnet-4-6", preset="economy",
@@ -55,16 +56,16 @@ async def test_economy_puts_collectors_and_the_orchestrator_on_the_smaller_model
     models = collections.defaultdict(set)
     for call in result.board.list_model_calls():
         models[call.role].add(call.model)
-    assert models["collector"] == {HAIKU}
+    assert models["collector"] == models["judge"] == {HAIKU}
     assert models["orchestrator"] == {"anthropic:claude-sonnet-4-5"}  # models= wins
-    for role in ("hypothesizer", "judge", "reporter"):
+    for role in ("hypothesizer", "reporter"):
         assert models[role] == {"anthropic:claude-sonnet-4-6"}
     stored = result.board.list_investigations()[0].settings["role_models"]
-    assert stored == {"collector": HAIKU, "orchestrator": "anthropic:claude-sonnet-4-5"}
+    assert stored == {"collector": HAIKU, "judge": HAIKU,
+                      "orchestrator": "anthropic:claude-sonnet-4-5"}
     sent = collections.Counter(body["model"] for body in local_server["requests"])
-    assert sent["claude-haiku-4-5"] == len(result.board.list_model_calls(agent=None)
-                                           and [c for c in result.board.list_model_calls()
-                                                if c.role == "collector"])
+    assert sent["claude-haiku-4-5"] == len([c for c in result.board.list_model_calls()
+                                            if c.role in ("collector", "judge")]) > 0
 
 
 async def test_a_preset_with_a_replay_is_refused(board_path) -> None:

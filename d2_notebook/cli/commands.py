@@ -364,7 +364,7 @@ def _default_board_path() -> Path:
               help="The model of one role, e.g. collector=anthropic:claude-haiku-4-5 "
               "(repeatable; other roles use --model).")
 @click.option("--preset", type=click.Choice(PRESETS), help="A role-to-model mapping: economy "
-              "puts collectors and the orchestrator on the provider's smaller model "
+              "puts collectors, judges and the orchestrator on the provider's smaller model "
               "(--role-model wins over it).")
 @click.option("--resume", is_flag=True, help="Continue the board's interrupted investigation, or "
               "one stopped early on its budget (pass a larger one).")

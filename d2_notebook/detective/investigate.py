@@ -174,7 +174,7 @@ async def investigate(
             (models passed as objects must be passed again); a replay answers every
             role from the recording.
         preset: a role → model mapping by name (:mod:`~d2_notebook.detective.preset`):
-            ``"economy"`` puts collectors and the orchestrator on the default model's
+            ``"economy"`` puts collectors, judges and the orchestrator on the default model's
             smaller sibling (e.g. ``anthropic:claude-haiku-4-5``); ``models`` win over it.
         resume: continue the board's last unfinished investigation, or its last
             finished one that stopped early on its budget (or time) with hypotheses left

@@ -1,17 +1,21 @@
 """Presets: a named role → model mapping, for a cheaper team in one word.
 
-``economy`` puts the roles that do the most, most mechanical calls — the evidence
-collectors (about half of a team's spend) and the orchestrator (it steers from the
-digest alone) — on the smaller model of the default model's provider; the
-hypothesizer, the judges and the reporter keep the default model, since they decide
-what is examined, what holds and what the user reads:
+``economy`` puts the roles that make most of a team's calls on the smaller model of
+the default model's provider: the evidence collectors (about half of a team's calls),
+the judges (one call per hypothesis, a third of an economy run's bill while they kept
+the default model) and the orchestrator (it steers from the digest alone). Their work
+is checked mechanically, whatever model does it: every number a collector or a judge
+writes is looked up in the evidence it cites, a verdict's size must be a cell of a
+cited row, and a verdict on an effect is refused without its heterogeneity check. The
+hypothesizer and the reporter keep the default model: they decide what is examined
+and write what the user reads.
 
-========================  ===============================
-default model's provider  collectors and orchestrator
-========================  ===============================
+========================  =========================================
+default model's provider  collectors, judges and the orchestrator
+========================  =========================================
 ``anthropic``             ``anthropic:claude-haiku-4-5``
 ``openai``                ``openai:gpt-4.1-mini``
-========================  ===============================
+========================  =========================================
 
 Models named per role (``models=``, ``--role-model``) win over the preset's. The
 resulting names are stored with the settings, so a resumed run uses them again.
@@ -34,7 +38,7 @@ class Preset(StrEnum):
     DEFAULT = "default"
     """Every role on the default model."""
     ECONOMY = "economy"
-    """Collectors and the orchestrator on the provider's smaller model."""
+    """Collectors, judges and the orchestrator on the provider's smaller model."""
 
 
 SMALLER_MODELS: Mapping[str, str] = MappingProxyType({
@@ -43,7 +47,7 @@ SMALLER_MODELS: Mapping[str, str] = MappingProxyType({
 })
 """The smaller model of each provider the ``economy`` preset knows."""
 
-ECONOMY_ROLES: tuple[Role, ...] = (Role.COLLECTOR, Role.ORCHESTRATOR)
+ECONOMY_ROLES: tuple[Role, ...] = (Role.COLLECTOR, Role.JUDGE, Role.ORCHESTRATOR)
 """The roles ``economy`` moves to the smaller model."""
 
 PRESETS: tuple[str, ...] = tuple(p.value for p in Preset)

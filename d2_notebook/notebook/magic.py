@@ -83,7 +83,7 @@ class Investigate(Magics):
     @argument("--max-seconds", type=float, help="Wall-time budget.")
     @argument("--variant", choices=VARIANTS, help="Team configuration (ablations).")
     @argument("--preset", choices=PRESETS, help="Role-to-model mapping: economy puts "
-              "collectors and the orchestrator on the provider's smaller model.")
+              "collectors, judges and the orchestrator on the provider's smaller model.")
     @argument("--resume", action="store_true", help="Continue the board's unfinished run, "
               "or one stopped early on its budget (pass a larger one).")
     @argument("--force", action="store_true", help="With --resume: take over a run whose "
