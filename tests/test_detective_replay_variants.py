@@ -106,7 +106,8 @@ async def test_roles_get_their_own_context_and_tools(con):
     for role in ("orchestrator", "judge", "reporter"):
         assert not tools[role] & {"run_sql", "describe_table"}, f"{role} must not query"
     assert "give_verdict" not in tools["collector"], "collectors never judge"
-    assert tools["judge"] == {"give_verdict", "request_more_evidence", "refine"}
+    assert tools["judge"] == {"give_verdict", "request_more_evidence", "refine",
+                              "link_evidence"}  # links what is on the board, never queries
     for call in calls:
         system = call.request["system"]
         assert QUESTION in system, "the objective is stated verbatim"

@@ -84,8 +84,8 @@ class Variant:
         return self.name
 
 
-_COLLECTOR = (*_QUERYING, "record_evidence", "submit_for_judgement")
-_JUDGE = ("give_verdict", "request_more_evidence", "refine")
+_COLLECTOR = (*_QUERYING, "record_evidence", "link_evidence", "submit_for_judgement")
+_JUDGE = ("give_verdict", "request_more_evidence", "refine", "link_evidence")
 _HYPOTHESIZER = (*_QUERYING, "add_hypothesis", "done")
 _ORCHESTRATOR = ("abandon", "request_hypotheses", "carry_on", "dismiss_dimension", "finish")
 _REPORTER = ("mark_redundant", "write_report")
@@ -100,7 +100,8 @@ NO_REPORTER = Variant("no_reporter", Shape.TEAM, {
 }, "the team without the reporter: the report is built from the board")
 NO_JUDGE = Variant("no_judge", Shape.TEAM, {
     Role.HYPOTHESIZER: _HYPOTHESIZER, Role.ORCHESTRATOR: _ORCHESTRATOR,
-    Role.COLLECTOR: (*_QUERYING, "record_evidence", "give_verdict"), Role.REPORTER: _REPORTER,
+    Role.COLLECTOR: (*_QUERYING, "record_evidence", "link_evidence", "give_verdict"),
+    Role.REPORTER: _REPORTER,
 }, "collectors give their own verdicts")
 MERGED_PLANNER = Variant("merged_planner", Shape.TEAM, {
     Role.PLANNER: (*_QUERYING, "add_hypothesis", "abandon", "carry_on",
@@ -108,8 +109,8 @@ MERGED_PLANNER = Variant("merged_planner", Shape.TEAM, {
     Role.COLLECTOR: _COLLECTOR, Role.JUDGE: _JUDGE, Role.REPORTER: _REPORTER,
 }, "one planner is both hypothesizer and orchestrator")
 SINGLE_AGENT_BOARD = Variant("single_agent_board", Shape.ALONE, {
-    Role.DETECTIVE: (*_QUERYING, "add_hypothesis", "record_evidence", "give_verdict", "abandon",
-                     "mark_redundant", "write_report"),
+    Role.DETECTIVE: (*_QUERYING, "add_hypothesis", "record_evidence", "link_evidence",
+                     "give_verdict", "abandon", "mark_redundant", "write_report"),
 }, "one agent does every job, on the board")
 REACT_SQL = Variant("react_sql", Shape.REACT, {
     Role.REACT: ("run_sql", "final_answer"),

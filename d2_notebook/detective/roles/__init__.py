@@ -234,9 +234,10 @@ async def judge(ctx: TeamContext, hypothesis_id: str, *, can_send_back: bool,
     if summary:
         first += f"\n\nTHE COLLECTOR'S SUMMARY: {summary}"
     linked = [link.evidence_id for link in ctx.board.list_links(hypothesis_id=hypothesis_id)]
-    built = verdict_tools(ctx, agent, decision, hypothesis_id, can_send_back=can_send_back,
-                          can_refine=gate.possible)
-    tools = _pick(ctx, Role.JUDGE, built)
+    built = (verdict_tools(ctx, agent, decision, hypothesis_id, can_send_back=can_send_back,
+                           can_refine=gate.possible)
+             + evidence_tools(ctx, QueryLog(), agent, "judge", hypothesis_id))
+    tools = _pick(ctx, Role.JUDGE, built)  # link_evidence of the two evidence tools
     if linked:
         budget = evidence_budget(ctx, system=system_prompt(ctx, "judge"), tools=tools,
                                  first_message=first, max_output_tokens=4096)

@@ -1,0 +1,120 @@
+"""``link_evidence`` reaches the models whose prompts name it: collectors, judges and the
+single agent are offered it through their variant, so evidence already on the board is
+linked instead of its query running again (it was built but never offered: a real-model
+collector re-ran an exploration trend, and judges told to link a check sent it back)."""
+
+from __future__ import annotations
+
+import re
+
+import duckdb
+import pandas as pd
+import pytest
+
+from d2_notebook.board import Board
+from d2_notebook.data import open_source
+from d2_notebook.detective import roles
+from d2_notebook.detective.context import TeamContext
+from d2_notebook.detective.decisions import Judgement
+from d2_notebook.detective.settings import InvestigationSettings
+from d2_notebook.detective.variant import ALL_VARIANTS, Role
+from d2_notebook.llm import ModelRequest, ModelResponse
+from d2_notebook.llm.offline import FunctionModel, tool_call, tool_calls
+
+_ROLE_FILES = {Role.COLLECTOR: "collector", Role.JUDGE: "judge",
+               Role.DETECTIVE: "single_agent"}
+
+
+@pytest.mark.parametrize("variant", [v for v in ALL_VARIANTS if any(
+    role in v.tools for role in _ROLE_FILES)], ids=str)
+def test_every_role_whose_prompt_names_link_evidence_is_offered_it(variant) -> None:
+    for role, prompt in _ROLE_FILES.items():
+        if role not in variant.tools:
+            continue
+        text = roles.instructions(prompt)
+        assert "link_evidence" in text, f"{prompt}.txt says when to link"
+        assert "link_evidence" in variant.tools_of(role), f"{variant} {role.value}"
+
+
+def _context(board: Board, model: FunctionModel) -> TeamContext:
+    con = duckdb.connect()
+    con.execute("CREATE TABLE t AS SELECT range AS i FROM range(10)")
+    investigation = board.start_investigation("Which customers churn less?")
+    return TeamContext(board=board, sql=open_source(con), model=model,
+                       investigation_id=investigation.id, question=investigation.question,
+                       schema_summary="t (table, 10 rows)", settings=InvestigationSettings())
+
+
+def _exploration(board: Board, ctx: TeamContext) -> str:
+    frame = pd.DataFrame({"segment": ["referral", "ads"], "churn": [0.11, 0.27]})
+    return board.add_evidence("SELECT segment, avg(churned) AS churn FROM customers GROUP BY 1",
+                              frame, description="churn by segment",
+                              investigation_id=ctx.investigation_id).id
+
+
+async def test_a_collector_links_the_exploration_and_submits_in_one_call(board) -> None:
+    requests: list[ModelRequest] = []
+
+    def collector(request: ModelRequest) -> ModelResponse:
+        requests.append(request)
+        evidence_id = re.search(r"\[(E\d+)\]", request.messages[0].text).group(1)  # type: ignore[union-attr]
+        return tool_calls(("link_evidence", {"evidence_id": evidence_id, "stance": "supports",
+                                             "reading": "referral churns at 0.11 against 0.27"}),
+                          ("submit_for_judgement", {"summary": f"[{evidence_id}] decides it"}))
+
+    ctx = _context(board, FunctionModel(collector))
+    explored = _exploration(board, ctx)
+    hyp = board.add_hypothesis("Referral customers churn less", motivated_by=[explored],
+                               investigation_id=ctx.investigation_id)
+    handed = await roles.collect(ctx, hyp.id)
+    assert len(requests) == 1, "linked and submitted in its first call"
+    assert "link_evidence" in [t.name for t in requests[0].tools]
+    (link,) = board.list_links(hypothesis_id=hyp.id)
+    assert (link.evidence_id, link.stance) == (explored, "supports")
+    assert len(board.list_evidence(investigation_id=ctx.investigation_id)) == 1, "no re-run"
+    assert handed.summary == f"[{explored}] decides it"
+
+
+async def test_a_judge_links_a_check_on_the_board_and_decides_without_a_send_back(
+        board) -> None:
+    def judge(request: ModelRequest) -> ModelResponse:
+        if len(request.messages) == 1:
+            return tool_call("link_evidence", {"evidence_id": other_evidence,
+                                               "stance": "supports",
+                                               "reading": "the same split holds here"})
+        return tool_call("give_verdict", {
+            "status": "supported", "confidence": 0.7, "rationale": "linked and read",
+            "evidence_ids": [own_evidence, other_evidence]})
+
+    ctx = _context(board, FunctionModel(judge))
+    other_evidence = _exploration(board, ctx)
+    hyp = board.add_hypothesis("Referral customers churn less",
+                               investigation_id=ctx.investigation_id)
+    own_evidence = board.add_evidence("SELECT 1 AS one", pd.DataFrame({"one": [1]}),
+                                      description="one row",
+                                      investigation_id=ctx.investigation_id).id
+    board.link(own_evidence, hyp.id, "supports", "one row", actor="collector")
+    decision = await roles.judge(ctx, hyp.id, can_send_back=True, can_refine=False,
+                                 summary=None)
+    assert decision.judgement is Judgement.VERDICT
+    assert {link.evidence_id for link in board.list_links(hypothesis_id=hyp.id)} == {
+        own_evidence, other_evidence}
+    (verdict,) = board.list_verdicts(hypothesis_id=hyp.id)
+    assert set(verdict.evidence_ids) == {own_evidence, other_evidence}
+
+
+async def test_a_judge_link_of_an_unknown_id_is_refused_and_nothing_is_linked(board) -> None:
+    answers: list[str] = []
+
+    def judge(request: ModelRequest) -> ModelResponse:
+        if len(request.messages) == 1:
+            return tool_call("link_evidence", {"evidence_id": "E99", "stance": "supports",
+                                               "reading": "r"})
+        answers.append(request.messages[-1].content)  # type: ignore[union-attr]
+        return tool_call("request_more_evidence", {"hints": "compare within segment"})
+
+    ctx = _context(board, FunctionModel(judge))
+    hyp = board.add_hypothesis("Referral customers churn less",
+                               investigation_id=ctx.investigation_id)
+    await roles.judge(ctx, hyp.id, can_send_back=True, can_refine=False, summary=None)
+    assert "E99" in answers[0] and board.list_links(hypothesis_id=hyp.id) == []
