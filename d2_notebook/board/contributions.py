@@ -15,6 +15,7 @@ from collections.abc import Sequence
 
 from d2_notebook.board.records import (
     MINOR_SHARE_LIMIT,
+    NEGLIGIBLE_SHARE,
     Contribution,
     ContributionRole,
     HypothesisStatus,
@@ -90,7 +91,9 @@ def check_contribution(contribution: Contribution, status: HypothesisStatus,
     Rules: a major or minor contributor is supported; no contributor is contradicted (the
     data shows no effect), and its effect's interval must hold zero — an effect whose
     interval excludes zero is real, so a small one is a minor contributor, not a
-    contradiction; an inconclusive verdict gives no size. For a hypothesis that says the
+    contradiction, unless it is an exact figure (interval equal to it) whose share of the
+    change is under :data:`~d2_notebook.board.records.NEGLIGIBLE_SHARE`; an inconclusive
+    verdict gives no size. For a hypothesis that says the
     factor does *not* matter (``claims_absence``, see :func:`states_absence`) the
     polarity turns: no contributor supports it, a major or minor one contradicts it.
     The effect lies in its interval; a share, when given, lies in its interval, and a
@@ -132,11 +135,15 @@ def check_contribution(contribution: Contribution, status: HypothesisStatus,
             f"the effect {contribution.effect:g} is not inside its interval "
             f"[{contribution.ci_low:g}, {contribution.ci_high:g}]: give ci_low <= effect <= "
             "ci_high as the evidence's row states them")
-    if role is ContributionRole.NONE and (contribution.ci_low > 0 or contribution.ci_high < 0):
+    if (role is ContributionRole.NONE and (contribution.ci_low > 0 or contribution.ci_high < 0)
+            and not _negligible_exact(contribution)):
+        exact = (f" An exact figure (interval equal to it) is no effect only when its share "
+                 f"of the change, copied from a cited row, is under {NEGLIGIBLE_SHARE:.0%}."
+                 if contribution.ci_low == contribution.ci_high else "")
         raise InvalidRecordError(
             f"the effect's interval [{contribution.ci_low:g}, {contribution.ci_high:g}] excludes "
             "zero, so the factor is real: support it as a minor contributor with its size "
-            "(role minor) instead of contradicting it")
+            f"(role minor) instead of contradicting it.{exact}")
     _check_share(contribution)
     if contribution.evidence_id not in cited:
         raise InvalidRecordError(
@@ -146,6 +153,14 @@ def check_contribution(contribution: Contribution, status: HypothesisStatus,
     if not contribution.measure.strip():
         raise InvalidRecordError("say what the effect measures (contribution measure, e.g. "
                                  "'rate change of the segment')")
+
+
+def _negligible_exact(contribution: Contribution) -> bool:
+    """Whether the size is an exact figure (its interval is the figure itself) whose share
+    of the change is under :data:`NEGLIGIBLE_SHARE`: no effect, though not zero."""
+    share = contribution.share
+    return (contribution.ci_low == contribution.effect == contribution.ci_high
+            and isinstance(share, int | float) and abs(share) < NEGLIGIBLE_SHARE)
 
 
 def _check_share(contribution: Contribution) -> None:

@@ -244,12 +244,18 @@ class ContributionRole(StrEnum):
     MINOR = "minor"
     """Real but small: its effect's interval excludes zero, its share is small."""
     NONE = "none"
-    """Measured and found without effect: its effect's interval holds zero."""
+    """Measured and found without effect: its effect's interval holds zero (or, for an
+    exact figure, its share of the change is negligible: :data:`NEGLIGIBLE_SHARE`)."""
 
 
 MINOR_SHARE_LIMIT = 0.5
 """A minor contributor explains less than this share of a change; a factor that explains
 this much or more is major."""
+
+NEGLIGIBLE_SHARE = 0.01
+"""An exact figure (no sampling in it: a what-if over every row, its interval equal to it)
+that explains less than this share of a change is no effect: exact arithmetic makes any
+non-zero figure "exclude zero", down to rounding in the data, so its share decides."""
 
 
 @dataclass(frozen=True)

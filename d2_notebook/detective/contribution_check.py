@@ -19,7 +19,7 @@ import numpy as np
 import pandas as pd
 
 from d2_notebook.board import Board, Contribution, ContributionRole
-from d2_notebook.board.records import MINOR_SHARE_LIMIT
+from d2_notebook.board.records import MINOR_SHARE_LIMIT, NEGLIGIBLE_SHARE
 
 HYPOTHESIS_SAYS = {"it matters": False, "it does not matter": True}
 """The judge's reading of the hypothesis → whether it claims the factor's absence."""
@@ -57,7 +57,9 @@ CONTRIBUTION_PROPERTIES: dict[str, Any] = {
             "from its dimension's '(mix of all segments)' row; an exact figure with no "
             "sampling in it, such as a what-if computed over every row, from a cell that "
             "holds it (a query's difference column, not two cells subtracted) with ci_low "
-            "and ci_high equal to it). Numbers are copied as the row holds them, sign "
+            "and ci_high equal to it; such a figure is no effect, role none, when its "
+            "share of the change, copied from a cited row, is under "
+            f"{NEGLIGIBLE_SHARE:.0%}). Numbers are copied as the row holds them, sign "
             "included (a positive 'loss' stays positive: say what it is in measure). A "
             f"minor contributor explains less than {MINOR_SHARE_LIMIT:.0%} of a change."),
         "properties": {

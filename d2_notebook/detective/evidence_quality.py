@@ -23,7 +23,8 @@ DISCOUNT_PROPERTIES: dict[str, Any] = {
             "record that is absent: no evidence either way, never against), "
             "unreliable_source (contradicted by a more reliable source, or unconfirmed), "
             "superseded (a later or more direct result replaces it), off_target (it does "
-            "not measure what the hypothesis claims)"),
+            "not measure what the hypothesis claims); evidence set aside is not also "
+            "cited in evidence_ids"),
         "items": {
             "type": "object", "required": ["evidence_id", "reason", "explanation"],
             "properties": {
