@@ -346,8 +346,9 @@ def submit_tool(decision: CollectorDecision, ctx: TeamContext, hypothesis_id: st
         return "submitted to the judge"
 
     return tool("submit_for_judgement", "Hand the hypothesis to the judge with a short summary "
-                "(what you tested, what you could not). Ends your turn. Refused until at "
-                "least one evidence is linked to the hypothesis.",
+                "(what you tested, what you could not), citing evidence in brackets: [E4], "
+                "or this turn's query ids, [Q7], which become their evidence ids. Ends your "
+                "turn. Refused until at least one evidence is linked to the hypothesis.",
                 {"summary": STRING_SCHEMA}, submit, ends_turn=True, writes_board=True)
 
 
