@@ -149,29 +149,43 @@ async def test_an_exact_what_if_figure_is_sized_with_its_interval_equal_to_it(ct
     assert ctx.board.latest_verdict(hyp).contribution.ci_high == -0.0125
 
 
-async def test_a_negligible_exact_figure_is_no_effect_by_its_share(ctx, sql):
+async def test_a_negligible_exact_figure_is_no_effect(ctx, sql):
     """An exact what-if that is not zero only through rounding in the data (a real-model
     judge had a within-product price effect of 0.000016 on a 14.8 drop forced to a
-    "real" minor contributor): with its share of the change under 1%, copied from the
-    row, it is no effect; without a share, or with a share of 1% or more, it stays real."""
+    "real" minor contributor) is no effect when it is under 1% of the figures it compares
+    in its row, or its share of the change, copied from a row, is under 1%; a difference
+    of 2% of its levels stays real."""
+
+    def what_if(select: str, stance: str = "contradicts") -> str:
+        result = sql.run(select)
+        evidence = ctx.board.add_evidence(result.sql, result.frame, description="what-if",
+                                          investigation_id=ctx.investigation_id).id
+        ctx.board.link(evidence, hyp, stance, actor="collector")
+        return evidence
+
+    def size(evidence: str, effect: float, **more: float) -> dict:
+        return {"role": "none", "evidence_id": evidence, "measure": "what-if difference",
+                "effect": effect, "ci_low": effect, "ci_high": effect, **more}
+
     hyp = ctx.board.add_hypothesis("Prices fell within products",
                                    investigation_id=ctx.investigation_id).id
-    what_if = sql.run("SELECT 0.000016 AS price_effect, 0.0000011 AS share_of_drop, "
-                      "0.02 AS share_if_large")
-    evidence = ctx.board.add_evidence(what_if.sql, what_if.frame, description="what-if",
-                                      investigation_id=ctx.investigation_id).id
-    ctx.board.link(evidence, hyp, "contradicts", actor="collector")
-    exact = {"role": "none", "evidence_id": evidence, "measure": "within-product price effect",
-             "effect": 0.000016, "ci_low": 0.000016, "ci_high": 0.000016}
-    failed, answer = await _verdict(ctx, hyp, [evidence], "contradicted", contribution=exact)
-    assert failed and "its share of the change, copied from a cited row, is under 1%" in answer
-    failed, answer = await _verdict(ctx, hyp, [evidence], "contradicted",
-                                    contribution={**exact, "share": 0.02})
-    assert failed and "excludes zero, so the factor is real" in answer
-    failed, answer = await _verdict(ctx, hyp, [evidence], "contradicted",
-                                    contribution={**exact, "share": 0.0000011})
+    alone = what_if("SELECT 0.000016 AS price_effect, 0.0000011 AS share_of_drop")
+    failed, answer = await _verdict(ctx, hyp, [alone], "contradicted",
+                                    contribution=size(alone, 0.000016))
+    assert failed and "under 1% of the largest figure in its row" in answer
+    beside_levels = what_if("SELECT 89.11 AS avg_net, 89.110016 AS avg_net_at_list_price, "
+                            "0.000016 AS price_effect")
+    failed, answer = await _verdict(ctx, hyp, [beside_levels], "contradicted",
+                                    contribution=size(beside_levels, 0.000016))
     assert not failed, answer
     assert ctx.board.latest_verdict(hyp).contribution.role is ContributionRole.NONE
+    failed, answer = await _verdict(ctx, hyp, [alone], "contradicted",
+                                    contribution=size(alone, 0.000016, share=0.0000011))
+    assert not failed, answer
+    real = what_if("SELECT 0.50 AS rate_before, 0.51 AS rate_after, 0.01 AS difference")
+    failed, answer = await _verdict(ctx, hyp, [real], "contradicted",
+                                    contribution=size(real, 0.01))
+    assert failed and "excludes zero, so the factor is real" in answer
 
 
 async def test_a_main_cause_is_not_minor(ctx, result):

@@ -85,15 +85,17 @@ def states_absence(statement: str) -> bool:
 
 
 def check_contribution(contribution: Contribution, status: HypothesisStatus,
-                       cited: Sequence[str], *, claims_absence: bool = False) -> None:
+                       cited: Sequence[str], *, claims_absence: bool = False,
+                       row_scale: float | None = None) -> None:
     """Refuse a size that does not fit the verdict.
 
     Rules: a major or minor contributor is supported; no contributor is contradicted (the
     data shows no effect), and its effect's interval must hold zero — an effect whose
     interval excludes zero is real, so a small one is a minor contributor, not a
-    contradiction, unless it is an exact figure (interval equal to it) whose share of the
-    change is under :data:`~d2_notebook.board.records.NEGLIGIBLE_SHARE`; an inconclusive
-    verdict gives no size. For a hypothesis that says the
+    contradiction, unless it is an exact figure (interval equal to it) under
+    :data:`~d2_notebook.board.records.NEGLIGIBLE_SHARE` of the change (its share) or of
+    ``row_scale`` (the largest figure of the evidence row that holds it: the levels it
+    compares); an inconclusive verdict gives no size. For a hypothesis that says the
     factor does *not* matter (``claims_absence``, see :func:`states_absence`) the
     polarity turns: no contributor supports it, a major or minor one contradicts it.
     The effect lies in its interval; a share, when given, lies in its interval, and a
@@ -136,9 +138,11 @@ def check_contribution(contribution: Contribution, status: HypothesisStatus,
             f"[{contribution.ci_low:g}, {contribution.ci_high:g}]: give ci_low <= effect <= "
             "ci_high as the evidence's row states them")
     if (role is ContributionRole.NONE and (contribution.ci_low > 0 or contribution.ci_high < 0)
-            and not _negligible_exact(contribution)):
-        exact = (f" An exact figure (interval equal to it) is no effect only when its share "
-                 f"of the change, copied from a cited row, is under {NEGLIGIBLE_SHARE:.0%}."
+            and not _negligible_exact(contribution, row_scale)):
+        exact = (f" An exact figure (interval equal to it) is no effect only when it is under "
+                 f"{NEGLIGIBLE_SHARE:.0%} of the largest figure in its row (the levels it "
+                 "compares) or its share of the change, copied from a cited row, is under "
+                 f"{NEGLIGIBLE_SHARE:.0%}."
                  if contribution.ci_low == contribution.ci_high else "")
         raise InvalidRecordError(
             f"the effect's interval [{contribution.ci_low:g}, {contribution.ci_high:g}] excludes "
@@ -155,12 +159,15 @@ def check_contribution(contribution: Contribution, status: HypothesisStatus,
                                  "'rate change of the segment')")
 
 
-def _negligible_exact(contribution: Contribution) -> bool:
-    """Whether the size is an exact figure (its interval is the figure itself) whose share
-    of the change is under :data:`NEGLIGIBLE_SHARE`: no effect, though not zero."""
-    share = contribution.share
-    return (contribution.ci_low == contribution.effect == contribution.ci_high
-            and isinstance(share, int | float) and abs(share) < NEGLIGIBLE_SHARE)
+def _negligible_exact(contribution: Contribution, row_scale: float | None) -> bool:
+    """Whether the size is an exact figure (its interval is the figure itself) under
+    :data:`NEGLIGIBLE_SHARE` of the change (its share) or of ``row_scale``: no effect,
+    though not zero."""
+    if not contribution.ci_low == contribution.effect == contribution.ci_high:
+        return False
+    share, size = contribution.share, abs(contribution.effect)
+    return ((isinstance(share, int | float) and abs(share) < NEGLIGIBLE_SHARE)
+            or (row_scale is not None and size < NEGLIGIBLE_SHARE * abs(row_scale)))
 
 
 def _check_share(contribution: Contribution) -> None:

@@ -264,6 +264,7 @@ class HypothesisRecords(BoardStore):
         discounted: Iterable[Discount] = (),
         contribution: Contribution | None = None,
         claims_absence: bool | None = None,
+        row_scale: float | None = None,
     ) -> Verdict:
         """Record a verdict and move the hypothesis to its status and confidence.
 
@@ -275,6 +276,9 @@ class HypothesisRecords(BoardStore):
             claims_absence: Whether the hypothesis says the sized factor does not matter,
                 as the judge states it; None reads it from the statement's wording
                 (:func:`states_absence`).
+            row_scale: The largest magnitude among the numbers of the evidence row
+                that holds the size (the figures an exact what-if compares), when the
+                caller found it; an exact figure under 1% of it is no effect.
 
         Raises:
             InvalidRecordError: status is not a verdict, confidence outside 0–1, an
@@ -296,7 +300,8 @@ class HypothesisRecords(BoardStore):
         if contribution is not None:
             statement = self.get_hypothesis(hypothesis_id).statement
             absence = states_absence(statement) if claims_absence is None else claims_absence
-            check_contribution(contribution, status, cited, claims_absence=absence)
+            check_contribution(contribution, status, cited, claims_absence=absence,
+                               row_scale=row_scale)
         stamp = now()
         with self._write() as conn:
             self._require(conn, "hypotheses", hypothesis_id)

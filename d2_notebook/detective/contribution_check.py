@@ -25,7 +25,8 @@ HYPOTHESIS_SAYS = {"it matters": False, "it does not matter": True}
 """The judge's reading of the hypothesis → whether it claims the factor's absence."""
 
 
-__all__ = ["CONTRIBUTION_PROPERTIES", "MATCH_TOLERANCE", "SIZE_RULE", "read_contribution"]
+__all__ = ["CONTRIBUTION_PROPERTIES", "MATCH_TOLERANCE", "SIZE_RULE", "read_contribution",
+           "row_scale"]
 
 SIZE_RULE = ("A verdict on a factor states its size in contribution (effect and interval, "
              "and the share of a change it explains, copied from a cited evidence's row): "
@@ -57,10 +58,11 @@ CONTRIBUTION_PROPERTIES: dict[str, Any] = {
             "from its dimension's '(mix of all segments)' row; an exact figure with no "
             "sampling in it, such as a what-if computed over every row, from a cell that "
             "holds it (a query's difference column, not two cells subtracted) with ci_low "
-            "and ci_high equal to it; such a figure is no effect, role none, when its "
-            "share of the change, copied from a cited row, is under "
-            f"{NEGLIGIBLE_SHARE:.0%}). Numbers are copied as the row holds them, sign "
-            "included (a positive 'loss' stays positive: say what it is in measure). A "
+            "and ci_high equal to it; such a figure is no effect, role none, when it is "
+            f"under {NEGLIGIBLE_SHARE:.0%} of the figures it compares in its row, or its "
+            f"share of a change is under {NEGLIGIBLE_SHARE:.0%}). Numbers are copied as "
+            "the row holds them, sign included (a positive 'loss' stays positive: say "
+            "what it is in measure). A "
             f"minor contributor explains less than {MINOR_SHARE_LIMIT:.0%} of a change."),
         "properties": {
             "role": {"type": "string", "enum": [r.value for r in ContributionRole]},
@@ -145,6 +147,21 @@ def read_contribution(board: Board, args: dict[str, Any], cited: list[str]) -> C
             "the cited evidence: copy share_of_change, share_low and share_high (fractions) "
             "from one row of a decompose result the verdict cites")
     return contribution
+
+
+def row_scale(board: Board, contribution: Contribution) -> float | None:
+    """The largest magnitude among the numbers of the first row of the size's evidence
+    that holds its effect and interval (the figures an exact what-if compares sit beside
+    its difference), or None when no row holds them."""
+    frame = board.evidence_frame(contribution.evidence_id)
+    numbers = [contribution.effect, contribution.ci_low, contribution.ci_high]
+    position = _row_holding(frame, numbers)
+    if position is None:
+        return None
+    row = frame.select_dtypes(include="number").iloc[position].to_numpy(dtype=float,
+                                                                        na_value=np.nan)
+    finite = [abs(v) for v in row if math.isfinite(v)]
+    return max(finite, default=None)
 
 
 def _row_holding(frame: pd.DataFrame, numbers: list[float]) -> int | None:

@@ -18,6 +18,7 @@ from d2_notebook.detective.contribution_check import (
     SIZE_RULE,
     claims_absence,
     read_contribution,
+    row_scale,
 )
 from d2_notebook.detective.coverage_view import board_coverage
 from d2_notebook.detective.decisions import (
@@ -115,7 +116,8 @@ def verdict_tools(ctx: TeamContext, agent: str, decision: JudgeDecision | Collec
             given = ctx.board.add_verdict(
                 target, args["status"], args["confidence"], args["rationale"], cited,
                 author=agent, round=ctx.round, discounted=discounted,
-                contribution=contribution, claims_absence=claims_absence(args))
+                contribution=contribution, claims_absence=claims_absence(args),
+                row_scale=row_scale(ctx.board, contribution) if contribution else None)
         status = HypothesisStatus(args["status"])
         if isinstance(decision, JudgeDecision):
             decision.judgement, decision.status = Judgement.VERDICT, status
