@@ -12,10 +12,12 @@ import pandas as pd
 import pytest
 
 from d2_notebook.board import Board
+from d2_notebook.board.records import ToolCall
 from d2_notebook.data import open_source
 from d2_notebook.detective import roles
 from d2_notebook.detective.context import TeamContext
 from d2_notebook.detective.decisions import Judgement
+from d2_notebook.detective.digest import board_digest
 from d2_notebook.detective.settings import InvestigationSettings
 from d2_notebook.detective.variant import ALL_VARIANTS, Role
 from d2_notebook.llm import ModelRequest, ModelResponse
@@ -118,3 +120,32 @@ async def test_a_judge_link_of_an_unknown_id_is_refused_and_nothing_is_linked(bo
                                investigation_id=ctx.investigation_id)
     await roles.judge(ctx, hyp.id, can_send_back=True, can_refine=False, summary=None)
     assert "E99" in answers[0] and board.list_links(hypothesis_id=hyp.id) == []
+
+
+def test_a_focused_digest_lists_analyses_run_for_other_hypotheses(board) -> None:
+    """A collector's digest names the analysis results recorded for other hypotheses (a
+    real-model team ran the same IT-against-the-rest compare_within three times), not its
+    own, and not plain queries."""
+    inv = board.start_investigation("Why is resolution slow?")
+    mine = board.add_hypothesis("IT tickets take longer", investigation_id=inv.id)
+    other = board.add_hypothesis("Hardware tickets take longer", investigation_id=inv.id)
+    frame = pd.DataFrame({"group": ["IT", "rest"], "days": [9.5, 4.1]})
+    compared = board.add_evidence("SELECT 1", frame, description=(
+        "compare_within: days for department = IT against the rest, within category"),
+        investigation_id=inv.id)
+    board.record_tool_call(compared.id, ToolCall("compare_within", {"metric": "days"}),
+                           actor="collector")
+    board.link(compared.id, other.id, "supports", "IT 9.5 days against 4.1", actor="collector")
+    own = board.add_evidence("SELECT 2", frame, description="trend of days by week",
+                             investigation_id=inv.id)
+    board.record_tool_call(own.id, ToolCall("trend", {"metric": "days"}), actor="collector")
+    board.link(own.id, mine.id, "supports", "rising", actor="collector")
+    plain = board.add_evidence("SELECT 3", frame, description="plain query",
+                               investigation_id=inv.id)
+    board.link(plain.id, other.id, "supports", "r", actor="collector")
+
+    text = board_digest(board, investigation_id=inv.id, focus=mine.id)
+    listed = text.split("ANALYSIS RESULTS ON THE BOARD FOR OTHER HYPOTHESES")[1]
+    assert f"{compared.id} compare_within: days for department = IT" in listed
+    assert own.id not in listed and plain.id not in listed
+    assert "ANALYSIS RESULTS" not in board_digest(board, investigation_id=inv.id)

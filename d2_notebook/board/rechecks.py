@@ -56,6 +56,12 @@ class RecheckRecords(BoardStore):
                             (evidence_id,))
         return ToolCall(found[0]["tool"], json.loads(found[0]["args"])) if found else None
 
+    def tool_calls(self) -> dict[str, ToolCall]:
+        """Every stored analysis-tool call, by the id of the evidence it produced."""
+        found = self._query("SELECT evidence_id, tool, args FROM evidence_tool_calls")
+        return {row["evidence_id"]: ToolCall(row["tool"], json.loads(row["args"]))
+                for row in found}
+
     def start_recheck(self, investigation_id: str, source: str, *, actor: str) -> RecheckRun:
         """Open re-check run ``R<n>`` of ``investigation_id`` on ``source``."""
         stamp = now()

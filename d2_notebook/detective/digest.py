@@ -63,6 +63,8 @@ def board_digest(
         covered = coverage.hypothesis_line(hyp.id) if coverage is not None else None
         if covered is not None:
             lines.append(f"    {covered}")
+    if focus is not None:
+        lines.extend(_other_analyses(board, hypotheses, links, evidence))
     linked = {link.evidence_id for link in links}
     loose = [e for e in evidence.values() if e.id not in linked]
     if loose and focus is None:
@@ -101,6 +103,29 @@ def _hypothesis_lines(
     elif hyp.status_reason:
         lines.append(f"    note: {_short(hyp.status_reason)}")
     return lines
+
+
+def _other_analyses(board: Board, shown: list[Hypothesis], links: list[Link],
+                    evidence: dict[str, Evidence]) -> list[str]:
+    """A focused digest's list of the analysis-tool results on the board that it does
+    not show (recorded for other hypotheses, or exploration), one line each, so a
+    collector or judge links one that tests its hypothesis instead of running the same
+    analysis again."""
+    ids = {h.id for h in shown}
+    seen = {link.evidence_id for link in links if link.hypothesis_id in ids}
+    seen.update(e for h in shown for e in h.motivated_by)
+    calls = board.tool_calls()
+    others = []
+    for item in evidence.values():
+        call = calls.get(item.id) if item.id not in seen else None
+        if call is not None:
+            named = item.description.startswith(call.tool)
+            text = item.description if named else f"{call.tool}: {item.description}"
+            others.append(f"  {item.id} {_short(text, 160)}")
+    if not others:
+        return []
+    return ["ANALYSIS RESULTS ON THE BOARD FOR OTHER HYPOTHESES (link_evidence one that "
+            "tests yours instead of running it again):", *others]
 
 
 def _evidence_text(item: Evidence) -> str:
