@@ -70,7 +70,7 @@ CREATE POLICY by_default ON watched FOR SELECT USING (EXISTS (SELECT 1
   FROM information_schema.columns c WHERE c.column_default = x));
 """
 PATH_OBJECTS = f"""
-CREATE TABLE accounts (id int, token text DEFAULT 'sk-live-{SECRET}-default');
+CREATE TABLE public.accounts (id int, token text DEFAULT 'sk-live-{SECRET}-default');
 """
 SHADOW_OBJECTS = """
 CREATE TABLE public.columns (column_default text, table_name text);
@@ -243,6 +243,12 @@ REACHED = [
      ("the column list after alias c", "by position")),
     (f"SELECT j AS v FROM ({_C} AS c CROSS JOIN (SELECT 1 AS one) AS o) AS j "
      f"WHERE j.{_ACCOUNTS}", ("j is the whole row of",)),
+    # the 6th column, column_default, renamed to a readable column's name (and the rest
+    # renamed, the real udt_name too)
+    (f"SELECT j.udt_name AS v FROM ((SELECT 1 AS one) AS o CROSS JOIN {_C} AS c) AS "
+     "j(one, table_catalog, table_schema, table_name, column_name, ordinal_position, "
+     f"udt_name, {', '.join(f'x{i}' for i in range(38))}) WHERE j.{_ACCOUNTS}",
+     ("the column list after alias j", "by position")),
     (f"SELECT table_name FROM {_C} WHERE column_default LIKE '%{SECRET}%'",
      ("column_default",)),
     (f"SELECT table_name FROM {_C} ORDER BY column_default", ("column_default",)),
@@ -317,6 +323,11 @@ READABLE = [
     (f'SELECT "columns".column_name FROM information_schema."columns" '
      f"WHERE {_ACCOUNTS} AND ordinal_position = 2", [("token",)]),
     (f"SELECT count(*) AS n FROM {_C} WHERE {_ACCOUNTS}", [(4,)]),
+    (f"SELECT count(*) AS columns FROM {_C} WHERE {_ACCOUNTS}", [(4,)]),
+    (f"SELECT j.column_name FROM ((SELECT 1 AS one) AS o CROSS JOIN {_C} AS c) AS j "
+     f"WHERE j.{_ACCOUNTS} AND j.ordinal_position = 1", [("id",)]),
+    ("SELECT t.typname, t.xmin IS NOT NULL AS x FROM pg_type AS t "
+     "WHERE t.typname = 'apikey'", [("apikey", True)]),
     (f"SELECT * FROM (SELECT table_name, column_name FROM {_C}) AS s "
      "WHERE table_name = 'accounts' AND column_name = 'id'", [("accounts", "id")]),
     ("SELECT * FROM information_schema.tables WHERE table_name = 'accounts'", None),
