@@ -249,6 +249,11 @@ REACHED = [
      "j(one, table_catalog, table_schema, table_name, column_name, ordinal_position, "
      f"udt_name, {', '.join(f'x{i}' for i in range(38))}) WHERE j.{_ACCOUNTS}",
      ("the column list after alias j", "by position")),
+    # PostgreSQL keeps 63 bytes of a name: these two aliases are one
+    (f"SELECT to_jsonb({'a' * 63}y) AS v FROM {_C} AS {'a' * 63}x "
+     f"WHERE {'a' * 63}z.{_ACCOUNTS}", ("is the whole row of",)),
+    (f"SELECT {'a' * 63}y.to_jsonb AS v FROM pg_type AS {'a' * 63}x "
+     "WHERE typname = 'apikey'", ("has no column to_jsonb",)),
     (f"SELECT table_name FROM {_C} WHERE column_default LIKE '%{SECRET}%'",
      ("column_default",)),
     (f"SELECT table_name FROM {_C} ORDER BY column_default", ("column_default",)),
@@ -326,6 +331,8 @@ READABLE = [
     (f"SELECT count(*) AS columns FROM {_C} WHERE {_ACCOUNTS}", [(4,)]),
     (f"SELECT j.column_name FROM ((SELECT 1 AS one) AS o CROSS JOIN {_C} AS c) AS j "
      f"WHERE j.{_ACCOUNTS} AND j.ordinal_position = 1", [("id",)]),
+    (f"SELECT {'a' * 63}y.typname AS v FROM pg_type AS {'a' * 63}x "
+     "WHERE typname = 'apikey'", [("apikey",)]),
     ("SELECT t.typname, t.xmin IS NOT NULL AS x FROM pg_type AS t "
      "WHERE t.typname = 'apikey'", [("apikey", True)]),
     (f"SELECT * FROM (SELECT table_name, column_name FROM {_C}) AS s "

@@ -134,6 +134,15 @@ Refusal = tuple[str, str]
 _Found = list[tuple[exp.Table, PartlyRefused]]
 """The statement's tables that are such relations, with what they resolved to."""
 _LITERALS = "a literal written in DDL can be a credential"
+_NAME_BYTES = 63
+"""PostgreSQL keeps the first 63 bytes of an identifier (NAMEDATALEN - 1)."""
+
+
+def _name(written: str) -> str:
+    """A name as PostgreSQL compares it — clipped to :data:`_NAME_BYTES`, so two long
+    aliases that differ only past them are one — then lower-cased (quoted or not:
+    conservative)."""
+    return str(written).encode()[:_NAME_BYTES].decode("utf-8", "ignore").lower()
 
 
 def column_refusal(sql: str, reads: Mapping[tuple[str, ...], PartlyRefused]
@@ -177,7 +186,7 @@ def _row_names(found: _Found) -> dict[str, list[PartlyRefused]]:
     and every alias of :func:`_aliases`."""
     rows: dict[str, list[PartlyRefused]] = {}
     for table, read in found:
-        names = {table.name.lower()} | {alias.name.lower() for alias in _aliases(table)}
+        names = {_name(table.name)} | {_name(alias.name) for alias in _aliases(table)}
         for name in names:
             rows.setdefault(name, []).append(read)
     return rows
@@ -206,7 +215,7 @@ def _natural(tree: exp.Expression, found: _Found) -> Refusal | None:
 def _named(tree: exp.Expression, found: _Found) -> Refusal | None:
     refused = {column: read for _, read in found for column in read.refused}
     for node in tree.find_all(exp.Identifier, exp.Var):
-        name = str(node.name).lower()
+        name = _name(node.name)
         if name in refused and not isinstance(node.parent, exp.Table):
             read = refused[name]
             return (f"column {read.relation}.{name} is not readable: it is "
@@ -221,7 +230,7 @@ def _stars(tree: exp.Expression, found: _Found, rows: Mapping[str, list[PartlyRe
         if isinstance(parent, exp.Count | exp.Dot):  # count(*); (expr).* checks expr
             continue
         if isinstance(parent, exp.Column):
-            written, reads = f"{parent.table.lower()}.*", rows.get(parent.table.lower(), [])
+            written, reads = f"{_name(parent.table)}.*", rows.get(_name(parent.table), [])
         else:
             select = star.find_ancestor(exp.Select)
             written = "`*`"
@@ -252,14 +261,14 @@ def _outside_queries(node: exp.Expression) -> Iterator[exp.Expression]:
 def _whole_rows(tree: exp.Expression, rows: Mapping[str, list[PartlyRefused]]
                 ) -> Refusal | None:
     for node in tree.find_all(exp.Identifier, exp.Var):
-        name = str(node.name).lower()
+        name = _name(node.name)
         parent = node.parent
         if name not in rows or isinstance(parent, exp.Table | exp.TableAlias) \
                 or (isinstance(parent, exp.Alias) and node.arg_key == "alias"):
             continue  # a relation's name, an alias being defined
         if isinstance(parent, exp.Column) and node.arg_key == "table" \
                 and not isinstance(parent.this, exp.Star):
-            field = parent.name.lower()
+            field = _name(parent.name)
             lacking = [read for read in rows[name] if field not in read.columns]
             if not lacking:
                 continue  # name.column (a refused column was refused by _named)
