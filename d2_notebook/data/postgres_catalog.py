@@ -46,7 +46,12 @@ from dataclasses import dataclass, field
 from typing import Any, NoReturn
 
 from d2_notebook.data.dialects import Dialect
-from d2_notebook.data.postgres_columns import REFUSED_COLUMNS, PartlyRefused, column_refusal
+from d2_notebook.data.postgres_columns import (
+    REFUSED_COLUMNS,
+    PartlyRefused,
+    column_refusal,
+    compared_name,
+)
 from d2_notebook.data.postgres_implicit import check_database, user_function
 from d2_notebook.data.sqlglot_guard import GuardedStatement, check_statement
 from d2_notebook.errors import UnsafeSQLError
@@ -374,9 +379,10 @@ def _check_policies(walk: _Walk, oid: int, qualified: str, depth: int) -> None:
 def _check_functions(walk: _Walk, statement: GuardedStatement, depth: int) -> None:
     """Check every user function the statement may call: by name, and by attribute
     notation (``x.name`` is ``name(x)`` when ``x`` has no column ``name``: a function of
-    that name callable with one argument is held to the rules of a call)."""
-    called = {ref.name for ref in statement.function_refs}
-    names = sorted(called | statement.fields)
+    that name callable with one argument is held to the rules of a call). Names are
+    looked up as the server reads them, clipped to 63 bytes."""
+    called = {compared_name(ref.name) for ref in statement.function_refs}
+    names = sorted(called | {compared_name(name) for name in statement.fields})
     defined: set[str] = set()
     if names:
         rows = walk.connection.exec_driver_sql(_FUNCTIONS_SQL, {"names": names}).fetchall()
@@ -411,7 +417,8 @@ def _check_functions(walk: _Walk, statement: GuardedStatement, depth: int) -> No
                 if atomic else source
             _check_definition(walk, label, _body_statements(str(body or "")), depth)
     for ref in sorted(statement.function_refs, key=lambda r: (r.schema, r.name)):
-        if ref.name in statement.unknown_functions and ref.name not in defined:
+        if ref.name in statement.unknown_functions \
+                and compared_name(ref.name) not in defined:
             _refuse(f"function {ref.name}() is not allowed: it is not in d2's "
                     "reviewed PostgreSQL function table and the database defines no "
                     "function of that name", "remove it or check the name")

@@ -39,7 +39,7 @@ from sqlglot import exp
 from d2_notebook.data.dialects import Dialect
 from d2_notebook.data.sqlglot_guard import relation_parts
 
-__all__ = ["REFUSED_COLUMNS", "PartlyRefused", "column_refusal"]
+__all__ = ["REFUSED_COLUMNS", "PartlyRefused", "column_refusal", "compared_name"]
 
 REFUSED_COLUMNS: Mapping[str, Mapping[str, str]] = {
     "information_schema.check_constraints": {
@@ -138,7 +138,7 @@ _NAME_BYTES = 63
 """PostgreSQL keeps the first 63 bytes of an identifier (NAMEDATALEN - 1)."""
 
 
-def _name(written: str) -> str:
+def compared_name(written: str) -> str:
     """A name as PostgreSQL compares it — clipped to :data:`_NAME_BYTES`, so two long
     aliases that differ only past them are one — then lower-cased (quoted or not:
     conservative)."""
@@ -186,8 +186,8 @@ def _row_names(found: _Found) -> dict[str, list[PartlyRefused]]:
     and every alias of :func:`_aliases`."""
     rows: dict[str, list[PartlyRefused]] = {}
     for table, read in found:
-        names = {_name(table.name)} | {_name(alias.name) for alias in _aliases(table)}
-        for name in names:
+        names = [table.name, *(alias.name for alias in _aliases(table))]
+        for name in {compared_name(name) for name in names}:
             rows.setdefault(name, []).append(read)
     return rows
 
@@ -215,7 +215,7 @@ def _natural(tree: exp.Expression, found: _Found) -> Refusal | None:
 def _named(tree: exp.Expression, found: _Found) -> Refusal | None:
     refused = {column: read for _, read in found for column in read.refused}
     for node in tree.find_all(exp.Identifier, exp.Var):
-        name = _name(node.name)
+        name = compared_name(node.name)
         if name in refused and not isinstance(node.parent, exp.Table):
             read = refused[name]
             return (f"column {read.relation}.{name} is not readable: it is "
@@ -230,7 +230,8 @@ def _stars(tree: exp.Expression, found: _Found, rows: Mapping[str, list[PartlyRe
         if isinstance(parent, exp.Count | exp.Dot):  # count(*); (expr).* checks expr
             continue
         if isinstance(parent, exp.Column):
-            written, reads = f"{_name(parent.table)}.*", rows.get(_name(parent.table), [])
+            qualifier = compared_name(parent.table)
+            written, reads = f"{qualifier}.*", rows.get(qualifier, [])
         else:
             select = star.find_ancestor(exp.Select)
             written = "`*`"
@@ -261,14 +262,14 @@ def _outside_queries(node: exp.Expression) -> Iterator[exp.Expression]:
 def _whole_rows(tree: exp.Expression, rows: Mapping[str, list[PartlyRefused]]
                 ) -> Refusal | None:
     for node in tree.find_all(exp.Identifier, exp.Var):
-        name = _name(node.name)
+        name = compared_name(node.name)
         parent = node.parent
         if name not in rows or isinstance(parent, exp.Table | exp.TableAlias) \
                 or (isinstance(parent, exp.Alias) and node.arg_key == "alias"):
             continue  # a relation's name, an alias being defined
         if isinstance(parent, exp.Column) and node.arg_key == "table" \
                 and not isinstance(parent.this, exp.Star):
-            field = _name(parent.name)
+            field = compared_name(parent.name)
             lacking = [read for read in rows[name] if field not in read.columns]
             if not lacking:
                 continue  # name.column (a refused column was refused by _named)
