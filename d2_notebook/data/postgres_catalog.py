@@ -141,11 +141,6 @@ _OPERATORS_SQL = (
     "ORDER BY 1, 2"
 )
 _SQL_BODY = "SELECT pg_catalog.pg_get_function_sqlbody(%(oid)s::pg_catalog.oid)"
-_COLUMNS_SQL = (
-    "SELECT a.attname::pg_catalog.text FROM pg_catalog.pg_attribute a "
-    "WHERE a.attrelid OPERATOR(pg_catalog.=) pg_catalog.to_regclass(%(name)s) "
-    "AND NOT a.attisdropped"  # system columns (ctid, xmin) too: no attribute notation
-)
 
 
 def _depends_on(owner: str, owner_catalog: str, target_catalog: str) -> str:
@@ -243,7 +238,7 @@ class _Walk:
     timeout_s: float
     seen: set[int]
     operators: list[tuple[str, str, str]] | None = None
-    columns: dict[str, frozenset[str]] = field(default_factory=dict)
+    partly_refused: dict[str, PartlyRefused] = field(default_factory=dict)
 
 
 def check_catalog(connection: Any, statement: GuardedStatement, *, timeout_s: float) -> None:
@@ -273,7 +268,9 @@ def _check(walk: _Walk, statement: GuardedStatement, *, depth: int) -> None:
     for relation in sorted(statement.relations):
         system = _check_relation(walk, ".".join(relation), depth)
         if system in REFUSED_COLUMNS:
-            partly_refused[relation] = PartlyRefused(system, _columns(walk, system))
+            if system not in walk.partly_refused:
+                walk.partly_refused[system] = PartlyRefused.read(walk.connection, system)
+            partly_refused[relation] = walk.partly_refused[system]
     refusal = column_refusal(statement.sql, partly_refused) if partly_refused else None
     if refusal is not None:
         _refuse(*refusal)
@@ -302,14 +299,6 @@ def _check_types(walk: _Walk, names: list[str], context: str, fix: str) -> None:
            else f"the constraint {detail} of domain {reached}")
     _refuse(f"{context} type {written}, which runs function {schema}.{name}() through "
             f"{how}; the guard does not check that function", fix.format(written=written))
-
-
-def _columns(walk: _Walk, relation: str) -> frozenset[str]:
-    """Every column of system relation ``relation`` (looked up once per statement)."""
-    if relation not in walk.columns:
-        rows = walk.connection.exec_driver_sql(_COLUMNS_SQL, {"name": relation}).fetchall()
-        walk.columns[relation] = frozenset(str(name).lower() for (name,) in rows)
-    return walk.columns[relation]
 
 
 def _check_relation(walk: _Walk, name: str, depth: int) -> str | None:

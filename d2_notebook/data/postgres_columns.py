@@ -32,6 +32,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
+from typing import Any
 
 import sqlglot
 from sqlglot import exp
@@ -113,6 +114,14 @@ class PartlyRefused:
     relation: str
     columns: frozenset[str]
 
+    @classmethod
+    def read(cls, connection: Any, relation: str) -> PartlyRefused:
+        """``relation`` with its columns as the server has them (system columns such as
+        ``ctid`` too: they are columns, not attribute notation), through ``connection``
+        (SQLAlchemy, in the statement's transaction)."""
+        rows = connection.exec_driver_sql(_COLUMNS_SQL, {"name": relation}).fetchall()
+        return cls(relation, frozenset(str(name).lower() for (name,) in rows))
+
     @property
     def refused(self) -> Mapping[str, str]:
         """Its refused columns, each with what it shows."""
@@ -134,6 +143,11 @@ Refusal = tuple[str, str]
 _Found = list[tuple[exp.Table, PartlyRefused]]
 """The statement's tables that are such relations, with what they resolved to."""
 _LITERALS = "a literal written in DDL can be a credential"
+_COLUMNS_SQL = (
+    "SELECT a.attname::pg_catalog.text FROM pg_catalog.pg_attribute a "
+    "WHERE a.attrelid OPERATOR(pg_catalog.=) pg_catalog.to_regclass(%(name)s) "
+    "AND NOT a.attisdropped"
+)
 _NAME_BYTES = 63
 """PostgreSQL keeps the first 63 bytes of an identifier (NAMEDATALEN - 1)."""
 
