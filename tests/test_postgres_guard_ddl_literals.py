@@ -230,6 +230,8 @@ REACHED = [
      ("has no column to_jsonb", "to_jsonb(c)")),
     (f"SELECT (c).column_default AS v FROM {_C} AS c WHERE c.{_ACCOUNTS}",
      ("column_default",)),
+    (f"SELECT column_default(c) AS v FROM {_C} AS c WHERE c.{_ACCOUNTS}",
+     ("c is the whole row of",)),  # field selection in functional notation
     (f"SELECT e.value AS v FROM {_C} AS c, LATERAL jsonb_each_text(to_jsonb(c)) AS e "
      f"WHERE c.{_ACCOUNTS}", ("c is the whole row of",)),
     (f"SELECT v FROM (SELECT column_default AS v FROM {_C} WHERE {_ACCOUNTS}) AS s",
