@@ -32,6 +32,7 @@ from d2_notebook.errors import QueryFailedError, UnsafeSQLError
 
 SECRET = "R5-SECRET-7719"
 PASSWORD = "R5-PW-4410"
+LONG = "long_" + "n" * 58  # 63 bytes: PostgreSQL clips longer names to this
 
 
 def _leak(signature: str, returns: str) -> str:
@@ -51,6 +52,8 @@ CREATE FUNCTION audit_info(p people) RETURNS text LANGUAGE sql SECURITY DEFINER 
   $f$ SELECT string_agg(rolname || ':' || coalesce(rolpassword, '-'), ', ')
       FROM pg_authid WHERE rolname = 'd2_victim_r5' $f$;
 CREATE FUNCTION display(p people) RETURNS text LANGUAGE sql AS $$ SELECT p.full_name $$;
+CREATE FUNCTION {LONG}(p people) RETURNS text LANGUAGE plpgsql AS
+  $f$ BEGIN RETURN current_setting('d2.secret'); END $f$;
 CREATE FUNCTION initial(p people) RETURNS text LANGUAGE sql AS $$ SELECT left(p.first, 1) $$;
 
 CREATE EXTENSION file_fdw;
@@ -188,6 +191,8 @@ def refused(source: SQLAlchemySource, sql: str, *fragments: str) -> str:
      ("function public.audit_info()", "SECURITY DEFINER")),
     ("SELECT display(p) AS v FROM people AS p", SECRET,
      ("function public.display() is refused", "function public.full_name()")),
+    (f"SELECT p.{LONG}_past_63_bytes AS v FROM people AS p", SECRET,
+     (f"function public.{LONG}() (called by .{LONG}", "written in plpgsql")),
 ])
 def test_attribute_notation_is_checked_as_a_call(cluster, sources, sql, shown, fragments):
     assert shown in unguarded(cluster, "d2_round5", sql)

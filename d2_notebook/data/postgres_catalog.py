@@ -6,8 +6,13 @@ role, same ``search_path``), before it runs:
 
 - every relation: a system catalog or ``information_schema`` view must be in
   :data:`SYSTEM_RELATIONS` (settings, configuration files, other sessions and credentials
-  are not); a user view is allowed only if its definition (``pg_get_viewdef``) passes the
-  whole guard, recursively; a foreign table is refused (it reads another server or a file);
+  are not), and of those the columns that show literals written in DDL
+  (:data:`~d2_notebook.data.postgres_columns.REFUSED_COLUMNS`: defaults, CHECK clauses,
+  view and index definitions, expression trees) are not read, by name, ``*`` or a
+  whole-row reference (:func:`~d2_notebook.data.postgres_columns.column_refusal`, on the
+  statement and on every definition checked for it); a user view is allowed only if its
+  definition (``pg_get_viewdef``) passes the whole guard, recursively; a foreign table is
+  refused (it reads another server or a file);
 - every function name that a user-defined function carries (in any schema, so one that
   shadows a built-in is found too): only a plain ``LANGUAGE sql`` function whose body
   passes the whole guard runs; ``SECURITY DEFINER``, other languages, user aggregates and
@@ -37,10 +42,16 @@ change what they read.
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, NoReturn
 
 from d2_notebook.data.dialects import Dialect
+from d2_notebook.data.postgres_columns import (
+    REFUSED_COLUMNS,
+    PartlyRefused,
+    column_refusal,
+    compared_name,
+)
 from d2_notebook.data.postgres_implicit import check_database, user_function
 from d2_notebook.data.sqlglot_guard import GuardedStatement, check_statement
 from d2_notebook.errors import UnsafeSQLError
@@ -83,7 +94,8 @@ user mappings, column defaults: ``pg_attrdef``'s expression trees hold the liter
 default was written with) — the planner's statistics too (``pg_stats``, ``pg_stats_ext``,
 ``pg_stats_ext_exprs``): their sampled values of the catalogs themselves (role settings,
 function sources, password hashes) are the values this list keeps out; a model reads the
-distribution of the data through the data."""
+distribution of the data through the data. Some of their columns are refused:
+:data:`~d2_notebook.data.postgres_columns.REFUSED_COLUMNS`."""
 
 _SYSTEM_SCHEMAS = ("pg_catalog", "information_schema", "pg_toast")
 _RELATION_SQL = (
@@ -226,6 +238,7 @@ class _Walk:
     timeout_s: float
     seen: set[int]
     operators: list[tuple[str, str, str]] | None = None
+    partly_refused: dict[str, PartlyRefused] = field(default_factory=dict)
 
 
 def check_catalog(connection: Any, statement: GuardedStatement, *, timeout_s: float) -> None:
@@ -251,8 +264,16 @@ def _check(walk: _Walk, statement: GuardedStatement, *, depth: int) -> None:
     if depth > MAX_DEPTH:
         _refuse(f"views or functions nest more than {MAX_DEPTH} levels deep",
                 "query the tables directly")
+    partly_refused: dict[tuple[str, ...], PartlyRefused] = {}
     for relation in sorted(statement.relations):
-        _check_relation(walk, ".".join(relation), depth)
+        system = _check_relation(walk, ".".join(relation), depth)
+        if system in REFUSED_COLUMNS:
+            if system not in walk.partly_refused:
+                walk.partly_refused[system] = PartlyRefused.read(walk.connection, system)
+            partly_refused[relation] = walk.partly_refused[system]
+    refusal = column_refusal(statement.sql, partly_refused) if partly_refused else None
+    if refusal is not None:
+        _refuse(*refusal)
     _check_functions(walk, statement, depth)
     _check_operators(walk, statement)
     _check_types(walk, sorted(statement.types), "the statement casts to or declares",
@@ -280,10 +301,12 @@ def _check_types(walk: _Walk, names: list[str], context: str, fix: str) -> None:
             f"{how}; the guard does not check that function", fix.format(written=written))
 
 
-def _check_relation(walk: _Walk, name: str, depth: int) -> None:
+def _check_relation(walk: _Walk, name: str, depth: int) -> str | None:
+    """Refuse reading relation ``name`` (as written) unless it is allowed; returns its
+    qualified name when it is a system relation (whose columns may be refused)."""
     row = walk.connection.exec_driver_sql(_RELATION_SQL, {"name": name}).fetchone()
     if row is None:  # a CTE's name, or no such relation (the server says which)
-        return
+        return None
     oid, schema, relname, kind, definition, row_security, foreign_child = row
     qualified = f"{schema}.{relname}"
     if schema in _SYSTEM_SCHEMAS or schema.startswith("pg_toast"):
@@ -292,7 +315,7 @@ def _check_relation(walk: _Walk, name: str, depth: int) -> None:
                     "relation outside d2's reviewed list (settings, configuration files, "
                     "roles, sessions, function sources and credentials are not readable)",
                     "query the data tables")
-        return
+        return qualified
     if kind == "f":
         _refuse(f"{qualified} is a foreign table: it reads another server or "
                 "a file", "query the local tables")
@@ -304,9 +327,10 @@ def _check_relation(walk: _Walk, name: str, depth: int) -> None:
         walk.seen.add(oid)
         _check_policies(walk, oid, qualified, depth)
     if kind != "v" or oid in walk.seen:
-        return
+        return None
     walk.seen.add(oid)
     _check_definition(walk, f"view {qualified}", [str(definition)], depth)
+    return None
 
 
 def _check_policies(walk: _Walk, oid: int, qualified: str, depth: int) -> None:
@@ -331,18 +355,23 @@ def _check_policies(walk: _Walk, oid: int, qualified: str, depth: int) -> None:
     for policy, what, _, _, relation in rows:
         if what == "relation":
             try:
-                _check_relation(walk, relation, depth + 1)
+                system = _check_relation(walk, relation, depth + 1)
             except UnsafeSQLError as exc:
                 _refuse(f"{label} {policy} reads {relation}, which is refused "
                         f"({_reason(exc)})", fix)
+            if system in REFUSED_COLUMNS:
+                _refuse(f"{label} {policy} reads {system}, some of whose columns show "
+                        "literals written in DDL, and the guard does not see which "
+                        "columns a policy reads", fix)
 
 
 def _check_functions(walk: _Walk, statement: GuardedStatement, depth: int) -> None:
     """Check every user function the statement may call: by name, and by attribute
     notation (``x.name`` is ``name(x)`` when ``x`` has no column ``name``: a function of
-    that name callable with one argument is held to the rules of a call)."""
-    called = {ref.name for ref in statement.function_refs}
-    names = sorted(called | statement.fields)
+    that name callable with one argument is held to the rules of a call). Names are
+    looked up as the server reads them, clipped to 63 bytes."""
+    called = {compared_name(ref.name) for ref in statement.function_refs}
+    names = sorted(called | {compared_name(name) for name in statement.fields})
     defined: set[str] = set()
     if names:
         rows = walk.connection.exec_driver_sql(_FUNCTIONS_SQL, {"names": names}).fetchall()
@@ -377,7 +406,8 @@ def _check_functions(walk: _Walk, statement: GuardedStatement, depth: int) -> No
                 if atomic else source
             _check_definition(walk, label, _body_statements(str(body or "")), depth)
     for ref in sorted(statement.function_refs, key=lambda r: (r.schema, r.name)):
-        if ref.name in statement.unknown_functions and ref.name not in defined:
+        if ref.name in statement.unknown_functions \
+                and compared_name(ref.name) not in defined:
             _refuse(f"function {ref.name}() is not allowed: it is not in d2's "
                     "reviewed PostgreSQL function table and the database defines no "
                     "function of that name", "remove it or check the name")

@@ -40,9 +40,9 @@ class PgRefusal(Enum):
     READS_SETTINGS = "it reads or changes the server's settings or configuration files"
     READS_SESSIONS = "it shows other sessions, their queries, locks or statistics"
     REVEALS_SOURCE = ("it reveals definitions (function sources and argument defaults, "
-                      "trigger arguments, column defaults, constraint, index, rule, "
-                      "partition and statistics expressions), whose literals may hold "
-                      "credentials")
+                      "trigger arguments, column defaults, view definitions, constraint, "
+                      "index, rule, partition and statistics expressions), whose literals "
+                      "may hold credentials")
     CHANGES_STATE = ("it has side effects (sequences, transaction ids, locks, notifications, "
                      "the random seed, statistics, indexes)")
     ADMINISTERS = "it administers the server (backends, replication, WAL, backups, reloads)"
@@ -123,7 +123,7 @@ pg_conf_load_time pg_conversion_is_visible pg_database_size pg_describe_object
 pg_encoding_max_length pg_encoding_to_char pg_function_is_visible
 pg_get_catalog_foreign_keys pg_get_function_identity_arguments pg_get_function_result
 pg_get_keywords pg_get_object_address pg_get_replica_identity_index pg_get_serial_sequence
-pg_get_userbyid pg_get_viewdef pg_has_role pg_identify_object pg_identify_object_as_address
+pg_get_userbyid pg_has_role pg_identify_object pg_identify_object_as_address
 pg_index_column_has_property pg_index_has_property pg_indexam_has_property pg_indexes_size
 pg_input_is_valid pg_is_in_recovery pg_is_other_temp_schema pg_jit_available
 pg_my_temp_schema pg_opclass_is_visible pg_operator_is_visible pg_opfamily_is_visible
@@ -176,7 +176,7 @@ _REFUSED: dict[str, PgRefusal] = {
         pg_get_function_arguments pg_get_triggerdef pg_get_expr pg_get_constraintdef
         pg_get_indexdef pg_get_ruledef pg_get_partkeydef pg_get_partition_constraintdef
         pg_get_statisticsobjdef pg_get_statisticsobjdef_columns
-        pg_get_statisticsobjdef_expressions"""), PgRefusal.REVEALS_SOURCE),
+        pg_get_statisticsobjdef_expressions pg_get_viewdef"""), PgRefusal.REVEALS_SOURCE),
     **dict.fromkeys(_names("""
         nextval setval currval lastval setseed txid_current txid_current_if_assigned
         txid_current_snapshot txid_snapshot_xip txid_snapshot_xmax txid_snapshot_xmin

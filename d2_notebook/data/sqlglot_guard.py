@@ -40,7 +40,7 @@ from d2_notebook.data.postgres_functions import PgRefusal
 from d2_notebook.errors import UnsafeSQLError
 
 __all__ = ["POLICIES", "DialectPolicy", "FunctionRef", "FunctionVerdict", "GuardedStatement",
-           "StatementKind", "Verdict", "check_statement"]
+           "StatementKind", "Verdict", "check_statement", "relation_parts"]
 
 
 class StatementKind(StrEnum):
@@ -333,13 +333,19 @@ def _check_node(node: exp.Expression, policy: DialectPolicy, timeout_s: float,
     elif isinstance(node, exp.Table):
         _check_table(node, policy)
         if not isinstance(node.this, exp.Func):
-            found.relations.add(tuple(part.sql(dialect=dialect.value) for part in node.parts))
+            found.relations.add(relation_parts(node, dialect))
     elif isinstance(node, exp.DataType) and node.find_ancestor(exp.DataType) is None:
         found.types.add(node.sql(dialect=dialect.value))  # a whole type, not a part of one
     elif isinstance(node, exp.Column) and len(node.parts) > 1:
         found.fields.update(part.name.lower() for part in node.parts[1:])
     elif isinstance(node, exp.Dot) and isinstance(node.expression, exp.Identifier):
         found.fields.add(node.expression.name.lower())
+
+
+def relation_parts(table: exp.Table, dialect: Dialect) -> tuple[str, ...]:
+    """A relation's name as :attr:`GuardedStatement.relations` holds it: each part rendered
+    in ``dialect`` (``("public", "t")``, ``('"My T"',)``)."""
+    return tuple(part.sql(dialect=dialect.value) for part in table.parts)
 
 
 _CALL = re.compile(r'\s*("?)([A-Za-z_][A-Za-z0-9_$]*)\1\s*\(')

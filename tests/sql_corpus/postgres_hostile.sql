@@ -105,6 +105,11 @@ DECLARE c CURSOR FOR SELECT 1
 EXPLAIN ANALYZE DELETE FROM patients
 EXPLAIN SELECT 1
 SHOW ALL
+SELECT * FROM information_schema.columns WHERE table_name = 'patients' ORDER BY ordinal_position
+SELECT column_default FROM information_schema.columns WHERE table_name = 'patients'
+SELECT c::text FROM information_schema.columns AS c WHERE c.table_name = 'patients'
+SELECT definition FROM pg_views WHERE schemaname = 'public'
+SELECT pg_get_viewdef(c.oid) FROM pg_class AS c WHERE c.relkind = 'v'
 SELECT 1; DELETE FROM patients
 SELECT 1; COMMIT; DELETE FROM patients
 SELECT 1 /* ; */ ; DROP TABLE patients

@@ -25,7 +25,7 @@ SELECT count(*) FROM patients -- trailing comment
 SELECT count(*) FROM patients;
 SELECT current_setting('TimeZone'), version(), now() IS NOT NULL, pg_typeof(1)
 SELECT pg_sleep(0.01)
-SELECT * FROM information_schema.columns WHERE table_name = 'patients' ORDER BY ordinal_position
+SELECT column_name, data_type, is_nullable FROM information_schema.columns WHERE table_name = 'patients' ORDER BY ordinal_position
 SELECT conname FROM pg_constraint WHERE contype = 'f' ORDER BY 1
 SELECT relname FROM pg_class WHERE relname = 'patients'
 SELECT age::float / 10 AS decade, age % 10 AS rest FROM patients LIMIT 3
