@@ -19,14 +19,17 @@ extra day-to-day dispersion):
   slope materially (by the end of the series); of two break models that both pass, the
   one of lower BIC; a second break in the period of the first is the same one. The steps
   replace the line when they have a step and their BIC (Schwarz's criterion on the
-  weighted fit, each break's date counted as a parameter) is lower by at least 2, the
-  "positive evidence" of Kass and Raftery (1995): a single step is then reported as a
-  CHANGE POINT with the level before and after, and the slope a straight line would have
-  through it is not a TREND (the summary says why). A rival within 6 (their "strong
-  evidence") is named beside the reported description, and when the two are within 2
-  the first line says that the data cannot tell a steady trend from a step. Each break
-  comes with its 95% range of dates: the periods whose likelihood ratio against the best
-  date stays within Hansen's (2000) critical value, 7.35. Why: a step in a noisy series
+  weighted fit, each break's date counted as a parameter) is lower: by at least 2, the
+  "positive evidence" of Kass and Raftery (1995), than a straight line without breaks (a
+  steady trend is not given up on weak evidence), by any amount than a line with breaks
+  of its own (the steps plus a slope, which must earn its parameter). A single step is
+  then reported as a CHANGE POINT with the level before and after, and the slope a
+  straight line would have through it is not a TREND (the summary says why, with the
+  BIC margin). Steps that lose to the line by less than 6 (their "strong evidence") are
+  named beside it, and by less than 2 the first line says that the data cannot tell the
+  line from the steps. Each break comes with its 95% range of dates: the periods whose
+  likelihood ratio against the best date stays within Hansen's (2000) critical value,
+  7.35. Why: a step in a noisy series
   is much like a straight line through it, so a search that only adds breaks on top of
   the line (two degrees of freedom each, Bonferroni over every day tried) finds little
   left for the step to explain, and the line's slope used to be reported as the finding;
@@ -95,8 +98,8 @@ _DATE_RANGE_LR = -2 * math.log(1 - math.sqrt(0.95))
 """Hansen's (2000) 95% critical value (7.35) of the likelihood ratio for a break date."""
 _POSITIVE_EVIDENCE, _STRONG_EVIDENCE = 2.0, 6.0
 """BIC differences of positive and strong evidence (Kass and Raftery, 1995): steps replace
-the straight line when their BIC is lower by at least the first; a rival description
-within the second is named beside the one reported."""
+a straight line without breaks when their BIC is lower by at least the first; a rival
+description within the second is named beside the one reported."""
 _DETERMINISTIC = 1e-7
 """A straight line whose residuals are below this share of the metric's scale fits exactly."""
 
@@ -319,7 +322,9 @@ def _shape(t: np.ndarray, y: np.ndarray, w: np.ndarray, period: pd.Series,
     margin = _bic(line_fit, n, line.parameters) - _bic(steps_fit, n, steps.parameters)
     sloped = wls(np.column_stack([*steps.columns(t), t, *extra]), y, w)
     slope_p = nested_p(steps_fit, sloped, 1)
-    if margin >= _POSITIVE_EVIDENCE:
+    # a steady line gives way to steps on positive evidence only; a line with breaks of
+    # its own is the steps plus a slope, which must earn its parameter
+    if margin >= _POSITIVE_EVIDENCE or (line.breaks and margin > 0):
         return _Shape(False, steps.breaks, margin, slope_p, line)
     return _Shape(True, line.breaks, margin, slope_p,
                   steps if margin > -_STRONG_EVIDENCE else None)
@@ -535,13 +540,13 @@ def _evidence(margin: float) -> str:
 
 
 def _steps_text(shape: _Shape, buckets: pd.DataFrame, t: np.ndarray, grain: str) -> str:
-    """``a step at W (range), from A to B`` or the same for two steps."""
+    """``a step at W (range), from A to B, flat on either side``, or two steps."""
     whens = [_break_label(b, buckets, grain) for b in shape.breaks]
     levels = [figure(_segment_mean(buckets, t, shape, j)) for j in range(len(whens) + 1)]
     if len(whens) == 1:
-        return f"a step at {whens[0]}, from {levels[0]} to {levels[1]}"
+        return f"a step at {whens[0]}, from {levels[0]} to {levels[1]}, flat on either side"
     return (f"two steps, at {whens[0]} from {levels[0]} to {levels[1]} and at {whens[1]} "
-            f"to {levels[2]}")
+            f"to {levels[2]}, flat before, between and after them")
 
 
 def _shape_lines(shape: _Shape, linear: Fit, flags: list[Flag], buckets: pd.DataFrame,
@@ -553,10 +558,10 @@ def _shape_lines(shape: _Shape, linear: Fit, flags: list[Flag], buckets: pd.Data
     if not shape.sloped:
         slope, _, _, p, flagged = _line_test(linear, float(t.max()), scale, alpha)
         line = (f"a straight line alone would {'rise' if slope > 0 else 'fall'} by "
-                f"{figure(abs(slope))} per {grain} (p = {p:.2g}), but " if flagged else "")
+                f"{figure(abs(slope))} per {grain} ({_p(p)}), but " if flagged else "")
         steps, them = ("the step", "it") if len(shape.breaks) == 1 else ("the steps", "them")
-        return (f"Shape: {_steps_text(shape, buckets, t, grain)}, flat on either side — not "
-                f"a steady trend."), (
+        return (f"Shape: {_steps_text(shape, buckets, t, grain)} — not a steady "
+                f"trend."), (
                 f"No steady trend: {line}flat levels around {steps} fit better than the best "
                 f"description with a slope (BIC lower by {margin:.1f}, {_evidence(margin)}; "
                 f"each step's date counts as a parameter), and a slope added beside {them} "
@@ -567,22 +572,23 @@ def _shape_lines(shape: _Shape, linear: Fit, flags: list[Flag], buckets: pd.Data
         points = "a change point" if len(whens) == 1 else "change points"
         base = (f"{'a trend' if trend_found else 'a straight line'} with {points} at "
                 f"{' and '.join(whens)}")
-    else:
+    elif shape.rival is None:
         base = ("a steady trend (no change point beyond chance)" if trend_found
                 else "no trend beyond chance")
+    else:
+        base = "a steady trend" if trend_found else "no trend beyond chance"
     if shape.rival is None:
         return (f"Shape: {base}." if whens or trend_found else None), None
     steps = _steps_text(shape.rival, buckets, t, grain)
     if margin > -_POSITIVE_EVIDENCE:
-        headline = (f"Shape: {base}, or {steps}, flat on either side — the data cannot tell "
-                    f"which (BIC within {_POSITIVE_EVIDENCE:g}).")
+        headline = (f"Shape: {base}, or {steps} — the data cannot tell which (BIC within "
+                    f"{_POSITIVE_EVIDENCE:g}).")
     else:
         headline = f"Shape: {base}."
-    compared = (f"a BIC {margin:.1f} lower than the straight line's, too little to replace "
-                f"it" if margin >= 0 else f"a BIC {-margin:.1f} higher than the straight "
-                f"line's")
-    return headline, (f"Rival description: {steps}, flat on either side, has {compared} "
-                      f"({_evidence(margin)}; each step's date counts as a parameter).")
+    compared = (f"a BIC {margin:.1f} lower than the line's, too little to replace it"
+                if margin >= 0 else f"a BIC {-margin:.1f} higher than the line's")
+    return headline, (f"Rival description: {steps}, has {compared} ({_evidence(margin)}; "
+                      f"each step's date counts as a parameter).")
 
 
 def _summary(metric: str, time: str, grain: str, frame: pd.DataFrame, flags: list[Flag],
