@@ -7,11 +7,32 @@ extra day-to-day dispersion):
 
 - **trend**: slope of a straight line, per period of the chosen grain, with its 95%
   interval (t distribution);
-- **change points**: up to two breaks, each a new level and slope from a bucket on
-  (up to 200 evenly spaced candidates, none in the first or last two periods), searched
-  greedily; a break counts when the nested-model F test, Bonferroni corrected for the
-  number of candidates tried, passes and it changes the level or the slope materially
-  (by the end of the series); a second break in the period of the first is the same one;
+- **change points and the shape**: two descriptions of the series compete. The *line*
+  description is the straight line with up to two breaks, each either a level shift or a
+  new level and slope; the *steps* description is a flat level with up to two level
+  shifts and no slope. A break may fall at the first bucket of any period of the grain
+  but the first and last two (up to 200 evenly spaced periods). Each description adds
+  its breaks greedily: a break counts when its nested-model F test against the
+  description so far passes, Bonferroni corrected over every break test of the round
+  (the candidate periods times the three break models: a level shift or a level and
+  slope change on the line, a step on the flat level), and it changes the level or the
+  slope materially (by the end of the series); of two break models that both pass, the
+  one of lower BIC; a second break in the period of the first is the same one. The steps
+  replace the line when they have a step and their BIC (Schwarz's criterion on the
+  weighted fit, each break's date counted as a parameter) is lower: by at least 2, the
+  "positive evidence" of Kass and Raftery (1995), than a straight line without breaks (a
+  steady trend is not given up on weak evidence), by any amount than a line with breaks
+  of its own (the steps plus a slope, which must earn its parameter). A single step is
+  then reported as a CHANGE POINT with the level before and after, and the slope a
+  straight line would have through it is not a TREND (the summary says why, with the
+  BIC margin). Steps that lose to the line by less than 6 (their "strong evidence") are
+  named beside it, and by less than 2 the first line says that the data cannot tell the
+  line from the steps. Each break comes with its 95% range of dates: the periods whose
+  likelihood ratio against the best date stays within Hansen's (2000) critical value,
+  7.35. Why: a step in a noisy series
+  is much like a straight line through it, so a search that only adds breaks on top of
+  the line (two degrees of freedom each, Bonferroni over every day tried) finds little
+  left for the step to explain, and the line's slope used to be reported as the finding;
 - **season**: month of year, day of week and hour of day (those the data spans at least
   1.5 cycles of; the others are named as not tested, with the span they need), each
   tested on the detrended series: hour of day within each day, day of week within each
@@ -19,8 +40,9 @@ extra day-to-day dispersion):
   on the date cannot pose as a season), month of year as dummies beside the trend and
   change points (nested F test, Bonferroni over the candidates); the strongest is
   reported when its amplitude is material;
-- **projection**: the last trend segment (plus the season) extended over the next
-  periods, with 95% prediction intervals, labelled as a linear projection.
+- **projection**: the last trend segment, or the level after the last step (plus the
+  season), extended over the next periods, with 95% prediction intervals, labelled as a
+  linear projection.
 
 The three families share ``alpha`` (each gets a third), so pure noise raises a flag in
 about ``alpha`` of calls. Every flag must also be material
@@ -33,6 +55,7 @@ time, with its slope and no interval or p-value: there is no chance to test agai
 from __future__ import annotations
 
 import math
+from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 import numpy as np
@@ -70,7 +93,13 @@ GRAINS: dict[str, tuple[str, float]] = {  # name -> (pandas period code, length 
 }  # fmt: skip
 COLUMNS = ["period", "kind", "n", "metric", "ci_low", "ci_high", "fitted"]
 _MAX_PERIODS = 60
-_MAX_BREAK_CANDIDATES = 200  # break times tried (evenly spaced buckets, 2 periods in)
+_MAX_BREAK_CANDIDATES = 200  # break times tried (evenly spaced periods, 2 periods in)
+_DATE_RANGE_LR = -2 * math.log(1 - math.sqrt(0.95))
+"""Hansen's (2000) 95% critical value (7.35) of the likelihood ratio for a break date."""
+_POSITIVE_EVIDENCE, _STRONG_EVIDENCE = 2.0, 6.0
+"""BIC differences of positive and strong evidence (Kass and Raftery, 1995): steps replace
+a straight line without breaks when their BIC is lower by at least the first; a rival
+description within the second is named beside the one reported."""
 _DETERMINISTIC = 1e-7
 """A straight line whose residuals are below this share of the metric's scale fits exactly."""
 
@@ -149,28 +178,27 @@ def trend(
     for exact in (base, days_only):
         line = wls(exact, y, w)
         if _is_deterministic(line, w, scale):
-            frame = _rows(buckets, exact @ line.coef, line, [], (None, []), grain, periods,
-                          length)
+            frame = _rows(buckets, exact @ line.coef, line, _Shape(sloped=True), (None, []),
+                          grain, periods, length)
             summary = _summary(metric, time, grain, frame, [], periods,
-                               _deterministic_line(line, grain), None)
+                               _deterministic_line(line, grain), None, None)
             return capped(AnalysisTool.TREND, scan.sql, frame, sql.max_rows,
                           scan.duration_s, summary, [])
-    breaks = _breaks(base, t, y, w, buckets["period"], each, scale)
-    seasons = find_season(buckets, np.column_stack([base, *_break_columns(t, breaks)]), y, w,
-                      each, scale)
+    shape = _shape(t, y, w, buckets["period"], [], each, scale)
+    seasons = find_season(buckets, np.column_stack(shape.columns(t)), y, w, each, scale)
     season = seasons.best
     levels = sorted(set(SEASONS[season][0](buckets["t"].dt))) if season else []
     extra = season_dummies(buckets["t"], season, levels)
     if season:
-        breaks = _breaks(np.column_stack([base, *extra]), t, y, w, buckets["period"], each,
-                         scale)
-    design = np.column_stack([base, *_break_columns(t, breaks), *extra])
+        shape = _shape(t, y, w, buckets["period"], extra, each, scale)
+    design = np.column_stack([*shape.columns(t), *extra])
     fit = wls(design, y, w)
-    flags = _flags(linear, fit, breaks, seasons, buckets, grain, each, metric, scale,
-                   float(t.max()))
-    frame = _rows(buckets, design @ fit.coef, fit, breaks, (season, levels), grain, periods,
+    flags = _flags(linear, fit, shape, seasons, buckets, grain, each, metric, scale, t)
+    frame = _rows(buckets, design @ fit.coef, fit, shape, (season, levels), grain, periods,
                   length)
-    summary = _summary(metric, time, grain, frame, flags, periods, None, seasons)
+    headline, note = _shape_lines(shape, linear, flags, buckets, t, grain, each, scale)
+    summary = _summary(metric, time, grain, frame, flags, periods, None, seasons,
+                       (shape, headline, note))
     return capped(AnalysisTool.TREND, scan.sql, frame, sql.max_rows, scan.duration_s,
                   summary, flags)
 
@@ -215,70 +243,200 @@ def _auto_grain(times: pd.Series) -> str:
     return "year"
 
 
-def _break_columns(t: np.ndarray, breaks: list[float]) -> list[np.ndarray]:
-    columns = []
-    for tau in breaks:
-        columns += [(t >= tau).astype(float), np.clip(t - tau, 0, None)]
-    return columns
+@dataclass(frozen=True)
+class _Break:
+    """A change at time ``at`` (periods of the grain since the first bucket): a shift in
+    level, and with ``slope`` a change of slope too; ``p`` is its corrected p-value."""
+
+    at: float
+    slope: bool
+    p: float = 1.0
+    low: float | None = None  # the earliest and latest candidate times of its 95% range
+    high: float | None = None
+
+    def columns(self, t: np.ndarray) -> list[np.ndarray]:
+        level = (t >= self.at).astype(float)
+        return [level, np.clip(t - self.at, 0, None)] if self.slope else [level]
 
 
-def _breaks(base: np.ndarray, t: np.ndarray, y: np.ndarray, w: np.ndarray,
-            period: pd.Series, alpha: float, scale: float) -> list[float]:
-    """Up to two break times (in grain units), each kept when its Bonferroni test passes
-    and it shifts the level or the slope materially; one per period of the grain."""
-    starts = sorted(set(period))
-    inner = (period >= starts[2]).to_numpy() & (period <= starts[-3]).to_numpy()
-    positions = np.unique(t[inner]) if len(starts) > 4 else np.array([])
-    step = max(1, math.ceil(len(positions) / _MAX_BREAK_CANDIDATES))
-    candidates = list(positions[::step])
+@dataclass(frozen=True)
+class _Shape:
+    """The description of the series the flags report: an intercept, a straight-line
+    slope when ``sloped``, and the breaks. When a step description (not sloped) competed
+    with the straight-line one, ``rival`` is the other of the two, ``bic_margin`` the
+    line's BIC minus the steps' (positive: the steps fit better) and ``slope_p`` the
+    p-value of a slope added beside the steps."""
+
+    sloped: bool
+    breaks: tuple[_Break, ...] = ()
+    bic_margin: float = 0.0
+    slope_p: float = 1.0
+    rival: _Shape | None = None
+
+    def columns(self, t: np.ndarray) -> list[np.ndarray]:
+        columns = [np.ones_like(t, dtype=float)] + ([t] if self.sloped else [])
+        for b in self.breaks:
+            columns += b.columns(t)
+        return columns
+
+    @property
+    def parameters(self) -> int:
+        """Coefficients plus one per break time (a searched date is a parameter too)."""
+        return 1 + self.sloped + sum(2 + b.slope for b in self.breaks)
+
+    def with_break(self, b: _Break) -> _Shape:
+        return _Shape(self.sloped, tuple(sorted((*self.breaks, b), key=lambda x: x.at)))
+
+
+def _bic(fit: Fit, n: int, parameters: int) -> float:
+    """Schwarz's criterion of a weighted least-squares fit on ``n`` buckets."""
+    return n * math.log(max(fit.rss, 1e-300) / n) + parameters * math.log(n)
+
+
+def _shape(t: np.ndarray, y: np.ndarray, w: np.ndarray, period: pd.Series,
+           extra: list[np.ndarray], alpha: float, scale: float) -> _Shape:
+    """The series' description: a straight line with up to two breaks (each a level
+    shift, or a new level and slope), or a flat level with up to one or two steps,
+    whichever has the lower BIC (a step description must have a step).
+
+    Every break is admitted by its nested F test, Bonferroni corrected over all the break
+    tests of a round (the candidate times times the three break models: a step on the
+    flat level, a level shift or a level-and-slope change on the line), and must be
+    material."""
+    first = pd.Series(t).groupby(period.to_numpy()).min()  # each period's first bucket
+    inner = first.iloc[2:-2] if len(first) > 4 else first.iloc[:0]
+    step = max(1, math.ceil(len(inner) / _MAX_BREAK_CANDIDATES))
+    candidates = [float(c) for c in inner.iloc[::step]]
     period_of = dict(zip(t.tolist(), period.tolist(), strict=False))
-    breaks: list[float] = []
-    end = float(t.max())
-    for _ in range(2):
-        current = np.column_stack([base, *_break_columns(t, breaks)])
-        small = wls(current, y, w)
-        taken = {period_of.get(b) for b in breaks}
-        best, best_fit = None, None  # the least residual sum of squares (p may underflow)
+    tests = max(1, 3 * len(candidates))
+    search = (candidates, period_of, tests, t, y, w, extra, alpha, scale)
+    line = _search(_Shape(sloped=True), (False, True), *search)
+    steps = _search(_Shape(sloped=False), (False,), *search)
+    line = _with_ranges(line, candidates, period_of, t, y, w, extra)
+    if not steps.breaks:
+        return line
+    n = len(y)
+    steps = _with_ranges(steps, candidates, period_of, t, y, w, extra)
+    steps_fit = wls(np.column_stack([*steps.columns(t), *extra]), y, w)
+    line_fit = wls(np.column_stack([*line.columns(t), *extra]), y, w)
+    margin = _bic(line_fit, n, line.parameters) - _bic(steps_fit, n, steps.parameters)
+    sloped = wls(np.column_stack([*steps.columns(t), t, *extra]), y, w)
+    slope_p = nested_p(steps_fit, sloped, 1)
+    # a steady line gives way to steps on positive evidence only; a line with breaks of
+    # its own is the steps plus a slope, which must earn its parameter
+    if margin >= _POSITIVE_EVIDENCE or (line.breaks and margin > 0):
+        return _Shape(False, steps.breaks, margin, slope_p, line)
+    return _Shape(True, line.breaks, margin, slope_p,
+                  steps if margin > -_STRONG_EVIDENCE else None)
+
+
+def _with_ranges(shape: _Shape, candidates: list[float], period_of: dict, t: np.ndarray,
+                 y: np.ndarray, w: np.ndarray, extra: list[np.ndarray]) -> _Shape:
+    """Each break with its 95% range of dates: the candidate times (between its
+    neighbours, the rest of the shape kept) whose likelihood ratio against the best time
+    stays within Hansen's (2000) critical value."""
+    breaks = list(shape.breaks)
+    for i, b in enumerate(breaks):
+        others = [o for j, o in enumerate(breaks) if j != i]
+        earlier = max((o.at for o in others if o.at < b.at), default=-math.inf)
+        later = min((o.at for o in others if o.at > b.at), default=math.inf)
+        taken = {period_of.get(o.at) for o in others}
+        rest = _Shape(shape.sloped, tuple(others))
+        rss = {}
         for tau in candidates:
-            if period_of.get(tau) in taken or current.shape[0] <= current.shape[1] + 4:
+            if earlier < tau < later and period_of.get(tau) not in taken:
+                moved = np.column_stack([*rest.with_break(_Break(tau, b.slope)).columns(t),
+                                         *extra])
+                rss[tau] = wls(moved, y, w).rss
+        best = wls(np.column_stack([*shape.columns(t), *extra]), y, w)
+        bar = best.rss + _DATE_RANGE_LR * best.rss / best.dof
+        inside = [tau for tau, value in rss.items() if value <= bar] or [b.at]
+        breaks[i] = _Break(b.at, b.slope, b.p, min(inside), max(inside))
+    return _Shape(shape.sloped, tuple(breaks))
+
+
+def _search(shape: _Shape, kinds: tuple[bool, ...], candidates: list[float],
+            period_of: dict, tests: int, t: np.ndarray, y: np.ndarray, w: np.ndarray,
+            extra: list[np.ndarray], alpha: float, scale: float) -> _Shape:
+    """Greedily add up to two breaks of the given kinds (slope change or not) to
+    ``shape``: each round the best time of each kind (least residual sum of squares),
+    kept when its corrected test passes and it is material; of two kinds that pass, the
+    one of lower BIC; one break per period of the grain."""
+    end, n = float(t.max()), len(y)
+    for _ in range(2):
+        current = np.column_stack([*shape.columns(t), *extra])
+        if n <= current.shape[1] + 4:
+            break
+        small = wls(current, y, w)
+        taken = {period_of.get(b.at) for b in shape.breaks}
+        options: list[tuple[float, _Break]] = []
+        for slope in kinds:
+            best, best_fit = None, None  # the least residual sum of squares (p may underflow)
+            for tau in candidates:
+                if period_of.get(tau) in taken:
+                    continue
+                fit = wls(np.column_stack([current, *_Break(tau, slope).columns(t)]), y, w)
+                if best_fit is None or fit.rss < best_fit.rss:
+                    best, best_fit = tau, fit
+            if best is None or best_fit is None:
                 continue
-            fit = wls(np.column_stack([current, *_break_columns(t, [tau])]), y, w)
-            if best_fit is None or fit.rss < best_fit.rss:
-                best, best_fit = tau, fit
-        if best is None or nested_p(small, best_fit, 2) * max(1, len(candidates)) >= alpha:
+            p = min(1.0, nested_p(small, best_fit, 1 + slope) * tests)
+            shift = best_fit.coef[current.shape[1]]
+            change = best_fit.coef[-1] * (end - best) if slope else 0.0
+            if p < alpha and (is_material(shift, scale) or is_material(change, scale)):
+                found = _Break(best, slope, p)
+                options.append((_bic(best_fit, n, shape.with_break(found).parameters), found))
+        if not options:
             break
-        shift, slope_change = best_fit.coef[-2], best_fit.coef[-1]
-        if not (is_material(shift, scale) or is_material(slope_change * (end - best), scale)):
-            break
-        breaks.append(best)
-    return sorted(breaks)
+        shape = shape.with_break(min(options, key=lambda o: o[0])[1])
+    return shape
 
 
-def _flags(linear: Fit, fit: Fit, breaks: list[float], seasons: Seasons,
-           buckets: pd.DataFrame, grain: str, alpha: float, metric: str, scale: float,
-           span: float) -> list[Flag]:
+def _line_test(linear: Fit, span: float, scale: float,
+               alpha: float) -> tuple[float, float, float, float, bool]:
+    """The straight line's slope, its 95% interval, p-value, and whether it is a finding
+    (beyond chance and material over the span)."""
+    slope, se = float(linear.coef[1]), math.sqrt(max(linear.cov[1, 1], 0.0))
+    t_crit = stats.t.ppf(0.975, linear.dof)
+    p = float(2 * stats.t.sf(abs(slope) / se, linear.dof)) if se > 0 else 1.0
+    return (slope, slope - t_crit * se, slope + t_crit * se, p,
+            p < alpha and is_material(slope * span, scale))
+
+
+def _flags(linear: Fit, fit: Fit, shape: _Shape, seasons: Seasons, buckets: pd.DataFrame,
+           grain: str, alpha: float, metric: str, scale: float, t: np.ndarray) -> list[Flag]:
     flags: list[Flag] = []
     means = buckets["mean"].to_numpy()
     if np.ptp(means) <= 1e-9 * max(1.0, float(np.abs(means).max())):
         return flags  # a constant metric: any fitted slope is rounding noise
-    slope, se = linear.coef[1], math.sqrt(max(linear.cov[1, 1], 0.0))
-    t_crit = stats.t.ppf(0.975, linear.dof)
-    p = float(2 * stats.t.sf(abs(slope) / se, linear.dof)) if se > 0 else 1.0
-    if p < alpha and is_material(slope * span, scale):
+    slope, low, high, p, flagged = _line_test(linear, float(t.max()), scale, alpha)
+    if flagged and shape.sloped:  # a step description explains the slope away
         flags.append(Flag(FlagKind.TREND, None, (
             f"TREND: {metric} {'rises' if slope > 0 else 'falls'} by {figure(abs(slope))} per "
-            f"{grain} (95% CI {figure(slope - t_crit * se)} to {figure(slope + t_crit * se)}, "
-            f"p = {p:.2g})")))
-    origin = buckets["t"].min()
-    length = GRAINS[grain][1]
-    for i, tau in enumerate(breaks):
-        when = _period_label((origin + pd.Timedelta(days=tau * length)).to_period(
-            GRAINS[grain][0]).start_time, grain)
-        before = fit.coef[1] + sum(fit.coef[3 + 2 * j] for j in range(i))
-        after = before + fit.coef[3 + 2 * i]
-        flags.append(Flag(FlagKind.CHANGE_POINT, None, (
-            f"CHANGE POINT at {when}: slope {figure(before)} per {grain} before, "
-            f"{figure(after)} after; level shift {figure(fit.coef[2 + 2 * i])}")))
+            f"{grain} (95% CI {figure(low)} to {figure(high)}, p = {p:.2g})")))
+    column = 1 + shape.sloped
+    slope_now = float(fit.coef[1]) if shape.sloped else 0.0
+    for i, b in enumerate(shape.breaks):
+        when = _break_label(b, buckets, grain)
+        shift = float(fit.coef[column])
+        if not shape.sloped:
+            before, after = (_segment_mean(buckets, t, shape, j) for j in (i, i + 1))
+            relative = f", {shift / before:+.1%}" if before else ""
+            text = (f"CHANGE POINT at {when}: a step in level, from {figure(before)} before to "
+                    f"{figure(after)} after (shift {figure(shift)}{relative}; {_p(b.p)} "
+                    f"after correction); flat on either side, not a steady trend")
+        elif b.slope:
+            after_slope = slope_now + float(fit.coef[column + 1])
+            text = (f"CHANGE POINT at {when}: slope {figure(slope_now)} per {grain} before, "
+                    f"{figure(after_slope)} after; level shift {figure(shift)} ({_p(b.p)} "
+                    f"after correction)")
+            slope_now = after_slope
+        else:
+            text = (f"CHANGE POINT at {when}: a level shift of {figure(shift)} in the line "
+                    f"(slope {figure(slope_now)} per {grain} on both sides; {_p(b.p)} "
+                    f"after correction)")
+        flags.append(Flag(FlagKind.CHANGE_POINT, None, text))
+        column += 1 + b.slope
     season = seasons.best
     if season:
         groups = SEASONS[season][0](buckets["t"].dt)
@@ -294,7 +452,30 @@ def _flags(linear: Fit, fit: Fit, breaks: list[float], seasons: Seasons,
     return flags
 
 
-def _rows(buckets: pd.DataFrame, fitted: np.ndarray, fit: Fit, breaks: list[float],
+def _p(p: float) -> str:
+    """``p = 3.1e-05``, or ``p < 1e-300`` where it underflows."""
+    return f"p = {p:.2g}" if p > 0 else "p < 1e-300"
+
+
+def _break_label(b: _Break, buckets: pd.DataFrame, grain: str) -> str:
+    """The period of the grain a break falls in, and its 95% range of periods."""
+    def label(tau: float) -> str:
+        start = buckets["t"].min() + pd.Timedelta(days=tau * GRAINS[grain][1])
+        return _period_label(start.to_period(GRAINS[grain][0]).start_time, grain)
+
+    low, high = label(b.at if b.low is None else b.low), label(b.at if b.high is None else b.high)
+    span = f"{low} only" if low == high else f"{low} to {high}"
+    return f"{label(b.at)} (95% range of dates {span})"
+
+
+def _segment_mean(buckets: pd.DataFrame, t: np.ndarray, shape: _Shape, j: int) -> float:
+    """The observed metric between break ``j - 1`` and break ``j`` (the whole rows)."""
+    edges = [-math.inf, *(b.at for b in shape.breaks), math.inf]
+    inside = ((t >= edges[j]) & (t < edges[j + 1]))
+    return float(buckets["s1"][inside].sum() / buckets["n"][inside].sum())
+
+
+def _rows(buckets: pd.DataFrame, fitted: np.ndarray, fit: Fit, shape: _Shape,
           season: tuple[str | None, list], grain: str, periods: int,
           length: float) -> pd.DataFrame:
     frame = buckets.assign(fitted_sum=fitted * buckets["n"])
@@ -322,7 +503,7 @@ def _rows(buckets: pd.DataFrame, fitted: np.ndarray, fit: Fit, breaks: list[floa
         for step in range(1, periods + 1):
             start = (last + step).start_time
             t = (start - buckets["t"].min()).total_seconds() / 86400.0 / length + 0.5
-            x = np.concatenate([[1.0, t], *[[1.0, max(0.0, t - tau)] for tau in breaks],
+            x = np.concatenate([[float(c[0]) for c in shape.columns(np.array([t]))],
                                 _season_row(start, season)])
             value = float(x @ fit.coef)
             half = t_crit * math.sqrt(max(0.0, x @ fit.cov @ x) + sigma2 / max(rows_per, 1))
@@ -351,22 +532,89 @@ def _season_row(start: pd.Timestamp, season: tuple[str | None, list]) -> list[fl
     return [1.0 if level == v else 0.0 for v in levels[1:]]
 
 
+def _evidence(margin: float) -> str:
+    """A BIC difference in Kass and Raftery's (1995) words."""
+    size = abs(margin)
+    return ("very strong evidence" if size >= 10 else "strong evidence" if size >= 6
+            else "positive evidence" if size >= 2 else "less than positive evidence")
+
+
+def _steps_text(shape: _Shape, buckets: pd.DataFrame, t: np.ndarray, grain: str) -> str:
+    """``a step at W (range), from A to B, flat on either side``, or two steps."""
+    whens = [_break_label(b, buckets, grain) for b in shape.breaks]
+    levels = [figure(_segment_mean(buckets, t, shape, j)) for j in range(len(whens) + 1)]
+    if len(whens) == 1:
+        return f"a step at {whens[0]}, from {levels[0]} to {levels[1]}, flat on either side"
+    return (f"two steps, at {whens[0]} from {levels[0]} to {levels[1]} and at {whens[1]} "
+            f"to {levels[2]}, flat before, between and after them")
+
+
+def _shape_lines(shape: _Shape, linear: Fit, flags: list[Flag], buckets: pd.DataFrame,
+                 t: np.ndarray, grain: str, alpha: float, scale: float
+                 ) -> tuple[str | None, str | None]:
+    """The shape the flags describe, for the summary's first line, and how it compares
+    with its rival description (steps against a straight line) when there is one."""
+    margin = shape.bic_margin
+    if not shape.sloped:
+        slope, _, _, p, flagged = _line_test(linear, float(t.max()), scale, alpha)
+        line = (f"a straight line alone would {'rise' if slope > 0 else 'fall'} by "
+                f"{figure(abs(slope))} per {grain} ({_p(p)}), but " if flagged else "")
+        steps, them = ("the step", "it") if len(shape.breaks) == 1 else ("the steps", "them")
+        return (f"Shape: {_steps_text(shape, buckets, t, grain)} — not a steady "
+                f"trend."), (
+                f"No steady trend: {line}flat levels around {steps} fit better than the best "
+                f"description with a slope (BIC lower by {margin:.1f}, {_evidence(margin)}; "
+                f"each step's date counts as a parameter), and a slope added beside {them} "
+                f"has p = {shape.slope_p:.2g}.")
+    whens = [_break_label(b, buckets, grain) for b in shape.breaks]
+    trend_found = FlagKind.TREND in {f.kind for f in flags}
+    if whens:
+        points = "a change point" if len(whens) == 1 else "change points"
+        base = (f"{'a trend' if trend_found else 'a straight line'} with {points} at "
+                f"{' and '.join(whens)}")
+    elif shape.rival is None:
+        base = ("a steady trend (no change point beyond chance)" if trend_found
+                else "no trend beyond chance")
+    else:
+        base = "a steady trend" if trend_found else "no trend beyond chance"
+    if shape.rival is None:
+        return (f"Shape: {base}." if whens or trend_found else None), None
+    steps = _steps_text(shape.rival, buckets, t, grain)
+    if margin > -_POSITIVE_EVIDENCE:
+        headline = (f"Shape: {base}, or {steps} — the data cannot tell which (BIC within "
+                    f"{_POSITIVE_EVIDENCE:g}).")
+    else:
+        headline = f"Shape: {base}."
+    compared = (f"a BIC {margin:.1f} lower than the line's, too little to replace it"
+                if margin >= 0 else f"a BIC {-margin:.1f} higher than the line's")
+    return headline, (f"Rival description: {steps}, has {compared} ({_evidence(margin)}; "
+                      f"each step's date counts as a parameter).")
+
+
 def _summary(metric: str, time: str, grain: str, frame: pd.DataFrame, flags: list[Flag],
-             periods: int, deterministic: str | None, seasons: Seasons | None) -> str:
+             periods: int, deterministic: str | None, seasons: Seasons | None,
+             shape: tuple[_Shape, str | None, str | None] | None) -> str:
     observed = frame[frame["kind"] == "observed"]
+    headline, note = (shape[1], shape[2]) if shape else (None, None)
+    stepped = shape is not None and not shape[0].sloped
+    # a step description that came close is named in the note, not denied here
+    explained = {FlagKind.TREND} if stepped else (
+        {FlagKind.CHANGE_POINT} if shape is not None and shape[0].rival else set())
     lines = [f"trend of {metric} by {grain} of {time}: {len(observed)} periods, "
              f"{observed['period'].iloc[0]} to {observed['period'].iloc[-1]}, "
-             f"{int(observed['n'].sum())} rows."]
+             f"{int(observed['n'].sum())} rows." + (f" {headline}" if headline else "")]
     if deterministic:
         lines.append(deterministic)
     elif flags:
         lines.append("FLAGS:")
         lines += [f"- {f.text}" for f in flags]
+    if note:
+        lines.append(note)
     found = {f.kind for f in flags}
     if seasons is not None:
         missing = [word for kind, word in ((FlagKind.TREND, "trend"),
                                            (FlagKind.CHANGE_POINT, "change point"))
-                   if kind not in found]
+                   if kind not in found and kind not in explained]
         if missing:
             lines.append(f"No {' or '.join(missing)} both beyond chance and material (at least "
                          f"{RELATIVE_TOLERANCE:.0%} of the metric's scale).")
@@ -379,6 +627,7 @@ def _summary(metric: str, time: str, grain: str, frame: pd.DataFrame, flags: lis
     if periods and len(projected):
         values = "; ".join(f"{r.period}: {figure(r.metric)} (95% PI {figure(r.ci_low)} to "
                            f"{figure(r.ci_high)})" for r in projected.itertuples())
-        lines.append(f"LINEAR PROJECTION (the last trend segment extended, not a forecast "
-                     f"model): {values}")
+        extended = ("the level after the last step extended" if stepped
+                    else "the last trend segment extended")
+        lines.append(f"LINEAR PROJECTION ({extended}, not a forecast model): {values}")
     return "\n".join(lines)
