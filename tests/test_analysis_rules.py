@@ -8,6 +8,7 @@ import pytest
 
 from d2_notebook.data import GuardedSQL
 from d2_notebook.data.analysis import FlagKind, compare_within, decompose, segment_scan, trend
+from d2_notebook.data.analysis.stats import OutcomeValue, is_set_by_outcome
 
 
 def _time_confounded() -> GuardedSQL:
@@ -312,6 +313,20 @@ def test_a_numeric_column_that_is_the_outcome_again_is_named_not_tested() -> Non
     assert "Near-copies of the metric, not split by: sales.gross" in split.summary
     assert "sales.gross" not in set(split.frame["dimension"])
     assert "sales.price" in set(split.frame["dimension"])
+
+
+@pytest.mark.parametrize(("found", "sets"), [
+    (OutcomeValue(1, 0.0, 356, 5644, 0), True),  # net revenue 0: returned orders only
+    (OutcomeValue(1, 0.0, 356, 5644, 5), True),  # ... and 5 free orders
+    (OutcomeValue(1, 0.0, 356, 5644, 60), False),  # 60 free orders: 0 is not the outcome
+    (OutcomeValue(0, 0.0, 5644, 356, 0), True),  # refund 0: kept orders only
+    (OutcomeValue(0, 0.0, 5644, 356, 178), False),  # half the returns have it too
+    (OutcomeValue(1, None, 356, 5644, 3), True),  # empty on returned orders, 3 others
+    (OutcomeValue(1, 0.0, 9, 5644, 0), False),  # too few rows to call it a rule
+])
+def test_a_column_the_outcome_sets_has_a_value_rare_among_the_other_rows(
+        found: OutcomeValue, sets: bool) -> None:
+    assert is_set_by_outcome(found) is sets
 
 
 def test_a_requested_sql_month_says_it_is_the_month_of_the_year() -> None:

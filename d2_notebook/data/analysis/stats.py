@@ -30,6 +30,7 @@ __all__ = [
     "RELATIVE_TOLERANCE",
     "Comparison",
     "Moments",
+    "OutcomeValue",
     "adaptive_min_support",
     "benjamini_hochberg",
     "chi_square_independence",
@@ -39,6 +40,7 @@ __all__ = [
     "explained_share",
     "is_material",
     "is_near_copy",
+    "is_set_by_outcome",
     "metric_scale",
     "wilson_interval",
 ]
@@ -241,3 +243,53 @@ def determines_exactly(groups: list[Moments], total: Moments) -> bool:
     covered = sum(g.n for g in sized)
     return (len(sized) >= 2 and covered >= 0.9 * total.n
             and all(g.var <= 1e-12 * total.var for g in sized))
+
+
+@dataclass(frozen=True)
+class OutcomeValue:
+    """A value of a column that every row of one outcome of a 0/1 metric has (net revenue
+    0 on every returned order), counted against the rows of the other outcome.
+
+    Attributes:
+        outcome: The metric's value (1 or 0) on the rows that all have ``value``.
+        value: The column's value on them; None: the column is empty (NULL) on them.
+        rows: Rows with that outcome.
+        others: Rows with the other outcome.
+        others_with: How many of ``others`` have ``value`` too.
+    """
+
+    outcome: int
+    value: float | None
+    rows: int
+    others: int
+    others_with: int
+
+    @property
+    def explained(self) -> float:
+        """The share of the metric's variance that the yes/no split "the column has
+        ``value``" explains (:func:`explained_share` of its two groups)."""
+        rest = self.others - self.others_with
+        if self.outcome == 1:
+            ones, with_, without = self.rows, Moments(self.rows + self.others_with,
+                                                      self.rows, self.rows), Moments(rest, 0, 0)
+        else:
+            ones = self.others
+            with_ = Moments(self.rows + self.others_with, self.others_with, self.others_with)
+            without = Moments(rest, rest, rest)
+        return explained_share([with_, without], Moments(self.rows + self.others, ones, ones))
+
+
+def is_set_by_outcome(found: OutcomeValue) -> bool:
+    """Whether a column is one the outcome sets: every row of one outcome (at least
+    :data:`MIN_SUPPORT_FLOOR` of them) has the same value of it, and that value is so rare
+    among the other rows that "the column has this value" is a near-copy of the metric
+    (it explains at least :data:`NEAR_COPY_SHARE` of its variance). Net revenue set to 0
+    on every returned order is the outcome recorded again inside the lowest of its bins,
+    however much it varies among the orders kept: holding it fixed holds the outcome fixed.
+
+    Not such a column: one whose shared value is common among the other rows too (every
+    returned order had no discount, like most orders kept), nor one whose values merely
+    correlate with the outcome or where the outcome is merely frequent (no single value on
+    every row of one outcome)."""
+    return (found.rows >= MIN_SUPPORT_FLOOR and found.others > 0
+            and found.explained >= NEAR_COPY_SHARE)
