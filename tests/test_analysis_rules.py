@@ -8,7 +8,12 @@ import pytest
 
 from d2_notebook.data import GuardedSQL
 from d2_notebook.data.analysis import FlagKind, compare_within, decompose, segment_scan, trend
-from d2_notebook.data.analysis.stats import OutcomeValue, is_set_by_outcome
+from d2_notebook.data.analysis.common import column_copies, prepare, run_pass
+from d2_notebook.data.analysis.stats import (
+    NUMERIC_COPY_CORRELATION,
+    OutcomeValue,
+    is_set_by_outcome,
+)
 
 
 def _time_confounded() -> GuardedSQL:
@@ -413,6 +418,33 @@ def test_a_value_every_returned_row_shares_but_others_have_too_stays_a_confounde
         ("deliveries.discount", FlagKind.CONFOUNDING),
         ("deliveries.ship_days", FlagKind.CONFOUNDING)}
     assert "outcome sets" not in result.summary and "Near-copies" not in result.summary
+
+
+def test_a_yes_no_metric_s_numeric_copies_are_found_as_with_a_correlation() -> None:
+    """For a 0/1 metric the copy checks run grouped by the outcome (one corr per column
+    over all rows costs as much as all of them): the correlation they give (the
+    point-biserial one, from each outcome's sums less a middle bin edge) is DuckDB's
+    corr, a column that copies the rate is named by it, and one that merely tracks it is
+    not."""
+    con = duckdb.connect()
+    con.execute("""
+        CREATE TABLE t AS SELECT i, hash(i, 'r') % 10 < 3 AS late,
+               1e6 + (hash(i, 'n') % 1000) / 100.0 AS stamp FROM range(4000) r(i)""")
+    con.execute("""
+        CREATE TABLE u AS SELECT *, CASE WHEN late THEN 40 ELSE 10 END
+               + (hash(i, 'x') % 500) / 100.0 AS delay,
+               stamp + CASE WHEN late THEN 3 ELSE 0 END AS shipped FROM t""")
+    sql = GuardedSQL(con)
+    prepared = prepare(sql, source="u", metric="avg(CASE WHEN late THEN 1 ELSE 0 END)",
+                       where=None, dimensions=None)
+    total = run_pass(sql, prepared).total()
+    copies = column_copies(sql, prepared, total, requested=False)
+    expected = sql.run("SELECT corr(late::INTEGER, delay) ** 2, corr(late::INTEGER, shipped)"
+                       " ** 2 FROM u").frame.iloc[0].tolist()
+    assert copies.numeric == {"u.delay": pytest.approx(expected[0], rel=1e-9)}
+    assert expected[1] < NUMERIC_COPY_CORRELATION ** 2 and not copies.set_by_outcome
+    result = segment_scan(sql, source="u", metric="avg(CASE WHEN late THEN 1 ELSE 0 END)")
+    assert "Near-copies of the metric, not flagged: u.delay (explains" in result.summary
 
 
 @pytest.mark.parametrize(("found", "sets"), [

@@ -64,6 +64,7 @@ from d2_notebook.data.analysis.stats import (
     compare,
     determines_exactly,
     explained_share,
+    is_binary,
     is_material,
     is_near_copy,
     metric_scale,
@@ -167,11 +168,11 @@ def compare_within(
     copies = {f.name: explained_share(groups, total) for f in families
               if f.name not in exact and not f.membership
               and is_near_copy(groups := [m1 + m0 for _, m1, m0 in f.strata], total)}
-    restated = column_copies(sql, prepared, requested=dimensions is not None,
+    restated = column_copies(sql, prepared, total, requested=dimensions is not None,
                              known={*exact, *copies})
     copies |= restated.numeric
     families = [f for f in families if f.name not in {*exact, *copies, *restated.names}]
-    binary = total.n > 0 and abs(total.s2 - total.s1) <= 1e-9 * max(1.0, total.s1)
+    binary = is_binary(total)
     for family in families:
         check_heterogeneity(family, max(support.rows, HETEROGENEITY_MIN_ARM), pooled, binary,
                            scale)

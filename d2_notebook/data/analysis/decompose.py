@@ -182,7 +182,8 @@ def decompose(
     segments, aligned = _overlapping(_segments(scan, prepared, first, last), first,
                                      last)
     # the outcome again: splitting by it would sort the rows by their outcome
-    restated = column_copies(sql, prepared, requested=dimensions is not None)
+    restated = column_copies(sql, prepared, first + last,
+                             requested=dimensions is not None)
     segments = [s for s in segments if s.dimension not in restated.names]
     for segment in segments:
         rows.append(_segment_row(segment, first, last, pooled, support, centre))

@@ -45,6 +45,7 @@ from d2_notebook.data.analysis.stats import (
     compare,
     determines_exactly,
     explained_share,
+    is_binary,
     is_material,
     is_near_copy,
     metric_scale,
@@ -116,7 +117,7 @@ def segment_scan(
     support = Support.of(min_support, total.n, named=dimensions is not None)
     scale = metric_scale(total)
     pooled = total.var if total.var > 0 else None
-    binary = total.n > 0 and abs(total.s2 - total.s1) <= 1e-9 * max(1.0, total.s1)
+    binary = is_binary(total)
     rows: list[dict] = []
     for (index, value), group in scan.moments.items():
         if index < 0:
@@ -139,7 +140,7 @@ def segment_scan(
             "tested": tested,
         })
     exact, copies = _determining(scan.moments, prepared, total)
-    restated = column_copies(sql, prepared, requested=dimensions is not None,
+    restated = column_copies(sql, prepared, total, requested=dimensions is not None,
                              known={*exact, *copies})
     copies |= restated.numeric
     set_by_outcome = restated.set_by_outcome

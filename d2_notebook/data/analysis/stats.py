@@ -38,6 +38,7 @@ __all__ = [
     "compare",
     "determines_exactly",
     "explained_share",
+    "is_binary",
     "is_material",
     "is_near_copy",
     "is_set_by_outcome",
@@ -221,14 +222,19 @@ def explained_share(groups: list[Moments], total: Moments) -> float:
     return max(0.0, 1.0 - within / total_ss)
 
 
+def is_binary(total: Moments) -> bool:
+    """Whether a metric's rows (their moments ``total``) are all 0 or 1, as far as the
+    moments tell: every value's square is itself (``Σv² = Σv``)."""
+    return total.n > 0 and abs(total.s2 - total.s1) <= 1e-9 * max(1.0, total.s1)
+
+
 def is_near_copy(groups: list[Moments], total: Moments) -> bool:
     """Whether a dimension splitting the population into ``groups`` (two or more) nearly
     copies a yes/no metric: it explains at least :data:`NEAR_COPY_SHARE` of its variance,
     so nearly every row's outcome follows from its value. Only for a 0/1 metric: a numeric
     metric with a strong cause and little noise is explained as well, and must stay a
     finding."""
-    binary = total.n > 0 and abs(total.s2 - total.s1) <= 1e-9 * max(1.0, total.s1)
-    return (binary and sum(1 for g in groups if g.n > 0) >= 2
+    return (is_binary(total) and sum(1 for g in groups if g.n > 0) >= 2
             and explained_share(groups, total) >= NEAR_COPY_SHARE)
 
 
