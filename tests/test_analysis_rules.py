@@ -8,6 +8,12 @@ import pytest
 
 from d2_notebook.data import GuardedSQL
 from d2_notebook.data.analysis import FlagKind, compare_within, decompose, segment_scan, trend
+from d2_notebook.data.analysis.common import column_copies, prepare, run_pass
+from d2_notebook.data.analysis.stats import (
+    NUMERIC_COPY_CORRELATION,
+    OutcomeValue,
+    is_set_by_outcome,
+)
 
 
 def _time_confounded() -> GuardedSQL:
@@ -312,6 +318,147 @@ def test_a_numeric_column_that_is_the_outcome_again_is_named_not_tested() -> Non
     assert "Near-copies of the metric, not split by: sales.gross" in split.summary
     assert "sales.gross" not in set(split.frame["dimension"])
     assert "sales.price" in set(split.frame["dimension"])
+
+
+def _returns() -> GuardedSQL:
+    """The retail case's false flag in small: returns rise from 4% to 9% in the second
+    quarter, net revenue is 0 on every returned order and the order's revenue otherwise
+    (it varies a lot among the orders kept: its correlation with the return flag is only
+    -0.37), refund the other way round, and the days to refund are empty unless returned.
+    Cheap orders are more common in the second quarter."""
+    con = duckdb.connect()
+    con.execute("""
+        CREATE TABLE orders AS
+        SELECT i, CASE WHEN i < 3000 THEN 1 ELSE 2 END AS quarter,
+               CASE WHEN i % 3 = 0 THEN 'app' ELSE 'web' END AS channel,
+               round(5 + (hash(i, 'p') % 20000) / 100.0
+                     * CASE WHEN i >= 3000 AND i % 4 = 0 THEN 0.3 ELSE 1 END, 2) AS revenue,
+               hash(i, 'r') % 100 < CASE WHEN i < 3000 THEN 4 ELSE 9 END AS returned
+        FROM range(6000) r(i)""")
+    con.execute("""
+        CREATE TABLE sales AS SELECT *, CASE WHEN returned THEN 0 ELSE revenue END AS net,
+               CASE WHEN returned THEN revenue ELSE 0 END AS refund,
+               CASE WHEN returned THEN 1 + hash(i, 'd') % 60 / 2.0 END AS refund_days
+        FROM orders""")
+    return GuardedSQL(con)
+
+
+RETURNED = "avg(CASE WHEN s.returned THEN 1 ELSE 0 END)"
+
+
+def test_a_column_the_outcome_sets_is_named_not_tested() -> None:
+    """Standardising the return rate over net revenue's bins "removed 64% of the crude
+    effect" (the retail case: 50–85%), a confounding flag real-model answerers had to
+    argue away: every returned order sits in the lowest bin, the others are returns-free,
+    so holding it fixed holds the outcome fixed. No near-copy rule saw it (the bins explain
+    little of the rate; |r| = 0.37). Every tool names it once as a column the outcome
+    sets, with the value and how rare it is otherwise, and leaves it out; refund (0 on
+    every order kept) the same; the revenue, which the outcome does not set, stays."""
+    sql = _returns()
+    within = compare_within(sql, source="sales s", metric=RETURNED, exposure="s.quarter",
+                            value=2, reference=1)
+    assert not within.flags
+    assert ("Columns the outcome sets, not tested as confounders: sales.net (= 0 on every "
+            "row whose metric is 1, and on 0 of the 5644 rows whose metric is 0); sales.refund "
+            "(= 0 on every row whose metric is 0, and on 0 of the 356 rows whose metric is 1)"
+            " — ") in within.summary
+    assert "holding it fixed would hold the outcome fixed" in within.summary
+    dimensions = set(within.frame["dimension"])
+    assert {"sales.net", "sales.refund"}.isdisjoint(dimensions)
+    assert {"sales.revenue", "sales.channel"} <= dimensions
+    scan = segment_scan(sql, source="sales s", metric=RETURNED)
+    assert "Columns the outcome sets, not flagged: sales.net (= 0 on every row" in scan.summary
+    assert {f.dimension for f in scan.flags} == {"sales.quarter"}
+    assert "sales.net" in set(scan.frame["dimension"])  # its rows are kept, unflagged
+    split = decompose(sql, source="sales s", metric=RETURNED, period="s.quarter")
+    assert "Columns the outcome sets, not split by: sales.net (= 0 on" in split.summary
+    assert ("sales.refund_days (empty (NULL) on every row whose metric is 0, and on 0 of "
+            "the 356 rows whose metric is 1)") in split.summary
+    assert {"sales.net", "sales.refund", "sales.refund_days"}.isdisjoint(
+        set(split.frame["dimension"]))
+    assert "sales.revenue" in set(split.frame["dimension"])
+    named = compare_within(sql, source="sales s", metric=RETURNED, exposure="s.quarter",
+                           value=2, dimensions=["s.net"])
+    assert "sales.net" in set(named.frame["dimension"])  # named: split as asked
+    assert "outcome sets" not in named.summary
+
+
+def test_a_numeric_metric_is_not_judged_by_the_outcome_set_rule() -> None:
+    """The rule reads a yes/no outcome: for a numeric metric (the refund per order) no
+    value is "one outcome", and net revenue stays a dimension like any other."""
+    refund = compare_within(_returns(), source="sales s",
+                            metric="avg(CASE WHEN s.returned THEN s.revenue ELSE 0 END)",
+                            exposure="s.quarter", value=2, reference=1)
+    assert "outcome sets" not in refund.summary
+    assert "sales.net" in set(refund.frame["dimension"])
+
+
+def test_a_value_every_returned_row_shares_but_others_have_too_stays_a_confounder() -> None:
+    """Discounted orders are final sale: every returned order has discount 0, but so do
+    most orders kept, and the second quarter has fewer discounts; slower shipping causes
+    returns and is slower in the second quarter. Both are real confounders and stay
+    flagged; neither is called a column the outcome sets."""
+    con = duckdb.connect()
+    con.execute("""
+        CREATE TABLE d0 AS
+        SELECT i, CASE WHEN i < 3000 THEN 1 ELSE 2 END AS quarter,
+               round(1 + (hash(i, 's') % 1000) / 100.0 + CASE WHEN i >= 3000 THEN 3 ELSE 0 END,
+                     2) AS ship_days,
+               CASE WHEN hash(i, 'd') % 100 < CASE WHEN i < 3000 THEN 50 ELSE 25 END
+                    THEN round(5 + (hash(i, 'e') % 400) / 10.0, 1) ELSE 0 END AS discount
+        FROM range(6000) r(i)""")
+    con.execute("""CREATE TABLE deliveries AS SELECT *, discount = 0
+                   AND hash(i, 'r') % 1000 < 15 * ship_days AS returned FROM d0""")
+    sql = GuardedSQL(con)
+    assert sql.run("SELECT max(discount) FROM deliveries WHERE returned").frame.iloc[0, 0] == 0
+    result = compare_within(sql, source="deliveries d",
+                            metric="avg(CASE WHEN d.returned THEN 1 ELSE 0 END)",
+                            exposure="d.quarter", value=2, reference=1)
+    assert {(f.dimension, f.kind) for f in result.flags} == {
+        ("deliveries.discount", FlagKind.CONFOUNDING),
+        ("deliveries.ship_days", FlagKind.CONFOUNDING)}
+    assert "outcome sets" not in result.summary and "Near-copies" not in result.summary
+
+
+def test_a_yes_no_metric_s_numeric_copies_are_found_as_with_a_correlation() -> None:
+    """For a 0/1 metric the copy checks run grouped by the outcome (one corr per column
+    over all rows costs as much as all of them): the correlation they give (the
+    point-biserial one, from each outcome's sums less a middle bin edge) is DuckDB's
+    corr, a column that copies the rate is named by it, and one that merely tracks it is
+    not."""
+    con = duckdb.connect()
+    con.execute("""
+        CREATE TABLE t AS SELECT i, hash(i, 'r') % 10 < 3 AS late,
+               1e6 + (hash(i, 'n') % 1000) / 100.0 AS stamp FROM range(4000) r(i)""")
+    con.execute("""
+        CREATE TABLE u AS SELECT *, CASE WHEN late THEN 40 ELSE 10 END
+               + (hash(i, 'x') % 500) / 100.0 AS delay,
+               stamp + CASE WHEN late THEN 3 ELSE 0 END AS shipped FROM t""")
+    sql = GuardedSQL(con)
+    prepared = prepare(sql, source="u", metric="avg(CASE WHEN late THEN 1 ELSE 0 END)",
+                       where=None, dimensions=None)
+    total = run_pass(sql, prepared).total()
+    copies = column_copies(sql, prepared, total, requested=False)
+    expected = sql.run("SELECT corr(late::INTEGER, delay) ** 2, corr(late::INTEGER, shipped)"
+                       " ** 2 FROM u").frame.iloc[0].tolist()
+    assert copies.numeric == {"u.delay": pytest.approx(expected[0], rel=1e-9)}
+    assert expected[1] < NUMERIC_COPY_CORRELATION ** 2 and not copies.set_by_outcome
+    result = segment_scan(sql, source="u", metric="avg(CASE WHEN late THEN 1 ELSE 0 END)")
+    assert "Near-copies of the metric, not flagged: u.delay (explains" in result.summary
+
+
+@pytest.mark.parametrize(("found", "sets"), [
+    (OutcomeValue(1, 0.0, 356, 5644, 0), True),  # net revenue 0: returned orders only
+    (OutcomeValue(1, 0.0, 356, 5644, 5), True),  # ... and 5 free orders
+    (OutcomeValue(1, 0.0, 356, 5644, 60), False),  # 60 free orders: 0 is not the outcome
+    (OutcomeValue(0, 0.0, 5644, 356, 0), True),  # refund 0: kept orders only
+    (OutcomeValue(0, 0.0, 5644, 356, 178), False),  # half the returns have it too
+    (OutcomeValue(1, None, 356, 5644, 3), True),  # empty on returned orders, 3 others
+    (OutcomeValue(1, 0.0, 9, 5644, 0), False),  # too few rows to call it a rule
+])
+def test_a_column_the_outcome_sets_has_a_value_rare_among_the_other_rows(
+        found: OutcomeValue, sets: bool) -> None:
+    assert is_set_by_outcome(found) is sets
 
 
 def test_a_requested_sql_month_says_it_is_the_month_of_the_year() -> None:

@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
+import math
 import re
 import time
 from collections.abc import Collection
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 import pandas as pd
@@ -25,7 +26,11 @@ from d2_notebook.data.analysis.stats import (
     MIN_SUPPORT_FLOOR,
     NUMERIC_COPY_CORRELATION,
     Moments,
+    OutcomeValue,
     adaptive_min_support,
+    explained_share,
+    is_binary,
+    is_set_by_outcome,
 )
 from d2_notebook.data.analysis.text import describe_value
 from d2_notebook.data.dimensions import (
@@ -40,8 +45,8 @@ from d2_notebook.data.schema import quote_ident
 if TYPE_CHECKING:
     from d2_notebook.data.guarded_sql import GuardedSQL
 
-__all__ = ["DEFAULT_ALPHA", "Pass", "Prepared", "Support", "check_settings", "definition_lines",
-           "prepare", "run_pass"]
+__all__ = ["DEFAULT_ALPHA", "Copies", "Pass", "Prepared", "Support", "check_settings",
+           "column_copies", "definition_lines", "prepare", "run_pass"]
 
 _PASS_ROWS = 1_000_000
 #: Default level of every tool's flags. One call runs tens to hundreds of tests and each
@@ -291,12 +296,39 @@ def _complete_time_columns(sql: GuardedSQL, source: Source, where: str | None,
     return frozenset(complete)
 
 
-def numeric_copies(sql: GuardedSQL, prepared: Prepared, *, requested: bool,
-                   known: Collection[str] = ()) -> dict[str, float]:
-    """The binned numeric columns of the source tables that copy the metric: name → the
-    share of its variance they explain linearly (``r²``), for ``|r|`` at least
-    :data:`NUMERIC_COPY_CORRELATION` over the tool's rows (one aggregate query); the
-    dimensions a tool already set aside (``known``) are not tested again.
+@dataclass(frozen=True)
+class Copies:
+    """The binned numeric columns of the source tables that restate the metric
+    (:func:`column_copies`).
+
+    Attributes:
+        numeric: Name -> the share of the metric's variance the column explains linearly
+            (``r²``), for ``|r|`` at least :data:`NUMERIC_COPY_CORRELATION`.
+        set_by_outcome: Name -> the value every row of one outcome has, for the columns
+            the outcome sets (:func:`~d2_notebook.data.analysis.stats.is_set_by_outcome`).
+    """
+
+    numeric: dict[str, float] = field(default_factory=dict)
+    set_by_outcome: dict[str, OutcomeValue] = field(default_factory=dict)
+
+    @property
+    def names(self) -> set[str]:
+        """Every column named, of both kinds."""
+        return {*self.numeric, *self.set_by_outcome}
+
+
+def column_copies(sql: GuardedSQL, prepared: Prepared, total: Moments, *, requested: bool,
+                  known: Collection[str] = ()) -> Copies:
+    """The binned numeric columns of the source tables that restate the metric over the
+    tool's rows (``total``: their moments, from the pass): those that copy it (``|r|`` at
+    least :data:`NUMERIC_COPY_CORRELATION`), and, for a 0/1 metric, those the outcome sets
+    (every row of one outcome has one value of the column, rare among the other rows:
+    :func:`~d2_notebook.data.analysis.stats.is_set_by_outcome`), which their bins hide
+    (net revenue 0 on every returned order sits in the lowest bin with the cheap orders
+    kept). One aggregate query finds both; a second counts the other outcome's rows at
+    the shared value, only when some column has one. The dimensions a tool already set
+    aside (``known``) are not tested again; a column empty (NULL) on every row of one
+    outcome counts too (its bins' NULL stratum also shows it).
 
     Only for the default scan: dimensions named by the caller (``requested``) are split
     as asked (a price can copy the metric over single-item orders and still be a cause
@@ -304,18 +336,86 @@ def numeric_copies(sql: GuardedSQL, prepared: Prepared, *, requested: bool,
     binned = [(index, raw) for index, raw in prepared.plan.binned
               if prepared.plan.dimensions[index].name not in known]
     if not binned or requested:
-        return {}
-    value = f"({prepared.value_sql})::DOUBLE"
-    columns = ", ".join(f"corr({value}, ({raw})::DOUBLE) AS __r{i}"
-                        for i, (_, raw) in enumerate(binned))
-    condition = f" WHERE ({prepared.where})" if prepared.where else ""
-    found = sql.run(f"SELECT {columns} FROM {prepared.source.sql}{condition}",
-                    max_rows=1).frame.iloc[0].tolist()
-    copies = {}
-    for (index, _), r in zip(binned, found, strict=True):
-        if r is not None and not pd.isna(r) and abs(float(r)) >= NUMERIC_COPY_CORRELATION:
-            copies[prepared.plan.dimensions[index].name] = float(r) ** 2
-    return copies
+        return Copies()
+    columns = ", ".join(f"({raw})::DOUBLE AS __x{i}" for i, (_, raw) in enumerate(binned))
+    rows = (f"(SELECT ({prepared.value_sql})::DOUBLE AS __v, {columns} FROM "
+            f"{prepared.source.sql}" + (f" WHERE ({prepared.where})" if prepared.where else "")
+            + ") AS __t")
+    names = [prepared.plan.dimensions[index].name for index, _ in binned]
+    if is_binary(total):
+        shifts = [prepared.plan.dimensions[index].dimension.edges for index, _ in binned]
+        found = _by_outcome(sql, rows, names, [e[len(e) // 2] if e else 0.0 for e in shifts])
+        if found is not None:
+            return found
+    correlations = sql.run(f"SELECT {', '.join(f'corr(__v, __x{i})' for i in range(len(names)))}"
+                           f" FROM {rows}", max_rows=1).frame.iloc[0].tolist()
+    return Copies({name: float(r) ** 2 for name, r in zip(names, correlations, strict=True)
+                   if r is not None and not pd.isna(r)
+                   and abs(float(r)) >= NUMERIC_COPY_CORRELATION})
+
+
+def _by_outcome(sql: GuardedSQL, rows: str, names: list[str],
+                shifts: list[float]) -> Copies | None:
+    """:func:`column_copies` for a 0/1 metric, from one query grouped by the outcome:
+    per column, its count, sum and sum of squares (less ``shifts``, a middle bin edge, so
+    the sums keep their precision) and its smallest and largest value. Its correlation
+    with the metric is the point-biserial one (``r²``: the share of the column's variance
+    between the two outcomes); its single value on one outcome's rows comes from the
+    smallest and largest. Grouped, these aggregates cost what one ``corr`` per column does
+    over all rows (FILTER clauses cost three times as much). None when the metric is not
+    0/1 after all (a value other than 0 and 1)."""
+    aggregates = ["count(*)"]
+    for i, shift in enumerate(shifts):
+        centred = f"(__x{i} - ({float(shift)!r}))"
+        aggregates += [f"count(__x{i})", f"sum({centred})", f"sum({centred} * {centred})",
+                       f"min(__x{i})", f"max(__x{i})"]
+    frame = sql.run(f"SELECT CASE WHEN __v IN (0, 1) THEN __v ELSE -1 END AS __o, "
+                    f"{', '.join(aggregates)} FROM {rows} WHERE __v IS NOT NULL GROUP BY __o",
+                    max_rows=3).frame
+    groups = {int(row[0]): row[1:] for row in frame.itertuples(index=False)}
+    if set(groups) != {0, 1}:
+        return None
+    size = {y: int(groups[y][0]) for y in (0, 1)}
+    numeric: dict[str, float] = {}
+    shared: list[tuple[int, str, int, float | None]] = []  # (column, name, outcome, value)
+    for i, name in enumerate(names):
+        cells = {y: groups[y][1 + 5 * i: 6 + 5 * i] for y in (0, 1)}
+        moments = [Moments(float(c[0] or 0), float(c[1] or 0.0), float(c[2] or 0.0))
+                   for c in cells.values()]
+        r_squared = explained_share(moments, moments[0] + moments[1])  # both outcomes' rows
+        if r_squared >= NUMERIC_COPY_CORRELATION ** 2:
+            numeric[name] = r_squared
+        elif (one := _one_value(cells, size)) is not None:
+            shared.append((i, name, *one))
+    if not shared:
+        return Copies(numeric)
+    # how many rows of the other outcome have the shared value too: only now is it known
+    counts = ", ".join(f"count(*) FILTER (WHERE __v = {1 - y} AND __x{i} "
+                       + ("IS NULL)" if value is None else f"= {value!r})")
+                       for i, _, y, value in shared)
+    others_with = sql.run(f"SELECT {counts} FROM {rows}", max_rows=1).frame.iloc[0].tolist()
+    set_by_outcome = {}
+    for (_, name, y, value), m in zip(shared, others_with, strict=True):
+        outcome = OutcomeValue(y, value, size[y], size[1 - y], int(m or 0))
+        if is_set_by_outcome(outcome):
+            set_by_outcome[name] = outcome
+    return Copies(numeric, set_by_outcome)
+
+
+def _one_value(cells: dict[int, tuple], size: dict[int, int]) -> tuple[int, float | None] | None:
+    """The outcome (1 or 0) whose rows, :data:`MIN_SUPPORT_FLOOR` or more, all have one
+    value of a column, and that value (None: all empty), from the column's count, smallest
+    and largest value over each outcome's rows (``cells``); None if neither has one."""
+    for y in (1, 0):
+        filled, _, _, low, high = cells[y]
+        if size[y] < MIN_SUPPORT_FLOOR:
+            continue
+        if int(filled or 0) == 0:
+            return (y, None)
+        if (int(filled) == size[y] and not pd.isna(low) and float(low) == float(high)
+                and math.isfinite(float(low))):
+            return (y, float(low))
+    return None
 
 
 def run_pass(

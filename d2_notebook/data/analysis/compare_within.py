@@ -27,7 +27,13 @@ gives the effect within each stratum; then:
   be material; Benjamini–Hochberg across dimensions at ``alpha``.
 
 A dimension that could not be tested (too few strata with both arms) is counted as
-untested, never as "no confounding".
+untested, never as "no confounding". Nor is a dimension that restates the outcome tested,
+since holding it fixed would hold the outcome fixed: one that determines the metric
+exactly, a near-copy (:func:`~d2_notebook.data.analysis.stats.is_near_copy`, or a numeric
+column of the metric's rows with ``|r| >= 0.9``), or a column the outcome sets (every row
+of one outcome has one value of it, rare among the other rows: net revenue 0 on every
+returned order, :func:`~d2_notebook.data.analysis.stats.is_set_by_outcome`); the summary
+names each.
 """
 
 from __future__ import annotations
@@ -43,8 +49,8 @@ from d2_notebook.data.analysis.common import (
     Prepared,
     Support,
     check_settings,
+    column_copies,
     definition_lines,
-    numeric_copies,
     prepare,
     run_pass,
 )
@@ -53,16 +59,24 @@ from d2_notebook.data.analysis.result import AnalysisResult, AnalysisTool, Flag,
 from d2_notebook.data.analysis.stats import (
     Comparison,
     Moments,
+    OutcomeValue,
     benjamini_hochberg,
     compare,
     determines_exactly,
     explained_share,
+    is_binary,
     is_material,
     is_near_copy,
     metric_scale,
 )
 from d2_notebook.data.analysis.strata import EffectScale, Family, check_heterogeneity, standardise
-from d2_notebook.data.analysis.text import describe_value, figure, name_list, near_copy_line
+from d2_notebook.data.analysis.text import (
+    describe_value,
+    figure,
+    name_list,
+    near_copy_line,
+    outcome_set_line,
+)
 from d2_notebook.data.catalog_access import dialect_sql
 
 if TYPE_CHECKING:
@@ -154,10 +168,11 @@ def compare_within(
     copies = {f.name: explained_share(groups, total) for f in families
               if f.name not in exact and not f.membership
               and is_near_copy(groups := [m1 + m0 for _, m1, m0 in f.strata], total)}
-    copies |= numeric_copies(sql, prepared, requested=dimensions is not None,
+    restated = column_copies(sql, prepared, total, requested=dimensions is not None,
                              known={*exact, *copies})
-    families = [f for f in families if f.name not in exact and f.name not in copies]
-    binary = total.n > 0 and abs(total.s2 - total.s1) <= 1e-9 * max(1.0, total.s1)
+    copies |= restated.numeric
+    families = [f for f in families if f.name not in {*exact, *copies, *restated.names}]
+    binary = is_binary(total)
     for family in families:
         check_heterogeneity(family, max(support.rows, HETEROGENEITY_MIN_ARM), pooled, binary,
                            scale)
@@ -200,7 +215,8 @@ def compare_within(
     flags.sort(key=lambda f: _FLAG_ORDER.index(f.kind))
     frame = pd.DataFrame(rows, columns=COLUMNS)
     summary = _summary(metric, label, versus, exposed, rest, crude, flags, families, alpha,
-                       support, prepared, exact, unflagged_moves, copies)
+                       support, prepared, exact, unflagged_moves, copies,
+                       restated.set_by_outcome)
     return capped(AnalysisTool.COMPARE_WITHIN, scan.sql, frame, sql.max_rows,
                   scan.duration_s, summary, flags)
 
@@ -359,7 +375,8 @@ def _overall_row(exposed: Moments, rest: Moments, crude: Comparison) -> dict:
 def _summary(metric: str, label: str, versus: str, exposed: Moments, rest: Moments,
              crude: Comparison, flags: list[Flag], families: list[Family],
              alpha: float, support: Support, prepared: Prepared, exact: list[str],
-             unflagged_moves: list[str], copies: dict[str, float]) -> str:
+             unflagged_moves: list[str], copies: dict[str, float],
+             set_by_outcome: dict[str, OutcomeValue]) -> str:
     lines = [
         f"compare_within: {metric} for {label} vs {versus}: {figure(exposed.mean)} (n = "
         f"{int(exposed.n)}) vs {figure(rest.mean)} (n = {int(rest.n)}); crude effect "
@@ -417,6 +434,9 @@ def _summary(metric: str, label: str, versus: str, exposed: Moments, rest: Momen
     if copies:
         lines.append(near_copy_line(copies, "not tested as confounders",
                                     "holding it fixed would hold the outcome fixed"))
+    if set_by_outcome:
+        lines.append(outcome_set_line(set_by_outcome, "not tested as confounders",
+                                      "holding it fixed would hold the outcome fixed"))
     if exact:
         lines.append(f"Not tested: {name_list(exact)} determine(s) the metric exactly (each "
                      "value has a single metric value): part of the metric's definition, not a "

@@ -28,7 +28,10 @@ own). A segment is
 flagged as a DRIVER when its rate change is beyond chance (Benjamini–Hochberg across
 the segments tested, both periods with at least the minimum support) and its
 contribution is material (:func:`~d2_notebook.data.analysis.stats.is_material`). When
-Δ itself is not material, no share is computed: there is no change to share out.
+Δ itself is not material, no share is computed: there is no change to share out. A
+numeric column that restates the outcome (a numeric copy, a column the outcome sets:
+:func:`~d2_notebook.data.analysis.common.column_copies`) is not split by: its segments
+would share out the change by outcome.
 """
 
 from __future__ import annotations
@@ -46,8 +49,8 @@ from d2_notebook.data.analysis.common import (
     Prepared,
     Support,
     check_settings,
+    column_copies,
     definition_lines,
-    numeric_copies,
     prepare,
     run_pass,
 )
@@ -57,13 +60,20 @@ from d2_notebook.data.analysis.stats import (
     Z95,
     Comparison,
     Moments,
+    OutcomeValue,
     benjamini_hochberg,
     chi_square_independence,
     compare,
     is_material,
     metric_scale,
 )
-from d2_notebook.data.analysis.text import figure, name_list, near_copy_line, segment_label
+from d2_notebook.data.analysis.text import (
+    figure,
+    name_list,
+    near_copy_line,
+    outcome_set_line,
+    segment_label,
+)
 from d2_notebook.data.catalog_access import dialect_sql
 
 if TYPE_CHECKING:
@@ -172,8 +182,9 @@ def decompose(
     segments, aligned = _overlapping(_segments(scan, prepared, first, last), first,
                                      last)
     # the outcome again: splitting by it would sort the rows by their outcome
-    copies = numeric_copies(sql, prepared, requested=dimensions is not None)
-    segments = [s for s in segments if s.dimension not in copies]
+    restated = column_copies(sql, prepared, first + last,
+                             requested=dimensions is not None)
+    segments = [s for s in segments if s.dimension not in restated.names]
     for segment in segments:
         rows.append(_segment_row(segment, first, last, pooled, support, centre))
     if shared:
@@ -190,7 +201,8 @@ def decompose(
              for r in frame[frame["flagged"]].itertuples()]
     flags += _mix_flags(frame.iloc[1:], change.difference, shared, scale, alpha)
     summary = _summary(metric, period, before, after, first, last, change, shared, frame,
-                       flags, support, alpha, prepared, aligned, copies)
+                       flags, support, alpha, prepared, aligned, restated.numeric,
+                       restated.set_by_outcome)
     mixed = {f.dimension for f in flags if f.kind is FlagKind.MIX_SHIFT}
     frame = _with_mix_rows(frame, change if shared else None, mixed, first.n, last.n)
     return capped(AnalysisTool.DECOMPOSE, scan.sql, frame[COLUMNS], sql.max_rows,
@@ -468,7 +480,8 @@ def _percent(value: float) -> str:
 def _summary(metric: str, period: str, before: str, after: str, first: Moments,
              last: Moments, change: Comparison, shared: bool, frame: pd.DataFrame,
              flags: list[Flag], support: Support, alpha: float, prepared: Prepared,
-             aligned: list[str], copies: dict[str, float]) -> str:
+             aligned: list[str], copies: dict[str, float],
+             set_by_outcome: dict[str, OutcomeValue]) -> str:
     body = frame.iloc[1:]
     n_dimensions = body["dimension"].nunique()
     lines = [
@@ -542,6 +555,9 @@ def _summary(metric: str, period: str, before: str, after: str, first: Moments,
     if copies:
         lines.append(near_copy_line(copies, "not split by",
                                     "its segments would share out the change by outcome"))
+    if set_by_outcome:
+        lines.append(outcome_set_line(set_by_outcome, "not split by",
+                                      "its segments would share out the change by outcome"))
     if aligned:
         lines.append(f"Not split by {name_list(aligned)}: aligned with the period (its row shares "
                      f"in the two periods overlap by less than {MIN_OVERLAP:.0%}), so it would "

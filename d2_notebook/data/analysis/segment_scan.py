@@ -11,7 +11,10 @@ counted as "not tested". A segment is flagged when its q-value is below ``alpha`
 difference is material (:func:`~d2_notebook.data.analysis.stats.is_material`). Rows are
 ranked by a sample-size aware score: the end of the interval nearest zero
 (``|difference| - 1.96·SE``, floored at 0), so a large gap in a tiny group ranks below a
-solid one in a large group.
+solid one in a large group. Segments of a dimension that restates the outcome (a
+near-copy, a numeric copy, a column the outcome sets:
+:func:`~d2_notebook.data.analysis.common.column_copies`) keep their rows but are not
+flagged; the summary names the dimension once.
 """
 
 from __future__ import annotations
@@ -26,8 +29,8 @@ from d2_notebook.data.analysis.common import (
     Prepared,
     Support,
     check_settings,
+    column_copies,
     definition_lines,
-    numeric_copies,
     prepare,
     run_pass,
 )
@@ -37,10 +40,12 @@ from d2_notebook.data.analysis.stats import (
     RELATIVE_TOLERANCE,
     Z95,
     Moments,
+    OutcomeValue,
     benjamini_hochberg,
     compare,
     determines_exactly,
     explained_share,
+    is_binary,
     is_material,
     is_near_copy,
     metric_scale,
@@ -51,6 +56,7 @@ from d2_notebook.data.analysis.text import (
     figure,
     name_list,
     near_copy_line,
+    outcome_set_line,
     segment_label,
     table_of,
 )
@@ -111,7 +117,7 @@ def segment_scan(
     support = Support.of(min_support, total.n, named=dimensions is not None)
     scale = metric_scale(total)
     pooled = total.var if total.var > 0 else None
-    binary = total.n > 0 and abs(total.s2 - total.s1) <= 1e-9 * max(1.0, total.s1)
+    binary = is_binary(total)
     rows: list[dict] = []
     for (index, value), group in scan.moments.items():
         if index < 0:
@@ -134,8 +140,10 @@ def segment_scan(
             "tested": tested,
         })
     exact, copies = _determining(scan.moments, prepared, total)
-    copies |= numeric_copies(sql, prepared, requested=dimensions is not None,
+    restated = column_copies(sql, prepared, total, requested=dimensions is not None,
                              known={*exact, *copies})
+    copies |= restated.numeric
+    set_by_outcome = restated.set_by_outcome
     for row in rows:
         if row["dimension"] in exact:
             row["tested"], row["p_value"] = False, math.nan
@@ -147,7 +155,8 @@ def segment_scan(
         row.setdefault("q_value", math.nan)
         row["material"] = is_material(row["difference"], scale)
         row["flagged"] = bool(row["tested"] and row["q_value"] < alpha and row["material"]
-                              and row["dimension"] not in copies)
+                              and row["dimension"] not in copies
+                              and row["dimension"] not in set_by_outcome)
     frame = pd.DataFrame(rows, columns=[*COLUMNS, "material"])
     frame = frame.sort_values(["flagged", "tested", "score", "n"], ascending=False,
                               kind="stable").reset_index(drop=True)
@@ -157,7 +166,8 @@ def segment_scan(
     immaterial = int((frame["tested"] & (frame["q_value"] < alpha) & ~frame["material"]).sum())
     frame = frame.drop(columns="material")
     summary = _summary(metric, total, frame[~frame["dimension"].isin(exact)], flag_lines,
-                       prepared, support, alpha, top, immaterial, exact, copies)
+                       prepared, support, alpha, top, immaterial, exact, copies,
+                       set_by_outcome)
     return capped(AnalysisTool.SEGMENT_SCAN, scan.sql, frame, sql.max_rows, scan.duration_s,
                   summary, flags)
 
@@ -177,7 +187,8 @@ def _flag_text(row: object, metric: str | None) -> str:
 
 def _summary(metric: str, total: Moments, frame: pd.DataFrame, flags: list[str],
              prepared: Prepared, support: Support, alpha: float, top: int,
-             immaterial: int, exact: list[str], copies: dict[str, float]) -> str:
+             immaterial: int, exact: list[str], copies: dict[str, float],
+             set_by_outcome: dict[str, OutcomeValue]) -> str:
     tested = frame[frame["tested"]]
     n_dimensions = len(prepared.plan.dimensions)
     lines = [
@@ -192,7 +203,7 @@ def _summary(metric: str, total: Moments, frame: pd.DataFrame, flags: list[str],
         lines += [f"- {line}" for line in flags[:top]]
         if len(flags) > top:
             lines.append(f"- ... {len(flags) - top} more flagged segments in the rows")
-    elif len(others := tested[~tested["dimension"].isin(copies)]):
+    elif len(others := tested[~tested["dimension"].isin({*copies, *set_by_outcome})]):
         lines.append(f"No tested segment deviates beyond chance by a material amount ({rule}); "
                      "the largest gaps among the tested:")
         for row in others.head(min(top, 5)).itertuples():
@@ -202,6 +213,8 @@ def _summary(metric: str, total: Moments, frame: pd.DataFrame, flags: list[str],
         lines.append("No segment was tested: none has enough rows (see below).")
     if copies:
         lines.append(near_copy_line(copies, "not flagged", "its rows are kept"))
+    if set_by_outcome:
+        lines.append(outcome_set_line(set_by_outcome, "not flagged", "its rows are kept"))
     if immaterial:
         lines.append(f"{immaterial} segment(s) differ beyond chance by less than "
                      f"{RELATIVE_TOLERANCE:.0%} of the metric's scale: not flagged.")

@@ -30,6 +30,7 @@ __all__ = [
     "RELATIVE_TOLERANCE",
     "Comparison",
     "Moments",
+    "OutcomeValue",
     "adaptive_min_support",
     "benjamini_hochberg",
     "chi_square_independence",
@@ -37,8 +38,10 @@ __all__ = [
     "compare",
     "determines_exactly",
     "explained_share",
+    "is_binary",
     "is_material",
     "is_near_copy",
+    "is_set_by_outcome",
     "metric_scale",
     "wilson_interval",
 ]
@@ -219,14 +222,19 @@ def explained_share(groups: list[Moments], total: Moments) -> float:
     return max(0.0, 1.0 - within / total_ss)
 
 
+def is_binary(total: Moments) -> bool:
+    """Whether a metric's rows (their moments ``total``) are all 0 or 1, as far as the
+    moments tell: every value's square is itself (``Σv² = Σv``)."""
+    return total.n > 0 and abs(total.s2 - total.s1) <= 1e-9 * max(1.0, total.s1)
+
+
 def is_near_copy(groups: list[Moments], total: Moments) -> bool:
     """Whether a dimension splitting the population into ``groups`` (two or more) nearly
     copies a yes/no metric: it explains at least :data:`NEAR_COPY_SHARE` of its variance,
     so nearly every row's outcome follows from its value. Only for a 0/1 metric: a numeric
     metric with a strong cause and little noise is explained as well, and must stay a
     finding."""
-    binary = total.n > 0 and abs(total.s2 - total.s1) <= 1e-9 * max(1.0, total.s1)
-    return (binary and sum(1 for g in groups if g.n > 0) >= 2
+    return (is_binary(total) and sum(1 for g in groups if g.n > 0) >= 2
             and explained_share(groups, total) >= NEAR_COPY_SHARE)
 
 
@@ -241,3 +249,53 @@ def determines_exactly(groups: list[Moments], total: Moments) -> bool:
     covered = sum(g.n for g in sized)
     return (len(sized) >= 2 and covered >= 0.9 * total.n
             and all(g.var <= 1e-12 * total.var for g in sized))
+
+
+@dataclass(frozen=True)
+class OutcomeValue:
+    """A value of a column that every row of one outcome of a 0/1 metric has (net revenue
+    0 on every returned order), counted against the rows of the other outcome.
+
+    Attributes:
+        outcome: The metric's value (1 or 0) on the rows that all have ``value``.
+        value: The column's value on them; None: the column is empty (NULL) on them.
+        rows: Rows with that outcome.
+        others: Rows with the other outcome.
+        others_with: How many of ``others`` have ``value`` too.
+    """
+
+    outcome: int
+    value: float | None
+    rows: int
+    others: int
+    others_with: int
+
+    @property
+    def explained(self) -> float:
+        """The share of the metric's variance that the yes/no split "the column has
+        ``value``" explains (:func:`explained_share` of its two groups)."""
+        rest = self.others - self.others_with
+        if self.outcome == 1:
+            ones, with_, without = self.rows, Moments(self.rows + self.others_with,
+                                                      self.rows, self.rows), Moments(rest, 0, 0)
+        else:
+            ones = self.others
+            with_ = Moments(self.rows + self.others_with, self.others_with, self.others_with)
+            without = Moments(rest, rest, rest)
+        return explained_share([with_, without], Moments(self.rows + self.others, ones, ones))
+
+
+def is_set_by_outcome(found: OutcomeValue) -> bool:
+    """Whether a column is one the outcome sets: every row of one outcome (at least
+    :data:`MIN_SUPPORT_FLOOR` of them) has the same value of it, and that value is so rare
+    among the other rows that "the column has this value" is a near-copy of the metric
+    (it explains at least :data:`NEAR_COPY_SHARE` of its variance). Net revenue set to 0
+    on every returned order is the outcome recorded again inside the lowest of its bins,
+    however much it varies among the orders kept: holding it fixed holds the outcome fixed.
+
+    Not such a column: one whose shared value is common among the other rows too (every
+    returned order had no discount, like most orders kept), nor one whose values merely
+    correlate with the outcome or where the outcome is merely frequent (no single value on
+    every row of one outcome)."""
+    return (found.rows >= MIN_SUPPORT_FLOOR and found.others > 0
+            and found.explained >= NEAR_COPY_SHARE)

@@ -6,9 +6,14 @@ import math
 import re
 from collections import Counter
 
-from d2_notebook.data.analysis.stats import NEAR_COPY_SHARE, NUMERIC_COPY_CORRELATION
+from d2_notebook.data.analysis.stats import (
+    NEAR_COPY_SHARE,
+    NUMERIC_COPY_CORRELATION,
+    OutcomeValue,
+)
 
-__all__ = ["MISSING", "describe_value", "figure", "name_list", "segment_label", "table_of"]
+__all__ = ["MISSING", "describe_value", "figure", "name_list", "near_copy_line",
+           "outcome_set_line", "segment_label", "table_of"]
 
 MISSING = "(missing)"
 
@@ -70,3 +75,23 @@ def near_copy_line(copies: dict[str, float], treated: str, consequence: str) -> 
             f"own rows, a correlation of {NUMERIC_COPY_CORRELATION:g} or more): the same fact "
             f"recorded twice or a consequence of the outcome, not an explanation of it; "
             f"{consequence}.")
+
+
+def outcome_set_line(columns: dict[str, OutcomeValue], treated: str, consequence: str) -> str:
+    """The summary line for columns the outcome sets (name -> the value every row of one
+    outcome has): the value, how many of the other outcome's rows have it, what the tool
+    did with the column (``treated``) and why."""
+    def value(found: OutcomeValue) -> str:
+        if found.value is None:
+            return "empty (NULL)"
+        number = found.value
+        return f"= {int(number) if number.is_integer() else f'{number:.10g}'}"
+
+    named = "; ".join(
+        f"{name} ({value(found)} on every row whose metric is {found.outcome}, and on "
+        f"{found.others_with} of the {found.others} rows whose metric is {1 - found.outcome})"
+        for name, found in columns.items())
+    return (f"Columns the outcome sets, {treated}: {named} — a value one outcome always has "
+            f"and the other almost never (the split by it explains at least "
+            f"{NEAR_COPY_SHARE:.0%} of the metric's variance): the outcome recorded again, a "
+            f"consequence of it, not a cause; {consequence}.")
