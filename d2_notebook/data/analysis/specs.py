@@ -152,8 +152,11 @@ TOOL_SPECS: tuple[AnalysisToolSpec, ...] = (
         AnalysisTool.TREND,
         "The metric per period of a date or timestamp column: each period's n, metric and "
         "95% interval, the fitted line, the slope per period with its interval (TREND "
-        "flag), up to two change points in level and slope (CHANGE POINT flag, Bonferroni "
-        "over the boundaries tried), the strongest seasonal grain among month of year, day "
+        "flag), up to two change points (CHANGE POINT flag, Bonferroni over the period "
+        "starts tried), each with its level before and after and a 95% range of dates; a "
+        "series that is flat levels with a step (steps beat the line by BIC) is reported as "
+        "the step, not as a trend, and the summary says which shape won and by how much; "
+        "the strongest seasonal grain among month of year, day "
         "of week and hour that the data covers 1.5 cycles of, tested on the detrended "
         "metric (SEASON flag; grains with fewer cycles are named as not tested), and a "
         "clearly labelled LINEAR PROJECTION of the next periods with 95% prediction "
