@@ -15,12 +15,13 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
+import guard_refusals
 import psycopg
 import pytest
 
 from d2_notebook.data import open_source
 from d2_notebook.data.sources.sqlalchemy_source import SQLAlchemySource
-from d2_notebook.errors import QueryFailedError, UnsafeSQLError
+from d2_notebook.errors import QueryFailedError
 
 DATABASE = "d2_round4"
 SETTING_SECRET = "SETTING-LEAK-R4-2281"
@@ -135,16 +136,8 @@ SECRETS = (SETTING_SECRET, ROLE_SECRET, SOURCE_SECRET, PASSWORD, "SCRAM-SHA-256$
 
 
 def refused(source: SQLAlchemySource, sql: str, *fragments: str) -> str:
-    """Run ``sql`` through the guard: it must be refused, naming every fragment, and
-    nothing secret may be in the message."""
-    with pytest.raises(UnsafeSQLError) as caught:
-        source.run(sql)
-    message = str(caught.value)
-    assert message.startswith("SQL refused: "), message
-    for fragment in fragments:
-        assert fragment in message, message
-    assert [s for s in SECRETS if s in message] == [], message
-    return message
+    """``sql`` is refused through the guard, naming every fragment, with no secret."""
+    return guard_refusals.refused(source, sql, fragments, SECRETS)
 
 
 # --- 1. statistics views -----------------------------------------------------------------

@@ -23,12 +23,13 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
+import guard_refusals
 import psycopg
 import pytest
 
 from d2_notebook.data import open_source
 from d2_notebook.data.sources.sqlalchemy_source import SQLAlchemySource
-from d2_notebook.errors import QueryFailedError, UnsafeSQLError
+from d2_notebook.errors import QueryFailedError
 
 SECRET = "R5-SECRET-7719"
 PASSWORD = "R5-PW-4410"
@@ -170,14 +171,7 @@ def unguarded(cluster, database: str, sql: str) -> str:
 
 def refused(source: SQLAlchemySource, sql: str, *fragments: str) -> str:
     """``sql`` is refused through the guard, naming every fragment, with no secret."""
-    with pytest.raises(UnsafeSQLError) as caught:
-        source.run(sql)
-    message = str(caught.value)
-    assert message.startswith("SQL refused: "), message
-    for fragment in fragments:
-        assert fragment in message, message
-    assert SECRET not in message and PASSWORD not in message, message
-    return message
+    return guard_refusals.refused(source, sql, fragments, (SECRET, PASSWORD))
 
 
 # --- F1: attribute notation calls functions --------------------------------------------
