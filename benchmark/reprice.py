@@ -4,8 +4,9 @@ other models for some roles, priced on the same calls.
 A what-if for presets and role models (issue 20): the board's calls keep their recorded
 tokens (input, cache reads and writes, output) and each call is priced again at the
 price of the model its role is mapped to (``--role-model judge=anthropic:claude-haiku-4-5``,
-or ``--preset economy --model anthropic:claude-sonnet-4-6``: the preset's mapping for
-that default model). It says
+or ``--preset economy --model anthropic:claude-sonnet-4-6``: every role at that default
+model but those the preset maps elsewhere; ``--preset default`` prices an economy run as
+if every role had run on the default model). It says
 what the price list alone changes; a smaller model may also make other calls (more or
 fewer, longer or shorter), which only a run with that model shows.
 """
@@ -19,6 +20,7 @@ from pathlib import Path
 from d2_notebook.board import Board
 from d2_notebook.board.records import ModelCallStatus
 from d2_notebook.detective.preset import PRESETS, preset_models
+from d2_notebook.detective.variant import Role
 from d2_notebook.errors import BoardError, InvalidRecordError
 from d2_notebook.llm import TokenUsage
 from d2_notebook.llm.pricing import cost_of
@@ -98,8 +100,9 @@ def add_args(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--role-model", action="append", default=[], metavar="ROLE=MODEL",
                         help="price ROLE's calls at MODEL (repeatable)")
     parser.add_argument("--preset", choices=PRESETS,
-                        help="price the roles a preset maps at its models for --model "
-                        "(--role-model wins)")
+                        help="price every role as the preset runs it with --model as the default "
+                        "(--preset default: every role at --model, e.g. an economy run "
+                        "at the default's prices; --role-model wins)")
     parser.add_argument("--model", help="the default model the preset maps from, e.g. "
                         "anthropic:claude-sonnet-4-6")
     parser.add_argument("--investigation", help="an investigation id (default: the last)")
@@ -113,6 +116,7 @@ def run(args: argparse.Namespace) -> int:
             if not args.model:
                 raise InvalidRecordError("--preset needs --model: the default model the "
                                          "preset maps from, e.g. anthropic:claude-sonnet-4-6")
+            mapping.update({role.value: args.model for role in Role})
             mapping.update(preset_models(args.preset, args.model))
         for item in args.role_model:
             role, sep, model = item.partition("=")

@@ -62,6 +62,21 @@ def test_the_economy_preset_prices_its_roles_at_the_smaller_model(
     assert real_board.read_bytes() == before  # read only
 
 
+def test_the_default_preset_prices_every_role_at_the_model(
+        real_board: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """--preset default prices every role at --model (it used to leave every recorded
+    model in place, so an economy run "at the default's prices" came out at 1.00×)."""
+    assert main(["reprice", str(real_board), "--preset", "default", "--model", HAIKU]) == 0
+    out = capsys.readouterr().out
+    lines = {line.split()[0]: line for line in out.splitlines()}
+    roles = ("hypothesizer", "orchestrator", "collector", "judge", "reporter")
+    for role in roles:
+        assert lines[role].endswith(HAIKU)
+    with Board.open(real_board, read_only=True) as board:
+        everything = sum(_priced(board, role, HAIKU) for role in roles)
+    assert f"${everything:.3f}" in lines["total"]
+
+
 @pytest.mark.parametrize(("argv", "message"), [
     (["--role-model", "judge"], "write ROLE=MODEL"),
     (["--role-model", "judge=nobody:model"], "no price is known for 'nobody:model'"),
