@@ -274,3 +274,36 @@ def test_an_empty_table_in_the_database_gives_no_dimensions_and_no_crash() -> No
     result = segment_scan(GuardedSQL(con), source="tickets t", metric="avg(t.ticket_id % 7)")
     assert not any("notes." in d for d in set(result.frame["dimension"]))
     assert "tickets.priority" in set(result.frame["dimension"])
+
+
+def _orders_by_day() -> GuardedSQL:
+    con = duckdb.connect()
+    con.execute("CREATE TABLE orders AS SELECT range AS id, DATE '2024-01-01' + "
+                "CAST(range % 180 AS INTEGER) AS order_date, (range % 97)::DOUBLE AS revenue,"
+                " ['a', 'b', 'c'][1 + range % 3] AS channel FROM range(5000)")
+    return GuardedSQL(con)
+
+
+def test_a_date_part_of_the_filters_time_window_may_be_asked_for() -> None:
+    """A filter's time window restricts the rows; ``month(o.order_date)`` over it is a
+    dimension, not part of the metric's definition (a real-model collector was refused
+    it, and segment_scan then failed on its empty table)."""
+    sql = _orders_by_day()
+    window = "o.order_date >= DATE '2024-02-01'"
+    scanned = segment_scan(sql, source="orders o", metric="avg(o.revenue)", where=window,
+                           dimensions=["month(o.order_date)"])
+    months = scanned.frame
+    assert sorted(months["value"]) == ["2", "3", "4", "5", "6"]
+    assert "part of the metric's definition" not in scanned.summary
+    within = compare_within(sql, source="orders o", metric="avg(o.revenue)",
+                            exposure="o.channel", value="a", where=window,
+                            dimensions=["month(o.order_date)"])
+    assert "Dimensions checked: month(o.order_date)." in within.summary
+
+
+def test_a_scan_with_nothing_left_to_split_says_why() -> None:
+    scanned = segment_scan(_orders_by_day(), source="orders o", metric="avg(o.revenue)",
+                           dimensions=["o.revenue"])
+    assert "No dimension was split (see below why)." in scanned.summary
+    assert "Not split by orders.revenue: part of the metric's definition" in scanned.summary
+    assert len(scanned.frame) == 0

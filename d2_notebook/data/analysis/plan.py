@@ -108,7 +108,9 @@ def build_plan(
             the outcome (a discharge date beside a death) and "explain" it trivially.
             Requested dimensions may still name them.
         date_parts_kept: ``excluded`` columns whose date parts are still planned (the
-            metric's complete time columns: the start of a duration).
+            metric's complete time columns, the start of a duration; the date columns of
+            the filter, a time window); a requested SQL expression over them is planned
+            too (``month(o.order_date)`` under ``o.order_date >= DATE '2024-02-01'``).
     """
     builder = _Builder(catalog, source)
     reachable = builder.reach()
@@ -138,7 +140,9 @@ def build_plan(
                                                    date_parts_kept):
                 builder.definitional.append((hit[0].name, None))
                 continue
-            if hit is None and _reads_any(text.strip(), source, excluded):
+            # an expression over a column whose date parts are kept (a filter's time
+            # window, the start of a duration) splits it like one of its date parts
+            if hit is None and _reads_any(text.strip(), source, excluded - date_parts_kept):
                 builder.definitional.append((text.strip(), text.strip()))
                 continue
             chosen.append(hit or (PlannedDimension(text.strip(), None), "expr", text.strip()))

@@ -157,7 +157,8 @@ def segment_scan(
         row["flagged"] = bool(row["tested"] and row["q_value"] < alpha and row["material"]
                               and row["dimension"] not in copies
                               and row["dimension"] not in set_by_outcome)
-    frame = pd.DataFrame(rows, columns=[*COLUMNS, "material"])
+    frame = pd.DataFrame(rows, columns=[*COLUMNS, "material"]).astype(
+        {"tested": bool, "flagged": bool, "material": bool})  # typed when no row was split
     frame = frame.sort_values(["flagged", "tested", "score", "n"], ascending=False,
                               kind="stable").reset_index(drop=True)
     flagged = list(frame[frame["flagged"]].itertuples())
@@ -209,6 +210,8 @@ def _summary(metric: str, total: Moments, frame: pd.DataFrame, flags: list[str],
         for row in others.head(min(top, 5)).itertuples():
             lines.append(f"- {segment_label(row.dimension, row.value)}: {figure(row.metric)} "
                          f"vs {figure(row.rest_metric)} (n = {row.n}, p = {row.p_value:.2g})")
+    elif not n_dimensions:
+        lines.append("No dimension was split (see below why).")
     elif not len(tested):
         lines.append("No segment was tested: none has enough rows (see below).")
     if copies:
