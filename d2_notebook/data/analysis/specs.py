@@ -154,7 +154,7 @@ TOOL_SPECS: tuple[AnalysisToolSpec, ...] = (
         "95% interval, the fitted line, the slope per period with its interval (TREND "
         "flag), up to two change points (CHANGE POINT flag, Bonferroni over the period "
         "starts tried), each with its level before and after and a 95% range of dates; a "
-        "series that is flat levels with a step (steps beat the line by BIC) is reported as "
+        "metric that moves as flat levels with a step (steps beat the line by BIC) is given as "
         "the step, not as a trend, and the summary says which shape won and by how much; "
         "the strongest seasonal grain among month of year, day "
         "of week and hour that the data covers 1.5 cycles of, tested on the detrended "
