@@ -16,6 +16,8 @@ from d2_notebook.datasets import hospital
 from d2_notebook.detective.coverage_view import board_coverage, read_candidates
 from d2_notebook.detective.digest import board_digest
 from d2_notebook.detective.policies.team_policy import Action, TeamPolicy, Turn
+from d2_notebook.detective.team_tools import _dismissed_names
+from d2_notebook.detective.tools import ToolError
 from d2_notebook.errors import InvalidRecordError
 
 BY_SEVERITY = ("SELECT a.severity, avg(o.died::INTEGER) AS rate FROM admissions a "
@@ -61,10 +63,11 @@ class OneQuery(TeamPolicy):
         self.orchestrator_digest = turn.first_message
         if turn.step == 0:
             return [("finish", {"reason": "done"})]
-        if turn.step == 1:
-            return [("dismiss_dimension", {"dimension": "no.such", "reason": "x"})]
-        return [*[("dismiss_dimension", {"dimension": d, "reason": "outside the objective"})
-                  for d in turn.untouched_dimensions()],
+        if turn.step == 1:  # one wrong name in a batch: nothing is dismissed
+            return [("dismiss_dimension", {"dimensions": [*turn.untouched_dimensions()[:2],
+                                                          "no.such"], "reason": "x"})]
+        return [("dismiss_dimension", {"dimensions": turn.untouched_dimensions(),
+                                       "reason": "outside the objective"}),
                 ("finish", {"reason": "done"})]
 
 
@@ -88,7 +91,8 @@ async def test_finish_waits_for_every_dimension_to_be_touched_or_dismissed(con):
     untouched = [n for n in names if n not in ("admissions.severity", "outcomes.died")]
     assert all(n in refused[1] for n in untouched if "(" not in n)
     assert "outcomes.died" not in refused[1]
-    assert wrong[0] and "'no.such' is not a candidate dimension" in wrong[1]
+    assert wrong[0] and "'no.such' is not a candidate dimension; nothing was dismissed" \
+        in wrong[1]
     # Every untouched dimension was dismissed, on the board and in the report.
     dismissed = board.list_dimension_dismissals(investigation_id=result.investigation_id)
     assert {d.dimension for d in dismissed} == set(untouched) - _also_touched(board, candidates)
@@ -105,6 +109,16 @@ async def test_finish_waits_for_every_dimension_to_be_touched_or_dismissed(con):
     assert result.state == "finished"
     kinds = [e.kind for e in board.events()]
     assert kinds.count("dimension.dismissed") == len(dismissed)
+    # all of them in one call, one reason
+    assert len([c for c in board.list_model_calls() if c.role == "orchestrator"]) == 4
+
+
+def test_a_dismissal_names_one_dimension_or_several() -> None:
+    assert _dismissed_names({"dimension": " t.a ", "reason": "r"}) == ["t.a"]
+    assert _dismissed_names({"dimensions": ["t.a", "t.b", "t.a"], "dimension": "t.c"}) == [
+        "t.a", "t.b", "t.c"]
+    with pytest.raises(ToolError, match="name the dimensions to dismiss"):
+        _dismissed_names({"dimensions": [" "], "reason": "r"})
 
 
 def _also_touched(board: Board, candidates) -> set[str]:

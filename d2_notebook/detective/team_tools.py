@@ -156,15 +156,20 @@ def orchestrator_tools(ctx: TeamContext, agent: str, decision: OrchestratorDecis
         return () if coverage is None else coverage.untouched
 
     async def dismiss_dimension(args: dict[str, Any]) -> str:
-        name = args["dimension"].strip()
-        if name not in ctx.candidates.names:
-            left = ", ".join(untouched()) or "none"
-            raise ToolError(f"{name!r} is not a candidate dimension; untouched ones: {left}")
-        if name not in untouched():
-            raise ToolError(f"{name} is already touched by evidence or dismissed")
-        ctx.board.dismiss_dimension(name, args["reason"], actor=agent,
-                                    investigation_id=ctx.investigation_id)
-        return f"dismissed {name}"
+        names = _dismissed_names(args)
+        left = untouched()
+        unknown = [n for n in names if n not in ctx.candidates.names]
+        if unknown:
+            raise ToolError(f"{', '.join(map(repr, unknown))} is not a candidate dimension; "
+                            f"nothing was dismissed. Untouched ones: {', '.join(left) or 'none'}")
+        taken = [n for n in names if n not in left]
+        if taken:
+            raise ToolError(f"{', '.join(taken)}: already touched by evidence or dismissed; "
+                            "nothing was dismissed")
+        for name in names:
+            ctx.board.dismiss_dimension(name, args["reason"], actor=agent,
+                                        investigation_id=ctx.investigation_id)
+        return f"dismissed {', '.join(names)}"
 
     async def finish(args: dict[str, Any]) -> str:
         still_open = open_hypotheses()
@@ -195,15 +200,19 @@ def orchestrator_tools(ctx: TeamContext, agent: str, decision: OrchestratorDecis
              "collection starts by itself). Ends your turn. Refused when no hypothesis is "
              "open.",
              {"note": STRING_SCHEMA}, carry_on, ends_turn=True, required=[]),
-        tool("dismiss_dimension", "Leave one candidate dimension that no evidence has "
-             "touched unexamined, with the reason (it is listed under 'Not examined' in the "
-             "report). Refused for a name that is not an untouched candidate dimension "
-             "(the message lists them).",
-             {"dimension": {"type": "string", "minLength": 1,
-                            "description": "the name exactly as the digest lists it"},
+        tool("dismiss_dimension", "Leave candidate dimensions that no evidence has "
+             "touched unexamined, with the reason (they are listed under 'Not examined' in "
+             "the report). Name every dimension that shares one reason in one call (e.g. "
+             "all the date parts of one column). Refused, dismissing none, when a name is "
+             "not an untouched candidate dimension (the message lists them).",
+             {"dimensions": {"type": "array", "minItems": 1, "items": {
+                 "type": "string", "minLength": 1},
+                 "description": "the names exactly as the digest lists them"},
+              "dimension": {"type": "string", "minLength": 1,
+                            "description": "one name (instead of dimensions)"},
               "reason": {"type": "string", "minLength": 1,
-                         "description": "why examining it cannot change the answer"}},
-             dismiss_dimension, writes_board=True),
+                         "description": "why examining them cannot change the answer"}},
+             dismiss_dimension, writes_board=True, required=["reason"]),
         tool("finish", "End the investigation. Refused while any hypothesis that is not "
              "abandoned has no verdict (the message names them): carry on or abandon those "
              "first; and refused while a candidate dimension is untouched by every evidence "
@@ -211,6 +220,25 @@ def orchestrator_tools(ctx: TeamContext, agent: str, decision: OrchestratorDecis
              "dismiss_dimension.",
              {"reason": STRING_SCHEMA}, finish, ends_turn=True),
     ]
+
+
+def _dismissed_names(args: dict[str, Any]) -> list[str]:
+    """The dimension names a ``dismiss_dimension`` call gives (``dimensions``, or the one
+    ``dimension`` that recorded boards use), stripped, each once.
+
+    Raises:
+        ToolError: it names none.
+    """
+    given = args.get("dimensions") or []
+    if isinstance(given, str):
+        given = [given]
+    if args.get("dimension"):
+        given = [*given, args["dimension"]]
+    names = list(dict.fromkeys(str(n).strip() for n in given if str(n).strip()))
+    if not names:
+        raise ToolError("name the dimensions to dismiss: dimensions=[...] as the digest "
+                        "lists them")
+    return names
 
 
 # --- evidence collector ----------------------------------------------------------
