@@ -147,3 +147,28 @@ def test_relationships_reach_the_tools_through_the_source() -> None:
     assert _edges(source) == {("staff", "regions"): (KeyOrigin.USER, True)}
     result = segment_scan(source, source="staff s", metric="avg(s.value)")
     assert "regions.zone" in set(result.frame["dimension"])
+
+
+def test_a_column_named_after_a_table_refers_to_its_id() -> None:
+    """``orders.customer_id -> customers.id``, the usual naming, is inferred like a shared
+    name (it used to need a declaration: a real-model team saw SQL City's person_id
+    columns as unreachable), and only where the values are contained and ``id`` unique."""
+    con = duckdb.connect()
+    con.execute("CREATE TABLE customers AS SELECT i AS id, ['N', 'S'][1 + i % 2] AS region "
+                "FROM range(100) t(i)")
+    con.execute("CREATE TABLE orders AS SELECT i AS id, i % 100 AS customer_id, "
+                "i % 7 AS amount FROM range(1000) t(i)")
+    con.execute("CREATE TABLE drivers_license AS SELECT i AS id, 'red' AS hair_color "
+                "FROM range(50) t(i)")
+    con.execute("CREATE TABLE person AS SELECT i AS id, i AS license_id FROM range(50) t(i)")
+    con.execute("CREATE TABLE refunds AS SELECT i AS id, i + 95 AS customer_id "
+                "FROM range(10) t(i)")  # ids 95..104: not all among the customers
+    con.execute("CREATE TABLE visits AS SELECT i AS id, i % 5 AS person_id, "
+                "'x' AS customer_id FROM range(20) t(i)")  # a text customer_id: no match
+    sql = GuardedSQL(con)
+    assert _edges(sql) == {("orders", "customers"): (KeyOrigin.INFERRED, False),
+                           ("person", "drivers_license"): (KeyOrigin.INFERRED, True),
+                           ("visits", "person"): (KeyOrigin.INFERRED, False)}
+    assert "orders.customer_id -> customers.id (N:1, inferred)" in sql.schema_summary()
+    scanned = segment_scan(sql, source="orders o", metric="avg(o.amount)")
+    assert "customers.region" in set(scanned.frame["dimension"])

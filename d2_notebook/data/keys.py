@@ -10,6 +10,10 @@ repeat (many child rows per parent row) or the column's name points at the paren
 (``customer_id`` in ``customers`` and ``customer_notes``). A column unique in both tables
 whose name points at neither (two ``id`` primary keys) is a key of each, not a
 reference: containment of one table's ids in another's is a coincidence of numbering.
+The usual naming of a reference to an ``id`` key is inferred the same way: a column
+whose name points at another table (``customer_id``, ``customerid``; ``license_id`` at
+``drivers_license``) refers to that table's ``id`` when the kinds match, the ``id``
+values are unique and every non-null value of the column is among them.
 A user vetoes a wrong inferred edge, or declares a missing one, with ``relationships``.
 
 The analysis tools follow these edges to reach attribute tables; the schema summary every
@@ -308,10 +312,14 @@ def _infer(
                 other = kinds[right.name].get(name)
                 if family is not None and other is not None and other[1] == family:
                     pairs.append((left, right, name))
+    references = _named_references(tables, kinds, declaring)
     shared: dict[str, set[str]] = {}
     for left, right, name in pairs:
         shared.setdefault(left.name, set()).add(name)
         shared.setdefault(right.name, set()).add(name)
+    for child, name, parent in references:
+        shared.setdefault(child.name, set()).add(name)
+        shared.setdefault(parent.name, set()).add("id")
     by_name = {t.name: t for t in tables}
     is_unique = {
         (table, name): flag
@@ -336,12 +344,38 @@ def _infer(
                                   KeyOrigin.INFERRED, is_unique[child.name, name]))
             unique.add((parent.name, (parent_col,)))
             break  # a 1:1 pair gets one edge, from the first table to the second
+    for child, name, parent in references:
+        child_col, parent_col = kinds[child.name][name][0], kinds[parent.name]["id"][0]
+        if is_unique[parent.name, "id"] and _contained(query, child, child_col, parent,
+                                                       parent_col):
+            edges.append(JoinEdge(child.name, (child_col,), parent.name, (parent_col,),
+                                  KeyOrigin.INFERRED, is_unique[child.name, name]))
+            unique.add((parent.name, (parent_col,)))
     return edges, unique
+
+
+def _named_references(tables: list[TableInfo], kinds: dict[str, dict],
+                      declaring: set[str]) -> list[tuple[TableInfo, str, TableInfo]]:
+    """(child, lower-cased column, parent) for each column named after another table
+    (:func:`_points_at`) that has an ``id`` column of the same kind and no column of the
+    column's own name (the shared-name rule covers that one)."""
+    found = []
+    for child in tables:
+        for parent in tables:
+            if parent is child or (child.name in declaring and parent.name in declaring):
+                continue
+            target = kinds[parent.name].get("id")
+            for name, (_, family) in kinds[child.name].items():
+                if (family is not None and target is not None and target[1] == family
+                        and name not in kinds[parent.name] and _points_at(name, parent)):
+                    found.append((child, name, parent))
+    return found
 
 
 def _points_at(column: str, table: TableInfo) -> bool:
     """Whether a column's name names ``table``: ``customer_id`` or ``customerid`` for
-    ``customers``/``customer``, ``category_id`` for ``categories``."""
+    ``customers``/``customer``, ``category_id`` for ``categories``, ``license_id`` for
+    ``drivers_license`` (the table's last word)."""
     stem = re.sub(r"_?id$", "", column.lower())
     if not stem or stem == column.lower():
         return False
@@ -349,7 +383,7 @@ def _points_at(column: str, table: TableInfo) -> bool:
     forms = {name, name.removesuffix("s"), name.removesuffix("es")}
     if name.endswith("ies"):
         forms.add(name[:-3] + "y")
-    return stem in forms
+    return stem in forms or any(form.endswith(f"_{stem}") for form in forms)
 
 
 def _uniqueness(
