@@ -172,3 +172,13 @@ def test_a_column_named_after_a_table_refers_to_its_id() -> None:
     assert "orders.customer_id -> customers.id (N:1, inferred)" in sql.schema_summary()
     scanned = segment_scan(sql, source="orders o", metric="avg(o.amount)")
     assert "customers.region" in set(scanned.frame["dimension"])
+
+
+def test_a_column_naming_two_tables_equally_refers_to_neither() -> None:
+    con = duckdb.connect()
+    for name in ("order_status", "ticket_status"):
+        con.execute(f"CREATE TABLE {name} AS SELECT i AS id, 'x' AS label FROM range(5) t(i)")
+    con.execute("CREATE TABLE tickets AS SELECT i AS id, i % 5 AS status_id FROM range(50) t(i)")
+    assert _edges(GuardedSQL(con)) == {}
+    con.execute("CREATE TABLE status AS SELECT i AS id, 'y' AS label FROM range(5) t(i)")
+    assert _edges(GuardedSQL(con)) == {("tickets", "status"): (KeyOrigin.INFERRED, False)}

@@ -356,19 +356,29 @@ def _infer(
 
 def _named_references(tables: list[TableInfo], kinds: dict[str, dict],
                       declaring: set[str]) -> list[tuple[TableInfo, str, TableInfo]]:
-    """(child, lower-cased column, parent) for each column named after another table
-    (:func:`_points_at`) that has an ``id`` column of the same kind and no column of the
-    column's own name (the shared-name rule covers that one)."""
+    """(child, lower-cased column, parent) for each column named after one other table
+    that has an ``id`` column of the same kind and no column of the column's own name
+    (the shared-name rule covers that one). A name that is the table's name
+    (``customer_id``: ``customers``) wins over one that is only its last word
+    (``license_id``: ``drivers_license``); a column that names two tables equally well
+    (``status_id``: ``order_status`` and ``ticket_status``) refers to neither."""
     found = []
     for child in tables:
-        for parent in tables:
-            if parent is child or (child.name in declaring and parent.name in declaring):
+        for name, (_, family) in kinds[child.name].items():
+            if family is None:
                 continue
-            target = kinds[parent.name].get("id")
-            for name, (_, family) in kinds[child.name].items():
-                if (family is not None and target is not None and target[1] == family
-                        and name not in kinds[parent.name] and _points_at(name, parent)):
-                    found.append((child, name, parent))
+            matches: dict[int, list[TableInfo]] = {}
+            for parent in tables:
+                target = kinds[parent.name].get("id")
+                if (parent is child or (child.name in declaring and parent.name in declaring)
+                        or target is None or target[1] != family
+                        or name in kinds[parent.name]):
+                    continue
+                if quality := _name_match(name, parent):
+                    matches.setdefault(quality, []).append(parent)
+            best = matches.get(max(matches, default=0), [])
+            if len(best) == 1:
+                found.append((child, name, best[0]))
     return found
 
 
@@ -376,14 +386,23 @@ def _points_at(column: str, table: TableInfo) -> bool:
     """Whether a column's name names ``table``: ``customer_id`` or ``customerid`` for
     ``customers``/``customer``, ``category_id`` for ``categories``, ``license_id`` for
     ``drivers_license`` (the table's last word)."""
+    return _name_match(column, table) > 0
+
+
+def _name_match(column: str, table: TableInfo) -> int:
+    """How well a column's name names ``table``: 2 for the table's name (singular or
+    plural), 1 for its last word after an underscore, 0 for neither (see
+    :func:`_points_at`)."""
     stem = re.sub(r"_?id$", "", column.lower())
     if not stem or stem == column.lower():
-        return False
+        return 0
     name = table.table.lower()
     forms = {name, name.removesuffix("s"), name.removesuffix("es")}
     if name.endswith("ies"):
         forms.add(name[:-3] + "y")
-    return stem in forms or any(form.endswith(f"_{stem}") for form in forms)
+    if stem in forms:
+        return 2
+    return 1 if any(form.endswith(f"_{stem}") for form in forms) else 0
 
 
 def _uniqueness(

@@ -296,7 +296,8 @@ def evidence_tools(ctx: TeamContext, log: QueryLog, agent: str, role: str,
                  "Record the result of one of your queries as evidence for or against the "
                  "hypothesis. The board stores the real result of that query. Refused "
                  "when the query id is not one run_sql or an analysis tool returned to you "
-                 "in this conversation (any earlier message of it counts), or when chart names a column the result lacks"
+                 "in this conversation (any earlier message of it counts), or when "
+                 "chart names a column the result lacks"
                  + (", or the hypothesis id is unknown." if hypothesis_id is None else "."),
                  properties, record_evidence, writes_board=True,
                  required=[name for name in properties if name != "chart"]),
