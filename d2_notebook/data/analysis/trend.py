@@ -629,5 +629,8 @@ def _summary(metric: str, time: str, grain: str, frame: pd.DataFrame, flags: lis
                            f"{figure(r.ci_high)})" for r in projected.itertuples())
         extended = ("the level after the last step extended" if stepped
                     else "the last trend segment extended")
+        if not stepped and FlagKind.TREND not in found and not deterministic:
+            extended += ("; its slope is not a TREND beyond chance, so the projected rise "
+                         "or fall is within noise: read the intervals, not the values")
         lines.append(f"LINEAR PROJECTION ({extended}, not a forecast model): {values}")
     return "\n".join(lines)
