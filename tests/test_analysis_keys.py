@@ -182,3 +182,34 @@ def test_a_column_naming_two_tables_equally_refers_to_neither() -> None:
     assert _edges(GuardedSQL(con)) == {}
     con.execute("CREATE TABLE status AS SELECT i AS id, 'y' AS label FROM range(5) t(i)")
     assert _edges(GuardedSQL(con)) == {("tickets", "status"): (KeyOrigin.INFERRED, False)}
+
+
+def test_references_by_name_stay_clear_of_declared_keys_link_tables_and_words() -> None:
+    """Each case a reviewer showed giving a wrong edge gives none."""
+    con = duckdb.connect()
+    con.execute("CREATE TABLE customers (id INTEGER PRIMARY KEY, region VARCHAR)")
+    con.execute("INSERT INTO customers SELECT i, 'N' FROM range(100) t(i)")
+    con.execute("CREATE TABLE orders (id INTEGER, customer_id INTEGER REFERENCES customers (id),"
+                " paid INTEGER, item_id INTEGER)")
+    con.execute("INSERT INTO orders SELECT i, i % 100, i % 3, i % 50 FROM range(500) t(i)")
+    con.execute("CREATE TABLE vip_customer AS SELECT i AS id FROM range(100) t(i)")
+    con.execute("CREATE TABLE pa AS SELECT i AS id FROM range(5) t(i)")  # 'paid' is no pa_id
+    con.execute("CREATE TABLE order_items AS SELECT i AS id, i % 500 AS order_id "
+                "FROM range(10000) t(i)")  # a link table: 'item_id' does not point at it
+    for name in ("order_status", "ticket_status"):  # lookups sharing a status_id key
+        con.execute(f"CREATE TABLE {name} AS SELECT i AS status_id FROM range(5) t(i)")
+    edges = _edges(GuardedSQL(con))
+    assert edges == {("orders", "customers"): (KeyOrigin.DECLARED, False),
+                     ("order_items", "orders"): (KeyOrigin.INFERRED, False)}
+
+
+def test_a_table_holding_the_referring_column_leaves_it_to_the_shared_name_rule() -> None:
+    con = duckdb.connect()
+    con.execute("CREATE TABLE customers AS SELECT i AS id, i AS customer_id FROM range(50) t(i)")
+    con.execute("CREATE TABLE vip_customer AS SELECT i AS id FROM range(50) t(i)")
+    con.execute("CREATE TABLE orders AS SELECT i AS id, i % 50 AS customer_id "
+                "FROM range(200) t(i)")
+    edges = _edges(GuardedSQL(con))
+    assert ("orders", "vip_customer") not in edges
+    assert ("customers", "vip_customer") not in edges
+    assert ("orders", "customers") in edges  # by the shared name customer_id

@@ -11,9 +11,10 @@ repeat (many child rows per parent row) or the column's name points at the paren
 whose name points at neither (two ``id`` primary keys) is a key of each, not a
 reference: containment of one table's ids in another's is a coincidence of numbering.
 The usual naming of a reference to an ``id`` key is inferred the same way: a column
-whose name points at another table (``customer_id``, ``customerid``; ``license_id`` at
-``drivers_license``) refers to that table's ``id`` when the kinds match, the ``id``
-values are unique and every non-null value of the column is among them.
+named after another table (``customer_id`` at ``customers``, ``license_id`` at
+``drivers_license``; :mod:`d2_notebook.data.key_names` says which) refers to that
+table's ``id`` when the kinds match, the ``id`` values are unique and every non-null
+value of the column is among them.
 A user vetoes a wrong inferred edge, or declares a missing one, with ``relationships``.
 
 The analysis tools follow these edges to reach attribute tables; the schema summary every
@@ -30,6 +31,7 @@ from typing import Any
 
 import pandas as pd
 
+from d2_notebook.data.key_names import named_references, table_forms
 from d2_notebook.data.schema import TableInfo, quote_ident
 
 __all__ = ["JoinEdge", "JoinGraph", "KeyOrigin", "Relationship", "join_graph",
@@ -286,7 +288,8 @@ def join_graph(query: Query, tables: list[TableInfo],
                               wanted.parent_columns, KeyOrigin.USER,
                               graph.is_unique(child.name, wanted.child_columns)))
     declaring = {e.child for e in edges} | {e.parent for e in edges}
-    inferred, inferred_unique = _infer(query, tables, declaring)
+    taken = {(e.child, c.lower()) for e in edges for c in e.child_columns}
+    inferred, inferred_unique = _infer(query, tables, declaring, taken)
     edges.extend(inferred)
     vetoes = [r for r in relationships if r.veto]
     edges = [e for e in edges if not any(v.matches(e, named) for v in vetoes)]
@@ -295,9 +298,12 @@ def join_graph(query: Query, tables: list[TableInfo],
 
 
 def _infer(
-    query: Query, tables: list[TableInfo], declaring: set[str]
+    query: Query, tables: list[TableInfo], declaring: set[str],
+    taken: set[tuple[str, str]],
 ) -> tuple[list[JoinEdge], set[tuple[str, tuple[str, ...]]]]:
-    """Edges over shared same-kind columns, for pairs where a table declares no edge."""
+    """Edges over shared same-kind columns, for pairs where a table declares no edge,
+    and over columns named after a table (:mod:`d2_notebook.data.key_names`) that no
+    declared edge (``taken``: its child table and lower-cased column) already uses."""
     tables = [t for t in tables if not t.unreadable]  # never read what the guard refuses
     kinds = {
         t.name: {c.name.lower(): (c.name, _KEY_FAMILIES.get(c.type.upper())) for c in t.columns}
@@ -312,7 +318,7 @@ def _infer(
                 other = kinds[right.name].get(name)
                 if family is not None and other is not None and other[1] == family:
                     pairs.append((left, right, name))
-    references = _named_references(tables, kinds, declaring)
+    references = named_references(tables, kinds, declaring, taken)
     shared: dict[str, set[str]] = {}
     for left, right, name in pairs:
         shared.setdefault(left.name, set()).add(name)
@@ -354,55 +360,11 @@ def _infer(
     return edges, unique
 
 
-def _named_references(tables: list[TableInfo], kinds: dict[str, dict],
-                      declaring: set[str]) -> list[tuple[TableInfo, str, TableInfo]]:
-    """(child, lower-cased column, parent) for each column named after one other table
-    that has an ``id`` column of the same kind and no column of the column's own name
-    (the shared-name rule covers that one). A name that is the table's name
-    (``customer_id``: ``customers``) wins over one that is only its last word
-    (``license_id``: ``drivers_license``); a column that names two tables equally well
-    (``status_id``: ``order_status`` and ``ticket_status``) refers to neither."""
-    found = []
-    for child in tables:
-        for name, (_, family) in kinds[child.name].items():
-            if family is None:
-                continue
-            matches: dict[int, list[TableInfo]] = {}
-            for parent in tables:
-                target = kinds[parent.name].get("id")
-                if (parent is child or (child.name in declaring and parent.name in declaring)
-                        or target is None or target[1] != family
-                        or name in kinds[parent.name]):
-                    continue
-                if quality := _name_match(name, parent):
-                    matches.setdefault(quality, []).append(parent)
-            best = matches.get(max(matches, default=0), [])
-            if len(best) == 1:
-                found.append((child, name, best[0]))
-    return found
-
-
 def _points_at(column: str, table: TableInfo) -> bool:
     """Whether a column's name names ``table``: ``customer_id`` or ``customerid`` for
-    ``customers``/``customer``, ``category_id`` for ``categories``, ``license_id`` for
-    ``drivers_license`` (the table's last word)."""
-    return _name_match(column, table) > 0
-
-
-def _name_match(column: str, table: TableInfo) -> int:
-    """How well a column's name names ``table``: 2 for the table's name (singular or
-    plural), 1 for its last word after an underscore, 0 for neither (see
-    :func:`_points_at`)."""
+    ``customers``/``customer``, ``category_id`` for ``categories``."""
     stem = re.sub(r"_?id$", "", column.lower())
-    if not stem or stem == column.lower():
-        return 0
-    name = table.table.lower()
-    forms = {name, name.removesuffix("s"), name.removesuffix("es")}
-    if name.endswith("ies"):
-        forms.add(name[:-3] + "y")
-    if stem in forms:
-        return 2
-    return 1 if any(form.endswith(f"_{stem}") for form in forms) else 0
+    return bool(stem) and stem != column.lower() and stem in table_forms(table)
 
 
 def _uniqueness(
