@@ -19,6 +19,10 @@ from d2_notebook.detective.evidence_view import cut_at_word
 _MAX_TEXT = 240
 
 
+OTHER_ANALYSES_SHOWN = 20
+"""The most analysis results of other hypotheses a focused digest lists (the newest)."""
+
+
 def board_digest(
     board: Board,
     *,
@@ -26,6 +30,7 @@ def board_digest(
     focus: str | None = None,
     include_redundant: bool = False,
     coverage: BoardCoverage | None = None,
+    other_analyses: bool = False,
 ) -> str:
     """Render the board for a prompt.
 
@@ -40,6 +45,9 @@ def board_digest(
             dimensions its evidence controlled or split by, and (unless ``focus`` is
             set) the digest ends with the dimensions no evidence touched and those
             dismissed.
+        other_analyses: with ``focus``, also list the analysis-tool results the digest
+            does not show (the newest :data:`OTHER_ANALYSES_SHOWN`), for a reader that
+            can ``link_evidence`` one instead of running it again.
     """
     hypotheses = board.list_hypotheses(investigation_id=investigation_id)
     evidence = {
@@ -63,7 +71,7 @@ def board_digest(
         covered = coverage.hypothesis_line(hyp.id) if coverage is not None else None
         if covered is not None:
             lines.append(f"    {covered}")
-    if focus is not None:
+    if focus is not None and other_analyses:
         lines.extend(_other_analyses(board, hypotheses, links, evidence))
     linked = {link.evidence_id for link in links}
     loose = [e for e in evidence.values() if e.id not in linked]
@@ -124,8 +132,10 @@ def _other_analyses(board: Board, shown: list[Hypothesis], links: list[Link],
             others.append(f"  {item.id} {_short(text, 160)}")
     if not others:
         return []
+    older = len(others) - OTHER_ANALYSES_SHOWN
     return ["ANALYSIS RESULTS ON THE BOARD FOR OTHER HYPOTHESES (link_evidence one that "
-            "tests yours instead of running it again):", *others]
+            "tests yours instead of running it again):", *others[-OTHER_ANALYSES_SHOWN:],
+            *([f"  ({older} older ones not listed)"] if older > 0 else [])]
 
 
 def _evidence_text(item: Evidence) -> str:

@@ -111,7 +111,8 @@ async def _evidence(ctx: TeamContext, evidence_ids: list[str], budget: int,
 def _digest(ctx: TeamContext, focus: str | None = None) -> str:
     coverage = board_coverage(ctx.board, ctx.candidates, ctx.investigation_id)
     return _earlier(ctx) + board_digest(ctx.board, investigation_id=ctx.investigation_id,
-                                        focus=focus, coverage=coverage)
+                                        focus=focus, coverage=coverage,
+                                        other_analyses=focus is not None)
 
 
 def _earlier(ctx: TeamContext) -> str:
