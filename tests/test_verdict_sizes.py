@@ -188,6 +188,70 @@ async def test_a_negligible_exact_figure_is_no_effect(ctx, sql):
     assert failed and "excludes zero, so the factor is real" in answer
 
 
+def _exact_size(evidence: str, effect: float, **more: float) -> dict:
+    return {"role": "none", "evidence_id": evidence, "measure": "what-if difference",
+            "effect": effect, "ci_low": effect, "ci_high": effect, **more}
+
+
+def _exact_what_if(ctx: TeamContext, sql: GuardedSQL, select: str) -> tuple[str, str]:
+    hyp = ctx.board.add_hypothesis("Prices fell within products",
+                                   investigation_id=ctx.investigation_id).id
+    result = sql.run(select)
+    evidence = ctx.board.add_evidence(result.sql, result.frame, description="what-if",
+                                      investigation_id=ctx.investigation_id).id
+    ctx.board.link(evidence, hyp, "contradicts", actor="collector")
+    return hyp, evidence
+
+
+@pytest.mark.parametrize("beside", [
+    "50000 AS n_orders", "2024 AS year", "50000.0 AS n_orders", "1234567 AS customer_id"])
+async def test_a_count_year_or_id_in_the_row_is_no_scale_for_an_exact_figure(ctx, sql, beside):
+    """The row's scale is the levels an exact what-if compares (fractional means or rates),
+    not a count, year or id beside them (whole numbers): a difference of 2% of its rates
+    stays real though the row also holds 50,000 orders or the year 2024."""
+    hyp, evidence = _exact_what_if(ctx, sql, "SELECT 0.50 AS rate_before, 0.51 AS rate_after, "
+                                             f"0.01 AS difference, {beside}")
+    failed, answer = await _verdict(ctx, hyp, [evidence], "contradicted",
+                                    contribution=_exact_size(evidence, 0.01))
+    assert failed and "excludes zero, so the factor is real" in answer, answer
+    assert ctx.board.latest_verdict(hyp) is None
+
+
+async def test_an_exact_figure_with_a_share_is_judged_by_its_share_alone(ctx, sql):
+    """A what-if that explains 60% of a small change (a rate from 0.500 to 0.498) is small
+    against its levels but is the change's main part: with a share given, only the share
+    decides whether the figure is negligible."""
+    hyp, evidence = _exact_what_if(ctx, sql, "SELECT 0.500 AS rate_before, 0.498 AS rate_after, "
+                                             "-0.0012 AS effect_of_x, 0.6 AS share_of_change")
+    failed, answer = await _verdict(ctx, hyp, [evidence], "contradicted",
+                                    contribution=_exact_size(evidence, -0.0012, share=0.6))
+    assert failed and "excludes zero, so the factor is real" in answer, answer
+    assert "its share of the change, copied from a cited row, is under 1%" in answer
+    assert ctx.board.latest_verdict(hyp) is None
+
+
+async def test_every_row_holding_an_exact_figure_sets_its_scale_and_the_smallest_counts(
+        ctx, sql):
+    """In a frame where two rows hold the same difference, the first row's large levels
+    (revenue) do not make it negligible: the other row compares rates, and against them
+    it is 2%, so the figure stays real (a factor is kept as real when in doubt)."""
+    hyp, evidence = _exact_what_if(
+        ctx, sql, "SELECT 'revenue' AS measure, 1500.50 AS level_before, "
+                  "1500.51 AS level_after, 0.01 AS difference "
+                  "UNION ALL SELECT 'rate', 0.50, 0.51, 0.01")
+    failed, answer = await _verdict(ctx, hyp, [evidence], "contradicted",
+                                    contribution=_exact_size(evidence, 0.01))
+    assert failed and "excludes zero, so the factor is real" in answer, answer
+    assert ctx.board.latest_verdict(hyp) is None
+    hyp, evidence = _exact_what_if(
+        ctx, sql, "SELECT 'revenue' AS measure, 1500.50 AS level_before, "
+                  "1500.51 AS level_after, 0.01 AS difference "
+                  "UNION ALL SELECT 'rate', 2.50, 2.51, 0.01")
+    failed, answer = await _verdict(ctx, hyp, [evidence], "contradicted",
+                                    contribution=_exact_size(evidence, 0.01))
+    assert not failed, answer  # under 1% of every row's levels
+    assert ctx.board.latest_verdict(hyp).contribution.role is ContributionRole.NONE
+
 async def test_a_main_cause_is_not_minor(ctx, result):
     hyp, evidence = _hypothesis_with_evidence(ctx, result, "Region north drives the rise")
     failed, answer = await _verdict(ctx, hyp, [evidence],

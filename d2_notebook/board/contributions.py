@@ -92,10 +92,13 @@ def check_contribution(contribution: Contribution, status: HypothesisStatus,
     Rules: a major or minor contributor is supported; no contributor is contradicted (the
     data shows no effect), and its effect's interval must hold zero — an effect whose
     interval excludes zero is real, so a small one is a minor contributor, not a
-    contradiction, unless it is an exact figure (interval equal to it) under
-    :data:`~d2_notebook.board.records.NEGLIGIBLE_SHARE` of the change (its share) or of
-    ``row_scale`` (the largest figure of the evidence row that holds it: the levels it
-    compares); an inconclusive verdict gives no size. For a hypothesis that says the
+    contradiction, unless it is a negligible exact figure (see :func:`_negligible_exact`:
+    its interval equal to it, and its share of the change, when given, under
+    :data:`~d2_notebook.board.records.NEGLIGIBLE_SHARE`; given without a share, under
+    that fraction of ``row_scale``, the scale of the levels it compares that the caller
+    read from the evidence, such as
+    :func:`~d2_notebook.detective.contribution_check.row_scale`); an inconclusive
+    verdict gives no size. For a hypothesis that says the
     factor does *not* matter (``claims_absence``, see :func:`states_absence`) the
     polarity turns: no contributor supports it, a major or minor one contradicts it.
     The effect lies in its interval; a share, when given, lies in its interval, and a
@@ -139,11 +142,19 @@ def check_contribution(contribution: Contribution, status: HypothesisStatus,
             "ci_high as the evidence's row states them")
     if (role is ContributionRole.NONE and (contribution.ci_low > 0 or contribution.ci_high < 0)
             and not _negligible_exact(contribution, row_scale)):
-        exact = (f" An exact figure (interval equal to it) is no effect only when it is under "
-                 f"{NEGLIGIBLE_SHARE:.0%} of the largest figure in its row (the levels it "
-                 "compares) or its share of the change, copied from a cited row, is under "
-                 f"{NEGLIGIBLE_SHARE:.0%}."
-                 if contribution.ci_low == contribution.ci_high else "")
+        if contribution.ci_low != contribution.ci_high:
+            exact = ""
+        elif contribution.share is not None:
+            exact = (f" An exact figure (interval equal to it) given with a share of the change "
+                     f"is no effect only when its share of the change, copied from a cited "
+                     f"row, is under {NEGLIGIBLE_SHARE:.0%}.")
+        else:
+            exact = (f" An exact figure (interval equal to it) given without a share is no "
+                     f"effect only when it is under {NEGLIGIBLE_SHARE:.0%} of the largest "
+                     "figure in its row that is a level it compares (a fractional mean or "
+                     "rate, not a count, year or id), in every row of the evidence holding "
+                     "it; for a question about a change, give its share of the change, "
+                     f"copied from a cited row: under {NEGLIGIBLE_SHARE:.0%} is no effect.")
         raise InvalidRecordError(
             f"the effect's interval [{contribution.ci_low:g}, {contribution.ci_high:g}] excludes "
             "zero, so the factor is real: support it as a minor contributor with its size "
@@ -160,14 +171,20 @@ def check_contribution(contribution: Contribution, status: HypothesisStatus,
 
 
 def _negligible_exact(contribution: Contribution, row_scale: float | None) -> bool:
-    """Whether the size is an exact figure (its interval is the figure itself) under
-    :data:`NEGLIGIBLE_SHARE` of the change (its share) or of ``row_scale``: no effect,
-    though not zero."""
+    """Whether the size is an exact figure (its interval is the figure itself) too small
+    to be an effect: no effect, though not zero.
+
+    With a share of the change given, only the share decides: under
+    :data:`NEGLIGIBLE_SHARE` of the change (a figure small against its levels may still
+    be most of a small change). Without a share, the figure must be under
+    :data:`NEGLIGIBLE_SHARE` of ``row_scale``, the scale of the levels it compares (None:
+    no scale known, so the figure is real)."""
     if not contribution.ci_low == contribution.effect == contribution.ci_high:
         return False
     share, size = contribution.share, abs(contribution.effect)
-    return ((isinstance(share, int | float) and abs(share) < NEGLIGIBLE_SHARE)
-            or (row_scale is not None and size < NEGLIGIBLE_SHARE * abs(row_scale)))
+    if share is not None:
+        return isinstance(share, int | float) and abs(share) < NEGLIGIBLE_SHARE
+    return row_scale is not None and size < NEGLIGIBLE_SHARE * abs(row_scale)
 
 
 def _check_share(contribution: Contribution) -> None:

@@ -276,9 +276,12 @@ class HypothesisRecords(BoardStore):
             claims_absence: Whether the hypothesis says the sized factor does not matter,
                 as the judge states it; None reads it from the statement's wording
                 (:func:`states_absence`).
-            row_scale: The largest magnitude among the numbers of the evidence row
-                that holds the size (the figures an exact what-if compares), when the
-                caller found it; an exact figure under 1% of it is no effect.
+            row_scale: The scale of the levels an exact figure compares, when the
+                caller found one (:func:`~d2_notebook.detective.contribution_check.row_scale`:
+                the smallest, over the evidence's rows holding the size, of the largest
+                fractional cell besides the effect and its interval). Used only for an
+                exact figure given without a share: under 1% of it is no effect; with a
+                share, only the share decides (see :func:`check_contribution`).
 
         Raises:
             InvalidRecordError: status is not a verdict, confidence outside 0–1, an

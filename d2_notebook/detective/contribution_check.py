@@ -58,11 +58,12 @@ CONTRIBUTION_PROPERTIES: dict[str, Any] = {
             "from its dimension's '(mix of all segments)' row; an exact figure with no "
             "sampling in it, such as a what-if computed over every row, from a cell that "
             "holds it (a query's difference column, not two cells subtracted) with ci_low "
-            "and ci_high equal to it; such a figure is no effect, role none, when it is "
-            f"under {NEGLIGIBLE_SHARE:.0%} of the figures it compares in its row, or its "
-            f"share of a change is under {NEGLIGIBLE_SHARE:.0%}). Numbers are copied as "
-            "the row holds them, sign included (a positive 'loss' stays positive: say "
-            "what it is in measure). A "
+            "and ci_high equal to it; such a figure is no effect, role none, when its "
+            f"share of the change is under {NEGLIGIBLE_SHARE:.0%}, or, given without a "
+            f"share, when it is under {NEGLIGIBLE_SHARE:.0%} of the levels it compares "
+            "in its row: the fractional means or rates beside it, not counts, years or "
+            "ids). Numbers are copied as the row holds them, sign included (a positive "
+            "'loss' stays positive: say what it is in measure). A "
             f"minor contributor explains less than {MINOR_SHARE_LIMIT:.0%} of a change."),
         "properties": {
             "role": {"type": "string", "enum": [r.value for r in ContributionRole]},
@@ -150,18 +151,31 @@ def read_contribution(board: Board, args: dict[str, Any], cited: list[str]) -> C
 
 
 def row_scale(board: Board, contribution: Contribution) -> float | None:
-    """The largest magnitude among the numbers of the first row of the size's evidence
-    that holds its effect and interval (the figures an exact what-if compares sit beside
-    its difference), or None when no row holds them."""
+    """The scale of the levels an exact figure compares, read from the size's evidence.
+
+    Every row whose numeric cells hold the effect and both ends of its interval (to
+    :data:`MATCH_TOLERANCE`) is read; in each, only the cells that are finite, not
+    integer-valued (counts, years and ids are whole numbers; the levels an exact what-if
+    compares are fractional means or rates) and not the effect or interval numbers
+    themselves count, and the row's scale is the largest magnitude among them. The
+    result is the *smallest* row scale (a factor is kept as real when in doubt), or
+    None when no row holding the figure has such a cell. A row with no such cell sets no
+    scale: the other rows holding the figure decide. A whole-numbered level (a rate of
+    exactly 1, a mean of exactly 15) is left out too, like a count.
+
+    The board uses the scale only for an exact figure given without a share of a change
+    (see :func:`~d2_notebook.board.contributions.check_contribution`).
+    """
     frame = board.evidence_frame(contribution.evidence_id)
     numbers = [contribution.effect, contribution.ci_low, contribution.ci_high]
-    position = _row_holding(frame, numbers)
-    if position is None:
-        return None
-    row = frame.select_dtypes(include="number").iloc[position].to_numpy(dtype=float,
-                                                                        na_value=np.nan)
-    finite = [abs(v) for v in row if math.isfinite(v)]
-    return max(finite, default=None)
+    scales = []
+    for row in _rows_holding(frame, numbers):
+        levels = [abs(cell) for cell in row
+                  if math.isfinite(cell) and not cell.is_integer()
+                  and not any(_same(n, cell) for n in numbers)]
+        if levels:
+            scales.append(max(levels))
+    return min(scales, default=None)
 
 
 def _row_holding(frame: pd.DataFrame, numbers: list[float]) -> int | None:
@@ -172,9 +186,23 @@ def _row_holding(frame: pd.DataFrame, numbers: list[float]) -> int | None:
         return None
     values = numeric.to_numpy(dtype=float, na_value=np.nan)
     for position, row in enumerate(values):
-        if all(any(_same(n, cell) for cell in row) for n in numbers):
+        if _holds(row, numbers):
             return position
     return None
+
+
+def _rows_holding(frame: pd.DataFrame, numbers: list[float]) -> list[np.ndarray]:
+    """The numeric cells (as floats, NaN for missing) of every row that holds every
+    number (to :data:`MATCH_TOLERANCE`)."""
+    numeric = frame.select_dtypes(include="number")
+    if numeric.empty:
+        return []
+    values = numeric.to_numpy(dtype=float, na_value=np.nan)
+    return [row for row in values if _holds(row, numbers)]
+
+
+def _holds(row: np.ndarray, numbers: list[float]) -> bool:
+    return all(any(_same(n, cell) for cell in row) for n in numbers)
 
 
 def _same(given: float, stored: float) -> bool:
