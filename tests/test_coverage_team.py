@@ -18,7 +18,7 @@ from d2_notebook.detective.digest import board_digest
 from d2_notebook.detective.policies.team_policy import Action, TeamPolicy, Turn
 from d2_notebook.detective.team_tools import _dismissed_names
 from d2_notebook.detective.tools import ToolError
-from d2_notebook.errors import InvalidRecordError
+from d2_notebook.errors import InvalidRecordError, NotFoundError
 
 BY_SEVERITY = ("SELECT a.severity, avg(o.died::INTEGER) AS rate FROM admissions a "
                "JOIN outcomes o USING (admission_id) GROUP BY a.severity")
@@ -138,9 +138,19 @@ def test_dismissals_are_board_records_that_export_and_import(board_path):
         board.dismiss_dimension("t.b", "  ", actor="o", investigation_id=inv.id)
     with pytest.raises(InvalidRecordError, match="name the dimension"):
         board.dismiss_dimension(" ", "r", actor="o", investigation_id=inv.id)
+    with pytest.raises(InvalidRecordError, match="name the dimension"):
+        board.dismiss_dimensions(["t.c", " "], "r", actor="o", investigation_id=inv.id)
     copy = Board.from_json(board.to_json())
     assert copy.list_dimension_dismissals() == board.list_dimension_dismissals() == [first]
     assert [e.kind for e in copy.events()] == [e.kind for e in board.events()]
+    # several in one transaction: each recorded once, a repeat keeps its first reason
+    both = board.dismiss_dimensions(["t.a", "t.d", "t.e"], "one reason", actor="o",
+                                    investigation_id=inv.id)
+    assert [d.dimension for d in both] == ["t.a", "t.d", "t.e"]
+    assert [d.reason for d in both] == ["not asked", "one reason", "one reason"]
+    with pytest.raises(NotFoundError):  # an unknown investigation: nothing recorded
+        board.dismiss_dimensions(["t.f", "t.g"], "r", actor="o", investigation_id="I99")
+    assert len(board.list_dimension_dismissals()) == 3
 
 
 def test_the_digest_without_candidates_has_no_map(board_path):

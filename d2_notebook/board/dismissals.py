@@ -14,38 +14,54 @@ class DismissalRecords(BoardStore):
     def dismiss_dimension(
         self, dimension: str, reason: str, *, actor: str, investigation_id: str | None = None
     ) -> DimensionDismissal:
-        """Record that candidate dimension ``dimension`` is left unexamined, and why.
+        """Record that candidate dimension ``dimension`` is left unexamined, and why
+        (:meth:`dismiss_dimensions` of one)."""
+        return self.dismiss_dimensions([dimension], reason, actor=actor,
+                                       investigation_id=investigation_id)[0]
 
-        Dismissing the same dimension of the same investigation again returns the
-        first dismissal (its reason is kept).
+    def dismiss_dimensions(
+        self, dimensions: list[str], reason: str, *, actor: str,
+        investigation_id: str | None = None,
+    ) -> list[DimensionDismissal]:
+        """Record that each of ``dimensions`` is left unexamined for one ``reason``, in
+        one transaction: all are recorded or none.
+
+        Dismissing a dimension of the same investigation again returns its first
+        dismissal (its reason is kept).
 
         Raises:
-            InvalidRecordError: the dimension or the reason is empty.
+            InvalidRecordError: no dimension, an empty one, or an empty reason.
         """
-        dimension, reason = dimension.strip(), reason.strip()
-        if not dimension:
+        names = [d.strip() for d in dimensions]
+        reason = reason.strip()
+        if not names or not all(names):
             raise InvalidRecordError("name the dimension to dismiss")
         if not reason:
-            raise InvalidRecordError(f"say why {dimension} is not examined: pass a reason")
+            raise InvalidRecordError(f"say why {', '.join(names)} is not examined: pass a "
+                                     "reason")
         stamp = now()
+        recorded = []
         with self._write() as conn:
-            existing = conn.execute(
-                "SELECT * FROM dimension_dismissals WHERE dimension = ? AND "
-                "investigation_id IS ?", (dimension, investigation_id)).fetchone()
-            if existing is not None:
-                return rows.dimension_dismissal(existing)
             if investigation_id is not None:
                 self._require(conn, "investigations", investigation_id)
-            cursor = conn.execute(
-                "INSERT INTO dimension_dismissals (investigation_id, dimension, reason, author,"
-                " created_at) VALUES (?, ?, ?, ?, ?)",
-                (investigation_id, dimension, reason, actor, stamp))
-            record_id = int(cursor.lastrowid or 0)
-            self._append_event(conn, "dimension.dismissed",
-                               {"id": record_id, "dimension": dimension, "reason": reason},
-                               actor=actor, investigation_id=investigation_id, time=stamp)
-            return rows.dimension_dismissal(conn.execute(
-                "SELECT * FROM dimension_dismissals WHERE id = ?", (record_id,)).fetchone())
+            for dimension in names:
+                existing = conn.execute(
+                    "SELECT * FROM dimension_dismissals WHERE dimension = ? AND "
+                    "investigation_id IS ?", (dimension, investigation_id)).fetchone()
+                if existing is not None:
+                    recorded.append(rows.dimension_dismissal(existing))
+                    continue
+                cursor = conn.execute(
+                    "INSERT INTO dimension_dismissals (investigation_id, dimension, reason, "
+                    "author, created_at) VALUES (?, ?, ?, ?, ?)",
+                    (investigation_id, dimension, reason, actor, stamp))
+                record_id = int(cursor.lastrowid or 0)
+                self._append_event(conn, "dimension.dismissed",
+                                   {"id": record_id, "dimension": dimension, "reason": reason},
+                                   actor=actor, investigation_id=investigation_id, time=stamp)
+                recorded.append(rows.dimension_dismissal(conn.execute(
+                    "SELECT * FROM dimension_dismissals WHERE id = ?", (record_id,)).fetchone()))
+        return recorded
 
     def list_dimension_dismissals(
         self, *, investigation_id: str | None = None

@@ -166,9 +166,8 @@ def orchestrator_tools(ctx: TeamContext, agent: str, decision: OrchestratorDecis
         if taken:
             raise ToolError(f"{', '.join(taken)}: already touched by evidence or dismissed; "
                             "nothing was dismissed")
-        for name in names:
-            ctx.board.dismiss_dimension(name, args["reason"], actor=agent,
-                                        investigation_id=ctx.investigation_id)
+        ctx.board.dismiss_dimensions(names, args["reason"], actor=agent,
+                                     investigation_id=ctx.investigation_id)
         return f"dismissed {', '.join(names)}"
 
     async def finish(args: dict[str, Any]) -> str:
