@@ -301,6 +301,25 @@ def test_a_date_part_of_the_filters_time_window_may_be_asked_for() -> None:
     assert "Dimensions checked: month(o.order_date)." in within.summary
 
 
+def test_an_expression_over_a_durations_own_times_is_part_of_its_definition() -> None:
+    """The complete start (and end) of a duration keep their date parts as dimensions,
+    but a requested expression over them restates the metric: it is refused as part of
+    the metric's definition, not split and flagged (only a filter's time window is
+    exempt, as above)."""
+    con = duckdb.connect()
+    con.execute("CREATE TABLE tickets AS SELECT i AS id, ['low', 'high'][1 + i % 2] AS "
+                "priority, TIMESTAMP '2024-01-01' + to_hours(i % 4000) AS opened_at, "
+                "TIMESTAMP '2024-01-01' + to_hours(i % 4000) + to_hours(24 * (i % 5)) AS "
+                "closed_at FROM range(3000) r(i)")
+    metric = "avg(datediff('day', t.opened_at, t.closed_at))"
+    asked = "datediff('day', t.opened_at, t.closed_at) > 2"
+    scanned = segment_scan(GuardedSQL(con), source="tickets t", metric=metric,
+                           dimensions=[asked, "t.priority"])
+    assert set(scanned.frame["dimension"]) == {"tickets.priority"}
+    assert not scanned.flags
+    assert f"Not split by {asked}: part of the metric's definition" in scanned.summary
+
+
 def test_a_scan_with_nothing_left_to_split_says_why() -> None:
     scanned = segment_scan(_orders_by_day(), source="orders o", metric="avg(o.revenue)",
                            dimensions=["o.revenue"])

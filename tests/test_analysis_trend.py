@@ -35,7 +35,7 @@ def test_slope_change_point_season_and_projection(sql: GuardedSQL) -> None:
     assert list(projected["period"]) == ["2023-07", "2023-08", "2023-09"]
     assert (projected["ci_low"] < projected["metric"]).all()
     assert projected["metric"].iloc[0] > observed["metric"].iloc[-1]
-    assert "LINEAR PROJECTION" in result.summary and "within noise" not in result.summary
+    assert "LINEAR PROJECTION" in result.summary and "not a finding" not in result.summary
     assert "date_trunc('hour'" in result.sql
 
 
@@ -52,10 +52,32 @@ def test_pure_noise_has_no_trend_flags() -> None:
         result = trend(GuardedSQL(noise(seed)), source="orders", metric="avg(amount)",
                        time="ordered_on", grain="week")
         assert result.flags == (), (seed, result.summary)
-        # a slope within noise is projected with a warning (a real-model judge read "no
-        # trend beyond chance" beside a rising projection as a contradiction)
-        assert "its slope is not a TREND beyond chance, so the projected rise or fall is " \
-               "within noise" in result.summary
+        # a slope that is no TREND flag is projected with a warning (a real-model judge
+        # read "no trend beyond chance" beside a rising projection as a contradiction)
+        assert "its slope is no TREND flag (not both beyond chance and material), so the " \
+               "projected rise or fall is not a finding: read the intervals" in result.summary
+
+
+def test_a_projection_after_a_change_point_is_not_called_a_slope_within_noise() -> None:
+    """A V-shaped weekly series: falling by about 1 a week, then rising by about 1 a week,
+    both far beyond chance. The whole-series slope is near 0 (no TREND flag), but the
+    projection extends the last segment's rise, which is a finding (the CHANGE POINT):
+    the note that the projected rise is not a finding must not appear."""
+    con = duckdb.connect()
+    con.execute("""
+        CREATE TABLE orders AS
+        SELECT DATE '2023-01-02' + to_days(d) AS ordered_on,
+               abs(d / 7.0 - 26) + ((hash(d, i) % 1001)::INTEGER - 500) / 500.0 AS amount
+        FROM range(364) r(d), range(5) s(i)""")
+    result = trend(GuardedSQL(con), source="orders", metric="avg(amount)",
+                   time="ordered_on", grain="week")
+    kinds = [f.kind for f in result.flags]
+    assert FlagKind.CHANGE_POINT in kinds and FlagKind.TREND not in kinds, result.summary
+    assert "LINEAR PROJECTION (the last trend segment extended, not a forecast model)" \
+        in result.summary
+    assert "not a finding" not in result.summary and "TREND flag" not in result.summary
+    projected = result.frame[result.frame["kind"] == "projection"]
+    assert projected["metric"].is_monotonic_increasing
 
 
 def test_bad_trend_inputs(sql: GuardedSQL) -> None:

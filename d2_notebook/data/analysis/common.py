@@ -217,12 +217,13 @@ def prepare(
         if e.one_to_one and e.child in metric_tables and e.parent in tables - {e.child})
     # a time window in the filter restricts the population without defining the metric:
     # the date parts of its column stay candidates (time can confound like any dimension)
-    metric_times = _complete_time_columns(sql, parsed, condition, candidates,
-                                          metric_columns - excluded_inputs) | frozenset(
+    time_window = frozenset(
         (d.table, d.column.lower()) for d in candidates if d.kind is DimensionKind.DATE_PART
         and (d.table, d.column.lower()) in filtered - metric_columns - excluded_inputs)
+    metric_times = _complete_time_columns(sql, parsed, condition, candidates,
+                                          metric_columns - excluded_inputs) | time_window
     plan = build_plan(catalog, parsed, candidates, requested if with_dimensions else [],
-                      excluded, outcome_tables, metric_times)
+                      excluded, outcome_tables, metric_times, time_window)
     pieces = {"metric": value_sql, **(exclude or {})}
     pieces.update({f"dimension {e!r}": e for e, a in plan.row_columns
                    if a.startswith("__d") and plan.dimensions[int(a[3:])].dimension is None})

@@ -87,6 +87,7 @@ def build_plan(
     excluded: set[tuple[str, str]],
     outcome_tables: frozenset[str] = frozenset(),
     date_parts_kept: frozenset[tuple[str, str]] = frozenset(),
+    time_window: frozenset[tuple[str, str]] = frozenset(),
 ) -> Plan:
     """Plan the candidate dimensions reachable from ``source`` (or the requested ones).
 
@@ -109,8 +110,13 @@ def build_plan(
             Requested dimensions may still name them.
         date_parts_kept: ``excluded`` columns whose date parts are still planned (the
             metric's complete time columns, the start of a duration; the date columns of
-            the filter, a time window); a requested SQL expression over them is planned
-            too (``month(o.order_date)`` under ``o.order_date >= DATE '2024-02-01'``).
+            the filter, a time window).
+        time_window: ``excluded`` columns only the filter reads (not the metric nor the
+            ``exclude`` inputs): its time window. A requested SQL expression over them
+            (and other columns not excluded) is planned (``month(o.order_date)`` under
+            ``o.order_date >= DATE '2024-02-01'``); one over the metric's own time
+            columns stays part of its definition (``datediff('day', t.opened_at,
+            t.closed_at) > 2`` beside ``avg(datediff('day', t.opened_at, t.closed_at))``).
     """
     builder = _Builder(catalog, source)
     reachable = builder.reach()
@@ -140,9 +146,10 @@ def build_plan(
                                                    date_parts_kept):
                 builder.definitional.append((hit[0].name, None))
                 continue
-            # an expression over a column whose date parts are kept (a filter's time
-            # window, the start of a duration) splits it like one of its date parts
-            if hit is None and _reads_any(text.strip(), source, excluded - date_parts_kept):
+            # an expression over the filter's time window splits it like one of its date
+            # parts; one over the metric's own columns (the start of a duration too,
+            # whose date parts are kept) restates the metric
+            if hit is None and _reads_any(text.strip(), source, excluded - time_window):
                 builder.definitional.append((text.strip(), text.strip()))
                 continue
             chosen.append(hit or (PlannedDimension(text.strip(), None), "expr", text.strip()))

@@ -629,8 +629,12 @@ def _summary(metric: str, time: str, grain: str, frame: pd.DataFrame, flags: lis
                            f"{figure(r.ci_high)})" for r in projected.itertuples())
         extended = ("the level after the last step extended" if stepped
                     else "the last trend segment extended")
-        if not stepped and FlagKind.TREND not in found and not deterministic:
-            extended += ("; its slope is not a TREND beyond chance, so the projected rise "
-                         "or fall is within noise: read the intervals, not the values")
+        # only a line without breaks extends the whole-series slope the TREND test read;
+        # after a change point the last segment's slope is another one (a V-shaped series)
+        unbroken = shape is not None and shape[0].sloped and not shape[0].breaks
+        if unbroken and FlagKind.TREND not in found and not deterministic:
+            extended += ("; its slope is no TREND flag (not both beyond chance and "
+                         "material), so the projected rise or fall is not a finding: read "
+                         "the intervals")
         lines.append(f"LINEAR PROJECTION ({extended}, not a forecast model): {values}")
     return "\n".join(lines)
