@@ -9,6 +9,7 @@ from analysis_data import planted
 from d2_notebook.data import GuardedSQL
 from d2_notebook.data.analysis import compare_within, segment_scan
 from d2_notebook.data.dimensions import read_catalog
+from d2_notebook.data.key_names import reference_stem
 from d2_notebook.data.keys import KeyOrigin
 from d2_notebook.datasets import hospital
 
@@ -213,3 +214,11 @@ def test_a_table_holding_the_referring_column_leaves_it_to_the_shared_name_rule(
     assert ("orders", "vip_customer") not in edges
     assert ("customers", "vip_customer") not in edges
     assert ("orders", "customers") in edges  # by the shared name customer_id
+
+
+@pytest.mark.parametrize(("column", "stem"), [
+    ("customer_id", "customer"), ("Customer_ID", "customer"), ("customerId", "customer"),
+    ("drivers_license_id", "drivers_license"), ("paid", None), ("valid", None),
+    ("id", None), ("_id", None), ("Id", None), ("customerid", None)])
+def test_reference_stems(column: str, stem: str | None) -> None:
+    assert reference_stem(column) == stem
