@@ -166,3 +166,30 @@ def test_a_focused_digest_lists_analyses_run_for_other_hypotheses(board) -> None
     assert elsewhere.id not in listed_ids and compared.id not in listed_ids
     assert len(listed_ids) == OTHER_ANALYSES_SHOWN
     assert "segment_scan: scan 19" in text and "(1 older ones not listed)" in text
+
+
+async def test_a_judge_reads_the_exploration_that_suggested_the_hypothesis(board) -> None:
+    """A judge used to see the motivating exploration by id and title only (a real-model
+    judge on a SQL City case could not read the witness interview every suspect rested
+    on); now its rows come after the linked evidence, marked as context to link."""
+    messages: list[str] = []
+
+    def judge(request: ModelRequest) -> ModelResponse:
+        messages.append(request.messages[0].text)  # type: ignore[union-attr]
+        return tool_call("request_more_evidence", {"hints": "compare within segment"})
+
+    ctx = _context(board, FunctionModel(judge))
+    explored = _exploration(board, ctx)
+    hyp = board.add_hypothesis("Referral customers churn less", motivated_by=[explored],
+                               investigation_id=ctx.investigation_id)
+    own = board.add_evidence("SELECT 1 AS one", pd.DataFrame({"one": [1]}),
+                             description="one row", investigation_id=ctx.investigation_id)
+    board.link(own.id, hyp.id, "supports", "one row", actor="collector")
+    await roles.judge(ctx, hyp.id, can_send_back=True, can_refine=False, summary=None)
+    context = messages[0].split("THE EXPLORATION THAT SUGGESTED IT")[1]
+    assert explored in context and "referral" in context and "0.11" in context
+    assert "THE LINKED EVIDENCE" in messages[0].split("THE EXPLORATION THAT SUGGESTED IT")[0]
+    messages.clear()
+    board.link(explored, hyp.id, "supports", "referral 0.11", actor="judge")
+    await roles.judge(ctx, hyp.id, can_send_back=True, can_refine=False, summary=None)
+    assert "THE EXPLORATION THAT SUGGESTED IT" not in messages[0]  # linked: shown once

@@ -244,6 +244,13 @@ async def judge(ctx: TeamContext, hypothesis_id: str, *, can_send_back: bool,
                                  first_message=first, max_output_tokens=4096)
         first += ("\n\nTHE LINKED EVIDENCE (every piece; large results summarised):\n"
                   + await _evidence(ctx, linked, budget, focus=hypothesis_id))
+    context = [e for e in hypothesis.motivated_by if e not in linked]
+    if context:  # what the hypothesis rests on, readable (it was a title only): a tenth
+        budget = evidence_budget(ctx, system=system_prompt(ctx, "judge"), tools=tools,
+                                 first_message=first, max_output_tokens=4096, share=0.1)
+        first += ("\n\nTHE EXPLORATION THAT SUGGESTED IT (not linked: context, not evidence "
+                  "for your verdict unless you link_evidence it):\n"
+                  + await _evidence(ctx, context, budget, focus=hypothesis_id))
     await _turn(ctx, role="judge", agent=agent, role_file="judge", first=first, tools=tools)
     return decision
 
