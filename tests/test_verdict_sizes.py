@@ -5,6 +5,7 @@ it, and the report ranks factors by it. Real board, real DuckDB, real decompose.
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 
 import duckdb
@@ -20,7 +21,12 @@ from d2_notebook.detective.claim_check import check_report
 from d2_notebook.detective.context import TeamContext
 from d2_notebook.detective.decisions import JudgeDecision
 from d2_notebook.detective.digest import board_digest
-from d2_notebook.detective.report import board_sections, fallback_report
+from d2_notebook.detective.report import (
+    RANKING_NOTE,
+    board_sections,
+    fallback_report,
+    ranked_supported,
+)
 from d2_notebook.detective.reporter_brief import reporter_brief
 from d2_notebook.detective.settings import InvestigationSettings
 from d2_notebook.detective.sql_tools import analysis_description
@@ -353,6 +359,32 @@ async def test_reports_rank_supported_factors_by_size_and_keep_the_minor_ones(ct
         f"{east}: supported as a minor") < ranking.index(f"{plain}: supported")
     assert "SIZE: supported as a minor contributor" in brief
     assert ctx.board.get_hypothesis(east).status is HypothesisStatus.SUPPORTED
+
+
+async def test_sizes_on_different_measures_are_not_ranked_as_one_scale(ctx, result):
+    def effect_only(row: dict, cited: str) -> dict:
+        size = _size(row, cited)
+        return {k: v for k, v in size.items() if not k.startswith("share")}
+
+    east_rate, e1 = _hypothesis_with_evidence(ctx, result, "East's churn rate rose")
+    north_rate, e2 = _hypothesis_with_evidence(ctx, result, "North's churn rate rose")
+    east_share, e3 = _hypothesis_with_evidence(ctx, result, "Region east adds to the rise")
+    north_share, e4 = _hypothesis_with_evidence(ctx, result, "Region north drives the rise")
+    for hyp, evidence, size in (
+            (east_rate, e1, effect_only(_row(result, "east"), e1)),
+            (north_rate, e2, effect_only(_row(result, "north"), e2)),
+            (east_share, e3, _size(_row(result, "east"), e3)),
+            (north_share, e4, _size(_row(result, "north"), e4, "major"))):
+        assert not (await _verdict(ctx, hyp, [evidence], contribution=size))[0]
+    hypotheses = ctx.board.list_hypotheses(investigation_id=ctx.investigation_id)
+    # major first; then the minor one with a share of the change; then the effects alone
+    # in board order: north's 0.2 is not "larger" than east's 0.03 on one scale
+    assert [h.id for h, _ in ranked_supported(ctx.board, hypotheses)] == [
+        north_share, east_share, east_rate, north_rate]
+    added = board_sections(ctx.board, ctx.investigation_id, "## Answer\n\nWritten.")
+    listed = re.findall(r"^- \*\*(H\d+)\*\*", added, re.MULTILINE)
+    assert listed == [north_share, east_share, east_rate, north_rate]
+    assert added.startswith(f"## Hypotheses\n\n{RANKING_NOTE}\n\n- **{north_share}** supported")
 
 
 async def test_a_size_travels_with_the_board_and_a_garbled_one_is_refused(ctx, result, tmp_path):

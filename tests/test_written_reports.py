@@ -9,7 +9,7 @@ import re
 from pathlib import Path
 
 from d2_notebook import investigate
-from d2_notebook.board import Board, DimensionDismissal
+from d2_notebook.board import Board, DimensionDismissal, HypothesisStatus
 from d2_notebook.datasets import hospital
 from d2_notebook.detective.policies.hospital import HospitalWalkthrough
 from d2_notebook.detective.report import has_section, with_missed_dismissals
@@ -60,6 +60,11 @@ def test_the_team_report_ends_with_every_verdict_from_the_board(tmp_path: Path) 
     verdicts, not_examined = added.split("\n\n## Not examined\n\n")
     with Board.open(tmp_path / "team.d2board") as board:
         hypotheses = board.list_hypotheses()
+        supported = [h for h in hypotheses if h.status is HypothesisStatus.SUPPORTED]
+        assert supported and len(supported) < len(hypotheses)
+        # the supported factors first, then the others, each group in board order here
+        # (no verdict of the walkthrough gives a size)
+        hypotheses = supported + [h for h in hypotheses if h not in supported]
         assert len(verdicts.splitlines()) == len(hypotheses)
         for hyp, line in zip(hypotheses, verdicts.splitlines(), strict=True):
             verdict = board.latest_verdict(hyp.id)

@@ -303,11 +303,6 @@ class Contribution(_Record):
                 ContributionRole.MINOR: "minor contributor",
                 ContributionRole.NONE: "no contributor"}[self.role]
 
-    @property
-    def rank_size(self) -> float:
-        """What ranks factors: the share of the change when known, else |effect|."""
-        return abs(self.share) if self.share is not None else abs(self.effect)
-
 
 def _figure(value: float) -> str:
     """Three significant digits, no exponent for usual sizes."""

@@ -77,14 +77,21 @@ def fallback_report(board: Board, investigation_id: str, *, note: str = "") -> s
 def board_sections(board: Board, investigation_id: str, report: str, *,
                    note: str = "", not_refined: Iterable[str] = ()) -> str:
     """The sections a written report takes from the board, for appending after it:
-    "## Hypotheses" (one line each: verdict, confidence, size, the evidence it cites)
+    "## Hypotheses" (one line each: verdict, confidence, size, the evidence it cites; the
+    supported ones first, in :func:`ranked_supported`'s order, then the rest in board
+    order)
     and "## Not examined" (``note``), each only if ``report`` has no such section yet,
     then "## Not refined" with every line of ``not_refined`` the report does not hold.
     Empty when there is nothing to add."""
     parts = []
     if not has_section(report, "Hypotheses"):
-        lines = [hypothesis_line(board, h)
-                 for h in board.list_hypotheses(investigation_id=investigation_id)]
+        hypotheses = board.list_hypotheses(investigation_id=investigation_id)
+        ranked = ranked_supported(board, hypotheses)
+        first = {h.id for h, _ in ranked}
+        ordered = [h for h, _ in ranked] + [h for h in hypotheses if h.id not in first]
+        lines = [hypothesis_line(board, h) for h in ordered]
+        if any(v is not None and v.contribution is not None for _, v in ranked):
+            lines.insert(0, RANKING_NOTE + "\n")
         if lines:
             parts.append("## Hypotheses\n\n" + "\n".join(lines))
     if note and not has_section(report, "Not examined"):
@@ -113,23 +120,35 @@ def hypothesis_line(board: Board, hyp: Hypothesis) -> str:
 
 def ranked_supported(board: Board,
                      hypotheses: list[Hypothesis]) -> list[tuple[Hypothesis, Verdict | None]]:
-    """The supported hypotheses with their verdicts, ranked by size: those whose verdict
-    sizes a contributor first (major before minor, then the largest share of the change,
-    else the largest |effect|), then the unsized ones in board order, and last those
-    supported with no contributor (a claim that a factor does not matter is no cause to
-    rank among the causes)."""
+    """The supported hypotheses with their verdicts, ranked by size where sizes compare:
+    those whose verdict sizes a contributor first — major before minor; within a role,
+    those with a share of the change first, largest share first (shares of one change
+    compare), then those sized by an effect alone in board order (effects on different
+    measures do not compare, so they are not ranked against each other) — then the
+    unsized ones in board order, and last those supported with no contributor (a claim
+    that a factor does not matter is no cause to rank among the causes)."""
     supported = [(h, board.latest_verdict(h.id)) for h in hypotheses
                  if h.status is HypothesisStatus.SUPPORTED]
 
     def role(verdict: Verdict | None) -> ContributionRole | None:
         return verdict.contribution.role if verdict and verdict.contribution else None
 
-    sized = [(h, v) for h, v in supported if role(v) in (ContributionRole.MAJOR,
-                                                          ContributionRole.MINOR)]
-    sized.sort(key=lambda pair: (pair[1].contribution.role is not ContributionRole.MAJOR,
-                                 -pair[1].contribution.rank_size))
+    def order(pair: tuple[Hypothesis, Verdict | None]) -> tuple[bool, bool, float]:
+        contribution = pair[1].contribution  # type: ignore[union-attr]
+        share = contribution.share
+        return (contribution.role is not ContributionRole.MAJOR, share is None,
+                -abs(share) if share is not None else 0.0)
+
+    sized = sorted(((h, v) for h, v in supported
+                    if role(v) in (ContributionRole.MAJOR, ContributionRole.MINOR)), key=order)
     return (sized + [(h, v) for h, v in supported if role(v) is None]
             + [(h, v) for h, v in supported if role(v) is ContributionRole.NONE])
+
+
+RANKING_NOTE = ("Supported factors first, major before minor, each role by its share of the "
+                "change where one is given; sizes on different measures are listed in "
+                "board order, not ranked against each other.")
+"""The line that opens the board's "## Hypotheses" section when a verdict gives a size."""
 
 
 def not_examined_table(dismissed: Iterable[DimensionDismissal],

@@ -181,13 +181,15 @@ def analysis_anchor_rows(frame: pd.DataFrame) -> list[int]:
 
 
 def _ranking_lines(board: Board, hypotheses: list[Hypothesis]) -> list[str]:
-    """The supported factors in the order the answer ranks them (largest size first)."""
+    """The supported factors in the order the board's "## Hypotheses" section lists them
+    (:func:`~d2_notebook.detective.report.ranked_supported`)."""
     ranked = ranked_supported(board, hypotheses)
     if not any(v is not None and v.contribution is not None for _, v in ranked):
         return []
-    return ["SUPPORTED FACTORS BY SIZE (major contributors first, then by share of the change "
-            "where one is given, else by effect; effects on different measures are not "
-            "comparable: say so rather than rank them as one scale; keep the minor ones):"] + [
+    return ["SUPPORTED FACTORS BY SIZE (the order in which the board lists them under "
+            "\"## Hypotheses\" after your text, each with its size, role, confidence and "
+            "evidence: major before minor, by share of the change where one is given; "
+            "effects on different measures are not ranked against each other):"] + [
         f"  {hyp.id}: {verdict.headline if verdict else hyp.status.value}"
         for hyp, verdict in ranked]
 
