@@ -32,9 +32,11 @@ STRING_SCHEMA = {"type": "string"}
 IDS_SCHEMA = {"type": "array", "items": {"type": "string"}}
 """The JSON schema of a list of ids."""
 _STANCE = {"type": "string", "enum": [s.value for s in Stance], "description": (
-    "supports or contradicts when the result decides; weak when it points one way on thin "
-    "grounds (say which way in the reading); neutral when it bears neither way (e.g. a "
-    "record that is missing)")}
+    "supports or contradicts when the result decides (a result showing the hypothesis "
+    "failing one thing it requires contradicts it, even when the rest agrees); weak when "
+    "it points one way on thin grounds (say which way in the reading; one record of the "
+    "entity's own value is not thin); neutral when it bears neither way (e.g. a record "
+    "that is missing)")}
 
 
 # --- hypothesizer ------------------------------------------------------------------
@@ -293,7 +295,9 @@ def evidence_tools(ctx: TeamContext, log: QueryLog, agent: str, role: str,
 
     return [tool("record_evidence",
                  "Record the result of one of your queries as evidence for or against the "
-                 "hypothesis. The board stores the real result of that query. Refused "
+                 "hypothesis. The board stores the real result of that query: for a "
+                 "claim about particular entities, record a result with their own rows "
+                 "and the columns that show the fact, not only a count of them. Refused "
                  "when the query id is not one run_sql or an analysis tool returned to you "
                  "in this conversation (any earlier message of it counts), or when "
                  "chart names a column the result lacks"
