@@ -24,6 +24,7 @@ from d2_notebook.detective.decisions import (
     ReportDecision,
     Steering,
 )
+from d2_notebook.detective.evidence_rows import aggregate_row_note
 from d2_notebook.detective.sql_tools import first_line, record_query
 from d2_notebook.detective.tools import Tool, ToolError, tool
 
@@ -271,7 +272,8 @@ def evidence_tools(ctx: TeamContext, log: QueryLog, agent: str, role: str,
                            log.with_board_ids(args["reading"]), actor=agent)
             if chart is not None:
                 ctx.board.request_chart(evidence_id, chart, actor=agent)
-        return f"recorded {evidence_id} ({args['stance']} {target})"
+        return _with_rows_note(ctx, evidence_id, args["stance"],
+                               f"recorded {evidence_id} ({args['stance']} {target})")
 
     link_properties: dict[str, Any] = {
         "evidence_id": {"type": "string", "description": "an evidence already on the board "
@@ -291,7 +293,8 @@ def evidence_tools(ctx: TeamContext, log: QueryLog, agent: str, role: str,
             if earlier:
                 ctx.board.record_reuse(ctx.investigation_id, evidence.id, actor=agent)
             ctx.board.link(evidence.id, target, args["stance"], args["reading"], actor=agent)
-        return f"linked {evidence.id} ({args['stance']} {target}); its query was not run again"
+        return _with_rows_note(ctx, evidence.id, args["stance"], f"linked {evidence.id} "
+                               f"({args['stance']} {target}); its query was not run again")
 
     return [tool("record_evidence",
                  "Record the result of one of your queries as evidence for or against the "
@@ -313,6 +316,17 @@ def evidence_tools(ctx: TeamContext, log: QueryLog, agent: str, role: str,
                  "on, while its data is unchanged), or a stance opposite to the one it "
                  "already has for this hypothesis.",
                  link_properties, link_evidence, writes_board=True)]
+
+
+def _with_rows_note(ctx: TeamContext, evidence_id: str, stance: str, answer: str) -> str:
+    """``answer``, with :func:`aggregate_row_note`'s advice after it when a query's one
+    row of totals was linked as deciding (an analysis tool's result is its own summary
+    and gets none)."""
+    if ctx.board.tool_call_of(evidence_id) is not None:
+        return answer
+    evidence = ctx.board.get_evidence(evidence_id)
+    note = aggregate_row_note(evidence_id, evidence.sql, evidence.row_count, stance)
+    return answer if note is None else f"{answer}\n{note}"
 
 
 def _check_reusable(ctx: TeamContext, evidence_id: str, owner: str | None) -> None:
