@@ -24,6 +24,7 @@ from d2_notebook.detective.decisions import (
     ReportDecision,
     Steering,
 )
+from d2_notebook.detective.evidence_rows import aggregate_row_note
 from d2_notebook.detective.sql_tools import first_line, record_query
 from d2_notebook.detective.tools import Tool, ToolError, tool
 
@@ -32,9 +33,11 @@ STRING_SCHEMA = {"type": "string"}
 IDS_SCHEMA = {"type": "array", "items": {"type": "string"}}
 """The JSON schema of a list of ids."""
 _STANCE = {"type": "string", "enum": [s.value for s in Stance], "description": (
-    "supports or contradicts when the result decides; weak when it points one way on thin "
-    "grounds (say which way in the reading); neutral when it bears neither way (e.g. a "
-    "record that is missing)")}
+    "supports or contradicts when the result decides (a result showing the hypothesis "
+    "failing one thing it requires contradicts it, even when the rest agrees); weak when "
+    "it points one way on thin grounds (say which way in the reading; one record of the "
+    "entity's own value is not thin); neutral when it bears neither way (e.g. a record "
+    "that is missing)")}
 
 
 # --- hypothesizer ------------------------------------------------------------------
@@ -269,7 +272,8 @@ def evidence_tools(ctx: TeamContext, log: QueryLog, agent: str, role: str,
                            log.with_board_ids(args["reading"]), actor=agent)
             if chart is not None:
                 ctx.board.request_chart(evidence_id, chart, actor=agent)
-        return f"recorded {evidence_id} ({args['stance']} {target})"
+        return _with_rows_note(ctx, evidence_id, args["stance"],
+                               f"recorded {evidence_id} ({args['stance']} {target})")
 
     link_properties: dict[str, Any] = {
         "evidence_id": {"type": "string", "description": "an evidence already on the board "
@@ -289,11 +293,14 @@ def evidence_tools(ctx: TeamContext, log: QueryLog, agent: str, role: str,
             if earlier:
                 ctx.board.record_reuse(ctx.investigation_id, evidence.id, actor=agent)
             ctx.board.link(evidence.id, target, args["stance"], args["reading"], actor=agent)
-        return f"linked {evidence.id} ({args['stance']} {target}); its query was not run again"
+        return _with_rows_note(ctx, evidence.id, args["stance"], f"linked {evidence.id} "
+                               f"({args['stance']} {target}); its query was not run again")
 
     return [tool("record_evidence",
                  "Record the result of one of your queries as evidence for or against the "
-                 "hypothesis. The board stores the real result of that query. Refused "
+                 "hypothesis. The board stores the real result of that query: for a "
+                 "claim about particular entities, record a result with their own rows "
+                 "and the columns that show the fact, not only a count of them. Refused "
                  "when the query id is not one run_sql or an analysis tool returned to you "
                  "in this conversation (any earlier message of it counts), or when "
                  "chart names a column the result lacks"
@@ -309,6 +316,17 @@ def evidence_tools(ctx: TeamContext, log: QueryLog, agent: str, role: str,
                  "on, while its data is unchanged), or a stance opposite to the one it "
                  "already has for this hypothesis.",
                  link_properties, link_evidence, writes_board=True)]
+
+
+def _with_rows_note(ctx: TeamContext, evidence_id: str, stance: str, answer: str) -> str:
+    """``answer``, with :func:`aggregate_row_note`'s advice after it when a query's one
+    row of totals was linked as deciding (an analysis tool's result is its own summary
+    and gets none)."""
+    if ctx.board.tool_call_of(evidence_id) is not None:
+        return answer
+    evidence = ctx.board.get_evidence(evidence_id)
+    note = aggregate_row_note(evidence_id, evidence.sql, evidence.row_count, stance)
+    return answer if note is None else f"{answer}\n{note}"
 
 
 def _check_reusable(ctx: TeamContext, evidence_id: str, owner: str | None) -> None:
