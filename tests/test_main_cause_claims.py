@@ -26,6 +26,8 @@ from d2_notebook.data.analysis import decompose
 from d2_notebook.detective.context import TeamContext
 from d2_notebook.detective.decisions import JudgeDecision
 from d2_notebook.detective.digest import board_digest
+from d2_notebook.detective.report import board_sections, fallback_report, ranked_factors
+from d2_notebook.detective.reporter_brief import reporter_brief
 from d2_notebook.detective.settings import InvestigationSettings
 from d2_notebook.detective.sql_tools import analysis_description
 from d2_notebook.detective.tools import Toolset
@@ -107,6 +109,8 @@ async def test_a_main_cause_claim_on_a_minor_factor_is_contradicted_with_its_siz
         assert snapshot["contribution"]["claim"] == MAIN
         event = [e for e in reopened.events() if e.kind == "verdict.added"][-1]
         assert event.payload["contribution"]["claim"] == MAIN
+        assert (f"- **{hyp}** contradicted as the main cause (confidence 0.80; minor "
+                "contributor (explains ~13%") in board_sections(reopened, "I1", "")
 
 
 @pytest.mark.parametrize(("segment", "role", "status", "refusal"), [
@@ -215,3 +219,58 @@ async def test_a_size_stored_before_the_claim_was_kept_still_reads(ctx, result, 
     verdict["contribution"] = json.dumps({**stored, "claim": "it is a cause"})
     with pytest.raises(BoardFormatError, match="field 'contribution' is not a size"):
         Board.from_json(document, tmp_path / "bad.d2board")
+
+
+async def test_a_factor_contradicted_as_the_main_cause_is_ranked_among_the_sized(ctx, result):
+    """The answer lists it by its size, among the supported factors, with its verdict
+    saying what was contradicted; with nothing supported it still says so."""
+    east, e1 = _hypothesis(ctx, result, "The rise is driven by region east")
+    assert not (await _verdict(ctx, east, e1, "contradicted",
+                               _size(result, "east", e1, "minor", hypothesis_says=MAIN)))[0]
+    report = fallback_report(ctx.board, ctx.investigation_id)
+    answer = report.split("## Answer", 1)[1].split("## Hypotheses", 1)[0]
+    assert "No hypothesis was supported by the evidence." in answer
+    assert (f"- **{east}** The rise is driven by region east (contradicted as the main cause: "
+            "minor contributor (explains ~13% of the change") in answer
+    plain, e2 = _hypothesis(ctx, result, "Accounts churn more than before")
+    north, e3 = _hypothesis(ctx, result, "Region north adds to the rise")
+    west, e4 = _hypothesis(ctx, result, "Region west does not explain the rise")
+    assert not (await _verdict(ctx, west, e4, "supported", _size(result, "west", e4, "none")))[0]
+    tools = verdict_tools(ctx, "judge", JudgeDecision(), plain, can_send_back=True)
+    assert not (await Toolset(tools).call(ToolCallPart("c", "give_verdict", {
+        "status": "supported", "confidence": 0.8, "rationale": "r", "evidence_ids": [e2],
+        "claim_kind": "other"}))).is_error
+    assert not (await _verdict(ctx, north, e3, "supported",
+                               _size(result, "north", e3, "major")))[0]
+    # a hypothesis contradicted with no contributor is no factor: not listed
+    none, e5 = _hypothesis(ctx, result, "Region south drives the rise")
+    assert not (await _verdict(ctx, none, e5, "contradicted",
+                               _size(result, "west", e5, "none")))[0]
+    ranked = [h.id for h, _ in ranked_factors(ctx.board, ctx.board.list_hypotheses())]
+    assert ranked == [north, east, plain, west]
+    report = fallback_report(ctx.board, ctx.investigation_id)
+    answer = report.split("## Answer", 1)[1].split("## Hypotheses", 1)[0]
+    bullets = [line for line in answer.splitlines() if line.startswith("- ")]
+    assert [b.split("**")[1] for b in bullets] == [north, east, plain, west]
+    assert "No hypothesis was supported" not in answer
+    assert "(contradicted as the main cause: minor contributor" in bullets[1]
+    brief = reporter_brief(ctx.board, ctx.investigation_id)
+    ranking = brief.split("FACTORS BY SIZE", 1)[1]
+    assert ranking.index(f"{north}: supported as a major") < ranking.index(
+        f"{east}: contradicted as the main cause: minor contributor") < ranking.index(
+        f"{plain}: supported")
+    assert f"{none}:" not in ranking.split("\n\n", 1)[0]
+    assert "SIZE: contradicted as the main cause: minor contributor" in brief
+
+
+async def test_a_real_factor_contradicting_a_claim_of_absence_is_ranked_too(ctx, result):
+    """"East does not add to the rise", contradicted by east's minor size: the claim is
+    wrong, the factor is real, so the answer lists it by its size."""
+    east, evidence = _hypothesis(ctx, result, "Region east doesn't add to the rise")
+    assert not (await _verdict(ctx, east, evidence, "contradicted",
+                               _size(result, "east", evidence, "minor")))[0]
+    ranked = ranked_factors(ctx.board, ctx.board.list_hypotheses())
+    assert [(h.id, v.headline[:34]) for h, v in ranked] == [
+        (east, "contradicted: minor contributor (e")]
+    report = fallback_report(ctx.board, ctx.investigation_id)
+    assert f"- **{east}** Region east doesn't add to the rise (contradicted: minor " in report

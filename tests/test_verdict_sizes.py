@@ -348,7 +348,7 @@ async def test_reports_rank_supported_factors_by_size_and_keep_the_minor_ones(ct
     assert "major contributor (explains ~87% of the change, 95% CI" in bullets[0]
     assert "minor contributor (explains ~13% of the change, 95% CI 10% to 1" in bullets[1]
     brief = reporter_brief(ctx.board, ctx.investigation_id)
-    ranking = brief.split("SUPPORTED FACTORS BY SIZE", 1)[1]
+    ranking = brief.split("FACTORS BY SIZE", 1)[1]
     assert ranking.index(f"{north}: supported as a major") < ranking.index(
         f"{east}: supported as a minor") < ranking.index(f"{plain}: supported")
     assert "SIZE: supported as a minor contributor" in brief

@@ -39,18 +39,20 @@ def fallback_report(board: Board, investigation_id: str, *, note: str = "") -> s
     """A Markdown report of the investigation's hypotheses, verdicts and evidence."""
     question = board.get_investigation(investigation_id).question
     hypotheses = board.list_hypotheses(investigation_id=investigation_id)
-    supported = ranked_supported(board, hypotheses)
+    ranked = ranked_factors(board, hypotheses)
     lines = [f"# {_inline(question)}", "", "## Answer", ""]
-    if supported:
-        for hyp, verdict in supported:
-            cited = ", ".join(verdict.evidence_ids) if verdict else ""
-            confidence = f"confidence {hyp.confidence:.2f}" if hyp.confidence is not None else ""
-            size = (f"{_inline(verdict.contribution.describe())}; "
-                    if verdict is not None and verdict.contribution is not None else "")
-            about = f" ({size}{confidence})" if size or confidence else ""
-            lines.append(f"- **{hyp.id}** {_inline(hyp.statement)}{about} [{cited}]")
-    else:
+    if not any(h.status is HypothesisStatus.SUPPORTED for h, _ in ranked):
         lines.append("No hypothesis was supported by the evidence.")
+    for hyp, verdict in ranked:
+        cited = ", ".join(verdict.evidence_ids) if verdict else ""
+        confidence = f"confidence {hyp.confidence:.2f}" if hyp.confidence is not None else ""
+        size = ""
+        if verdict is not None and verdict.contribution is not None:
+            size = (verdict.contribution.describe() if hyp.status is HypothesisStatus.SUPPORTED
+                    else verdict.headline)  # a contradicted claim says so before its size
+            size = f"{_inline(size)}; "
+        about = f" ({size}{confidence})" if size or confidence else ""
+        lines.append(f"- **{hyp.id}** {_inline(hyp.statement)}{about} [{cited}]")
     lines += ["", "## Hypotheses", ""]
     for hyp in hypotheses:
         lines.append(f"### {hyp.id} — {hyp.status.value}: {_inline(hyp.statement)}")
@@ -97,7 +99,8 @@ def board_sections(board: Board, investigation_id: str, report: str, *,
 
 def hypothesis_line(board: Board, hyp: Hypothesis) -> str:
     """One Markdown line: ``- **H3** supported (0.85; major contributor …): statement
-    [E21, E23]`` — the latest verdict's status, confidence, size and cited evidence."""
+    [E21, E23]`` — the latest verdict's status (``contradicted as the main cause`` for a
+    main-cause claim on a minor contributor), confidence, size and cited evidence."""
     verdict = board.latest_verdict(hyp.id)
     about = []
     if verdict is not None:
@@ -108,26 +111,37 @@ def hypothesis_line(board: Board, hyp: Hypothesis) -> str:
         about.append(_inline(hyp.status_reason))
     detail = f" ({'; '.join(about)})" if about else ""
     cited = f" [{', '.join(verdict.evidence_ids)}]" if verdict and verdict.evidence_ids else ""
-    return f"- **{hyp.id}** {hyp.status.value}{detail}: {_inline(hyp.statement)}{cited}"
+    status = (verdict.status_label if verdict is not None and verdict.status is hyp.status
+              else hyp.status.value)
+    return f"- **{hyp.id}** {status}{detail}: {_inline(hyp.statement)}{cited}"
 
 
-def ranked_supported(board: Board,
-                     hypotheses: list[Hypothesis]) -> list[tuple[Hypothesis, Verdict | None]]:
-    """The supported hypotheses with their verdicts, ranked by size: those whose verdict
+def ranked_factors(board: Board,
+                   hypotheses: list[Hypothesis]) -> list[tuple[Hypothesis, Verdict | None]]:
+    """The hypotheses the answer lists, with their verdicts, ranked by size.
+
+    Listed: every supported hypothesis, and every contradicted one whose verdict still
+    sizes a real contributor (a hypothesis that the factor is the main cause, contradicted
+    because it is a minor contributor; or one that it does not matter, contradicted by
+    its size): the claim is wrong, the factor's size stands. Order: those whose verdict
     sizes a contributor first (major before minor, then the largest share of the change,
-    else the largest |effect|), then the unsized ones in board order, and last those
-    supported with no contributor (a claim that a factor does not matter is no cause to
-    rank among the causes)."""
-    supported = [(h, board.latest_verdict(h.id)) for h in hypotheses
-                 if h.status is HypothesisStatus.SUPPORTED]
+    else the largest |effect|; supported and contradicted ranked alike), then the unsized
+    supported ones in board order, and last those supported with no contributor (a claim
+    that a factor does not matter is no cause to rank among the causes). A listed
+    contradicted hypothesis is told apart by its status (its verdict's ``headline`` says
+    "contradicted as the main cause: minor contributor ...")."""
+    latest = [(h, board.latest_verdict(h.id)) for h in hypotheses
+              if h.status in (HypothesisStatus.SUPPORTED, HypothesisStatus.CONTRADICTED)]
 
     def role(verdict: Verdict | None) -> ContributionRole | None:
         return verdict.contribution.role if verdict and verdict.contribution else None
 
-    sized = [(h, v) for h, v in supported if role(v) in (ContributionRole.MAJOR,
-                                                          ContributionRole.MINOR)]
+    sized = [(h, v) for h, v in latest if v is not None and v.contribution is not None
+             and v.contribution.is_real and (h.status is HypothesisStatus.SUPPORTED
+                                             or v.status is HypothesisStatus.CONTRADICTED)]
     sized.sort(key=lambda pair: (pair[1].contribution.role is not ContributionRole.MAJOR,
                                  -pair[1].contribution.rank_size))
+    supported = [(h, v) for h, v in latest if h.status is HypothesisStatus.SUPPORTED]
     return (sized + [(h, v) for h, v in supported if role(v) is None]
             + [(h, v) for h, v in supported if role(v) is ContributionRole.NONE])
 

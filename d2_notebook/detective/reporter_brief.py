@@ -29,7 +29,7 @@ from d2_notebook.board import Board, Evidence, Hypothesis
 from d2_notebook.board.render import discount_line
 from d2_notebook.detective.coverage_view import BoardCoverage
 from d2_notebook.detective.evidence_view import evidence_source
-from d2_notebook.detective.report import ranked_supported
+from d2_notebook.detective.report import ranked_factors
 from d2_notebook.detective.result_summary import claim_rows, render_rows
 from d2_notebook.llm import estimate_tokens
 
@@ -181,13 +181,16 @@ def analysis_anchor_rows(frame: pd.DataFrame) -> list[int]:
 
 
 def _ranking_lines(board: Board, hypotheses: list[Hypothesis]) -> list[str]:
-    """The supported factors in the order the answer ranks them (largest size first)."""
-    ranked = ranked_supported(board, hypotheses)
+    """The factors in the order the answer ranks them (largest size first): the
+    supported ones and those contradicted only as stated, whose size stands
+    (:func:`~d2_notebook.detective.report.ranked_factors`)."""
+    ranked = ranked_factors(board, hypotheses)
     if not any(v is not None and v.contribution is not None for _, v in ranked):
         return []
-    return ["SUPPORTED FACTORS BY SIZE (major contributors first, then by share of the change "
+    return ["FACTORS BY SIZE (major contributors first, then by share of the change "
             "where one is given, else by effect; effects on different measures are not "
-            "comparable: say so rather than rank them as one scale; keep the minor ones):"] + [
+            "comparable: say so rather than rank them as one scale; keep the minor ones, "
+            "and a factor contradicted as the main cause as the minor contributor it is):"] + [
         f"  {hyp.id}: {verdict.headline if verdict else hyp.status.value}"
         for hyp, verdict in ranked]
 
