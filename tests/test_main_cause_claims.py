@@ -274,3 +274,31 @@ async def test_a_real_factor_contradicting_a_claim_of_absence_is_ranked_too(ctx,
         (east, "contradicted: minor contributor (e")]
     report = fallback_report(ctx.board, ctx.investigation_id)
     assert f"- **{east}** Region east doesn't add to the rise (contradicted: minor " in report
+
+
+async def test_a_confirmed_rejudge_keeps_the_size_and_its_claim(ctx, result):
+    """A judge confirming a stale verdict keeps its size (and what it was judged against)
+    when the size's evidence is unchanged; a size read from changed evidence is dropped,
+    and the tool says so."""
+    from d2_notebook.detective.rejudge.judge import Rejudgement, _confirm_tool
+
+    hyp, evidence = _hypothesis(ctx, result, "The rise is driven by region east")
+    assert not (await _verdict(ctx, hyp, evidence, "contradicted",
+                               _size(result, "east", evidence, "minor", hypothesis_says=MAIN)))[0]
+    previous = ctx.board.latest_verdict(hyp)
+    confirm = _confirm_tool(ctx, "rejudge-H1", Rejudgement(JudgeDecision()), previous, {}, {})
+    answer = await Toolset([confirm]).call(ToolCallPart("c", "confirm_verdict",
+                                                        {"rationale": "unchanged"}))
+    assert not answer.is_error, answer.content
+    assert answer.content.startswith(f"{hyp} stays contradicted as the main cause: minor")
+    again = ctx.board.latest_verdict(hyp)
+    assert again.id != previous.id and again.contribution == previous.contribution
+    rerun = ctx.board.add_evidence(result.sql, result.frame, description="re-run",
+                                   investigation_id=ctx.investigation_id)
+    ctx.board.link(rerun.id, hyp, "supports", actor="collector")
+    confirm = _confirm_tool(ctx, "rejudge-H1", Rejudgement(JudgeDecision()), again, {},
+                            {evidence: rerun})
+    answer = await Toolset([confirm]).call(ToolCallPart("c", "confirm_verdict",
+                                                        {"rationale": "same reading"}))
+    assert not answer.is_error and f"read from {evidence}, which changed" in answer.content
+    assert ctx.board.latest_verdict(hyp).contribution is None
