@@ -25,7 +25,7 @@ from d2_notebook.detective.report import (
     RANKING_NOTE,
     board_sections,
     fallback_report,
-    ranked_supported,
+    ranked_factors,
 )
 from d2_notebook.detective.reporter_brief import reporter_brief
 from d2_notebook.detective.settings import InvestigationSettings
@@ -354,7 +354,7 @@ async def test_reports_rank_supported_factors_by_size_and_keep_the_minor_ones(ct
     assert "major contributor (explains ~87% of the change, 95% CI" in bullets[0]
     assert "minor contributor (explains ~13% of the change, 95% CI 10% to 1" in bullets[1]
     brief = reporter_brief(ctx.board, ctx.investigation_id)
-    ranking = brief.split("SUPPORTED FACTORS BY SIZE", 1)[1]
+    ranking = brief.split("FACTORS BY SIZE", 1)[1]
     assert ranking.index(f"{north}: supported as a major") < ranking.index(
         f"{east}: supported as a minor") < ranking.index(f"{plain}: supported")
     assert "SIZE: supported as a minor contributor" in brief
@@ -379,7 +379,7 @@ async def test_sizes_on_different_measures_are_not_ranked_as_one_scale(ctx, resu
     hypotheses = ctx.board.list_hypotheses(investigation_id=ctx.investigation_id)
     # major first; then the minor one with a share of the change; then the effects alone
     # in board order: north's 0.2 is not "larger" than east's 0.03 on one scale
-    assert [h.id for h, _ in ranked_supported(ctx.board, hypotheses)] == [
+    assert [h.id for h, _ in ranked_factors(ctx.board, hypotheses)] == [
         north_share, east_share, east_rate, north_rate]
     added = board_sections(ctx.board, ctx.investigation_id, "## Answer\n\nWritten.")
     listed = re.findall(r"^- \*\*(H\d+)\*\*", added, re.MULTILINE)

@@ -2,9 +2,10 @@
 
 A verdict on a factor may state its size (:class:`~d2_notebook.board.records.Contribution`):
 the role it plays (major, minor or none), an effect with its 95% interval from one cited
-evidence, and for a change the share of it explained. The board checks that the size fits
-the verdict; that the numbers are in the evidence's rows is the detective's check (the
-board stores rows, it does not read them for a caller).
+evidence, and for a change the share of it explained; the size is judged against what the
+hypothesis claims about the factor (:class:`~d2_notebook.board.records.FactorClaim`). The
+board checks that the size fits the verdict; that the numbers are in the evidence's rows
+is the detective's check (the board stores rows, it does not read them for a caller).
 """
 
 from __future__ import annotations
@@ -18,11 +19,12 @@ from d2_notebook.board.records import (
     NEGLIGIBLE_SHARE,
     Contribution,
     ContributionRole,
+    FactorClaim,
     HypothesisStatus,
 )
 from d2_notebook.errors import InvalidRecordError
 
-__all__ = ["check_contribution", "states_absence"]
+__all__ = ["check_contribution", "fitting_status", "read_claim", "states_absence"]
 
 
 _EFFECT_WORDS = (r"explain|matter|affect|drive|differ|account|contribute|change|influence|"
@@ -77,33 +79,64 @@ def states_absence(statement: str) -> bool:
     "customers without a discount") or adds to an effect ("not only X") states none, and
     only the main claim counts: what follows "; while although, but" is a side remark
     ("the discount caused the drop; prices stayed the same"). A judge can state the claim
-    where the wording hides it (``claims_absence`` of the board's ``add_verdict``)."""
+    where the wording hides it (the size's ``claim``, see :func:`read_claim`)."""
     text = _SIDE_CLAUSE.split(_ADDITIVE.sub(" ", statement), maxsplit=1)[0]
     negations = [*_NEGATED_EFFECT.finditer(text), *_OTHER_ABSENCE.finditer(text)]
     return (any(not _RELATIVE.search(text[:found.start()]) for found in negations)
             or any(not _WITH.search(text[:found.start()]) for found in _NO_EFFECT.finditer(text)))
 
 
+def read_claim(statement: str) -> FactorClaim:
+    """The claim a hypothesis's wording makes about a factor: that it does not matter
+    when :func:`states_absence` reads an absence, else that it matters (a claim that it
+    is the main cause is the judge's to state: many wordings of an effect say "drives")."""
+    return FactorClaim.ABSENT if states_absence(statement) else FactorClaim.MATTERS
+
+
+_SUPPORTING_ROLES = {
+    FactorClaim.MATTERS: (ContributionRole.MAJOR, ContributionRole.MINOR),
+    FactorClaim.ABSENT: (ContributionRole.NONE,),
+    FactorClaim.MAIN: (ContributionRole.MAJOR,),
+}
+"""Under each claim, the roles that support the hypothesis; the others contradict it."""
+_CLAIM_NOTE = {
+    FactorClaim.MATTERS: "",
+    FactorClaim.ABSENT: " (the hypothesis says the factor does not matter)",
+    FactorClaim.MAIN: " (the hypothesis says the factor is the main cause)",
+}
+
+
+def fitting_status(role: ContributionRole, claim: FactorClaim) -> HypothesisStatus:
+    """The verdict a size makes of a hypothesis with this claim about the factor: under
+    "it matters" a major or minor contributor supports it and none contradicts it; under
+    "it does not matter" the polarity turns; under "it is the main cause" only a major
+    contributor supports it, a minor one or none contradicts it."""
+    return (HypothesisStatus.SUPPORTED if role in _SUPPORTING_ROLES[claim]
+            else HypothesisStatus.CONTRADICTED)
+
+
 def check_contribution(contribution: Contribution, status: HypothesisStatus,
-                       cited: Sequence[str], *, claims_absence: bool = False,
+                       cited: Sequence[str], *, claim: FactorClaim = FactorClaim.MATTERS,
                        row_scale: float | None = None) -> None:
     """Refuse a size that does not fit the verdict.
 
-    Rules: a major or minor contributor is supported; no contributor is contradicted (the
-    data shows no effect), and its effect's interval must hold zero — an effect whose
-    interval excludes zero is real, so a small one is a minor contributor, not a
-    contradiction, unless it is a negligible exact figure (see :func:`_negligible_exact`:
-    its interval equal to it, and its share of the change, when given, under
+    Rules: the status is the one :func:`fitting_status` gives the size's role under
+    ``claim`` (for a hypothesis that says the factor matters: a major or minor
+    contributor is supported, no contributor contradicted; for one that says it does not
+    matter the polarity turns; for one that says it is the main cause only a major
+    contributor supports it, and a minor one contradicts it with its size kept). No
+    contributor means the effect's interval holds zero — an effect whose interval
+    excludes zero is real, so a small one is a minor contributor, not no contributor,
+    unless it is a negligible exact figure (see :func:`_negligible_exact`: its interval
+    equal to it, and its share of the change, when given, under
     :data:`~d2_notebook.board.records.NEGLIGIBLE_SHARE`; given without a share, under
     that fraction of ``row_scale``, the scale of the levels it compares that the caller
     read from the evidence, such as
     :func:`~d2_notebook.detective.contribution_check.row_scale`); an inconclusive
-    verdict gives no size. For a hypothesis that says the
-    factor does *not* matter (``claims_absence``, see :func:`states_absence`) the
-    polarity turns: no contributor supports it, a major or minor one contradicts it.
-    The effect lies in its interval; a share, when given, lies in its interval, and a
-    minor contributor's is below :data:`~d2_notebook.board.records.MINOR_SHARE_LIMIT`.
-    The evidence the size is read from is one the verdict cites.
+    verdict gives no size. The effect lies in its interval; a share, when given, lies
+    in its interval, and a minor contributor's is below
+    :data:`~d2_notebook.board.records.MINOR_SHARE_LIMIT`. The evidence the size is read
+    from is one the verdict cites.
 
     Raises:
         InvalidRecordError: The first rule broken, with the fix.
@@ -111,23 +144,37 @@ def check_contribution(contribution: Contribution, status: HypothesisStatus,
     role = contribution.role
     if not isinstance(role, ContributionRole):
         raise InvalidRecordError(f"contribution role must be major, minor or none, not {role!r}")
+    if not isinstance(claim, FactorClaim):
+        raise InvalidRecordError(f"the hypothesis's claim must be one of "
+                                 f"{[c.value for c in FactorClaim]}, not {claim!r}")
     if status is HypothesisStatus.INCONCLUSIVE:
         raise InvalidRecordError("an inconclusive verdict gives no size: omit the contribution, "
                                  "or decide the hypothesis")
-    real, absent = ((HypothesisStatus.CONTRADICTED, HypothesisStatus.SUPPORTED) if claims_absence
-                    else (HypothesisStatus.SUPPORTED, HypothesisStatus.CONTRADICTED))
-    claim = " (the hypothesis says the factor does not matter)" if claims_absence else ""
+    fitting = fitting_status(role, claim)
+    note = _CLAIM_NOTE[claim]
     misread = (" If the hypothesis's claim about this factor was read wrongly, state in the "
-               "size what it says (that the factor matters, or that it does not).")
-    if role is ContributionRole.NONE and status is not absent:
-        raise InvalidRecordError(f"a factor with no contribution makes this hypothesis "
-                                 f"{absent.value}, not {status.value}{claim}: give role major "
-                                 f"or minor if the factor is real.{misread}")
-    if role is not ContributionRole.NONE and status is not real:
-        raise InvalidRecordError(f"a {role.value} contributor makes this hypothesis "
-                                 f"{real.value}, not {status.value}{claim}: {absent.value} "
-                                 "goes with role none (the data shows no effect or the "
-                                 f"opposite).{misread}")
+               "size what it says (that the factor matters, that it does not, or that it is "
+               "the main cause).")
+    if status is not fitting:
+        if role is ContributionRole.NONE:
+            fix = ("give role major if the factor is the main cause." if claim is FactorClaim.MAIN
+                   else "give role major or minor if the factor is real.")
+        elif claim is FactorClaim.MAIN:
+            fix = ("supported goes with role major; a real but smaller factor is a minor "
+                   "contributor that contradicts the claim, its size kept on the verdict."
+                   if role is ContributionRole.MINOR else
+                   "contradicted goes with role minor (real, not the main cause) or none.")
+        else:
+            fix = (f"{status.value} goes with role none (the data shows no effect or the "
+                   "opposite).")
+            if claim is FactorClaim.MATTERS:
+                fix += (" If the hypothesis says the factor is the main cause and it is not, "
+                        "say so in the size (that it is the main cause): a minor contributor "
+                        "then contradicts it, its size kept.")
+        subject = ("a factor with no contribution" if role is ContributionRole.NONE
+                   else f"a {role.value} contributor")
+        raise InvalidRecordError(f"{subject} makes this hypothesis {fitting.value}, not "
+                                 f"{status.value}{note}: {fix}{misread}")
     numbers = {"effect": contribution.effect, "ci_low": contribution.ci_low,
                "ci_high": contribution.ci_high, "share": contribution.share,
                "share_low": contribution.share_low, "share_high": contribution.share_high}
@@ -155,10 +202,13 @@ def check_contribution(contribution: Contribution, status: HypothesisStatus,
                      "rate, not a count, year or id), in every row of the evidence holding "
                      "it; for a question about a change, give its share of the change, "
                      f"copied from a cited row: under {NEGLIGIBLE_SHARE:.0%} is no effect.")
+        minor = fitting_status(ContributionRole.MINOR, claim)
+        fix = ("support it as a minor contributor with its size (role minor) instead of "
+               "contradicting it" if minor is HypothesisStatus.SUPPORTED else
+               f"give it role minor with its size: the verdict stays {minor.value}{note}")
         raise InvalidRecordError(
             f"the effect's interval [{contribution.ci_low:g}, {contribution.ci_high:g}] excludes "
-            "zero, so the factor is real: support it as a minor contributor with its size "
-            f"(role minor) instead of contradicting it.{exact}")
+            f"zero, so the factor is real: {fix}.{exact}")
     _check_share(contribution)
     if contribution.evidence_id not in cited:
         raise InvalidRecordError(

@@ -3,15 +3,17 @@
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
+from dataclasses import replace
 from typing import Any
 
 from d2_notebook.board import rows
-from d2_notebook.board.contributions import check_contribution, states_absence
+from d2_notebook.board.contributions import check_contribution, read_claim
 from d2_notebook.board.records import (
     VERDICT_STATUSES,
     Contribution,
     Discount,
     DiscountReason,
+    FactorClaim,
     Hypothesis,
     HypothesisStatus,
     Investigation,
@@ -263,7 +265,6 @@ class HypothesisRecords(BoardStore):
         round: int = 0,
         discounted: Iterable[Discount] = (),
         contribution: Contribution | None = None,
-        claims_absence: bool | None = None,
         row_scale: float | None = None,
     ) -> Verdict:
         """Record a verdict and move the hypothesis to its status and confidence.
@@ -273,9 +274,9 @@ class HypothesisRecords(BoardStore):
 
         Args:
             contribution: The factor's size (see :func:`check_contribution`), or None.
-            claims_absence: Whether the hypothesis says the sized factor does not matter,
-                as the judge states it; None reads it from the statement's wording
-                (:func:`states_absence`).
+                Its ``claim`` is what the hypothesis says about the factor, as the judge
+                states it; None reads it from the statement's wording (:func:`read_claim`).
+                The size is stored with the claim it was judged against.
             row_scale: The scale of the levels an exact figure compares, when the
                 caller found one (:func:`~d2_notebook.detective.contribution_check.row_scale`:
                 the smallest, over the evidence's rows holding the size, of the largest
@@ -301,10 +302,13 @@ class HypothesisRecords(BoardStore):
         discounts = _checked_discounts(discounted, cited)
         set_aside = [d.to_dict() for d in discounts]
         if contribution is not None:
-            statement = self.get_hypothesis(hypothesis_id).statement
-            absence = states_absence(statement) if claims_absence is None else claims_absence
-            check_contribution(contribution, status, cited, claims_absence=absence,
-                               row_scale=row_scale)
+            claim = contribution.claim
+            if claim is None:
+                claim = read_claim(self.get_hypothesis(hypothesis_id).statement)
+            else:
+                claim = parse_enum(FactorClaim, claim, "claim about the factor")
+            check_contribution(contribution, status, cited, claim=claim, row_scale=row_scale)
+            contribution = replace(contribution, claim=claim)
         stamp = now()
         with self._write() as conn:
             self._require(conn, "hypotheses", hypothesis_id)

@@ -248,6 +248,19 @@ class ContributionRole(StrEnum):
     exact figure, its share of the change is negligible: :data:`NEGLIGIBLE_SHARE`)."""
 
 
+class FactorClaim(StrEnum):
+    """What a hypothesis says about the factor a verdict sizes: the claim the size is
+    judged against (:func:`~d2_notebook.board.contributions.check_contribution`)."""
+
+    MATTERS = "it matters"
+    """The factor has an effect: a major or minor contributor supports it, none contradicts."""
+    ABSENT = "it does not matter"
+    """The factor has no effect: none supports it, a major or minor contributor contradicts."""
+    MAIN = "it is the main cause"
+    """The factor is the main cause: a major contributor supports it; a minor one or none
+    contradicts it (a minor one keeps its size on the contradicted verdict)."""
+
+
 MINOR_SHARE_LIMIT = 0.5
 """A minor contributor explains less than this share of a change; a factor that explains
 this much or more is major."""
@@ -273,6 +286,9 @@ class Contribution(_Record):
         share: The share of the change it explains, as a fraction (0.08 for 8%), or None.
         share_low: The share's 95% interval's lower end, or None.
         share_high: Its upper end, or None.
+        claim: What the hypothesis says about the factor, the claim the size was judged
+            against (the judge's word, else the statement's wording as the board read it);
+            None on a size recorded before the board kept it, or not yet judged.
     """
 
     role: ContributionRole
@@ -284,6 +300,7 @@ class Contribution(_Record):
     share: float | None = None
     share_low: float | None = None
     share_high: float | None = None
+    claim: FactorClaim | None = None
 
     def describe(self) -> str:
         """``minor contributor (explains ~8% of the change, 95% CI 5% to 11%; rate change
@@ -302,6 +319,12 @@ class Contribution(_Record):
         return {ContributionRole.MAJOR: "major contributor",
                 ContributionRole.MINOR: "minor contributor",
                 ContributionRole.NONE: "no contributor"}[self.role]
+
+    @property
+    def is_real(self) -> bool:
+        """Whether the size names a real factor (a major or minor contributor), whatever
+        the verdict made of the hypothesis's claim about it."""
+        return self.role is not ContributionRole.NONE
 
 
 def _figure(value: float) -> str:
@@ -345,12 +368,24 @@ class Verdict(_Record):
     contribution: Contribution | None = None
 
     @property
+    def status_label(self) -> str:
+        """The status, or ``contradicted as the main cause`` when the hypothesis claimed
+        the factor is the main cause and the size found it a real but minor contributor."""
+        if (self.status is HypothesisStatus.CONTRADICTED and self.contribution is not None
+                and self.contribution.claim is FactorClaim.MAIN and self.contribution.is_real):
+            return "contradicted as the main cause"
+        return self.status.value
+
+    @property
     def headline(self) -> str:
         """``supported as a minor contributor (explains ~8% of the change, ...)``,
-        ``contradicted: no contributor (...)``, or the status alone when the verdict gives
-        no size."""
+        ``contradicted: no contributor (...)``, ``contradicted as the main cause: minor
+        contributor (...)`` (a real factor, not the main cause the hypothesis claims), or
+        the status alone when the verdict gives no size."""
         if self.contribution is None:
             return self.status.value
+        if self.status_label != self.status.value:
+            return f"{self.status_label}: {self.contribution.describe()}"
         if (self.contribution.role is ContributionRole.NONE
                 or self.status is not HypothesisStatus.SUPPORTED):
             return f"{self.status.value}: {self.contribution.describe()}"

@@ -28,6 +28,7 @@ from d2_notebook.board.records import (
     DiscountReason,
     Event,
     Evidence,
+    FactorClaim,
     Hypothesis,
     HypothesisStatus,
     Investigation,
@@ -190,11 +191,14 @@ def contribution_to_text(contribution: Contribution | None) -> str | None:
 
 
 def contribution_from_text(text: str | None) -> Contribution | None:
-    """The stored contribution (NULL: the verdict gave none)."""
+    """The stored contribution (NULL: the verdict gave none; a size stored before the
+    board kept the hypothesis's claim reads with claim None)."""
     if text is None:
         return None
     data = json.loads(text)
-    return Contribution(**{**data, "role": ContributionRole(data["role"])})
+    claim = data.get("claim")
+    return Contribution(**{**data, "role": ContributionRole(data["role"]),
+                           "claim": None if claim is None else FactorClaim(claim)})
 
 
 @_decoded("model call")

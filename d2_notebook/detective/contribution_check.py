@@ -18,12 +18,8 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from d2_notebook.board import Board, Contribution, ContributionRole
+from d2_notebook.board import Board, Contribution, ContributionRole, FactorClaim
 from d2_notebook.board.records import MINOR_SHARE_LIMIT, NEGLIGIBLE_SHARE
-
-HYPOTHESIS_SAYS = {"it matters": False, "it does not matter": True}
-"""The judge's reading of the hypothesis → whether it claims the factor's absence."""
-
 
 __all__ = ["CONTRIBUTION_PROPERTIES", "MATCH_TOLERANCE", "SIZE_RULE", "read_contribution",
            "row_scale"]
@@ -32,7 +28,8 @@ SIZE_RULE = ("A verdict on a factor states its size in contribution (effect and 
              "and the share of a change it explains, copied from a cited evidence's row): "
              "a factor that is real but small is supported as a minor contributor with its "
              "size, not contradicted; contradicted means the data shows no effect or the "
-             "opposite.")
+             "opposite, or, for a hypothesis that the factor is the main cause "
+             "(hypothesis_says), that it is a minor contributor (size kept).")
 """What the verdict tools' descriptions say about sizes."""
 
 MATCH_TOLERANCE = 0.02
@@ -51,7 +48,9 @@ CONTRIBUTION_PROPERTIES: dict[str, Any] = {
             "supported as a minor contributor, never contradicted; "
             "none: the data shows no effect (interval holding 0). The verdict follows "
             "the hypothesis: a factor that is real supports a hypothesis that it matters "
-            "and contradicts one that says it does not; none does the opposite. Copy the "
+            "and contradicts one that says it does not; none does the opposite; a "
+            "hypothesis that it is the main cause is supported by major only, contradicted "
+            "by minor (its size kept) or none. Copy the "
             "numbers from one row of a cited evidence (an analysis tool's effect and "
             "ci_low/ci_high; decompose's contribution with contribution_low/"
             "contribution_high and share_of_change with share_low/share_high, a mix shift "
@@ -78,30 +77,26 @@ CONTRIBUTION_PROPERTIES: dict[str, Any] = {
                       "metric); a share of another metric's change (a rate that feeds it) "
                       "is no share here: name it in measure"},
             "share_low": _NUMBER, "share_high": _NUMBER,
-            "hypothesis_says": {"type": "string", "enum": list(HYPOTHESIS_SAYS),
+            "hypothesis_says": {"type": "string", "enum": [c.value for c in FactorClaim],
                                 "description": (
                     "what the hypothesis says about the sized factor: 'it does not "
                     "matter' also for a claim that nothing is left beyond named causes "
-                    "(then a size of none supports it). Default: read from the "
-                    "hypothesis's wording.")},
+                    "(then a size of none supports it); 'it is the main cause' for a claim "
+                    "that it drives or explains the outcome (the main driver). Default: "
+                    "read from the hypothesis's wording ('it matters' or 'it does not "
+                    "matter').")},
         },
     },
 }
-
-
-def claims_absence(args: dict[str, Any]) -> bool | None:
-    """Whether the verdict's size says the hypothesis claims the factor does not matter
-    (None: not said; the board reads the statement's wording)."""
-    given = args.get("contribution")
-    said = given.get("hypothesis_says") if isinstance(given, dict) else None
-    return HYPOTHESIS_SAYS.get(said) if isinstance(said, str) else None
 
 
 def read_contribution(board: Board, args: dict[str, Any], cited: list[str]) -> Contribution | None:
     """The verdict's contribution, checked against the cited evidence's rows.
 
     Returns:
-        None when the verdict gives no size.
+        None when the verdict gives no size. Its ``claim`` is the judge's
+        ``hypothesis_says``, or None when not said (the board then reads the statement's
+        wording).
 
     Raises:
         ValueError: A number is not in the evidence's rows, or the evidence is not cited
@@ -113,16 +108,19 @@ def read_contribution(board: Board, args: dict[str, Any], cited: list[str]) -> C
     if not isinstance(given, dict):
         raise ValueError("contribution must be an object: role, evidence_id, measure, effect, "
                          "ci_low, ci_high (and share, share_low, share_high for a change)")
+    said = given.get("hypothesis_says")
     try:
         contribution = Contribution(
             role=ContributionRole(given["role"]), evidence_id=str(given["evidence_id"]),
             measure=str(given["measure"]), effect=given["effect"], ci_low=given["ci_low"],
             ci_high=given["ci_high"], share=given.get("share"),
-            share_low=given.get("share_low"), share_high=given.get("share_high"))
+            share_low=given.get("share_low"), share_high=given.get("share_high"),
+            claim=None if said is None else FactorClaim(said))
     except (KeyError, ValueError) as exc:
-        raise ValueError(f"contribution is incomplete or has an unknown role ({exc}); give "
-                         "role (major, minor or none), evidence_id, measure, effect, ci_low, "
-                         "ci_high") from None
+        raise ValueError(f"contribution is incomplete or has an unknown role or "
+                         f"hypothesis_says ({exc}); give role (major, minor or none), "
+                         "evidence_id, measure, effect, ci_low, ci_high, and hypothesis_says "
+                         f"one of {[c.value for c in FactorClaim]} or nothing") from None
     if contribution.evidence_id not in cited:
         raise ValueError(f"the size is read from {contribution.evidence_id}, which the verdict "
                          f"does not cite; cite it or read the size from one of: "

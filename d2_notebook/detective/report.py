@@ -39,18 +39,20 @@ def fallback_report(board: Board, investigation_id: str, *, note: str = "") -> s
     """A Markdown report of the investigation's hypotheses, verdicts and evidence."""
     question = board.get_investigation(investigation_id).question
     hypotheses = board.list_hypotheses(investigation_id=investigation_id)
-    supported = ranked_supported(board, hypotheses)
+    ranked = ranked_factors(board, hypotheses)
     lines = [f"# {_inline(question)}", "", "## Answer", ""]
-    if supported:
-        for hyp, verdict in supported:
-            cited = ", ".join(verdict.evidence_ids) if verdict else ""
-            confidence = f"confidence {hyp.confidence:.2f}" if hyp.confidence is not None else ""
-            size = (f"{_inline(verdict.contribution.describe())}; "
-                    if verdict is not None and verdict.contribution is not None else "")
-            about = f" ({size}{confidence})" if size or confidence else ""
-            lines.append(f"- **{hyp.id}** {_inline(hyp.statement)}{about} [{cited}]")
-    else:
+    if not any(h.status is HypothesisStatus.SUPPORTED for h, _ in ranked):
         lines.append("No hypothesis was supported by the evidence.")
+    for hyp, verdict in ranked:
+        cited = ", ".join(verdict.evidence_ids) if verdict else ""
+        confidence = f"confidence {hyp.confidence:.2f}" if hyp.confidence is not None else ""
+        size = ""
+        if verdict is not None and verdict.contribution is not None:
+            size = (verdict.contribution.describe() if hyp.status is HypothesisStatus.SUPPORTED
+                    else verdict.headline)  # a contradicted claim says so before its size
+            size = f"{_inline(size)}; "
+        about = f" ({size}{confidence})" if size or confidence else ""
+        lines.append(f"- **{hyp.id}** {_inline(hyp.statement)}{about} [{cited}]")
     lines += ["", "## Hypotheses", ""]
     for hyp in hypotheses:
         lines.append(f"### {hyp.id} — {hyp.status.value}: {_inline(hyp.statement)}")
@@ -78,7 +80,7 @@ def board_sections(board: Board, investigation_id: str, report: str, *,
                    note: str = "", not_refined: Iterable[str] = ()) -> str:
     """The sections a written report takes from the board, for appending after it:
     "## Hypotheses" (one line each: verdict, confidence, size, the evidence it cites; the
-    supported ones first, in :func:`ranked_supported`'s order, then the rest in board
+    factors first, in :func:`ranked_factors`'s order, then the rest in board
     order)
     and "## Not examined" (``note``), each only if ``report`` has no such section yet,
     then "## Not refined" with every line of ``not_refined`` the report does not hold.
@@ -86,7 +88,7 @@ def board_sections(board: Board, investigation_id: str, report: str, *,
     parts = []
     if not has_section(report, "Hypotheses"):
         hypotheses = board.list_hypotheses(investigation_id=investigation_id)
-        ranked = ranked_supported(board, hypotheses)
+        ranked = ranked_factors(board, hypotheses)
         first = {h.id for h, _ in ranked}
         ordered = [h for h, _ in ranked] + [h for h in hypotheses if h.id not in first]
         lines = [hypothesis_line(board, h) for h in ordered]
@@ -104,7 +106,8 @@ def board_sections(board: Board, investigation_id: str, report: str, *,
 
 def hypothesis_line(board: Board, hyp: Hypothesis) -> str:
     """One Markdown line: ``- **H3** supported (0.85; major contributor …): statement
-    [E21, E23]`` — the latest verdict's status, confidence, size and cited evidence."""
+    [E21, E23]`` — the latest verdict's status (``contradicted as the main cause`` for a
+    main-cause claim on a minor contributor), confidence, size and cited evidence."""
     verdict = board.latest_verdict(hyp.id)
     about = []
     if verdict is not None:
@@ -115,20 +118,30 @@ def hypothesis_line(board: Board, hyp: Hypothesis) -> str:
         about.append(_inline(hyp.status_reason))
     detail = f" ({'; '.join(about)})" if about else ""
     cited = f" [{', '.join(verdict.evidence_ids)}]" if verdict and verdict.evidence_ids else ""
-    return f"- **{hyp.id}** {hyp.status.value}{detail}: {_inline(hyp.statement)}{cited}"
+    status = (verdict.status_label if verdict is not None and verdict.status is hyp.status
+              else hyp.status.value)
+    return f"- **{hyp.id}** {status}{detail}: {_inline(hyp.statement)}{cited}"
 
 
-def ranked_supported(board: Board,
-                     hypotheses: list[Hypothesis]) -> list[tuple[Hypothesis, Verdict | None]]:
-    """The supported hypotheses with their verdicts, ranked by size where sizes compare:
-    those whose verdict sizes a contributor first — major before minor; within a role,
-    those with a share of the change first, largest share first (shares of one change
-    compare), then those sized by an effect alone in board order (effects on different
-    measures do not compare, so they are not ranked against each other) — then the
-    unsized ones in board order, and last those supported with no contributor (a claim
-    that a factor does not matter is no cause to rank among the causes)."""
-    supported = [(h, board.latest_verdict(h.id)) for h in hypotheses
-                 if h.status is HypothesisStatus.SUPPORTED]
+def ranked_factors(board: Board,
+                   hypotheses: list[Hypothesis]) -> list[tuple[Hypothesis, Verdict | None]]:
+    """The hypotheses the answer lists, with their verdicts, ranked by size where sizes
+    compare.
+
+    Listed: every supported hypothesis, and every contradicted one whose verdict still
+    sizes a real contributor (a hypothesis that the factor is the main cause, contradicted
+    because it is a minor contributor; or one that it does not matter, contradicted by
+    its size): the claim is wrong, the factor's size stands. Order: those whose verdict
+    sizes a contributor first, supported and contradicted alike — major before minor;
+    within a role, those with a share of the change first, largest share first (shares
+    of one change compare), then those sized by an effect alone in board order (effects
+    on different measures do not compare, so they are not ranked against each other) —
+    then the unsized supported ones in board order, and last those supported with no
+    contributor (a claim that a factor does not matter is no cause to rank among the
+    causes). A listed contradicted hypothesis is told apart by its status (its verdict's
+    ``headline`` says "contradicted as the main cause: minor contributor ...")."""
+    latest = [(h, board.latest_verdict(h.id)) for h in hypotheses
+              if h.status in (HypothesisStatus.SUPPORTED, HypothesisStatus.CONTRADICTED)]
 
     def role(verdict: Verdict | None) -> ContributionRole | None:
         return verdict.contribution.role if verdict and verdict.contribution else None
@@ -139,15 +152,19 @@ def ranked_supported(board: Board,
         return (contribution.role is not ContributionRole.MAJOR, share is None,
                 -abs(share) if share is not None else 0.0)
 
-    sized = sorted(((h, v) for h, v in supported
-                    if role(v) in (ContributionRole.MAJOR, ContributionRole.MINOR)), key=order)
+    sized = sorted(((h, v) for h, v in latest if v is not None and v.contribution is not None
+                    and v.contribution.is_real and (h.status is HypothesisStatus.SUPPORTED
+                                                    or v.status is HypothesisStatus.CONTRADICTED)),
+                   key=order)
+    supported = [(h, v) for h, v in latest if h.status is HypothesisStatus.SUPPORTED]
     return (sized + [(h, v) for h, v in supported if role(v) is None]
             + [(h, v) for h, v in supported if role(v) is ContributionRole.NONE])
 
 
-RANKING_NOTE = ("Supported factors first, major before minor, each role by its share of the "
-                "change where one is given; sizes on different measures are listed in "
-                "board order, not ranked against each other.")
+RANKING_NOTE = ("Factors first (supported, and real factors of claims contradicted as "
+                "stated), major before minor, each role by its share of the change where one "
+                "is given; sizes on different measures are listed in board order, not ranked "
+                "against each other.")
 """The line that opens the board's "## Hypotheses" section when a verdict gives a size."""
 
 

@@ -29,7 +29,7 @@ from d2_notebook.board import Board, Evidence, Hypothesis
 from d2_notebook.board.render import discount_line
 from d2_notebook.detective.coverage_view import BoardCoverage
 from d2_notebook.detective.evidence_view import evidence_source
-from d2_notebook.detective.report import ranked_supported
+from d2_notebook.detective.report import ranked_factors
 from d2_notebook.detective.result_summary import claim_rows, render_rows
 from d2_notebook.llm import estimate_tokens
 
@@ -181,15 +181,17 @@ def analysis_anchor_rows(frame: pd.DataFrame) -> list[int]:
 
 
 def _ranking_lines(board: Board, hypotheses: list[Hypothesis]) -> list[str]:
-    """The supported factors in the order the board's "## Hypotheses" section lists them
-    (:func:`~d2_notebook.detective.report.ranked_supported`)."""
-    ranked = ranked_supported(board, hypotheses)
+    """The factors in the order the board's "## Hypotheses" section lists them: the
+    supported ones and those contradicted only as stated, whose size stands
+    (:func:`~d2_notebook.detective.report.ranked_factors`)."""
+    ranked = ranked_factors(board, hypotheses)
     if not any(v is not None and v.contribution is not None for _, v in ranked):
         return []
-    return ["SUPPORTED FACTORS BY SIZE (the order in which the board lists them under "
+    return ["FACTORS BY SIZE (the order in which the board lists them under "
             "\"## Hypotheses\" after your text, each with its size, role, confidence and "
             "evidence: major before minor, by share of the change where one is given; "
-            "effects on different measures are not ranked against each other):"] + [
+            "effects on different measures are not ranked against each other; a factor "
+            "contradicted as the main cause is the minor contributor it is):"] + [
         f"  {hyp.id}: {verdict.headline if verdict else hyp.status.value}"
         for hyp, verdict in ranked]
 

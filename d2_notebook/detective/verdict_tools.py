@@ -16,7 +16,6 @@ from d2_notebook.detective.context import TeamContext
 from d2_notebook.detective.contribution_check import (
     CONTRIBUTION_PROPERTIES,
     SIZE_RULE,
-    claims_absence,
     read_contribution,
     row_scale,
 )
@@ -116,7 +115,7 @@ def verdict_tools(ctx: TeamContext, agent: str, decision: JudgeDecision | Collec
             given = ctx.board.add_verdict(
                 target, args["status"], args["confidence"], args["rationale"], cited,
                 author=agent, round=ctx.round, discounted=discounted,
-                contribution=contribution, claims_absence=claims_absence(args),
+                contribution=contribution,
                 row_scale=row_scale(ctx.board, contribution) if contribution else None)
         status = HypothesisStatus(args["status"])
         if isinstance(decision, JudgeDecision):

@@ -35,8 +35,8 @@ Action = tuple[str, dict[str, Any]]
 REJUDGE_AGENT = "rejudge-"
 """Agents that re-judge a stale verdict are named ``rejudge-H<n>`` (role ``judge``)."""
 
-_RANKING = "SUPPORTED FACTORS BY SIZE"
-"""The reporter brief's heading of the supported factors ranked by size."""
+_RANKING = "FACTORS BY SIZE"
+"""The reporter brief's heading of the factors ranked by size."""
 _RANKED = re.compile(r"^  (H\d+): (.+)$", re.MULTILINE)
 _HYPOTHESIS_LINE = re.compile(r"^(H\d+) \| (\w+) \| ([^|]+) \| (.*)$", re.MULTILINE)
 _REFINES = re.compile(r" \(refines H\d+\)$")

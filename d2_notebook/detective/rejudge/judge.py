@@ -16,6 +16,7 @@ from typing import Any
 from d2_notebook.board import Evidence, Recheck, RecheckOutcome, RecheckRun, Verdict
 from d2_notebook.detective.agent import run_agent
 from d2_notebook.detective.context import TeamContext
+from d2_notebook.detective.contribution_check import row_scale
 from d2_notebook.detective.coverage_view import board_coverage
 from d2_notebook.detective.decisions import JudgeDecision, Judgement
 from d2_notebook.detective.digest import board_digest
@@ -91,16 +92,25 @@ def _confirm_tool(ctx: TeamContext, agent: str, outcome: Rejudgement, previous: 
                             f"({rechecks[failing[0]].detail}); a verdict cannot rest on it: "
                             "revise it with give_verdict instead")
         cited = [reruns[e].id if e in reruns else e for e in previous.evidence_ids]
-        ctx.board.add_verdict(previous.hypothesis_id, previous.status, previous.confidence,
-                              args["rationale"], cited, author=agent, round=ctx.round)
+        size, dropped = previous.contribution, ""
+        if size is not None and size.evidence_id in reruns:  # its numbers may have moved
+            size, dropped = None, (f"; its size was read from {size.evidence_id}, which "
+                                   "changed: it is not kept (give_verdict with the re-run's "
+                                   "size to state one)")
+        given = ctx.board.add_verdict(
+            previous.hypothesis_id, previous.status, previous.confidence, args["rationale"],
+            cited, author=agent, round=ctx.round, contribution=size,
+            row_scale=row_scale(ctx.board, size) if size is not None else None)
         outcome.decision.judgement = Judgement.VERDICT
         outcome.decision.status = previous.status
         outcome.confirmed = True
-        return f"{previous.hypothesis_id} stays {previous.status.value}, citing {', '.join(cited)}"
+        return (f"{previous.hypothesis_id} stays {given.headline}, citing {', '.join(cited)}"
+                f"{dropped}")
 
     return tool("confirm_verdict", "Keep your earlier verdict: it still holds on the new data. "
-                "It is recorded again (same status and confidence), citing the re-run evidence "
-                "instead of the old. Ends your turn. Refused when a cited evidence no longer "
-                "runs.", {"rationale": {"type": "string", "description": (
+                "It is recorded again (same status, confidence and size, the size only when "
+                "its evidence is unchanged), citing the re-run evidence instead of the old. "
+                "Ends your turn. Refused when a cited evidence no longer runs.",
+                {"rationale": {"type": "string", "description": (
                     "why the change does not touch the verdict, citing the re-run ids")}},
                 confirm, ends_turn=True, writes_board=True)
