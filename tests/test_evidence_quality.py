@@ -284,6 +284,20 @@ async def test_give_verdict_refuses_bad_weighing(ctx: TeamContext, cited, discou
     assert ctx.board.list_verdicts() == []
 
 
+@pytest.mark.parametrize("can_send_back", [True, False])
+async def test_weak_evidence_alone_names_only_the_ways_out_the_judge_has(
+        ctx: TeamContext, can_send_back: bool):
+    hyp, _, _, thin = _three_stances(ctx.board)
+    tools = verdict_tools(ctx, "judge", JudgeDecision(), hyp, can_send_back=can_send_back)
+    error, content = await _call(tools, "give_verdict", {
+        "status": "supported", "confidence": 0.8, "rationale": "r", "claim_kind": "other",
+        "evidence_ids": [thin]})
+    assert error and "needs decisive evidence" in content
+    assert ("request_more_evidence" in content) is can_send_back
+    assert ("last round" in content) is not can_send_back
+    assert "give inconclusive, saying what evidence would decide it" in content
+
+
 async def test_an_inconclusive_verdict_may_rest_on_neutral_evidence(ctx: TeamContext):
     hyp, _, missing, _ = _three_stances(ctx.board)
     error, content = await _judge(ctx, hyp, status="inconclusive", evidence_ids=[missing])

@@ -65,9 +65,10 @@ def verdict_discounts(raw: Iterable[Mapping[str, Any]], linked: set[str],
 
 
 def indecisive_refusal(status: str, cited: list[str], links: Iterable[Link],
-                       motivated_by: Iterable[str]) -> str | None:
+                       motivated_by: Iterable[str], *, can_send_back: bool = True) -> str | None:
     """Why a supported or contradicted verdict citing only weak or neutral evidence is
-    refused, or None when it cites decisive evidence (or is inconclusive)."""
+    refused, or None when it cites decisive evidence (or is inconclusive). The way out
+    it names includes asking for more evidence only when the judge ``can_send_back``."""
     if status == "inconclusive" or not cited:
         return None
     stance_of = {link.evidence_id: link.stance for link in links}
@@ -76,6 +77,8 @@ def indecisive_refusal(status: str, cited: list[str], links: Iterable[Link],
     if decisive:
         return None
     readings = ", ".join(f"{e} ({stance_of[e].value})" for e in cited)
+    collect = ("collect it (request_more_evidence), " if can_send_back else
+               "(no more evidence can be collected: this hypothesis had its last round) ")
     return (f"a {status} verdict needs decisive evidence, but {readings} is linked only as weak "
-            "or neutral; cite evidence linked as supports or contradicts, collect it "
-            "(request_more_evidence), or give inconclusive")
+            f"or neutral; cite evidence linked as supports or contradicts, {collect}or give "
+            "inconclusive, saying what evidence would decide it")

@@ -95,7 +95,8 @@ def verdict_tools(ctx: TeamContext, agent: str, decision: JudgeDecision | Collec
                             "evidence or the evidence that motivated it: "
                             f"{', '.join(sorted(linked)) or 'none'}")
         discounted = verdict_discounts(args.get("discounted", []), linked, cited, target)
-        refusal = indecisive_refusal(args["status"], cited, links, hyp.motivated_by)
+        refusal = indecisive_refusal(args["status"], cited, links, hyp.motivated_by,
+                                     can_send_back=can_send_back)
         may_refine = can_refine and not cap_reached(ctx.board, ctx.investigation_id,
                                                      ctx.settings)
         if refusal is None and not refining:
