@@ -29,7 +29,8 @@ own).
 A rate change that every segment of a dimension shares (the metric rose by the same amount
 in each) localises nothing: each segment's share then follows its row count. So each
 segment's rate change is also compared with **the rest** of its dimension: the other
-segments with rows in both periods, pooled with the same weights as the rate part (their
+segments with rows in both periods (but the DRIVERs, see below), pooled with the same
+weights as the rate part (their
 mean row shares ``w̄_t = (w0_t + w1_t)/2``), ``R_s = Σ_{t≠s} w̄_t·(m1_t − m0_t) / Σ_{t≠s}
 w̄_t`` (their rate parts over their rows: the rest's own shifts of mix do not enter), with
 variance ``Σ (w̄_t / Σ w̄)² · Var(m1_t − m0_t)`` given the row shares. The difference
@@ -43,7 +44,13 @@ support), it stands out from the rest in the direction it moved (it rose more th
 rest, or fell more: a segment that rose less than a rest carried by another segment's
 rise holds no part of the change's location), and its contribution is material
 (:func:`~d2_notebook.data.analysis.stats.is_material`); the two families each hold at
-``alpha`` and a DRIVER needs both (an intersection–union test). A dimension of which no
+``alpha`` and a DRIVER needs both (an intersection–union test). The DRIVERs are found in
+rounds: those of one round are left out of every rest in the next (unless nothing else is
+left), until the DRIVERs are the segments left out. So a segment that rose above an
+unchanged baseline is a DRIVER even when a larger rise elsewhere lifts the pooled rest
+above it, and segments that share a common rise beside a local spike are none; the rounds
+re-test on the same data, so their ``vs_rest_q`` is a little optimistic after the first
+(it is exact when no DRIVER is found, as in an evenly spread change). A dimension of which no
 segment stands out spreads the change evenly: the summary says so, since its shares then
 follow row counts. The shares of different dimensions each add up to the whole change on
 their own: they split the same change in different ways and never add up across
@@ -214,19 +221,11 @@ def decompose(
     tested = [r for r in rows[1:] if r["tested"]]
     for row, q in zip(tested, benjamini_hochberg([r["p_value"] for r in tested]), strict=True):
         row["q_value"] = q
-    _add_rest(rows[1:], support)
-    against = [r for r in rows[1:] if r["rest_tested"]]
-    for row, q in zip(against, benjamini_hochberg([r["vs_rest_p"] for r in against]),
-                      strict=True):
-        row["vs_rest_q"] = q
     for row in rows:
         row.setdefault("q_value", math.nan)
-        row.setdefault("vs_rest_q", math.nan)
-        row["stands_out"] = _stands_out(row, alpha, scale)
-        row["flagged"] = bool(row["tested"] and row["q_value"] < alpha
-                              and row["stands_out"]
-                              and row["vs_rest"] * row["rate_change"] > 0
-                              and is_material(row["contribution"], scale))
+    _flag_drivers(rows[1:], support, alpha, scale)
+    for row in rows[:1]:
+        row |= {"vs_rest_q": math.nan, "stands_out": False, "flagged": False}
     frame = _ranked(pd.DataFrame(rows))
     flags = [Flag(FlagKind.DRIVER, r.dimension, _driver_text(r, shared))
              for r in frame[frame["flagged"]].itertuples()]
@@ -390,21 +389,52 @@ _NO_REST = {"rest_rate_change": math.nan, "vs_rest": math.nan, "vs_rest_low": ma
 """The rest-of-dimension columns of a row that has no rest to compare with."""
 
 
-def _add_rest(rows: list[dict], support: Support) -> None:
+def _flag_drivers(rows: list[dict], support: Support, alpha: float, scale: float) -> None:
+    """Set ``vs_rest_q``, ``stands_out`` and ``flagged`` (DRIVER) on the segment rows
+    (their ``q_value`` set), in rounds: each round compares every segment with its rest
+    (:func:`_add_rest`), corrects the family (Benjamini–Hochberg) and flags; the next
+    round sets the DRIVERs found aside from every rest, until the DRIVERs are those set
+    aside (at most one round per segment). So a segment that rose above an unchanged
+    baseline is a DRIVER even when a larger rise elsewhere lifts the pooled rest above it,
+    while segments that share a common rise under a local spike stay no DRIVER."""
+    aside: set[int] = set()
+    for _ in range(len(rows) + 1):
+        _add_rest(rows, support, aside)
+        against = [r for r in rows if r["rest_tested"]]
+        q_values = iter(benjamini_hochberg([r["vs_rest_p"] for r in against]))
+        for row in rows:
+            row["vs_rest_q"] = next(q_values) if row["rest_tested"] else math.nan
+            row["stands_out"] = _stands_out(row, alpha, scale)
+            row["flagged"] = bool(row["tested"] and row["q_value"] < alpha
+                                  and row["stands_out"]
+                                  and row["vs_rest"] * row["rate_change"] > 0
+                                  and is_material(row["contribution"], scale))
+        found = {i for i, row in enumerate(rows) if row["flagged"]}
+        if found == aside:
+            return
+        aside = found
+
+
+def _add_rest(rows: list[dict], support: Support, aside: set[int]) -> None:
     """Set each segment row's comparison with the rest of its dimension (module
     docstring): ``rest_rate_change`` (its other two-period segments' rate changes averaged
-    by their mean row shares), ``vs_rest`` (its rate change minus the rest's) with its 95%
-    interval, and ``vs_rest_p``. A segment with rows in one period only, or whose
-    dimension has no other segment with rows in both periods, keeps NaN. ``rest_tested``
-    is whether the p-value enters the family: the segment is tested (minimum support in
-    each period) and so is its rest (its two-period segments' rows, in each period)."""
-    groups: dict[str, list[dict]] = {}
-    for row in rows:
-        groups.setdefault(row["dimension"], []).append(row)
+    by their mean row shares, leaving out the rows indexed in ``aside``, the DRIVERs
+    found so far, unless nothing else is left), ``vs_rest`` (its rate change minus the
+    rest's) with its 95% interval, and ``vs_rest_p``. A segment with rows in one period
+    only, or whose dimension has no other segment with rows in both periods, gets NaN.
+    ``rest_tested`` is whether the p-value enters the family: the segment is tested
+    (minimum support in each period) and so is its rest (its rows, in each period)."""
+    groups: dict[str, list[tuple[int, dict]]] = {}
+    for index, row in enumerate(rows):
+        groups.setdefault(row["dimension"], []).append((index, row))
     for group in groups.values():
-        paired = [r for r in group if r["weight"] > 0]
-        for row in paired:
-            others = [r for r in paired if r is not row]
+        paired = [(i, r) for i, r in group if r["weight"] > 0]
+        for index, row in group:
+            row |= _NO_REST
+            if row["weight"] <= 0:
+                continue
+            others = ([r for i, r in paired if i != index and i not in aside]
+                      or [r for i, r in paired if i != index])
             weight = sum(r["weight"] for r in others)
             if not others or weight <= 0:
                 continue
@@ -614,10 +644,10 @@ def _summary(metric: str, period: str, before: str, after: str, first: Moments,
     if flags:
         lines.append(f"FLAGGED ({len(flags)}; DRIVER: a segment's rate change beyond chance at "
                      f"false-discovery level {alpha:g}, and beyond the rate change of the rest "
-                     "of its dimension (its other segments, by their mean row shares) in the "
-                     "direction it moved, with a contribution of at least 1% of the metric's "
-                     "scale; MIX SHIFT: a dimension's row shares moved beyond chance with a "
-                     "material mix part):")
+                     "of its dimension (its other segments but the DRIVERs, by their mean row "
+                     "shares) in the direction it moved, with a contribution of at least 1% "
+                     "of the metric's scale; MIX SHIFT: a dimension's row shares moved beyond "
+                     "chance with a material mix part):")
         lines += [f"- {f.text}" for f in flags[:8]]
         if len(flags) > 8:
             lines.append(f"- ... {len(flags) - 8} more in the rows")
