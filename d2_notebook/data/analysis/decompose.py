@@ -473,13 +473,14 @@ def _even_lines(body: pd.DataFrame, mixed: set[str], scale: float) -> list[str]:
         if (len(compared) < 2 or compared["stands_out"].astype(bool).any()
                 or not is_material(float(group["rate_part"].sum()), scale)):
             continue
-        low, high = compared["rate_change"].min(), compared["rate_change"].max()
+        low, high = (figure(compared["rate_change"].min()),
+                     figure(compared["rate_change"].max()))
+        changes = f"rate change {low} in each" if low == high else f"rate changes {low} to {high}"
         follows = ("its rate parts follow row counts and localise nothing (its mix shift "
                    "is flagged above)" if dimension in mixed
                    else "its shares follow row counts and localise nothing")
-        lines.append(f"{dimension}: the change is spread evenly over its segments (rate "
-                     f"changes {figure(low)} to {figure(high)}; none differs from the "
-                     f"rest's beyond chance); {follows}.")
+        lines.append(f"{dimension}: the change is spread evenly over its segments "
+                     f"({changes}; none differs from the rest's beyond chance); {follows}.")
     return lines
 
 
