@@ -64,6 +64,7 @@ would share out the change by outcome.
 from __future__ import annotations
 
 import math
+from collections import Counter
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -394,11 +395,13 @@ def _flag_drivers(rows: list[dict], support: Support, alpha: float, scale: float
     (their ``q_value`` set), in rounds: each round compares every segment with its rest
     (:func:`_add_rest`), corrects the family (Benjamini–Hochberg) and flags; the next
     round sets the DRIVERs found aside from every rest, until the DRIVERs are those set
-    aside (at most one round per segment). So a segment that rose above an unchanged
-    baseline is a DRIVER even when a larger rise elsewhere lifts the pooled rest above it,
-    while segments that share a common rise under a local spike stay no DRIVER."""
+    aside (at most one round more than the widest dimension has segments; the last round
+    stands if they never settle). So a segment that rose above an unchanged baseline is a
+    DRIVER even when a larger rise elsewhere lifts the pooled rest above it, while
+    segments that share a common rise under a local spike stay no DRIVER."""
     aside: set[int] = set()
-    for _ in range(len(rows) + 1):
+    widest = max(Counter(row["dimension"] for row in rows).values(), default=0)
+    for _ in range(widest + 1):
         _add_rest(rows, support, aside)
         against = [r for r in rows if r["rest_tested"]]
         q_values = iter(benjamini_hochberg([r["vs_rest_p"] for r in against]))
