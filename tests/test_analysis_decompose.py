@@ -6,6 +6,7 @@ from __future__ import annotations
 import math
 
 import duckdb
+import pandas as pd
 import pytest
 from change_data import rising_churn, shifting_mix
 
@@ -95,6 +96,7 @@ def test_a_rise_from_a_shift_in_mix_is_mix_not_rate(mix: GuardedSQL) -> None:
     assert [f.kind for f in result.flags] == [FlagKind.MIX_SHIFT]
     assert "MIX SHIFT by visits.channel" in result.summary
     assert "(100% of the change)" in result.flags[0].text
+    assert "spread evenly" not in result.summary  # no rate moved: nothing to spread
     frame = result.frame
     [mix] = frame[(frame["dimension"] == "visits.channel")
                   & (frame["segment"] == MIX_OF_ALL)].itertuples()
@@ -243,3 +245,130 @@ def test_a_date_names_the_period_of_a_timestamp_truncation() -> None:
     with pytest.raises(ValueError, match=r"no row has period .* = '2024-02-01'"):
         decompose(GuardedSQL(con), source="o", metric="avg(amount)",
                   period="date_trunc('quarter', day)", before="2024-02-01", after="2024-04-01")
+
+
+def _cells(cells: dict[tuple[str, int], tuple[int, int]]) -> GuardedSQL:
+    """``t(period, grp, plan, hit)`` with exactly ``hits`` of ``n`` rows hit per (grp,
+    period); ``plan`` alternates row by row, so both plans hold the same rate in every
+    cell (within one row): a dimension the change is spread evenly over."""
+    rows = [(period, grp, "b" if i % 2 else "a", int(i < hits))
+            for (grp, period), (n, hits) in cells.items() for i in range(n)]
+    con = duckdb.connect()
+    con.register("frame", pd.DataFrame(rows, columns=["period", "grp", "plan", "hit"]))
+    con.execute("CREATE TABLE t AS SELECT period::INTEGER AS period, grp, plan, "
+                "hit::INTEGER AS hit FROM frame")
+    con.unregister("frame")
+    return GuardedSQL(con)
+
+
+def _split(sql: GuardedSQL, **arguments):
+    return decompose(sql, source="t", metric="avg(hit)", period="period", **arguments)
+
+
+def test_a_rise_shared_by_every_segment_localises_nothing(churn: GuardedSQL) -> None:
+    """Churn rose about as much on both plans (0.0596 and 0.0555): their shares (52%, 48%)
+    follow their row counts. Neither is a DRIVER, and the summary says the change is
+    spread evenly over the plans; north, whose rate rose 0.2 against 0 in the regions
+    without a driver, stays one, and east (0.03 against 0) too."""
+    result = decompose(churn, source=SOURCE, metric=CHURN, period=PERIOD)
+    plan = _rows(result, "customers.plan")
+    assert not plan["flagged"].any()
+    assert (plan["q_value"] < 1e-10).all()  # each plan's churn rose beyond chance ...
+    assert (plan["vs_rest_q"] > 0.05).all()  # ... alike: neither differs from the other
+    assert plan.loc["basic", "rest_rate_change"] == pytest.approx(plan.loc["pro", "rate_change"])
+    assert plan.loc["basic", "vs_rest_low"] < 0 < plan.loc["basic", "vs_rest_high"]
+    assert ("customers.plan: the change is spread evenly over its segments (rate changes "
+            "0.0555 to 0.0596; none differs from the rest's beyond chance); its shares "
+            "follow row counts and localise nothing.") in result.summary
+    assert "must not be added across dimensions" in result.summary
+    assert "customers.region: the change is spread evenly" not in result.summary
+    region = _rows(result, "customers.region")
+    assert region.loc["north", "rest_rate_change"] == pytest.approx(0)  # west and south
+    assert region.loc["north", "vs_rest"] == pytest.approx(0.2)
+    assert region.loc["north", "vs_rest_low"] > 0.15 and region.loc["north", "flagged"]
+    assert region.loc["east", "rest_rate_change"] == pytest.approx(0)
+    assert region.loc["east", "flagged"]
+    drivers = {f.dimension for f in result.flags if f.kind is FlagKind.DRIVER}
+    assert drivers == {"customers.region"}
+    assert "the rest of customers.region: rate change 0, difference 0.200" in result.summary
+    # the new columns sit before flagged: earlier columns keep their places
+    assert result.frame.columns.tolist().index("share_high") == 19
+
+
+def test_a_common_rise_beside_a_local_spike_flags_only_the_spike() -> None:
+    """Every group's rate rose 0.10 -> 0.15, north's 0.10 -> 0.35. North rose more than
+    the rest (both rose): a DRIVER. The others rose beyond chance but no more than each
+    other: comparing them with a rest that holds north would call each of them different,
+    so north is set aside from their rest; none is a DRIVER."""
+    cells = {(g, p): (4000, 400 if p == 1 else (1400 if g == "north" else 600))
+             for g in ("north", "east", "west", "south") for p in (1, 2)}
+    result = _split(_cells(cells))
+    grp = _rows(result, "t.grp")
+    assert (grp["q_value"] < 1e-6).all()
+    assert grp["flagged"].tolist() == [True, False, False, False]
+    assert grp.index[0] == "north"
+    assert grp.loc["north", "rate_change"] == pytest.approx(0.25)
+    assert grp.loc["north", "rest_rate_change"] == pytest.approx(0.05)
+    assert grp.loc["north", "vs_rest"] == pytest.approx(0.20)
+    assert grp.loc["east", "rest_rate_change"] == pytest.approx(0.05)
+    assert grp.loc["east", "vs_rest"] == pytest.approx(0, abs=1e-12)
+    assert "t.plan: the change is spread evenly over its segments" in result.summary
+    assert "t.grp: the change is spread evenly" not in result.summary
+    assert [f.text.split(":")[0] for f in result.flags] == ["DRIVER t.grp = north"]
+
+
+def test_a_segment_that_rose_less_than_the_others_is_no_driver() -> None:
+    """Three groups rose 0.10 -> 0.20, one only to 0.13: the laggard's own rise is real
+    but it holds less of the change than its rows would; no DRIVER, and no claim that
+    the change is spread evenly either (the laggard differs from the rest)."""
+    cells = {(g, p): (4000, 400 if p == 1 else (520 if g == "west" else 800))
+             for g in ("north", "east", "west", "south") for p in (1, 2)}
+    result = _split(_cells(cells), dimensions=["t.grp"])
+    grp = _rows(result, "t.grp")
+    assert not grp["flagged"].any()
+    assert grp.loc["west", "vs_rest"] == pytest.approx(-0.07)
+    assert grp.loc["west", "vs_rest_q"] < 1e-6
+    assert "spread evenly" not in result.summary
+
+
+def test_a_dimension_of_one_segment_has_no_rest() -> None:
+    """Every row is in group north: its one segment holds the whole change, which it
+    cannot localise (no rest to differ from): no DRIVER, its rest columns empty."""
+    sql = _cells({("north", p): (4000, 400 if p == 1 else 1400) for p in (1, 2)})
+    result = _split(sql, dimensions=["t.grp", "t.plan"])
+    grp = _rows(result, "t.grp")
+    assert list(grp.index) == ["north"]
+    assert grp.loc["north", "q_value"] < 1e-10
+    assert math.isnan(grp.loc["north", "rest_rate_change"])
+    assert math.isnan(grp.loc["north", "vs_rest_q"]) and not grp.loc["north", "flagged"]
+    assert grp.loc["north", "share_of_change"] == pytest.approx(1.0)
+    assert "t.grp: the change is spread evenly" not in result.summary
+    assert ("t.plan: the change is spread evenly over its segments (rate change 0.250 in "
+            "each; none differs") in result.summary
+    assert not [f for f in result.flags if f.kind is FlagKind.DRIVER]
+
+
+def test_a_segment_of_one_period_and_a_tiny_segment_are_left_out_of_the_test() -> None:
+    """A trial group exists after only (its contribution is mix, no rate change); a group
+    of 6 rows per period, under the minimum support, spikes from 0 to 6 hits. Neither is
+    compared with a rest nor flagged; the tiny one's rows still count in the others' rest
+    (by their small weight); the trial group is in nobody's rest."""
+    cells = {(g, p): (3000, 300 if p == 1 else (900 if g == "north" else 450))
+             for g in ("north", "east", "west") for p in (1, 2)}
+    cells |= {("trial", 2): (500, 50), ("tiny", 1): (6, 0), ("tiny", 2): (6, 6)}
+    result = _split(_cells(cells), dimensions=["t.grp"])
+    grp = _rows(result, "t.grp")
+    for name in ("trial", "tiny"):
+        assert math.isnan(grp.loc[name, "vs_rest_q"]) and not grp.loc[name, "flagged"]
+    assert math.isnan(grp.loc["trial", "rest_rate_change"])
+    assert grp.loc["tiny", "rate_change"] == pytest.approx(1.0)
+    assert grp.loc["tiny", "rest_rate_change"] == pytest.approx(0.05)  # east and west
+    # north's rest: east and west (0.05) and the tiny group (1.0) by their mean row shares
+    weights = {g: (grp.loc[g, "share_before"] + grp.loc[g, "share_after"]) / 2
+               for g in ("east", "west", "tiny")}
+    rest = (0.05 * (weights["east"] + weights["west"]) + 1.0 * weights["tiny"]) / sum(
+        weights.values())
+    assert grp.loc["north", "rest_rate_change"] == pytest.approx(rest)
+    assert grp.loc["north", "flagged"]
+    assert not grp.loc[["east", "west"], "flagged"].any()
+    assert "Rate change not tested" in result.summary and "t.grp = tiny" in result.summary

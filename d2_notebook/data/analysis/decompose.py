@@ -24,10 +24,37 @@ period has its other period's metric there: its whole contribution is mix. Inter
 estimated): the rate change's from the two periods' moments, the share's by the delta
 method for ``c/Δ`` with the covariance of ``c`` and ``Δ``; the sampling error of ``M̄``
 is left out (it enters with the weight ``|w1_s − w0_s|``, small next to the segment's
-own). A segment is
-flagged as a DRIVER when its rate change is beyond chance (Benjamini–Hochberg across
-the segments tested, both periods with at least the minimum support) and its
-contribution is material (:func:`~d2_notebook.data.analysis.stats.is_material`). When
+own).
+
+A rate change that every segment of a dimension shares (the metric rose by the same amount
+in each) localises nothing: each segment's share then follows its row count. So each
+segment's rate change is also compared with **the rest** of its dimension: the other
+segments with rows in both periods (but the DRIVERs, see below), pooled with the same
+weights as the rate part (their
+mean row shares ``w̄_t = (w0_t + w1_t)/2``), ``R_s = Σ_{t≠s} w̄_t·(m1_t − m0_t) / Σ_{t≠s}
+w̄_t`` (their rate parts over their rows: the rest's own shifts of mix do not enter), with
+variance ``Σ (w̄_t / Σ w̄)² · Var(m1_t − m0_t)`` given the row shares. The difference
+``(m1_s − m0_s) − R_s`` (independent rows, so the variances add) gets a 95% interval and a
+two-sided p-value; these p-values form a Benjamini–Hochberg family of their own (the
+segments tested, as below, that have a rest with at least the minimum support in each
+period). A segment **stands out** when that q is below ``alpha`` and the difference is
+material. A segment is flagged as a DRIVER when its rate change is beyond chance
+(Benjamini–Hochberg across the segments tested, both periods with at least the minimum
+support), it stands out from the rest in the direction it moved (it rose more than the
+rest, or fell more: a segment that rose less than a rest carried by another segment's
+rise holds no part of the change's location), and its contribution is material
+(:func:`~d2_notebook.data.analysis.stats.is_material`); the two families each hold at
+``alpha`` and a DRIVER needs both (an intersection–union test). The DRIVERs are found in
+rounds: those of one round are left out of every rest in the next (unless nothing else is
+left), until the DRIVERs are the segments left out. So a segment that rose above an
+unchanged baseline is a DRIVER even when a larger rise elsewhere lifts the pooled rest
+above it, and segments that share a common rise beside a local spike are none; the rounds
+re-test on the same data, so their ``vs_rest_q`` is a little optimistic after the first
+(it is exact when no DRIVER is found, as in an evenly spread change). A dimension of which no
+segment stands out spreads the change evenly: the summary says so, since its shares then
+follow row counts. The shares of different dimensions each add up to the whole change on
+their own: they split the same change in different ways and never add up across
+dimensions. When
 Δ itself is not material, no share is computed: there is no change to share out. A
 numeric column that restates the outcome (a numeric copy, a column the outcome sets:
 :func:`~d2_notebook.data.analysis.common.column_copies`) is not split by: its segments
@@ -37,11 +64,13 @@ would share out the change by outcome.
 from __future__ import annotations
 
 import math
+from collections import Counter
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import pandas as pd
+from scipy.stats import norm
 
 from d2_notebook.data.analysis.common import (
     DEFAULT_ALPHA,
@@ -84,7 +113,8 @@ __all__ = ["OVERALL", "decompose"]
 COLUMNS = ["dimension", "segment", "n_before", "n_after", "share_before", "share_after",
            "metric_before", "metric_after", "rate_change", "ci_low", "ci_high", "q_value",
            "rate_part", "mix_part", "contribution", "contribution_low", "contribution_high",
-           "share_of_change", "share_low", "share_high", "flagged"]
+           "share_of_change", "share_low", "share_high", "rest_rate_change", "vs_rest",
+           "vs_rest_low", "vs_rest_high", "vs_rest_q", "flagged"]
 OVERALL = "(overall)"
 """The ``dimension`` of the first row: the whole change, with its interval."""
 MIX_OF_ALL = "(mix of all segments)"
@@ -194,16 +224,18 @@ def decompose(
         row["q_value"] = q
     for row in rows:
         row.setdefault("q_value", math.nan)
-        row["flagged"] = bool(row["tested"] and row["q_value"] < alpha
-                              and is_material(row["contribution"], scale))
+    _flag_drivers(rows[1:], support, alpha, scale)
+    for row in rows[:1]:
+        row |= {"vs_rest_q": math.nan, "stands_out": False, "flagged": False}
     frame = _ranked(pd.DataFrame(rows))
     flags = [Flag(FlagKind.DRIVER, r.dimension, _driver_text(r, shared))
              for r in frame[frame["flagged"]].itertuples()]
     flags += _mix_flags(frame.iloc[1:], change.difference, shared, scale, alpha)
+    mixed = {f.dimension for f in flags if f.kind is FlagKind.MIX_SHIFT}
+    even = _even_lines(frame.iloc[1:], mixed, scale) if shared else []
     summary = _summary(metric, period, before, after, first, last, change, shared, frame,
                        flags, support, alpha, prepared, aligned, restated.numeric,
-                       restated.set_by_outcome)
-    mixed = {f.dimension for f in flags if f.kind is FlagKind.MIX_SHIFT}
+                       restated.set_by_outcome, even)
     frame = _with_mix_rows(frame, change if shared else None, mixed, first.n, last.n)
     return capped(AnalysisTool.DECOMPOSE, scan.sql, frame[COLUMNS], sql.max_rows,
                   scan.duration_s, summary, flags)
@@ -308,7 +340,7 @@ def _overall_row(first: Moments, last: Moments, change: Comparison) -> dict:
             "p_value": change.p_value, "rate_part": math.nan, "mix_part": math.nan,
             "contribution": change.difference, "contribution_low": change.low,
             "contribution_high": change.high, "share_of_change": 1.0, "share_low": math.nan,
-            "share_high": math.nan, "tested": False}
+            "share_high": math.nan, "tested": False, **_NO_REST}
 
 
 def _segment_row(segment: _Segment, first: Moments, last: Moments, pooled: float | None,
@@ -349,7 +381,110 @@ def _segment_row(segment: _Segment, first: Moments, last: Moments, pooled: float
             "tested": tested, "variance": variance(m1, last) + variance(m0, first),
             "mix_variance": (w1 - w0) ** 2 * mean_var, "mix_covariance": mix_cov,
             "mix_distance": (mean0 + mean1) / 2 - centre, "mean_before": mean0,
-            "mean_after": mean1}
+            "mean_after": mean1, "weight": (w0 + w1) / 2 if both else 0.0,
+            "rate_variance": moved.se ** 2 if moved else math.nan, **_NO_REST}
+
+
+_NO_REST = {"rest_rate_change": math.nan, "vs_rest": math.nan, "vs_rest_low": math.nan,
+            "vs_rest_high": math.nan, "vs_rest_p": math.nan, "rest_tested": False}
+"""The rest-of-dimension columns of a row that has no rest to compare with."""
+
+
+def _flag_drivers(rows: list[dict], support: Support, alpha: float, scale: float) -> None:
+    """Set ``vs_rest_q``, ``stands_out`` and ``flagged`` (DRIVER) on the segment rows
+    (their ``q_value`` set), in rounds: each round compares every segment with its rest
+    (:func:`_add_rest`), corrects the family (Benjamini–Hochberg) and flags; the next
+    round sets the DRIVERs found aside from every rest, until the DRIVERs are those set
+    aside (at most one round more than the widest dimension has segments; the last round
+    stands if they never settle). So a segment that rose above an unchanged baseline is a
+    DRIVER even when a larger rise elsewhere lifts the pooled rest above it, while
+    segments that share a common rise under a local spike stay no DRIVER."""
+    aside: set[int] = set()
+    widest = max(Counter(row["dimension"] for row in rows).values(), default=0)
+    for _ in range(widest + 1):
+        _add_rest(rows, support, aside)
+        against = [r for r in rows if r["rest_tested"]]
+        q_values = iter(benjamini_hochberg([r["vs_rest_p"] for r in against]))
+        for row in rows:
+            row["vs_rest_q"] = next(q_values) if row["rest_tested"] else math.nan
+            row["stands_out"] = _stands_out(row, alpha, scale)
+            row["flagged"] = bool(row["tested"] and row["q_value"] < alpha
+                                  and row["stands_out"]
+                                  and row["vs_rest"] * row["rate_change"] > 0
+                                  and is_material(row["contribution"], scale))
+        found = {i for i, row in enumerate(rows) if row["flagged"]}
+        if found == aside:
+            return
+        aside = found
+
+
+def _add_rest(rows: list[dict], support: Support, aside: set[int]) -> None:
+    """Set each segment row's comparison with the rest of its dimension (module
+    docstring): ``rest_rate_change`` (its other two-period segments' rate changes averaged
+    by their mean row shares, leaving out the rows indexed in ``aside``, the DRIVERs
+    found so far, unless nothing else is left), ``vs_rest`` (its rate change minus the
+    rest's) with its 95% interval, and ``vs_rest_p``. A segment with rows in one period
+    only, or whose dimension has no other segment with rows in both periods, gets NaN.
+    ``rest_tested`` is whether the p-value enters the family: the segment is tested
+    (minimum support in each period) and so is its rest (its rows, in each period)."""
+    groups: dict[str, list[tuple[int, dict]]] = {}
+    for index, row in enumerate(rows):
+        groups.setdefault(row["dimension"], []).append((index, row))
+    for group in groups.values():
+        paired = [(i, r) for i, r in group if r["weight"] > 0]
+        for index, row in group:
+            row |= _NO_REST
+            if row["weight"] <= 0:
+                continue
+            others = ([r for i, r in paired if i != index and i not in aside]
+                      or [r for i, r in paired if i != index])
+            weight = sum(r["weight"] for r in others)
+            if not others or weight <= 0:
+                continue
+            rest = sum(r["weight"] * r["rate_change"] for r in others) / weight
+            rest_var = sum(r["weight"] ** 2 * r["rate_variance"] for r in others) / weight ** 2
+            difference = row["rate_change"] - rest
+            se = math.sqrt(row["rate_variance"] + rest_var)
+            half = Z95 * se
+            if se > 0 and math.isfinite(se):
+                p_value = float(2 * norm.sf(abs(difference) / se))
+            else:
+                p_value = 1.0 if se != 0 or difference == 0 else 0.0
+            supported = (sum(r["n_before"] for r in others) >= support.rows
+                         and sum(r["n_after"] for r in others) >= support.rows)
+            row |= {"rest_rate_change": rest, "vs_rest": difference,
+                    "vs_rest_low": difference - half, "vs_rest_high": difference + half,
+                    "vs_rest_p": p_value, "rest_tested": bool(row["tested"] and supported)}
+
+
+def _stands_out(row: dict, alpha: float, scale: float) -> bool:
+    """Whether a row's rate change differs from its rest's beyond chance (its q in the
+    rest family under ``alpha``) by a material amount, either way."""
+    return bool(row["rest_tested"] and row["vs_rest_q"] < alpha
+                and is_material(row["vs_rest"], scale))
+
+
+def _even_lines(body: pd.DataFrame, mixed: set[str], scale: float) -> list[str]:
+    """One line per dimension over which the change is spread evenly: at least two of
+    its segments were compared with their rest, none stands out, and its rate parts add
+    up to a material part of the change (a dimension whose rate moved nowhere localises
+    nothing to spread). Its shares then follow its segments' row counts; a dimension with
+    a MIX SHIFT flag keeps that finding for its mix part."""
+    lines = []
+    for dimension, group in body.groupby("dimension", sort=False):
+        compared = group[group["rest_tested"].astype(bool)]
+        if (len(compared) < 2 or compared["stands_out"].astype(bool).any()
+                or not is_material(float(group["rate_part"].sum()), scale)):
+            continue
+        low, high = (figure(compared["rate_change"].min()),
+                     figure(compared["rate_change"].max()))
+        changes = f"rate change {low} in each" if low == high else f"rate changes {low} to {high}"
+        follows = ("its rate parts follow row counts and localise nothing (its mix shift "
+                   "is flagged above)" if dimension in mixed
+                   else "its shares follow row counts and localise nothing")
+        lines.append(f"{dimension}: the change is spread evenly over its segments "
+                     f"({changes}; none differs from the rest's beyond chance); {follows}.")
+    return lines
 
 
 def _add_shares(rows: list[dict], delta: float) -> None:
@@ -449,7 +584,10 @@ def _driver_text(row: object, shared: bool) -> str:
             f"{figure(row.rate_change)}, 95% CI {figure(row.ci_low)} to {figure(row.ci_high)},"
             f" q = {row.q_value:.2g}); share of rows {_percent(row.share_before)} -> "
             f"{_percent(row.share_after)}; rate part {figure(row.rate_part)}, mix part "
-            f"{figure(row.mix_part)}")
+            f"{figure(row.mix_part)}; the rest of {row.dimension}: rate change "
+            f"{figure(row.rest_rate_change)}, difference {figure(row.vs_rest)} (95% CI "
+            f"{figure(row.vs_rest_low)} to {figure(row.vs_rest_high)}, q = "
+            f"{row.vs_rest_q:.2g})")
 
 
 def _mix_flags(body: pd.DataFrame, delta: float, shared: bool, scale: float,
@@ -481,7 +619,7 @@ def _summary(metric: str, period: str, before: str, after: str, first: Moments,
              last: Moments, change: Comparison, shared: bool, frame: pd.DataFrame,
              flags: list[Flag], support: Support, alpha: float, prepared: Prepared,
              aligned: list[str], copies: dict[str, float],
-             set_by_outcome: dict[str, OutcomeValue]) -> str:
+             set_by_outcome: dict[str, OutcomeValue], even: list[str]) -> str:
     body = frame.iloc[1:]
     n_dimensions = body["dimension"].nunique()
     lines = [
@@ -497,6 +635,9 @@ def _summary(metric: str, period: str, before: str, after: str, first: Moments,
         "Share of the "
         "change = "
         "contribution / change (negative: against it). 95% intervals given the row shares.",
+        "Each dimension's shares add up to the whole change on their own: shares of "
+        "different dimensions split the same change in different ways and must not be "
+        "added across dimensions.",
     ]
     if shared and change.low <= 0 <= change.high:
         lines.append("The change itself is not beyond chance (its interval holds 0): its "
@@ -506,15 +647,25 @@ def _summary(metric: str, period: str, before: str, after: str, first: Moments,
                      "is computed; the contributions are in the rows.")
     if flags:
         lines.append(f"FLAGGED ({len(flags)}; DRIVER: a segment's rate change beyond chance at "
-                     f"false-discovery level {alpha:g} with a contribution of at least 1% of "
-                     "the metric's scale; MIX SHIFT: a dimension's row shares moved beyond "
+                     f"false-discovery level {alpha:g}, and beyond the rate change of the rest "
+                     "of its dimension (its other segments but the DRIVERs, by their mean row "
+                     "shares) in the direction it moved, with a contribution of at least 1% "
+                     "of the metric's scale; MIX SHIFT: a dimension's row shares moved beyond "
                      "chance with a material mix part):")
         lines += [f"- {f.text}" for f in flags[:8]]
         if len(flags) > 8:
             lines.append(f"- ... {len(flags) - 8} more in the rows")
     else:
-        lines.append("No segment's rate change is beyond chance with a material "
-                     "contribution, and no dimension's mix shifted materially beyond chance.")
+        lines.append("No segment's rate change is beyond chance and beyond its rest's with a "
+                     "material contribution, and no dimension's mix shifted materially beyond "
+                     "chance.")
+    if len(even) > _DIMENSIONS_SHOWN:
+        named = [line.split(":")[0] for line in even[_DIMENSIONS_SHOWN - 1:]]
+        even = [*even[:_DIMENSIONS_SHOWN - 1],
+                f"Also spread evenly over their segments (none differs from the rest's beyond "
+                f"chance; their shares follow row counts and localise nothing): "
+                f"{name_list(named)}."]
+    lines += even
     lines.append("Largest contributions by dimension (rate part + mix part):")
     for dimension in list(dict.fromkeys(body["dimension"]))[:_DIMENSIONS_SHOWN]:
         rows = body[body["dimension"] == dimension].head(_SEGMENTS_SHOWN)

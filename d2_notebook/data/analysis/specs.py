@@ -195,8 +195,13 @@ TOOL_SPECS: tuple[AnalysisToolSpec, ...] = (
         "contribution is all mix and no clean size). The first row is the whole change "
         "with its interval; "
         "then one '(mix of all segments)' row per dimension: its whole mix shift with its "
-        "interval and share of the change. DRIVER flag: a segment whose "
-        "rate change is beyond chance with a material contribution. Use it to size a "
+        "interval and share of the change. Each row also compares the segment's rate "
+        "change with the rest of its dimension's (rest_rate_change; vs_rest, the "
+        "difference, with its 95% interval and q). DRIVER flag: a segment whose rate "
+        "change is beyond chance and beyond the rest's in the direction it moved, with a "
+        "material contribution; a dimension whose segments all moved alike gets none, and "
+        "the summary says its shares follow row counts and localise nothing. Shares of "
+        "different dimensions never add up across dimensions. Use it to size a "
         "factor's part in a rise or fall (a minor contributor explains a small share). "
         + _CANDIDATES,
         {"type": "object", "additionalProperties": False,
