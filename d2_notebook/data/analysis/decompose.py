@@ -64,13 +64,11 @@ would share out the change by outcome.
 from __future__ import annotations
 
 import math
-from collections import Counter
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import pandas as pd
-from scipy.stats import norm
 
 from d2_notebook.data.analysis.common import (
     DEFAULT_ALPHA,
@@ -83,6 +81,7 @@ from d2_notebook.data.analysis.common import (
     prepare,
     run_pass,
 )
+from d2_notebook.data.analysis.dimension_rest import NO_REST, even_lines, flag_drivers
 from d2_notebook.data.analysis.inputs import literal
 from d2_notebook.data.analysis.result import AnalysisResult, AnalysisTool, Flag, FlagKind, capped
 from d2_notebook.data.analysis.stats import (
@@ -224,7 +223,7 @@ def decompose(
         row["q_value"] = q
     for row in rows:
         row.setdefault("q_value", math.nan)
-    _flag_drivers(rows[1:], support, alpha, scale)
+    flag_drivers(rows[1:], support, alpha, scale)
     for row in rows[:1]:
         row |= {"vs_rest_q": math.nan, "stands_out": False, "flagged": False}
     frame = _ranked(pd.DataFrame(rows))
@@ -232,7 +231,7 @@ def decompose(
              for r in frame[frame["flagged"]].itertuples()]
     flags += _mix_flags(frame.iloc[1:], change.difference, shared, scale, alpha)
     mixed = {f.dimension for f in flags if f.kind is FlagKind.MIX_SHIFT}
-    even = _even_lines(frame.iloc[1:], mixed, scale) if shared else []
+    even = even_lines(frame.iloc[1:], mixed, scale) if shared else []
     summary = _summary(metric, period, before, after, first, last, change, shared, frame,
                        flags, support, alpha, prepared, aligned, restated.numeric,
                        restated.set_by_outcome, even)
@@ -340,7 +339,7 @@ def _overall_row(first: Moments, last: Moments, change: Comparison) -> dict:
             "p_value": change.p_value, "rate_part": math.nan, "mix_part": math.nan,
             "contribution": change.difference, "contribution_low": change.low,
             "contribution_high": change.high, "share_of_change": 1.0, "share_low": math.nan,
-            "share_high": math.nan, "tested": False, **_NO_REST}
+            "share_high": math.nan, "tested": False, **NO_REST}
 
 
 def _segment_row(segment: _Segment, first: Moments, last: Moments, pooled: float | None,
@@ -382,109 +381,7 @@ def _segment_row(segment: _Segment, first: Moments, last: Moments, pooled: float
             "mix_variance": (w1 - w0) ** 2 * mean_var, "mix_covariance": mix_cov,
             "mix_distance": (mean0 + mean1) / 2 - centre, "mean_before": mean0,
             "mean_after": mean1, "weight": (w0 + w1) / 2 if both else 0.0,
-            "rate_variance": moved.se ** 2 if moved else math.nan, **_NO_REST}
-
-
-_NO_REST = {"rest_rate_change": math.nan, "vs_rest": math.nan, "vs_rest_low": math.nan,
-            "vs_rest_high": math.nan, "vs_rest_p": math.nan, "rest_tested": False}
-"""The rest-of-dimension columns of a row that has no rest to compare with."""
-
-
-def _flag_drivers(rows: list[dict], support: Support, alpha: float, scale: float) -> None:
-    """Set ``vs_rest_q``, ``stands_out`` and ``flagged`` (DRIVER) on the segment rows
-    (their ``q_value`` set), in rounds: each round compares every segment with its rest
-    (:func:`_add_rest`), corrects the family (Benjamini–Hochberg) and flags; the next
-    round sets the DRIVERs found aside from every rest, until the DRIVERs are those set
-    aside (at most one round more than the widest dimension has segments; the last round
-    stands if they never settle). So a segment that rose above an unchanged baseline is a
-    DRIVER even when a larger rise elsewhere lifts the pooled rest above it, while
-    segments that share a common rise under a local spike stay no DRIVER."""
-    aside: set[int] = set()
-    widest = max(Counter(row["dimension"] for row in rows).values(), default=0)
-    for _ in range(widest + 1):
-        _add_rest(rows, support, aside)
-        against = [r for r in rows if r["rest_tested"]]
-        q_values = iter(benjamini_hochberg([r["vs_rest_p"] for r in against]))
-        for row in rows:
-            row["vs_rest_q"] = next(q_values) if row["rest_tested"] else math.nan
-            row["stands_out"] = _stands_out(row, alpha, scale)
-            row["flagged"] = bool(row["tested"] and row["q_value"] < alpha
-                                  and row["stands_out"]
-                                  and row["vs_rest"] * row["rate_change"] > 0
-                                  and is_material(row["contribution"], scale))
-        found = {i for i, row in enumerate(rows) if row["flagged"]}
-        if found == aside:
-            return
-        aside = found
-
-
-def _add_rest(rows: list[dict], support: Support, aside: set[int]) -> None:
-    """Set each segment row's comparison with the rest of its dimension (module
-    docstring): ``rest_rate_change`` (its other two-period segments' rate changes averaged
-    by their mean row shares, leaving out the rows indexed in ``aside``, the DRIVERs
-    found so far, unless nothing else is left), ``vs_rest`` (its rate change minus the
-    rest's) with its 95% interval, and ``vs_rest_p``. A segment with rows in one period
-    only, or whose dimension has no other segment with rows in both periods, gets NaN.
-    ``rest_tested`` is whether the p-value enters the family: the segment is tested
-    (minimum support in each period) and so is its rest (its rows, in each period)."""
-    groups: dict[str, list[tuple[int, dict]]] = {}
-    for index, row in enumerate(rows):
-        groups.setdefault(row["dimension"], []).append((index, row))
-    for group in groups.values():
-        paired = [(i, r) for i, r in group if r["weight"] > 0]
-        for index, row in group:
-            row |= _NO_REST
-            if row["weight"] <= 0:
-                continue
-            others = ([r for i, r in paired if i != index and i not in aside]
-                      or [r for i, r in paired if i != index])
-            weight = sum(r["weight"] for r in others)
-            if not others or weight <= 0:
-                continue
-            rest = sum(r["weight"] * r["rate_change"] for r in others) / weight
-            rest_var = sum(r["weight"] ** 2 * r["rate_variance"] for r in others) / weight ** 2
-            difference = row["rate_change"] - rest
-            se = math.sqrt(row["rate_variance"] + rest_var)
-            half = Z95 * se
-            if se > 0 and math.isfinite(se):
-                p_value = float(2 * norm.sf(abs(difference) / se))
-            else:
-                p_value = 1.0 if se != 0 or difference == 0 else 0.0
-            supported = (sum(r["n_before"] for r in others) >= support.rows
-                         and sum(r["n_after"] for r in others) >= support.rows)
-            row |= {"rest_rate_change": rest, "vs_rest": difference,
-                    "vs_rest_low": difference - half, "vs_rest_high": difference + half,
-                    "vs_rest_p": p_value, "rest_tested": bool(row["tested"] and supported)}
-
-
-def _stands_out(row: dict, alpha: float, scale: float) -> bool:
-    """Whether a row's rate change differs from its rest's beyond chance (its q in the
-    rest family under ``alpha``) by a material amount, either way."""
-    return bool(row["rest_tested"] and row["vs_rest_q"] < alpha
-                and is_material(row["vs_rest"], scale))
-
-
-def _even_lines(body: pd.DataFrame, mixed: set[str], scale: float) -> list[str]:
-    """One line per dimension over which the change is spread evenly: at least two of
-    its segments were compared with their rest, none stands out, and its rate parts add
-    up to a material part of the change (a dimension whose rate moved nowhere localises
-    nothing to spread). Its shares then follow its segments' row counts; a dimension with
-    a MIX SHIFT flag keeps that finding for its mix part."""
-    lines = []
-    for dimension, group in body.groupby("dimension", sort=False):
-        compared = group[group["rest_tested"].astype(bool)]
-        if (len(compared) < 2 or compared["stands_out"].astype(bool).any()
-                or not is_material(float(group["rate_part"].sum()), scale)):
-            continue
-        low, high = (figure(compared["rate_change"].min()),
-                     figure(compared["rate_change"].max()))
-        changes = f"rate change {low} in each" if low == high else f"rate changes {low} to {high}"
-        follows = ("its rate parts follow row counts and localise nothing (its mix shift "
-                   "is flagged above)" if dimension in mixed
-                   else "its shares follow row counts and localise nothing")
-        lines.append(f"{dimension}: the change is spread evenly over its segments "
-                     f"({changes}; none differs from the rest's beyond chance); {follows}.")
-    return lines
+            "rate_variance": moved.se ** 2 if moved else math.nan, **NO_REST}
 
 
 def _add_shares(rows: list[dict], delta: float) -> None:
