@@ -137,7 +137,11 @@ def test_a_statement_of_absence_names_nobody() -> None:
     people = PeopleIndex([(1, "Ann Lee"), (2, "Bo Day")])
     for absent in ("No person meets all six of Ann Lee's clues",
                    "None of Ann Lee's leads holds", "No one matches Bo Day's account",
-                   "Neither Ann Lee nor Bo Day lied", "  no interview names Ann Lee"):
+                   "Neither Ann Lee nor Bo Day lied", "  no interview names Ann Lee",
+                   # the exception is a thing of Bo Day's (his interview), not Bo Day
+                   "No testimony points to a second killer apart from Bo Day's",
+                   "No interview, apart from Bo Day’s, names anyone",
+                   "Nobody but the cook saw Ann Lee"):
         assert named_person(absent, people) is None, absent
     for named in ("Ann Lee is the murderer", "Notably, Bo Day lied about the gym",
                   "Nora's neighbour Bo Day did it", "The killer is person 1",

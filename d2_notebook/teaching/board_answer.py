@@ -10,7 +10,9 @@ the case database (case-insensitive, longest name first, leftmost occurrence) or
 that, ``person <id>`` / ``id <id>`` of a person in the database. A statement of absence,
 one that opens with "No", "None", "Nobody", "No one" or "Neither" ("No person meets all
 of <witness>'s clues"), names nobody: supporting it accuses no one — unless it makes an
-exception ("Nobody but X", "None other than X", "No one except X"), which names X.
+exception ("Nobody but X", "None other than X", "No one except X"), which names X when
+X's full name follows the exception word at once and is not possessive ("No testimony
+names anyone apart from X's" excepts X's testimony, not X).
 """
 
 from __future__ import annotations
@@ -63,6 +65,17 @@ class PeopleIndex:
             frame = sql.run("SELECT id, name FROM person ORDER BY id").frame
         return cls(zip(frame["id"].tolist(), frame["name"].tolist(), strict=True))
 
+    def excepted(self, text: str) -> str | None:
+        """The id of the person whose full name opens ``text`` (what follows "nobody
+        but", "apart from"), or None: no name there, or the name is possessive ("apart
+        from Ann Lee's, every interview...": the exception is a thing of hers, not her)."""
+        if self._pattern is None:
+            return None
+        found = self._pattern.match(text.lstrip())
+        if found is None or re.match(r"['’]s\b", text.lstrip()[found.end():]):
+            return None
+        return self.by_name[" ".join(found.group(0).casefold().split())]
+
     def person(self, text: str) -> str | None:
         """The id (as text) of the person ``text`` names, or None."""
         if self._pattern is not None:
@@ -93,9 +106,12 @@ def frame_rows(frame: pd.DataFrame) -> list[tuple[Any, ...]]:
 def named_person(statement: str, people: PeopleIndex) -> str | None:
     """The id of the person a hypothesis statement is about, or None (none named, or a
     statement of absence: see the module docstring)."""
-    if _ABSENCE.match(statement) and not _EXCEPTION.search(statement):
+    if not _ABSENCE.match(statement):
+        return people.person(statement)
+    exception = _EXCEPTION.search(statement)
+    if exception is None:
         return None
-    return people.person(statement)
+    return people.excepted(statement[exception.end():])
 
 
 def board_answer(board: Board, investigation_id: str, people: PeopleIndex) -> SystemAnswer:
