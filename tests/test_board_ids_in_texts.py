@@ -25,6 +25,12 @@ def test_cited_query_ids_that_became_evidence_read_as_evidence_ids() -> None:
     assert QueryLog().with_board_ids("(Q1)") == "(Q1)"
 
 
+def test_the_query_ids_a_text_cites_are_those_in_citations_and_labels() -> None:
+    log = QueryLog(results=dict.fromkeys(["Q1", "Q2", "Q4", "Q5"]))  # type: ignore[arg-type]
+    assert log.cited_queries("Q5: rose; it holds (Q1, Q4 row 2) and [Q9]; sales in Q2 "
+                             "fell (the Q2 of the year)") == ["Q1", "Q4", "Q5"]
+
+
 def test_a_query_id_labelling_a_clause_reads_as_its_evidence_id() -> None:
     """The retail case's rationales read "...; Q5: returned orders carry 0", which the
     answerers took for the second quarter of a Q1-vs-Q2 question."""
@@ -42,7 +48,8 @@ def _hypothesizer(request: ModelRequest) -> ModelResponse:
         return tool_calls(("run_sql", {"sql": "SELECT 2 AS wards"}),
                           ("run_sql", {"sql": "SELECT 3 AS drugs"}))
     return tool_calls(("add_hypothesis", {"statement": "Ward matters",
-                                          "rationale": "2 wards (Q1); 3 drugs (Q2)",
+                                          "rationale": "2 wards (Q1); 3 drugs (Q2); "
+                                                       "Q3 of the year, Q9 unknown [Q9]",
                                           "query_ids": ["Q1"]}),
                       ("done", {"summary": "one"}))
 
@@ -58,5 +65,9 @@ async def test_a_hypothesis_rationale_names_its_motivating_evidence_by_board_id(
     decision = await roles.hypothesize(ctx, guidance=None)
     (hyp_id,) = decision.added
     hypothesis = board.get_hypothesis(hyp_id)
-    (evidence_id,) = hypothesis.motivated_by
-    assert hypothesis.rationale == f"2 wards ({evidence_id}); 3 drugs (Q2)"
+    # the cited Q2 is recorded as motivating evidence too (a bare Q2 means nothing to
+    # the other roles); a Q3 in running text is no citation, and Q9 was never returned
+    wards, drugs = hypothesis.motivated_by
+    assert hypothesis.rationale == (f"2 wards ({wards}); 3 drugs ({drugs}); "
+                                    "Q3 of the year, Q9 unknown [Q9]")
+    assert board.evidence_frame(drugs)["drugs"].tolist() == [3]

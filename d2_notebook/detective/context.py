@@ -134,6 +134,15 @@ class QueryLog:
         text = _CITATION.sub(board_ids, text)
         return _LABEL.sub(lambda m: m.group(1) + board_id(m.group(2)), text)
 
+    def cited_queries(self, text: str) -> list[str]:
+        """This turn's query ids that ``text`` cites where :meth:`with_board_ids` would
+        replace them (in brackets holding only ids and row numbers, or as a clause's
+        label), in order of first citation; ids the turn never returned are left out."""
+        cited = [q for found in _CITATION.finditer(text)
+                 for q in _QUERY_ID.findall(found.group(0))]
+        cited += [found.group(2) for found in _LABEL.finditer(text)]
+        return [q for q in dict.fromkeys(cited) if q in self.results]
+
     def stuck(self, max_repeats: int = 3) -> str | None:
         """A reason to stop the agent when it keeps repeating queries."""
         if self.repeats >= max_repeats:

@@ -66,6 +66,10 @@ def hypothesis_tools(ctx: TeamContext, log: QueryLog, agent: str, role: str,
             if query_id not in log.results:
                 raise ToolError(f"unknown query id {query_id!r}; run it with run_sql or an "
                                 "analysis tool first")
+        # a result the rationale cites is motivating evidence too: recorded, its id
+        # becomes an evidence id the other roles can open (a bare Q7 means nothing to them)
+        rationale = args.get("rationale", "")
+        query_ids = list(dict.fromkeys(query_ids + log.cited_queries(rationale)))
         cited = []
         with one_write(ctx, log):  # the motivating evidence and the hypothesis, or none
             for query_id in query_ids:  # recorded as evidence: the context it came from
@@ -75,7 +79,7 @@ def hypothesis_tools(ctx: TeamContext, log: QueryLog, agent: str, role: str,
                 cited.append(record_query(ctx, log, query_id, description, role=role,
                                           agent=agent))
             hyp = ctx.board.add_hypothesis(
-                statement, rationale=log.with_board_ids(args.get("rationale", "")),
+                statement, rationale=log.with_board_ids(rationale),
                 author_role=role,
                 author=agent, round=ctx.round, investigation_id=ctx.investigation_id,
                 motivated_by=cited,
@@ -97,7 +101,9 @@ def hypothesis_tools(ctx: TeamContext, log: QueryLog, agent: str, role: str,
              "query id is not one run_sql or an analysis tool returned to you.",
              {"statement": {"type": "string", "minLength": 1,
                             "description": "one sentence, not already on the board"},
-              "rationale": {"type": "string", "description": "why the data suggests it"},
+              "rationale": {"type": "string", "description": "why the data suggests it, "
+                            "citing query ids in brackets, e.g. [Q3]: a cited result is "
+                            "recorded as motivating evidence too"},
               "query_ids": {**IDS_SCHEMA, "description": "ids run_sql or an analysis tool "
                             "returned to you, e.g. "
                             "[\"Q2\"]"}},
