@@ -279,3 +279,24 @@ def test_an_empty_analysis_result_survives_the_shortest_form(board) -> None:
                            actor="collector")
     text = evidence_details(board, [evidence.id], budget_tokens=1)
     assert "(no rows)" in text and f"[{evidence.id}]" in text
+
+
+async def test_a_judge_that_may_refine_sees_the_other_hypotheses(board, db) -> None:
+    """A real-model judge refined a hypothesis into a child that restated a supported
+    sibling it never saw: a judge that may refine is shown the others, one line each."""
+    model = Judge()
+    ctx = _context(board, db, model)
+    sibling = board.add_hypothesis("Churn is concentrated in segment 7",
+                                   investigation_id=ctx.investigation_id)
+    hyp = board.add_hypothesis("Referral customers churn less",
+                               investigation_id=ctx.investigation_id)
+    child = board.add_hypothesis("Referral customers of segment 3 churn less",
+                                 investigation_id=ctx.investigation_id, parent_id=hyp.id)
+    _link(board, ctx, hyp.id, _big_result(1), "segment 7 churns at 0.11")
+    await roles.judge(ctx, hyp.id, can_send_back=False, can_refine=True, summary=None)
+    others = model.first_messages[-1].split("OTHER HYPOTHESES ON THE BOARD", 1)[1]
+    listed = re.findall(r"^  (H\d+) \|", others, re.MULTILINE)
+    assert listed == [sibling.id], "the sibling, not the judged one or its child"
+    assert "Churn is concentrated in segment 7" in others and child.id not in listed
+    await roles.judge(ctx, hyp.id, can_send_back=False, can_refine=False, summary=None)
+    assert "OTHER HYPOTHESES ON THE BOARD" not in model.first_messages[-1]

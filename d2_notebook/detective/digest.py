@@ -138,6 +138,31 @@ def _other_analyses(board: Board, shown: list[Hypothesis], links: list[Link],
             *([f"  ({older} older ones not listed)"] if older > 0 else [])]
 
 
+OTHER_HYPOTHESES_SHOWN = 25
+"""The most other hypotheses a judge that may refine is shown (the newest)."""
+
+
+def other_hypotheses(board: Board, investigation_id: str, focus: str) -> str:
+    """For a judge that may refine ``focus``: the investigation's hypotheses its focused
+    digest does not show (not ``focus``, its parent or its children), one line each
+    (the newest :data:`OTHER_HYPOTHESES_SHOWN`), so a refined child does not restate
+    one already on the board (a judge that saw only its own hypothesis refined it into
+    a child that repeated a supported sibling). Empty when there are none."""
+    hypotheses = board.list_hypotheses(investigation_id=investigation_id)
+    focused = next((h for h in hypotheses if h.id == focus), None)
+    hidden = {focus, *(h.id for h in hypotheses if h.parent_id == focus)}
+    if focused is not None and focused.parent_id:
+        hidden.add(focused.parent_id)
+    others = [f"  {h.id} | {h.status.value} | {_short(' '.join(h.statement.split()), 160)}"
+              for h in hypotheses if h.id not in hidden]
+    if not others:
+        return ""
+    older = len(others) - OTHER_HYPOTHESES_SHOWN
+    return "\n".join(["OTHER HYPOTHESES ON THE BOARD (a refined child must not restate one "
+                      "of these):", *others[-OTHER_HYPOTHESES_SHOWN:],
+                      *([f"  ({older} older ones not listed)"] if older > 0 else [])])
+
+
 def _evidence_text(item: Evidence) -> str:
     rows = f"{item.row_count} row{'s' if item.row_count != 1 else ''}"
     return f"{item.id} ({rows}) {_short(item.description, 160)}"

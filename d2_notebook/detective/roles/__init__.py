@@ -28,7 +28,7 @@ from d2_notebook.detective.decisions import (
     ReactAnswer,
     ReportDecision,
 )
-from d2_notebook.detective.digest import board_digest
+from d2_notebook.detective.digest import board_digest, other_hypotheses
 from d2_notebook.detective.evidence_view import evidence_details
 from d2_notebook.detective.prompt_budget import evidence_budget
 from d2_notebook.detective.refinement import refine_gate
@@ -232,6 +232,10 @@ async def judge(ctx: TeamContext, hypothesis_id: str, *, can_send_back: bool,
              f"Sending it back for more evidence is {send_back}. "
              f"Refining it is {refining}."
              f"\n\nTHE BOARD NOW:\n{_digest(ctx, hypothesis_id)}")
+    siblings = (other_hypotheses(ctx.board, ctx.investigation_id, hypothesis_id)
+                if gate.possible else "")
+    if siblings:
+        first += f"\n{siblings}"
     if summary:
         first += f"\n\nTHE COLLECTOR'S SUMMARY: {summary}"
     linked = [link.evidence_id for link in ctx.board.list_links(hypothesis_id=hypothesis_id)]
