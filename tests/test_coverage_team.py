@@ -203,3 +203,26 @@ async def test_the_metric_s_own_columns_are_never_untouched_or_not_examined(con)
                for line in coverage.board_lines())
     not_examined = result.report.split("## Not examined", 1)[-1]
     assert "outcomes.died" not in not_examined and "| died" not in not_examined
+
+
+def test_a_dismissed_dimension_that_evidence_touched_anyway_counts_as_examined(
+        con, board_path):
+    """A real orchestrator dismissed date parts early; collectors later split by them;
+    the report still listed them as not examined."""
+    candidates = read_candidates(GuardedSQL(con))
+    assert "admissions.severity" in candidates.names
+    board = Board.open(board_path)
+    inv = board.start_investigation("Who dies?")
+    board.dismiss_dimensions(["admissions.severity", "admissions.ward"], "not asked",
+                             actor="orchestrator", investigation_id=inv.id)
+    before = board_coverage(board, candidates, inv.id)
+    assert {d.dimension for d in before.dismissed} == {"admissions.severity", "admissions.ward"}
+    frame = GuardedSQL(con).run(BY_SEVERITY).frame
+    board.add_evidence(BY_SEVERITY, frame, description="death rate by severity",
+                       investigation_id=inv.id)
+    after = board_coverage(board, candidates, inv.id)
+    assert [d.dimension for d in after.dismissed] == ["admissions.ward"]
+    assert "admissions.severity" in after.touched
+    assert "admissions.severity" not in after.untouched
+    assert "admissions.severity" not in "\n".join(after.board_lines()).split(
+        "DISMISSED DIMENSIONS", 1)[1]

@@ -92,7 +92,9 @@ class BoardCoverage:
         by_hypothesis: Hypothesis id -> the dimensions its linked evidence controlled or
             split by (only hypotheses with linked evidence).
         touched: Dimensions some evidence on the board touched.
-        dismissed: The dismissals recorded for this investigation.
+        dismissed: The dismissals recorded for this investigation, but those of
+            dimensions some evidence touched anyway (they were examined after all: a
+            report that listed them as "not examined" understated what was done).
         unreachable: ``(table, its dimensions)`` for tables no key path joins to the
             tables the evidence reads (empty until some evidence reads a table).
         measured: Dimensions of the columns the evidence measures and never splits by —
@@ -170,7 +172,9 @@ def board_coverage(board: Board, candidates: CandidateDimensions,
     names = candidates.names
     ordered = {h: tuple(n for n in names if n in hit) for h, hit in by_hypothesis.items()}
     touched = frozenset().union(*touched_by.values()) if touched_by else frozenset()
-    dismissed = tuple(board.list_dimension_dismissals(investigation_id=investigation_id))
+    # a dismissal that evidence later touched anyway is moot: the dimension was examined
+    dismissed = tuple(d for d in board.list_dimension_dismissals(
+        investigation_id=investigation_id) if d.dimension not in touched)
     unreachable: dict[str, list[str]] = {}
     if tables_read:
         reachable = candidates.reachable_from(tables_read)

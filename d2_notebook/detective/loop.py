@@ -208,7 +208,7 @@ class ControlLoop:
         if hyp.status is not HypothesisStatus.PROPOSED:
             return False
         self.ctx.board.set_status(hypothesis_id, HypothesisStatus.INVESTIGATING,
-                                  actor=LOOP_ACTOR, reason="examined by a collector")
+                                  actor=LOOP_ACTOR, reason="evidence collection under way")
         return True
 
     async def _branch(self, hypothesis_id: str) -> None:
