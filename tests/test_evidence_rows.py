@@ -65,6 +65,11 @@ def test_the_note_is_for_one_deciding_row_of_totals_only() -> None:
     assert aggregate_row_note("E7", TOTALS, 1, "weak") is None
     assert aggregate_row_note("E7", ROWS, 1, "supports") is None, "an entity's own row"
     assert aggregate_row_note("E7", TOTALS, 0, "supports") is None
+    counted = "SELECT count(*) AS n, count(DISTINCT region) AS regions FROM account"
+    assert aggregate_row_note("E7", counted, 1, "supports") is not None, "how many, not which"
+    what_if = ("SELECT avg(x) AS rate, avg(x) FILTER (WHERE tier <> 'gold') AS without, "
+               "count(*) AS n FROM account")
+    assert aggregate_row_note("E7", what_if, 1, "supports") is None, "figures, not entities"
 
 
 def _context(board: Board, model: FunctionModel) -> TeamContext:

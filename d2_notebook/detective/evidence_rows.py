@@ -17,6 +17,11 @@ from functools import cache
 from d2_notebook.data.parse_tree import iter_nodes, parser_cursor, select_node
 from d2_notebook.errors import QueryFailedError
 
+COLLECTING = frozenset({"string_agg", "group_concat", "listagg", "list", "array_agg"})
+"""Aggregates that pack the entities themselves into one cell (their names, their ids)."""
+COUNTING = frozenset({"count"})
+"""Aggregates that count entities: a count alone says how many match, not which."""
+
 DECISIVE = frozenset({"supports", "contradicts"})
 """The stances that decide something; only their evidence is asked for its rows."""
 
@@ -62,8 +67,11 @@ def aggregates_only(sql: str) -> list[str]:
 
 def aggregate_row_note(evidence_id: str, sql: str, row_count: int, stance: str) -> str | None:
     """What to tell the agent that records ``evidence_id`` as deciding evidence when its
-    result is one row of aggregates; None otherwise (another stance, several rows, or
-    a column that is not an aggregate).
+    result is one row of aggregates that stand in for entities (their names packed into
+    one cell, :data:`COLLECTING`, or counts only); None otherwise (another stance,
+    several rows, a column that is not an aggregate, or figures such as a mean or a
+    what-if's two rates: a real collector was asked for "the entities' rows" of a share
+    comparison).
 
     The note is advice in the tool's answer, not a refusal: a total decides a claim
     about how many; a claim about particular entities needs their rows.
@@ -71,8 +79,8 @@ def aggregate_row_note(evidence_id: str, sql: str, row_count: int, stance: str) 
     if stance.casefold() not in DECISIVE or row_count != 1:
         return None
     functions = aggregates_only(sql)
-    if not functions:
-        return None
+    if not functions or not (set(functions) & COLLECTING or set(functions) <= COUNTING):
+        return None  # a mean, a sum, a what-if: figures, not a stand-in for entities
     return (f"note: {evidence_id} is one row of totals ({', '.join(functions)}): it shows how "
             "many, not which rows. If your reading rests on particular entities (which "
             "ones match, the value one has, a record one lacks), run a query that returns "
