@@ -10,17 +10,15 @@ could check none of its claims against a row.
 
 from __future__ import annotations
 
-import duckdb
 import pandas as pd
 import pytest
+from account_case import account_context as _context
 
 from d2_notebook.board import Board
 from d2_notebook.board.records import ToolCall
-from d2_notebook.data import open_source
 from d2_notebook.detective import roles
-from d2_notebook.detective.context import QueryLog, TeamContext
+from d2_notebook.detective.context import QueryLog
 from d2_notebook.detective.evidence_rows import aggregate_row_note, aggregates_only
-from d2_notebook.detective.settings import InvestigationSettings
 from d2_notebook.detective.team_tools import evidence_tools
 from d2_notebook.llm import ModelRequest, ModelResponse
 from d2_notebook.llm.messages import ToolResult
@@ -70,18 +68,6 @@ def test_the_note_is_for_one_deciding_row_of_totals_only() -> None:
     what_if = ("SELECT avg(x) AS rate, avg(x) FILTER (WHERE tier <> 'gold') AS without, "
                "count(*) AS n FROM account")
     assert aggregate_row_note("E7", what_if, 1, "supports") is None, "figures, not entities"
-
-
-def _context(board: Board, model: FunctionModel) -> TeamContext:
-    con = duckdb.connect()
-    con.execute("CREATE TABLE account AS SELECT * FROM (VALUES (1, 'Ann Lee', 'gold', 'north'),"
-                " (2, 'Bo Chan', 'gold', 'south'), (3, 'Cy Diaz', 'basic', 'north')) "
-                "t(id, name, tier, region)")
-    investigation = board.start_investigation("Which account placed the flagged order?")
-    return TeamContext(board=board, sql=open_source(con), model=model,
-                       investigation_id=investigation.id, question=investigation.question,
-                       schema_summary="account (table, 3 rows)",
-                       settings=InvestigationSettings())
 
 
 def _tool_answers(request: ModelRequest) -> list[str]:

@@ -5,29 +5,14 @@ decided on counts and lists of others instead)."""
 
 from __future__ import annotations
 
-import duckdb
 import pytest
+from account_case import account_context as _context
 
 from d2_notebook.board import Board
-from d2_notebook.data import open_source
 from d2_notebook.detective import roles
-from d2_notebook.detective.context import QueryLog, TeamContext
-from d2_notebook.detective.settings import InvestigationSettings
+from d2_notebook.detective.context import QueryLog
 from d2_notebook.detective.team_tools import evidence_tools
 from d2_notebook.llm.offline import FunctionModel, tool_call
-
-
-def _context(board: Board, model: FunctionModel) -> TeamContext:
-    con = duckdb.connect()
-    con.execute("CREATE TABLE account AS SELECT * FROM (VALUES (1, 'Ann Lee', 'gold', 'north'),"
-                " (2, 'Bo Chan', 'gold', 'south'), (3, 'Cy Diaz', 'basic', 'north')) "
-                "t(id, name, tier, region)")
-    investigation = board.start_investigation("Which account placed the flagged order?")
-    return TeamContext(board=board, sql=open_source(con), model=model,
-                       investigation_id=investigation.id, question=investigation.question,
-                       schema_summary="account (table, 3 rows)",
-                       settings=InvestigationSettings())
-
 
 
 @pytest.mark.parametrize("role", ["collector", "single_agent"])

@@ -11,6 +11,8 @@ from pathlib import Path
 import duckdb
 import pytest
 from change_data import rising_churn
+from verdict_sizing import decompose_size as _size
+from verdict_sizing import hypothesis_with_evidence as _hypothesis_with_evidence
 
 from d2_notebook.board import Board, Contribution, ContributionRole, HypothesisStatus
 from d2_notebook.board.contributions import states_absence
@@ -29,7 +31,6 @@ from d2_notebook.detective.report import (
 )
 from d2_notebook.detective.reporter_brief import reporter_brief
 from d2_notebook.detective.settings import InvestigationSettings
-from d2_notebook.detective.sql_tools import analysis_description
 from d2_notebook.detective.tools import Toolset
 from d2_notebook.detective.verdict_tools import verdict_tools
 from d2_notebook.errors import BoardFormatError, InvalidRecordError
@@ -63,23 +64,6 @@ def ctx(board: Board, sql: GuardedSQL) -> TeamContext:
 def _row(result, segment: str) -> dict:
     frame = result.frame
     return frame[frame["segment"] == segment].iloc[0].to_dict()
-
-
-def _size(row: dict, cited: str, role: str = "minor", **change: object) -> dict:
-    return {"role": role, "evidence_id": cited, "measure": "rate change of the segment",
-            "effect": round(row["rate_change"], 4), "ci_low": round(row["ci_low"], 4),
-            "ci_high": round(row["ci_high"], 4), "share": round(row["share_of_change"], 3),
-            "share_low": round(row["share_low"], 3),
-            "share_high": round(row["share_high"], 3), **change}
-
-
-def _hypothesis_with_evidence(ctx: TeamContext, result, statement: str) -> tuple[str, str]:
-    hyp = ctx.board.add_hypothesis(statement, investigation_id=ctx.investigation_id)
-    evidence = ctx.board.add_evidence(result.sql, result.frame,
-                                      description=analysis_description(result, ""),
-                                      investigation_id=ctx.investigation_id)
-    ctx.board.link(evidence.id, hyp.id, "supports", actor="collector")
-    return hyp.id, evidence.id
 
 
 async def _verdict(ctx: TeamContext, hypothesis_id: str, evidence: list[str],
