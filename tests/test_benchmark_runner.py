@@ -141,12 +141,14 @@ def test_a_statement_of_absence_names_nobody() -> None:
                    # the exception is a thing of Bo Day's (his interview), not Bo Day
                    "No testimony points to a second killer apart from Bo Day's",
                    "No interview, apart from Bo Day’s, names anyone",
-                   "Nobody but the cook saw Ann Lee"):
+                   "Nobody but the cook saw Ann Lee",
+                   "No one except Bo Days' friends lied"):
         assert named_person(absent, people) is None, absent
     for named in ("Ann Lee is the murderer", "Notably, Bo Day lied about the gym",
                   "Nora's neighbour Bo Day did it", "The killer is person 1",
                   "Nobody but Bo Day had the key", "None other than Ann Lee killed him",
-                  "No one except Bo Day could have done it"):
+                  "No one except Bo Day could have done it",
+                  "Nobody but person 2 had the key", "None other than Ann Lee, the cook"):
         assert named_person(named, people) is not None, named
 
 

@@ -16,7 +16,7 @@ from d2_notebook.board.migrations import MIGRATIONS, migrate
 from d2_notebook.board.render import render_tree
 from d2_notebook.data import GuardedSQL
 from d2_notebook.detective.context import TeamContext
-from d2_notebook.detective.decisions import JudgeDecision
+from d2_notebook.detective.decisions import CollectorDecision, JudgeDecision
 from d2_notebook.detective.digest import board_digest
 from d2_notebook.detective.report import fallback_report
 from d2_notebook.detective.reporter_brief import reporter_brief
@@ -296,6 +296,21 @@ async def test_weak_evidence_alone_names_only_the_ways_out_the_judge_has(
     assert ("request_more_evidence" in content) is can_send_back
     assert ("last round" in content) is not can_send_back
     assert "give inconclusive, saying what evidence would decide it" in content
+
+
+async def test_an_agent_that_runs_queries_is_told_to_collect_more(ctx: TeamContext):
+    """A collector or the single agent can always run and record more queries: its
+    refusal never says the last round is over."""
+    hyp, _, _, thin = _three_stances(ctx.board)
+    for tools in (verdict_tools(ctx, "collector-H1", CollectorDecision(), hyp),
+                  verdict_tools(ctx, "single", JudgeDecision(), None)):
+        args = {"status": "supported", "confidence": 0.8, "rationale": "r",
+                "claim_kind": "other", "evidence_ids": [thin]}
+        if tools[0].spec.parameters["properties"].get("hypothesis_id"):
+            args["hypothesis_id"] = hyp
+        error, content = await _call(tools, "give_verdict", args)
+        assert error and "collect it (run_sql, then record_evidence)" in content, content
+        assert "last round" not in content
 
 
 async def test_an_inconclusive_verdict_may_rest_on_neutral_evidence(ctx: TeamContext):

@@ -92,9 +92,8 @@ class BoardCoverage:
         by_hypothesis: Hypothesis id -> the dimensions its linked evidence controlled or
             split by (only hypotheses with linked evidence).
         touched: Dimensions some evidence on the board touched.
-        dismissed: The dismissals recorded for this investigation, but those of
-            dimensions some evidence touched anyway (they were examined after all: a
-            report that listed them as "not examined" understated what was done).
+        dismissed: The dismissals recorded for this investigation (each exempts its
+            dimension from the checks, whatever evidence did later).
         unreachable: ``(table, its dimensions)`` for tables no key path joins to the
             tables the evidence reads (empty until some evidence reads a table).
         measured: Dimensions of the columns the evidence measures and never splits by —
@@ -113,6 +112,13 @@ class BoardCoverage:
     def unreachable_names(self) -> frozenset[str]:
         """Every dimension of an unreachable table."""
         return frozenset(n for _, names in self.unreachable for n in names)
+
+    @property
+    def unexamined_dismissals(self) -> tuple[DimensionDismissal, ...]:
+        """The dismissals of dimensions no evidence touched: what the report lists as
+        not examined (a dimension dismissed early and split by later was examined after
+        all; a report that listed it understated what was done)."""
+        return tuple(d for d in self.dismissed if d.dimension not in self.touched)
 
     @property
     def untouched(self) -> tuple[str, ...]:
@@ -172,9 +178,7 @@ def board_coverage(board: Board, candidates: CandidateDimensions,
     names = candidates.names
     ordered = {h: tuple(n for n in names if n in hit) for h, hit in by_hypothesis.items()}
     touched = frozenset().union(*touched_by.values()) if touched_by else frozenset()
-    # a dismissal that evidence later touched anyway is moot: the dimension was examined
-    dismissed = tuple(d for d in board.list_dimension_dismissals(
-        investigation_id=investigation_id) if d.dimension not in touched)
+    dismissed = tuple(board.list_dimension_dismissals(investigation_id=investigation_id))
     unreachable: dict[str, list[str]] = {}
     if tables_read:
         reachable = candidates.reachable_from(tables_read)

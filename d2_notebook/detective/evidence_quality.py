@@ -65,10 +65,13 @@ def verdict_discounts(raw: Iterable[Mapping[str, Any]], linked: set[str],
 
 
 def indecisive_refusal(status: str, cited: list[str], links: Iterable[Link],
-                       motivated_by: Iterable[str], *, can_send_back: bool = True) -> str | None:
+                       motivated_by: Iterable[str], *,
+                       collect_with: str | None = "request_more_evidence") -> str | None:
     """Why a supported or contradicted verdict citing only weak or neutral evidence is
-    refused, or None when it cites decisive evidence (or is inconclusive). The way out
-    it names includes asking for more evidence only when the judge ``can_send_back``."""
+    refused, or None when it cites decisive evidence (or is inconclusive). The ways out
+    it names include collecting more evidence with ``collect_with`` (the tools that do
+    it for this agent), or, when None, say that no more can be collected (a judge
+    after its hypothesis's last round)."""
     if status == "inconclusive" or not cited:
         return None
     stance_of = {link.evidence_id: link.stance for link in links}
@@ -77,7 +80,7 @@ def indecisive_refusal(status: str, cited: list[str], links: Iterable[Link],
     if decisive:
         return None
     readings = ", ".join(f"{e} ({stance_of[e].value})" for e in cited)
-    collect = ("collect it (request_more_evidence), " if can_send_back else
+    collect = (f"collect it ({collect_with}), " if collect_with else
                "(no more evidence can be collected: this hypothesis had its last round) ")
     return (f"a {status} verdict needs decisive evidence, but {readings} is linked only as weak "
             f"or neutral; cite evidence linked as supports or contradicts, {collect}or give "

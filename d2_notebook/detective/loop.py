@@ -380,7 +380,8 @@ class ControlLoop:
         if report is None:
             report = fallback_report(ctx.board, ctx.investigation_id, note=note)
         else:  # the writer's own "Not examined" section, if any, names every dismissal
-            report = with_missed_dismissals(report, coverage.dismissed if coverage else [])
+            report = with_missed_dismissals(report, coverage.unexamined_dismissals
+                                            if coverage else [])
         added = board_sections(ctx.board, ctx.investigation_id, report, note=note,
                                not_refined=not_refined)
         return f"{report.rstrip()}\n\n{added}\n" if added else report
@@ -402,7 +403,7 @@ class ControlLoop:
             parts.append(f"Collection stopped early: {self.stop_reason}.")
         if still_open:
             parts.append(f"Left without a verdict: {', '.join(still_open)}.")
-        table = (not_examined_table(coverage.dismissed, coverage.untouched)
+        table = (not_examined_table(coverage.unexamined_dismissals, coverage.untouched)
                  if coverage is not None else "")
         return "\n\n".join(p for p in (" ".join(parts), table) if p)
 

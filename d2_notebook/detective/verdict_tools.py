@@ -71,6 +71,11 @@ def verdict_tools(ctx: TeamContext, agent: str, decision: JudgeDecision | Collec
     Refined children are announced to the loop at once (``ctx.on_new_hypothesis``),
     so they are examined while their siblings' work goes on.
     """
+    judge_of_one = isinstance(decision, JudgeDecision) and hypothesis_id is not None
+    # a judge collects by sending back (while it may); a collector or the single agent
+    # runs and records queries itself
+    collect_with = (("request_more_evidence" if can_send_back else None) if judge_of_one
+                    else "run_sql, then record_evidence")
     properties = {**_VERDICT_PROPERTIES, **CLAIM_PROPERTIES, **DISCOUNT_PROPERTIES,
                   **CONTRIBUTION_PROPERTIES}
     if hypothesis_id is None:
@@ -96,7 +101,7 @@ def verdict_tools(ctx: TeamContext, agent: str, decision: JudgeDecision | Collec
                             f"{', '.join(sorted(linked)) or 'none'}")
         discounted = verdict_discounts(args.get("discounted", []), linked, cited, target)
         refusal = indecisive_refusal(args["status"], cited, links, hyp.motivated_by,
-                                     can_send_back=can_send_back)
+                                     collect_with=collect_with)
         may_refine = can_refine and not cap_reached(ctx.board, ctx.investigation_id,
                                                      ctx.settings)
         if refusal is None and not refining:

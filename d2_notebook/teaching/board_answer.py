@@ -69,12 +69,19 @@ class PeopleIndex:
         """The id of the person whose full name opens ``text`` (what follows "nobody
         but", "apart from"), or None: no name there, or the name is possessive ("apart
         from Ann Lee's, every interview...": the exception is a thing of hers, not her)."""
-        if self._pattern is None:
-            return None
-        found = self._pattern.match(text.lstrip())
-        if found is None or re.match(r"['’]s\b", text.lstrip()[found.end():]):
-            return None
-        return self.by_name[" ".join(found.group(0).casefold().split())]
+        opening = text.lstrip()
+        found = self._pattern.match(opening) if self._pattern is not None else None
+        if found is not None:
+            person = self.by_name[" ".join(found.group(0).casefold().split())]
+        else:
+            found = _ID_MENTION.match(opening)  # "nobody but person 16371"
+            if found is None or found.group(1) not in self.ids:
+                return None
+            person = found.group(1)
+        after = opening[found.end():]
+        possessive = re.match(r"['’]s\b", after) or (
+            found.group(0).endswith("s") and re.match(r"['’](?!\w)", after))
+        return None if possessive else person
 
     def person(self, text: str) -> str | None:
         """The id (as text) of the person ``text`` names, or None."""

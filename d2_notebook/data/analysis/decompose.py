@@ -27,7 +27,9 @@ is left out (it enters with the weight ``|w1_s − w0_s|``, small next to the se
 own).
 
 A rate change that every segment of a dimension shares (the metric rose by the same amount
-in each) localises nothing: each segment's share then follows its row count. So each
+in each; the comparison is of absolute changes, so a rise by the same *percentage* over
+segments at different levels still differs between them) localises nothing: each
+segment's share then follows its row count. So each
 segment's rate change is also compared with **the rest** of its dimension: the other
 segments with rows in both periods (but the DRIVERs, see below), pooled with the same
 weights as the rate part (their
@@ -557,7 +559,8 @@ def _summary(metric: str, period: str, before: str, after: str, first: Moments,
                      "material contribution, and no dimension's mix shifted materially beyond "
                      "chance.")
     if len(even) > _DIMENSIONS_SHOWN:
-        named = [line.split(":")[0] for line in even[_DIMENSIONS_SHOWN - 1:]]
+        named = [line.split(": the change is spread evenly", 1)[0]  # a name may hold ":"
+                 for line in even[_DIMENSIONS_SHOWN - 1:]]
         even = [*even[:_DIMENSIONS_SHOWN - 1],
                 f"Also spread evenly over their segments (none differs from the rest's beyond "
                 f"chance; their shares follow row counts and localise nothing): "
