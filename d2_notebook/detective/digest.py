@@ -57,11 +57,7 @@ def board_digest(
     }
     links = board.list_links()
     if focus is not None:
-        keep = {focus}
-        focused = next((h for h in hypotheses if h.id == focus), None)
-        if focused is not None and focused.parent_id:
-            keep.add(focused.parent_id)
-        keep.update(h.id for h in hypotheses if h.parent_id == focus)
+        keep = _focus_family(hypotheses, focus)
         hypotheses = [h for h in hypotheses if h.id in keep]
     lines = ["HYPOTHESES (id | status | confidence | statement):"]
     if not hypotheses:
@@ -81,6 +77,21 @@ def board_digest(
     if coverage is not None and focus is None:  # a focused digest stays about its focus
         lines.extend(coverage.board_lines())
     return "\n".join(lines)
+
+
+def _focus_family(hypotheses: list[Hypothesis], focus: str) -> set[str]:
+    """The ids a digest focused on ``focus`` shows: it, its parent and its children."""
+    family = {focus, *(h.id for h in hypotheses if h.parent_id == focus)}
+    focused = next((h for h in hypotheses if h.id == focus), None)
+    if focused is not None and focused.parent_id:
+        family.add(focused.parent_id)
+    return family
+
+
+def _newest(lines: list[str], limit: int) -> list[str]:
+    """The last ``limit`` of ``lines`` (the newest), and a line counting those left out."""
+    older = len(lines) - limit
+    return [*lines[-limit:], *([f"  ({older} older ones not listed)"] if older > 0 else [])]
 
 
 def _hypothesis_lines(
@@ -132,10 +143,9 @@ def _other_analyses(board: Board, shown: list[Hypothesis], links: list[Link],
             others.append(f"  {item.id} {_short(text, 160)}")
     if not others:
         return []
-    older = len(others) - OTHER_ANALYSES_SHOWN
     return ["ANALYSIS RESULTS ON THE BOARD FOR OTHER HYPOTHESES (link_evidence one that "
-            "tests yours instead of running it again):", *others[-OTHER_ANALYSES_SHOWN:],
-            *([f"  ({older} older ones not listed)"] if older > 0 else [])]
+            "tests yours instead of running it again):",
+            *_newest(others, OTHER_ANALYSES_SHOWN)]
 
 
 OTHER_HYPOTHESES_SHOWN = 25
@@ -149,18 +159,13 @@ def other_hypotheses(board: Board, investigation_id: str, focus: str) -> str:
     one already on the board (a judge that saw only its own hypothesis refined it into
     a child that repeated a supported sibling). Empty when there are none."""
     hypotheses = board.list_hypotheses(investigation_id=investigation_id)
-    focused = next((h for h in hypotheses if h.id == focus), None)
-    hidden = {focus, *(h.id for h in hypotheses if h.parent_id == focus)}
-    if focused is not None and focused.parent_id:
-        hidden.add(focused.parent_id)
+    shown = _focus_family(hypotheses, focus)
     others = [f"  {h.id} | {h.status.value} | {_short(' '.join(h.statement.split()), 160)}"
-              for h in hypotheses if h.id not in hidden]
+              for h in hypotheses if h.id not in shown]
     if not others:
         return ""
-    older = len(others) - OTHER_HYPOTHESES_SHOWN
     return "\n".join(["OTHER HYPOTHESES ON THE BOARD (a refined child must not restate one "
-                      "of these):", *others[-OTHER_HYPOTHESES_SHOWN:],
-                      *([f"  ({older} older ones not listed)"] if older > 0 else [])])
+                      "of these):", *_newest(others, OTHER_HYPOTHESES_SHOWN)])
 
 
 def _evidence_text(item: Evidence) -> str:
