@@ -19,10 +19,9 @@ import math
 from collections import Counter
 
 import pandas as pd
-from scipy.stats import norm
 
 from d2_notebook.data.analysis.common import Support
-from d2_notebook.data.analysis.stats import Z95, benjamini_hochberg, is_material
+from d2_notebook.data.analysis.stats import benjamini_hochberg, is_material, normal_comparison
 from d2_notebook.data.analysis.text import figure
 
 __all__ = ["NO_REST", "even_lines", "flag_drivers"]
@@ -85,18 +84,14 @@ def _add_rest(rows: list[dict], support: Support, aside: set[int]) -> None:
                 continue
             rest = sum(r["weight"] * r["rate_change"] for r in others) / weight
             rest_var = sum(r["weight"] ** 2 * r["rate_variance"] for r in others) / weight ** 2
-            difference = row["rate_change"] - rest
-            se = math.sqrt(row["rate_variance"] + rest_var)
-            half = Z95 * se
-            if se > 0 and math.isfinite(se):
-                p_value = float(2 * norm.sf(abs(difference) / se))
-            else:
-                p_value = 1.0 if se != 0 or difference == 0 else 0.0
+            against = normal_comparison(row["rate_change"] - rest,
+                                        math.sqrt(row["rate_variance"] + rest_var))
             supported = (sum(r["n_before"] for r in others) >= support.rows
                          and sum(r["n_after"] for r in others) >= support.rows)
-            row |= {"rest_rate_change": rest, "vs_rest": difference,
-                    "vs_rest_low": difference - half, "vs_rest_high": difference + half,
-                    "vs_rest_p": p_value, "rest_tested": bool(row["tested"] and supported)}
+            row |= {"rest_rate_change": rest, "vs_rest": against.difference,
+                    "vs_rest_low": against.low, "vs_rest_high": against.high,
+                    "vs_rest_p": against.p_value,
+                    "rest_tested": bool(row["tested"] and supported)}
 
 
 def _stands_out(row: dict, alpha: float, scale: float) -> bool:

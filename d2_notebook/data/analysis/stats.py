@@ -114,7 +114,13 @@ def compare(a: Moments, b: Moments, *, pooled_var: float | None = None) -> Compa
     if pooled_var is not None:
         va, vb = (v if v > 0 else pooled_var for v in (va, vb))
     se = math.sqrt(va / a.n + vb / b.n) if a.n > 0 and b.n > 0 else math.inf
-    difference = a.mean - b.mean
+    return normal_comparison(a.mean - b.mean, se)
+
+
+def normal_comparison(difference: float, se: float) -> Comparison:
+    """A difference with its standard error as a :class:`Comparison`: the 95% normal
+    interval and the two-sided p-value. A standard error of 0 gives p 0 (or 1 for a
+    difference of exactly 0); an infinite or NaN one gives p 1."""
     if se == 0 or not math.isfinite(se):
         p_value = 1.0 if se != 0 or difference == 0 else 0.0
     else:
