@@ -15,7 +15,7 @@ from collections.abc import Callable
 from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
 
-from benchmark import reprice, retail_case
+from benchmark import hospital_case, reprice, retail_case
 from benchmark.insightbench.cli import (
     add_load_args,
     add_score_args,
@@ -163,6 +163,9 @@ COMMANDS: dict[str, tuple[str, Callable[[argparse.ArgumentParser], None],
                            add_score_args, run_score_command),
     "retail-case": ("write the multi-table retail case (planted causes, a flat discount) "
                     "as an InsightBench task", retail_case.add_args, retail_case.run),
+    "hospital-case": ("write the hospital demo (the paper's running example, six planted "
+                      "truths) as an InsightBench task", hospital_case.add_args,
+                      hospital_case.run),
     "reprice": ("price a recorded investigation's calls again with other models for some "
                 "roles (a preset's what-if)", reprice.add_args, reprice.run),
 }
