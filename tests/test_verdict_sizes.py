@@ -457,3 +457,28 @@ async def test_a_size_copied_within_tolerance_reads_as_verified_in_the_report(ct
     assert f"{size['effect']:.3g}"[:4] in text
     check = check_report(ctx.board, ctx.investigation_id, text)
     assert check.numbers_checked > 0 and not check.unverified, check.marked_report
+
+
+def test_a_factor_working_against_the_change_ranks_after_those_driving_it(board: Board):
+    investigation = board.start_investigation("Why did churn rise?")
+    evidence = board.add_evidence("SELECT 1 AS x", duckdb.connect().execute("SELECT 1 AS x").df(),
+                                  description="one", investigation_id=investigation.id)
+
+    def sized(statement: str, role: ContributionRole, share: float) -> str:
+        hyp = board.add_hypothesis(statement, investigation_id=investigation.id)
+        size = Contribution(role, evidence.id, "rate change", 0.02, 0.01, 0.03,
+                            share, share - 0.05, share + 0.05)
+        board.add_verdict(hyp.id, "supported", 0.8, "r", [evidence.id], author="j",
+                          contribution=size)
+        return hyp.id
+
+    driver = sized("Region north drives the rise", ContributionRole.MAJOR, 0.9)
+    small = sized("Region east adds to the rise", ContributionRole.MINOR, 0.2)
+    against = sized("Region west held churn down", ContributionRole.MINOR, -0.4)
+    hypotheses = board.list_hypotheses(investigation_id=investigation.id)
+    # west's |-40%| is larger than east's 20%, but it offsets the change: it comes last
+    assert [h.id for h, _ in ranked_factors(board, hypotheses)] == [driver, small, against]
+    line = next(line for line in board_sections(board, investigation.id, "## Answer\n\nA.")
+                .splitlines() if line.startswith(f"- **{against}**"))
+    assert "minor contributor (works against the change: ~-40% of it, 95% CI -45% to -35%" in line
+    assert "explains" not in line

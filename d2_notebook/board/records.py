@@ -304,14 +304,24 @@ class Contribution(_Record):
 
     def describe(self) -> str:
         """``minor contributor (explains ~8% of the change, 95% CI 5% to 11%; rate change
-        0.03, 95% CI 0.021 to 0.039, E5)``."""
+        0.03, 95% CI 0.021 to 0.039, E5)``; a negative share reads ``works against the
+        change (~-20% of it, ...)``."""
         size = (f"{self.measure} {_figure(self.effect)}, 95% CI {_figure(self.ci_low)} to "
                 f"{_figure(self.ci_high)}, {self.evidence_id}")
         if self.share is None:
             return f"{self.role_label} ({size})"
         interval = (f", 95% CI {self.share_low:.0%} to {self.share_high:.0%}"
                     if self.share_low is not None and self.share_high is not None else "")
+        if self.works_against_change:
+            return (f"{self.role_label} (works against the change: ~{self.share:.0%} of it"
+                    f"{interval}; {size})")
         return f"{self.role_label} (explains ~{self.share:.0%} of the change{interval}; {size})"
+
+    @property
+    def works_against_change(self) -> bool:
+        """Whether the share is negative: the factor moved the metric the other way, so
+        it offsets part of the change instead of explaining it."""
+        return self.share is not None and self.share < 0
 
     @property
     def role_label(self) -> str:

@@ -138,19 +138,21 @@ def ranked_factors(board: Board,
     on different measures do not compare, so they are not ranked against each other) —
     then the unsized supported ones in board order, and last those supported with no
     contributor (a claim that a factor does not matter is no cause to rank among the
-    causes). A listed contradicted hypothesis is told apart by its status (its verdict's
-    ``headline`` says "contradicted as the main cause: minor contributor ...")."""
+    causes). Within a role, a factor that works against the change (a negative share)
+    comes after those that drive it, however large: a reader looks first for what made
+    the change. A listed contradicted hypothesis is told apart by its status (its
+    verdict's ``headline`` says "contradicted as the main cause: minor contributor ...")."""
     latest = [(h, board.latest_verdict(h.id)) for h in hypotheses
               if h.status in (HypothesisStatus.SUPPORTED, HypothesisStatus.CONTRADICTED)]
 
     def role(verdict: Verdict | None) -> ContributionRole | None:
         return verdict.contribution.role if verdict and verdict.contribution else None
 
-    def order(pair: tuple[Hypothesis, Verdict | None]) -> tuple[bool, bool, float]:
+    def order(pair: tuple[Hypothesis, Verdict | None]) -> tuple[bool, bool, bool, float]:
         contribution = pair[1].contribution  # type: ignore[union-attr]
         share = contribution.share
         return (contribution.role is not ContributionRole.MAJOR, share is None,
-                -abs(share) if share is not None else 0.0)
+                contribution.works_against_change, -abs(share) if share is not None else 0.0)
 
     sized = sorted(((h, v) for h, v in latest if v is not None and v.contribution is not None
                     and v.contribution.is_real and (h.status is HypothesisStatus.SUPPORTED
@@ -163,8 +165,9 @@ def ranked_factors(board: Board,
 
 RANKING_NOTE = ("Factors first (supported, and real factors of claims contradicted as "
                 "stated), major before minor, each role by its share of the change where one "
-                "is given; sizes on different measures are listed in board order, not ranked "
-                "against each other.")
+                "is given (factors working against the change after those driving it); sizes "
+                "on different measures are listed in board order, not ranked against each "
+                "other.")
 """The line that opens the board's "## Hypotheses" section when a verdict gives a size."""
 
 
