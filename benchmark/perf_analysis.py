@@ -5,9 +5,11 @@ date over three years, a customers table (100,000 rows at 10 M, 3 attributes, de
 primary key and foreign key) and a 1:N ``tags`` table: 20 candidate dimensions scanned from the
 facts (12 columns + 4 date parts + 3 customer attributes + 1 membership). Each tool runs
 ``--repeat`` times on a warm database; the figure is the median wall time of the whole
-call (catalog, profiling, the one-pass query, statistics), with the one pass alone beside
-it, and a floor for scale: raw DuckDB grouping the fact table by 14 of its columns one by
-one. Target: each tool under 2 s. A measurement on a shared machine, not a timed test.
+call (catalog, profiling, the one-pass query, statistics; ``decompose`` splits the change
+from the first year to the last over every dimension, with its rest-of-dimension rounds),
+with the one pass alone beside it, and a floor for scale: raw DuckDB grouping the fact
+table by 14 of its columns one by one. Target: each tool under 2 s. A measurement on a
+shared machine, not a timed test.
 """
 
 from __future__ import annotations
@@ -22,7 +24,13 @@ from collections.abc import Callable
 import duckdb
 
 from d2_notebook.data import GuardedSQL
-from d2_notebook.data.analysis import AnalysisResult, compare_within, segment_scan, trend
+from d2_notebook.data.analysis import (
+    AnalysisResult,
+    compare_within,
+    decompose,
+    segment_scan,
+    trend,
+)
 from d2_notebook.data.dimensions import candidate_dimensions
 
 TARGET_S = 2.0
@@ -89,6 +97,8 @@ def main() -> None:
         "compare_within": lambda: compare_within(sql, source=SOURCE, metric=METRIC,
                                                  exposure="f.d0", value=1),
         "trend": lambda: trend(sql, source=SOURCE, metric=METRIC, time="f.day"),
+        "decompose": lambda: decompose(sql, source=SOURCE, metric=METRIC,
+                                       period="year(f.day)"),
     }
     floor = " UNION ALL ".join(
         f"SELECT '{c}' AS d, {c}::VARCHAR AS v, count(*), sum(converted::INTEGER) FROM facts "

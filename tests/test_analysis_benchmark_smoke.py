@@ -16,6 +16,6 @@ def test_perf_analysis_runs_every_tool_and_prints_the_target(
     perf_analysis.main()
     out = capsys.readouterr().out
     assert "candidate dimensions reachable from facts: 2" in out  # 20 and more
-    for tool in ("segment_scan", "compare_within", "trend"):
+    for tool in ("segment_scan", "compare_within", "trend", "decompose"):
         assert f"  {tool}" in out and "the one pass" in out
     assert "=> analysis tools over 20,000 rows:" in out

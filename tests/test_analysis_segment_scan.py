@@ -326,3 +326,34 @@ def test_a_scan_with_nothing_left_to_split_says_why() -> None:
     assert "No dimension was split (see below why)." in scanned.summary
     assert "Not split by orders.revenue: part of the metric's definition" in scanned.summary
     assert len(scanned.frame) == 0
+
+
+def test_a_column_only_the_filter_reads_is_named_when_left_out_and_split_when_asked() -> None:
+    """``where p.age >= 65`` restricts the rows; age still varies among them. The default
+    scan leaves it out and says so (a real-model collector read "no heterogeneity among
+    the 21 dimensions" as covering age); named, it is split, not refused as part of the
+    metric's definition."""
+    from d2_notebook.datasets import hospital
+
+    sql = GuardedSQL(hospital.create(patients=2000))
+    source = ("admissions a JOIN patients p ON a.patient_id = p.patient_id "
+              "JOIN treatments t ON t.admission_id = a.admission_id "
+              "JOIN outcomes o ON o.admission_id = a.admission_id")
+    metric, older = "avg(o.died::INTEGER)", "p.age >= 65"
+    default = compare_within(sql, source=source, metric=metric, exposure="t.drug",
+                             value="Pulmorex", where=older)
+    assert "patients.age" not in set(default.frame["dimension"])
+    assert ("Left out of this scan: patients.age, which the where filter reads" in
+            default.summary)
+    asked = compare_within(sql, source=source, metric=metric, exposure="t.drug",
+                           value="Pulmorex", where=older, dimensions=["p.age", "a.severity"])
+    assert set(asked.frame["dimension"]) - {"(overall)"} == {"patients.age", "admissions.severity"}
+    assert "part of the metric's definition" not in asked.summary
+    assert "Left out of this scan" not in asked.summary
+    ages = segment_scan(sql, source=source, metric=metric, where=older,
+                        dimensions=["p.age >= 80"])
+    assert sorted(ages.frame["value"]) == ["false", "true"]
+    # a column the metric reads stays part of its definition, filter or not
+    died = segment_scan(sql, source=source, metric=metric, where="NOT o.died OR o.died",
+                        dimensions=["o.died"])
+    assert "Not split by outcomes.died: part of the metric's definition" in died.summary

@@ -137,7 +137,8 @@ _CALENDAR_SQL = re.compile(r"^\s*(month|quarter)\s*\(", re.IGNORECASE)
 
 
 def definition_lines(plan: Plan) -> list[str]:
-    """The summary lines for requested dimensions the metric's definition reads, and for
+    """The summary lines for requested dimensions the metric's definition reads, for the
+    dimensions the default scan leaves out because only the filter reads them, and for
     requested SQL ``month(...)`` / ``quarter(...)`` expressions, which SQL reads as the
     month or quarter *of the year* (every year together), unlike the tools' dimensions
     of the same name, which carry the year."""
@@ -147,6 +148,10 @@ def definition_lines(plan: Plan) -> list[str]:
         lines.append(f"Not split by {names}: part of the metric's definition (the metric, its "
                      "filter, the source's join condition or another input reads it), so it "
                      "would explain the metric trivially.")
+    if plan.filter_left_out:
+        lines.append(f"Left out of this scan: {', '.join(plan.filter_left_out)}, which the "
+                     "where filter reads (it may leave them a single value); to split the "
+                     "filtered rows by one, name it in dimensions.")
     calendar = [p.name for p in plan.dimensions
                 if p.dimension is None and _CALENDAR_SQL.match(p.name)]
     if calendar:
@@ -217,13 +222,15 @@ def prepare(
         if e.one_to_one and e.child in metric_tables and e.parent in tables - {e.child})
     # a time window in the filter restricts the population without defining the metric:
     # the date parts of its column stay candidates (time can confound like any dimension)
+    filter_only = frozenset(filtered - metric_columns - excluded_inputs
+                            - inputs.join_columns(parsed))
     time_window = frozenset(
         (d.table, d.column.lower()) for d in candidates if d.kind is DimensionKind.DATE_PART
-        and (d.table, d.column.lower()) in filtered - metric_columns - excluded_inputs)
+        and (d.table, d.column.lower()) in filter_only)
     metric_times = _complete_time_columns(sql, parsed, condition, candidates,
                                           metric_columns - excluded_inputs) | time_window
     plan = build_plan(catalog, parsed, candidates, requested if with_dimensions else [],
-                      excluded, outcome_tables, metric_times, time_window)
+                      excluded, outcome_tables, metric_times, filter_only)
     pieces = {"metric": value_sql, **(exclude or {})}
     pieces.update({f"dimension {e!r}": e for e, a in plan.row_columns
                    if a.startswith("__d") and plan.dimensions[int(a[3:])].dimension is None})

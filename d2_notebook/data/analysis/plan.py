@@ -77,6 +77,9 @@ class Plan:
     binned: tuple[tuple[int, str], ...] = ()
     """The source table's numeric columns cut into bins: (dimension index, the column as
     SQL over the source), so a tool can test whether a column is the outcome again."""
+    filter_left_out: tuple[str, ...] = ()
+    """Dimensions the default scan leaves out because only the ``where`` filter reads
+    their column (a request may still name them)."""
 
 
 def build_plan(
@@ -87,7 +90,7 @@ def build_plan(
     excluded: set[tuple[str, str]],
     outcome_tables: frozenset[str] = frozenset(),
     date_parts_kept: frozenset[tuple[str, str]] = frozenset(),
-    time_window: frozenset[tuple[str, str]] = frozenset(),
+    filter_only: frozenset[tuple[str, str]] = frozenset(),
 ) -> Plan:
     """Plan the candidate dimensions reachable from ``source`` (or the requested ones).
 
@@ -111,12 +114,16 @@ def build_plan(
         date_parts_kept: ``excluded`` columns whose date parts are still planned (the
             metric's complete time columns, the start of a duration; the date columns of
             the filter, a time window).
-        time_window: ``excluded`` columns only the filter reads (not the metric nor the
-            ``exclude`` inputs): its time window. A requested SQL expression over them
-            (and other columns not excluded) is planned (``month(o.order_date)`` under
-            ``o.order_date >= DATE '2024-02-01'``); one over the metric's own time
-            columns stays part of its definition (``datediff('day', t.opened_at,
-            t.closed_at) > 2`` beside ``avg(datediff('day', t.opened_at, t.closed_at))``).
+        filter_only: ``excluded`` columns only the ``where`` filter reads (not the metric,
+            the ``exclude`` inputs nor a join condition). The default scan leaves them out
+            (a filter often leaves a column one value, ``status = 'closed'``), except the
+            date parts in ``date_parts_kept``, and :attr:`Plan.filter_left_out` names
+            them; a requested name or SQL expression over them (and other columns not
+            excluded) is planned: the filter restricts the rows, it does not define the
+            metric (``month(o.order_date)`` under ``o.order_date >= DATE '2024-02-01'``,
+            ``p.age`` under ``p.age >= 65``). One over the metric's own columns stays
+            part of its definition (``datediff('day', t.opened_at, t.closed_at) > 2``
+            beside ``avg(datediff('day', t.opened_at, t.closed_at))``).
     """
     builder = _Builder(catalog, source)
     reachable = builder.reach()
@@ -131,6 +138,11 @@ def build_plan(
     if requested is None:
         chosen = [o for o in offered if _by_default(o[0].dimension, excluded, outcome_tables,
                                                     date_parts_kept)]
+        builder.filter_left_out = [
+            planned.name for planned, _, _ in offered
+            if planned.dimension is not None and planned.dimension.table not in outcome_tables
+            and (planned.dimension.table, planned.dimension.column.lower()) in filter_only
+            and not _by_default(planned.dimension, excluded, outcome_tables, date_parts_kept)]
     else:  # an explicit request is honoured, even for a column the default leaves out
         columns = {t.name.lower(): {c.name.lower() for c in t.columns} for t in catalog.tables}
         names = {planned.name.lower(): (planned, how, ref) for planned, how, ref in offered}
@@ -142,14 +154,14 @@ def build_plan(
             key = text.strip().lower()
             # A level as the tools print it ("has t.c = v", "t.c = v") names its dimension.
             hit = next((names[k] for k in _spellings(key, source, columns) if k in names), None)
-            if hit is not None and not _by_default(hit[0].dimension, excluded, frozenset(),
-                                                   date_parts_kept):
+            if hit is not None and not _by_default(hit[0].dimension, excluded - filter_only,
+                                                   frozenset(), date_parts_kept):
                 builder.definitional.append((hit[0].name, None))
                 continue
             # an expression over the filter's time window splits it like one of its date
             # parts; one over the metric's own columns (the start of a duration too,
             # whose date parts are kept) restates the metric
-            if hit is None and _reads_any(text.strip(), source, excluded - time_window):
+            if hit is None and _reads_any(text.strip(), source, excluded - filter_only):
                 builder.definitional.append((text.strip(), text.strip()))
                 continue
             chosen.append(hit or (PlannedDimension(text.strip(), None), "expr", text.strip()))
@@ -330,6 +342,7 @@ class _Builder:
         self._joined: set[str] = set()
         self._keys: dict[str, str] = {}
         self.definitional: list[tuple[str, str | None]] = []
+        self.filter_left_out: list[str] = []
         self._binned: list[tuple[int, str]] = []
 
     def reach(self) -> dict[str, tuple[str, str]]:
@@ -391,7 +404,8 @@ class _Builder:
     def plan(self) -> Plan:
         return Plan(tuple(self._dimensions), tuple(self._rows), tuple(self._base),
                     tuple(self._joins), tuple(self._branches),
-                    tuple(dict.fromkeys(self.definitional)), tuple(self._binned))
+                    tuple(dict.fromkeys(self.definitional)), tuple(self._binned),
+                    tuple(dict.fromkeys(self.filter_left_out)))
 
     def _join(self, table: str) -> None:
         """LEFT JOIN ``table`` (and the parents on its path) into ``__base``."""

@@ -67,9 +67,10 @@ _DIMENSIONS = {"type": "array", "items": {"type": "string", "minLength": 1}, "de
     "an alias or a bare column may stand for table.column: \"month_of_year(o.ordered_on)\") "
     "or SQL expressions over the source's aliases. Default: every candidate dimension "
     "reachable from the source by key. A named dimension is used even where the default "
-    "leaves it out, except a column the metric is defined from (the metric, the where "
-    "filter or a join clause reads it): that is answered 'part of the metric's "
-    "definition'.")}
+    "leaves it out (a column only the where filter reads, such as c.tenure under "
+    "c.tenure >= 12, is split within the filtered rows), except a column the metric "
+    "is defined from (the metric, a join clause or another input reads it): that is "
+    "answered 'part of the metric's definition'.")}
 _SETTINGS = {
     "min_support": {"type": "integer", "minimum": 2, "description": (
         "Fewest rows a group needs to be tested. Default: adapted to the data (1% of the "
@@ -88,10 +89,12 @@ _CANDIDATES = (
     "become yes/no flags 'has <table.column> = <value>'), numeric columns cut into "
     "five quantile bins, and date parts (year, quarter, month, month of year, day of "
     "week, hour). Never used: the columns the metric's definition reads (the metric, the "
-    "where filter, the source's join clauses, an exposure or time input), except the "
-    "date parts of a metric's time column that has no NULL (the start of a time span). "
-    "Left out unless named: the other columns of a table the metric reads that is joined "
-    "1:1 to another source table (a results table: they are recorded with the result). "
+    "source's join clauses, an exposure or time input), except the date parts of a "
+    "metric's time column that has no NULL (the start of a time span). Left out unless "
+    "named: the columns only the where filter reads (the summary names them; the date "
+    "parts of a time window stay in), and the other columns of a table the metric reads "
+    "that is joined 1:1 to another source table (a results table: they are recorded with "
+    "the result). "
     "A flag needs a difference of at least 1% of the metric's scale as well as passing "
     "its test, so rounding noise is never flagged. The summary says how many of the "
     "groups or dimensions were tested and which were not, with their size. The "
