@@ -300,3 +300,39 @@ async def test_a_judge_that_may_refine_sees_the_other_hypotheses(board, db) -> N
     assert "Churn is concentrated in segment 7" in others and child.id not in listed
     await roles.judge(ctx, hyp.id, can_send_back=False, can_refine=False, summary=None)
     assert "OTHER HYPOTHESES ON THE BOARD" not in model.first_messages[-1]
+
+
+def test_exploration_shows_the_rows_its_hypothesis_was_proposed_on(board) -> None:
+    """A segment_scan's summary names its strongest segments; a hypothesis proposed on a
+    weaker flagged one (diabetes) must find that row in the exploration its collector and
+    judge read, not only the summary's top rows (a real-model collector was asked to test
+    a figure it could not see)."""
+    from d2_notebook.data.analysis import segment_scan
+    from d2_notebook.datasets import hospital
+
+    sql = GuardedSQL(hospital.create())
+    args = {"source": "admissions a JOIN patients p ON a.patient_id = p.patient_id "
+                      "JOIN outcomes o ON o.admission_id = a.admission_id "
+                      "JOIN treatments t ON t.admission_id = a.admission_id",
+            "metric": "avg(o.died::INTEGER)", "where": "p.age >= 65"}
+    result = segment_scan(sql, **args)
+    investigation = board.start_investigation("Which treatment works for older patients?")
+    evidence = board.add_evidence(result.sql, result.frame, description=result.summary,
+                                  investigation_id=investigation.id)
+    board.record_tool_call(evidence.id, ToolCall("segment_scan", args), actor="hypothesizer")
+    diabetes = result.frame[result.frame["value"] == "diabetes"].iloc[0]
+    assert diabetes.name > 8  # beyond the rows the summary's own readings carry
+    hypothesis = board.add_hypothesis(
+        "Diabetes raises the death rate of older patients",
+        rationale=f"the scan: with diabetes {diabetes['metric']:.3f} against "
+                  f"{diabetes['rest_metric']:.3f}", investigation_id=investigation.id,
+        motivated_by=[evidence.id])
+
+    def shown(text: str) -> list[str]:
+        return re.findall(r"^ *(\d+) ", text.split("Rows shown:")[1], re.MULTILINE)
+
+    focused = evidence_details(board, [evidence.id], focus=hypothesis.id)
+    assert str(diabetes.name + 1) in shown(focused)
+    assert "diabetes" in focused.split("Rows shown:")[1]
+    unfocused = evidence_details(board, [evidence.id])
+    assert str(diabetes.name + 1) not in shown(unfocused)  # the summary's rows alone

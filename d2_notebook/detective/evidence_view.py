@@ -99,6 +99,9 @@ class _Piece:
     stances: tuple[str, ...]
     claims: tuple[str, ...]
     call: ToolCall | None
+    focus_claims: tuple[str, ...] = ()
+    """What the focus hypothesis says (its statement and rationale, its links'
+    readings): the rows carrying these come first."""
 
     @classmethod
     def of(cls, board: Board, evidence_id: str, focus: str | None = None) -> _Piece:
@@ -111,9 +114,14 @@ class _Piece:
         claims += [v.rationale for v in board.list_verdicts()
                    if evidence_id in v.evidence_ids
                    and (focus is None or v.hypothesis_id == focus)]
+        focus_claims: list[str] = []
+        if focus is not None:  # exploration that motivated it has no link to read from
+            hypothesis = board.get_hypothesis(focus)
+            focus_claims = [hypothesis.statement, hypothesis.rationale or "",
+                            *(link.rationale for link in links)]
         return cls(item, board.evidence_frame(evidence_id),
                    tuple(f"{link.stance.value} {link.hypothesis_id}" for link in links),
-                   tuple(claims), board.tool_call_of(evidence_id))
+                   tuple(claims), board.tool_call_of(evidence_id), tuple(focus_claims))
 
     @property
     def best_detail(self) -> Detail:
@@ -154,9 +162,14 @@ class _Piece:
 
     @cached_property
     def _claim_rows(self) -> list[int]:
-        """The rows that carry the claims, strongest first (as many as any shape shows)."""
+        """The rows that carry the claims, strongest first (as many as any shape shows):
+        those carrying what the focus hypothesis says first (a segment_scan's summary
+        names its strongest segments, not the one a hypothesis was proposed on), then
+        those carrying the evidence's own readings."""
         most = max(shape.claim_rows for shape in _SHAPES.values())
-        return claim_rows(self.frame, self.claims, most)
+        first = claim_rows(self.frame, self.focus_claims, most) if self.focus_claims else []
+        rest = claim_rows(self.frame, self.claims, most)
+        return list(dict.fromkeys([*first, *rest]))[:most]
 
     def _analysis_rows(self, shape: _Shape) -> list[str]:
         """The first row (the overall figures, or the strongest segment) and the rows
