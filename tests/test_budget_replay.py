@@ -21,7 +21,7 @@ from d2_notebook.llm import ModelRequest, ModelResponse
 QUESTION = "Which ward does best?"
 PRICED = "claude-sonnet-4-6"  # the offline policy's estimated usage is priced as this model's
 RUNS = 40
-CAPS = {"max_calls": 14, "max_tokens": 60_000, "max_usd": 0.50}  # each stops mid-collection
+CAPS = {"max_calls": 14, "max_tokens": 60_000, "max_usd": 0.60}  # each stops mid-collection
 
 
 @pytest.fixture(scope="module")

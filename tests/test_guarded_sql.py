@@ -193,9 +193,24 @@ def test_preview_is_compact(con: duckdb.DuckDBPyConnection) -> None:
     result = GuardedSQL(con).run("SELECT range AS i, repeat('x', 20) AS s FROM range(50)")
     text = result.preview(max_rows=5, max_chars=600)
     assert len(text) <= 600
-    assert "50 rows" in text and "45 more rows" in text
+    assert "50 rows" in text and "45 more rows not shown (to read them, narrow the query or " \
+        "page through it with ORDER BY and LIMIT/OFFSET)" in text
     assert "cut" not in text
     assert result.dtypes["i"] == "int64"
+
+
+def test_a_result_a_little_longer_than_the_preview_is_shown_whole(
+    con: duckdb.DuckDBPyConnection,
+) -> None:
+    """Hiding the last 4 rows of 24 cost a real-model agent a query to fetch them."""
+    guard = GuardedSQL(con)
+    for rows, shown in ((20, 20), (24, 24), (30, 30), (31, 20)):
+        text = guard.run(f"SELECT range AS i FROM range({rows})").preview(max_rows=20)
+        numbers = [int(line) for line in text.splitlines()[2:] if line.strip().isdigit()]
+        assert numbers == list(range(shown)), rows
+        assert ("more rows not shown" in text) is (shown < rows)
+    kept = guard.run("SELECT range AS i FROM range(24)", max_rows=22)  # truncated: rows missing
+    assert kept.truncated and "... 2 more rows not shown" in kept.preview(max_rows=20)
 
 
 def test_preview_shows_long_text_and_says_when_cells_are_cut(

@@ -8,7 +8,12 @@ import pandas as pd
 
 from d2_notebook.data.fencing import escape_text
 
-__all__ = ["QueryResult"]
+__all__ = ["PREVIEW_SLACK", "QueryResult"]
+
+PREVIEW_SLACK = 0.5
+"""A result longer than ``max_rows`` by at most this fraction of it is previewed whole:
+hiding the last 4 rows of 24 cost a real-model agent a query to fetch them, dearer than
+the rows."""
 
 
 @dataclass(frozen=True, eq=False)
@@ -48,7 +53,8 @@ class QueryResult:
         """Render a compact, deterministic text table for a language model.
 
         Args:
-            max_rows: Rows shown at most (the first ones).
+            max_rows: Rows shown (the first ones); when at most
+                ``max_rows * (1 + PREVIEW_SLACK)`` rows are kept, all of them are.
             max_chars: Hard cap on the length of the returned text; when it cuts rows
                 off, the last line says how many rows were shown out of how many.
             max_colwidth: Cell text longer than this is cut; a note then says how to
@@ -63,10 +69,14 @@ class QueryResult:
         if self.frame.empty:
             names = ", ".join(escape_text(c) for c in self.columns) or "(none)"
             return f"{header}\ncolumns: {names}"[:max_chars]
-        shown = self.frame.head(max_rows)
+        rows = self.row_count if self.row_count is not None else len(self.frame)
+        stored_fit = len(self.frame) <= max_rows * (1 + PREVIEW_SLACK)
+        shown = self.frame if stored_fit else self.frame.head(max_rows)
         table, long_cells = text_table(shown, max_colwidth)
-        hidden = (self.row_count if self.row_count is not None else len(self.frame)) - len(shown)
-        more = f"... {hidden} more rows not shown" if hidden > 0 or self.truncated else ""
+        hidden = rows - len(shown)
+        more = (f"... {hidden} more rows not shown (to read them, narrow the query or page "
+                "through it with ORDER BY and LIMIT/OFFSET)"
+                if hidden > 0 or self.truncated else "")
         text = _join(header, table, more, _cell_note(long_cells, max_colwidth))
         if len(text) <= max_chars:
             return text
