@@ -136,7 +136,17 @@ async def test_an_exact_what_if_figure_is_sized_with_its_interval_equal_to_it(ct
             "effect": -0.0125, "ci_low": -0.0125, "ci_high": -0.0125}
     failed, answer = await _verdict(ctx, hyp, [evidence.id], contribution=size)
     assert not failed, answer
-    assert ctx.board.latest_verdict(hyp).contribution.ci_high == -0.0125
+    sized = ctx.board.latest_verdict(hyp).contribution
+    assert sized.ci_high == -0.0125 and sized.is_exact
+    # told as exact, not as a zero-width interval that reads as certainty
+    assert sized.describe() == ("minor contributor (what-if difference -0.0125, exact "
+                                "(computed over every row: no sampling interval), "
+                                f"{evidence.id})")
+    shared = Contribution(ContributionRole.MAJOR, evidence.id, "what-if", 0.143, 0.143, 0.143,
+                          0.48, 0.48, 0.48)
+    assert shared.describe() == ("major contributor (explains ~48% of the change; what-if "
+                                 "0.143, exact (computed over every row: no sampling "
+                                 f"interval), {evidence.id})")
 
 
 async def test_a_negligible_exact_figure_is_no_effect(ctx, sql):

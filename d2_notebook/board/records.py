@@ -305,17 +305,30 @@ class Contribution(_Record):
     def describe(self) -> str:
         """``minor contributor (explains ~8% of the change, 95% CI 5% to 11%; rate change
         0.03, 95% CI 0.021 to 0.039, E5)``; a negative share reads ``works against the
-        change (~-20% of it, ...)``."""
-        size = (f"{self.measure} {_figure(self.effect)}, 95% CI {_figure(self.ci_low)} to "
-                f"{_figure(self.ci_high)}, {self.evidence_id}")
+        change (~-20% of it, ...)``; an exact figure reads ``0.143, exact (computed over
+        every row: no sampling interval)`` instead of a zero-width interval."""
+        if self.is_exact:
+            size = (f"{self.measure} {_figure(self.effect)}, exact (computed over every row: "
+                    f"no sampling interval), {self.evidence_id}")
+        else:
+            size = (f"{self.measure} {_figure(self.effect)}, 95% CI {_figure(self.ci_low)} to "
+                    f"{_figure(self.ci_high)}, {self.evidence_id}")
         if self.share is None:
             return f"{self.role_label} ({size})"
         interval = (f", 95% CI {self.share_low:.0%} to {self.share_high:.0%}"
-                    if self.share_low is not None and self.share_high is not None else "")
+                    if self.share_low is not None and self.share_high is not None
+                    and not self.share_low == self.share == self.share_high else "")
         if self.works_against_change:
             return (f"{self.role_label} (works against the change: ~{self.share:.0%} of it"
                     f"{interval}; {size})")
         return f"{self.role_label} (explains ~{self.share:.0%} of the change{interval}; {size})"
+
+    @property
+    def is_exact(self) -> bool:
+        """Whether the effect is an exact figure (its interval is the figure itself, as a
+        what-if over every row gives): it is told as exact, not as a zero-width 95% CI
+        that reads as certainty the analysis does not claim."""
+        return self.ci_low == self.effect == self.ci_high
 
     @property
     def works_against_change(self) -> bool:
