@@ -289,3 +289,41 @@ async def test_a_confirmed_rejudge_keeps_the_size_and_its_claim(ctx, result):
                                                         {"rationale": "same reading"}))
     assert not answer.is_error and f"read from {evidence}, which changed" in answer.content
     assert ctx.board.latest_verdict(hyp).contribution is None
+
+
+ONLY = "it is the only cause"
+
+
+async def test_a_sole_cause_claim_is_decided_by_the_judge_when_the_factor_is_major(ctx, result):
+    """"A single device drives the spike, rather than a broad rise": the factor can be
+    major and the claim still wrong, because other factors are real too. A real-model
+    judge could not contradict it with an honest size and refined it instead (three more
+    calls). Under "it is the only cause" a major size may support or contradict; a minor
+    one or none only contradicts, its size kept."""
+    among, e1 = _hypothesis(ctx, result, "Region north alone drives the rise, nothing else")
+    failed, answer = await _verdict(ctx, among, e1, "contradicted",
+                                    _size(result, "north", e1, "major", hypothesis_says=ONLY))
+    assert not failed, answer
+    verdict = ctx.board.latest_verdict(among)
+    assert verdict.contribution.claim is FactorClaim.ONLY
+    assert verdict.status_label == "contradicted as the only cause"
+    assert verdict.headline.startswith("contradicted as the only cause: major contributor")
+    alone, e2 = _hypothesis(ctx, result, "Region north is the only cause of the rise")
+    failed, answer = await _verdict(ctx, alone, e2, "supported",
+                                    _size(result, "north", e2, "major", hypothesis_says=ONLY))
+    assert not failed, answer
+    minor, e3 = _hypothesis(ctx, result, "Region east alone explains the rise")
+    failed, answer = await _verdict(ctx, minor, e3, "supported",
+                                    _size(result, "east", e3, "minor", hypothesis_says=ONLY))
+    assert failed and "the hypothesis says the factor is the only cause" in answer, answer
+    assert "a minor contributor is not the only cause" in answer
+    failed, answer = await _verdict(ctx, minor, e3, "contradicted",
+                                    _size(result, "east", e3, "minor", hypothesis_says=ONLY))
+    assert not failed, answer
+    hypotheses = ctx.board.list_hypotheses(investigation_id=ctx.investigation_id)
+    ranked = [h.id for h, _ in ranked_factors(ctx.board, hypotheses)]
+    assert ranked[:2] == [among, alone] and minor in ranked  # the factors' sizes stand
+    assert fitting_status(ContributionRole.NONE, FactorClaim.ONLY) is \
+        HypothesisStatus.CONTRADICTED
+    brief = reporter_brief(ctx.board, ctx.investigation_id)
+    assert f"{among}: contradicted as the only cause: major contributor" in brief

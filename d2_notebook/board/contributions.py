@@ -97,12 +97,17 @@ _SUPPORTING_ROLES = {
     FactorClaim.MATTERS: (ContributionRole.MAJOR, ContributionRole.MINOR),
     FactorClaim.ABSENT: (ContributionRole.NONE,),
     FactorClaim.MAIN: (ContributionRole.MAJOR,),
+    FactorClaim.ONLY: (ContributionRole.MAJOR,),
 }
 """Under each claim, the roles that support the hypothesis; the others contradict it."""
+_EITHER_WAY = {(FactorClaim.ONLY, ContributionRole.MAJOR)}
+"""Claim and role pairs the size does not decide: whether a major factor is the only
+cause depends on whether the evidence shows other real factors, the judge's call."""
 _CLAIM_NOTE = {
     FactorClaim.MATTERS: "",
     FactorClaim.ABSENT: " (the hypothesis says the factor does not matter)",
     FactorClaim.MAIN: " (the hypothesis says the factor is the main cause)",
+    FactorClaim.ONLY: " (the hypothesis says the factor is the only cause)",
 }
 
 
@@ -110,7 +115,9 @@ def fitting_status(role: ContributionRole, claim: FactorClaim) -> HypothesisStat
     """The verdict a size makes of a hypothesis with this claim about the factor: under
     "it matters" a major or minor contributor supports it and none contradicts it; under
     "it does not matter" the polarity turns; under "it is the main cause" only a major
-    contributor supports it, a minor one or none contradicts it."""
+    contributor supports it, a minor one or none contradicts it; under "it is the only
+    cause" likewise, though a major contributor may also contradict it (other real
+    factors: see :data:`_EITHER_WAY`, which :func:`check_contribution` allows)."""
     return (HypothesisStatus.SUPPORTED if role in _SUPPORTING_ROLES[claim]
             else HypothesisStatus.CONTRADICTED)
 
@@ -151,6 +158,8 @@ def check_contribution(contribution: Contribution, status: HypothesisStatus,
         raise InvalidRecordError("an inconclusive verdict gives no size: omit the contribution, "
                                  "or decide the hypothesis")
     fitting = fitting_status(role, claim)
+    if (claim, role) in _EITHER_WAY and status is HypothesisStatus.CONTRADICTED:
+        fitting = status  # a major factor among others: not the only cause, size kept
     note = _CLAIM_NOTE[claim]
     misread = (" If the hypothesis's claim about this factor was read wrongly, state in the "
                "size what it says (that the factor matters, that it does not, or that it is "
@@ -158,7 +167,12 @@ def check_contribution(contribution: Contribution, status: HypothesisStatus,
     if status is not fitting:
         if role is ContributionRole.NONE:
             fix = ("give role major if the factor is the main cause." if claim is FactorClaim.MAIN
+                   else "give role major if the factor is the only cause."
+                   if claim is FactorClaim.ONLY
                    else "give role major or minor if the factor is real.")
+        elif claim is FactorClaim.ONLY:
+            fix = ("a minor contributor is not the only cause: it contradicts the claim, its "
+                   "size kept on the verdict.")
         elif claim is FactorClaim.MAIN:
             fix = ("supported goes with role major; a real but smaller factor is a minor "
                    "contributor that contradicts the claim, its size kept on the verdict."

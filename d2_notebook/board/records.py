@@ -259,6 +259,11 @@ class FactorClaim(StrEnum):
     MAIN = "it is the main cause"
     """The factor is the main cause: a major contributor supports it; a minor one or none
     contradicts it (a minor one keeps its size on the contradicted verdict)."""
+    ONLY = "it is the only cause"
+    """The factor alone accounts for the outcome, nothing else does ("a single device
+    drives it, rather than a broad rise"): a major contributor supports it when the
+    evidence shows no other real factor and contradicts it when it does, its size kept;
+    a minor one or none contradicts it (a minor one keeps its size)."""
 
 
 MINOR_SHARE_LIMIT = 0.5
@@ -392,11 +397,16 @@ class Verdict(_Record):
 
     @property
     def status_label(self) -> str:
-        """The status, or ``contradicted as the main cause`` when the hypothesis claimed
-        the factor is the main cause and the size found it a real but minor contributor."""
+        """The status, or ``contradicted as the main cause`` (``as the only cause``) when
+        the hypothesis claimed the factor is the main (only) cause and the verdict found
+        it a real factor that is not: a minor contributor, or for the only cause one
+        among others."""
         if (self.status is HypothesisStatus.CONTRADICTED and self.contribution is not None
-                and self.contribution.claim is FactorClaim.MAIN and self.contribution.is_real):
-            return "contradicted as the main cause"
+                and self.contribution.is_real):
+            if self.contribution.claim is FactorClaim.MAIN:
+                return "contradicted as the main cause"
+            if self.contribution.claim is FactorClaim.ONLY:
+                return "contradicted as the only cause"
         return self.status.value
 
     @property

@@ -29,7 +29,8 @@ SIZE_RULE = ("A verdict on a factor states its size in contribution (effect and 
              "a factor that is real but small is supported as a minor contributor with its "
              "size, not contradicted; contradicted means the data shows no effect or the "
              "opposite, or, for a hypothesis that the factor is the main cause "
-             "(hypothesis_says), that it is a minor contributor (size kept).")
+             "(hypothesis_says), that it is a minor contributor (size kept), or, for one "
+             "that it is the only cause, that other factors are real too (size kept).")
 """What the verdict tools' descriptions say about sizes."""
 
 MATCH_TOLERANCE = 0.02
@@ -50,7 +51,9 @@ CONTRIBUTION_PROPERTIES: dict[str, Any] = {
             "the hypothesis: a factor that is real supports a hypothesis that it matters "
             "and contradicts one that says it does not; none does the opposite; a "
             "hypothesis that it is the main cause is supported by major only, contradicted "
-            "by minor (its size kept) or none. Copy the "
+            "by minor (its size kept) or none; one that it is the only cause (it alone, "
+            "rather than something broader) is contradicted by minor or none, and by "
+            "major too when the evidence shows other real factors (its size kept). Copy the "
             "numbers from one row of a cited evidence (an analysis tool's effect and "
             "ci_low/ci_high; decompose's contribution with contribution_low/"
             "contribution_high and share_of_change with share_low/share_high, a mix shift "
@@ -82,7 +85,9 @@ CONTRIBUTION_PROPERTIES: dict[str, Any] = {
                     "what the hypothesis says about the sized factor: 'it does not "
                     "matter' also for a claim that nothing is left beyond named causes "
                     "(then a size of none supports it); 'it is the main cause' for a claim "
-                    "that it drives or explains the outcome (the main driver). Default: "
+                    "that it drives or explains the outcome (the main driver); 'it is the "
+                    "only cause' for a claim that it alone does, nothing else ('a single "
+                    "X, rather than a broad rise'). Default: "
                     "read from the hypothesis's wording ('it matters' or 'it does not "
                     "matter').")},
         },

@@ -107,7 +107,8 @@ def board_sections(board: Board, investigation_id: str, report: str, *,
 def hypothesis_line(board: Board, hyp: Hypothesis) -> str:
     """One Markdown line: ``- **H3** supported (0.85; major contributor …): statement
     [E21, E23]`` — the latest verdict's status (``contradicted as the main cause`` for a
-    main-cause claim on a minor contributor), confidence, size and cited evidence."""
+    main-cause claim on a minor contributor, ``as the only cause`` for a sole-cause claim
+    on one factor among others), confidence, size and cited evidence."""
     verdict = board.latest_verdict(hyp.id)
     about = []
     if verdict is not None:
