@@ -132,13 +132,17 @@ class _Source:
 
 
 def check_claims(report: str, evidence_frames: Mapping[str, pd.DataFrame],
-                 verdict_texts: Iterable[str]) -> ClaimCheck:
+                 verdict_texts: Iterable[str], *,
+                 also_cited: tuple[str, ...] = ()) -> ClaimCheck:
     """Look every number of ``report`` up in the evidence it cites and the verdict texts.
 
     Args:
         report: the Markdown report (marks of an earlier check are removed first).
         evidence_frames: the stored result rows of each evidence, by id.
         verdict_texts: texts whose numbers count as found (verdict rationales, ...).
+        also_cited: evidence every number counts as citing besides what its text cites
+            (a link's reading is about its evidence): differences and ratios of their
+            values count too, as for a cited evidence.
 
     Returns:
         The count of numbers checked, the unverified ones and the marked report.
@@ -150,6 +154,10 @@ def check_claims(report: str, evidence_frames: Mapping[str, pd.DataFrame],
     unverified: list[tuple[ReportNumber, UnverifiedClaim]] = []
     for number in numbers:
         cited, explicit = _where_to_look(clean, number, sources)
+        if also_cited:
+            cited = list(dict.fromkeys([*(cited if explicit else []),
+                                        *(c for c in also_cited if c in sources)]))
+            explicit = True
         if not _found(number, [sources[c] for c in cited], verdicts, explicit):
             unverified.append((number, UnverifiedClaim(
                 number.text, _sentence(clean, number), tuple(cited) if explicit else ())))

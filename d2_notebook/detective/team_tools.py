@@ -25,6 +25,7 @@ from d2_notebook.detective.decisions import (
     Steering,
 )
 from d2_notebook.detective.evidence_rows import aggregate_row_note
+from d2_notebook.detective.reading_check import CheckedReading, check_reading
 from d2_notebook.detective.sql_tools import first_line, record_query
 from d2_notebook.detective.tools import Tool, ToolError, tool
 
@@ -274,12 +275,13 @@ def evidence_tools(ctx: TeamContext, log: QueryLog, agent: str, role: str,
             evidence_id = record_query(ctx, log, args["query_id"],
                                        log.with_board_ids(args["description"]),
                                        role=role, agent=agent)
-            ctx.board.link(evidence_id, target, args["stance"],
-                           log.with_board_ids(args["reading"]), actor=agent)
+            reading = check_reading(ctx.board, evidence_id, target,
+                                    log.with_board_ids(args["reading"]), question=ctx.question)
+            ctx.board.link(evidence_id, target, args["stance"], reading.text, actor=agent)
             if chart is not None:
                 ctx.board.request_chart(evidence_id, chart, actor=agent)
-        return _with_rows_note(ctx, evidence_id, args["stance"],
-                               f"recorded {evidence_id} ({args['stance']} {target})")
+        return _with_notes(ctx, evidence_id, args["stance"], reading,
+                           f"recorded {evidence_id} ({args['stance']} {target})")
 
     link_properties: dict[str, Any] = {
         "evidence_id": {"type": "string", "description": "an evidence already on the board "
@@ -295,12 +297,14 @@ def evidence_tools(ctx: TeamContext, log: QueryLog, agent: str, role: str,
         earlier = evidence.investigation_id not in (None, ctx.investigation_id)
         if earlier:
             _check_reusable(ctx, evidence.id, evidence.investigation_id)
+        reading = check_reading(ctx.board, evidence.id, target, args["reading"],
+                                question=ctx.question)
         with one_write(ctx, log):  # the reuse and the link, or neither
             if earlier:
                 ctx.board.record_reuse(ctx.investigation_id, evidence.id, actor=agent)
-            ctx.board.link(evidence.id, target, args["stance"], args["reading"], actor=agent)
-        return _with_rows_note(ctx, evidence.id, args["stance"], f"linked {evidence.id} "
-                               f"({args['stance']} {target}); its query was not run again")
+            ctx.board.link(evidence.id, target, args["stance"], reading.text, actor=agent)
+        return _with_notes(ctx, evidence.id, args["stance"], reading, f"linked {evidence.id} "
+                           f"({args['stance']} {target}); its query was not run again")
 
     return [tool("record_evidence",
                  "Record the result of one of your queries as evidence for or against the "
@@ -324,15 +328,16 @@ def evidence_tools(ctx: TeamContext, log: QueryLog, agent: str, role: str,
                  link_properties, link_evidence, writes_board=True)]
 
 
-def _with_rows_note(ctx: TeamContext, evidence_id: str, stance: str, answer: str) -> str:
-    """``answer``, with :func:`aggregate_row_note`'s advice after it when a query's one
-    row of totals was linked as deciding (an analysis tool's result is its own summary
-    and gets none)."""
-    if ctx.board.tool_call_of(evidence_id) is not None:
-        return answer
-    evidence = ctx.board.get_evidence(evidence_id)
-    note = aggregate_row_note(evidence_id, evidence.sql, evidence.row_count, stance)
-    return answer if note is None else f"{answer}\n{note}"
+def _with_notes(ctx: TeamContext, evidence_id: str, stance: str, reading: CheckedReading,
+                answer: str) -> str:
+    """``answer``, with the reading check's note on numbers not in the rows, and
+    :func:`aggregate_row_note`'s advice when a query's one row of totals was linked as
+    deciding (an analysis tool's result is its own summary and gets none)."""
+    notes = [reading.note(evidence_id)]
+    if ctx.board.tool_call_of(evidence_id) is None:
+        evidence = ctx.board.get_evidence(evidence_id)
+        notes.append(aggregate_row_note(evidence_id, evidence.sql, evidence.row_count, stance))
+    return "\n".join([answer, *(note for note in notes if note)])
 
 
 def _check_reusable(ctx: TeamContext, evidence_id: str, owner: str | None) -> None:

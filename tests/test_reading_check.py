@@ -1,0 +1,105 @@
+"""A link's reading is checked like a report: its numbers must be in the rows of the
+evidence it reads (or of evidence it cites). A real-model collector stored year figures
+in the reading of a result that held no year; a judge had to spend a call finding out,
+and a verdict that copied them would have made them look verified in the report."""
+
+from __future__ import annotations
+
+import pandas as pd
+from account_case import account_context as _context
+
+from d2_notebook.board import Board
+from d2_notebook.detective import roles
+from d2_notebook.detective.context import QueryLog
+from d2_notebook.detective.digest import board_digest
+from d2_notebook.detective.reading_check import check_reading
+from d2_notebook.detective.team_tools import evidence_tools
+from d2_notebook.llm import ModelRequest, ModelResponse
+from d2_notebook.llm.messages import ToolResult
+from d2_notebook.llm.offline import FunctionModel, tool_call
+
+RATES = pd.DataFrame({"drug": ["Corvalin", "Standard care"], "admissions": [466, 708],
+                      "death_rate": [0.1416, 0.3178]})
+
+
+def _board_with_rates(board: Board, investigation_id: str | None = None
+                      ) -> tuple[str, str, str]:
+    if investigation_id is None:
+        investigation_id = board.start_investigation("Which treatment works for the old?").id
+    hyp = board.add_hypothesis("Corvalin lowers mortality", investigation_id=investigation_id)
+    rates = board.add_evidence("SELECT drug, count(*) AS admissions, avg(died) AS death_rate "
+                               "FROM t WHERE age >= 65 GROUP BY drug", RATES,
+                               description="death rate by drug, 65 and older",
+                               investigation_id=investigation_id)
+    years = board.add_evidence("SELECT year, avg(died) AS death_rate FROM t GROUP BY year",
+                               pd.DataFrame({"year": [2020, 2021],
+                                             "death_rate": [0.186, 0.169]}),
+                               description="by year", investigation_id=investigation_id)
+    return hyp.id, rates.id, years.id
+
+
+def test_numbers_in_the_rows_their_differences_and_restatements_pass(board: Board) -> None:
+    hyp, rates, _ = _board_with_rates(board)
+    for reading in ("Corvalin 0.142 (n = 466) against 0.318 on standard care",
+                    "Corvalin is 0.176 lower than standard care",  # a difference of two values
+                    "14.2% of Corvalin patients died",
+                    "among patients 65 and older Corvalin does best"):  # the SQL's threshold
+        checked = check_reading(board, rates, hyp, reading)
+        assert checked.unverified == () and checked.text == reading, reading
+        assert checked.note(rates) is None
+
+
+def test_a_number_in_no_row_is_marked_and_named(board: Board) -> None:
+    hyp, rates, years = _board_with_rates(board)
+    checked = check_reading(board, rates, hyp,
+                            "Corvalin 0.142 against 0.318; -0.186 in 2020 and -0.169 in 2021")
+    # no year is in the rows either: the figures were not read from this result
+    assert checked.unverified == ("-0.186", "2020", "-0.169", "2021")
+    assert checked.text == ("Corvalin 0.142 against 0.318; -0.186 *(unverified)* in 2020 "
+                            "*(unverified)* and -0.169 *(unverified)* in 2021 *(unverified)*")
+    note = checked.note(rates)
+    assert note.startswith(f"note: -0.186, 2020, -0.169, 2021 in your reading are not in "
+                           f"{rates}'s rows")
+    assert "link or record the evidence that holds it" in note
+    cited = check_reading(board, rates, hyp, f"0.186 in 2020 and 0.169 in 2021 [{years}]; "
+                                             "Corvalin 0.142")
+    assert cited.unverified == (), "numbers of the evidence it cites, and its own"
+
+
+async def test_a_collectors_unfounded_reading_is_stored_marked_and_the_judge_sees_it(
+        board: Board) -> None:
+    """A real collector turn: the reading's made-up total is named in the tool's answer
+    and stored marked, which is what the judge's digest shows."""
+    answers: list[str] = []
+
+    def collector(request: ModelRequest) -> ModelResponse:
+        answers[:] = [m.content for m in request.messages if isinstance(m, ToolResult)]
+        if not answers:
+            return tool_call("run_sql", {"sql": "SELECT tier, count(*) AS n FROM account "
+                                                "GROUP BY tier ORDER BY tier"})
+        if len(answers) == 1:
+            return tool_call("record_evidence", {
+                "query_id": "Q1", "description": "accounts by tier", "stance": "supports",
+                "reading": "2 gold and 1 basic: 40% gold"})
+        return tool_call("submit_for_judgement", {"summary": "[Q1]"})
+
+    ctx = _context(board, FunctionModel(collector))
+    hyp = board.add_hypothesis("Gold accounts are the majority",
+                               investigation_id=ctx.investigation_id)
+    await roles.collect(ctx, hyp.id)
+    assert answers[1].startswith(f"recorded E1 (supports {hyp.id})\nnote: 40% in your reading "
+                                 "is not in E1's rows")
+    link = board.list_links(hypothesis_id=hyp.id)[0]
+    assert link.rationale == "2 gold and 1 basic: 40% *(unverified)* gold"
+    digest = board_digest(board, investigation_id=ctx.investigation_id, focus=hyp.id)
+    assert "40% *(unverified)* gold" in digest
+
+
+async def test_linking_with_a_founded_reading_adds_no_note(board: Board) -> None:
+    ctx = _context(board, FunctionModel(lambda request: tool_call("done")))
+    hyp, rates, _ = _board_with_rates(board, ctx.investigation_id)
+    link = {t.name: t for t in evidence_tools(ctx, QueryLog(), "judge-H", "judge",
+                                              None)}["link_evidence"]
+    answer = await link.handler({"hypothesis_id": hyp, "evidence_id": rates,
+                                 "stance": "supports", "reading": "0.142 against 0.318"})
+    assert "note:" not in answer
