@@ -8,6 +8,7 @@ from analysis_data import planted
 
 from d2_notebook.data import GuardedSQL
 from d2_notebook.data.analysis import AnalysisResult, FlagKind, compare_within
+from d2_notebook.data.analysis.text import figure
 
 SOURCE = "orders o JOIN customers c USING (customer_id)"
 RATE = "avg(CASE WHEN o.returned THEN 1 ELSE 0 END)"
@@ -122,3 +123,31 @@ def test_heterogeneity_is_not_flagged_on_a_handful_of_rows_per_arm(
     assert strata["interaction_q"].isna().all()  # no test, so no q-value (not q = 1)
     monkeypatch.setattr(module, "HETEROGENEITY_MIN_ARM", 2)  # the floor is what holds it
     assert FlagKind.HETEROGENEITY in {f.kind for f in check().flags}
+
+
+def test_the_summary_gives_the_effect_with_each_dimension_held_fixed() -> None:
+    """A real-model collector wanted the severity-adjusted effect, which neither a flag
+    nor the first 20 rows held: the summary lists each dimension's standardised effect
+    (as its rows hold it) after those its flags already give."""
+    from d2_notebook.datasets import hospital
+
+    sql = GuardedSQL(hospital.create(patients=3000))
+    source = ("admissions a JOIN patients p ON a.patient_id = p.patient_id "
+              "JOIN treatments t ON t.admission_id = a.admission_id "
+              "JOIN outcomes o ON o.admission_id = a.admission_id")
+    result = compare_within(sql, source=source, metric="avg(o.died::INTEGER)",
+                            exposure="t.drug", value="Virexa", reference="Standard care",
+                            where="p.age >= 65")
+    lines = result.summary.splitlines()
+    held = next(line for line in lines if line.startswith("Effect with one dimension held"))
+    moved = next(line for line in lines if line.startswith("Not flagged as confounding"))
+    frame = result.frame
+    tested = frame[frame["standardised_effect"].notna()
+                   & frame["confounding_q"].notna()].drop_duplicates("dimension")
+    assert len(tested) > 10
+    for row in tested.itertuples():  # every dimension's adjusted effect, said once
+        said = f"{row.dimension} {figure(row.standardised_effect)}"
+        in_moved = f"{row.dimension}: standardising moves" in moved
+        assert (said in held) != in_moved, row.dimension
+        assert not in_moved or f"to {figure(row.standardised_effect)}" in moved
+    assert "admissions.severity: standardising moves" in moved

@@ -406,6 +406,9 @@ def _summary(metric: str, label: str, versus: str, exposed: Moments, rest: Momen
     elif FlagKind.HETEROGENEITY not in found:
         lines.append(f"No heterogeneity beyond chance among the {len(heterogeneity)} "
                      f"dimensions tested for it (false-discovery level {alpha:g}).")
+    held = _held_fixed_line(confounding, flags, unflagged_moves)
+    if held:
+        lines.append(held)
     lines.append(f"Tested: confounding {len(confounding)} of {len(families)} dimensions, "
                  f"heterogeneity {len(heterogeneity)} of {len(families)} "
                  f"({support.describe()} per arm).")
@@ -442,6 +445,31 @@ def _summary(metric: str, label: str, versus: str, exposed: Moments, rest: Momen
                      "value has a single metric value): part of the metric's definition, not a "
                      "confounder.")
     return "\n".join(lines)
+
+
+HELD_FIXED_SHOWN = 30
+"""Most dimensions the summary gives the standardised effect of, beyond those its flags
+and its "not flagged" line already name."""
+
+
+def _held_fixed_line(confounding: list[Family], flags: list[Flag],
+                     unflagged_moves: list[str]) -> str | None:
+    """The effect with each dimension held fixed in turn (standardised; the ones that
+    move it most first), for those the flags and the "not flagged" line do not already
+    give: a reader may cite the effect adjusted for the dimension it cares about (a
+    known confounder that does not move it, too) without running the tool again for it,
+    whose rows may fall outside a preview."""
+    named = {f.dimension for f in flags} | {m.split(":", 1)[0] for m in unflagged_moves}
+    moved = sorted((f for f in confounding if f.name not in named and f.standardised
+                    and f.change is not None), key=lambda f: -abs(f.change.difference))
+    if not moved:
+        return None
+    shown = ", ".join(f"{f.name} {figure(f.standardised.difference)}"
+                      for f in moved[:HELD_FIXED_SHOWN])
+    more = (f", ... {len(moved) - HELD_FIXED_SHOWN} more in the rows"
+            if len(moved) > HELD_FIXED_SHOWN else "")
+    return (f"Effect with one dimension held fixed (standardised over its strata; 95% "
+            f"intervals in the rows' standardised_low and standardised_high): {shown}{more}.")
 
 
 def _untested(families: list[Family]) -> str:
