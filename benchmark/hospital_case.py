@@ -73,6 +73,7 @@ class PlantedFacts:
         raw: every drug's crude death rate, lowest first.
         corvalin_mild_share: the share of Corvalin's admissions that were mild.
         pulmorex_by_severity, care_by_severity: per severity score (1-4).
+        by_drug: every drug's death rate per severity score.
         solvanir_low, solvanir_high: Solvanir below and at or above 500 mg.
     """
 
@@ -89,6 +90,7 @@ class PlantedFacts:
     care_by_severity: dict[int, DeathRate]
     solvanir_low: DeathRate
     solvanir_high: DeathRate
+    by_drug: dict[str, dict[int, DeathRate]]
 
 
 def write_task(out: str | os.PathLike[str], seed: int = 7, patients: int = 5000) -> Path:
@@ -164,7 +166,8 @@ def planted_facts(folder: Path, files: dict[str, str]) -> PlantedFacts:
             corvalin_by_severity=per_severity("Corvalin"),
             pulmorex_by_severity=per_severity("Pulmorex"),
             care_by_severity=per_severity("Standard care"),
-            solvanir_low=solvanir.get(False, _NOBODY), solvanir_high=solvanir.get(True, _NOBODY))
+            solvanir_low=solvanir.get(False, _NOBODY), solvanir_high=solvanir.get(True, _NOBODY),
+            by_drug={str(drug): per_severity(str(drug)) for drug in raw})
     finally:
         con.close()
 
@@ -190,8 +193,16 @@ def self_check(facts: PlantedFacts) -> list[str]:
             all(facts.corvalin_by_severity[s].rate >= care[s].rate - 0.02 for s in (1, 2)),
         "Pulmorex is lower than standard care in every severity":
             all(facts.pulmorex_by_severity[s].rate < care[s].rate for s in care),
+        "Pulmorex roughly halves it (at most 0.65 of standard care) in every severity":
+            all(facts.pulmorex_by_severity[s].rate <= 0.65 * care[s].rate for s in care),
+        "Pulmorex has the lowest death rate of every drug in every severity":
+            all(facts.pulmorex_by_severity[s].rate
+                == min(r[s].rate for r in facts.by_drug.values() if r[s].admissions)
+                for s in care),
         "Solvanir's high doses at least halve its death rate":
             facts.solvanir_high.rate <= 0.5 * facts.solvanir_low.rate,
+        "Solvanir's low doses are within 5 points of standard care":
+            abs(facts.solvanir_low.rate - facts.care.rate) < 0.05,
     }
     return [name for name, ok in checks.items() if not ok]
 

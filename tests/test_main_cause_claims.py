@@ -327,3 +327,23 @@ async def test_a_sole_cause_claim_is_decided_by_the_judge_when_the_factor_is_maj
         HypothesisStatus.CONTRADICTED
     brief = reporter_brief(ctx.board, ctx.investigation_id)
     assert f"{among}: contradicted as the only cause: major contributor" in brief
+
+
+def test_a_sole_cause_is_not_supported_by_a_share_that_leaves_the_rest_to_others(
+        board: Board):
+    """A major factor explaining ~52% of a change (interval 30% to 74%) is not its only
+    cause: supporting the claim is refused with the fix; contradicting it keeps the size.
+    (North's ~87%, interval up to 93%, may support it: the test above.)"""
+    investigation = board.start_investigation("Why did churn rise?")
+    hyp = board.add_hypothesis("Region north alone drives the rise",
+                               investigation_id=investigation.id).id
+    evidence = board.add_evidence("SELECT 1 AS x", duckdb.connect().execute(
+        "SELECT 1 AS x").df(), description="one", investigation_id=investigation.id).id
+    size = Contribution(ContributionRole.MAJOR, evidence, "share", 0.02, 0.01, 0.03,
+                        0.52, 0.30, 0.74, claim=FactorClaim.ONLY)
+    with pytest.raises(InvalidRecordError, match=r"explains ~52% of the change \(at most "
+                       r"74%\).*it is not the only cause; contradict the claim"):
+        board.add_verdict(hyp, "supported", 0.8, "r", [evidence], author="j", contribution=size)
+    given = board.add_verdict(hyp, "contradicted", 0.8, "r", [evidence], author="j",
+                              contribution=size)
+    assert given.status_label == "contradicted as the only cause"

@@ -12,7 +12,7 @@ from d2_notebook.board import Board
 from d2_notebook.detective import roles
 from d2_notebook.detective.context import QueryLog
 from d2_notebook.detective.digest import board_digest
-from d2_notebook.detective.reading_check import check_reading
+from d2_notebook.detective.reading_check import check_text
 from d2_notebook.detective.team_tools import evidence_tools
 from d2_notebook.llm import ModelRequest, ModelResponse
 from d2_notebook.llm.messages import ToolResult
@@ -44,24 +44,24 @@ def test_numbers_in_the_rows_their_differences_and_restatements_pass(board: Boar
                     "Corvalin is 0.176 lower than standard care",  # a difference of two values
                     "14.2% of Corvalin patients died",
                     "among patients 65 and older Corvalin does best"):  # the SQL's threshold
-        checked = check_reading(board, rates, hyp, reading)
+        checked = check_text(board, [rates], hyp, reading)
         assert checked.unverified == () and checked.text == reading, reading
-        assert checked.note(rates) is None
+        assert checked.note() is None
 
 
 def test_a_number_in_no_row_is_marked_and_named(board: Board) -> None:
     hyp, rates, years = _board_with_rates(board)
-    checked = check_reading(board, rates, hyp,
+    checked = check_text(board, [rates], hyp,
                             "Corvalin 0.142 against 0.318; -0.186 in 2020 and -0.169 in 2021")
     # no year is in the rows either: the figures were not read from this result
     assert checked.unverified == ("-0.186", "2020", "-0.169", "2021")
     assert checked.text == ("Corvalin 0.142 against 0.318; -0.186 *(unverified)* in 2020 "
                             "*(unverified)* and -0.169 *(unverified)* in 2021 *(unverified)*")
-    note = checked.note(rates)
-    assert note.startswith(f"note: -0.186, 2020, -0.169, 2021 in your reading are not in "
-                           f"{rates}'s rows")
-    assert "link or record the evidence that holds it" in note
-    cited = check_reading(board, rates, hyp, f"0.186 in 2020 and 0.169 in 2021 [{years}]; "
+    note = checked.note()
+    assert note.startswith(f"note: -0.186, 2020, -0.169, 2021 in your text are not in the "
+                           f"rows of {rates}")
+    assert "link or record the evidence that holds them" in note
+    cited = check_text(board, [rates], hyp, f"0.186 in 2020 and 0.169 in 2021 [{years}]; "
                                              "Corvalin 0.142")
     assert cited.unverified == (), "numbers of the evidence it cites, and its own"
 
@@ -87,8 +87,8 @@ async def test_a_collectors_unfounded_reading_is_stored_marked_and_the_judge_see
     hyp = board.add_hypothesis("Gold accounts are the majority",
                                investigation_id=ctx.investigation_id)
     await roles.collect(ctx, hyp.id)
-    assert answers[1].startswith(f"recorded E1 (supports {hyp.id})\nnote: 40% in your reading "
-                                 "is not in E1's rows")
+    assert answers[1].startswith(f"recorded E1 (supports {hyp.id})\nnote: 40% in your text "
+                                 "is not in the rows of E1")
     link = board.list_links(hypothesis_id=hyp.id)[0]
     assert link.rationale == "2 gold and 1 basic: 40% *(unverified)* gold"
     digest = board_digest(board, investigation_id=ctx.investigation_id, focus=hyp.id)
@@ -103,3 +103,67 @@ async def test_linking_with_a_founded_reading_adds_no_note(board: Board) -> None
     answer = await link.handler({"hypothesis_id": hyp, "evidence_id": rates,
                                  "stance": "supports", "reading": "0.142 against 0.318"})
     assert "note:" not in answer
+
+
+def test_a_reading_is_stored_whole_with_its_marks(board: Board) -> None:
+    """A Markdown rule inside a reading is not the report's summary line: nothing of the
+    reading is cut, and its line breaks stay."""
+    hyp, rates, _ = _board_with_rates(board)
+    reading = "Corvalin 0.142\n\n---\n\nand 0.9 elsewhere\n"
+    checked = check_text(board, [rates], hyp, reading)
+    assert checked.text == "Corvalin 0.142\n\n---\n\nand 0.9 *(unverified)* elsewhere\n"
+
+
+def test_over_many_rows_only_the_named_rows_make_differences(board: Board) -> None:
+    """Two-value arithmetic over 200 values matches almost any figure: an invented share
+    in a reading that names no row is marked; a difference of two named rows is not."""
+    investigation = board.start_investigation("Which ward does best?")
+    hyp = board.add_hypothesis("Ward 7 does best", investigation_id=investigation.id).id
+    names = [f"ward {a}{b}" for a in "abcdefghij" for b in "abcdefghijklmnopqrst"]
+    frame = pd.DataFrame({"ward": names,  # no digits in the names: only rates are numbers
+                          "rate": [round(0.05 + 0.0037 * i, 4) for i in range(200)]})
+    evidence = board.add_evidence("SELECT ward, rate FROM t", frame, description="by ward",
+                                  investigation_id=investigation.id)
+    invented = check_text(board, [evidence.id], hyp, "deaths fall by 93% and by 12.5 points")
+    assert invented.unverified == ("93%", "12.5 points")
+    named = check_text(board, [evidence.id], hyp, "ward ah is 0.0111 below ward ak")
+    assert named.unverified == (), "0.087 - 0.0759: a difference of the two rows it names"
+    anywhere = check_text(board, [evidence.id], hyp, "ward ah is 0.0444 below the best")
+    assert anywhere.unverified == ("0.0444",), "a difference with a row it does not name"
+
+
+def test_the_models_own_description_is_no_source(board: Board) -> None:
+    investigation = board.start_investigation("q")
+    hyp = board.add_hypothesis("Admissions rose", investigation_id=investigation.id).id
+    evidence = board.add_evidence("SELECT 41 AS admissions", pd.DataFrame({"admissions": [41]}),
+                                  description="admissions in 2019, up 12%",
+                                  investigation_id=investigation.id)
+    checked = check_text(board, [evidence.id], hyp, "41 admissions in 2019, up 12%")
+    assert checked.unverified == ("2019", "12%")
+
+
+async def test_a_verdicts_unfounded_figure_is_marked_and_verifies_nothing(board: Board) -> None:
+    """The judge's rationale is checked against the evidence it cites or links; a marked
+    figure in it does not make the same figure in the report look verified."""
+    from d2_notebook.detective.claim_check import check_report
+    from d2_notebook.detective.decisions import JudgeDecision
+    from d2_notebook.detective.tools import Toolset
+    from d2_notebook.detective.verdict_tools import verdict_tools
+    from d2_notebook.llm import ToolCallPart
+
+    ctx = _context(board, FunctionModel(lambda request: tool_call("done")))
+    hyp, rates, _ = _board_with_rates(board, ctx.investigation_id)
+    board.link(rates, hyp, "supports", "0.142 against 0.318", actor="collector")
+    tools = verdict_tools(ctx, "judge", JudgeDecision(), hyp, can_send_back=True)
+    answer = await Toolset(tools).call(ToolCallPart("c", "give_verdict", {
+        "status": "supported", "confidence": 0.8, "evidence_ids": [rates],
+        "rationale": f"Corvalin 0.142 against 0.318 [{rates}]; 0.186 lower in 2020",
+        "claim_kind": "other"}))
+    assert not answer.is_error, answer.content
+    assert "note: 0.186, 2020 in your text are not in the rows of" in answer.content
+    verdict = board.latest_verdict(hyp)
+    assert verdict.rationale == (f"Corvalin 0.142 against 0.318 [{rates}]; 0.186 *(unverified)* "
+                                 "lower in 2020 *(unverified)*")
+    report = f"Corvalin's death rate was 0.186 lower in 2021 than in 2020 [{rates}]."
+    checked = check_report(board, ctx.investigation_id, report)
+    assert [c.number for c in checked.unverified] == ["0.186", "2021", "2020"]

@@ -139,14 +139,13 @@ async def test_an_exact_what_if_figure_is_sized_with_its_interval_equal_to_it(ct
     sized = ctx.board.latest_verdict(hyp).contribution
     assert sized.ci_high == -0.0125 and sized.is_exact
     # told as exact, not as a zero-width interval that reads as certainty
-    assert sized.describe() == ("minor contributor (what-if difference -0.0125, exact "
-                                "(computed over every row: no sampling interval), "
-                                f"{evidence.id})")
+    assert sized.describe() == ("minor contributor (what-if difference -0.0125, given as "
+                                f"exact (its interval equal to it), {evidence.id})")
     shared = Contribution(ContributionRole.MAJOR, evidence.id, "what-if", 0.143, 0.143, 0.143,
                           0.48, 0.48, 0.48)
     assert shared.describe() == ("major contributor (explains ~48% of the change; what-if "
-                                 "0.143, exact (computed over every row: no sampling "
-                                 f"interval), {evidence.id})")
+                                 f"0.143, given as exact (its interval equal to it), "
+                                 f"{evidence.id})")
 
 
 async def test_a_negligible_exact_figure_is_no_effect(ctx, sql):
@@ -492,3 +491,6 @@ def test_a_factor_working_against_the_change_ranks_after_those_driving_it(board:
                 .splitlines() if line.startswith(f"- **{against}**"))
     assert "minor contributor (works against the change: ~-40% of it, 95% CI -45% to -35%" in line
     assert "explains" not in line
+    near_zero = Contribution(ContributionRole.MINOR, evidence.id, "m", 0.02, 0.01, 0.03,
+                             -0.004, -0.01, 0.002)
+    assert not near_zero.works_against_change, "its interval reaches zero: not offsetting"

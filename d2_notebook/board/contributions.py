@@ -131,7 +131,11 @@ def check_contribution(contribution: Contribution, status: HypothesisStatus,
     ``claim`` (for a hypothesis that says the factor matters: a major or minor
     contributor is supported, no contributor contradicted; for one that says it does not
     matter the polarity turns; for one that says it is the main cause only a major
-    contributor supports it, and a minor one contradicts it with its size kept). No
+    contributor supports it, and a minor one contradicts it with its size kept; for one
+    that says it is the only cause a minor one or none contradicts it, and a major one
+    supports or contradicts it as the judge finds other real factors or not, though not
+    supports it with a share of the change whose interval stays below
+    :data:`SOLE_CAUSE_SHARE`). No
     contributor means the effect's interval holds zero — an effect whose interval
     excludes zero is real, so a small one is a minor contributor, not no contributor,
     unless it is a negligible exact figure (see :func:`_negligible_exact`: its interval
@@ -162,8 +166,8 @@ def check_contribution(contribution: Contribution, status: HypothesisStatus,
         fitting = status  # a major factor among others: not the only cause, size kept
     note = _CLAIM_NOTE[claim]
     misread = (" If the hypothesis's claim about this factor was read wrongly, state in the "
-               "size what it says (that the factor matters, that it does not, or that it is "
-               "the main cause).")
+               "size what it says (that the factor matters, that it does not, that it is "
+               "the main cause, or that it is the only cause).")
     if status is not fitting:
         if role is ContributionRole.NONE:
             fix = ("give role major if the factor is the main cause." if claim is FactorClaim.MAIN
@@ -224,6 +228,7 @@ def check_contribution(contribution: Contribution, status: HypothesisStatus,
             f"the effect's interval [{contribution.ci_low:g}, {contribution.ci_high:g}] excludes "
             f"zero, so the factor is real: {fix}.{exact}")
     _check_share(contribution)
+    _check_sole_cause(contribution, status, claim)
     if contribution.evidence_id not in cited:
         raise InvalidRecordError(
             f"the size is read from {contribution.evidence_id}, which the verdict does not cite;"
@@ -249,6 +254,26 @@ def _negligible_exact(contribution: Contribution, row_scale: float | None) -> bo
     if share is not None:
         return isinstance(share, int | float) and abs(share) < NEGLIGIBLE_SHARE
     return row_scale is not None and size < NEGLIGIBLE_SHARE * abs(row_scale)
+
+
+SOLE_CAUSE_SHARE = 0.9
+"""Least share of a change whose interval a factor must reach to be supported as its only
+cause: a factor that explains at most half of it leaves the rest to others."""
+
+
+def _check_sole_cause(contribution: Contribution, status: HypothesisStatus,
+                      claim: FactorClaim) -> None:
+    """Refuse supporting "it is the only cause" with a share of the change whose interval
+    stays below :data:`SOLE_CAUSE_SHARE`."""
+    share = contribution.share
+    if claim is not FactorClaim.ONLY or status is not HypothesisStatus.SUPPORTED or share is None:
+        return
+    reach = contribution.share_high if contribution.share_high is not None else share
+    if reach < SOLE_CAUSE_SHARE:
+        raise InvalidRecordError(
+            f"a factor that explains ~{share:.0%} of the change (at most {reach:.0%}) leaves "
+            "the rest to other factors: it is not the only cause; contradict the claim, "
+            "its size kept on the verdict")
 
 
 def _check_share(contribution: Contribution) -> None:

@@ -310,11 +310,11 @@ class Contribution(_Record):
     def describe(self) -> str:
         """``minor contributor (explains ~8% of the change, 95% CI 5% to 11%; rate change
         0.03, 95% CI 0.021 to 0.039, E5)``; a negative share reads ``works against the
-        change (~-20% of it, ...)``; an exact figure reads ``0.143, exact (computed over
-        every row: no sampling interval)`` instead of a zero-width interval."""
+        change (~-20% of it, ...)``; an exact figure reads ``0.143, given as exact (its
+        interval equal to it)`` instead of a zero-width 95% interval."""
         if self.is_exact:
-            size = (f"{self.measure} {_figure(self.effect)}, exact (computed over every row: "
-                    f"no sampling interval), {self.evidence_id}")
+            size = (f"{self.measure} {_figure(self.effect)}, given as exact (its interval "
+                    f"equal to it), {self.evidence_id}")
         else:
             size = (f"{self.measure} {_figure(self.effect)}, 95% CI {_figure(self.ci_low)} to "
                     f"{_figure(self.ci_high)}, {self.evidence_id}")
@@ -337,9 +337,11 @@ class Contribution(_Record):
 
     @property
     def works_against_change(self) -> bool:
-        """Whether the share is negative: the factor moved the metric the other way, so
-        it offsets part of the change instead of explaining it."""
-        return self.share is not None and self.share < 0
+        """Whether the share is negative, its interval too when one is given: the factor
+        moved the metric the other way, so it offsets part of the change instead of
+        explaining it (a share whose interval reaches zero is not told as offsetting)."""
+        return (self.share is not None and self.share < 0
+                and (self.share_high is None or self.share_high < 0))
 
     @property
     def role_label(self) -> str:

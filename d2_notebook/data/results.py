@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import ClassVar
 
 import pandas as pd
 
@@ -37,6 +38,10 @@ class QueryResult:
     truncated: bool
     duration_s: float
 
+    more_rows_hint: ClassVar[str] = ("(to read them, narrow the query or page through it "
+                                     "with ORDER BY and LIMIT/OFFSET)")
+    """How a reader sees the rows a preview leaves out (a class-level default)."""
+
     @property
     def columns(self) -> list[str]:
         """Column names, in order."""
@@ -69,14 +74,13 @@ class QueryResult:
         if self.frame.empty:
             names = ", ".join(escape_text(c) for c in self.columns) or "(none)"
             return f"{header}\ncolumns: {names}"[:max_chars]
-        rows = self.row_count if self.row_count is not None else len(self.frame)
         stored_fit = len(self.frame) <= max_rows * (1 + PREVIEW_SLACK)
         shown = self.frame if stored_fit else self.frame.head(max_rows)
         table, long_cells = text_table(shown, max_colwidth)
-        hidden = rows - len(shown)
-        more = (f"... {hidden} more rows not shown (to read them, narrow the query or page "
-                "through it with ORDER BY and LIMIT/OFFSET)"
-                if hidden > 0 or self.truncated else "")
+        hidden = (f"{self.row_count - len(shown)} more rows" if self.row_count is not None
+                  else "more rows (how many was not counted in time)")
+        more = (f"... {hidden} not shown {self.more_rows_hint}"
+                if len(shown) < len(self.frame) or self.truncated else "")
         text = _join(header, table, more, _cell_note(long_cells, max_colwidth))
         if len(text) <= max_chars:
             return text

@@ -47,6 +47,7 @@ _CITATION = re.compile(r"\b[EQ]\d+\b")
 _HEADING = re.compile(r"^#{1,6}\s", re.MULTILINE)
 _SENTENCE_END = re.compile(r"[.!?](?=\s|$)")
 _MAX_DERIVED_VALUES = 200
+_MARKED_NUMBER = re.compile(r"[-+$€£]?\d[\d,.]*\s*(?:%|k|million|bn)?" + re.escape(MARK))
 
 
 @dataclass(frozen=True)
@@ -78,6 +79,9 @@ class ClaimCheck:
     numbers_checked: int
     unverified: tuple[UnverifiedClaim, ...]
     marked_report: str
+    marked_text: str = ""
+    """The text with each unverified number marked, without the summary line (for a
+    short text stored on the board, such as a link's reading)."""
 
     @property
     def unverified_rate(self) -> float:
@@ -92,6 +96,8 @@ class _Source:
     values: np.ndarray
     text: str
     _derived: np.ndarray | None = field(default=None, repr=False)
+    derive_from: np.ndarray | None = field(default=None, repr=False)
+    """The values whose pairs :meth:`derived` combines (None: all of ``values``)."""
 
     @classmethod
     def of_frame(cls, frame: pd.DataFrame) -> _Source:
@@ -117,13 +123,16 @@ class _Source:
 
     @classmethod
     def of_texts(cls, texts: Iterable[str]) -> _Source:
-        joined = "\n".join(texts)
+        """Numbers of ``texts``, except those marked unverified by an earlier check (a
+        reading or verdict that states a figure no row holds is no source for it)."""
+        joined = _MARKED_NUMBER.sub(" ", "\n".join(texts))
         return cls(np.array(numbers_in_text(joined), dtype=float), joined)
 
     def derived(self) -> np.ndarray:
         """Differences, ratios and relative changes of pairs of its distinct values."""
         if self._derived is None:
-            distinct = np.unique(self.values)[:_MAX_DERIVED_VALUES]
+            base = self.values if self.derive_from is None else self.derive_from
+            distinct = np.unique(base)[:_MAX_DERIVED_VALUES]
             a, b = np.meshgrid(distinct, distinct)
             with np.errstate(divide="ignore", invalid="ignore"):
                 pairs = np.concatenate([(a - b).ravel(), (a / b).ravel(), ((a - b) / b).ravel()])
@@ -133,7 +142,8 @@ class _Source:
 
 def check_claims(report: str, evidence_frames: Mapping[str, pd.DataFrame],
                  verdict_texts: Iterable[str], *,
-                 also_cited: tuple[str, ...] = ()) -> ClaimCheck:
+                 also_cited: tuple[str, ...] = (),
+                 derive_from: Mapping[str, pd.DataFrame] | None = None) -> ClaimCheck:
     """Look every number of ``report`` up in the evidence it cites and the verdict texts.
 
     Args:
@@ -143,12 +153,18 @@ def check_claims(report: str, evidence_frames: Mapping[str, pd.DataFrame],
         also_cited: evidence every number counts as citing besides what its text cites
             (a link's reading is about its evidence): differences and ratios of their
             values count too, as for a cited evidence.
+        derive_from: for each evidence, the rows whose values' differences and ratios
+            count (default: all its stored rows). Over many rows, two-value arithmetic
+            matches almost any figure; a short text names the rows it reads.
 
     Returns:
         The count of numbers checked, the unverified ones and the marked report.
     """
     clean = strip_marks(report)
     sources = {key: _Source.of_frame(frame) for key, frame in evidence_frames.items()}
+    for key, rows in (derive_from or {}).items():
+        if key in sources:
+            sources[key].derive_from = _Source.of_frame(rows).values
     verdicts = _Source.of_texts(verdict_texts)
     numbers = find_numbers(clean)
     unverified: list[tuple[ReportNumber, UnverifiedClaim]] = []
@@ -161,8 +177,9 @@ def check_claims(report: str, evidence_frames: Mapping[str, pd.DataFrame],
         if not _found(number, [sources[c] for c in cited], verdicts, explicit):
             unverified.append((number, UnverifiedClaim(
                 number.text, _sentence(clean, number), tuple(cited) if explicit else ())))
+    missing = [n for n, _ in unverified]
     return ClaimCheck(len(numbers), tuple(claim for _, claim in unverified),
-                      _marked(clean, [n for n, _ in unverified], len(numbers)))
+                      _marked(clean, missing, len(numbers)), _marked(clean, missing, 0))
 
 
 def check_board_report(board: Board, investigation_id: str | None = None) -> ClaimCheck:

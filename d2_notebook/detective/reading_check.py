@@ -1,78 +1,101 @@
-"""Readings checked like reports: the numbers a collector or judge writes when it links
-evidence must be in that evidence's rows.
+"""Readings and verdicts checked like reports: the numbers a collector or judge writes
+about evidence must be in that evidence's rows.
 
 A link's reading is what judges and the reporter read of an evidence before (or instead
-of) its rows, and the report's claim check counts a verdict's text as a source, so a
-figure a model wrote into a reading without a query behind it could reach the report
+of) its rows, and a verdict's rationale is a source the report's claim check looks
+numbers up in, so a figure a model wrote without a query behind it could reach the report
 looking verified (real-model runs stored year figures in a reading of a result that held
-no year). :func:`check_reading` looks each number of a reading up the way
-:func:`~d2_notebook.detective.claim_check.check_claims` looks up a report's: in the
-linked evidence's stored rows (a difference, ratio or relative change of two of its
-values counts), in the rows of any other evidence the reading cites by id, and in what
-restating is not claiming (the evidence's description and SQL, the hypothesis, the
-question). A number found nowhere is stored marked ``*(unverified)*``, and the tool's
-answer names it, so the model can link the evidence that holds it or drop it; the link
-itself is never refused (the reading's direction is still the model's to give).
+no year). :func:`check_text` looks each number of such a text up the way
+:func:`~d2_notebook.detective.claim_check.check_claims` looks up a report's, in:
+
+- the stored rows of the evidence the text is about, and of any evidence it cites by id;
+- a difference, ratio or relative change of two values of the rows the text names (by
+  their names or numbers, at most :data:`NAMED_ROWS` per evidence): over a whole large
+  result, two-value arithmetic would match almost any figure;
+- what restating is not claiming: the evidence's SQL, an analysis tool's own summary (not
+  the recording model's words), the hypothesis and the question.
+
+A number found nowhere is stored marked ``*(unverified)*`` (and a marked number is no
+source for the report's check), and the tool's answer names it so the model can link
+the evidence that holds it or drop it; the write itself is never refused.
 """
 
 from __future__ import annotations
 
 import re
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 import pandas as pd
 
-from d2_notebook.board import Board
+from d2_notebook.board import Board, Evidence
 from d2_notebook.detective.claim_check import check_claims
+from d2_notebook.detective.result_summary import claim_rows
 from d2_notebook.errors import NotFoundError
 
+NAMED_ROWS = 6
+"""Most rows of one evidence whose values a text's figure may be a difference or ratio of."""
+
 _CITED = re.compile(r"\bE\d+\b")
+_RECORDED_AS = "\nRecorded as:"
 
 
 @dataclass(frozen=True)
-class CheckedReading:
-    """A reading after the check.
+class CheckedText:
+    """A reading or rationale after the check.
 
     Attributes:
-        text: the reading as stored: each number not found marked ``*(unverified)*``.
+        text: the text as stored: each number not found marked ``*(unverified)*``.
         unverified: those numbers, as written, in order.
+        read: the evidence the text was checked against, for the note.
     """
 
     text: str
     unverified: tuple[str, ...]
+    read: tuple[str, ...] = ()
 
-    def note(self, evidence_id: str) -> str | None:
+    def note(self) -> str | None:
         """What the tool's answer says about the unverified numbers (None: all found)."""
         if not self.unverified:
             return None
         listed = ", ".join(dict.fromkeys(self.unverified))
-        return (f"note: {listed} in your reading {'is' if len(self.unverified) == 1 else 'are'}"
-                f" not in {evidence_id}'s rows (nor a difference or ratio of two of its "
-                "values), so it is stored marked (unverified) and no reader takes it as "
-                f"{evidence_id}'s; link or record the evidence that holds it, or leave it out.")
+        one = len(set(self.unverified)) == 1
+        where = " or ".join(self.read) if self.read else "the evidence"
+        return (f"note: {listed} in your text {'is' if one else 'are'} not in the rows of "
+                f"{where} (nor a difference or ratio of two values of the rows it names), "
+                f"so {'it is' if one else 'they are'} stored marked (unverified) and no "
+                "reader takes them as the evidence's; link or record the evidence that "
+                "holds them, or leave them out.")
 
 
-def check_reading(board: Board, evidence_id: str, hypothesis_id: str, reading: str,
-                  *, question: str = "") -> CheckedReading:
-    """Look every number of ``reading`` up in ``evidence_id``'s rows (and those of the
-    evidence it cites), its description and SQL, the hypothesis and ``question``."""
-    if not reading.strip():
-        return CheckedReading(reading, ())
-    evidence = board.get_evidence(evidence_id)
-    frames: dict[str, pd.DataFrame] = {evidence_id: board.evidence_frame(evidence_id)}
-    texts = [evidence.description, evidence.sql, question,
-             board.get_hypothesis(hypothesis_id).statement]
-    for cited in dict.fromkeys(_CITED.findall(reading)):
-        if cited in frames:
-            continue
-        try:
-            other = board.get_evidence(cited)
-        except NotFoundError:
-            continue
-        frames[cited] = board.evidence_frame(cited)
-        texts += [other.description, other.sql]
-    checked = check_claims(reading, frames, texts, also_cited=(evidence_id,))
+def check_text(board: Board, evidence_ids: Sequence[str], hypothesis_id: str, text: str,
+               *, question: str = "") -> CheckedText:
+    """Look every number of ``text`` up in the rows of ``evidence_ids`` (and of the
+    evidence it cites), their SQL and tool summaries, the hypothesis and ``question``."""
+    read = tuple(dict.fromkeys(evidence_ids))
+    if not text.strip():
+        return CheckedText(text, (), read)
+    items: dict[str, Evidence] = {}
+    for evidence_id in (*read, *_CITED.findall(text)):
+        if evidence_id not in items:
+            try:
+                items[evidence_id] = board.get_evidence(evidence_id)
+            except NotFoundError:
+                continue
+    frames = {e: board.evidence_frame(e) for e in items}
+    named = {e: _named_rows(frame, text) for e, frame in frames.items()}
+    texts = [question, board.get_hypothesis(hypothesis_id).statement]
+    for evidence_id, item in items.items():
+        texts.append(item.sql)
+        if board.tool_call_of(evidence_id) is not None:  # the tool's words, not the model's
+            texts.append(item.description.split(_RECORDED_AS, 1)[0])
+    checked = check_claims(text, frames, texts,
+                           also_cited=tuple(e for e in read if e in frames), derive_from=named)
     if not checked.unverified:
-        return CheckedReading(reading, ())
-    marked = checked.marked_report.split("\n\n---\n", 1)[0]
-    return CheckedReading(marked, tuple(claim.number for claim in checked.unverified))
+        return CheckedText(text, (), read)
+    return CheckedText(checked.marked_text, tuple(c.number for c in checked.unverified), read)
+
+
+def _named_rows(frame: pd.DataFrame, text: str) -> pd.DataFrame:
+    """The rows ``text`` names by their names or numbers (at most :data:`NAMED_ROWS`)."""
+    return frame.iloc[claim_rows(frame, [text], NAMED_ROWS)]

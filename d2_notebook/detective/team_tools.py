@@ -25,7 +25,7 @@ from d2_notebook.detective.decisions import (
     Steering,
 )
 from d2_notebook.detective.evidence_rows import aggregate_row_note
-from d2_notebook.detective.reading_check import CheckedReading, check_reading
+from d2_notebook.detective.reading_check import CheckedText, check_text
 from d2_notebook.detective.sql_tools import first_line, record_query
 from d2_notebook.detective.tools import Tool, ToolError, tool
 
@@ -275,8 +275,8 @@ def evidence_tools(ctx: TeamContext, log: QueryLog, agent: str, role: str,
             evidence_id = record_query(ctx, log, args["query_id"],
                                        log.with_board_ids(args["description"]),
                                        role=role, agent=agent)
-            reading = check_reading(ctx.board, evidence_id, target,
-                                    log.with_board_ids(args["reading"]), question=ctx.question)
+            reading = check_text(ctx.board, [evidence_id], target,
+                                 log.with_board_ids(args["reading"]), question=ctx.question)
             ctx.board.link(evidence_id, target, args["stance"], reading.text, actor=agent)
             if chart is not None:
                 ctx.board.request_chart(evidence_id, chart, actor=agent)
@@ -297,8 +297,8 @@ def evidence_tools(ctx: TeamContext, log: QueryLog, agent: str, role: str,
         earlier = evidence.investigation_id not in (None, ctx.investigation_id)
         if earlier:
             _check_reusable(ctx, evidence.id, evidence.investigation_id)
-        reading = check_reading(ctx.board, evidence.id, target, args["reading"],
-                                question=ctx.question)
+        reading = check_text(ctx.board, [evidence.id], target,
+                             log.with_board_ids(args["reading"]), question=ctx.question)
         with one_write(ctx, log):  # the reuse and the link, or neither
             if earlier:
                 ctx.board.record_reuse(ctx.investigation_id, evidence.id, actor=agent)
@@ -328,12 +328,12 @@ def evidence_tools(ctx: TeamContext, log: QueryLog, agent: str, role: str,
                  link_properties, link_evidence, writes_board=True)]
 
 
-def _with_notes(ctx: TeamContext, evidence_id: str, stance: str, reading: CheckedReading,
+def _with_notes(ctx: TeamContext, evidence_id: str, stance: str, reading: CheckedText,
                 answer: str) -> str:
     """``answer``, with the reading check's note on numbers not in the rows, and
     :func:`aggregate_row_note`'s advice when a query's one row of totals was linked as
     deciding (an analysis tool's result is its own summary and gets none)."""
-    notes = [reading.note(evidence_id)]
+    notes = [reading.note()]
     if ctx.board.tool_call_of(evidence_id) is None:
         evidence = ctx.board.get_evidence(evidence_id)
         notes.append(aggregate_row_note(evidence_id, evidence.sql, evidence.row_count, stance))

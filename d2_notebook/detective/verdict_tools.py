@@ -38,6 +38,7 @@ from d2_notebook.detective.evidence_quality import (
     indecisive_refusal,
     verdict_discounts,
 )
+from d2_notebook.detective.reading_check import check_text
 from d2_notebook.detective.refinement import cap_reached, record_declined
 from d2_notebook.detective.team_tools import (
     IDS_SCHEMA,
@@ -115,11 +116,14 @@ def verdict_tools(ctx: TeamContext, agent: str, decision: JudgeDecision | Collec
         except ValueError as exc:
             raise ToolError(str(exc)) from None
         declined = declined_split(args)
+        # its figures are looked up in the evidence it cites or the hypothesis links
+        rationale = check_text(ctx.board, [*cited, *sorted(linked - set(cited))], target,
+                               args["rationale"], question=ctx.question)
         with one_write(ctx):  # the verdict and why it was not split, or nothing
             if declined and may_refine and not refining and new_heterogeneity(ctx.board, hyp):
                 record_declined(ctx.board, hyp, declined, actor=agent)
             given = ctx.board.add_verdict(
-                target, args["status"], args["confidence"], args["rationale"], cited,
+                target, args["status"], args["confidence"], rationale.text, cited,
                 author=agent, round=ctx.round, discounted=discounted,
                 contribution=contribution,
                 row_scale=row_scale(ctx.board, contribution) if contribution else None)
@@ -128,7 +132,8 @@ def verdict_tools(ctx: TeamContext, agent: str, decision: JudgeDecision | Collec
             decision.judgement, decision.status = Judgement.VERDICT, status
         else:
             decision.verdict = status
-        return f"{target} is {given.headline}"
+        note = rationale.note()
+        return f"{target} is {given.headline}" + (f"\n{note}" if note else "")
 
     async def give_verdict(args: dict[str, Any]) -> str:
         return verdict(args)

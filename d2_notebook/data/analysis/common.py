@@ -145,9 +145,9 @@ def definition_lines(plan: Plan) -> list[str]:
     lines = []
     if plan.definitional:
         names = ", ".join(name for name, _ in plan.definitional)
-        lines.append(f"Not split by {names}: part of the metric's definition (the metric, its "
-                     "filter, the source's join condition or another input reads it), so it "
-                     "would explain the metric trivially.")
+        lines.append(f"Not split by {names}: part of the metric's definition (the metric, the "
+                     "source's join condition or another input reads it), so it would explain "
+                     "the metric trivially.")
     if plan.filter_left_out:
         lines.append(f"Left out of this scan: {', '.join(plan.filter_left_out)}, which the "
                      "where filter reads (it may leave them a single value); to split the "
@@ -192,8 +192,10 @@ def prepare(
     Args:
         exclude: Further inputs, ``{input name: SQL expression over the source}``
             (the exposure, the time column), bound like the metric; their columns are
-            not used as dimensions. Nor are the columns the metric, the ``where`` filter
-            and the source's join conditions read (the metric's definition).
+            not used as dimensions. Nor are the columns the metric and the source's join
+            conditions read (the metric's definition). The columns only the ``where``
+            filter reads are left out of the default scan (named in the summary) and
+            split when requested.
         with_dimensions: False for tools that split by no dimension (``trend``).
 
     Raises:

@@ -102,10 +102,10 @@ def build_plan(
             attributes, or the spellings :func:`_spellings` accepts: a source alias for
             the table, a bare column) or SQL expressions over the source; None means
             every candidate. A name is planned once however often it is requested.
-        excluded: ``(table, lower-cased column)`` pairs never used (the columns the
-            metric, its filter and the source's join conditions read, the exposure): by
-            default they are left out; requested, they are answered "part of the metric's
-            definition" (:attr:`Plan.definitional`).
+        excluded: ``(table, lower-cased column)`` pairs left out of the default scan
+            (the columns the metric, its filter and the source's join conditions read,
+            the exposure); requested, they are answered "part of the metric's
+            definition" (:attr:`Plan.definitional`), except those in ``filter_only``.
         outcome_tables: Tables whose columns are left out of the default scan: tables
             the metric reads that hold one row per row of another source table (1:1, as
             an outcomes table beside admissions); their other columns are recorded with

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from enum import Enum
+from typing import ClassVar
 
 import pandas as pd
 
@@ -66,6 +67,8 @@ class AnalysisResult(QueryResult):
     tool: AnalysisTool = AnalysisTool.SEGMENT_SCAN
     summary: str = ""
     flags: tuple[Flag, ...] = ()
+
+    more_rows_hint: ClassVar[str] = "(name fewer dimensions to see theirs whole)"
 
     def preview(self, max_rows: int = 20, max_chars: int = 8000,
                 max_colwidth: int = 400) -> str:

@@ -16,6 +16,7 @@ from collections.abc import Iterable, Sequence
 from functools import cache
 from importlib import resources
 
+from d2_notebook.board import HypothesisStatus
 from d2_notebook.detective.agent import AgentRun, run_agent
 from d2_notebook.detective.analysis_tools import analysis_tools
 from d2_notebook.detective.context import QueryLog, TeamContext
@@ -147,11 +148,18 @@ async def hypothesize(ctx: TeamContext, *, guidance: str | None = None,
     return decision
 
 
-def _steering_request(new: list[str]) -> str:
+def _steering_request(ctx: TeamContext, new: list[str]) -> str:
     if new:
-        return (f"NEW HYPOTHESES: {', '.join(new)}. Their collection has started or is "
-                "queued. Triage them: abandon duplicates and off-question ones, ask for more "
-                "if coverage is thin, otherwise carry on.")
+        examined = [h for h in new if ctx.board.get_hypothesis(h).status
+                    is HypothesisStatus.INVESTIGATING]
+        queued = [h for h in new if h not in examined]
+        started = (f" {', '.join(examined)} {'is' if len(examined) == 1 else 'are'} already "
+                   "being examined (their judges decide them: they cannot be abandoned)"
+                   + (f"; {', '.join(queued)} {'is' if len(queued) == 1 else 'are'} queued."
+                      if queued else ".")) if examined else " Their collection is queued."
+        return (f"NEW HYPOTHESES: {', '.join(new)}.{started} Triage them: abandon duplicates "
+                "and off-question ones among the queued, ask for more if coverage is thin, "
+                "otherwise carry on.")
     return ("Every hypothesis on the board is settled. Finish if coverage is enough, or "
             "ask for more hypotheses if it is thin.")
 
@@ -163,7 +171,8 @@ async def orchestrate(ctx: TeamContext, *, new: list[str], can_ask_for_more: boo
     decision = OrchestratorDecision()
     hypothesizer = ("The hypothesizer has calls left." if can_ask_for_more else
                     "The hypothesizer has no calls left: carry on or finish.")
-    first = f"THE BOARD NOW:\n{_digest(ctx)}\n\n{_steering_request(new)} {hypothesizer}"
+    first = (f"THE BOARD NOW:\n{_digest(ctx)}\n\n{_steering_request(ctx, new)} "
+             f"{hypothesizer}")
     built = orchestrator_tools(ctx, agent, decision, can_ask_for_more=can_ask_for_more)
     await _turn(ctx, role="orchestrator", agent=agent, role_file="orchestrator", first=first,
                 tools=_pick(ctx, Role.ORCHESTRATOR, built))
