@@ -107,8 +107,13 @@ async def test_more_hypotheses_than_collectors_all_run_without_orchestration(con
     assert policy.most_in_flight == 2
     orchestrator = result.board.list_model_calls(agent="orchestrator")
     assert len(orchestrator) == 2  # one triage of the new claims, one end decision
-    assert "NEW HYPOTHESES: H1, H2, H3, H4, H5, H6" in \
-        orchestrator[0].request["messages"][0]["text"]
+    triage = orchestrator[0].request["messages"][0]["text"]
+    assert "NEW HYPOTHESES: H1, H2, H3, H4, H5, H6 (" in triage
+    # the triage says which it may still abandon: those not yet examined nor decided
+    said = triage.split("NEW HYPOTHESES: ", 1)[1].split(")", 1)[0]
+    assert "queued" in said or "None is left to abandon" in triage
+    for hypothesis in ("H1", "H2", "H3", "H4", "H5", "H6"):
+        assert hypothesis in said
     assert "Collectors" not in orchestrator[0].request["system"] + \
         orchestrator[0].request["messages"][0]["text"]
     assert result.usage.by_role["orchestrator"].calls == 2

@@ -15,7 +15,7 @@ from d2_notebook.board import Board, Discount, DiscountReason, Stance
 from d2_notebook.board.migrations import MIGRATIONS, migrate
 from d2_notebook.board.render import render_tree
 from d2_notebook.data import GuardedSQL
-from d2_notebook.detective.context import TeamContext
+from d2_notebook.detective.context import QueryLog, TeamContext
 from d2_notebook.detective.decisions import CollectorDecision, JudgeDecision
 from d2_notebook.detective.digest import board_digest
 from d2_notebook.detective.report import fallback_report
@@ -236,7 +236,7 @@ async def _call(tools: list, name: str, args: dict) -> tuple[bool, str]:
 async def test_link_evidence_takes_weak_and_neutral_stances(ctx: TeamContext):
     hyp = ctx.board.add_hypothesis("h", investigation_id=ctx.investigation_id)
     ev = _evidence(ctx.board, investigation_id=ctx.investigation_id)
-    tools = evidence_tools(ctx, None, "collector-H1", "collector", hyp.id)  # type: ignore[arg-type]
+    tools = evidence_tools(ctx, QueryLog(), "collector-H1", "collector", hyp.id)
     error, content = await _call(tools, "link_evidence", {
         "evidence_id": ev, "stance": "neutral", "reading": "no record for it"})
     assert not error and "neutral" in content

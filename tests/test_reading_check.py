@@ -167,3 +167,16 @@ async def test_a_verdicts_unfounded_figure_is_marked_and_verifies_nothing(board:
     report = f"Corvalin's death rate was 0.186 lower in 2021 than in 2020 [{rates}]."
     checked = check_report(board, ctx.investigation_id, report)
     assert [c.number for c in checked.unverified] == ["0.186", "2021", "2020"]
+
+
+def test_the_row_count_of_the_evidence_is_a_number_it_holds(board: Board) -> None:
+    """"Of 18 women ..." counts the evidence's rows (a real-model reading of 18 matching
+    people was marked)."""
+    investigation = board.start_investigation("Who did it?")
+    hyp = board.add_hypothesis("Ann did it", investigation_id=investigation.id).id
+    people = pd.DataFrame({"name": [f"person {chr(97 + i)}" for i in range(18)]})
+    evidence = board.add_evidence("SELECT name FROM person WHERE hair = 'white'", people,
+                                  description="white-haired", investigation_id=investigation.id)
+    assert check_text(board, [evidence.id], hyp, "of 18 white-haired women").unverified == ()
+    assert check_text(board, [evidence.id], hyp, "of 27 white-haired women").unverified == (
+        "27",)

@@ -12,8 +12,8 @@ no year). :func:`check_text` looks each number of such a text up the way
 - a difference, ratio or relative change of two values of the rows the text names (by
   their names or numbers, at most :data:`NAMED_ROWS` per evidence): over a whole large
   result, two-value arithmetic would match almost any figure;
-- what restating is not claiming: the evidence's SQL, an analysis tool's own summary (not
-  the recording model's words), the hypothesis and the question.
+- what restating is not claiming: the evidence's SQL and row count, an analysis tool's own
+  summary (not the recording model's words), the hypothesis and the question.
 
 A number found nowhere is stored marked ``*(unverified)*`` (and a marked number is no
 source for the report's check), and the tool's answer names it so the model can link
@@ -86,7 +86,7 @@ def check_text(board: Board, evidence_ids: Sequence[str], hypothesis_id: str, te
     named = {e: _named_rows(frame, text) for e, frame in frames.items()}
     texts = [question, board.get_hypothesis(hypothesis_id).statement]
     for evidence_id, item in items.items():
-        texts.append(item.sql)
+        texts += [item.sql, f"{item.row_count} rows"]  # "of 18 women": the rows counted
         if board.tool_call_of(evidence_id) is not None:  # the tool's words, not the model's
             texts.append(item.description.split(_RECORDED_AS, 1)[0])
     checked = check_claims(text, frames, texts,

@@ -150,16 +150,20 @@ async def hypothesize(ctx: TeamContext, *, guidance: str | None = None,
 
 def _steering_request(ctx: TeamContext, new: list[str]) -> str:
     if new:
-        examined = [h for h in new if ctx.board.get_hypothesis(h).status
-                    is HypothesisStatus.INVESTIGATING]
-        queued = [h for h in new if h not in examined]
-        started = (f" {', '.join(examined)} {'is' if len(examined) == 1 else 'are'} already "
-                   "being examined (their judges decide them: they cannot be abandoned)"
-                   + (f"; {', '.join(queued)} {'is' if len(queued) == 1 else 'are'} queued."
-                      if queued else ".")) if examined else " Their collection is queued."
-        return (f"NEW HYPOTHESES: {', '.join(new)}.{started} Triage them: abandon duplicates "
-                "and off-question ones among the queued, ask for more if coverage is thin, "
-                "otherwise carry on.")
+        statuses = {h: ctx.board.get_hypothesis(h).status for h in new}
+        groups = (([h for h in new if statuses[h].is_settled], "already decided"),
+                  ([h for h in new if statuses[h] is HypothesisStatus.INVESTIGATING],
+                   "being examined by their judges"),
+                  ([h for h in new if not statuses[h].is_settled
+                    and statuses[h] is not HypothesisStatus.INVESTIGATING], "queued"))
+        said = "; ".join(f"{', '.join(ids)} {'is' if len(ids) == 1 else 'are'} {what}"
+                         for ids, what in groups if ids)
+        queued = groups[2][0]
+        task = ("Triage the queued ones: abandon duplicates and off-question ones, ask for "
+                "more if coverage is thin, otherwise carry on." if queued else
+                "None is left to abandon: ask for more if coverage is thin, otherwise carry "
+                "on.")
+        return f"NEW HYPOTHESES: {', '.join(new)} ({said}). {task}"
     return ("Every hypothesis on the board is settled. Finish if coverage is enough, or "
             "ask for more hypotheses if it is thin.")
 
