@@ -17,7 +17,7 @@ from d2_notebook.data import open_source
 from d2_notebook.detective import roles
 from d2_notebook.detective.context import TeamContext
 from d2_notebook.detective.decisions import Judgement
-from d2_notebook.detective.digest import OTHER_ANALYSES_SHOWN, board_digest
+from d2_notebook.detective.digest import OTHER_EVIDENCE_SHOWN, board_digest
 from d2_notebook.detective.settings import InvestigationSettings
 from d2_notebook.detective.variant import ALL_VARIANTS, Role
 from d2_notebook.llm import ModelRequest, ModelResponse
@@ -122,10 +122,11 @@ async def test_a_judge_link_of_an_unknown_id_is_refused_and_nothing_is_linked(bo
     assert "E99" in answers[0] and board.list_links(hypothesis_id=hyp.id) == []
 
 
-def test_a_focused_digest_lists_analyses_run_for_other_hypotheses(board) -> None:
-    """A collector's digest names the analysis results recorded for other hypotheses (a
-    real-model team ran the same IT-against-the-rest compare_within three times), not its
-    own, and not plain queries."""
+def test_a_focused_digest_lists_evidence_recorded_for_other_hypotheses(board) -> None:
+    """A collector's digest names the evidence recorded for other hypotheses, analyses
+    and plain queries, one line each, not its own (a real-model team ran the same
+    IT-against-the-rest compare_within three times; four collectors of another case ran
+    the same adjusted query, which a list of analyses alone hid)."""
     inv = board.start_investigation("Why is resolution slow?")
     mine = board.add_hypothesis("IT tickets take longer", investigation_id=inv.id)
     other = board.add_hypothesis("Hardware tickets take longer", investigation_id=inv.id)
@@ -144,28 +145,30 @@ def test_a_focused_digest_lists_analyses_run_for_other_hypotheses(board) -> None
                                investigation_id=inv.id)
     board.link(plain.id, other.id, "supports", "r", actor="collector")
 
-    text = board_digest(board, investigation_id=inv.id, focus=mine.id, other_analyses=True)
-    listed = text.split("ANALYSIS RESULTS ON THE BOARD FOR OTHER HYPOTHESES")[1]
-    assert f"{compared.id} compare_within: days for department = IT" in listed
-    assert own.id not in listed and plain.id not in listed
-    assert "ANALYSIS RESULTS" not in board_digest(board, investigation_id=inv.id)
+    text = board_digest(board, investigation_id=inv.id, focus=mine.id, other_evidence=True)
+    listed = text.split("OTHER EVIDENCE ON THE BOARD")[1]
+    assert f"{compared.id} (2 rows) compare_within: days for department = IT" in listed
+    assert f"{plain.id} (2 rows) plain query" in listed
+    assert f"  {own.id} " not in listed
+    assert "OTHER EVIDENCE" not in board_digest(board, investigation_id=inv.id)
     # a reader without link_evidence (a re-judge) is not told to link
-    assert "ANALYSIS RESULTS" not in board_digest(board, investigation_id=inv.id,
-                                                  focus=mine.id)
+    assert "OTHER EVIDENCE" not in board_digest(board, investigation_id=inv.id,
+                                                focus=mine.id)
     # another investigation's analyses are not listed; the list keeps the newest 20
     other_inv = board.start_investigation("Another question")
     elsewhere = board.add_evidence("SELECT 4", frame, description="trend elsewhere",
                                    investigation_id=other_inv.id)
     board.record_tool_call(elsewhere.id, ToolCall("trend", {}), actor="collector")
-    for i in range(OTHER_ANALYSES_SHOWN):
+    for i in range(OTHER_EVIDENCE_SHOWN):
         extra = board.add_evidence(f"SELECT {10 + i}", frame, description=f"scan {i}",
                                    investigation_id=inv.id)
         board.record_tool_call(extra.id, ToolCall("segment_scan", {}), actor="collector")
-    text = board_digest(board, investigation_id=inv.id, focus=mine.id, other_analyses=True)
+    text = board_digest(board, investigation_id=inv.id, focus=mine.id, other_evidence=True)
     listed_ids = set(re.findall(r"^  (E\d+) ", text, flags=re.MULTILINE))
     assert elsewhere.id not in listed_ids and compared.id not in listed_ids
-    assert len(listed_ids) == OTHER_ANALYSES_SHOWN
-    assert "segment_scan: scan 19" in text and "(1 older ones not listed)" in text
+    assert len(listed_ids) == OTHER_EVIDENCE_SHOWN
+    assert f"segment_scan: scan {OTHER_EVIDENCE_SHOWN - 1}" in text
+    assert "(2 older ones not listed)" in text  # compare_within and the plain query
 
 
 async def test_a_judge_reads_the_exploration_that_suggested_the_hypothesis(board) -> None:

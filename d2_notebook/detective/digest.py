@@ -19,8 +19,9 @@ from d2_notebook.detective.evidence_view import cut_at_word
 _MAX_TEXT = 240
 
 
-OTHER_ANALYSES_SHOWN = 20
-"""The most analysis results of other hypotheses a focused digest lists (the newest)."""
+OTHER_EVIDENCE_SHOWN = 25
+"""The most evidence of other hypotheses (or exploration) a focused digest lists (the
+newest)."""
 
 
 def board_digest(
@@ -30,7 +31,7 @@ def board_digest(
     focus: str | None = None,
     include_redundant: bool = False,
     coverage: BoardCoverage | None = None,
-    other_analyses: bool = False,
+    other_evidence: bool = False,
 ) -> str:
     """Render the board for a prompt.
 
@@ -45,9 +46,10 @@ def board_digest(
             dimensions its evidence controlled or split by, and (unless ``focus`` is
             set) the digest ends with the dimensions no evidence touched and those
             dismissed.
-        other_analyses: with ``focus``, also list the analysis-tool results the digest
-            does not show (the newest :data:`OTHER_ANALYSES_SHOWN`), for a reader that
-            can ``link_evidence`` one instead of running it again.
+        other_evidence: with ``focus``, also list the evidence the digest does not show
+            (analysis results and queries, the newest :data:`OTHER_EVIDENCE_SHOWN`), one
+            line each, for a reader that can ``link_evidence`` one instead of running
+            its query again.
     """
     hypotheses = board.list_hypotheses(investigation_id=investigation_id)
     evidence = {
@@ -67,8 +69,8 @@ def board_digest(
         covered = coverage.hypothesis_line(hyp.id) if coverage is not None else None
         if covered is not None:
             lines.append(f"    {covered}")
-    if focus is not None and other_analyses:
-        lines.extend(_other_analyses(board, hypotheses, links, evidence))
+    if focus is not None and other_evidence:
+        lines.extend(_other_evidence(board, hypotheses, links, evidence))
     linked = {link.evidence_id for link in links}
     loose = [e for e in evidence.values() if e.id not in linked]
     if loose and focus is None:
@@ -124,28 +126,31 @@ def _hypothesis_lines(
     return lines
 
 
-def _other_analyses(board: Board, shown: list[Hypothesis], links: list[Link],
+def _other_evidence(board: Board, shown: list[Hypothesis], links: list[Link],
                     evidence: dict[str, Evidence]) -> list[str]:
-    """A focused digest's list of the analysis-tool results on the board that it does
-    not show (recorded for other hypotheses, or exploration), one line each, so a
-    collector or judge links one that tests its hypothesis instead of running the same
-    analysis again."""
+    """A focused digest's list of the evidence on the board that it does not show
+    (recorded for other hypotheses, or exploration), one line each, so a collector or
+    judge links one that tests its hypothesis instead of running the same query or
+    analysis again (real-model collectors of four hypotheses each ran the same adjusted
+    query, and three the same gym check-ins, which the list of analyses alone hid)."""
     ids = {h.id for h in shown}
     seen = {link.evidence_id for link in links if link.hypothesis_id in ids}
     seen.update(e for h in shown for e in h.motivated_by)
     calls = board.tool_calls()
     others = []
     for item in evidence.values():
-        call = calls.get(item.id) if item.id not in seen else None
-        if call is not None:
-            named = item.description.startswith(call.tool)
-            text = item.description if named else f"{call.tool}: {item.description}"
-            others.append(f"  {item.id} {_short(text, 160)}")
+        if item.id in seen:
+            continue
+        call = calls.get(item.id)
+        text = (item.description if call is None or item.description.startswith(call.tool)
+                else f"{call.tool}: {item.description}")
+        rows = f"{item.row_count} row{'s' if item.row_count != 1 else ''}"
+        others.append(f"  {item.id} ({rows}) {_short(' '.join(text.split()), 160)}")
     if not others:
         return []
-    return ["ANALYSIS RESULTS ON THE BOARD FOR OTHER HYPOTHESES (link_evidence one that "
-            "tests yours instead of running it again):",
-            *_newest(others, OTHER_ANALYSES_SHOWN)]
+    return ["OTHER EVIDENCE ON THE BOARD (other hypotheses' and exploration; "
+            "link_evidence one that tests yours instead of running its query again):",
+            *_newest(others, OTHER_EVIDENCE_SHOWN)]
 
 
 OTHER_HYPOTHESES_SHOWN = 25

@@ -113,7 +113,7 @@ def _digest(ctx: TeamContext, focus: str | None = None) -> str:
     coverage = board_coverage(ctx.board, ctx.candidates, ctx.investigation_id)
     return _earlier(ctx) + board_digest(ctx.board, investigation_id=ctx.investigation_id,
                                         focus=focus, coverage=coverage,
-                                        other_analyses=focus is not None)
+                                        other_evidence=focus is not None)
 
 
 def _earlier(ctx: TeamContext) -> str:
