@@ -28,6 +28,7 @@ from pathlib import Path
 
 import duckdb
 
+from benchmark.insightbench.tasks import print_written_task
 from d2_notebook.datasets import hospital
 
 TASK_ID = "hospital-1"
@@ -267,9 +268,5 @@ def run(args: argparse.Namespace) -> int:
     except RuntimeError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 1
-    task = json.loads(path.read_text(encoding="utf-8"))
-    for number, insight in enumerate(task["insight_list"], 1):
-        print(f"{number}. {insight['insight']}")
-    print(f"written: {path} (run it with python -m benchmark insightbench --tasks "
-          f"{args.out} --only {TASK_ID})")
+    print_written_task(path, args.out)
     return 0

@@ -43,6 +43,8 @@ import duckdb
 import numpy as np
 import pandas as pd
 
+from benchmark.insightbench.tasks import print_written_task
+
 TASK_ID = "retail-1"
 CATEGORIES = ("Home", "Electronics", "Apparel", "Toys")
 CATEGORY_WEIGHTS = (0.30, 0.20, 0.30, 0.20)
@@ -335,10 +337,5 @@ def add_args(parser: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace) -> int:
     """Write the task and print its planted insights."""
-    path = write_task(args.out, args.seed)
-    task = json.loads(path.read_text(encoding="utf-8"))
-    for number, item in enumerate(task["insight_list"], 1):
-        print(f"{number}. {item['insight']}")
-    print(f"written: {path} (run it with python -m benchmark insightbench --tasks "
-          f"{args.out} --only {TASK_ID})")
+    print_written_task(write_task(args.out, args.seed), args.out)
     return 0

@@ -275,6 +275,15 @@ def load_into_duckdb(task: InsightTask, out: str | os.PathLike[str]) -> Path:
     return target
 
 
+def print_written_task(path: Path, tasks_dir: Path) -> None:
+    """Print a task a case generator wrote: its insights, numbered, and how to run it."""
+    task = json.loads(path.read_text(encoding="utf-8"))
+    for number, item in enumerate(task["insight_list"], 1):
+        print(f"{number}. {item['insight']}")
+    print(f"written: {path} (run it with python -m benchmark insightbench --tasks "
+          f"{tasks_dir} --only {path.stem})")
+
+
 def table_row_counts(database: str | os.PathLike[str]) -> dict[str, int]:
     """Rows per table of a loaded task database (opened read-only)."""
     con = duckdb.connect(str(database), read_only=True)
