@@ -126,7 +126,9 @@ def test_a_focused_digest_lists_evidence_recorded_for_other_hypotheses(board) ->
     """A collector's digest names the evidence recorded for other hypotheses, analyses
     and plain queries, one line each, not its own (a real-model team ran the same
     IT-against-the-rest compare_within three times; four collectors of another case ran
-    the same adjusted query, which a list of analyses alone hid)."""
+    the same adjusted query, which a list of analyses alone hid). Only evidence written
+    before the focused branch's latest write is listed: a replay builds the prompt at
+    another moment between the same writes."""
     inv = board.start_investigation("Why is resolution slow?")
     mine = board.add_hypothesis("IT tickets take longer", investigation_id=inv.id)
     other = board.add_hypothesis("Hardware tickets take longer", investigation_id=inv.id)
@@ -137,24 +139,27 @@ def test_a_focused_digest_lists_evidence_recorded_for_other_hypotheses(board) ->
     board.record_tool_call(compared.id, ToolCall("compare_within", {"metric": "days"}),
                            actor="collector")
     board.link(compared.id, other.id, "supports", "IT 9.5 days against 4.1", actor="collector")
-    own = board.add_evidence("SELECT 2", frame, description="trend of days by week",
-                             investigation_id=inv.id)
-    board.record_tool_call(own.id, ToolCall("trend", {"metric": "days"}), actor="collector")
-    board.link(own.id, mine.id, "supports", "rising", actor="collector")
     plain = board.add_evidence("SELECT 3", frame, description="plain query",
                                investigation_id=inv.id)
     board.link(plain.id, other.id, "supports", "r", actor="collector")
+    own = board.add_evidence("SELECT 2", frame, description="trend of days by week",
+                             investigation_id=inv.id)
+    board.record_tool_call(own.id, ToolCall("trend", {"metric": "days"}), actor="collector")
+    board.link(own.id, mine.id, "supports", "rising", actor="collector")  # its latest write
+    later = board.add_evidence("SELECT 5", frame, description="written after it",
+                               investigation_id=inv.id)
 
     text = board_digest(board, investigation_id=inv.id, focus=mine.id, other_evidence=True)
     listed = text.split("OTHER EVIDENCE ON THE BOARD")[1]
     assert f"{compared.id} (2 rows) compare_within: days for department = IT" in listed
     assert f"{plain.id} (2 rows) plain query" in listed
     assert f"  {own.id} " not in listed
+    assert later.id not in listed, "written after the branch's latest write"
     assert "OTHER EVIDENCE" not in board_digest(board, investigation_id=inv.id)
     # a reader without link_evidence (a re-judge) is not told to link
     assert "OTHER EVIDENCE" not in board_digest(board, investigation_id=inv.id,
                                                 focus=mine.id)
-    # another investigation's analyses are not listed; the list keeps the newest 20
+    # another investigation's evidence is not listed; the list keeps the newest 25
     other_inv = board.start_investigation("Another question")
     elsewhere = board.add_evidence("SELECT 4", frame, description="trend elsewhere",
                                    investigation_id=other_inv.id)
@@ -163,12 +168,14 @@ def test_a_focused_digest_lists_evidence_recorded_for_other_hypotheses(board) ->
         extra = board.add_evidence(f"SELECT {10 + i}", frame, description=f"scan {i}",
                                    investigation_id=inv.id)
         board.record_tool_call(extra.id, ToolCall("segment_scan", {}), actor="collector")
+    board.log_event("collector.submitted", {"hypothesis_id": mine.id, "summary": "s"},
+                    actor="collector", investigation_id=inv.id)  # the branch writes again
     text = board_digest(board, investigation_id=inv.id, focus=mine.id, other_evidence=True)
     listed_ids = set(re.findall(r"^  (E\d+) ", text, flags=re.MULTILINE))
     assert elsewhere.id not in listed_ids and compared.id not in listed_ids
     assert len(listed_ids) == OTHER_EVIDENCE_SHOWN
     assert f"segment_scan: scan {OTHER_EVIDENCE_SHOWN - 1}" in text
-    assert "(2 older ones not listed)" in text  # compare_within and the plain query
+    assert "(3 older ones not listed)" in text  # compare_within, the plain query, later
 
 
 async def test_a_judge_reads_the_exploration_that_suggested_the_hypothesis(board) -> None:

@@ -129,17 +129,19 @@ def _hypothesis_lines(
 def _other_evidence(board: Board, shown: list[Hypothesis], links: list[Link],
                     evidence: dict[str, Evidence]) -> list[str]:
     """A focused digest's list of the evidence on the board that it does not show
-    (recorded for other hypotheses, or exploration), one line each, so a collector or
-    judge links one that tests its hypothesis instead of running the same query or
+    (recorded for other hypotheses, or exploration) and that was written before the
+    family's latest write (:func:`_written_before_focus`), one line each, so a collector
+    or judge links one that tests its hypothesis instead of running the same query or
     analysis again (real-model collectors of four hypotheses each ran the same adjusted
     query, and three the same gym check-ins, which the list of analyses alone hid)."""
     ids = {h.id for h in shown}
     seen = {link.evidence_id for link in links if link.hypothesis_id in ids}
     seen.update(e for h in shown for e in h.motivated_by)
+    written = _written_before_focus(board, ids)
     calls = board.tool_calls()
     others = []
     for item in evidence.values():
-        if item.id in seen:
+        if item.id in seen or item.id not in written:
             continue
         call = calls.get(item.id)
         text = (item.description if call is None or item.description.startswith(call.tool)
@@ -151,6 +153,25 @@ def _other_evidence(board: Board, shown: list[Hypothesis], links: list[Link],
     return ["OTHER EVIDENCE ON THE BOARD (other hypotheses' and exploration; "
             "link_evidence one that tests yours instead of running its query again):",
             *_newest(others, OTHER_EVIDENCE_SHOWN)]
+
+
+_FOCUS_EVENTS = ("hypothesis.added", "hypothesis.status", "link.added", "collector.submitted",
+                 "verdict.added")
+
+
+def _written_before_focus(board: Board, family: set[str]) -> set[str]:
+    """The evidence written before the focused family's latest write (its branch's).
+
+    A focused prompt must not depend on what parallel branches write meanwhile: a replay
+    runs the same writes in the same order, but builds a prompt at another moment between
+    them. Evidence written before the branch's own latest write is the same set in every
+    run (a replay diverged on an evidence list read a moment later)."""
+    events = board.events(kinds=("evidence.added", *_FOCUS_EVENTS))
+    cut = max((e.seq for e in events if e.kind != "evidence.added"
+               and (e.payload.get("id") in family or e.payload.get("hypothesis_id") in family)),
+              default=0)
+    return {str(e.payload.get("id")) for e in events
+            if e.kind == "evidence.added" and e.seq < cut}
 
 
 OTHER_HYPOTHESES_SHOWN = 25
