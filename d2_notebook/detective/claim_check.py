@@ -47,7 +47,6 @@ _CITATION = re.compile(r"\b[EQ]\d+\b")
 _HEADING = re.compile(r"^#{1,6}\s", re.MULTILINE)
 _SENTENCE_END = re.compile(r"[.!?](?=\s|$)")
 _MAX_DERIVED_VALUES = 200
-_MARKED_NUMBER = re.compile(r"[-+$€£]?\d[\d,.]*\s*(?:%|k|million|bn)?" + re.escape(MARK))
 
 
 @dataclass(frozen=True)
@@ -125,7 +124,7 @@ class _Source:
     def of_texts(cls, texts: Iterable[str]) -> _Source:
         """Numbers of ``texts``, except those marked unverified by an earlier check (a
         reading or verdict that states a figure no row holds is no source for it)."""
-        joined = _MARKED_NUMBER.sub(" ", "\n".join(texts))
+        joined = _without_marked("\n".join(texts))
         return cls(np.array(numbers_in_text(joined), dtype=float), joined)
 
     def derived(self) -> np.ndarray:
@@ -180,6 +179,14 @@ def check_claims(report: str, evidence_frames: Mapping[str, pd.DataFrame],
     missing = [n for n, _ in unverified]
     return ClaimCheck(len(numbers), tuple(claim for _, claim in unverified),
                       _marked(clean, missing, len(numbers)), _marked(clean, missing, 0))
+
+
+def _without_marked(text: str) -> str:
+    """``text`` without the numbers an earlier check marked, found as it found them."""
+    for number in reversed(find_numbers(text)):
+        if text.startswith(MARK, number.end):
+            text = f"{text[:number.start]} {text[number.end + len(MARK):]}"
+    return text
 
 
 def check_board_report(board: Board, investigation_id: str | None = None) -> ClaimCheck:

@@ -187,12 +187,12 @@ def compare_within(
     rows = [_overall_row(exposed, rest, crude)]
     ranked = sorted(zip(families, q_het, q_change, q_exposure, strict=True),
                     key=lambda t: min(_or_one(t[1]), _or_one(t[2])))
-    unflagged_moves: list[str] = []
+    unflagged_moves: list[tuple[str, str]] = []  # (dimension, why it is not flagged)
     for family, qh, qc, qx in ranked:
         kinds = _judge(family, qh, qc, qx, alpha, scale)
         why = _why_not_confounding(family, kinds, qc, qx, alpha, scale)
         if why:
-            unflagged_moves.append(why)
+            unflagged_moves.append((family.name, why))
         for kind in kinds:
             flags.append(Flag(kind, family.name, _flag_text(kind, family, qh, qc, label, top)))
         for stratum, m1, m0 in family.strata:
@@ -375,7 +375,7 @@ def _overall_row(exposed: Moments, rest: Moments, crude: Comparison) -> dict:
 def _summary(metric: str, label: str, versus: str, exposed: Moments, rest: Moments,
              crude: Comparison, flags: list[Flag], families: list[Family],
              alpha: float, support: Support, prepared: Prepared, exact: list[str],
-             unflagged_moves: list[str], copies: dict[str, float],
+             unflagged_moves: list[tuple[str, str]], copies: dict[str, float],
              set_by_outcome: dict[str, OutcomeValue]) -> str:
     lines = [
         f"compare_within: {metric} for {label} vs {versus}: {figure(exposed.mean)} (n = "
@@ -398,7 +398,7 @@ def _summary(metric: str, label: str, versus: str, exposed: Moments, rest: Momen
                      "crude effect beyond chance).")
     if unflagged_moves:
         lines.append("Not flagged as confounding, though the effect moves when held fixed: "
-                     + "; ".join(unflagged_moves[:5])
+                     + "; ".join(why for _, why in unflagged_moves[:5])
                      + (f"; ... {len(unflagged_moves) - 5} more" if len(unflagged_moves) > 5
                         else "") + ".")
     if not heterogeneity:
@@ -453,13 +453,13 @@ and its "not flagged" line already name."""
 
 
 def _held_fixed_line(confounding: list[Family], flags: list[Flag],
-                     unflagged_moves: list[str]) -> str | None:
+                     unflagged_moves: list[tuple[str, str]]) -> str | None:
     """The effect with each dimension held fixed in turn (standardised; the ones that
     move it most first), for those the flags and the "not flagged" line do not already
     give: a reader may cite the effect adjusted for the dimension it cares about (a
     known confounder that does not move it, too) without running the tool again for it,
     whose rows may fall outside a preview."""
-    named = {f.dimension for f in flags} | {m.split(":", 1)[0] for m in unflagged_moves}
+    named = {f.dimension for f in flags} | {name for name, _ in unflagged_moves}
     moved = sorted((f for f in confounding if f.name not in named and f.standardised
                     and f.change is not None), key=lambda f: -abs(f.change.difference))
     if not moved:

@@ -136,13 +136,14 @@ def build_plan(
             name = f"has {dimension.name}" if how == "member" else dimension.name
             offered.append((PlannedDimension(name, dimension, how == "member"), how, ref))
     if requested is None:
-        chosen = [o for o in offered if _by_default(o[0].dimension, excluded, outcome_tables,
-                                                    date_parts_kept)]
-        builder.filter_left_out = [
-            planned.name for planned, _, _ in offered
-            if planned.dimension is not None and planned.dimension.table not in outcome_tables
-            and (planned.dimension.table, planned.dimension.column.lower()) in filter_only
-            and not _by_default(planned.dimension, excluded, outcome_tables, date_parts_kept)]
+        chosen = []
+        for planned, how, ref in offered:
+            dimension = planned.dimension
+            if _by_default(dimension, excluded, outcome_tables, date_parts_kept):
+                chosen.append((planned, how, ref))
+            elif (dimension is not None and dimension.table not in outcome_tables
+                  and (dimension.table, dimension.column.lower()) in filter_only):
+                builder.filter_left_out.append(planned.name)
     else:  # an explicit request is honoured, even for a column the default leaves out
         columns = {t.name.lower(): {c.name.lower() for c in t.columns} for t in catalog.tables}
         names = {planned.name.lower(): (planned, how, ref) for planned, how, ref in offered}
