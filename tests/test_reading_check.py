@@ -180,3 +180,39 @@ def test_the_row_count_of_the_evidence_is_a_number_it_holds(board: Board) -> Non
     assert check_text(board, [evidence.id], hyp, "of 18 white-haired women").unverified == ()
     assert check_text(board, [evidence.id], hyp, "of 27 white-haired women").unverified == (
         "27",)
+
+
+def test_a_number_of_days_between_two_dates_it_reads_is_found(board: Board) -> None:
+    """"Checked in 19 days before the murder" is the span between a row's date and the
+    question's (a real-model SQL City reading was marked for it); a span no two dates
+    make, or a plain number that merely equals one, is still marked."""
+    investigation = board.start_investigation(
+        "Who committed the murder that occurred on Jan.15, 2018 in SQL City?")
+    hyp = board.add_hypothesis("Jeremy did it", investigation_id=investigation.id).id
+    checkins = pd.DataFrame({"person": ["Jeremy Bowers", "Miranda Priestly"],
+                             "check_in_date": [20171227, 20180109]})
+    evidence = board.add_evidence("SELECT person, check_in_date FROM get_fit_now_check_in",
+                                  checkins, description="gym check-ins",
+                                  investigation_id=investigation.id).id
+    for reading in ("Jeremy checked in 19 days before the murder",     # 2017-12-27 → 01-15
+                    "Jeremy checked in 13 days before Miranda",       # between two rows
+                    "Miranda's check-in was 6 days before it, Jeremy's 19 calendar days"):
+        assert check_text(board, [evidence], hyp, reading,
+                          question=investigation.question).unverified == (), reading
+    assert check_text(board, [evidence], hyp, "Jeremy checked in 23 days before the murder",
+                      question=investigation.question).unverified == ("23",)
+    assert check_text(board, [evidence], hyp, "Jeremy lifted 19 kg").unverified == ("19",)
+
+
+def test_date_columns_and_iso_dates_give_spans_too(board: Board) -> None:
+    investigation = board.start_investigation("When did sales drop?")
+    hyp = board.add_hypothesis("The drop began in March",
+                               investigation_id=investigation.id).id
+    stamps = pd.DataFrame({"day": pd.to_datetime(["2024-03-01", "2024-04-15"]),
+                           "note": ["launch on 2024-02-10", "none"]})
+    evidence = board.add_evidence("SELECT day, note FROM sales", stamps, description="days",
+                                  investigation_id=investigation.id).id
+    assert check_text(board, [evidence], hyp,
+                      "the drop came 45 days after the first day and 20 days after launch"
+                      ).unverified == ()
+    assert check_text(board, [evidence], hyp, "it lasted 44 days").unverified == ("44",)

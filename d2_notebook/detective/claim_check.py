@@ -14,8 +14,9 @@ cites, and in the verdict texts. Where to look:
 A quantity matches a stored value at the precision the report wrote it (rounded or
 truncated; sign, percent and k/million forms allowed); with a cited evidence, a
 quantity of two or more significant digits may also be the difference, ratio or
-relative change of two of its values. Years match a value, a date part or a text
-cell; dates and times match as written. Numbers not found are marked
+relative change of two of its values, and a number of days ("19 days") the span between
+two of its dates or one of them and a date of the verdict texts. Years match a value, a
+date part or a text cell; dates and times match as written. Numbers not found are marked
 "*(unverified)*" in :attr:`ClaimCheck.marked_report`, which ends with a one-line
 summary. Checking a marked report again gives the same result (marks are removed
 first).
@@ -32,6 +33,7 @@ import numpy as np
 import pandas as pd
 
 from d2_notebook.board import Board
+from d2_notebook.detective.date_spans import days_in_frame, days_in_text, says_days, spans
 from d2_notebook.detective.report_numbers import (
     NumberKind,
     ReportNumber,
@@ -94,9 +96,13 @@ class _Source:
 
     values: np.ndarray
     text: str
+    days: np.ndarray = field(default_factory=lambda: np.empty(0), repr=False)
+    """The dates it holds, as day numbers (see :mod:`.date_spans`)."""
     _derived: np.ndarray | None = field(default=None, repr=False)
     derive_from: np.ndarray | None = field(default=None, repr=False)
     """The values whose pairs :meth:`derived` combines (None: all of ``values``)."""
+    derive_days: np.ndarray | None = field(default=None, repr=False)
+    """The dates whose spans to other dates count (None: all of ``days``)."""
 
     @classmethod
     def of_frame(cls, frame: pd.DataFrame) -> _Source:
@@ -118,14 +124,14 @@ class _Source:
                 numbers.append(np.array(numbers_in_text(cells), dtype=float))
         values = np.concatenate(numbers) if numbers else np.empty(0)
         return cls(values[np.isfinite(values)], "\n".join([" ".join(map(str, frame.columns)),
-                                                          *texts]))
+                                                          *texts]), days_in_frame(frame))
 
     @classmethod
     def of_texts(cls, texts: Iterable[str]) -> _Source:
         """Numbers of ``texts``, except those marked unverified by an earlier check (a
         reading or verdict that states a figure no row holds is no source for it)."""
         joined = _without_marked("\n".join(texts))
-        return cls(np.array(numbers_in_text(joined), dtype=float), joined)
+        return cls(np.array(numbers_in_text(joined), dtype=float), joined, days_in_text(joined))
 
     def derived(self) -> np.ndarray:
         """Differences, ratios and relative changes of pairs of its distinct values."""
@@ -137,6 +143,11 @@ class _Source:
                 pairs = np.concatenate([(a - b).ravel(), (a / b).ravel(), ((a - b) / b).ravel()])
             self._derived = pairs[np.isfinite(pairs)]
         return self._derived
+
+    def day_spans(self, other_days: np.ndarray) -> np.ndarray:
+        """Days between one of its dates and another of its dates or of ``other_days``."""
+        base = self.days if self.derive_days is None else self.derive_days
+        return spans(base[:_MAX_DERIVED_VALUES], other_days)
 
 
 def check_claims(report: str, evidence_frames: Mapping[str, pd.DataFrame],
@@ -163,7 +174,8 @@ def check_claims(report: str, evidence_frames: Mapping[str, pd.DataFrame],
     sources = {key: _Source.of_frame(frame) for key, frame in evidence_frames.items()}
     for key, rows in (derive_from or {}).items():
         if key in sources:
-            sources[key].derive_from = _Source.of_frame(rows).values
+            named = _Source.of_frame(rows)
+            sources[key].derive_from, sources[key].derive_days = named.values, named.days
     verdicts = _Source.of_texts(verdict_texts)
     numbers = find_numbers(clean)
     unverified: list[tuple[ReportNumber, UnverifiedClaim]] = []
@@ -173,7 +185,8 @@ def check_claims(report: str, evidence_frames: Mapping[str, pd.DataFrame],
             cited = list(dict.fromkeys([*(cited if explicit else []),
                                         *(c for c in also_cited if c in sources)]))
             explicit = True
-        if not _found(number, [sources[c] for c in cited], verdicts, explicit):
+        if not _found(number, [sources[c] for c in cited], verdicts, explicit,
+                      days=says_days(clean, number.end)):
             unverified.append((number, UnverifiedClaim(
                 number.text, _sentence(clean, number), tuple(cited) if explicit else ())))
     missing = [n for n, _ in unverified]
@@ -256,7 +269,10 @@ def _where_to_look(report: str, number: ReportNumber,
 
 
 def _found(number: ReportNumber, sources: list[_Source], verdicts: _Source,
-           explicit: bool) -> bool:
+           explicit: bool, *, days: bool = False) -> bool:
+    """Whether ``number`` is in ``sources`` or ``verdicts``; with ``days`` (it counts
+    days) a span between two dates of a cited source (or one of it and one of the
+    verdict texts, such as the question's date) counts too."""
     everything = [*sources, verdicts]
     if number.kind is NumberKind.DATE:
         return any(number.text in s.text for s in everything)
@@ -265,6 +281,10 @@ def _found(number: ReportNumber, sources: list[_Source], verdicts: _Source,
     if number.kind is NumberKind.YEAR:
         year = re.compile(rf"(?<!\d){int(number.value)}(?!\d)")
         return any(year.search(s.text) for s in everything)
+    if days and explicit and number.decimals == 0 and not number.percent and any(
+            matches_any(number, s.day_spans(np.concatenate([s.days, verdicts.days])))
+            for s in sources):
+        return True
     return (explicit and number.significant_digits >= 2
             and any(matches_any(number, s.derived()) for s in sources))
 

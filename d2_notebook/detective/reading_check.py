@@ -11,7 +11,9 @@ no year). :func:`check_text` looks each number of such a text up the way
 - the stored rows of the evidence the text is about, and of any evidence it cites by id;
 - a difference, ratio or relative change of two values of the rows the text names (by
   their names or numbers, at most :data:`NAMED_ROWS` per evidence): over a whole large
-  result, two-value arithmetic would match almost any figure;
+  result, two-value arithmetic would match almost any figure; a number of days may be
+  the span between two dates of those rows, or one of them and a date of the question,
+  the hypothesis or the SQL ("19 days before the murder");
 - what restating is not claiming: the evidence's SQL and row count, an analysis tool's own
   summary (not the recording model's words), the hypothesis and the question.
 
