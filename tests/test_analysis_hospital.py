@@ -76,3 +76,23 @@ def test_a_dimension_named_as_the_tools_print_its_levels_is_accepted(sql) -> Non
                             value="Virexa", reference="Standard care",
                             dimensions=["has comorbidities.condition = asthma"])
     assert "has comorbidities.condition" in result.summary
+
+
+def test_a_near_miss_of_heterogeneity_is_named_not_flagged(sql: GuardedSQL) -> None:
+    """Virexa harms the older patients with diabetes (+9 points) at an interaction q above
+    the flag level: a real-model report gave it only as a caveat because it sat unseen in
+    the rows. The summary names it with its strata, as weaker evidence, and flags nothing."""
+    result = compare_within(sql, source=SOURCE, metric=DEATHS, exposure="t.drug",
+                            value="Virexa", reference="Standard care", where=OLDER)
+    diabetes = "has comorbidities.condition = diabetes"
+    assert diabetes not in {f.dimension for f in result.flags}
+    near = next(line for line in result.summary.splitlines()
+                if line.startswith("Heterogeneity near the level, not flagged"))
+    assert diabetes in near and "effect 0.0906" in near and "q = 0.017" in near
+    assert "asthma" not in near  # flagged, so not a near miss
+
+
+def test_a_uniform_relative_effect_is_no_near_miss_either(sql: GuardedSQL) -> None:
+    result = compare_within(sql, source=SOURCE, metric=DEATHS, exposure="t.drug",
+                            value="Pulmorex", reference="Standard care", where=OLDER)
+    assert "Heterogeneity near the level" not in result.summary

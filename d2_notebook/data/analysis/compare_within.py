@@ -24,7 +24,9 @@ gives the effect within each stratum; then:
   differences grow with the baseline (a flat 20% discount) is not heterogeneity. Strata
   enter with at least the minimum support and never fewer than
   :data:`HETEROGENEITY_MIN_ARM` rows in each arm; the spread of the stratum effects must
-  be material; Benjamini–Hochberg across dimensions at ``alpha``.
+  be material; Benjamini–Hochberg across dimensions at ``alpha``. A near miss (q below
+  :data:`NEAR_LEVEL` but not ``alpha``, the effects' true spread at least
+  :data:`NEAR_SPREAD` of the scale) is named in the summary with its strata, unflagged.
 
 A dimension that could not be tested (too few strata with both arms) is counted as
 untested, never as "no confounding". Nor is a dimension that restates the outcome tested,
@@ -188,11 +190,16 @@ def compare_within(
     ranked = sorted(zip(families, q_het, q_change, q_exposure, strict=True),
                     key=lambda t: min(_or_one(t[1]), _or_one(t[2])))
     unflagged_moves: list[tuple[str, str]] = []  # (dimension, why it is not flagged)
+    near_heterogeneity: list[tuple[Family, float]] = []  # (family, its interaction q)
     for family, qh, qc, qx in ranked:
         kinds = _judge(family, qh, qc, qx, alpha, scale)
         why = _why_not_confounding(family, kinds, qc, qx, alpha, scale)
         if why:
             unflagged_moves.append((family.name, why))
+        if (FlagKind.HETEROGENEITY not in kinds and family.tested >= 2
+                and family.het_material and family.het_spread >= NEAR_SPREAD
+                and qh < NEAR_LEVEL):
+            near_heterogeneity.append((family, qh))
         for kind in kinds:
             flags.append(Flag(kind, family.name, _flag_text(kind, family, qh, qc, label, top)))
         for stratum, m1, m0 in family.strata:
@@ -216,7 +223,7 @@ def compare_within(
     frame = pd.DataFrame(rows, columns=COLUMNS)
     summary = _summary(metric, label, versus, exposed, rest, crude, flags, families, alpha,
                        support, prepared, exact, unflagged_moves, copies,
-                       restated.set_by_outcome)
+                       restated.set_by_outcome, _near_misses(near_heterogeneity, alpha, top))
     return capped(AnalysisTool.COMPARE_WITHIN, scan.sql, frame, sql.max_rows,
                   scan.duration_s, summary, flags)
 
@@ -294,19 +301,13 @@ def _why_not_confounding(family: Family, kinds: list[FlagKind], q_change: float,
 def _flag_text(kind: FlagKind, family: Family, q_het: float, q_change: float, label: str,
                top: int) -> str:
     if kind is FlagKind.HETEROGENEITY:
-        effects = "; ".join(
-            f"{stratum}: {figure(m1.mean)} vs {figure(m0.mean)}, "
-            + (f"ratio {figure(m1.mean / m0.mean)}" if family.effect_scale is EffectScale.RATIO
-               and m0.mean else f"effect {figure(m1.mean - m0.mean)}")
-            + f" (n = {int(m1.n)} / {int(m0.n)})"
-            for stratum, m1, m0 in family.strata[:top]
-        )
         scale = ("on the ratio scale, exposed / reference: the effect is nearer a constant "
                  "ratio than a constant difference" if family.effect_scale is EffectScale.RATIO
                  else "on the difference scale, exposed - reference: the effect is no nearer "
                  "a constant ratio")
         return (f"HETEROGENEITY: the effect of {label} differs across {family.name} beyond "
-                f"chance (interaction test q = {q_het:.2g}, {scale}): {effects}")
+                f"chance (interaction test q = {q_het:.2g}, {scale}): "
+                f"{_stratum_effects(family, top)}")
     name = "SIMPSON'S PARADOX" if kind is FlagKind.SIMPSONS_PARADOX else "CONFOUNDING"
     std, crude, change = family.standardised, family.crude, family.change
     if not math.isnan(family.share_removed):  # a share of an effect beyond chance
@@ -325,6 +326,41 @@ def _flag_text(kind: FlagKind, family: Family, q_het: float, q_change: float, la
             f"standardised over {family.name} {figure(std.difference)} (95% CI "
             f"{figure(std.low)} to {figure(std.high)}); {removed}. "
             f"Share exposed per stratum: {shares}.{_fixed_outcome_note(family)}")
+
+
+def _stratum_effects(family: Family, top: int) -> str:
+    """Each stratum's two arms and its effect on the scale the family was tested on."""
+    return "; ".join(
+        f"{stratum}: {figure(m1.mean)} vs {figure(m0.mean)}, "
+        + (f"ratio {figure(m1.mean / m0.mean)}" if family.effect_scale is EffectScale.RATIO
+           and m0.mean else f"effect {figure(m1.mean - m0.mean)}")
+        + f" (n = {int(m1.n)} / {int(m0.n)})"
+        for stratum, m1, m0 in family.strata[:top])
+
+
+NEAR_LEVEL = 0.05
+"""An interaction q below this but not below the flag level is named in the summary as a
+near miss: weaker evidence a reader should see (a real 9-point harm in one comorbidity,
+q = 0.0055, sat unseen in the rows under a flag level of 0.001), not a flag."""
+NEAR_SPREAD = 0.1
+"""A near miss must also be large: the strata's effects truly differ (their spread beyond
+sampling error, DerSimonian-Laird tau) by at least this share of the metric's scale (on
+the ratio scale: ratios 10% apart). The diabetes harm's is 0.25; on the pure-noise data
+of the tests, 3 of 80 calls still name one, as weaker evidence."""
+
+
+def _near_misses(near: list[tuple[Family, float]], alpha: float, top: int) -> str | None:
+    """The summary's line for material heterogeneity with q between ``alpha`` and
+    :data:`NEAR_LEVEL`, the strongest first (at most three dimensions)."""
+    if not near:
+        return None
+    near = sorted(near, key=lambda t: t[1])
+    shown = "; ".join(f"{family.name} (q = {q:.2g}: {_stratum_effects(family, top)})"
+                      for family, q in near[:3])
+    more = f"; ... {len(near) - 3} more in the rows" if len(near) > 3 else ""
+    return (f"Heterogeneity near the level, not flagged (q below {NEAR_LEVEL:g} but not "
+            f"{alpha:g}: weaker evidence, which a comparison within the stratum confirms or "
+            f"not): {shown}{more}.")
 
 
 FIXED_OUTCOME_SHARE = 0.2
@@ -376,7 +412,7 @@ def _summary(metric: str, label: str, versus: str, exposed: Moments, rest: Momen
              crude: Comparison, flags: list[Flag], families: list[Family],
              alpha: float, support: Support, prepared: Prepared, exact: list[str],
              unflagged_moves: list[tuple[str, str]], copies: dict[str, float],
-             set_by_outcome: dict[str, OutcomeValue]) -> str:
+             set_by_outcome: dict[str, OutcomeValue], near_misses: str | None) -> str:
     lines = [
         f"compare_within: {metric} for {label} vs {versus}: {figure(exposed.mean)} (n = "
         f"{int(exposed.n)}) vs {figure(rest.mean)} (n = {int(rest.n)}); crude effect "
@@ -406,6 +442,8 @@ def _summary(metric: str, label: str, versus: str, exposed: Moments, rest: Momen
     elif FlagKind.HETEROGENEITY not in found:
         lines.append(f"No heterogeneity beyond chance among the {len(heterogeneity)} "
                      f"dimensions tested for it (false-discovery level {alpha:g}).")
+    if near_misses:
+        lines.append(near_misses)
     held = _held_fixed_line(confounding, flags, unflagged_moves)
     if held:
         lines.append(held)

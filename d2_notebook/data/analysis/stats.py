@@ -172,6 +172,21 @@ def cochran_q(effects: list[float], ses: list[float]) -> tuple[float, float, flo
     return (pooled, q, float(stats.chi2.sf(q, len(pairs) - 1)))
 
 
+def between_strata_sd(effects: list[float], ses: list[float]) -> float:
+    """How far the stratum effects truly differ, beyond their sampling error: the
+    DerSimonian-Laird estimate of the between-strata standard deviation (tau; 0 when Q
+    does not exceed its degrees of freedom). Unlike the range of the effects it does not
+    grow with the number of strata on noise."""
+    pairs = [(e, s) for e, s in zip(effects, ses, strict=True) if s > 0 and math.isfinite(s)]
+    if len(pairs) < 2:
+        return 0.0
+    _, q, _ = cochran_q([e for e, _ in pairs], [s for _, s in pairs])
+    w = 1.0 / np.array([s for _, s in pairs]) ** 2
+    denominator = float(w.sum() - (w ** 2).sum() / w.sum())
+    excess = q - (len(pairs) - 1)
+    return math.sqrt(excess / denominator) if excess > 0 and denominator > 0 else 0.0
+
+
 def chi_square_independence(table: list[list[float]]) -> float:
     """p-value of Pearson's chi-square test of independence (rows × columns of counts).
 

@@ -22,6 +22,7 @@ from d2_notebook.data.analysis.stats import (
     Z95,
     Comparison,
     Moments,
+    between_strata_sd,
     chi_square_independence,
     cochran_q,
     compare,
@@ -48,6 +49,7 @@ class Family:
     p_het: float = 1.0
     effect_scale: EffectScale = EffectScale.DIFFERENCE
     het_material: bool = False
+    het_spread: float = 0.0  # between-strata sd beyond chance, as a share of the scale
     tested: int = 0  # strata that enter the heterogeneity test
     p_exposure: float = 1.0
     overlap: list[str] = field(default_factory=list)
@@ -104,11 +106,15 @@ def check_heterogeneity(family: Family, arm_floor: int, pooled: float | None, bi
     for effect_scale, pairs in candidates:
         _, q_statistic, p = cochran_q([e for e, _ in pairs], [se for _, se in pairs])
         if best is None or q_statistic < best[1]:
-            best = (effect_scale, q_statistic, p, [e for e, _ in pairs])
-    family.effect_scale, _, family.p_het, values = best
+            best = (effect_scale, q_statistic, p, pairs)
+    family.effect_scale, _, family.p_het, pairs = best
+    values = [e for e, _ in pairs]
     spread = max(values) - min(values)
-    family.het_material = (is_material(math.expm1(spread), 1.0) if family.effect_scale
-                           is EffectScale.RATIO else is_material(spread, scale))
+    ratio = family.effect_scale is EffectScale.RATIO
+    family.het_material = (is_material(math.expm1(spread), 1.0) if ratio
+                           else is_material(spread, scale))
+    tau = between_strata_sd(values, [se for _, se in pairs])
+    family.het_spread = math.expm1(tau) if ratio else tau / scale if scale > 0 else 0.0
 
 
 def standardise(family: Family, pooled: float | None, population: float) -> None:
