@@ -96,3 +96,19 @@ def test_a_uniform_relative_effect_is_no_near_miss_either(sql: GuardedSQL) -> No
     result = compare_within(sql, source=SOURCE, metric=DEATHS, exposure="t.drug",
                             value="Pulmorex", reference="Standard care", where=OLDER)
     assert "Heterogeneity near the level" not in result.summary
+
+
+def test_a_correlated_exists_over_a_one_to_many_table_is_a_dimension(sql: GuardedSQL) -> None:
+    """A correlated EXISTS correlates on the join key, which defines no metric: a
+    real-model collector's diabetes split was refused as "part of the metric's
+    definition". One over the metric's own column still is."""
+    diabetes = ("CASE WHEN EXISTS (SELECT 1 FROM comorbidities c2 WHERE c2.patient_id = "
+                "p.patient_id AND c2.condition = 'diabetes') THEN 'diabetes' ELSE 'none' END")
+    died = "CASE WHEN o.died THEN 'died' ELSE 'lived' END"
+    result = compare_within(sql, source=SOURCE, metric=DEATHS, exposure="t.drug",
+                            value="Virexa", reference="Standard care", where=OLDER,
+                            dimensions=[diabetes, died])
+    split = result.frame[result.frame["dimension"] == diabetes]
+    assert set(split["stratum"]) == {"diabetes", "none"}
+    assert split["effect"].max() > 0.05 > 0 > split["effect"].min()  # harm with, help without
+    assert f"Not split by {died}: part of the metric's definition" in result.summary

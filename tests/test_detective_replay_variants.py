@@ -107,7 +107,7 @@ async def test_roles_get_their_own_context_and_tools(con):
         assert not tools[role] & {"run_sql", "describe_table"}, f"{role} must not query"
     assert "give_verdict" not in tools["collector"], "collectors never judge"
     assert tools["judge"] == {"give_verdict", "request_more_evidence", "refine",
-                              "link_evidence"}  # links what is on the board, never queries
+                              "link_evidence", "read_evidence"}  # reads and links, never queries
     for call in calls:
         system = call.request["system"]
         assert QUESTION in system, "the objective is stated verbatim"

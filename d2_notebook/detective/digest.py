@@ -150,8 +150,9 @@ def _other_evidence(board: Board, shown: list[Hypothesis], links: list[Link],
         others.append(f"  {item.id} ({rows}) {_short(' '.join(text.split()), 160)}")
     if not others:
         return []
-    return ["OTHER EVIDENCE ON THE BOARD (other hypotheses' and exploration; "
-            "link_evidence one that tests yours instead of running its query again):",
+    return ["OTHER EVIDENCE ON THE BOARD (other hypotheses' and exploration; read_evidence "
+            "shows its rows; link_evidence one that tests yours instead of running its "
+            "query again):",
             *_newest(others, OTHER_EVIDENCE_SHOWN)]
 
 

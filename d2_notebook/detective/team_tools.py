@@ -296,7 +296,7 @@ def evidence_tools(ctx: TeamContext, log: QueryLog, agent: str, role: str,
         evidence = ctx.board.get_evidence(args["evidence_id"])
         earlier = evidence.investigation_id not in (None, ctx.investigation_id)
         if earlier:
-            _check_reusable(ctx, evidence.id, evidence.investigation_id)
+            check_reusable(ctx, evidence.id, evidence.investigation_id)
         reading = check_text(ctx.board, [evidence.id], target,
                              log.with_board_ids(args["reading"]), question=ctx.question)
         with one_write(ctx, log):  # the reuse and the link, or neither
@@ -340,7 +340,7 @@ def _with_notes(ctx: TeamContext, evidence_id: str, stance: str, reading: Checke
     return "\n".join([answer, *(note for note in notes if note)])
 
 
-def _check_reusable(ctx: TeamContext, evidence_id: str, owner: str | None) -> None:
+def check_reusable(ctx: TeamContext, evidence_id: str, owner: str | None) -> None:
     """Refuse linking another investigation's evidence unless this investigation follows
     it up and the evidence's data is unchanged."""
     follow_up = ctx.follow_up

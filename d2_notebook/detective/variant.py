@@ -84,8 +84,9 @@ class Variant:
         return self.name
 
 
-_COLLECTOR = (*_QUERYING, "record_evidence", "link_evidence", "submit_for_judgement")
-_JUDGE = ("give_verdict", "request_more_evidence", "refine", "link_evidence")
+_COLLECTOR = (*_QUERYING, "record_evidence", "link_evidence", "read_evidence",
+              "submit_for_judgement")
+_JUDGE = ("give_verdict", "request_more_evidence", "refine", "link_evidence", "read_evidence")
 _HYPOTHESIZER = (*_QUERYING, "add_hypothesis", "done")
 _ORCHESTRATOR = ("abandon", "request_hypotheses", "carry_on", "dismiss_dimension", "finish")
 _REPORTER = ("mark_redundant", "write_report")
@@ -100,7 +101,8 @@ NO_REPORTER = Variant("no_reporter", Shape.TEAM, {
 }, "the team without the reporter: the report is built from the board")
 NO_JUDGE = Variant("no_judge", Shape.TEAM, {
     Role.HYPOTHESIZER: _HYPOTHESIZER, Role.ORCHESTRATOR: _ORCHESTRATOR,
-    Role.COLLECTOR: (*_QUERYING, "record_evidence", "link_evidence", "give_verdict"),
+    Role.COLLECTOR: (*_QUERYING, "record_evidence", "link_evidence", "read_evidence",
+                     "give_verdict"),
     Role.REPORTER: _REPORTER,
 }, "collectors give their own verdicts")
 MERGED_PLANNER = Variant("merged_planner", Shape.TEAM, {

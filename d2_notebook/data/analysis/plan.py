@@ -91,6 +91,7 @@ def build_plan(
     outcome_tables: frozenset[str] = frozenset(),
     date_parts_kept: frozenset[tuple[str, str]] = frozenset(),
     filter_only: frozenset[tuple[str, str]] = frozenset(),
+    keys_only: frozenset[tuple[str, str]] = frozenset(),
 ) -> Plan:
     """Plan the candidate dimensions reachable from ``source`` (or the requested ones).
 
@@ -124,6 +125,12 @@ def build_plan(
             ``p.age`` under ``p.age >= 65``). One over the metric's own columns stays
             part of its definition (``datediff('day', t.opened_at, t.closed_at) > 2``
             beside ``avg(datediff('day', t.opened_at, t.closed_at))``).
+        keys_only: ``excluded`` columns that only join the source's tables (not the
+            metric's nor an ``exclude`` input's). A requested SQL expression may read them:
+            a correlated ``EXISTS`` over a 1:N table (``CASE WHEN EXISTS (SELECT 1 FROM
+            comorbidities c WHERE c.patient_id = p.patient_id AND ...)``) correlates on
+            the key, which defines no metric (a real-model collector's diabetes split was
+            refused as "part of the metric's definition").
     """
     builder = _Builder(catalog, source)
     reachable = builder.reach()
@@ -162,7 +169,8 @@ def build_plan(
             # an expression over the filter's time window splits it like one of its date
             # parts; one over the metric's own columns (the start of a duration too,
             # whose date parts are kept) restates the metric
-            if hit is None and _reads_any(text.strip(), source, excluded - filter_only):
+            if hit is None and _reads_any(text.strip(), source,
+                                          excluded - filter_only - keys_only):
                 builder.definitional.append((text.strip(), text.strip()))
                 continue
             chosen.append(hit or (PlannedDimension(text.strip(), None), "expr", text.strip()))

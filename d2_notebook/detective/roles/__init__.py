@@ -32,6 +32,7 @@ from d2_notebook.detective.decisions import (
 from d2_notebook.detective.digest import board_digest, other_hypotheses
 from d2_notebook.detective.evidence_view import evidence_details
 from d2_notebook.detective.prompt_budget import evidence_budget
+from d2_notebook.detective.read_evidence import read_evidence_tool
 from d2_notebook.detective.refinement import refine_gate
 from d2_notebook.detective.reporter_brief import reporter_brief
 from d2_notebook.detective.sql_tools import sql_tools
@@ -216,6 +217,7 @@ async def collect(ctx: TeamContext, hypothesis_id: str, *,
         first += "\n\nIn this team you also give the verdict when your evidence is enough."
     built = (sql_tools(ctx, log) + analysis_tools(ctx, log)
              + evidence_tools(ctx, log, agent, "collector", hypothesis_id)
+             + [read_evidence_tool(ctx, hypothesis_id)]
              + verdict_tools(ctx, agent, decision, hypothesis_id)
              + [submit_tool(decision, ctx, hypothesis_id, log)])
     tools = _pick(ctx, Role.COLLECTOR, built)
@@ -254,7 +256,8 @@ async def judge(ctx: TeamContext, hypothesis_id: str, *, can_send_back: bool,
     linked = [link.evidence_id for link in ctx.board.list_links(hypothesis_id=hypothesis_id)]
     built = (verdict_tools(ctx, agent, decision, hypothesis_id, can_send_back=can_send_back,
                            can_refine=gate.possible)
-             + evidence_tools(ctx, QueryLog(), agent, "judge", hypothesis_id))
+             + evidence_tools(ctx, QueryLog(), agent, "judge", hypothesis_id)
+             + [read_evidence_tool(ctx, hypothesis_id)])
     tools = _pick(ctx, Role.JUDGE, built)  # link_evidence of the two evidence tools
     if linked:
         budget = evidence_budget(ctx, system=system_prompt(ctx, "judge"), tools=tools,

@@ -1,0 +1,81 @@
+"""``read_evidence`` shows a collector or judge the stored rows of evidence its digest
+lists by title only, so it links that evidence instead of running its query again (a
+real-model collector re-ran a near-duplicate of another hypothesis's dose table)."""
+
+from __future__ import annotations
+
+import pandas as pd
+import pytest
+from account_case import account_context
+
+from d2_notebook.board import Board
+from d2_notebook.detective import roles
+from d2_notebook.detective.read_evidence import MOST_READ, read_evidence_tool
+from d2_notebook.detective.tools import ToolError
+from d2_notebook.detective.variant import FULL, NO_JUDGE, Role
+from d2_notebook.llm import ModelRequest, ModelResponse
+from d2_notebook.llm.messages import ToolResult
+from d2_notebook.llm.offline import FunctionModel, tool_call
+
+DOSES = pd.DataFrame({"dose_band": ["low", "mid", "high"], "n": [101, 98, 106],
+                      "death_rate": [0.359, 0.248, 0.149]})
+
+
+def _board_with_other_evidence(board: Board, investigation_id: str) -> tuple[str, str, str]:
+    other = board.add_hypothesis("Dose matters for Solvanir", investigation_id=investigation_id)
+    doses = board.add_evidence("SELECT dose_band, count(*) AS n, avg(died) AS death_rate "
+                               "FROM t GROUP BY ALL", DOSES, description="death rate by dose",
+                               investigation_id=investigation_id)
+    board.link(doses.id, other.id, "supports", "falls from 0.359 to 0.149", actor="collector")
+    mine = board.add_hypothesis("Solvanir works only at high doses",  # after: listed for it
+                                investigation_id=investigation_id)
+    return other.id, mine.id, doses.id
+
+
+async def test_a_collector_reads_listed_evidence_and_links_it_without_a_query(
+        board: Board) -> None:
+    answers: list[str] = []
+
+    def collector(request: ModelRequest) -> ModelResponse:
+        answers[:] = [m.content for m in request.messages if isinstance(m, ToolResult)]
+        if not answers:
+            assert f"{doses} (3 rows) death rate by dose" in request.messages[0].text
+            return tool_call("read_evidence", {"evidence_ids": [doses]})
+        if len(answers) == 1:
+            return tool_call("link_evidence", {"evidence_id": doses, "stance": "supports",
+                                               "reading": "0.149 at high doses, 0.359 low"})
+        return tool_call("submit_for_judgement", {"summary": f"[{doses}]"})
+
+    ctx = account_context(board, FunctionModel(collector))
+    _, mine, doses = _board_with_other_evidence(board, ctx.investigation_id)
+    await roles.collect(ctx, mine)
+    read = answers[0]
+    assert "high" in read and "0.149" in read and "0.359" in read  # the stored rows
+    assert "no query was run" in read
+    assert "falls from 0.359" not in read, "what another hypothesis said of it is not shown"
+    assert answers[1].startswith(f"linked {doses} (supports {mine})")
+    assert board.list_links(hypothesis_id=mine)[0].evidence_id == doses
+    assert len(board.list_evidence(investigation_id=ctx.investigation_id)) == 1
+
+
+async def test_bad_ids_are_refused_with_the_fix(board: Board) -> None:
+    ctx = account_context(board, FunctionModel(lambda request: tool_call("done")))
+    _, mine, doses = _board_with_other_evidence(board, ctx.investigation_id)
+    read = read_evidence_tool(ctx, mine)
+    with pytest.raises(ToolError, match="no evidence E99 on the board: use an id the digest"):
+        await read.handler({"evidence_ids": [doses, "E99"]})
+    with pytest.raises(ToolError, match="evidence_ids is empty"):
+        await read.handler({"evidence_ids": []})
+    with pytest.raises(ToolError, match=f"at most {MOST_READ} evidence per call"):
+        await read.handler({"evidence_ids": [f"E{i}" for i in range(MOST_READ + 1)]})
+    earlier = board.start_investigation("An earlier question")
+    old = board.add_evidence("SELECT 1 AS x", pd.DataFrame({"x": [1]}), description="old",
+                             investigation_id=earlier.id)
+    with pytest.raises(ToolError, match="does not follow up; run the query again"):
+        await read.handler({"evidence_ids": [old.id]})
+
+
+def test_collectors_and_judges_have_it() -> None:
+    for variant, role in ((FULL, Role.COLLECTOR), (FULL, Role.JUDGE),
+                          (NO_JUDGE, Role.COLLECTOR)):
+        assert "read_evidence" in variant.tools_of(role)
