@@ -216,3 +216,29 @@ def test_date_columns_and_iso_dates_give_spans_too(board: Board) -> None:
                       "the drop came 45 days after the first day and 20 days after launch"
                       ).unverified == ()
     assert check_text(board, [evidence], hyp, "it lasted 44 days").unverified == ("44",)
+
+
+async def test_a_hypothesis_rationale_is_checked_against_the_results_it_cites(
+        board: Board) -> None:
+    """A rationale is what the hypothesis's collector and judge read first: a real-model
+    one quoted a monthly low that no row of its cited result held."""
+    answers: list[str] = []
+
+    def hypothesizer(request: ModelRequest) -> ModelResponse:
+        answers[:] = [m.content for m in request.messages if isinstance(m, ToolResult)]
+        if not answers:
+            return tool_call("run_sql", {"sql": "SELECT tier, count(*) AS n FROM account "
+                                                "GROUP BY tier ORDER BY tier"})
+        if len(answers) == 1:
+            return tool_call("add_hypothesis", {
+                "statement": "Gold accounts are the majority",
+                "rationale": "2 gold and 1 basic [Q1]; 45% gold last year"})
+        return tool_call("done", {"summary": "one"})
+
+    ctx = _context(board, FunctionModel(hypothesizer))
+    await roles.hypothesize(ctx)
+    hypothesis = board.list_hypotheses(investigation_id=ctx.investigation_id)[0]
+    assert hypothesis.rationale == "2 gold and 1 basic [E1]; 45% *(unverified)* gold last year"
+    assert answers[1].startswith(f"added {hypothesis.id}, motivated by E1\nnote: 45% in your "
+                                 "text is not in the rows of E1")
+    assert answers[1].endswith("cite the query whose result holds them, or leave them out.")

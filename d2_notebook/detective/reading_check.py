@@ -1,11 +1,12 @@
-"""Readings and verdicts checked like reports: the numbers a collector or judge writes
-about evidence must be in that evidence's rows.
+"""Readings, verdicts and hypothesis rationales checked like reports: the numbers a
+collector, judge or hypothesizer writes about evidence must be in that evidence's rows.
 
 A link's reading is what judges and the reporter read of an evidence before (or instead
 of) its rows, and a verdict's rationale is a source the report's claim check looks
 numbers up in, so a figure a model wrote without a query behind it could reach the report
 looking verified (real-model runs stored year figures in a reading of a result that held
-no year). :func:`check_text` looks each number of such a text up the way
+no year), and a hypothesis's rationale is what its collector and judge read first (one
+quoted a monthly low no row held). :func:`check_text` looks each number of such a text up the way
 :func:`~d2_notebook.detective.claim_check.check_claims` looks up a report's, in:
 
 - the stored rows of the evidence the text is about, and of any evidence it cites by id;
@@ -56,8 +57,10 @@ class CheckedText:
     unverified: tuple[str, ...]
     read: tuple[str, ...] = ()
 
-    def note(self) -> str | None:
-        """What the tool's answer says about the unverified numbers (None: all found)."""
+    def note(self, fix: str = "link or record the evidence that holds them, or leave them "
+             "out") -> str | None:
+        """What the tool's answer says about the unverified numbers (None: all found);
+        ``fix`` says what the writer can do about them."""
         if not self.unverified:
             return None
         listed = ", ".join(dict.fromkeys(self.unverified))
@@ -66,14 +69,16 @@ class CheckedText:
         return (f"note: {listed} in your text {'is' if one else 'are'} not in the rows of "
                 f"{where} (nor a difference or ratio of two values of the rows it names), "
                 f"so {'it is' if one else 'they are'} stored marked (unverified) and no "
-                "reader takes them as the evidence's; link or record the evidence that "
-                "holds them, or leave them out.")
+                f"reader takes them as the evidence's; {fix}.")
 
 
-def check_text(board: Board, evidence_ids: Sequence[str], hypothesis_id: str, text: str,
-               *, question: str = "") -> CheckedText:
+def check_text(board: Board, evidence_ids: Sequence[str], hypothesis_id: str | None,
+               text: str, *, question: str = "", statement: str | None = None) -> CheckedText:
     """Look every number of ``text`` up in the rows of ``evidence_ids`` (and of the
-    evidence it cites), their SQL and tool summaries, the hypothesis and ``question``."""
+    evidence it cites), their SQL and tool summaries, the hypothesis and ``question``.
+
+    ``statement``: the hypothesis's statement, for a text written before the hypothesis
+    is on the board (its rationale); else it is read from ``hypothesis_id``."""
     read = tuple(dict.fromkeys(evidence_ids))
     if not text.strip():
         return CheckedText(text, (), read)
@@ -86,7 +91,9 @@ def check_text(board: Board, evidence_ids: Sequence[str], hypothesis_id: str, te
                 continue
     frames = {e: board.evidence_frame(e) for e in items}
     named = {e: _named_rows(frame, text) for e, frame in frames.items()}
-    texts = [question, board.get_hypothesis(hypothesis_id).statement]
+    if statement is None and hypothesis_id is not None:
+        statement = board.get_hypothesis(hypothesis_id).statement
+    texts = [question, statement or ""]
     for evidence_id, item in items.items():
         texts += [item.sql, f"{item.row_count} rows"]  # "of 18 women": the rows counted
         if board.tool_call_of(evidence_id) is not None:  # the tool's words, not the model's

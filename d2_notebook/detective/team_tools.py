@@ -79,15 +79,19 @@ def hypothesis_tools(ctx: TeamContext, log: QueryLog, agent: str, role: str,
                                or f"Exploration: {first_line(result.sql)}")
                 cited.append(record_query(ctx, log, query_id, description, role=role,
                                           agent=agent))
+            checked = check_text(ctx.board, cited, None, log.with_board_ids(rationale),
+                                 question=ctx.question, statement=statement)
             hyp = ctx.board.add_hypothesis(
-                statement, rationale=log.with_board_ids(rationale),
+                statement, rationale=checked.text,
                 author_role=role,
                 author=agent, round=ctx.round, investigation_id=ctx.investigation_id,
                 motivated_by=cited,
             )
         decision.added.append(hyp.id)
         ctx.on_new_hypothesis(hyp.id)
-        return f"added {hyp.id}" + (f", motivated by {', '.join(cited)}" if cited else "")
+        note = checked.note("cite the query whose result holds them, or leave them out")
+        return (f"added {hyp.id}" + (f", motivated by {', '.join(cited)}" if cited else "")
+                + (f"\n{note}" if note else ""))
 
     async def done(args: dict[str, Any]) -> str:
         if not decision.added and not may_add_none:
