@@ -112,3 +112,20 @@ def test_a_correlated_exists_over_a_one_to_many_table_is_a_dimension(sql: Guarde
     assert set(split["stratum"]) == {"diabetes", "none"}
     assert split["effect"].max() > 0.05 > 0 > split["effect"].min()  # harm with, help without
     assert f"Not split by {died}: part of the metric's definition" in result.summary
+
+
+def test_an_effect_constant_as_a_ratio_but_not_as_a_difference_is_told(
+        sql: GuardedSQL) -> None:
+    """Pulmorex halves the death rate in every severity: no heterogeneity as a ratio, yet
+    the absolute benefit grows with severity. Judges of "its advantage grows with age"
+    could not tell which scale the interaction test had used; the summary says where
+    the two scales answer differently."""
+    result = compare_within(sql, source=SOURCE, metric=DEATHS, exposure="t.drug",
+                            value="Pulmorex", reference="Standard care", where=OLDER,
+                            dimensions=["admissions.severity", "patients.sex"])
+    assert FlagKind.HETEROGENEITY not in {f.kind for f in result.flags}
+    line = next(line for line in result.summary.splitlines()
+                if line.startswith("The effect's size depends on the scale"))
+    assert "admissions.severity: nearly constant as a ratio" in line
+    assert "not as a difference" in line and "critical: 0.326 vs 0.661, effect -0.334" in line
+    assert "patients.sex" not in line

@@ -178,7 +178,7 @@ def test_the_board_checks_the_claim_itself(board: Board):
     read = board.add_verdict(absent.id, "contradicted", 0.7, "r", [evidence.id], author="j",
                              contribution=minor)
     assert read.contribution.claim is FactorClaim.ABSENT is read_claim(absent.statement)
-    assert read.headline.startswith("contradicted: minor contributor")  # not "as the main"
+    assert read.headline.startswith("contradicted (the factor matters): minor contributor")
 
 
 @pytest.mark.parametrize(("claim", "supporting"), [
@@ -252,15 +252,18 @@ async def test_a_factor_contradicted_as_the_main_cause_is_ranked_among_the_sized
 
 async def test_a_real_factor_contradicting_a_claim_of_absence_is_ranked_too(ctx, result):
     """"East does not add to the rise", contradicted by east's minor size: the claim is
-    wrong, the factor is real, so the answer lists it by its size."""
+    wrong, the factor is real, so the answer lists it by its size, saying the factor
+    matters (a real-model reporter read a bare "contradicted: major contributor" beside
+    a no-effect claim as a contradiction of the factor)."""
     east, evidence = _hypothesis(ctx, result, "Region east doesn't add to the rise")
     assert not (await _verdict(ctx, east, evidence, "contradicted",
                                _size(result, "east", evidence, "minor")))[0]
     ranked = ranked_factors(ctx.board, ctx.board.list_hypotheses())
-    assert [(h.id, v.headline[:34]) for h, v in ranked] == [
-        (east, "contradicted: minor contributor (e")]
+    assert [(h.id, v.headline[:55]) for h, v in ranked] == [
+        (east, "contradicted (the factor matters): minor contributor (e")]
     report = fallback_report(ctx.board, ctx.investigation_id)
-    assert f"- **{east}** Region east doesn't add to the rise (contradicted: minor " in report
+    assert (f"- **{east}** Region east doesn't add to the rise (contradicted (the factor "
+            "matters): minor ") in report
 
 
 async def test_a_confirmed_rejudge_keeps_the_size_and_its_claim(ctx, result):

@@ -287,7 +287,8 @@ async def test_a_hypothesis_that_a_factor_does_not_matter_turns_the_polarity(ctx
         "says the factor does not matter)" in answer
     failed, answer = await _verdict(ctx, east, [evidence], "contradicted",
                                     contribution=_size(_row(result, "east"), evidence))
-    assert not failed and "contradicted: minor contributor (explains ~13%" in answer, answer
+    assert not failed and "contradicted (the factor matters): minor contributor (explains ~13%" \
+        in answer, answer
 
 
 async def test_the_judge_may_say_what_the_hypothesis_claims_when_its_wording_hides_it(

@@ -27,6 +27,9 @@ gives the effect within each stratum; then:
   be material; Benjamini–Hochberg across dimensions at ``alpha``. A near miss (q below
   :data:`NEAR_LEVEL` but not ``alpha``, the effects' true spread at least
   :data:`NEAR_SPREAD` of the scale) is named in the summary with its strata, unflagged.
+  So is a dimension across which the effect is nearly constant on the scale chosen but
+  not on the other (a constant ratio whose absolute benefit grows with the baseline):
+  a claim about the absolute size and one about the relative size answer differently.
 
 A dimension that could not be tested (too few strata with both arms) is counted as
 untested, never as "no confounding". Nor is a dimension that restates the outcome tested,
@@ -183,6 +186,12 @@ def compare_within(
     q_change = _adjusted([f.change.p_value if f.confounding_tested else None
                           for f in families])
     q_exposure = _adjusted([f.p_exposure if f.confounding_tested else None for f in families])
+    q_other = _adjusted([f.other_scale.p if f.tested >= 2 and f.other_scale else None
+                         for f in families])
+    scale_dependent = [(f, qh, qo) for f, qh, qo in zip(families, q_het, q_other, strict=True)
+                       if f.tested >= 2 and f.other_scale is not None and qh >= NEAR_LEVEL
+                       and qo < NEAR_LEVEL and f.other_scale.material
+                       and f.other_scale.spread >= NEAR_SPREAD]
     flags: list[Flag] = []
     label = f"{exposure} = {describe_value(str(value))}"
     versus = f"{exposure} = {reference}" if reference is not None else "the rest"
@@ -223,7 +232,8 @@ def compare_within(
     frame = pd.DataFrame(rows, columns=COLUMNS)
     summary = _summary(metric, label, versus, exposed, rest, crude, flags, families, alpha,
                        support, prepared, exact, unflagged_moves, copies,
-                       restated.set_by_outcome, _near_misses(near_heterogeneity, alpha, top))
+                       restated.set_by_outcome, _near_misses(near_heterogeneity, alpha, top),
+                       _scale_dependent(scale_dependent, top))
     return capped(AnalysisTool.COMPARE_WITHIN, scan.sql, frame, sql.max_rows,
                   scan.duration_s, summary, flags)
 
@@ -328,14 +338,41 @@ def _flag_text(kind: FlagKind, family: Family, q_het: float, q_change: float, la
             f"Share exposed per stratum: {shares}.{_fixed_outcome_note(family)}")
 
 
-def _stratum_effects(family: Family, top: int) -> str:
-    """Each stratum's two arms and its effect on the scale the family was tested on."""
+def _stratum_effects(family: Family, top: int, scale: EffectScale | None = None) -> str:
+    """Each stratum's two arms and its effect on ``scale`` (default: the scale the
+    family's heterogeneity was judged on)."""
+    scale = scale or family.effect_scale
     return "; ".join(
         f"{stratum}: {figure(m1.mean)} vs {figure(m0.mean)}, "
-        + (f"ratio {figure(m1.mean / m0.mean)}" if family.effect_scale is EffectScale.RATIO
+        + (f"ratio {figure(m1.mean / m0.mean)}" if scale is EffectScale.RATIO
            and m0.mean else f"effect {figure(m1.mean - m0.mean)}")
         + f" (n = {int(m1.n)} / {int(m0.n)})"
         for stratum, m1, m0 in family.strata[:top])
+
+
+def _scale_dependent(families: list[tuple[Family, float, float]], top: int) -> str | None:
+    """The summary's line for dimensions across which the effect is nearly constant on
+    the scale chosen (q at least :data:`NEAR_LEVEL`) but differs on the other (q below
+    it, true spread
+    at least :data:`NEAR_SPREAD`): a claim about its absolute size ("the benefit grows
+    with age") and one about its relative size answer differently there, which a judge
+    of either must know (at most three dimensions, the strongest first)."""
+    if not families:
+        return None
+    shown = []
+    for family, q_chosen, q_other in sorted(families, key=lambda t: t[2])[:3]:
+        chosen, other = family.effect_scale.value, family.other_scale.scale
+        shown.append(f"{family.name}: nearly constant as a {chosen} (q = {_q(q_chosen)}), "
+                     f"not as a {other.value} (q = {q_other:.2g}: "
+                     f"{_stratum_effects(family, top, other)})")
+    more = f"; ... {len(families) - 3} more" if len(families) > 3 else ""
+    return ("The effect's size depends on the scale (a claim about its absolute size and one "
+            "about its relative size answer differently across these strata): "
+            + "; ".join(shown) + more + ".")
+
+
+def _q(q: float) -> str:
+    return "n/a" if math.isnan(q) else f"{q:.2g}"
 
 
 NEAR_LEVEL = 0.05
@@ -412,7 +449,8 @@ def _summary(metric: str, label: str, versus: str, exposed: Moments, rest: Momen
              crude: Comparison, flags: list[Flag], families: list[Family],
              alpha: float, support: Support, prepared: Prepared, exact: list[str],
              unflagged_moves: list[tuple[str, str]], copies: dict[str, float],
-             set_by_outcome: dict[str, OutcomeValue], near_misses: str | None) -> str:
+             set_by_outcome: dict[str, OutcomeValue], near_misses: str | None,
+             scale_dependent: str | None) -> str:
     lines = [
         f"compare_within: {metric} for {label} vs {versus}: {figure(exposed.mean)} (n = "
         f"{int(exposed.n)}) vs {figure(rest.mean)} (n = {int(rest.n)}); crude effect "
@@ -442,8 +480,7 @@ def _summary(metric: str, label: str, versus: str, exposed: Moments, rest: Momen
     elif FlagKind.HETEROGENEITY not in found:
         lines.append(f"No heterogeneity beyond chance among the {len(heterogeneity)} "
                      f"dimensions tested for it (false-discovery level {alpha:g}).")
-    if near_misses:
-        lines.append(near_misses)
+    lines += [line for line in (near_misses, scale_dependent) if line]
     held = _held_fixed_line(confounding, flags, unflagged_moves)
     if held:
         lines.append(held)

@@ -39,6 +39,25 @@ class EffectScale(Enum):
     RATIO = "ratio"
 
 
+@dataclass(frozen=True)
+class ScaleTest:
+    """Cochran's Q of one family's stratum effects on one scale.
+
+    Attributes:
+        scale: difference (exposed - reference) or ratio (exposed / reference, in logs).
+        q_statistic, p: the test.
+        material: the effects' spread is large enough to matter.
+        spread: their spread beyond sampling error (DerSimonian-Laird tau) as a share of
+            the metric's scale (on the ratio scale: of a ratio of 1).
+    """
+
+    scale: EffectScale
+    q_statistic: float
+    p: float
+    material: bool
+    spread: float
+
+
 @dataclass
 class Family:
     """One dimension's strata (label, exposed, reference) and what the tests found."""
@@ -50,6 +69,7 @@ class Family:
     effect_scale: EffectScale = EffectScale.DIFFERENCE
     het_material: bool = False
     het_spread: float = 0.0  # between-strata sd beyond chance, as a share of the scale
+    other_scale: ScaleTest | None = None  # the test on the scale not chosen, if defined
     tested: int = 0  # strata that enter the heterogeneity test
     p_exposure: float = 1.0
     overlap: list[str] = field(default_factory=list)
@@ -102,19 +122,24 @@ def check_heterogeneity(family: Family, arm_floor: int, pooled: float | None, bi
         candidates.append((EffectScale.RATIO, [_log_risk_ratio(m1, m0) for m1, m0 in tested]))
     elif all(m1.mean > 0 and m0.mean > 0 for m1, m0 in tested):
         candidates.append((EffectScale.RATIO, [_log_ratio(m1, m0, pooled) for m1, m0 in tested]))
-    best = None
-    for effect_scale, pairs in candidates:
-        _, q_statistic, p = cochran_q([e for e, _ in pairs], [se for _, se in pairs])
-        if best is None or q_statistic < best[1]:
-            best = (effect_scale, q_statistic, p, pairs)
-    family.effect_scale, _, family.p_het, pairs = best
-    values = [e for e, _ in pairs]
+    tests = [_scale_test(effect_scale, pairs, scale) for effect_scale, pairs in candidates]
+    chosen = min(tests, key=lambda t: t.q_statistic)  # the scale the effect is nearer constant
+    family.effect_scale, family.p_het = chosen.scale, chosen.p
+    family.het_material, family.het_spread = chosen.material, chosen.spread
+    family.other_scale = next((t for t in tests if t is not chosen), None)
+
+
+def _scale_test(effect_scale: EffectScale, pairs: list[tuple[float, float]],
+                scale: float) -> ScaleTest:
+    values, ses = [e for e, _ in pairs], [se for _, se in pairs]
+    _, q_statistic, p = cochran_q(values, ses)
     spread = max(values) - min(values)
-    ratio = family.effect_scale is EffectScale.RATIO
-    family.het_material = (is_material(math.expm1(spread), 1.0) if ratio
-                           else is_material(spread, scale))
-    tau = between_strata_sd(values, [se for _, se in pairs])
-    family.het_spread = math.expm1(tau) if ratio else tau / scale if scale > 0 else 0.0
+    tau = between_strata_sd(values, ses)
+    if effect_scale is EffectScale.RATIO:
+        return ScaleTest(effect_scale, q_statistic, p, is_material(math.expm1(spread), 1.0),
+                         math.expm1(tau))
+    return ScaleTest(effect_scale, q_statistic, p, is_material(spread, scale),
+                     tau / scale if scale > 0 else 0.0)
 
 
 def standardise(family: Family, pooled: float | None, population: float) -> None:
