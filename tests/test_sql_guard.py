@@ -112,3 +112,22 @@ def test_json_structure_types_are_collected_and_must_be_literal() -> None:
     assert analyze_sql(sql).types == {"inet", "struct", "uuid"}
     with pytest.raises(UnsafeSQLError, match="must be a JSON string literal"):
         analyze_sql("SELECT json_transform(j, s) FROM t")
+
+
+def test_group_by_all_with_a_window_over_an_aggregate_gets_the_hint_that_fixes_it() -> None:
+    """Two real-model agents wrote GROUP BY ALL beside sum(count(*)) OVER (PARTITION BY
+    x); DuckDB's "Cannot mix aggregates with non-aggregated columns" came with the hint
+    to DESCRIBE the table, which does not help."""
+    import duckdb
+
+    from d2_notebook.data import GuardedSQL
+
+    con = duckdb.connect()
+    con.execute("CREATE TABLE t AS SELECT (i % 3)::VARCHAR AS drug, (i % 4)::VARCHAR AS sev "
+                "FROM range(30) r(i)")
+    sql = GuardedSQL(con)
+    share = "count(*) * 1.0 / sum(count(*)) OVER (PARTITION BY drug) AS share"
+    with pytest.raises(QueryFailedError, match="name the GROUP BY columns explicitly"):
+        sql.run(f"SELECT drug, sev, count(*) AS n, {share} FROM t GROUP BY ALL")
+    assert len(sql.run(f"SELECT drug, sev, count(*) AS n, {share} FROM t "
+                         "GROUP BY drug, sev").frame) == 12

@@ -221,6 +221,10 @@ def with_hint(exc: duckdb.Error) -> str:
         text = hide_quoted(text.split("\n", 1)[0])
     if "Table with name" in text or ("does not exist" in text and "Table" in text):
         hint = "use SHOW TABLES (or list_tables()) to see the tables"
+    elif "mix aggregates with non-aggregated columns" in text:
+        hint = ("GROUP BY ALL could not sort the select list into groups and aggregates (a "
+                "window over an aggregate, such as sum(count(*)) OVER (PARTITION BY x), "
+                "does this): name the GROUP BY columns explicitly")
     elif "column" in text.lower() and "Binder" in text:
         hint = "use DESCRIBE <table> to see its columns"
     elif "Parser" in text:
