@@ -17,7 +17,8 @@ from d2_notebook.detective.date_spans import (
 def test_every_written_form_of_one_date_gives_the_same_day() -> None:
     jan15 = day_number(2018, 1, 15)
     for text in ("on 2018-01-15", "WHERE date = 20180115", "on Jan.15, 2018",
-                 "on January 15th, 2018", "on 15 Jan 2018", "at 2018-01-15 10:30:00"):
+                 "on January 15th, 2018", "on 15 Jan 2018", "at 2018-01-15 10:30:00",
+                 "it happened on 20180115."):
         assert days_in_text(text).tolist() == [jan15], text
 
 

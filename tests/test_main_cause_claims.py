@@ -178,7 +178,7 @@ def test_the_board_checks_the_claim_itself(board: Board):
     read = board.add_verdict(absent.id, "contradicted", 0.7, "r", [evidence.id], author="j",
                              contribution=minor)
     assert read.contribution.claim is FactorClaim.ABSENT is read_claim(absent.statement)
-    assert read.headline.startswith("contradicted (the factor matters): minor contributor")
+    assert read.headline.startswith("contradicted, the factor matters: minor contributor")
 
 
 @pytest.mark.parametrize(("claim", "supporting"), [
@@ -259,11 +259,11 @@ async def test_a_real_factor_contradicting_a_claim_of_absence_is_ranked_too(ctx,
     assert not (await _verdict(ctx, east, evidence, "contradicted",
                                _size(result, "east", evidence, "minor")))[0]
     ranked = ranked_factors(ctx.board, ctx.board.list_hypotheses())
-    assert [(h.id, v.headline[:55]) for h, v in ranked] == [
-        (east, "contradicted (the factor matters): minor contributor (e")]
+    assert [(h.id, v.headline[:54]) for h, v in ranked] == [
+        (east, "contradicted, the factor matters: minor contributor (e")]
     report = fallback_report(ctx.board, ctx.investigation_id)
-    assert (f"- **{east}** Region east doesn't add to the rise (contradicted (the factor "
-            "matters): minor ") in report
+    assert (f"- **{east}** Region east doesn't add to the rise (contradicted, the factor "
+            "matters: minor ") in report
 
 
 async def test_a_confirmed_rejudge_keeps_the_size_and_its_claim(ctx, result):

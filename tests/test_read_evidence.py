@@ -79,3 +79,17 @@ def test_collectors_and_judges_have_it() -> None:
     for variant, role in ((FULL, Role.COLLECTOR), (FULL, Role.JUDGE),
                           (NO_JUDGE, Role.COLLECTOR)):
         assert "read_evidence" in variant.tools_of(role)
+
+
+async def test_evidence_written_after_the_branchs_digest_is_refused(board: Board) -> None:
+    """A parallel branch's newer evidence would make the answer depend on timing, and a
+    replay would diverge: only what the digest could list is read."""
+    ctx = account_context(board, FunctionModel(lambda request: tool_call("done")))
+    other, mine, doses = _board_with_other_evidence(board, ctx.investigation_id)
+    later = board.add_evidence("SELECT 2 AS x", pd.DataFrame({"x": [2]}), description="later",
+                               investigation_id=ctx.investigation_id)
+    board.link(later.id, other, "supports", "2", actor="collector-H1")
+    read = read_evidence_tool(ctx, mine)
+    with pytest.raises(ToolError, match=f"{later.id} was recorded after your digest"):
+        await read.handler({"evidence_ids": [later.id]})
+    assert "0.149" in await read.handler({"evidence_ids": [doses]})

@@ -10,6 +10,7 @@ from account_case import account_context as _context
 
 from d2_notebook.board import Board
 from d2_notebook.detective import roles
+from d2_notebook.detective.claim_check import check_claims
 from d2_notebook.detective.context import QueryLog
 from d2_notebook.detective.digest import board_digest
 from d2_notebook.detective.reading_check import check_text
@@ -209,13 +210,32 @@ def test_date_columns_and_iso_dates_give_spans_too(board: Board) -> None:
     hyp = board.add_hypothesis("The drop began in March",
                                investigation_id=investigation.id).id
     stamps = pd.DataFrame({"day": pd.to_datetime(["2024-03-01", "2024-04-15"]),
-                           "note": ["launch on 2024-02-10", "none"]})
+                           "note": ["launch on 2024-02-10", "drop"]})
     evidence = board.add_evidence("SELECT day, note FROM sales", stamps, description="days",
                                   investigation_id=investigation.id).id
-    assert check_text(board, [evidence], hyp,
-                      "the drop came 45 days after the first day and 20 days after launch"
+    assert check_text(board, [evidence], hyp,  # names both rows: every span of their dates
+                      "the drop came 45 days after launch day and 65 days after launch"
                       ).unverified == ()
-    assert check_text(board, [evidence], hyp, "it lasted 44 days").unverified == ("44",)
+    assert check_text(board, [evidence], hyp, "the drop lasted 44 days").unverified == ("44",)
+
+
+def test_over_a_daily_series_only_the_named_days_make_spans(board: Board) -> None:
+    """Every span up to a series' length is some pair of its days: a reading must name
+    the rows it counts between, and a report citing a long series gets no spans."""
+    investigation = board.start_investigation("How long did recovery take?")
+    hyp = board.add_hypothesis("Recovery took months", investigation_id=investigation.id).id
+    days = pd.DataFrame({"day": pd.date_range("2024-01-01", periods=120),
+                         "visits": [1000 + (i * 37) % 11 for i in range(120)]})
+    evidence = board.add_evidence("SELECT day, visits FROM traffic", days,
+                                  description="daily visits",
+                                  investigation_id=investigation.id).id
+    assert check_text(board, [evidence], hyp, "it took 87 days to recover").unverified == (
+        "87",)
+    assert check_text(board, [evidence], hyp,
+                      "from 2024-01-05 to 2024-04-01, 87 days").unverified == ()
+    report = check_claims(f"It took 113 days to recover [{evidence}].",
+                          {evidence: board.evidence_frame(evidence)}, [])
+    assert [c.number for c in report.unverified] == ["113"]
 
 
 async def test_a_hypothesis_rationale_is_checked_against_the_results_it_cites(
@@ -242,3 +262,25 @@ async def test_a_hypothesis_rationale_is_checked_against_the_results_it_cites(
     assert answers[1].startswith(f"added {hypothesis.id}, motivated by E1\nnote: 45% in your "
                                  "text is not in the rows of E1")
     assert answers[1].endswith("cite the query whose result holds them, or leave them out.")
+
+
+async def test_a_refined_childs_rationale_is_checked_against_the_parents_evidence(
+        board: Board) -> None:
+    """A child's collector reads its rationale first, like a hypothesizer's."""
+    from d2_notebook.detective.decisions import JudgeDecision
+    from d2_notebook.detective.verdict_tools import verdict_tools
+
+    ctx = _context(board, FunctionModel(lambda request: tool_call("done")))
+    hyp, rates, _ = _board_with_rates(board, ctx.investigation_id)
+    board.link(rates, hyp, "supports", "0.142 against 0.318", actor="collector-H1")
+    tools = {t.name: t for t in verdict_tools(ctx, "judge-H1", JudgeDecision(), hyp,
+                                              can_refine=True)}
+    await tools["refine"].handler({
+        "status": "supported", "confidence": 0.6, "rationale": "0.142 against 0.318",
+        "evidence_ids": [rates], "no_check_reason": "a test",
+        "children": [{"statement": "Corvalin helps the mild", "rationale": "0.142 overall"},
+                     {"statement": "Corvalin does not help the severe",
+                      "rationale": "0.44 in the severe"}]})
+    children = [h for h in board.list_hypotheses() if h.parent_id == hyp]
+    assert [c.rationale for c in children] == ["0.142 overall",
+                                               "0.44 *(unverified)* in the severe"]

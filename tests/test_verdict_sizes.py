@@ -287,7 +287,7 @@ async def test_a_hypothesis_that_a_factor_does_not_matter_turns_the_polarity(ctx
         "says the factor does not matter)" in answer
     failed, answer = await _verdict(ctx, east, [evidence], "contradicted",
                                     contribution=_size(_row(result, "east"), evidence))
-    assert not failed and "contradicted (the factor matters): minor contributor (explains ~13%" \
+    assert not failed and "contradicted, the factor matters: minor contributor (explains ~13%" \
         in answer, answer
 
 

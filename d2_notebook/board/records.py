@@ -402,7 +402,7 @@ class Verdict(_Record):
         """The status, or ``contradicted as the main cause`` (``as the only cause``) when
         the hypothesis claimed the factor is the main (only) cause and the verdict found
         it a real factor that is not: a minor contributor, or for the only cause one
-        among others; ``contradicted (the factor matters)`` when it claimed the factor
+        among others; ``contradicted, the factor matters`` when it claimed the factor
         does not matter and the verdict sized it a real contributor (a reader of a bare
         "contradicted: major contributor" beside a no-effect claim could not tell which
         of the two the size belongs to)."""
@@ -413,7 +413,7 @@ class Verdict(_Record):
             if self.contribution.claim is FactorClaim.ONLY:
                 return "contradicted as the only cause"
             if self.contribution.claim is FactorClaim.ABSENT:
-                return "contradicted (the factor matters)"
+                return "contradicted, the factor matters"
         return self.status.value
 
     @property

@@ -49,6 +49,9 @@ _CITATION = re.compile(r"\b[EQ]\d+\b")
 _HEADING = re.compile(r"^#{1,6}\s", re.MULTILINE)
 _SENTENCE_END = re.compile(r"[.!?](?=\s|$)")
 _MAX_DERIVED_VALUES = 200
+MAX_SPAN_DATES = 12
+"""A cited result with more dates than this gives no day spans unless the text names
+its rows (see :meth:`_Source.day_spans`)."""
 
 
 @dataclass(frozen=True)
@@ -102,7 +105,8 @@ class _Source:
     derive_from: np.ndarray | None = field(default=None, repr=False)
     """The values whose pairs :meth:`derived` combines (None: all of ``values``)."""
     derive_days: np.ndarray | None = field(default=None, repr=False)
-    """The dates whose spans to other dates count (None: all of ``days``)."""
+    """The dates whose spans count (None: all of ``days``, when they are few)."""
+    _day_spans: dict[bytes, np.ndarray] = field(default_factory=dict, repr=False)
 
     @classmethod
     def of_frame(cls, frame: pd.DataFrame) -> _Source:
@@ -144,10 +148,21 @@ class _Source:
             self._derived = pairs[np.isfinite(pairs)]
         return self._derived
 
-    def day_spans(self, other_days: np.ndarray) -> np.ndarray:
-        """Days between one of its dates and another of its dates or of ``other_days``."""
-        base = self.days if self.derive_days is None else self.derive_days
-        return spans(base[:_MAX_DERIVED_VALUES], other_days)
+    def day_spans(self, text_days: np.ndarray) -> np.ndarray:
+        """Days between two of its dates (those of the rows a text names, when it names
+        some), or one of them and one of ``text_days`` (the question's, the SQL's). With
+        no rows named, only a result of at most :data:`MAX_SPAN_DATES` dates counts:
+        over a daily series every span up to its length is some pair's."""
+        if self.derive_days is not None:
+            base = self.derive_days
+        elif self.days.size <= MAX_SPAN_DATES:
+            base = self.days
+        else:
+            return np.empty(0)
+        key = text_days.tobytes()
+        if key not in self._day_spans:
+            self._day_spans[key] = spans(base, np.concatenate([base, text_days]))
+        return self._day_spans[key]
 
 
 def check_claims(report: str, evidence_frames: Mapping[str, pd.DataFrame],
@@ -282,8 +297,7 @@ def _found(number: ReportNumber, sources: list[_Source], verdicts: _Source,
         year = re.compile(rf"(?<!\d){int(number.value)}(?!\d)")
         return any(year.search(s.text) for s in everything)
     if days and explicit and number.decimals == 0 and not number.percent and any(
-            matches_any(number, s.day_spans(np.concatenate([s.days, verdicts.days])))
-            for s in sources):
+            matches_any(number, s.day_spans(verdicts.days)) for s in sources):
         return True
     return (explicit and number.significant_digits >= 2
             and any(matches_any(number, s.derived()) for s in sources))

@@ -27,7 +27,7 @@ _MONTHS = {name: number for number, names in enumerate(
      ("dec", "december")), start=1) for name in names}
 _MONTH = "|".join(sorted(_MONTHS, key=len, reverse=True))
 _ISO = re.compile(r"(?<![\d-])(\d{4})-(\d{2})-(\d{2})(?!\d)")
-_COMPACT = re.compile(r"(?<![\d.])((?:19|20)\d{2})(\d{2})(\d{2})(?![\d.])")
+_COMPACT = re.compile(r"(?<!\d)(?<!\d\.)((?:19|20)\d{2})(\d{2})(\d{2})(?!\d|\.\d)")
 _MONTH_DAY_YEAR = re.compile(rf"\b({_MONTH})\.?\s*(\d{{1,2}})(?:st|nd|rd|th)?,?\s+(\d{{4}})\b",
                              re.IGNORECASE)
 _DAY_MONTH_YEAR = re.compile(rf"\b(\d{{1,2}})(?:st|nd|rd|th)?\s+({_MONTH})\.?,?\s+(\d{{4}})\b",
@@ -67,13 +67,19 @@ def days_in_frame(frame: pd.DataFrame) -> np.ndarray:
         if column.empty or pd.api.types.is_bool_dtype(column):
             continue
         if pd.api.types.is_datetime64_any_dtype(column):
-            stamps = column.dt.tz_localize(None) if column.dt.tz is not None else column
-            found.append(stamps.to_numpy(dtype="datetime64[D]").astype(np.int64).astype(float))
+            found.append(row_days(column))
         elif pd.api.types.is_integer_dtype(column):
             found.append(_compact_dates(column.to_numpy(dtype=np.int64)))
         elif not pd.api.types.is_numeric_dtype(column):  # text (or dates as objects)
             found.append(days_in_text(" ".join(str(v) for v in column)))
     return np.unique(np.concatenate(found)) if found else np.empty(0)
+
+
+def row_days(column: pd.Series) -> np.ndarray:
+    """Each row's day number of a date or timestamp column (NaN where it is missing)."""
+    stamps = column.dt.tz_localize(None) if column.dt.tz is not None else column
+    days = stamps.to_numpy(dtype="datetime64[D]")
+    return np.where(np.isnat(days), np.nan, days.astype(np.int64).astype(float))
 
 
 def spans(days: np.ndarray, others: np.ndarray) -> np.ndarray:

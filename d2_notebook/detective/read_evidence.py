@@ -5,8 +5,9 @@ A digest lists the other hypotheses' evidence one line each (their rows would fi
 prompt); a real-model collector that needed one of them (a dose table recorded for
 another hypothesis) could not read it, and ran a near-duplicate query instead of linking
 it. This tool shows the rows as stored when the evidence was recorded (no query runs),
-in the same view the prompts use, and what the reader's own hypothesis has said of it:
-what parallel branches wrote meanwhile is left out, so a replay asks the same.
+in the same view the prompts use, and what the reader's own hypothesis has said of it.
+What parallel branches wrote meanwhile is left out, rows and readings alike (an id
+recorded after the branch's digest is refused), so a replay answers the same.
 """
 
 from __future__ import annotations
@@ -15,6 +16,7 @@ import asyncio
 from typing import Any
 
 from d2_notebook.detective.context import TeamContext
+from d2_notebook.detective.digest import readable_evidence
 from d2_notebook.detective.evidence_view import evidence_details
 from d2_notebook.detective.team_tools import IDS_SCHEMA, check_reusable
 from d2_notebook.detective.tools import Tool, ToolError, tool
@@ -36,6 +38,8 @@ def read_evidence_tool(ctx: TeamContext, hypothesis_id: str | None) -> Tool:
         if len(wanted) > MOST_READ:
             raise ToolError(f"at most {MOST_READ} evidence per call (asked for "
                             f"{len(wanted)}): read the others in a second call")
+        readable = (readable_evidence(ctx.board, ctx.investigation_id, hypothesis_id)
+                    if hypothesis_id is not None else None)
         for evidence_id in wanted:
             try:
                 evidence = ctx.board.get_evidence(evidence_id)
@@ -44,6 +48,10 @@ def read_evidence_tool(ctx: TeamContext, hypothesis_id: str | None) -> Tool:
                                 "digest lists, e.g. E4") from None
             if evidence.investigation_id not in (None, ctx.investigation_id):
                 check_reusable(ctx, evidence.id, evidence.investigation_id)
+            elif readable is not None and evidence_id not in readable:
+                raise ToolError(f"{evidence_id} was recorded after your digest was written "
+                                "(by a hypothesis examined in parallel): read one the "
+                                "digest lists")
         shown = await asyncio.to_thread(evidence_details, ctx.board, wanted,
                                         budget_tokens=READ_EVIDENCE_TOKENS,
                                         focus=hypothesis_id)

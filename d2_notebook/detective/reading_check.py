@@ -65,7 +65,7 @@ class CheckedText:
             return None
         listed = ", ".join(dict.fromkeys(self.unverified))
         one = len(set(self.unverified)) == 1
-        where = " or ".join(self.read) if self.read else "the evidence"
+        where = " or ".join(self.read) if self.read else "any result it cites"
         return (f"note: {listed} in your text {'is' if one else 'are'} not in the rows of "
                 f"{where} (nor a difference or ratio of two values of the rows it names), "
                 f"so {'it is' if one else 'they are'} stored marked (unverified) and no "

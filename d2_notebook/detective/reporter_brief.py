@@ -197,7 +197,8 @@ def _ranking_lines(board: Board, hypotheses: list[Hypothesis]) -> list[str]:
             "\"## Hypotheses\" after your text, each with its size, role, confidence and "
             "evidence: major before minor, by share of the change where one is given; "
             "effects on different measures are not ranked against each other; a factor "
-            "contradicted as the main or only cause is the contributor it is):"] + [
+            "contradicted as the main or only cause, or contradicted because the factor "
+            "matters, is the contributor it is):"] + [
         f"  {hyp.id}: {verdict.headline if verdict else hyp.status.value}"
         for hyp, verdict in ranked]
 

@@ -16,6 +16,7 @@ import numpy as np
 import pandas as pd
 
 from d2_notebook.data.results import text_table
+from d2_notebook.detective.date_spans import days_in_text, row_days
 from d2_notebook.detective.report_numbers import NumberKind, find_numbers, match_mask
 
 LONG_CELL = 120
@@ -68,8 +69,8 @@ def column_statistics(frame: pd.DataFrame, *, top: int = 5) -> list[str]:
 def claim_rows(frame: pd.DataFrame, claims: Iterable[str], limit: int) -> list[int]:
     """Positions of the rows that carry the claims, the strongest first, at most ``limit``.
 
-    A row carries a claim when a cell holds a number the claim texts state (at the
-    precision they state it; these weigh double) or a name they mention (a short text
+    A row carries a claim when a cell holds a number or a date the claim texts state (at
+    the precision they state it; these weigh double) or a name they mention (a short text
     cell the texts contain as words, or one of whose words they use). A number or name
     found in more than :data:`COMMON_SHARE` of the rows of a larger result tells no row
     apart and is not counted.
@@ -78,12 +79,17 @@ def claim_rows(frame: pd.DataFrame, claims: Iterable[str], limit: int) -> list[i
     phrases = _phrases(text.lower())
     numbers = [n for n in find_numbers(text) if n.kind is NumberKind.QUANTITY]
     words = {w.lower() for w in _WORD.findall(text)} - _COMMON
-    if frame.empty or limit < 1 or not (numbers or words):
+    dates = days_in_text(text)
+    if frame.empty or limit < 1 or not (numbers or words or dates.size):
         return []
     masks: list[tuple[int, np.ndarray]] = []
     for name in frame.columns:
         column = frame[name]
-        if pd.api.types.is_bool_dtype(column) or pd.api.types.is_datetime64_any_dtype(column):
+        if pd.api.types.is_datetime64_any_dtype(column):  # a date the texts write
+            if dates.size:
+                masks.append((2, np.isin(row_days(column), dates)))
+            continue
+        if pd.api.types.is_bool_dtype(column):
             continue
         if pd.api.types.is_numeric_dtype(column):
             values = column.to_numpy(dtype=float, na_value=np.nan)

@@ -164,9 +164,15 @@ def verdict_tools(ctx: TeamContext, agent: str, decision: JudgeDecision | Collec
         try:
             with one_write(ctx):  # the verdict and every child, or nothing
                 result = verdict(args, refining=True)
+                linked = [link.evidence_id
+                          for link in ctx.board.list_links(hypothesis_id=hypothesis_id)]
                 for child in children:
+                    rationale = check_text(ctx.board, linked, None,
+                                           str(child.get("rationale", "")),
+                                           question=ctx.question,
+                                           statement=str(child["statement"])).text
                     added.append(ctx.board.add_hypothesis(
-                        child["statement"], rationale=child.get("rationale", ""),
+                        child["statement"], rationale=rationale,
                         parent_id=hypothesis_id, author_role="judge", author=agent,
                         round=ctx.round + 1, investigation_id=ctx.investigation_id).id)
         except BaseException:

@@ -231,7 +231,7 @@ def prepare(
         and (d.table, d.column.lower()) in filter_only)
     metric_times = _complete_time_columns(sql, parsed, condition, candidates,
                                           metric_columns - excluded_inputs) | time_window
-    keys_only = frozenset(inputs.join_columns(parsed) - metric_columns - excluded_inputs)
+    keys_only = frozenset(inputs.key_columns(parsed) - metric_columns - excluded_inputs)
     plan = build_plan(catalog, parsed, candidates, requested if with_dimensions else [],
                       excluded, outcome_tables, metric_times, filter_only, keys_only)
     pieces = {"metric": value_sql, **(exclude or {})}

@@ -156,6 +156,31 @@ def join_columns(source: Source) -> set[tuple[str, str]]:
     return found
 
 
+def key_columns(source: Source) -> set[tuple[str, str]]:
+    """The :func:`join_columns` that only match keys: ``USING`` columns and both sides of
+    an ``ON`` equality between two columns (``a.id = b.a_id``, alone or in an ``AND``).
+    A column a join reads any other way (``e.ts < u.signup + 30``) decides which rows
+    match and is not among them."""
+    found: set[tuple[str, str]] = set()
+    pending = [select_node(f"SELECT 1 FROM {source.sql}").get("from_table") or {}]
+    while pending:
+        ref = pending.pop()
+        if ref.get("type") != "JOIN":
+            continue
+        pending += [ref["left"], ref["right"]]
+        for column in ref.get("using_columns") or []:
+            found.update((table, str(column).lower()) for _, table in source.aliases)
+        terms = [ref.get("condition") or {}]
+        while terms:
+            term = terms.pop()
+            if term.get("type") == "CONJUNCTION_AND":
+                terms += term.get("children") or []
+            elif (term.get("type") == "COMPARE_EQUAL"
+                  and term["left"].get("class") == term["right"].get("class") == "COLUMN_REF"):
+                found |= _columns_in(term, source)
+    return found
+
+
 def _columns_in(node: object, source: Source) -> set[tuple[str, str]]:
     """Source columns an expression reads; inside an EXISTS/IN subquery, only those
     qualified by a source alias (a bare name there is the subquery's own column)."""

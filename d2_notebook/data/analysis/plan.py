@@ -125,8 +125,9 @@ def build_plan(
             ``p.age`` under ``p.age >= 65``). One over the metric's own columns stays
             part of its definition (``datediff('day', t.opened_at, t.closed_at) > 2``
             beside ``avg(datediff('day', t.opened_at, t.closed_at))``).
-        keys_only: ``excluded`` columns that only join the source's tables (not the
-            metric's nor an ``exclude`` input's). A requested SQL expression may read them:
+        keys_only: ``excluded`` columns that only match the source's tables' keys (a
+            ``USING`` column or a column = column ``ON`` term; not the metric's nor an
+            ``exclude`` input's). A requested SQL expression may read them:
             a correlated ``EXISTS`` over a 1:N table (``CASE WHEN EXISTS (SELECT 1 FROM
             comorbidities c WHERE c.patient_id = p.patient_id AND ...)``) correlates on
             the key, which defines no metric (a real-model collector's diabetes split was

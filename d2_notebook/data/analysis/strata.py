@@ -47,8 +47,8 @@ class ScaleTest:
         scale: difference (exposed - reference) or ratio (exposed / reference, in logs).
         q_statistic, p: the test.
         material: the effects' spread is large enough to matter.
-        spread: their spread beyond sampling error (DerSimonian-Laird tau) as a share of
-            the metric's scale (on the ratio scale: of a ratio of 1).
+        spread: their spread beyond sampling error (the DerSimonian-Laird tau) as a
+            share of the metric's scale; on the ratio scale, exp(tau) - 1 of the log ratios.
     """
 
     scale: EffectScale
