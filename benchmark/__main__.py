@@ -36,6 +36,7 @@ from d2_notebook.datasets.sql_city import (
 )
 from d2_notebook.detective import VARIANTS
 from d2_notebook.detective.policies.sql_city import POLICIES
+from d2_notebook.detective.preset import PRESETS
 from d2_notebook.errors import ModelConfigError
 
 
@@ -96,6 +97,11 @@ def add_run_args(parser: argparse.ArgumentParser) -> None:
                         help="results directory (default benchmark-results)")
     parser.add_argument("--max-usd", type=float, help="dollar budget per investigation")
     parser.add_argument("--seed", type=int, default=0, help="seed when generating cases")
+    parser.add_argument("--preset", choices=PRESETS,
+                        help="role → model preset of the team (economy: collectors, judges "
+                             "and the orchestrator on the provider's smaller model)")
+    parser.add_argument("--timeout", type=float,
+                        help="seconds a model call may take (a slow or local model server)")
 
 
 def run_run(args: argparse.Namespace) -> int:
@@ -108,11 +114,16 @@ def run_run(args: argparse.Namespace) -> int:
         print("error: pass either --model or --policy, not both", file=sys.stderr)
         return 2
     ensure_cases(args.cases_dir, seed=args.seed)
+    if args.preset is not None and args.model is None:
+        print(f"error: --preset {args.preset} needs a --model: an offline policy has no "
+              "smaller model", file=sys.stderr)
+        return 2
     options = {} if args.max_usd is None else {"max_usd": args.max_usd}
     config = RunConfig(cases_dir=args.cases_dir, out=args.out,
                        variants=[v.strip() for v in args.variants.split(",") if v.strip()],
                        cases=args.cases, model=args.model, policy=args.policy,
-                       jobs=args.jobs, options=options)
+                       jobs=args.jobs, options=options, preset=args.preset,
+                       timeout=args.timeout)
     start = time.perf_counter()
     try:
         summary = asyncio.run(run_benchmark(config, progress=print))

@@ -30,7 +30,9 @@ from d2_notebook.data import GuardedSQL
 from d2_notebook.datasets.sql_city import Gold, generate_standard_set, load_gold
 from d2_notebook.detective import VARIANTS, investigate, parse_variant
 from d2_notebook.detective.policies.sql_city import POLICIES
+from d2_notebook.detective.preset import preset_models
 from d2_notebook.errors import InvalidRecordError
+from d2_notebook.llm import Model, get_model
 from d2_notebook.teaching.board_answer import PeopleIndex
 from d2_notebook.teaching.scoring import CaseScore, score_case, score_dict
 
@@ -48,6 +50,9 @@ class RunConfig:
         policy: offline policy name (``oracle`` or ``greedy``).
         jobs: investigations running at once.
         options: further ``investigate`` options (``max_usd=``, ``collectors=`` ...).
+        preset: a role → model preset (:mod:`d2_notebook.detective.preset`) for a
+            ``model`` run.
+        timeout: seconds a model call may take (None: the provider's default).
     """
 
     cases_dir: Path
@@ -58,6 +63,20 @@ class RunConfig:
     policy: str | None = None
     jobs: int = 4
     options: dict[str, Any] = field(default_factory=dict)
+    preset: str | None = None
+    timeout: float | None = None
+
+    def team_options(self) -> dict[str, Any]:
+        """``options`` with the preset's models by role (each with ``timeout``)."""
+        if self.preset is None or self.model is None:
+            return dict(self.options)
+        return {**self.options, "models": {
+            role: _named_model(name, self.timeout)
+            for role, name in preset_models(self.preset, self.model).items()}}
+
+
+def _named_model(name: str, timeout: float | None) -> Model:
+    return get_model(name) if timeout is None else get_model(name, timeout=timeout)
 
 
 @dataclass
@@ -104,7 +123,8 @@ def select_cases(cases_dir: Path, spec: str = "all") -> list[Path]:
 def _model_for(config: RunConfig, gold: Gold) -> Any:
     if config.policy is not None:
         return POLICIES[config.policy](gold).model(name=f"policy-{config.policy}")
-    return config.model
+    return config.model if config.timeout is None else _named_model(str(config.model),
+                                                                    config.timeout)
 
 
 async def run_one(config: RunConfig, gold_path: Path, variant: str,
@@ -119,7 +139,7 @@ async def run_one(config: RunConfig, gold_path: Path, variant: str,
         with GuardedSQL(db_path) as sql:
             result = await investigate(sql, gold.description, board=board,
                                        model=_model_for(config, gold), variant=variant,
-                                       **config.options)
+                                       **config.team_options())
             seconds = time.perf_counter() - start
             answer = system_answer(result, people)
     finally:
@@ -128,7 +148,8 @@ async def run_one(config: RunConfig, gold_path: Path, variant: str,
     usage = result.usage
     record = {
         "case_id": gold.case_id, "tier": gold.tier, "variant": variant,
-        "model": config.model, "policy": config.policy, "state": result.state,
+        "model": config.model, "policy": config.policy, "preset": config.preset,
+        "state": result.state,
         "stop_reason": result.stop_reason, "seconds": round(seconds, 3),
         "usage": {**usage_record(usage),
                   "by_role": {role: {"calls": t.calls, "tokens": t.total_tokens,

@@ -226,3 +226,25 @@ def test_results_of_another_policy_are_not_resumed(cases_dir: Path, tmp_path: Pa
     with pytest.raises(ValueError, match=r"another configuration.*pass a fresh --out"):
         asyncio.run(run_benchmark(other))
     assert asyncio.run(run_benchmark(config)).skipped == 1  # the same one resumes
+
+
+def test_the_economy_preset_gives_the_team_its_models_by_role(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """SQL City cases run at the economy preset like InsightBench tasks (a driver of
+    its own was needed before), each role's model with the run's timeout."""
+    monkeypatch.setenv("ANTHROPIC_API_KEY", "test-key-never-sent")
+    config = RunConfig(cases_dir=Path("."), out=Path("."), model="anthropic:claude-sonnet-4-6",
+                       preset="economy", timeout=900.0, options={"max_usd": 1.0})
+    options = config.team_options()
+    assert options["max_usd"] == 1.0
+    models = options["models"]
+    assert {"collector", "judge", "orchestrator"} <= set(models)
+    assert all("haiku" in m.name for m in models.values())
+    assert RunConfig(cases_dir=Path("."), out=Path("."), policy="oracle").team_options() == {}
+
+
+def test_a_preset_without_a_model_names_the_fix(capsys: pytest.CaptureFixture[str],
+                                                tmp_path: Path) -> None:
+    assert main(["run", "--cases-dir", str(tmp_path), "--out", str(tmp_path), "--policy",
+                 "oracle", "--preset", "economy"]) == 2
+    assert "--preset economy needs a --model" in capsys.readouterr().err
