@@ -350,3 +350,35 @@ def test_a_sole_cause_is_not_supported_by_a_share_that_leaves_the_rest_to_others
     given = board.add_verdict(hyp, "contradicted", 0.8, "r", [evidence], author="j",
                               contribution=size)
     assert given.status_label == "contradicted as the only cause"
+
+
+def test_an_effect_the_other_way_contradicts_with_its_size_kept(board: Board, tmp_path: Path):
+    """"Pulmorex ventilates more", and it ventilates less beyond chance: a real-model
+    judge could give neither role minor (it supports "it matters") nor none (the
+    interval excludes zero), and sized another comparison instead. With opposite the
+    real effect contradicts the claim and keeps its size."""
+    investigation = board.start_investigation("q")
+    frame = duckdb.connect().execute("SELECT -0.046 AS effect, -0.08 AS lo, -0.012 AS hi").df()
+    hyp = board.add_hypothesis("Pulmorex patients are ventilated more often",
+                               investigation_id=investigation.id)
+    evidence = board.add_evidence("SELECT 1", frame, description="d",
+                                  investigation_id=investigation.id)
+    less = Contribution(ContributionRole.MINOR, evidence.id, "ventilation rate difference",
+                        -0.046, -0.08, -0.012, opposite=True)
+    for status, role, message in (
+            ("supported", ContributionRole.MINOR, "give status contradicted"),
+            ("contradicted", ContributionRole.NONE, "opposite is for a real effect")):
+        with pytest.raises(InvalidRecordError, match=message):
+            board.add_verdict(hyp.id, status, 0.7, "r", [evidence.id], author="j",
+                              contribution=Contribution(**{**less.__dict__, "role": role}))
+    absent = board.add_hypothesis("Ventilation does not differ by drug",
+                                  investigation_id=investigation.id)
+    with pytest.raises(InvalidRecordError, match="claims no direction"):
+        board.add_verdict(absent.id, "contradicted", 0.7, "r", [evidence.id], author="j",
+                          contribution=less)
+    verdict = board.add_verdict(hyp.id, "contradicted", 0.8, "r", [evidence.id], author="j",
+                                contribution=less)
+    assert verdict.headline.startswith("contradicted, the effect goes the other way: minor "
+                                       "contributor (ventilation rate difference -0.046")
+    assert board.latest_verdict(hyp.id).contribution.opposite  # stored and read back
+    assert [h.id for h, _ in ranked_factors(board, board.list_hypotheses())] == [hyp.id]

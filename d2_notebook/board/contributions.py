@@ -111,6 +111,21 @@ _CLAIM_NOTE = {
 }
 
 
+def _check_opposite(role: ContributionRole, claim: FactorClaim,
+                    status: HypothesisStatus) -> None:
+    """An effect the other way to the claimed one: real (major or minor), against a claim
+    that has a direction (not "it does not matter"), and it contradicts the hypothesis."""
+    if role is ContributionRole.NONE:
+        raise InvalidRecordError("opposite is for a real effect the other way (role major or "
+                                 "minor); no effect is role none without opposite")
+    if claim is FactorClaim.ABSENT:
+        raise InvalidRecordError("a hypothesis that the factor does not matter claims no "
+                                 "direction: a real effect contradicts it without opposite")
+    if status is not HypothesisStatus.CONTRADICTED:
+        raise InvalidRecordError("an effect the other way to the claimed one contradicts the "
+                                 "hypothesis: give status contradicted, its size kept")
+
+
 def fitting_status(role: ContributionRole, claim: FactorClaim) -> HypothesisStatus:
     """The verdict a size makes of a hypothesis with this claim about the factor: under
     "it matters" a major or minor contributor supports it and none contradicts it; under
@@ -164,6 +179,9 @@ def check_contribution(contribution: Contribution, status: HypothesisStatus,
     fitting = fitting_status(role, claim)
     if (claim, role) in _EITHER_WAY and status is HypothesisStatus.CONTRADICTED:
         fitting = status  # a major factor among others: not the only cause, size kept
+    if contribution.opposite:
+        _check_opposite(role, claim, status)
+        fitting = status
     note = _CLAIM_NOTE[claim]
     misread = (" If the hypothesis's claim about this factor was read wrongly, state in the "
                "size what it says (that the factor matters, that it does not, that it is "
@@ -183,8 +201,9 @@ def check_contribution(contribution: Contribution, status: HypothesisStatus,
                    if role is ContributionRole.MINOR else
                    "contradicted goes with role minor (real, not the main cause) or none.")
         else:
-            fix = (f"{status.value} goes with role none (the data shows no effect or the "
-                   "opposite).")
+            fix = (f"{status.value} goes with role none (the data shows no effect); a real "
+                   "effect the other way to the one claimed is given with its role and "
+                   "opposite: true, and contradicts the hypothesis.")
             if claim is FactorClaim.MATTERS:
                 fix += (" If the hypothesis says the factor is the main cause and it is not, "
                         "say so in the size (that it is the main cause): a minor contributor "

@@ -294,6 +294,9 @@ class Contribution(_Record):
         claim: What the hypothesis says about the factor, the claim the size was judged
             against (the judge's word, else the statement's wording as the board read it);
             None on a size recorded before the board kept it, or not yet judged.
+        opposite: The effect is real but goes the other way to the one the hypothesis
+            claims ("it ventilates more", and it ventilates less): the verdict is
+            contradicted, the factor's size kept.
     """
 
     role: ContributionRole
@@ -306,6 +309,7 @@ class Contribution(_Record):
     share_low: float | None = None
     share_high: float | None = None
     claim: FactorClaim | None = None
+    opposite: bool = False
 
     def describe(self) -> str:
         """``minor contributor (explains ~8% of the change, 95% CI 5% to 11%; rate change
@@ -408,6 +412,8 @@ class Verdict(_Record):
         of the two the size belongs to)."""
         if (self.status is HypothesisStatus.CONTRADICTED and self.contribution is not None
                 and self.contribution.is_real):
+            if self.contribution.opposite:
+                return "contradicted, the effect goes the other way"
             if self.contribution.claim is FactorClaim.MAIN:
                 return "contradicted as the main cause"
             if self.contribution.claim is FactorClaim.ONLY:

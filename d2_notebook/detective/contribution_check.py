@@ -80,6 +80,10 @@ CONTRIBUTION_PROPERTIES: dict[str, Any] = {
                       "metric); a share of another metric's change (a rate that feeds it) "
                       "is no share here: name it in measure"},
             "share_low": _NUMBER, "share_high": _NUMBER,
+            "opposite": {"type": "boolean", "description": (
+                "true when the effect is real but goes the other way to the one the "
+                "hypothesis claims (it says more, the rows show less beyond chance): the "
+                "verdict is contradicted and the size, with its role, is kept")},
             "hypothesis_says": {"type": "string", "enum": [c.value for c in FactorClaim],
                                 "description": (
                     "what the hypothesis says about the sized factor: 'it does not "
@@ -120,7 +124,8 @@ def read_contribution(board: Board, args: dict[str, Any], cited: list[str]) -> C
             measure=str(given["measure"]), effect=given["effect"], ci_low=given["ci_low"],
             ci_high=given["ci_high"], share=given.get("share"),
             share_low=given.get("share_low"), share_high=given.get("share_high"),
-            claim=None if said is None else FactorClaim(said))
+            claim=None if said is None else FactorClaim(said),
+            opposite=given.get("opposite") is True)
     except (KeyError, ValueError) as exc:
         raise ValueError(f"contribution is incomplete or has an unknown role or "
                          f"hypothesis_says ({exc}); give role (major, minor or none), "
