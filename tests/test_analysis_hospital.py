@@ -154,3 +154,14 @@ def test_a_significant_but_small_interaction_is_no_near_miss(monkeypatch) -> Non
     assert "HETEROGENEITY" not in summary and "near the level" not in summary
     monkeypatch.setattr(module, "NEAR_SPREAD", 0.0)  # its q alone would have named it
     assert "Heterogeneity near the level, not flagged" in run()
+
+
+def test_a_confounder_that_hides_part_of_the_effect_enlarges_it(sql: GuardedSQL) -> None:
+    """Pulmorex goes to sicker patients: holding severity fixed makes its benefit larger.
+    "Removes -46% of the crude effect" was read as a shrink by a real-model collector."""
+    result = compare_within(sql, source=SOURCE, metric=DEATHS, exposure="t.drug",
+                            value="Pulmorex", reference="Standard care", where=OLDER,
+                            dimensions=["admissions.severity"])
+    flag = next(f.text for f in result.flags if f.kind is FlagKind.CONFOUNDING)
+    assert "standardising enlarges the crude effect by 46% (95% CI 38% to 53%" in flag
+    assert "removes -" not in result.summary

@@ -324,8 +324,13 @@ def _flag_text(kind: FlagKind, family: Family, q_het: float, q_change: float, la
     std, crude, change = family.standardised, family.crude, family.change
     if not math.isnan(family.share_removed):  # a share of an effect beyond chance
         low, high = sorted((change.low / crude.difference, change.high / crude.difference))
-        removed = (f"standardising removes {family.share_removed:.0%} of the crude effect "
-                   f"(95% CI {low:.0%} to {high:.0%}; q = {q_change:.2g})")
+        if family.share_removed < 0:  # "removes -46%" read as a shrink: say it grows
+            removed = (f"standardising enlarges the crude effect by "
+                       f"{-family.share_removed:.0%} (95% CI {-high:.0%} to {-low:.0%}; "
+                       f"q = {q_change:.2g})")
+        else:
+            removed = (f"standardising removes {family.share_removed:.0%} of the crude effect "
+                       f"(95% CI {low:.0%} to {high:.0%}; q = {q_change:.2g})")
     else:
         removed = (f"standardising moves it by {figure(change.difference)} (95% CI "
                    f"{figure(change.low)} to {figure(change.high)}; q = {q_change:.2g})")
