@@ -175,7 +175,7 @@ def test_a_focused_digest_lists_evidence_recorded_for_other_hypotheses(board) ->
     assert elsewhere.id not in listed_ids and compared.id not in listed_ids
     assert len(listed_ids) == OTHER_EVIDENCE_SHOWN
     assert f"segment_scan: scan {OTHER_EVIDENCE_SHOWN - 1}" in text
-    assert "(3 older ones not listed)" in text  # compare_within, the plain query, later
+    assert "(3 more not listed: older or further from yours)" in text  # nothing nearer
 
 
 async def test_a_judge_reads_the_exploration_that_suggested_the_hypothesis(board) -> None:
@@ -203,3 +203,25 @@ async def test_a_judge_reads_the_exploration_that_suggested_the_hypothesis(board
     board.link(explored, hyp.id, "supports", "referral 0.11", actor="judge")
     await roles.judge(ctx, hyp.id, can_send_back=True, can_refine=False, summary=None)
     assert "THE EXPLORATION THAT SUGGESTED IT" not in messages[0]  # linked: shown once
+
+
+def test_the_other_evidence_nearest_the_hypothesis_is_listed_first(board) -> None:
+    """On a board of 60 results the newest 25 left out the asthma-and-diabetes comparison
+    a real-model collector then ran again: evidence sharing the hypothesis's rarer words
+    is listed before newer evidence that shares none."""
+    inv = board.start_investigation("Which treatment is best?")
+    frame = pd.DataFrame({"x": [1]})
+    other = board.add_hypothesis("Virexa works for asthma", investigation_id=inv.id)
+    near = board.add_evidence("SELECT 1", frame, description="Virexa vs standard care, "
+                              "asthma and diabetes patients", investigation_id=inv.id)
+    board.link(near.id, other.id, "supports", "r", actor="collector-H1")
+    for i in range(OTHER_EVIDENCE_SHOWN + 5):
+        board.add_evidence(f"SELECT {i}", frame, description=f"death rate by ward {i}",
+                           investigation_id=inv.id)
+    mine = board.add_hypothesis("Diabetes cancels Virexa's asthma benefit",
+                                investigation_id=inv.id)
+    text = board_digest(board, investigation_id=inv.id, focus=mine.id, other_evidence=True)
+    listed = re.findall(r"^  (E\d+) ", text, flags=re.MULTILINE)
+    assert near.id in listed and len(listed) == OTHER_EVIDENCE_SHOWN
+    assert listed == sorted(listed, key=lambda e: int(e[1:]))  # shown in board order
+    assert "(6 more not listed: older or further from yours)" in text
