@@ -229,3 +229,23 @@ async def test_budget_figures_the_system_wrote_are_not_claims() -> None:
     assert "Not examined" in result.report and result.stop_reason
     assert re.search(r"1[0-4] of max_calls=1[0-4]", result.report)
     assert result.unverified_claims == 0, result.claim_check.unverified
+
+
+def test_an_analysis_summary_is_its_evidences_source_but_not_the_agents_words(
+        board: Board) -> None:
+    """"Among 65+ patients (2,893 rows)" restates the rows a segment_scan scanned, which
+    its summary gives and no stored row holds: a real-model report was marked for it.
+    What the recording agent wrote after "Recorded as:" is no source."""
+    from d2_notebook.board.records import ToolCall
+    from d2_notebook.detective.claim_check import check_report
+
+    investigation = board.start_investigation("Which treatment is best?")
+    scan = board.add_evidence(
+        "SELECT 1", pd.DataFrame({"segment": ["critical"], "rate": [0.517]}),
+        description="segment_scan of avg(died) over 2893 rows (overall 0.253): 1 segment"
+                    "\nRecorded as: the scan, 4100 patients", investigation_id=investigation.id)
+    board.record_tool_call(scan.id, ToolCall("segment_scan", {}), actor="hypothesizer")
+    checked = check_report(board, investigation.id,
+                           f"Of 2,893 older patients, critical ones die at 0.517 [{scan.id}]; "
+                           f"4,100 patients in all [{scan.id}].")
+    assert [c.number for c in checked.unverified] == ["4,100"]

@@ -11,6 +11,9 @@ cites, and in the verdict texts. Where to look:
    statements, the evidence SQL, the settings and why collection stopped: restating
    them is not a claim).
 
+An analysis evidence's own summary (the tool's words, not the recording agent's) counts
+as that evidence's, like its rows.
+
 A quantity matches a stored value at the precision the report wrote it (rounded or
 truncated; sign, percent and k/million forms allowed); with a cited evidence, a
 quantity of two or more significant digits may also be the difference, ratio or
@@ -34,6 +37,7 @@ import pandas as pd
 
 from d2_notebook.board import Board
 from d2_notebook.detective.date_spans import days_in_frame, days_in_text, says_days, spans
+from d2_notebook.detective.evidence_view import tool_summary
 from d2_notebook.detective.report_numbers import (
     NumberKind,
     ReportNumber,
@@ -137,6 +141,11 @@ class _Source:
         joined = _without_marked("\n".join(texts))
         return cls(np.array(numbers_in_text(joined), dtype=float), joined, days_in_text(joined))
 
+    def with_text(self, text: str) -> _Source:
+        """This source with the numbers and words of ``text`` too (its dates too)."""
+        return _Source(np.concatenate([self.values, np.array(numbers_in_text(text), float)]),
+                       f"{self.text}\n{text}", np.union1d(self.days, days_in_text(text)))
+
     def derived(self) -> np.ndarray:
         """Differences, ratios and relative changes of pairs of its distinct values."""
         if self._derived is None:
@@ -168,7 +177,8 @@ class _Source:
 def check_claims(report: str, evidence_frames: Mapping[str, pd.DataFrame],
                  verdict_texts: Iterable[str], *,
                  also_cited: tuple[str, ...] = (),
-                 derive_from: Mapping[str, pd.DataFrame] | None = None) -> ClaimCheck:
+                 derive_from: Mapping[str, pd.DataFrame] | None = None,
+                 tool_summaries: Mapping[str, str] | None = None) -> ClaimCheck:
     """Look every number of ``report`` up in the evidence it cites and the verdict texts.
 
     Args:
@@ -181,12 +191,17 @@ def check_claims(report: str, evidence_frames: Mapping[str, pd.DataFrame],
         derive_from: for each evidence, the rows whose values' differences and ratios
             count (default: all its stored rows). Over many rows, two-value arithmetic
             matches almost any figure; a short text names the rows it reads.
+        tool_summaries: for analysis evidence, the tool's own summary: its figures (the
+            rows it scanned, an adjusted effect) are the evidence's as much as its rows.
 
     Returns:
         The count of numbers checked, the unverified ones and the marked report.
     """
     clean = strip_marks(report)
     sources = {key: _Source.of_frame(frame) for key, frame in evidence_frames.items()}
+    for key, summary in (tool_summaries or {}).items():
+        if key in sources:
+            sources[key] = sources[key].with_text(summary)
     for key, rows in (derive_from or {}).items():
         if key in sources:
             named = _Source.of_frame(rows)
@@ -260,7 +275,9 @@ def check_report(board: Board, investigation_id: str, report: str, *,
                 texts.append(verdict.contribution.describe())
     if not frames:
         texts += _tool_results(board, investigation_id)
-    return check_claims(report, frames, texts)
+    summaries = {e.id: tool_summary(e.description) for e in evidence
+                 if board.tool_call_of(e.id) is not None}
+    return check_claims(report, frames, texts, tool_summaries=summaries)
 
 
 def strip_marks(report: str) -> str:

@@ -208,6 +208,17 @@ def _span(positions: list[int]) -> str:
     return f"row {first}" if first == last else f"rows {first}-{last}"
 
 
+RECORDED_AS = "\nRecorded as:"
+"""What separates an analysis evidence's summary from the recording agent's words in its
+description (see :func:`~d2_notebook.detective.sql_tools.analysis_description`)."""
+
+
+def tool_summary(description: str) -> str:
+    """The analysis tool's own summary in an evidence's description, without the
+    recording agent's words."""
+    return description.split(RECORDED_AS, 1)[0]
+
+
 def call_text(call: ToolCall) -> str:
     """An analysis-tool call as one line: ``segment_scan(table=visits, outcome=died)``."""
     args = ", ".join(f"{k}={_arg(v)}" for k, v in call.args.items())

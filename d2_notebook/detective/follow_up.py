@@ -31,7 +31,7 @@ from d2_notebook.data import QueryResult, SQLSource
 from d2_notebook.data.analysis import AnalysisResult, spec_for
 from d2_notebook.data.fingerprint import fingerprint_tables, tables_read
 from d2_notebook.detective.context import normalize_sql
-from d2_notebook.detective.evidence_view import cut_at_word
+from d2_notebook.detective.evidence_view import cut_at_word, tool_summary
 from d2_notebook.errors import InvalidRecordError
 from d2_notebook.llm import estimate_tokens
 
@@ -44,8 +44,6 @@ ACTOR = "follow-up"
 EARLIER_DIGEST_TOKENS = 3_000
 """The most the earlier investigation's evidence lines take in a follow-up's digest
 (estimated tokens); evidence past it is listed by id only, so it can still be linked."""
-_ANALYSIS_NOTE = "\nRecorded as:"
-
 
 def call_key(call: ToolCall) -> str:
     """What makes two analysis-tool calls the same (the key the query log uses)."""
@@ -168,7 +166,7 @@ def stored_result(board: Board, evidence: Evidence) -> QueryResult:
 def stored_analysis(board: Board, evidence: Evidence, call: ToolCall) -> AnalysisResult:
     """The earlier evidence's stored result, as the analysis tool ``call`` returned it
     (its summary is the evidence's description without the recording agent's words)."""
-    summary = evidence.description.split(_ANALYSIS_NOTE, 1)[0]
+    summary = tool_summary(evidence.description)
     return AnalysisResult(evidence.sql, board.evidence_frame(evidence.id), evidence.row_count,
                           evidence.truncated, 0.0, tool=spec_for(call.tool).tool,
                           summary=summary)

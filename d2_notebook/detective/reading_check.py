@@ -33,6 +33,7 @@ import pandas as pd
 
 from d2_notebook.board import Board, Evidence
 from d2_notebook.detective.claim_check import check_claims
+from d2_notebook.detective.evidence_view import tool_summary
 from d2_notebook.detective.result_summary import claim_rows
 from d2_notebook.errors import NotFoundError
 
@@ -40,7 +41,6 @@ NAMED_ROWS = 6
 """Most rows of one evidence whose values a text's figure may be a difference or ratio of."""
 
 _CITED = re.compile(r"\bE\d+\b")
-_RECORDED_AS = "\nRecorded as:"
 
 
 @dataclass(frozen=True)
@@ -97,7 +97,7 @@ def check_text(board: Board, evidence_ids: Sequence[str], hypothesis_id: str | N
     for evidence_id, item in items.items():
         texts += [item.sql, f"{item.row_count} rows"]  # "of 18 women": the rows counted
         if board.tool_call_of(evidence_id) is not None:  # the tool's words, not the model's
-            texts.append(item.description.split(_RECORDED_AS, 1)[0])
+            texts.append(tool_summary(item.description))
     checked = check_claims(text, frames, texts,
                            also_cited=tuple(e for e in read if e in frames), derive_from=named)
     if not checked.unverified:

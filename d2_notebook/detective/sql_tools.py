@@ -18,6 +18,7 @@ from d2_notebook.data import Dialect, QueryResult, schema
 from d2_notebook.data.analysis import AnalysisResult
 from d2_notebook.data.fencing import fence
 from d2_notebook.detective.context import QueryLog, TeamContext
+from d2_notebook.detective.evidence_view import RECORDED_AS
 from d2_notebook.detective.follow_up import stored_result
 from d2_notebook.detective.tools import Tool, ToolError, tool
 
@@ -174,7 +175,7 @@ def analysis_description(result: AnalysisResult, description: str) -> str:
     own = " ".join(description.split())
     if not own or own in result.summary:
         return result.summary
-    return f"{result.summary}\nRecorded as: {own}"
+    return f"{result.summary}{RECORDED_AS} {own}"
 
 
 def first_line(sql: str, limit: int = 120) -> str:
