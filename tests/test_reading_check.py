@@ -284,3 +284,17 @@ async def test_a_refined_childs_rationale_is_checked_against_the_parents_evidenc
     children = [h for h in board.list_hypotheses() if h.parent_id == hyp]
     assert [c.rationale for c in children] == ["0.142 overall",
                                                "0.44 *(unverified)* in the severe"]
+
+
+def test_a_columns_total_is_a_number_the_rows_hold(board: Board) -> None:
+    """"The interviews cover 81 people" adds up a count column (1+15+19+23+23): a
+    real-model reading and verdict were marked for it."""
+    investigation = board.start_investigation("Who did it?")
+    hyp = board.add_hypothesis("She acted alone", investigation_id=investigation.id).id
+    counts = pd.DataFrame({"transcript": list("abcde"), "n": [1, 15, 19, 23, 23]})
+    evidence = board.add_evidence("SELECT transcript, count(*) AS n FROM interview GROUP BY 1",
+                                  counts, description="transcripts",
+                                  investigation_id=investigation.id).id
+    assert check_text(board, [evidence], hyp, "the interviews cover 81 people").unverified == ()
+    assert check_text(board, [evidence], hyp, "the interviews cover 82 people").unverified == (
+        "82",)

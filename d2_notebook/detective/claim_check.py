@@ -14,12 +14,13 @@ cites, and in the verdict texts. Where to look:
 An analysis evidence's own summary (the tool's words, not the recording agent's) counts
 as that evidence's, like its rows.
 
-A quantity matches a stored value at the precision the report wrote it (rounded or
-truncated; sign, percent and k/million forms allowed); with a cited evidence, a
-quantity of two or more significant digits may also be the difference, ratio or
-relative change of two of its values, and a number of days ("19 days") the span between
-two of its dates or one of them and a date of the verdict texts. Years match a value, a
-date part or a text cell; dates and times match as written. Numbers not found are marked
+A quantity matches a stored value or a numeric column's total at the precision the
+report wrote it (rounded or truncated; sign, percent and k/million forms allowed); with a
+cited evidence, a quantity of two or more significant digits may also be the
+difference, ratio or relative change of two of its values, and a number of days ("19
+days") the span between two of its dates or one of them and a date of the verdict texts.
+Years match a value, a date part or a text cell; dates and times match as written.
+Numbers not found are marked
 "*(unverified)*" in :attr:`ClaimCheck.marked_report`, which ends with a one-line
 summary. Checking a marked report again gives the same result (marks are removed
 first).
@@ -121,7 +122,10 @@ class _Source:
             if pd.api.types.is_bool_dtype(column):
                 texts.append(" ".join(map(str, column)))
             elif pd.api.types.is_numeric_dtype(column):
-                numbers.append(column.dropna().to_numpy(dtype=float))
+                values = column.dropna().to_numpy(dtype=float)
+                numbers.append(values)
+                if len(values) > 1:  # a column's total ("81 interviews": 1+15+19+23+23)
+                    numbers.append(np.array([values.sum()]))
             elif pd.api.types.is_datetime64_any_dtype(column):
                 stamps = column.dropna()
                 numbers.append(stamps.dt.year.to_numpy(dtype=float))
