@@ -225,3 +225,34 @@ def test_the_other_evidence_nearest_the_hypothesis_is_listed_first(board) -> Non
     assert near.id in listed and len(listed) == OTHER_EVIDENCE_SHOWN
     assert listed == sorted(listed, key=lambda e: int(e[1:]))  # shown in board order
     assert "(6 more not listed: older or further from yours)" in text
+
+
+async def test_a_judge_links_and_decides_in_one_answer(board) -> None:
+    """Calls of one answer run in the order written, so a verdict may cite what a link
+    before it in the same answer made: a real-model judge spent a second call to be safe
+    (the shared prompt now says so)."""
+    from account_case import account_context
+
+    from d2_notebook.llm.offline import FunctionModel, tool_calls
+
+    calls = 0
+
+    def judge(request):
+        nonlocal calls
+        calls += 1
+        assert "Calls in one answer run in the order you write them" in request.system
+        return tool_calls(
+            ("link_evidence", {"evidence_id": evidence.id, "stance": "supports",
+                               "reading": "two gold accounts"}),
+            ("give_verdict", {"status": "supported", "confidence": 0.7,
+                              "rationale": f"two gold accounts [{evidence.id}]",
+                              "evidence_ids": [evidence.id], "claim_kind": "other"}))
+
+    ctx = account_context(board, FunctionModel(judge))
+    evidence = board.add_evidence("SELECT tier FROM account", pd.DataFrame(
+        {"tier": ["gold", "gold"]}), description="gold accounts",
+        investigation_id=ctx.investigation_id)
+    hyp = board.add_hypothesis("Two accounts are gold", investigation_id=ctx.investigation_id)
+    await roles.judge(ctx, hyp.id, can_send_back=True, can_refine=False, summary=None)
+    assert calls == 1
+    assert board.latest_verdict(hyp.id).evidence_ids == (evidence.id,)

@@ -298,3 +298,18 @@ def test_a_columns_total_is_a_number_the_rows_hold(board: Board) -> None:
     assert check_text(board, [evidence], hyp, "the interviews cover 81 people").unverified == ()
     assert check_text(board, [evidence], hyp, "the interviews cover 82 people").unverified == (
         "82",)
+
+
+async def test_a_tables_row_count_from_the_schema_summary_is_known(board: Board) -> None:
+    """"Of the 3 accounts" (more than the small counts the check skips: here a table of
+    81 interviews) restates the schema summary every role reads: a real-model rationale
+    was marked for it."""
+    ctx = _context(board, FunctionModel(lambda request: tool_call("done")))
+    hyp, rates, _ = _board_with_rates(board, ctx.investigation_id)
+    link = {t.name: t for t in evidence_tools(ctx, QueryLog(), "judge-H", "judge",
+                                              None)}["link_evidence"]
+    ctx.schema_summary = "interview (table, 81 rows)"
+    answer = await link.handler({"hypothesis_id": hyp, "evidence_id": rates,
+                                 "stance": "supports",
+                                 "reading": "0.142 against 0.318, from 81 interviews"})
+    assert "note:" not in answer

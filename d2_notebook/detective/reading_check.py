@@ -16,7 +16,8 @@ quoted a monthly low no row held). :func:`check_text` looks each number of such 
   the span between two dates of those rows, or one of them and a date of the question,
   the hypothesis or the SQL ("19 days before the murder");
 - what restating is not claiming: the evidence's SQL and row count, an analysis tool's own
-  summary (not the recording model's words), the hypothesis and the question.
+  summary (not the recording model's words), the hypothesis, the question and the schema
+  summary (its tables' row counts).
 
 A number found nowhere is stored marked ``*(unverified)*`` (and a marked number is no
 source for the report's check), and the tool's answer names it so the model can link
@@ -73,9 +74,11 @@ class CheckedText:
 
 
 def check_text(board: Board, evidence_ids: Sequence[str], hypothesis_id: str | None,
-               text: str, *, question: str = "", statement: str | None = None) -> CheckedText:
+               text: str, *, question: str = "", statement: str | None = None,
+               schema: str = "") -> CheckedText:
     """Look every number of ``text`` up in the rows of ``evidence_ids`` (and of the
-    evidence it cites), their SQL and tool summaries, the hypothesis and ``question``.
+    evidence it cites), their SQL and tool summaries, the hypothesis, ``question`` and
+    ``schema`` (the schema summary every role reads: "the interview table's 81 rows").
 
     ``statement``: the hypothesis's statement, for a text written before the hypothesis
     is on the board (its rationale); else it is read from ``hypothesis_id``."""
@@ -93,7 +96,7 @@ def check_text(board: Board, evidence_ids: Sequence[str], hypothesis_id: str | N
     named = {e: _named_rows(frame, text) for e, frame in frames.items()}
     if statement is None and hypothesis_id is not None:
         statement = board.get_hypothesis(hypothesis_id).statement
-    texts = [question, statement or ""]
+    texts = [question, statement or "", schema]
     for evidence_id, item in items.items():
         texts += [item.sql, f"{item.row_count} rows"]  # "of 18 women": the rows counted
         if board.tool_call_of(evidence_id) is not None:  # the tool's words, not the model's

@@ -80,7 +80,8 @@ def hypothesis_tools(ctx: TeamContext, log: QueryLog, agent: str, role: str,
                 cited.append(record_query(ctx, log, query_id, description, role=role,
                                           agent=agent))
             checked = check_text(ctx.board, cited, None, log.with_board_ids(rationale),
-                                 question=ctx.question, statement=statement)
+                                 question=ctx.question, schema=ctx.schema_summary,
+                                 statement=statement)
             hyp = ctx.board.add_hypothesis(
                 statement, rationale=checked.text,
                 author_role=role,
@@ -280,7 +281,8 @@ def evidence_tools(ctx: TeamContext, log: QueryLog, agent: str, role: str,
                                        log.with_board_ids(args["description"]),
                                        role=role, agent=agent)
             reading = check_text(ctx.board, [evidence_id], target,
-                                 log.with_board_ids(args["reading"]), question=ctx.question)
+                                 log.with_board_ids(args["reading"]), question=ctx.question,
+                                 schema=ctx.schema_summary)
             ctx.board.link(evidence_id, target, args["stance"], reading.text, actor=agent)
             if chart is not None:
                 ctx.board.request_chart(evidence_id, chart, actor=agent)
@@ -302,7 +304,8 @@ def evidence_tools(ctx: TeamContext, log: QueryLog, agent: str, role: str,
         if earlier:
             check_reusable(ctx, evidence.id, evidence.investigation_id)
         reading = check_text(ctx.board, [evidence.id], target,
-                             log.with_board_ids(args["reading"]), question=ctx.question)
+                             log.with_board_ids(args["reading"]), question=ctx.question,
+                             schema=ctx.schema_summary)
         with one_write(ctx, log):  # the reuse and the link, or neither
             if earlier:
                 ctx.board.record_reuse(ctx.investigation_id, evidence.id, actor=agent)

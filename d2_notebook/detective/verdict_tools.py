@@ -118,7 +118,7 @@ def verdict_tools(ctx: TeamContext, agent: str, decision: JudgeDecision | Collec
         declined = declined_split(args)
         # its figures are looked up in the evidence it cites or the hypothesis links
         rationale = check_text(ctx.board, [*cited, *sorted(linked - set(cited))], target,
-                               args["rationale"], question=ctx.question)
+                               args["rationale"], question=ctx.question, schema=ctx.schema_summary)
         with one_write(ctx):  # the verdict and why it was not split, or nothing
             if declined and may_refine and not refining and new_heterogeneity(ctx.board, hyp):
                 record_declined(ctx.board, hyp, declined, actor=agent)
@@ -169,7 +169,7 @@ def verdict_tools(ctx: TeamContext, agent: str, decision: JudgeDecision | Collec
                 for child in children:
                     rationale = check_text(ctx.board, linked, None,
                                            str(child.get("rationale", "")),
-                                           question=ctx.question,
+                                           question=ctx.question, schema=ctx.schema_summary,
                                            statement=str(child["statement"])).text
                     added.append(ctx.board.add_hypothesis(
                         child["statement"], rationale=rationale,
