@@ -165,3 +165,19 @@ def test_a_confounder_that_hides_part_of_the_effect_enlarges_it(sql: GuardedSQL)
     flag = next(f.text for f in result.flags if f.kind is FlagKind.CONFOUNDING)
     assert "standardising enlarges the crude effect by 46% (95% CI 38% to 53%" in flag
     assert "removes -" not in result.summary
+
+
+def test_a_dimension_the_filter_fixes_is_told_as_one_value_not_too_few_rows(
+        sql: GuardedSQL) -> None:
+    """Under a filter on diabetes, the diabetes split has one value: "too few rows per arm
+    (largest arm 224)" misled a real-model collector."""
+    diabetic = ("EXISTS (SELECT 1 FROM comorbidities c WHERE c.patient_id = p.patient_id "
+                "AND c.condition = 'diabetes')")
+    result = compare_within(sql, source=SOURCE, metric=DEATHS, exposure="t.drug",
+                            value="Virexa", reference="Standard care",
+                            where=f"{OLDER} AND {diabetic}",
+                            dimensions=["has comorbidities.condition = diabetes",
+                                        "admissions.severity"])
+    assert ("One value only in these rows (the where filter may fix it), so not tested: "
+            "has comorbidities.condition = diabetes") in result.summary
+    assert "Too few rows per arm" not in result.summary

@@ -330,8 +330,9 @@ def evidence_tools(ctx: TeamContext, log: QueryLog, agent: str, role: str,
                  "investigation's evidence) to the hypothesis, with your reading, "
                  "instead of running its query again. Refused for an unknown evidence id, "
                  "evidence of another investigation (except the one a follow-up builds "
-                 "on, while its data is unchanged), or a stance opposite to the one it "
-                 "already has for this hypothesis.",
+                 "on, while its data is unchanged), or a stance other than the one it "
+                 "already has for this hypothesis (one reading per evidence and hypothesis: "
+                 "a weak link is not upgraded; record new evidence that decides).",
                  link_properties, link_evidence, writes_board=True)]
 
 

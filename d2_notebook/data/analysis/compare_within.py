@@ -510,7 +510,12 @@ def _summary(metric: str, label: str, versus: str, exposed: Moments, rest: Momen
                  f"({support.describe()} per arm).")
     checked = [f.name for f in families if f.confounding_tested or f.tested >= 2]
     lines.append(f"Dimensions checked: {name_list(checked)}.")
-    thin = [f for f in families if not f.confounding_tested]
+    untested = [f for f in families if not f.confounding_tested]
+    single = [f.name for f in untested if sum(1 for _, m1, m0 in f.strata if m1.n + m0.n) < 2]
+    thin = [f for f in untested if f.name not in single]
+    if single:  # "too few rows" misled a reader whose filter fixed the dimension
+        lines.append(f"One value only in these rows (the where filter may fix it), so not "
+                     f"tested: {name_list(single)}.")
     if thin:
         lines.append("Too few rows per arm to test: " + _untested(thin) + " (a dimension "
                      "needs two strata with rows in both arms).")
