@@ -214,7 +214,8 @@ def prepare(
     for expression in (exclude or {}).values():
         excluded_inputs |= inputs.metric_columns(expression, parsed)
     filtered = inputs.metric_columns(condition, parsed) if condition else set()
-    excluded = metric_columns | excluded_inputs | inputs.join_columns(parsed) | filtered
+    joined = inputs.join_columns(parsed)
+    excluded = metric_columns | excluded_inputs | joined | filtered
     candidates = candidate_dimensions(sql, max_levels=max_levels, catalog=catalog) \
         if with_dimensions else []
     requested = list(dimensions) if dimensions is not None else None
@@ -224,8 +225,7 @@ def prepare(
         if e.one_to_one and e.child in metric_tables and e.parent in tables - {e.child})
     # a time window in the filter restricts the population without defining the metric:
     # the date parts of its column stay candidates (time can confound like any dimension)
-    filter_only = frozenset(filtered - metric_columns - excluded_inputs
-                            - inputs.join_columns(parsed))
+    filter_only = frozenset(filtered - metric_columns - excluded_inputs - joined)
     time_window = frozenset(
         (d.table, d.column.lower()) for d in candidates if d.kind is DimensionKind.DATE_PART
         and (d.table, d.column.lower()) in filter_only)

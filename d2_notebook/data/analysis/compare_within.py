@@ -373,8 +373,7 @@ def _scale_dependent(families: list[tuple[Family, float, float]], top: int) -> s
     """The summary's line for dimensions across which the effect shows no sign of varying
     on the scale chosen (q at least :data:`NEAR_LEVEL` and the flag level, true spread
     under :data:`NEAR_SPREAD`) but differs on the other (q below :data:`NEAR_LEVEL`, true
-    spread
-    at least :data:`NEAR_SPREAD`): a claim about its absolute size ("the benefit grows
+    spread at least :data:`NEAR_SPREAD`): a claim about its absolute size ("the benefit grows
     with age") and one about its relative size answer differently there, which a judge
     of either must know (at most three dimensions, the strongest first)."""
     if not families:

@@ -143,16 +143,10 @@ def join_columns(source: Source) -> set[tuple[str, str]]:
     ``USING``): a column a LEFT JOIN's condition reads (an event time inside a window)
     decides which rows match, so it is part of the definition of a metric over them."""
     found: set[tuple[str, str]] = set()
-    pending = [select_node(f"SELECT 1 FROM {source.sql}").get("from_table") or {}]
-    while pending:
-        ref = pending.pop()
-        if ref.get("type") != "JOIN":
-            continue
-        pending += [ref["left"], ref["right"]]
-        if ref.get("condition"):
-            found |= _columns_in(ref["condition"], source)
-        for column in ref.get("using_columns") or []:
-            found.update((table, str(column).lower()) for _, table in source.aliases)
+    for join in _joins(source):
+        if join.get("condition"):
+            found |= _columns_in(join["condition"], source)
+        found |= _using_columns(join, source)
     return found
 
 
@@ -162,15 +156,9 @@ def key_columns(source: Source) -> set[tuple[str, str]]:
     A column a join reads any other way (``e.ts < u.signup + 30``) decides which rows
     match and is not among them."""
     found: set[tuple[str, str]] = set()
-    pending = [select_node(f"SELECT 1 FROM {source.sql}").get("from_table") or {}]
-    while pending:
-        ref = pending.pop()
-        if ref.get("type") != "JOIN":
-            continue
-        pending += [ref["left"], ref["right"]]
-        for column in ref.get("using_columns") or []:
-            found.update((table, str(column).lower()) for _, table in source.aliases)
-        terms = [ref.get("condition") or {}]
+    for join in _joins(source):
+        found |= _using_columns(join, source)
+        terms = [join.get("condition") or {}]
         while terms:
             term = terms.pop()
             if term.get("type") == "CONJUNCTION_AND":
@@ -179,6 +167,24 @@ def key_columns(source: Source) -> set[tuple[str, str]]:
                   and term["left"].get("class") == term["right"].get("class") == "COLUMN_REF"):
                 found |= _columns_in(term, source)
     return found
+
+
+def _joins(source: Source) -> list[dict]:
+    """The JOIN nodes of the source's FROM clause (parsed by DuckDB), outermost first."""
+    joins = []
+    pending = [select_node(f"SELECT 1 FROM {source.sql}").get("from_table") or {}]
+    while pending:
+        ref = pending.pop()
+        if ref.get("type") == "JOIN":
+            joins.append(ref)
+            pending += [ref["left"], ref["right"]]
+    return joins
+
+
+def _using_columns(join: dict, source: Source) -> set[tuple[str, str]]:
+    """A join's ``USING`` columns, for every source table (the name is each one's)."""
+    return {(table, str(column).lower()) for column in join.get("using_columns") or []
+            for _, table in source.aliases}
 
 
 def _columns_in(node: object, source: Source) -> set[tuple[str, str]]:

@@ -65,10 +65,7 @@ class Family:
     name: str
     strata: list[tuple[str, Moments, Moments]]
     membership: bool = False  # a 1:N "has <value>" yes/no split
-    p_het: float = 1.0
-    effect_scale: EffectScale = EffectScale.DIFFERENCE
-    het_material: bool = False
-    het_spread: float = 0.0  # between-strata sd beyond chance, as a share of the scale
+    heterogeneity: ScaleTest | None = None  # on the scale the effect is nearer constant
     other_scale: ScaleTest | None = None  # the test on the scale not chosen, if defined
     tested: int = 0  # strata that enter the heterogeneity test
     p_exposure: float = 1.0
@@ -78,6 +75,26 @@ class Family:
     crude: Comparison | None = None  # over the strata with overlap
     standardised: Comparison | None = None
     change: Comparison | None = None  # crude - standardised, with its p-value
+
+    @property
+    def p_het(self) -> float:
+        """The heterogeneity test's p-value (1 when it did not run)."""
+        return self.heterogeneity.p if self.heterogeneity else 1.0
+
+    @property
+    def effect_scale(self) -> EffectScale:
+        """The scale heterogeneity was judged on (difference when it was not tested)."""
+        return self.heterogeneity.scale if self.heterogeneity else EffectScale.DIFFERENCE
+
+    @property
+    def het_material(self) -> bool:
+        """Whether the stratum effects' spread is large enough to matter."""
+        return self.heterogeneity is not None and self.heterogeneity.material
+
+    @property
+    def het_spread(self) -> float:
+        """The effects' spread beyond chance as a share of the scale (0 untested)."""
+        return self.heterogeneity.spread if self.heterogeneity else 0.0
 
     @property
     def confounding_tested(self) -> bool:
@@ -123,10 +140,8 @@ def check_heterogeneity(family: Family, arm_floor: int, pooled: float | None, bi
     elif all(m1.mean > 0 and m0.mean > 0 for m1, m0 in tested):
         candidates.append((EffectScale.RATIO, [_log_ratio(m1, m0, pooled) for m1, m0 in tested]))
     tests = [_scale_test(effect_scale, pairs, scale) for effect_scale, pairs in candidates]
-    chosen = min(tests, key=lambda t: t.q_statistic)  # the scale the effect is nearer constant
-    family.effect_scale, family.p_het = chosen.scale, chosen.p
-    family.het_material, family.het_spread = chosen.material, chosen.spread
-    family.other_scale = next((t for t in tests if t is not chosen), None)
+    family.heterogeneity = min(tests, key=lambda t: t.q_statistic)  # nearer constant
+    family.other_scale = next((t for t in tests if t is not family.heterogeneity), None)
 
 
 def _scale_test(effect_scale: EffectScale, pairs: list[tuple[float, float]],
