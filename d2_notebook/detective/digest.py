@@ -202,7 +202,7 @@ def readable_evidence(board: Board, investigation_id: str, focus: str) -> set[st
     motivating, ``focus``, its parent or children) and the rest written before the
     family's latest write (:func:`_written_before_focus`), the same set in a replay."""
     hypotheses = board.list_hypotheses(investigation_id=investigation_id)
-    family = {h.id for h in hypotheses} & _focus_family(hypotheses, focus)
+    family = _focus_family(hypotheses, focus)
     own = {link.evidence_id for h in family for link in board.list_links(hypothesis_id=h)}
     own.update(e for h in hypotheses if h.id in family for e in h.motivated_by)
     return own | _written_before_focus(board, family)

@@ -34,6 +34,7 @@ import pandas as pd
 
 from d2_notebook.board import Board, Evidence
 from d2_notebook.detective.claim_check import check_claims
+from d2_notebook.detective.context import TeamContext
 from d2_notebook.detective.evidence_view import tool_summary
 from d2_notebook.detective.result_summary import claim_rows
 from d2_notebook.errors import NotFoundError
@@ -106,6 +107,14 @@ def check_text(board: Board, evidence_ids: Sequence[str], hypothesis_id: str | N
     if not checked.unverified:
         return CheckedText(text, (), read)
     return CheckedText(checked.marked_text, tuple(c.number for c in checked.unverified), read)
+
+
+def check_team_text(ctx: TeamContext, evidence_ids: Sequence[str], hypothesis_id: str | None,
+                    text: str, *, statement: str | None = None) -> CheckedText:
+    """:func:`check_text` for a text a team role writes, with what every role reads
+    besides the evidence: the question and the schema summary."""
+    return check_text(ctx.board, evidence_ids, hypothesis_id, text, question=ctx.question,
+                      statement=statement, schema=ctx.schema_summary)
 
 
 def _named_rows(frame: pd.DataFrame, text: str) -> pd.DataFrame:

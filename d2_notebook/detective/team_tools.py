@@ -25,7 +25,7 @@ from d2_notebook.detective.decisions import (
     Steering,
 )
 from d2_notebook.detective.evidence_rows import aggregate_row_note
-from d2_notebook.detective.reading_check import CheckedText, check_text
+from d2_notebook.detective.reading_check import CheckedText, check_team_text
 from d2_notebook.detective.sql_tools import first_line, record_query
 from d2_notebook.detective.tools import Tool, ToolError, tool
 
@@ -79,9 +79,8 @@ def hypothesis_tools(ctx: TeamContext, log: QueryLog, agent: str, role: str,
                                or f"Exploration: {first_line(result.sql)}")
                 cited.append(record_query(ctx, log, query_id, description, role=role,
                                           agent=agent))
-            checked = check_text(ctx.board, cited, None, log.with_board_ids(rationale),
-                                 question=ctx.question, schema=ctx.schema_summary,
-                                 statement=statement)
+            checked = check_team_text(ctx, cited, None, log.with_board_ids(rationale),
+                                      statement=statement)
             hyp = ctx.board.add_hypothesis(
                 statement, rationale=checked.text,
                 author_role=role,
@@ -280,9 +279,8 @@ def evidence_tools(ctx: TeamContext, log: QueryLog, agent: str, role: str,
             evidence_id = record_query(ctx, log, args["query_id"],
                                        log.with_board_ids(args["description"]),
                                        role=role, agent=agent)
-            reading = check_text(ctx.board, [evidence_id], target,
-                                 log.with_board_ids(args["reading"]), question=ctx.question,
-                                 schema=ctx.schema_summary)
+            reading = check_team_text(ctx, [evidence_id], target,
+                                      log.with_board_ids(args["reading"]))
             ctx.board.link(evidence_id, target, args["stance"], reading.text, actor=agent)
             if chart is not None:
                 ctx.board.request_chart(evidence_id, chart, actor=agent)
@@ -303,9 +301,8 @@ def evidence_tools(ctx: TeamContext, log: QueryLog, agent: str, role: str,
         earlier = evidence.investigation_id not in (None, ctx.investigation_id)
         if earlier:
             check_reusable(ctx, evidence.id, evidence.investigation_id)
-        reading = check_text(ctx.board, [evidence.id], target,
-                             log.with_board_ids(args["reading"]), question=ctx.question,
-                             schema=ctx.schema_summary)
+        reading = check_team_text(ctx, [evidence.id], target,
+                                  log.with_board_ids(args["reading"]))
         with one_write(ctx, log):  # the reuse and the link, or neither
             if earlier:
                 ctx.board.record_reuse(ctx.investigation_id, evidence.id, actor=agent)

@@ -38,7 +38,7 @@ from d2_notebook.detective.evidence_quality import (
     indecisive_refusal,
     verdict_discounts,
 )
-from d2_notebook.detective.reading_check import check_text
+from d2_notebook.detective.reading_check import check_team_text
 from d2_notebook.detective.refinement import cap_reached, record_declined
 from d2_notebook.detective.team_tools import (
     IDS_SCHEMA,
@@ -117,8 +117,8 @@ def verdict_tools(ctx: TeamContext, agent: str, decision: JudgeDecision | Collec
             raise ToolError(str(exc)) from None
         declined = declined_split(args)
         # its figures are looked up in the evidence it cites or the hypothesis links
-        rationale = check_text(ctx.board, [*cited, *sorted(linked - set(cited))], target,
-                               args["rationale"], question=ctx.question, schema=ctx.schema_summary)
+        rationale = check_team_text(ctx, [*cited, *sorted(linked - set(cited))], target,
+                                    args["rationale"])
         with one_write(ctx):  # the verdict and why it was not split, or nothing
             if declined and may_refine and not refining and new_heterogeneity(ctx.board, hyp):
                 record_declined(ctx.board, hyp, declined, actor=agent)
@@ -167,10 +167,9 @@ def verdict_tools(ctx: TeamContext, agent: str, decision: JudgeDecision | Collec
                 linked = [link.evidence_id
                           for link in ctx.board.list_links(hypothesis_id=hypothesis_id)]
                 for child in children:
-                    rationale = check_text(ctx.board, linked, None,
-                                           str(child.get("rationale", "")),
-                                           question=ctx.question, schema=ctx.schema_summary,
-                                           statement=str(child["statement"])).text
+                    rationale = check_team_text(ctx, linked, None,
+                                                str(child.get("rationale", "")),
+                                                statement=str(child["statement"])).text
                     added.append(ctx.board.add_hypothesis(
                         child["statement"], rationale=rationale,
                         parent_id=hypothesis_id, author_role="judge", author=agent,
