@@ -133,6 +133,25 @@ def test_over_many_rows_only_the_named_rows_make_differences(board: Board) -> No
     assert anywhere.unverified == ("0.0444",), "a difference with a row it does not name"
 
 
+def test_the_rows_its_hypothesis_names_make_differences_too(board: Board) -> None:
+    """A reading that names no row may size the hypothesis's own comparison: "lower by
+    0.0148" of a hypothesis on wards ah and al is a difference of those rows; the same
+    figure against a hypothesis that names other wards is not."""
+    investigation = board.start_investigation("Which ward does best?")
+    names = [f"ward {a}{b}" for a in "abcdefghij" for b in "abcdefghijklmnopqrst"]
+    frame = pd.DataFrame({"ward": names,
+                          "rate": [round(0.05 + 0.0037 * i, 4) for i in range(200)]})
+    evidence = board.add_evidence("SELECT ward, rate FROM t", frame, description="by ward",
+                                  investigation_id=investigation.id)
+    named = board.add_hypothesis("Ward ah has a lower rate than ward al",
+                                 investigation_id=investigation.id).id
+    other = board.add_hypothesis("Ward bc has a lower rate than ward bd",
+                                 investigation_id=investigation.id).id
+    reading = "the rate is lower by 0.0148, as claimed"  # 0.0907 - 0.0759
+    assert check_text(board, [evidence.id], named, reading).unverified == ()
+    assert check_text(board, [evidence.id], other, reading).unverified == ("0.0148",)
+
+
 def test_the_models_own_description_is_no_source(board: Board) -> None:
     investigation = board.start_investigation("q")
     hyp = board.add_hypothesis("Admissions rose", investigation_id=investigation.id).id
