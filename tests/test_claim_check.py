@@ -99,6 +99,19 @@ def test_ids_codes_list_numbers_small_counts_and_code_are_not_claims() -> None:
     assert check_claims(report, {}, []).marked_report == report
 
 
+def test_an_intervals_confidence_level_is_a_label_not_a_claim() -> None:
+    """A real-model reading "difference -0.18 days, 95% CI -1.02 to 0.65" had its 95
+    marked unverified: the level names the interval; a share of 95% is still a claim."""
+    for text, claims in (("difference -0.18 days, 95% CI -1.02 to 0.65",
+                          ["-0.18", "-1.02", "0.65"]),
+                         ("a 90 % confidence interval of 3.2 to 4.1", ["3.2", "4.1"]),
+                         ("gap 11.2 (95%-CI 8.45 to 14.0)", ["11.2", "8.45", "14.0"]),
+                         ("a 99.9% credible interval", []),
+                         ("95% of rows are Processed", ["95%"]),
+                         ("up 95%. CIs come later", ["95%"])):
+        assert [n.text for n in find_numbers(text)] == claims, text
+
+
 def test_years_and_dates_are_looked_up_as_dates() -> None:
     report = ("## Answer\nFirst seen 2020-03-01 at 14:30, the last in 2021 [E1]; "
               "none in 2019 or on 2020-02-02 [E1].\n")

@@ -4,7 +4,8 @@ The claim check (:mod:`.claim_check`) needs to read "23.7%", "1,234", "0.5x",
 "1.2 million", "2020-03-01" and "2021" out of Markdown, and to tell a claim from a
 label: evidence and hypothesis ids (``E4``, ``H3``, ``Q7``), codes that mix letters
 and digits (``COVID-19``, ``A12B``), list numbering (``1.``), compound adjectives
-(``30-day``) and code spans are not claims.
+(``30-day``), an interval's confidence level (the 95 of "95% CI") and code spans are not
+claims.
 """
 
 from __future__ import annotations
@@ -35,6 +36,11 @@ _DATE = re.compile(
 )
 _CODE = re.compile(r"```.*?```|`[^`\n]*`", re.DOTALL)
 _LIST_MARKER = re.compile(r"^(\s*(?:#+\s*)?)\d+[.)](?=\s)", re.MULTILINE)
+_CONFIDENCE_LEVEL = re.compile(
+    r"(?<![\w.])(?:80|90|95|97\.5|99|99\.9)\s?%(?=[\s-]*(?:CIs?\b|C\.I\.|confidence|credible"
+    r"|prediction|interval|uncertainty))", re.IGNORECASE)
+"""The level of an interval ("95% CI", "a 90% confidence interval"): a label of the
+interval that follows, not a value of the data."""
 SMALL_COUNT = 10
 """Bare integers up to this are counting words ("3 hypotheses", "2 rounds"), not claims."""
 
@@ -78,12 +84,13 @@ class ReportNumber:
 
 
 def blank_out(report: str) -> str:
-    """``report`` with code spans and list numbering replaced by spaces (same length),
-    so positions found in the result are positions in the report."""
+    """``report`` with code spans, list numbering and intervals' confidence levels
+    replaced by spaces (same length), so positions found in the result are positions in
+    the report."""
     def spaces(match: re.Match[str]) -> str:
         return re.sub(r"\S", " ", match.group(0))
 
-    text = _CODE.sub(spaces, report)
+    text = _CONFIDENCE_LEVEL.sub(spaces, _CODE.sub(spaces, report))
     return _LIST_MARKER.sub(lambda m: m.group(1) + " " * (len(m.group(0)) - len(m.group(1))),
                            text)
 
@@ -92,7 +99,8 @@ def find_numbers(report: str) -> list[ReportNumber]:
     """Every number in ``report`` that states a claim, in order of appearance.
 
     Skipped: code spans, list numbering, ids and codes, compound adjectives
-    ("30-day") and bare integers up to :data:`SMALL_COUNT`.
+    ("30-day"), the confidence level of an interval ("95% CI") and bare integers up to
+    :data:`SMALL_COUNT`.
     """
     text = blank_out(report)
     found: list[ReportNumber] = []
