@@ -136,6 +136,85 @@ def test_a_date_part_counts_only_when_the_evidence_splits_by_that_part(
     assert controlled(by + "a.admitted_on::DATE") >= {"year", "month", "day_of_week"}
 
 
+JOINED = (" FROM admissions a JOIN patients p USING (patient_id) JOIN treatments t "
+          "USING (admission_id) JOIN outcomes o USING (admission_id)")
+
+
+def test_a_case_condition_inside_an_aggregate_splits_by_its_columns(tables: dict) -> None:
+    usage = column_usage(
+        "SELECT t.drug, avg(CASE WHEN a.severity = 'critical' THEN o.died::INT END) AS crit, "
+        "avg(CASE WHEN a.severity = 'mild' THEN o.died::INT END) AS mild" + JOINED
+        + " GROUP BY t.drug", tables)
+    assert _pairs(usage.splits) == {("admissions", "severity")}
+    assert _pairs(usage.controlled) == {("admissions", "severity"), ("treatments", "drug")}
+    assert _pairs(usage.measured) == {("outcomes", "died")}  # the value stays measured
+    share = column_usage(
+        "SELECT sum(CASE WHEN a.ward = 'ICU' THEN 1 ELSE 0 END) / count(*) FROM admissions a",
+        tables)
+    assert _pairs(share.controlled) == {("admissions", "ward")}
+    assert share.measured == set()
+
+
+def test_an_aggregate_s_filter_clause_splits_by_its_columns(tables: dict) -> None:
+    usage = column_usage(
+        "SELECT count(*) FILTER (WHERE a.severity = 'critical') AS n_crit, "
+        "count(*) FILTER (WHERE a.severity <> 'critical') FROM admissions a", tables)
+    assert _pairs(usage.controlled) == {("admissions", "severity")}
+    assert usage.measured == set()
+    older = column_usage(
+        "SELECT avg(o.died::INT) FILTER (WHERE p.age >= 65) "
+        "- avg(o.died::INT) FILTER (WHERE p.age < 65)" + JOINED, tables)
+    assert _pairs(older.controlled) == {("patients", "age")}
+    assert _pairs(older.measured) == {("outcomes", "died")}
+
+
+def test_a_rate_written_as_a_case_keeps_its_outcome_measured(tables: dict) -> None:
+    """An indicator that reads no other value measures what its condition tests as a
+    yes/no outcome; a condition on the aggregated column itself measures it too."""
+    for rate in ("avg(CASE WHEN o.died THEN 1 ELSE 0 END)",
+                 "sum(CASE WHEN o.died = 1 THEN 1 ELSE 0 END) / count(*)",
+                 "avg(CASE WHEN NOT o.died THEN 1.0 ELSE 0.0 END)",
+                 "count(*) FILTER (WHERE o.died IS TRUE) / count(*)",
+                 "avg(CASE WHEN o.days_to_discharge > 30 THEN NULL "
+                 "ELSE o.days_to_discharge END)"):
+        usage = column_usage(f"SELECT {rate}" + JOINED, tables)
+        assert usage.controlled == set(), rate
+        assert len(usage.measured) == 1, rate
+    both = column_usage("SELECT avg(CASE WHEN o.died AND a.severity = 'critical' THEN 1 "
+                        "ELSE 0 END)" + JOINED, tables)
+    assert _pairs(both.controlled) == {("admissions", "severity")}
+    assert _pairs(both.measured) == {("outcomes", "died")}
+    # a flag is a stratum when the aggregate measures another column
+    within = column_usage("SELECT avg(o.died::INT) FILTER (WHERE o.ventilated)" + JOINED,
+                          tables)
+    assert _pairs(within.controlled) == {("outcomes", "ventilated")}
+
+
+def test_a_case_outside_any_aggregate_is_a_split_only_when_grouped_by(tables: dict) -> None:
+    band = "CASE WHEN severity = 'critical' THEN 'crit' ELSE 'other' END AS band"
+    grouped = column_usage(f"SELECT {band}, count(*) FROM admissions GROUP BY band", tables)
+    assert _pairs(grouped.groups) == {("admissions", "severity")}
+    label = column_usage(f"SELECT admission_id, {band} FROM admissions", tables)
+    assert label.controlled == set() and label.measured == set()  # a per-row label
+
+
+def test_a_condition_inside_an_aggregate_splits_by_the_date_parts_it_determines(
+        sql: GuardedSQL, tables: dict) -> None:
+    dimensions = candidate_dimensions(sql)
+
+    def controlled(select: str, tail: str = "") -> set[str]:
+        return set(coverage_map(dimensions, [("H1", f"SELECT {select}{JOINED}{tail}")],
+                                tables).hypotheses[0].controlled)
+
+    assert {n for n in controlled("count(*) FILTER (WHERE month(a.admitted_on) = 1)")
+            if "admitted_on" in n} == {"month_of_year(admissions.admitted_on)"}
+    assert controlled("count(*) FILTER (WHERE date_diff('day', a.admitted_on, "
+                      "t.started_on) > 7)") == set()
+    split = controlled("t.drug, avg(CASE WHEN a.severity = 'critical' THEN o.died::INT END)",
+                       " GROUP BY t.drug")
+    assert split == {"admissions.severity", "treatments.drug"}
+
+
 def test_the_not_examined_table_gives_each_reason_once_grouped_by_table() -> None:
     from d2_notebook.board import DimensionDismissal
     from d2_notebook.detective.report import UNTOUCHED_REASON, not_examined_table

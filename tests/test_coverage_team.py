@@ -227,3 +227,25 @@ def test_a_dismissed_dimension_that_evidence_touched_anyway_counts_as_examined(
     # the dismissal still exempts the dimension from the checks of other hypotheses
     assert {d.dimension for d in after.dismissed} == {"admissions.severity",
                                                       "admissions.ward"}
+
+
+def test_conditional_aggregation_counts_as_a_split_in_the_digest_line(con, board) -> None:
+    """A real collector compared severities inside its select list; the map said it had
+    not touched severity (and called severity a column the metric measures)."""
+    candidates = read_candidates(GuardedSQL(con))
+    inv = board.start_investigation("Which drug works for critical patients?")
+    hypothesis = board.add_hypothesis("Virexa helps critical patients", investigation_id=inv.id)
+    sql = ("SELECT t.drug, avg(CASE WHEN a.severity = 'critical' THEN o.died::INT END) AS crit,"
+           " avg(CASE WHEN a.severity = 'mild' THEN o.died::INT END) AS mild FROM admissions a"
+           " JOIN treatments t USING (admission_id) JOIN outcomes o USING (admission_id)"
+           " GROUP BY t.drug")
+    evidence = board.add_evidence(sql, GuardedSQL(con).run(sql).frame,
+                                  description="death rate by drug, critical vs mild",
+                                  investigation_id=inv.id)
+    board.link(evidence.id, hypothesis.id, "supports", actor="collector")
+    coverage = board_coverage(board, candidates, inv.id)
+    assert coverage.by_hypothesis[hypothesis.id] == ("admissions.severity", "treatments.drug")
+    assert coverage.hypothesis_line(hypothesis.id) == (
+        "dimensions controlled or split by: admissions.severity, treatments.drug")
+    assert "outcomes.died" in coverage.measured
+    assert "admissions.severity" not in coverage.measured + coverage.untouched

@@ -7,6 +7,20 @@ Columns are traced through aliases, subqueries and CTEs to the tables they come 
 ``WITH r AS (SELECT a.severity AS s FROM admissions a) ... GROUP BY s`` groups by
 ``admissions.severity``; the analysis tools' generated SQL reads the same way.
 
+A select list that compares strata inside an aggregate (conditional aggregation) splits
+by them too: the columns of a ``CASE WHEN`` condition or a ``FILTER (WHERE ...)`` clause
+inside an aggregate call (``avg(CASE WHEN a.severity = 'critical' THEN o.died::INT END)``,
+``count(*) FILTER (WHERE p.age >= 65)``) are :attr:`ColumnUsage.splits`, read with the
+same grain rules as a ``WHERE``. What the aggregate aggregates stays measured: its value
+column (``o.died``), a condition on that column itself, and, in an indicator that reads
+no column as its value, a yes/no test of a column (``avg(CASE WHEN o.died THEN 1 ELSE 0
+END)``, ``count(*) FILTER (WHERE x IS NULL)``: how a rate or a count of an outcome is
+written). An indicator of a stratum (``sum(CASE WHEN a.ward = 'ICU' THEN 1 ELSE 0 END)``)
+splits by it; text cannot tell it from the rate of a categorical outcome written the
+same way (``CASE WHEN o.status = 'dead' ...``), which reads as a split as well. A ``CASE``
+outside any aggregate is a per-row label: grouped by, it is a split like any grouped
+expression; otherwise it controls nothing.
+
 :func:`coverage_map` is pure: from the candidate dimensions and the ``(hypothesis id,
 evidence SQL)`` pairs it says, per hypothesis, which dimensions its evidence controlled
 or split by, and which dimensions no evidence on the board has touched. A dimension
@@ -22,7 +36,7 @@ column (``date_diff('day', t.d, t.e)``).
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 
 from d2_notebook.data.dimensions import Dimension
@@ -67,12 +81,15 @@ class ColumnUsage:
     tables: frozenset[str] = frozenset()
     """The catalog tables the statement reads."""
     measured: frozenset[ColumnRef] = frozenset()
-    """Columns read inside an aggregate of a select list (``avg(o.died)``): measured."""
+    """Columns an aggregate of a select list aggregates (``avg(o.died)``): measured."""
+    splits: frozenset[ColumnRef] = frozenset()
+    """Columns whose strata an aggregate of a select list compares: the columns of a
+    ``CASE WHEN`` condition or a ``FILTER`` clause inside it, but not the measured ones."""
 
     @property
     def controlled(self) -> frozenset[ColumnRef]:
-        """Columns the statement holds fixed or splits by (filters and groups)."""
-        return self.filters | self.groups
+        """Columns the statement holds fixed or splits by (filters, groups, splits)."""
+        return self.filters | self.groups | self.splits
 
 
 @dataclass(frozen=True)
@@ -113,7 +130,7 @@ class CoverageMap:
 
 
 def column_usage(sql: str, tables: Mapping[str, Iterable[str]]) -> ColumnUsage:
-    """Read one SELECT into the catalog columns it filters, groups and joins by.
+    """Read one SELECT into the catalog columns it filters, groups, splits and joins by.
 
     Args:
         sql: The statement (as stored on the board).
@@ -129,7 +146,7 @@ def column_usage(sql: str, tables: Mapping[str, Iterable[str]]) -> ColumnUsage:
     reader.query(statement, [])
     return ColumnUsage(frozenset(reader.filters), frozenset(reader.groups),
                        frozenset(reader.joins), frozenset(reader.tables),
-                       frozenset(reader.measured))
+                       frozenset(reader.measured), frozenset(reader.splits))
 
 
 def selected_columns(sql: str, tables: Mapping[str, Iterable[str]]) -> frozenset[ColumnRef]:
@@ -232,6 +249,7 @@ class _Reader:
         self.joins: set[ColumnRef] = set()
         self.tables: set[str] = set()
         self.measured: set[ColumnRef] = set()
+        self.splits: set[ColumnRef] = set()
         self.ctes: list[dict[str, _Relation]] = []
 
     def query(self, node: dict, outer: list[dict[str, _Relation]]) -> _Relation:
@@ -268,9 +286,11 @@ class _Reader:
                 star = True
                 continue
             refs = self._columns(expression, scopes)
-            for inner in iter_nodes(expression):
-                if inner.get("class") == "FUNCTION" and _is_aggregate(inner):
-                    self.measured |= self._columns(inner, scopes)
+            for aggregate in _aggregates(expression):
+                splits, measured = self._aggregate(aggregate, scopes)
+                self.splits |= splits
+                if aggregate.get("class") == "FUNCTION":
+                    self.measured |= measured
             name = expression.get("alias") or _default_name(expression) or f"#{position}"
             outputs[name.lower()] = refs
         for part in ("where_clause", "having", "qualify"):
@@ -317,6 +337,25 @@ class _Reader:
             for column in ref.get("using_columns") or []:
                 for relation in scope.values():
                     self.joins |= relation.resolve(str(column).lower()) or set()
+
+    def _aggregate(self, call: dict, scopes: list) -> tuple[set[ColumnRef], set[ColumnRef]]:
+        """What one aggregate call of a select list splits by, and what it measures.
+
+        The columns of its conditions (:func:`_conditions`) are splits, but for the
+        measured ones: the columns it aggregates as its value (everything outside the
+        conditions; a window's arguments), and, when it reads no value, the columns its
+        conditions test as a yes/no outcome (:func:`_outcome_tests`).
+        """
+        conditions = _conditions(call)
+        value = self._columns(_pruned(call if call.get("class") == "FUNCTION"
+                                      else call.get("arguments"), conditions), scopes)
+        outcomes = [] if value else [t for c in conditions for t in _outcome_tests(c)]
+        measured = value | self._columns(outcomes, scopes)
+        read = {(ref.table, ref.column) for ref in measured}
+        splits = {ref for condition in conditions
+                  for ref in self._columns(_pruned(condition, outcomes), scopes)
+                  if (ref.table, ref.column) not in read}
+        return splits, measured
 
     def _columns(self, expression: object, scopes: list) -> set[ColumnRef]:
         """Catalog columns an expression reads, each with the date parts it determines
@@ -376,6 +415,96 @@ _AGGREGATE_HINTS = frozenset({
 def _is_aggregate(node: dict) -> bool:
     return node.get("class") == "WINDOW" or str(node.get("function_name", "")).lower() in \
         _AGGREGATE_HINTS
+
+
+def _own_nodes(item: object) -> Iterator[dict]:
+    """Every dict under ``item``, depth first, the root included, but none inside a
+    subquery (a subquery is read as its own SELECT, in its own scope)."""
+    pending = [item]
+    while pending:
+        current = pending.pop()
+        if isinstance(current, list):
+            pending.extend(reversed(current))
+        elif isinstance(current, dict):
+            yield current
+            if current.get("class") == "SUBQUERY":
+                pending.append(current.get("child"))  # the x of ``x IN (SELECT ...)``
+            else:
+                pending.extend(reversed(list(current.values())))
+
+
+def _aggregates(expression: dict) -> list[dict]:
+    """The aggregate calls (windows included) of one select-list expression, nested ones
+    too, outside its subqueries."""
+    return [n for n in _own_nodes(expression)
+            if n.get("class") in ("FUNCTION", "WINDOW") and _is_aggregate(n)]
+
+
+def _conditions(call: dict) -> list[dict]:
+    """The conditions inside one aggregate call that choose the rows or values it
+    aggregates: its ``FILTER`` clause and those of calls nested in it, and the ``WHEN``
+    of every ``CASE`` in it (outside its subqueries)."""
+    found: list[dict] = []
+    for node in _own_nodes(call):
+        if node.get("class") in ("FUNCTION", "WINDOW"):
+            found += [c for c in (node.get("filter"), node.get("filter_expr")) if c]
+        found += [check["when_expr"] for check in node.get("case_checks") or []
+                  if check.get("when_expr")]
+    return found
+
+
+_NULL_TESTS = frozenset({"OPERATOR_IS_NULL", "OPERATOR_IS_NOT_NULL"})
+_EQUALITIES = frozenset({"COMPARE_EQUAL", "COMPARE_NOTEQUAL", "COMPARE_NOT_DISTINCT_FROM",
+                         "COMPARE_DISTINCT_FROM"})
+
+
+def _outcome_tests(condition: dict) -> list[dict]:
+    """The columns a condition tests as a yes/no outcome rather than a stratum: a flag on
+    its own, negated or cast (``o.died``, ``NOT o.died``, ``o.died IS TRUE``), compared
+    with a truth value (``o.died = 1``, ``o.died <> false``), or tested for a value
+    (``x IS NULL``); the parts of ``AND``/``OR`` each on their own. Returns the column
+    (or cast) nodes, for :func:`_pruned`."""
+    kind = condition.get("type")
+    if condition.get("class") == "CONJUNCTION" or kind == "OPERATOR_NOT":
+        return [t for child in condition.get("children") or [] for t in _outcome_tests(child)]
+    if kind in _NULL_TESTS:
+        return [c for c in condition.get("children") or [] if _is_column(c)]
+    if kind in _EQUALITIES:
+        sides = [condition.get("left") or {}, condition.get("right") or {}]
+        if any(_is_truth_value(side) for side in sides):
+            return [side for side in sides if _is_column(side)]
+        return []
+    return [condition] if _is_column(condition) else []
+
+
+def _is_column(node: dict) -> bool:
+    """A column reference, or a cast of one (``o.died::INTEGER``)."""
+    if node.get("class") == "CAST":
+        return _is_column(node.get("child") or {})
+    return node.get("class") == "COLUMN_REF"
+
+
+def _is_truth_value(node: dict) -> bool:
+    """A constant ``true``/``false`` or ``1``/``0``."""
+    literal = node.get("literal") or {}
+    if node.get("class") != "CONSTANT":
+        return False
+    return literal.get("kind") == "BOOLEAN" or (
+        literal.get("kind") in ("INTEGER", "BIGINT") and literal.get("text") in ("0", "1"))
+
+
+def _pruned(item: object, drop: Iterable[dict]) -> object:
+    """A copy of a parse (sub)tree without the nodes in ``drop`` (matched by identity)."""
+    gone = {id(node) for node in drop}
+
+    def copy(current: object) -> object:
+        if isinstance(current, dict):
+            return None if id(current) in gone else {k: copy(v) for k, v in current.items()}
+        if isinstance(current, list):
+            return [copy(i) for i in current]
+        return current
+
+    return copy(item)
 
 
 _PART_FUNCTIONS = {

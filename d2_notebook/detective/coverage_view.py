@@ -220,7 +220,7 @@ def _metric_dimensions(candidates: CandidateDimensions, metric: str,
 @lru_cache(maxsize=4096)
 def _touched(candidates: CandidateDimensions,
              sql: str) -> tuple[frozenset[str], frozenset[str], frozenset[str]]:
-    """The candidate dimensions one statement filters or groups by, the catalog tables it
+    """The candidate dimensions one statement filters, groups or splits by, the catalog tables it
     reads, and the dimensions of the columns it aggregates (parsed once)."""
     try:
         usage = column_usage(sql, dict(candidates.tables))
