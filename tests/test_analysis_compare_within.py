@@ -1,8 +1,11 @@
-"""compare_within on data with known answers: a confounder with a reversal, an interaction."""
+"""compare_within on data with known answers: a confounder with a reversal, an interaction,
+a mediator recorded with the outcome."""
 
 from __future__ import annotations
 
 import duckdb
+import numpy as np
+import pandas as pd
 import pytest
 from analysis_data import planted
 
@@ -151,3 +154,84 @@ def test_the_summary_gives_the_effect_with_each_dimension_held_fixed() -> None:
         assert (said in held) != in_moved, row.dimension
         assert not in_moved or f"to {figure(row.standardised_effect)}" in moved
     assert "admissions.severity: standardising moves" in moved
+
+
+def _clinic() -> duckdb.DuckDBPyConnection:
+    """A drug given more to older and COPD patients (both raise the death risk), whose only
+    benefit is fewer complications; a complication, recorded in ``outcomes`` with the
+    death, raises the death risk. Age and COPD are confounders, the complication a step
+    between the drug and the death (a mediator)."""
+    rng = np.random.default_rng(7)
+    n = 4000
+    old, copd, asthma = (rng.random(n) < share for share in (0.5, 0.3, 0.3))
+    new = rng.random(n) < 0.25 + 0.3 * old + 0.2 * copd
+    complication = rng.random(n) < np.where(new, 0.1, 0.5)
+    died = rng.random(n) < 0.03 + 0.1 * old + 0.1 * copd + 0.2 * complication
+    ids = np.arange(1, n + 1)
+    con = duckdb.connect()
+    con.execute("CREATE TABLE patients (patient_id INTEGER PRIMARY KEY, age_group VARCHAR)")
+    con.execute("CREATE TABLE conditions (patient_id INTEGER REFERENCES patients "
+                "(patient_id), condition VARCHAR)")
+    con.execute("CREATE TABLE treatments (treatment_id INTEGER PRIMARY KEY, patient_id "
+                "INTEGER REFERENCES patients (patient_id), drug VARCHAR)")
+    con.execute("CREATE TABLE outcomes (treatment_id INTEGER PRIMARY KEY REFERENCES "
+                "treatments (treatment_id), complication BOOLEAN, died BOOLEAN)")
+    frames = {
+        "patients": pd.DataFrame({"patient_id": ids, "age_group": np.where(old, "old",
+                                                                           "young")}),
+        "conditions": pd.concat([pd.DataFrame({"patient_id": ids[has], "condition": name})
+                                 for name, has in (("copd", copd), ("asthma", asthma))]),
+        "treatments": pd.DataFrame({"treatment_id": ids, "patient_id": ids,
+                                    "drug": np.where(new, "new", "usual")}),
+        "outcomes": pd.DataFrame({"treatment_id": ids, "complication": complication,
+                                  "died": died}),
+    }
+    for name, frame in frames.items():
+        con.register("_frame", frame)
+        con.execute(f"INSERT INTO {name} SELECT * FROM _frame")
+        con.unregister("_frame")
+    return con
+
+
+CLINIC_DEATHS = "avg(CASE WHEN o.died THEN 1 ELSE 0 END)"
+RECORDED_WITH_OUTCOME = "is recorded with the outcome"
+
+
+def test_a_dimension_recorded_with_the_outcome_is_cautioned_as_a_possible_mediator() -> None:
+    """Holding the complication fixed takes out the drug's real benefit (here it even
+    reverses it): its flag keeps its kind, but says the complication is recorded with the
+    outcome, not with the drug, and may be a step between them. The confounders recorded
+    before the drug (a patient's age, a 1:N condition) carry no such caution."""
+    result = compare_within(GuardedSQL(_clinic()),
+                            source="treatments t JOIN outcomes o USING (treatment_id)",
+                            metric=CLINIC_DEATHS, exposure="t.drug", value="new",
+                            dimensions=["patients.age_group", "has conditions.condition",
+                                        "outcomes.complication"])
+    texts = {flag.dimension: flag.text for flag in result.flags}
+    assert _kinds(result) == {"outcomes.complication": {FlagKind.SIMPSONS_PARADOX},
+                              "patients.age_group": {FlagKind.CONFOUNDING},
+                              "has conditions.condition = copd": {FlagKind.CONFOUNDING}}
+    assert ("Caution: outcomes.complication is recorded with the outcome (in outcomes, which "
+            "the metric reads), not with the exposure, so it may be a consequence of the "
+            "exposure (a step between exposure and outcome) rather than a cause; holding it "
+            "fixed then removes part of the real effect") in texts["outcomes.complication"]
+    assert RECORDED_WITH_OUTCOME not in texts["patients.age_group"]
+    assert RECORDED_WITH_OUTCOME not in texts["has conditions.condition = copd"]
+    assert ("Recorded with the outcome, not with the exposure (possibly steps between "
+            "exposure and outcome, not confounders; see their cautions): "
+            "outcomes.complication.") in result.summary.splitlines()
+
+
+def test_a_single_table_source_marks_no_dimension_as_recorded_with_the_outcome() -> None:
+    """In one table (a CSV) nothing tells when a column was recorded: the same mediator
+    is flagged as before, without the caution."""
+    con = _clinic()
+    con.execute("CREATE TABLE flat AS SELECT t.drug, o.complication, o.died, p.age_group "
+                "FROM treatments t JOIN outcomes o USING (treatment_id) "
+                "JOIN patients p USING (patient_id)")
+    result = compare_within(GuardedSQL(con), source="flat",
+                            metric="avg(CASE WHEN died THEN 1 ELSE 0 END)", exposure="drug",
+                            value="new", dimensions=["complication", "age_group"])
+    assert _kinds(result) == {"flat.complication": {FlagKind.SIMPSONS_PARADOX},
+                              "flat.age_group": {FlagKind.CONFOUNDING}}
+    assert "recorded with the outcome" not in result.summary.lower()

@@ -181,3 +181,50 @@ def test_a_dimension_the_filter_fixes_is_told_as_one_value_not_too_few_rows(
     assert ("One value only in these rows (the where filter may fix it), so not tested: "
             "has comorbidities.condition = diabetes") in result.summary
     assert "Too few rows per arm" not in result.summary
+
+
+VENTILATED_CAUTION = ("Caution: outcomes.ventilated is recorded with the outcome (in outcomes, "
+                      "which the metric reads), not with the exposure")
+
+
+@pytest.mark.parametrize("metric", [DEATHS, "avg(o.days_to_discharge)"])
+def test_ventilation_recorded_with_the_outcome_is_no_plain_confounder(
+        sql: GuardedSQL, metric: str) -> None:
+    """Ventilation is recorded with the outcome and may follow from the drug: real-model
+    judges had to argue its CONFOUNDING flag away. The flag stays (its kind too) with a
+    caution; severity, recorded with the admission, is flagged without one."""
+    result = compare_within(sql, source="treatments t JOIN outcomes o USING (admission_id)",
+                            metric=metric, exposure="t.drug", value="Pulmorex",
+                            reference="Standard care",
+                            dimensions=["o.ventilated", "admissions.severity"])
+    texts = {f.dimension: f.text for f in result.flags if f.kind is FlagKind.CONFOUNDING}
+    assert VENTILATED_CAUTION in texts["outcomes.ventilated"]
+    assert "recorded with the outcome" not in texts["admissions.severity"]
+    assert "see their cautions): outcomes.ventilated." in result.summary
+
+
+def test_a_metric_read_through_a_subquery_places_the_outcome_in_its_table(
+        sql: GuardedSQL) -> None:
+    """A per-row EXISTS reads its own table (outcomes); the correlated key of the source
+    (t.admission_id) only matches its rows, so the treatments table is not the outcome's."""
+    died = ("avg(CASE WHEN EXISTS (SELECT 1 FROM outcomes o2 WHERE o2.admission_id = "
+            "t.admission_id AND o2.died) THEN 1 ELSE 0 END)")
+    result = compare_within(sql, source="treatments t JOIN outcomes o USING (admission_id)",
+                            metric=died, exposure="t.drug", value="Pulmorex",
+                            reference="Standard care",
+                            dimensions=["o.ventilated", "admissions.severity"])
+    texts = {f.dimension: f.text for f in result.flags}
+    assert VENTILATED_CAUTION in texts["outcomes.ventilated"]
+    assert "recorded with the outcome" not in texts["admissions.severity"]
+
+
+def test_no_caution_when_the_metric_cannot_be_placed_in_a_table(sql: GuardedSQL) -> None:
+    """A metric over a derived table (no catalog table behind its alias) cannot be placed:
+    the flags read as they did before the caution existed."""
+    derived = ("treatments t JOIN (SELECT admission_id, died, ventilated FROM outcomes) o "
+               "USING (admission_id)")
+    result = compare_within(sql, source=derived, metric=DEATHS, exposure="t.drug",
+                            value="Pulmorex", reference="Standard care",
+                            dimensions=["o.ventilated"])
+    assert {f.kind for f in result.flags} == {FlagKind.CONFOUNDING}
+    assert "recorded with the outcome" not in result.summary.lower()

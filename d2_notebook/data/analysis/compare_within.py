@@ -29,7 +29,16 @@ gives the effect within each stratum; then:
   :data:`NEAR_SPREAD` of the scale) is named in the summary with its strata, unflagged.
   So is a dimension across which the effect is nearly constant on the scale chosen but
   not on the other (a constant ratio whose absolute benefit grows with the baseline):
-  a claim about the absolute size and one about the relative size answer differently.
+  a claim about the absolute size and one about the relative size answer differently;
+- **recorded with the outcome**: a dimension whose column lives in a table the metric
+  reads, when the exposure's columns all come from other tables (ventilation beside the
+  death, under a drug from the treatments table), may be a consequence of the exposure, a
+  step between exposure and outcome, rather than a cause: holding it fixed removes part
+  of the real effect. Its CONFOUNDING or SIMPSON'S PARADOX flag keeps its kind and carries
+  a caution, and the summary lists such flags apart. No dimension is marked in a
+  single-table source, nor when a column of the metric or of the exposure cannot be placed
+  in a catalog table (constants, an alias of a derived table); a 1:N membership only when
+  its table is the metric's (read through a subquery).
 
 A dimension that could not be tested (too few strata with both arms) is counted as
 untested, never as "no confounding". Nor is a dimension that restates the outcome tested,
@@ -60,7 +69,8 @@ from d2_notebook.data.analysis.common import (
     prepare,
     run_pass,
 )
-from d2_notebook.data.analysis.inputs import literal
+from d2_notebook.data.analysis.inputs import literal, tables_read
+from d2_notebook.data.analysis.plan import PlannedDimension
 from d2_notebook.data.analysis.result import AnalysisResult, AnalysisTool, Flag, FlagKind, capped
 from d2_notebook.data.analysis.stats import (
     Comparison,
@@ -168,7 +178,9 @@ def compare_within(
     crude = compare(exposed, rest, pooled_var=pooled)
     support = Support.of(min_support, total.n, named=dimensions is not None)
     scale = metric_scale(total)
-    families = _families(scan, prepared, exposed, rest)
+    planned_families = _families(scan, prepared, exposed, rest)
+    families = [family for family, _ in planned_families]
+    with_outcome = _recorded_with_outcome(planned_families, prepared, exposure)
     exact = [f.name for f in families if not f.membership and determines_exactly(
         [m1 + m0 for _, m1, m0 in f.strata], total)]
     copies = {f.name: explained_share(groups, total) for f in families
@@ -212,7 +224,8 @@ def compare_within(
                 and qh < NEAR_LEVEL):
             near_heterogeneity.append((family, qh))
         for kind in kinds:
-            flags.append(Flag(kind, family.name, _flag_text(kind, family, qh, qc, label, top)))
+            flags.append(Flag(kind, family.name, _flag_text(kind, family, qh, qc, label, top,
+                                                            with_outcome.get(family.name))))
         for stratum, m1, m0 in family.strata:
             effect = compare(m1, m0, pooled_var=pooled)
             rows.append({
@@ -235,7 +248,7 @@ def compare_within(
     summary = _summary(metric, label, versus, exposed, rest, crude, flags, families, alpha,
                        support, prepared, exact, unflagged_moves, copies,
                        restated.set_by_outcome, _near_misses(near_heterogeneity, alpha, top),
-                       _scale_dependent(scale_dependent, top))
+                       _scale_dependent(scale_dependent, top), with_outcome)
     return capped(AnalysisTool.COMPARE_WITHIN, scan.sql, frame, sql.max_rows,
                   scan.duration_s, summary, flags)
 
@@ -251,20 +264,49 @@ def _adjusted(p_values: list[float | None]) -> list[float]:
     return [math.nan if p is None else next(q_values) for p in p_values]
 
 
-def _families(scan: Pass, prepared: Prepared, exposed: Moments, rest: Moments) -> list[Family]:
+def _families(scan: Pass, prepared: Prepared, exposed: Moments,
+              rest: Moments) -> list[tuple[Family, PlannedDimension]]:
+    """Each dimension's strata as a family (a 1:N attribute: one yes/no family per value),
+    with the planned dimension it comes from (its table, its expression)."""
     values = scan.split_by_flag()  # (exposed, reference) per dimension and value
     families = []
     for index, planned in enumerate(prepared.plan.dimensions):
         found = values.get(index, {})
         if planned.membership:
             for value, (m1, m0) in sorted(found.items()):
-                families.append(Family(f"{planned.name} = {value}",
-                                       [("yes", m1, m0), ("no", exposed - m1, rest - m0)],
-                                       membership=True))
+                families.append((Family(f"{planned.name} = {value}",
+                                        [("yes", m1, m0), ("no", exposed - m1, rest - m0)],
+                                        membership=True), planned))
         elif found:
-            families.append(Family(planned.name, [(v, m1, m0) for v, (m1, m0)
-                                                   in sorted(found.items())]))
+            families.append((Family(planned.name, [(v, m1, m0) for v, (m1, m0)
+                                                    in sorted(found.items())]), planned))
     return families
+
+
+def _recorded_with_outcome(families: list[tuple[Family, PlannedDimension]],
+                           prepared: Prepared, exposure: str) -> dict[str, frozenset[str]]:
+    """The families recorded with the outcome, each with the metric's tables it reads.
+
+    A dimension is recorded with the outcome when its column lives in a table the metric
+    reads and the exposure's columns all live in other tables: it may then be a
+    consequence of the exposure rather than a cause (ventilation in the outcomes table,
+    under a drug from the treatments table). No family is marked when the exposure shares
+    a table with the metric (a single-table source) or when either cannot be placed in
+    tables (:func:`~d2_notebook.data.analysis.inputs.tables_read`). A 1:N membership's
+    table is a child table, so it is marked only when the metric itself reads that table
+    (through a subquery)."""
+    source, catalog = prepared.source, prepared.catalog
+    outcome = tables_read(prepared.value_sql, source, catalog)
+    exposed = tables_read(exposure, source, catalog)
+    if outcome is None or exposed is None or outcome & exposed:
+        return {}
+    found = {}
+    for family, planned in families:
+        tables = (frozenset({planned.dimension.table}) if planned.dimension is not None
+                  else tables_read(planned.name, source, catalog)) or frozenset()
+        if tables & outcome:
+            found[family.name] = tables & outcome
+    return found
 
 
 def _judge(family: Family, q_het: float, q_change: float, q_exposure: float, alpha: float,
@@ -311,7 +353,9 @@ def _why_not_confounding(family: Family, kinds: list[FlagKind], q_change: float,
 
 
 def _flag_text(kind: FlagKind, family: Family, q_het: float, q_change: float, label: str,
-               top: int) -> str:
+               top: int, with_outcome: frozenset[str] | None = None) -> str:
+    """One flag's sentence with its figures; a confounding flag over a dimension recorded
+    with the outcome (``with_outcome``: the metric's tables it reads) carries a caution."""
     if kind is FlagKind.HETEROGENEITY:
         scale = ("on the ratio scale, exposed / reference: the effect is nearer a constant "
                  "ratio than a constant difference" if family.effect_scale is EffectScale.RATIO
@@ -342,7 +386,8 @@ def _flag_text(kind: FlagKind, family: Family, q_het: float, q_change: float, la
             f"{figure(crude.difference)} (95% CI {figure(crude.low)} to {figure(crude.high)}); "
             f"standardised over {family.name} {figure(std.difference)} (95% CI "
             f"{figure(std.low)} to {figure(std.high)}); {removed}. "
-            f"Share exposed per stratum: {shares}.{_fixed_outcome_note(family)}")
+            f"Share exposed per stratum: {shares}.{_fixed_outcome_note(family)}"
+            f"{_with_outcome_note(family, with_outcome)}")
 
 
 def _stratum_effects(family: Family, top: int, scale: EffectScale | None = None) -> str:
@@ -445,6 +490,21 @@ def _fixed_outcome_note(family: Family) -> str:
             "the other dimensions' standardised effects instead.")
 
 
+def _with_outcome_note(family: Family, tables: frozenset[str] | None) -> str:
+    """A caution for a dimension recorded with the outcome (in ``tables``, which the metric
+    reads), not with the exposure: it may be a step between exposure and outcome, and
+    holding a step fixed removes part of the real effect, which is not adjustment for a
+    confounder. Empty when ``tables`` is None or empty."""
+    if not tables:
+        return ""
+    where = " and ".join(sorted(tables))
+    return (f" Caution: {family.name} is recorded with the outcome (in {where}, which the "
+            "metric reads), not with the exposure, so it may be a consequence of the exposure "
+            "(a step between exposure and outcome) rather than a cause; holding it fixed then "
+            "removes part of the real effect: weigh the standardised effects over dimensions "
+            "recorded before or with the exposure.")
+
+
 def _strata_text(family: Family) -> str:
     """``all 5 strata`` or ``4 of 5 strata (93% of rows; X: exposed only)``."""
     total = len(family.strata)
@@ -470,7 +530,7 @@ def _summary(metric: str, label: str, versus: str, exposed: Moments, rest: Momen
              alpha: float, support: Support, prepared: Prepared, exact: list[str],
              unflagged_moves: list[tuple[str, str]], copies: dict[str, float],
              set_by_outcome: dict[str, OutcomeValue], near_misses: str | None,
-             scale_dependent: str | None) -> str:
+             scale_dependent: str | None, with_outcome: dict[str, frozenset[str]]) -> str:
     lines = [
         f"compare_within: {metric} for {label} vs {versus}: {figure(exposed.mean)} (n = "
         f"{int(exposed.n)}) vs {figure(rest.mean)} (n = {int(rest.n)}); crude effect "
@@ -481,6 +541,12 @@ def _summary(metric: str, label: str, versus: str, exposed: Moments, rest: Momen
     if flags:
         lines.append(f"FLAGS ({len(flags)}):")
         lines += [f"- {f.text}" for f in flags]
+    mediators = [f.dimension for f in flags if f.dimension in with_outcome
+                 and f.kind in (FlagKind.CONFOUNDING, FlagKind.SIMPSONS_PARADOX)]
+    if mediators:
+        lines.append(f"Recorded with the outcome, not with the exposure (possibly steps "
+                     f"between exposure and outcome, not confounders; see their cautions): "
+                     f"{', '.join(mediators)}.")
     found = {f.kind for f in flags}
     if not confounding:
         lines.append("Confounding not tested: no dimension has two strata with rows in both "

@@ -23,7 +23,7 @@ if TYPE_CHECKING:
     from d2_notebook.data.guarded_sql import GuardedSQL
 
 __all__ = ["Source", "join_columns", "literal", "metric_columns", "metric_value",
-           "optional_where", "parse_source", "require_binds"]
+           "optional_where", "parse_source", "require_binds", "tables_read"]
 
 _MEANS = frozenset({"avg", "mean"})
 _METRIC_FIX = (
@@ -239,6 +239,49 @@ def _outer_nodes(node: object) -> list[dict]:
             else:
                 pending.extend(item.values())
     return found
+
+
+def tables_read(expression: str, source: Source, catalog: Catalog) -> frozenset[str] | None:
+    """The catalog tables whose values an expression over the source reads: the source
+    table of each column (by its alias; an unqualified column: the one source table that
+    has it) and the tables a subquery reads (``EXISTS``, ``IN``; its correlated references
+    to the source and an ``IN``'s left operand only match its rows to the row, as keys).
+
+    None when a column cannot be placed (an alias of no catalog table, an unqualified column
+    that no source table or several have, a subquery over anything but catalog tables) or
+    when the expression reads no column (constants): nothing can be said of its tables."""
+    tables: set[str] = set()
+    pending: list[object] = [select_node(f"SELECT {expression}").get("select_list")]
+    while pending:
+        item = pending.pop()
+        if isinstance(item, list):
+            pending.extend(item)
+        elif isinstance(item, dict) and item.get("class") == "SUBQUERY":
+            read = [catalog.table(str(ref.get("table_name"))) for ref in iter_nodes(
+                item.get("subquery")) if ref.get("type") == "BASE_TABLE"]
+            if not read or None in read:
+                return None
+            tables.update(info.name for info in read)
+        elif isinstance(item, dict) and item.get("class") == "COLUMN_REF":
+            table = _column_table([str(n) for n in item.get("column_names") or []], source,
+                                  catalog)
+            if table is None:
+                return None
+            tables.add(table)
+        elif isinstance(item, dict):
+            pending.extend(item.values())
+    return frozenset(tables) or None
+
+
+def _column_table(names: list[str], source: Source, catalog: Catalog) -> str | None:
+    """The source table a column reference (its name parts) reads: the table behind its
+    alias, or for a bare name the one source table that has such a column; None if there
+    is no such table or there are several."""
+    if len(names) >= 2:
+        return source.table_of(names[-2])
+    having = {table for _, table in source.aliases if names and (info := catalog.table(table))
+              and names[-1].lower() in {c.name.lower() for c in info.columns}}
+    return next(iter(having)) if len(having) == 1 else None
 
 
 def require_binds(sql: GuardedSQL, source: Source, where: str | None,
