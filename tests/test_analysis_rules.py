@@ -69,9 +69,15 @@ def test_strata_without_overlap_are_not_standardised_over_and_said_so() -> None:
     assert result.flags == ()  # within the countries with both arms: no effect
     crude = result.frame.iloc[0]
     assert crude["effect"] > 0.5  # overall, the exposed-only country's delays show
-    assert ("Strata without overlap (one arm only: they cannot confound and are not "
-            "standardised over): deliveries.country: far (exposed only), west (reference "
-            "only).") in result.summary
+    assert ("Strata without overlap (one arm only: no effect is measured in them and they "
+            "are not standardised over): deliveries.country: far (exposed only), west "
+            "(reference only).") in result.summary
+    # the overall effect rests on those strata: not "no confounding", not "no change"
+    assert "No confounding" not in result.summary
+    assert ("deliveries.country: the effect over all rows (" in result.summary
+            and "beyond chance) is not found within its strata with both arms" in result.summary
+            and "so the data cannot tell the exposure's effect from deliveries.country's"
+            in result.summary), result.summary
     row = result.frame[result.frame["dimension"] == "deliveries.country"].iloc[0]
     assert abs(row["standardised_effect"]) < 0.1
     # the same exposure with a real confounder among the overlapping strata

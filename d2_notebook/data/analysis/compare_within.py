@@ -5,9 +5,13 @@ and reference rows (``exposure = reference``, or every other non-null value). Fo
 candidate dimension (a 1:N attribute value counts as its own yes/no dimension) the pass
 gives the effect within each stratum; then:
 
-- **overlap**: a stratum with rows in only one arm (an exposure share of 0 or 1) cannot
-  confound and is not standardised over; such strata are named, and the standardised
-  effect states the strata it was taken over and their share of the rows;
+- **overlap**: a stratum with rows in only one arm (an exposure share of 0 or 1) measures
+  no effect and is not standardised over; such strata are named, and the standardised
+  effect states the strata it was taken over and their share of the rows. An overall
+  effect beyond chance that is not found within the strata with both arms (neither
+  crude nor standardised effect beyond chance there, or the standardised one reversed)
+  rests on the strata without overlap: the summary says the data cannot tell it from the
+  dimension's, instead of "no confounding";
 - **confounding** is judged by what adjustment does: direct standardisation over the
   dimension (stratum effects weighted by the strata's share of the rows) is compared
   with the crude effect over the same strata. The dimension is flagged when that removes
@@ -85,7 +89,13 @@ from d2_notebook.data.analysis.stats import (
     is_near_copy,
     metric_scale,
 )
-from d2_notebook.data.analysis.strata import EffectScale, Family, check_heterogeneity, standardise
+from d2_notebook.data.analysis.strata import (
+    EffectScale,
+    Family,
+    check_heterogeneity,
+    spans_zero,
+    standardise,
+)
 from d2_notebook.data.analysis.text import (
     describe_value,
     figure,
@@ -216,7 +226,8 @@ def compare_within(
     near_heterogeneity: list[tuple[Family, float]] = []  # (family, its interaction q)
     for family, qh, qc, qx in ranked:
         kinds = _judge(family, qh, qc, qx, alpha, scale)
-        why = _why_not_confounding(family, kinds, qc, qx, alpha, scale)
+        why = (_lost_without_overlap(family, kinds, crude)
+               or _why_not_confounding(family, kinds, qc, qx, alpha, scale))
         if why:
             unflagged_moves.append((family.name, why))
         if (FlagKind.HETEROGENEITY not in kinds and family.tested >= 2
@@ -321,6 +332,32 @@ def _judge(family: Family, q_het: float, q_change: float, q_exposure: float, alp
     if family.tested >= 2 and q_het < alpha and family.het_material:
         kinds.append(FlagKind.HETEROGENEITY)
     return kinds
+
+
+def _lost_without_overlap(family: Family, kinds: list[FlagKind],
+                          overall: Comparison) -> str | None:
+    """For a dimension not flagged as a confounder, with strata where one arm only has
+    rows: the line saying the effect is not found where both arms have rows, when the
+    overall effect is beyond chance but within the overlapping strata neither the crude
+    nor the standardised effect is, or the standardised one points the other way. The
+    effect then rests on the strata without overlap (a user whose expenses are all large,
+    the rest's small ones slow): the data cannot tell it from the dimension's, and
+    "holding it fixed changes no conclusion" would be wrong. None otherwise."""
+    crude, std = family.crude, family.standardised
+    if (not family.one_arm or not family.confounding_tested or crude is None or std is None
+            or spans_zero(overall)
+            or {FlagKind.CONFOUNDING, FlagKind.SIMPSONS_PARADOX} & set(kinds)):
+        return None
+    against = not spans_zero(std) and (std.difference > 0) != (overall.difference > 0)
+    if not (spans_zero(crude) and spans_zero(std)) and not against:
+        return None
+    return (f"{family.name}: the effect over all rows ({figure(overall.difference)}, beyond "
+            f"chance) is not found within its strata with both arms ({_strata_text(family)}):"
+            f" crude there {figure(crude.difference)} (95% CI {figure(crude.low)} to "
+            f"{figure(crude.high)}), standardised {figure(std.difference)} (95% CI "
+            f"{figure(std.low)} to {figure(std.high)}); it rests on the strata where one arm "
+            f"only has rows, so the data cannot tell the exposure's effect from "
+            f"{family.name}'s")
 
 
 def _why_not_confounding(family: Family, kinds: list[FlagKind], q_change: float,
@@ -597,8 +634,8 @@ def _summary(metric: str, label: str, versus: str, exposed: Moments, rest: Momen
                           + (f", ... {len(f.one_arm) - 4} more" if len(f.one_arm) > 4 else "")
                           for f in partial[:6])
         more = f"; ... {len(partial) - 6} more dimensions" if len(partial) > 6 else ""
-        lines.append(f"Strata without overlap (one arm only: they cannot confound and are not "
-                     f"standardised over): {shown}{more}.")
+        lines.append(f"Strata without overlap (one arm only: no effect is measured in them "
+                     f"and they are not standardised over): {shown}{more}.")
     lines += definition_lines(prepared.plan)
     if copies:
         lines.append(near_copy_line(copies, "not tested as confounders",
