@@ -96,6 +96,31 @@ async def test_a_collectors_unfounded_reading_is_stored_marked_and_the_judge_see
     assert "40% *(unverified)* gold" in digest
 
 
+async def test_a_collectors_summary_is_checked_against_the_linked_evidence(
+        board: Board) -> None:
+    """The summary the judge reads first: a real collector told the judge a quarter held
+    133 of 134 rows, which no result showed. Its numbers are looked up like a reading's."""
+    def collector(request: ModelRequest) -> ModelResponse:
+        answers = [m.content for m in request.messages if isinstance(m, ToolResult)]
+        if not answers:
+            return tool_call("run_sql", {"sql": "SELECT tier, count(*) AS n FROM account "
+                                                "GROUP BY tier ORDER BY tier"})
+        if len(answers) == 1:
+            return tool_call("record_evidence", {
+                "query_id": "Q1", "description": "accounts by tier", "stance": "supports",
+                "reading": "2 gold and 1 basic"})
+        return tool_call("submit_for_judgement",
+                         {"summary": "gold 2 vs basic 1 [Q1]; 75% of the region is gold"})
+
+    ctx = _context(board, FunctionModel(collector))
+    hyp = board.add_hypothesis("Gold accounts are the majority",
+                               investigation_id=ctx.investigation_id)
+    await roles.collect(ctx, hyp.id)
+    submitted = [e.payload["summary"] for e in board.events()
+                 if e.kind == "collector.submitted"]
+    assert submitted == ["gold 2 vs basic 1 [E1]; 75% *(unverified)* of the region is gold"]
+
+
 async def test_linking_with_a_founded_reading_adds_no_note(board: Board) -> None:
     ctx = _context(board, FunctionModel(lambda request: tool_call("done")))
     hyp, rates, _ = _board_with_rates(board, ctx.investigation_id)
