@@ -13,13 +13,19 @@ import pandas as pd
 import pytest
 
 from d2_notebook.board import Board, ToolCall
+from d2_notebook.data import GuardedSQL
+from d2_notebook.data.analysis import compare_within
+from d2_notebook.datasets import hospital
+from d2_notebook.detective.dimension_names import named_dimensions
 from d2_notebook.detective.evidence_view import evidence_details
 from d2_notebook.detective.reporter_brief import (
+    CITED_ROWS,
     MIN_CITED_ROWS,
     REPORTER_BRIEF_TOKENS,
     reporter_brief,
 )
 from d2_notebook.detective.result_summary import claim_rows
+from d2_notebook.detective.sql_tools import analysis_description
 from d2_notebook.llm import estimate_tokens
 from tests.shared_dir import shared_dir
 
@@ -176,3 +182,157 @@ def test_an_analysis_summary_reaches_the_reporter_as_its_readings() -> None:
     kept = readings(summary).splitlines()
     assert kept == [summary.splitlines()[i] for i in (0, 1, 2, 3, 8, 13, 14)]
     assert readings("The count per ward (a plain query)") == "The count per ward (a plain query)"
+
+
+# --- an analysis result's rows follow the dimension its readings name -------------------
+
+SOURCE = ("admissions a JOIN treatments t USING (admission_id) "
+          "JOIN outcomes o USING (admission_id) JOIN patients p USING (patient_id)")
+CHECK = {"source": SOURCE, "metric": "avg(CASE WHEN o.died THEN 1 ELSE 0 END)",
+         "exposure": "t.drug", "value": "Virexa", "reference": "Standard care",
+         "dimensions": ["a.severity", "a.ward", "p.sex", "month(admissions.admitted_on)",
+                        "day_of_week(admissions.admitted_on)",
+                        "quarter(admissions.admitted_on)"]}
+"""A collector's check of a drug without effect: no dimension flagged, and the effect
+standardised over each one near -0.015, each repeated on every row of its dimension."""
+SEVERITY = "Standardised over severity, Virexa lowers the death rate by only 0.015."
+
+
+@pytest.fixture(scope="module")
+def hospital_db():
+    return hospital.create()
+
+
+@pytest.fixture(scope="module")
+def check(hospital_db):
+    return compare_within(GuardedSQL(hospital_db), **CHECK)
+
+
+def _judged(board: Board, result, verdict: str, *, tool: bool = True) -> str:
+    """The id of ``result`` recorded as evidence (with its tool call, unless ``tool`` is
+    false: then a plain query's result), linked and cited by a verdict reading it."""
+    investigation = board.start_investigation("Which treatment lowers the death rate?")
+    hypothesis = board.add_hypothesis("Virexa lowers the death rate",
+                                      investigation_id=investigation.id)
+    description = analysis_description(result, "") if tool else "death rate per stratum"
+    evidence = board.add_evidence(result.sql, result.frame, description=description,
+                                  investigation_id=investigation.id)
+    if tool:
+        board.record_tool_call(evidence.id, ToolCall("compare_within", CHECK), actor="collector")
+    board.link(evidence.id, hypothesis.id, "contradicts", verdict, actor="collector")
+    board.add_verdict(hypothesis.id, "contradicted", 0.8, verdict, [evidence.id], author="judge")
+    return evidence.id
+
+
+def _shown(board: Board, evidence_id: str, budget: int = REPORTER_BRIEF_TOKENS) -> list[int]:
+    """The rows (0-based) the brief shows of an evidence; ``budget`` 1 gives the shortest
+    form, where a cited evidence keeps only the :data:`MIN_CITED_ROWS` that carry it most."""
+    brief = reporter_brief(board, board.list_investigations()[-1].id, budget_tokens=budget)
+    return [int(m.group(1)) - 1 for line in _block(brief, evidence_id).splitlines()
+            if (m := re.match(r"\s*(\d+)\s", line))]
+
+
+@pytest.mark.parametrize(("verdict", "named"), [
+    (SEVERITY, "admissions.severity"),
+    ("Held fixed by day of week, Virexa lowers the death rate by 0.0146.",
+     "day_of_week(admissions.admitted_on)"),
+])
+def test_a_reading_of_one_dimension_is_carried_by_that_dimensions_rows(
+        board: Board, check, verdict: str, named: str) -> None:
+    """"Standardised over severity, ... 0.015": the number repeats on every row of its
+    dimension and rounds alike on other dimensions' rows; over the whole result those
+    came first (a real-model brief showed a Wednesday row and a 2021-09 row, and the
+    reporter took its figure from the verdict's text). The rows that carry it are the
+    overall row and the named dimension's, which the brief shows at any budget."""
+    frame = check.frame
+    dimension = frame["dimension"]
+    trap = claim_rows(frame, [check.summary, verdict], MIN_CITED_ROWS)
+    assert any(dimension.iloc[p] not in ("(overall)", named) for p in trap)  # the old pick
+    evidence = _judged(board, check, verdict)
+    shortest = _shown(board, evidence, budget=1)
+    assert len(shortest) == MIN_CITED_ROWS
+    assert [dimension.iloc[p] for p in shortest] == ["(overall)", named]
+    own = [p for p in range(len(frame)) if dimension.iloc[p] == named]
+    block = _block(reporter_brief(board, board.list_investigations()[-1].id), evidence)
+    assert f"({1 + len(own)} that carry it, then the first others)" in block
+    assert {0, *own} <= set(_shown(board, evidence))
+
+
+def test_a_number_on_every_row_of_a_named_dimension_carries_it_however_many_rows(
+        board: Board, check) -> None:
+    """Calendar months: 24 rows, each with the standardised effect the reading states.
+    Over the whole result a number on so many rows tells no row apart; among the named
+    dimension's rows it is what carries the reading."""
+    verdict = "Standardised over month(a.admitted_on), the effect is -0.0168: none."
+    evidence = _judged(board, check, verdict)
+    brief = reporter_brief(board, board.list_investigations()[-1].id)
+    assert "the 10 rows that carry it:" in _block(brief, evidence)
+    assert [check.frame["dimension"].iloc[p] for p in _shown(board, evidence)] == [
+        "(overall)"] + ["month(admissions.admitted_on)"] * 9
+
+
+def test_a_stratum_the_reading_names_comes_first_among_its_dimensions_rows(
+        board: Board, check) -> None:
+    evidence = _judged(board, check, SEVERITY + " Even in severe cases it does not help.")
+    overall, first = _shown(board, evidence, budget=1)
+    assert check.frame["dimension"].iloc[overall] == "(overall)"
+    assert (check.frame["dimension"].iloc[first], check.frame["stratum"].iloc[first]) == (
+        "admissions.severity", "severe")
+
+
+def test_other_dimensions_rows_carry_a_reading_no_named_dimensions_row_carries(
+        board: Board, check) -> None:
+    """Sex named, but its rows hold none of the reading's numbers: the rows that carry
+    it over the whole result do, whatever their dimension (2021-Q3's effect, 0.088)."""
+    verdict = "Held fixed by sex nothing changes, yet in one period the rate rose by 0.088."
+    evidence = _judged(board, check, verdict)
+    frame = check.frame
+    claims = [board.get_evidence(evidence).description, verdict, "Virexa lowers the death "
+              "rate", verdict]
+    carrying = [p for p in claim_rows(frame, claims, CITED_ROWS) if p != 0]
+    assert _shown(board, evidence, budget=1) == [0, carrying[0]]
+    assert frame["dimension"].iloc[carrying[0]] != "patients.sex"
+    q3 = next(p for p in range(len(frame))
+              if tuple(frame[["dimension", "stratum"]].iloc[p]) == (
+                  "quarter(admissions.admitted_on)", "2021-Q3"))
+    assert q3 in carrying and q3 in _shown(board, evidence)
+
+
+def test_a_plain_query_result_keeps_the_rows_that_carry_it_over_the_whole_result(
+        board: Board, check) -> None:
+    """Only an analysis tool's result is read by its dimensions; a query's rows carry a
+    reading by its numbers and names over the whole result, as before."""
+    evidence = _judged(board, check, SEVERITY, tool=False)
+    claims = ["death rate per stratum", SEVERITY, "Virexa lowers the death rate", SEVERITY]
+    assert _shown(board, evidence, budget=1) == sorted(
+        claim_rows(check.frame, claims, MIN_CITED_ROWS))
+
+
+@pytest.fixture(scope="module")
+def labels(hospital_db) -> list[str]:
+    """Every dimension of the hospital as compare_within labels it."""
+    result = compare_within(GuardedSQL(hospital_db), **{**CHECK, "dimensions": None})
+    return list(dict.fromkeys(result.frame["dimension"]))
+
+
+@pytest.mark.parametrize(("text", "named"), [
+    ("standardised over severity", {"admissions.severity"}),
+    ("held fixed by A.Severity_Score", {"admissions.severity_score"}),
+    ("by severity score", {"admissions.severity_score"}),
+    ("within each ward", {"admissions.ward"}),
+    ("by day of week", {"day_of_week(admissions.admitted_on)",
+                        "day_of_week(treatments.started_on)"}),
+    ("the day-of-week split (dow)", {"day_of_week(admissions.admitted_on)",
+                                     "day_of_week(treatments.started_on)"}),
+    ("day_of_week(a.admitted_on) moves nothing", {"day_of_week(admissions.admitted_on)"}),
+    ("year(admitted_on) and diabetes", {"year(admissions.admitted_on)",
+                                        "has comorbidities.condition = diabetes"}),
+    ("by month of year", {"month_of_year(admissions.admitted_on)",
+                          "month_of_year(treatments.started_on)"}),
+    ("has comorbidities.condition = ckd", {"has comorbidities.condition = ckd"}),
+    ("quarter(t.started_on)", {"quarter(treatments.started_on)"}),
+    ("older patients aged 80, on Wednesdays in 2021-09", set()),
+    ("the severity-adjusted (severe) stratum", {"admissions.severity"}),
+])
+def test_how_a_text_names_a_dimension(labels: list[str], text: str, named: set[str]) -> None:
+    assert named_dimensions(labels, [text]) == named

@@ -7,7 +7,9 @@ fact it may cite — and nothing it will not use. :func:`reporter_brief` gives i
   evidence the verdict cites, or why it was abandoned;
 - every cited evidence: what it is (its analysis-tool call, not the generated SQL; of an
   analysis summary, the readings, not the lines listing what it covered) and the rows
-  that carry the readings made of it;
+  that carry the readings made of it (of an analysis result, its overall and flagged
+  rows, then rows of the dimensions the readings name:
+  :func:`~d2_notebook.detective.dimension_names.named_dimensions`);
 - every other (exploration) result, as compact: what it is and the few rows that
   establish what was read from it, so a fact found while exploring can be cited too;
 - the board-wide coverage lines (untouched and dismissed dimensions), once.
@@ -28,7 +30,8 @@ import pandas as pd
 from d2_notebook.board import Board, Evidence, Hypothesis
 from d2_notebook.board.render import discount_line
 from d2_notebook.detective.coverage_view import BoardCoverage
-from d2_notebook.detective.evidence_view import evidence_source
+from d2_notebook.detective.dimension_names import named_dimension_rows
+from d2_notebook.detective.evidence_view import evidence_source, tool_summary
 from d2_notebook.detective.report import ranked_factors
 from d2_notebook.detective.result_summary import claim_rows, render_rows
 from d2_notebook.llm import estimate_tokens
@@ -56,7 +59,8 @@ _SHRINK_STEPS = [(CITED_ROWS, EXPLORATION_ROWS), (CITED_ROWS, 2), (6, 2), (6, 1)
 @dataclass(frozen=True, eq=False)
 class _Result:
     """One evidence as the reporter sees it; ``rows`` are the rows it may show, those
-    that carry its readings first (strongest first), then the others in order."""
+    that carry its readings first (strongest first), then the others in order (of an
+    analysis result, the other rows of the dimensions its readings name first)."""
 
     item: Evidence
     frame: pd.DataFrame
@@ -156,18 +160,48 @@ def _assemble(head: str, cited: list[_Result], explored: list[_Result], cited_ro
 
 def _result(board: Board, item: Evidence, *, cited: bool) -> _Result:
     frame = board.evidence_frame(item.id)
-    claims = [item.description]
+    said = []  # what the team wrote of it (the recording agent's words included)
     for link in board.list_links(evidence_id=item.id):
-        claims += [link.rationale, board.get_hypothesis(link.hypothesis_id).statement]
-    claims += [h.statement + " " + h.rationale for h in board.list_hypotheses()
-               if item.id in h.motivated_by]
-    claims += [v.rationale for v in board.list_verdicts() if item.id in v.evidence_ids]
+        said += [link.rationale, board.get_hypothesis(link.hypothesis_id).statement]
+    said += [h.statement + " " + h.rationale for h in board.list_hypotheses()
+             if item.id in h.motivated_by]
+    said += [v.rationale for v in board.list_verdicts() if item.id in v.evidence_ids]
+    claims = [item.description, *said]
     most = min(len(frame), CITED_ROWS if cited else EXPLORATION_ROWS)
     analysis = board.tool_call_of(item.id) is not None
+    named, found = [], []
+    if analysis:
+        own = item.description[len(tool_summary(item.description)):]
+        named = named_dimension_rows(frame, [own, *said])
+        found = _named_first(frame, [own, *said], named, most)
+    found = found or claim_rows(frame, claims, most)
     anchors = analysis_anchor_rows(frame) if analysis else []
-    carrying = list(dict.fromkeys(anchors + claim_rows(frame, claims, most)))[:most]
-    rows = carrying + [p for p in range(len(frame)) if p not in carrying][:most - len(carrying)]
+    carrying = list(dict.fromkeys(anchors + found))[:most]
+    others = [p for p in dict.fromkeys(named + list(range(len(frame)))) if p not in carrying]
+    rows = carrying + others[:most - len(carrying)]
     return _Result(item, frame, evidence_source(board, item), rows, len(carrying), analysis)
+
+
+def _named_first(frame: pd.DataFrame, said: list[str], named: list[int],
+                 most: int) -> list[int]:
+    """Of the rows of the dimensions the team named (``named``), those matching the
+    numbers or stratum values of what it ``said``, strongest first; none when none
+    does (the caller then takes the whole result's carrying rows).
+
+    Every row of a dimension repeats its standardised effect, so over the whole result
+    "standardised over severity, ... by 0.12" matched the first stratum of any
+    dimension whose effect rounds alike (a real-model brief showed a Wednesday row and
+    a 2021-09 row for it, and no severity row). Within the named rows every match
+    counts, a number on all of them included; the ``dimension`` column is left out,
+    having named them already. The tool's own summary is left out too: its findings
+    are the overall and flagged rows, shown anyway, and its other numbers (the crude
+    effect, test levels, every dimension's standardised effect) would match a named
+    dimension's rows by chance, so that no other row could carry what the team read.
+    """
+    if not named:
+        return []
+    inside = frame.iloc[named].drop(columns="dimension")
+    return [named[p] for p in claim_rows(inside, said, most, common_share=1.0)]
 
 
 def analysis_anchor_rows(frame: pd.DataFrame) -> list[int]:

@@ -66,14 +66,17 @@ def column_statistics(frame: pd.DataFrame, *, top: int = 5) -> list[str]:
     return lines
 
 
-def claim_rows(frame: pd.DataFrame, claims: Iterable[str], limit: int) -> list[int]:
+def claim_rows(frame: pd.DataFrame, claims: Iterable[str], limit: int, *,
+               common_share: float = COMMON_SHARE) -> list[int]:
     """Positions of the rows that carry the claims, the strongest first, at most ``limit``.
 
     A row carries a claim when a cell holds a number or a date the claim texts state (at
     the precision they state it; these weigh double) or a name they mention (a short text
     cell the texts contain as words, or one of whose words they use). A number or name
-    found in more than :data:`COMMON_SHARE` of the rows of a larger result tells no row
-    apart and is not counted.
+    found in more than ``common_share`` (:data:`COMMON_SHARE`) of the rows of a larger
+    result tells no row apart and is not counted; rows already known to be about the
+    claims (one dimension's strata of an analysis result, on each of which its
+    standardised effect repeats) pass 1, so that every match counts.
     """
     text = "\n".join(claims)
     phrases = _phrases(text.lower())
@@ -107,7 +110,7 @@ def claim_rows(frame: pd.DataFrame, claims: Iterable[str], limit: int) -> list[i
         by_word = unique[named.fillna(False).astype(bool)]
         masks += [(1, cells.isin(whole).to_numpy()), (1, cells.isin(by_word).to_numpy())]
     telling = [weight * m for weight, m in masks
-               if m.any() and (len(frame) <= 20 or m.mean() <= COMMON_SHARE)]
+               if m.any() and (len(frame) <= 20 or m.mean() <= common_share)]
     if not telling:
         return []
     score = np.sum(telling, axis=0)
