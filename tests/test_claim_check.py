@@ -128,6 +128,15 @@ def test_numbers_in_text_cells_are_found() -> None:
     assert _unverified(check) == ["17"]
 
 
+def test_numbers_packed_into_a_text_cell_are_found() -> None:
+    """A real collector packed per-stratum rates into one string_agg cell ("critical
+    16:0.188 vs 144:0.326"); its reading's 0.188 and 0.326 were marked unverified."""
+    packed = pd.DataFrame({"scope": ["all"], "per_stratum": [
+        "critical 16:0.188 vs 144:0.326; severe 41:0.122 vs 181:0.221"]})
+    report = "## Answer\nCritical 0.188 vs 0.326, severe 0.122 vs 0.221 [E1]; 0.5 [E1].\n"
+    assert _unverified(check_claims(report, {"E1": packed}, [])) == ["0.5"]
+
+
 def test_k_and_million_forms_and_signs() -> None:
     frame = pd.DataFrame({"revenue": [1_187_433.0, 2_480.0], "change": [-0.12, 0.3]})
     report = "## Answer\nRevenue 1.19 million and 2.5k; it fell by 0.12 [E1].\n"

@@ -44,6 +44,7 @@ from d2_notebook.detective.report_numbers import (
     ReportNumber,
     find_numbers,
     matches_any,
+    numbers_in_cells,
     numbers_in_text,
 )
 
@@ -133,7 +134,7 @@ class _Source:
             else:
                 cells = " ".join(str(v) for v in column.dropna())
                 texts.append(cells)
-                numbers.append(np.array(numbers_in_text(cells), dtype=float))
+                numbers.append(np.array(numbers_in_cells(cells), dtype=float))
         values = np.concatenate(numbers) if numbers else np.empty(0)
         return cls(values[np.isfinite(values)], "\n".join([" ".join(map(str, frame.columns)),
                                                           *texts]), days_in_frame(frame))

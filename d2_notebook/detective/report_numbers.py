@@ -146,6 +146,17 @@ def numbers_in_text(text: str) -> list[float]:
     return values
 
 
+_CELL_NUMBER = re.compile(r"\d{1,3}(?:,\d{3})+(?:\.\d+)?(?![\d,])|\d+(?:\.\d+)?|\.\d+")
+
+
+def numbers_in_cells(text: str) -> list[float]:
+    """The plain values of every number in result cells' text, however it is packed: a
+    cell a query built with ``string_agg`` ("critical 16:0.188 vs 144:0.326") holds 16,
+    0.188, 144 and 0.326, though a report would write "16:0.188" as no claim. Looser than
+    :func:`numbers_in_text`: a value the rows hold is a source whatever is around it."""
+    return [float(match.group(0).replace(",", "")) for match in _CELL_NUMBER.finditer(text)]
+
+
 def matches_any(number: ReportNumber, values: np.ndarray) -> bool:
     """Whether any of ``values`` (stored result values) is what ``number`` reports
     (see :func:`match_mask`)."""
