@@ -90,6 +90,29 @@ def test_strata_without_overlap_are_not_standardised_over_and_said_so() -> None:
             "far: exposed only; west: reference only)") in text
 
 
+@pytest.mark.parametrize("thin_arm", [2, 30])
+def test_a_move_made_by_a_thin_arm_names_it(thin_arm: int) -> None:
+    """A real-model collector spent a query finding that 2 patients of a mild stratum
+    made a severity adjustment halve an effect: the stratum weighs by its size, however
+    thin its exposed arm. The summary now names such a stratum; a solid arm is not named."""
+    con = duckdb.connect()
+    con.execute(f"""
+        CREATE TABLE stays AS
+        SELECT 'mild' AS severity, i < {thin_arm} AS treated,
+               CASE WHEN i < {thin_arm} THEN i % 2 = 0 ELSE i % 20 = 0 END AS died
+        FROM range({thin_arm} + 200) r(i)
+        UNION ALL SELECT 'severe', i < 100, CASE WHEN i < 100 THEN i % 10 = 0
+                                             ELSE i % 5 = 0 END FROM range(200) r(i)
+        UNION ALL SELECT 'critical', i < 100, CASE WHEN i < 100 THEN i % 10 < 3
+                                               ELSE i % 10 < 4 END FROM range(200) r(i)""")
+    result = compare_within(GuardedSQL(con), source="stays s",
+                            metric="avg(CASE WHEN s.died THEN 1 ELSE 0 END)",
+                            exposure="s.treated", value=True, dimensions=["s.severity"])
+    named = "most of that move from mild, whose exposed arm has 2 rows (0.500 vs 0.0500)"
+    assert "stays.severity: standardising moves the effect from" in result.summary
+    assert (named in result.summary) == (thin_arm == 2), result.summary
+
+
 def test_a_constant_ratio_is_not_heterogeneity_and_the_scale_is_named() -> None:
     """A flat 20% discount: its size in money differs between cheap and dear categories,
     its ratio does not."""

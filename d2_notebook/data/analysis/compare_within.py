@@ -376,7 +376,7 @@ def _why_not_confounding(family: Family, kinds: list[FlagKind], q_change: float,
              f"(crude, over {_strata_text(family)}) to "
              f"{figure(family.standardised.difference)}"
              + (f" ({family.share_removed:.0%} of it removed)"
-                if not math.isnan(family.share_removed) else ""))
+                if not math.isnan(family.share_removed) else "") + _thin_driver(family))
     if family.neither_beyond_chance:
         return (f"{moved}, but neither effect is beyond chance (both 95% intervals hold 0): "
                 "holding it fixed changes no conclusion")
@@ -387,6 +387,28 @@ def _why_not_confounding(family: Family, kinds: list[FlagKind], q_change: float,
             f"the false-discovery level {alpha:g} (q = {q_exposure:.2g}): possible "
             "confounding the data cannot confirm; weigh the standardised effect beside the "
             "crude one")
+
+
+def _thin_driver(family: Family) -> str:
+    """", most of that move from <stratum>, whose exposed arm has 2 rows (0.5 vs 0.05)"
+    when one stratum with fewer than :data:`HETEROGENEITY_MIN_ARM` rows in an arm makes
+    at least half of the change standardising makes (its rows weigh by the stratum's
+    size, however thin its arm): a reader then weighs the move by that arm, not by the
+    dimension (a real-model collector spent a query finding that 2 patients of a mild
+    stratum made a severity adjustment halve an effect). Empty otherwise."""
+    both = [(s, m1, m0) for s, m1, m0 in family.strata if m1.n > 0 and m0.n > 0]
+    if family.change is None or not both or family.change.difference == 0:
+        return ""
+    n1, n0 = sum(m1.n for _, m1, _ in both), sum(m0.n for _, _, m0 in both)
+    rows = n1 + n0
+    parts = [(s, m1, m0, (m1.n / n1 - (m1.n + m0.n) / rows) * m1.mean
+              - (m0.n / n0 - (m1.n + m0.n) / rows) * m0.mean) for s, m1, m0 in both]
+    stratum, m1, m0, part = max(parts, key=lambda t: abs(t[3]))
+    if min(m1.n, m0.n) >= HETEROGENEITY_MIN_ARM or part / family.change.difference < 0.5:
+        return ""
+    arm, n = ("exposed", m1.n) if m1.n <= m0.n else ("reference", m0.n)
+    return (f", most of that move from {stratum}, whose {arm} arm has {int(n)} row"
+            f"{'s' if n != 1 else ''} ({figure(m1.mean)} vs {figure(m0.mean)})")
 
 
 def _flag_text(kind: FlagKind, family: Family, q_het: float, q_change: float, label: str,
@@ -422,7 +444,7 @@ def _flag_text(kind: FlagKind, family: Family, q_het: float, q_change: float, la
     return (f"{name} by {family.name}: {verdict}. Over {_strata_text(family)}: crude effect "
             f"{figure(crude.difference)} (95% CI {figure(crude.low)} to {figure(crude.high)}); "
             f"standardised over {family.name} {figure(std.difference)} (95% CI "
-            f"{figure(std.low)} to {figure(std.high)}); {removed}. "
+            f"{figure(std.low)} to {figure(std.high)}); {removed}{_thin_driver(family)}. "
             f"Share exposed per stratum: {shares}.{_fixed_outcome_note(family)}"
             f"{_with_outcome_note(family, with_outcome)}")
 
