@@ -10,6 +10,7 @@ an error; every function name of the server's ``pg_proc`` is classified.
 from __future__ import annotations
 
 import contextlib
+import itertools
 import threading
 from collections.abc import Iterator
 from pathlib import Path
@@ -218,6 +219,9 @@ def test_schema_summary_reads_the_database_views_through_the_guard(source, hosti
     assert leaked(summary, hostile_cluster) == []
     for view in ("settings_view", "secrets_view", "func_view", "xml_view", "role_view"):
         assert f"{view} (view, not readable by the SQL tool" in summary
+        block = summary.split(f"\n{view} (view", 1)[1].split("\n")[1:]
+        columns = list(itertools.takewhile(lambda line: line.startswith("  "), block))
+        assert columns and not any(" e.g. " in c or c.endswith(")") for c in columns)
     assert "innocent_view (view, 45 rows)" in summary
     with pytest.raises(UnsafeSQLError, match=r"view public\.settings_view is refused"):
         source.sample("settings_view")

@@ -13,10 +13,11 @@ from pathlib import Path
 
 import pytest
 import sqlalchemy as sa
+from summary_notes import profile_notes
 
 from d2_notebook import investigate
 from d2_notebook.board import Board
-from d2_notebook.data import Dialect, SourceKind, open_source, transpile
+from d2_notebook.data import Dialect, GuardedSQL, SourceKind, open_source, transpile
 from d2_notebook.data.sources import sqlalchemy_source
 from d2_notebook.data.sources.sqlalchemy_source import SQLAlchemySource
 from d2_notebook.data.sqlglot_guard import GuardedStatement, StatementKind
@@ -212,6 +213,10 @@ def test_catalog_summary_keys_describe_and_sample(source):
     assert "treatments (table, 5000 rows)" in summary and "dose_mg NUMERIC(6, 1)" in summary
     assert "  treatments(admission_id) -> admissions(admission_id)" in summary
     assert source.schema_summary() == summary  # deterministic, so prompts cache
+    # the column profile reads as on DuckDB: the same notes on the same columns
+    assert profile_notes(summary) == profile_notes(GuardedSQL(hospital.create())
+                                                   .schema_summary())
+    assert "(26% null)" in profile_notes(summary)["dose_mg"]
     assert str(source.foreign_keys()[0]) == (
         "admissions(patient_id) -> patients(patient_id)")
     info = source.describe("outcomes")
@@ -221,6 +226,56 @@ def test_catalog_summary_keys_describe_and_sample(source):
     assert len(source.sample("patients", 4).frame) == 4
     with pytest.raises(QueryFailedError, match="available: admissions"):
         source.describe("nope")
+
+
+def test_placeholder_zeros_and_missing_values_are_profiled_through_the_guard(
+        source, postgres_cluster, monkeypatch):
+    """One aggregate query per table, quoted for PostgreSQL, run through the guard; a
+    profile that fails or times out leaves the table counted and unprofiled."""
+    with postgres_cluster.admin("hospital") as con:
+        con.execute(
+            'CREATE TABLE "Expense Lines" AS SELECT i AS line, '
+            "CASE WHEN i <= 366 THEN 0 ELSE 1.5 + i % 9 END::double precision "
+            "AS processing_time, CASE WHEN i <= 366 THEN NULL ELSE "
+            "timestamp '2024-01-01' + i * interval '1 day' END AS processed_date, "
+            'CASE WHEN i % 4 = 0 THEN 0 ELSE i END AS "Refund Cents", '
+            'CASE WHEN i % 2 = 0 THEN 0 END AS "order", i % 2 = 0 AS flag '
+            "FROM generate_series(1, 500) AS s(i)")
+        con.execute('GRANT SELECT ON "Expense Lines" TO analyst')
+    try:
+        seen: list[str] = []
+        run = source._query
+        monkeypatch.setattr(source, "_query", lambda sql: seen.append(sql) or run(sql))
+        summary = source.schema_summary()
+        first_call = list(seen)
+        assert source.schema_summary() == summary
+        assert '"Expense Lines" (table, 500 rows)' in summary
+        assert "  processing_time DOUBLE PRECISION e.g. 0.0 (0 in 73% of rows)" in summary
+        assert profile_notes(summary)["processed_date"] == "(73% null)"
+        assert profile_notes(summary)['"Refund Cents"'] == "(0 in 25% of rows)"
+        assert profile_notes(summary)['"order"'] == "(50% null, 0 in 50% of rows)"
+        assert "  flag BOOLEAN e.g. False | True\n" in summary + "\n"
+        profiles = [sql for sql in first_call if "d2_rows" in sql]
+        assert len(profiles) == 6  # the hospital's 5 tables and this one, one query each
+        assert not any(sql.startswith("SELECT count(*) FROM") for sql in first_call)
+        expense = next(sql for sql in profiles if '"Expense Lines"' in sql)
+        assert 'count(CASE WHEN "Refund Cents" = 0 THEN 1 END)' in expense
+        assert 'count(CASE WHEN "order" = 0 THEN 1 END)' in expense
+        assert "flag = 0" not in expense
+
+        def failing(sql: str):
+            if "d2_rows" in sql and '"Expense Lines"' in sql:
+                raise QueryTimeoutError("the profile ran past the time limit")
+            return run(sql)
+
+        monkeypatch.setattr(source, "_query", failing)
+        unprofiled = source.schema_summary()
+        assert '"Expense Lines" (table, 500 rows)' in unprofiled  # counted alone
+        assert "  processing_time DOUBLE PRECISION e.g. 0.0\n" in unprofiled
+        assert set(profile_notes(unprofiled)) == {"days_to_discharge", "dose_mg", "days"}
+    finally:
+        with postgres_cluster.admin("hospital") as con:
+            con.execute('DROP TABLE "Expense Lines"')
 
 
 def test_unknown_column_and_syntax_errors_name_the_fix(source):

@@ -13,6 +13,7 @@ from pathlib import Path
 
 import pandas as pd
 import pytest
+from summary_notes import profile_notes
 
 from d2_notebook import investigate
 from d2_notebook.board import Board
@@ -128,12 +129,61 @@ def test_caps_count_and_catalog_summary(source):
     summary = source.schema_summary()
     assert summary.startswith("Spark SQL database: 5 tables/views")
     assert "treatments (view, 5000 rows)" in summary and "dose_mg DECIMAL(6,1)" in summary
+    # the column profile reads as on DuckDB: the same notes on the same columns
+    assert profile_notes(summary) == profile_notes(GuardedSQL(hospital.create())
+                                                   .schema_summary())
+    assert profile_notes(summary)["dose_mg"] == "(26% null)"
     assert source.foreign_keys() == []
     assert source.describe("outcomes").row_count == 4948
     with pytest.raises(QueryFailedError, match="available: admissions"):
         source.describe("nope")
     with pytest.raises(QueryFailedError, match="describe_table shows the columns"):
         source.run("SELECT nope FROM patients")
+
+
+def test_placeholder_zeros_and_missing_values_are_profiled_through_the_guard(
+        source, spark, monkeypatch):
+    """One aggregate query per table or view, quoted for Spark, run through the guard; a
+    profile that fails or times out leaves the view counted and unprofiled."""
+    spark.sql(
+        "CREATE OR REPLACE TEMPORARY VIEW expense_lines AS SELECT id AS line, "
+        "CASE WHEN id <= 366 THEN 0.0D ELSE 1.5D + id % 9 END AS processing_time, "
+        "CASE WHEN id <= 366 THEN NULL ELSE date_add(DATE'2024-01-01', CAST(id AS INT)) "
+        "END AS processed_date, CASE WHEN id % 4 = 0 THEN 0 ELSE id END AS `Refund Cents`, "
+        "CASE WHEN id % 2 = 0 THEN 0 END AS `order`, id % 2 = 0 AS flag FROM range(1, 501)")
+    try:
+        seen: list[str] = []
+        run = source._query
+        monkeypatch.setattr(source, "_query", lambda sql: seen.append(sql) or run(sql))
+        summary = source.schema_summary()
+        first_call = list(seen)
+        assert source.schema_summary() == summary
+        assert "expense_lines (view, 500 rows)" in summary
+        assert "  processing_time DOUBLE e.g. 0.0 (0 in 73% of rows)\n" in summary + "\n"
+        notes = profile_notes(summary)
+        assert notes["processed_date"] == "(73% null)"
+        assert notes['"Refund Cents"'] == "(0 in 25% of rows)"
+        assert notes['"order"'] == "(50% null, 0 in 50% of rows)"
+        assert "flag" not in notes and "line" not in notes
+        profiles = [sql for sql in first_call if "d2_rows" in sql]
+        assert len(profiles) == 6  # the hospital's 5 views and this one, one query each
+        assert not any(sql.startswith("SELECT count(*) FROM") for sql in first_call)
+        expense = next(sql for sql in profiles if sql.endswith("FROM expense_lines"))
+        assert "count(CASE WHEN `Refund Cents` = 0 THEN 1 END)" in expense
+        assert "count(CASE WHEN `order` = 0 THEN 1 END)" in expense
+
+        def failing(sql: str):
+            if "d2_rows" in sql and sql.endswith("FROM expense_lines"):
+                raise QueryTimeoutError("the profile ran past the time limit")
+            return run(sql)
+
+        monkeypatch.setattr(source, "_query", failing)
+        unprofiled = source.schema_summary()
+        assert "expense_lines (view, 500 rows)" in unprofiled  # counted alone
+        assert "  processing_time DOUBLE e.g. 0.0\n" in unprofiled
+        assert set(profile_notes(unprofiled)) == {"days_to_discharge", "dose_mg", "days"}
+    finally:
+        spark.catalog.dropTempView("expense_lines")
 
 
 def test_results_past_the_byte_cap_fail_before_they_are_collected(spark):

@@ -1,9 +1,10 @@
-"""Schema exploration: tables and views with row counts, columns with sample values.
+"""Schema exploration: tables and views with row counts, columns with sample values and
+a compact profile (how many rows are NULL, and for numbers how many are exactly 0).
 
 The functions here build their own SQL from catalog names (quoted identifiers) and run
 it through a ``query`` callable supplied by :class:`~d2_notebook.data.GuardedSQL`, so
 they share its locking and timeout. Output is deterministic: ordered by name, samples
-taken from the first rows in insertion order.
+taken from the first rows in insertion order, profiles from exact counts.
 """
 
 from __future__ import annotations
@@ -15,16 +16,46 @@ from dataclasses import dataclass, replace
 import pandas as pd
 
 from d2_notebook.data.fencing import escape_text, fence
-from d2_notebook.errors import QueryFailedError
+from d2_notebook.errors import QueryFailedError, QueryTimeoutError, SQLError
 
-__all__ = ["ColumnInfo", "TableInfo", "catalog", "describe", "prompt_ident", "quote_ident",
-           "samples_of", "summarize"]
+__all__ = ["NULL_PERCENT_SHOWN", "ZERO_PERCENT_SHOWN", "ColumnInfo", "TableInfo", "catalog",
+           "describe", "profile_note", "profiled", "prompt_ident", "quote_ident", "samples_of",
+           "summarize"]
 
 Query = Callable[[str], pd.DataFrame]
 
 _SIMPLE = re.compile(r"[a-z_][a-z0-9_]*")
+_KEYWORD_NAMES = """
+all analyse analyze and anti any array as asc asof asymmetric at authorization
+binary both by case cast check collate collation column columns concurrently
+constraint create cross default deferrable desc describe distinct do else end except
+false fetch for foreign freeze from full generated glob group having ilike in
+initially inner intersect into is isnull join lambda lateral leading left like limit
+map natural not notnull null offset on only or order outer overlaps pivot
+pivot_longer pivot_wider placing positional primary qualify references returning
+right select semi show similar some struct summarize symmetric table tablesample
+then to trailing true try_cast tuple union unique unpack unpivot using variadic
+verbose when where window with
+"""
+_KEYWORDS = frozenset(_KEYWORD_NAMES.split())
+"""DuckDB's keywords that may not name a column unquoted (``duckdb_keywords()``,
+categories ``reserved`` and ``type_function``): ``count(order)`` does not parse, and
+``count(null)`` would silently count a literal."""
 _SAMPLE_ROWS = 100
 _SAMPLE_CHARS = 30
+_NUMERIC_TYPE = re.compile(r"(U?(TINY|SMALL|BIG|HUGE)?INT(EGER)?|INT[248]|REAL|FLOAT[48]?"
+                           r"|DOUBLE( PRECISION)?|DECIMAL|NUMERIC)(\(.*\))?", re.IGNORECASE)
+"""Numeric type names of DuckDB, PostgreSQL (as SQLAlchemy writes them) and Spark."""
+
+NULL_PERCENT_SHOWN = 1
+"""A column's NULL rows are shown from this percentage of its table's rows up: below it,
+a few missing values barely move an average or a count."""
+
+ZERO_PERCENT_SHOWN = 10
+"""A numeric column's rows equal to 0 are shown from this percentage of its table's rows
+up. Zero is a common true value (a discount, a count), so a lower bar would flag most
+amount columns; a tenth of the rows or more is often a placeholder (not processed yet,
+not measured) that an average silently includes."""
 _CATALOG_SQL = """
 SELECT database_name, schema_name, table_name AS name, 'table' AS kind, temporary
 FROM system.main.duckdb_tables() WHERE NOT internal
@@ -37,12 +68,19 @@ ORDER BY temporary, database_name, schema_name, name
 
 @dataclass(frozen=True)
 class ColumnInfo:
-    """One column: name, DuckDB type, nullability and a few sample values (as text)."""
+    """One column: name, DuckDB type, nullability and a few sample values (as text).
+
+    ``null_count`` (rows that are NULL) and ``zero_count`` (rows equal to 0, numeric
+    columns only) come from the table's profile (:func:`profiled`); ``None`` when not
+    profiled.
+    """
 
     name: str
     type: str
     nullable: bool = True
     samples: tuple[str, ...] = ()
+    null_count: int | None = None
+    zero_count: int | None = None
 
 
 @dataclass(frozen=True)
@@ -58,7 +96,7 @@ class TableInfo:
         database, schema, table: The catalog coordinates.
         unreadable: Why the SQL tool may not read this view or table (the view's
             definition or a generated column of the table would be refused); empty when
-            it may. Such a table or view gets no samples and no count.
+            it may. Such a table or view gets no samples, no count and no profile.
     """
 
     name: str
@@ -78,8 +116,8 @@ class TableInfo:
 
 
 def quote_ident(name: str) -> str:
-    """Quote an identifier for DuckDB unless it is plain lower-case."""
-    if _SIMPLE.fullmatch(name):
+    """Quote an identifier for DuckDB unless it is plain lower-case and not a keyword."""
+    if _SIMPLE.fullmatch(name) and name not in _KEYWORDS:
         return name
     return '"' + name.replace('"', '""') + '"'
 
@@ -107,14 +145,78 @@ def catalog(query: Query) -> list[TableInfo]:
 
 
 def count_rows(query: Query, info: TableInfo) -> int | None:
-    """Exact row count of a table or view, or ``None`` if counting failed (or the view
-    is unreadable)."""
+    """Exact row count of a table or view, or ``None`` if counting failed, ran past the
+    time limit (or the view is unreadable)."""
     if info.unreadable:
         return None
     try:
         return int(query(f"SELECT system.main.count_star() FROM {info.ref}").iat[0, 0])
-    except QueryFailedError:
+    except (QueryFailedError, QueryTimeoutError):
         return None
+
+
+def profiled(query: Query, info: TableInfo, ref: str, *,
+             quote: Callable[[str], str] = quote_ident, count: str = "count") -> TableInfo | None:
+    """``info`` with its row count and each column's NULL count (and, for a numeric
+    column, its count of rows equal to 0), from one aggregate query: one scan of the table.
+
+    Every source uses it (the SQL is plain enough for each dialect); each passes its own
+    quoting and, on DuckDB, the ``system.main`` count no database macro can shadow.
+
+    Args:
+        query: Runs the SQL (the source's own, under its time limit and guard).
+        info: The table with its columns (their order is the profile's).
+        ref: The table as the query names it (quoted).
+        quote: Quotes a column name for the source's dialect.
+        count: The ``count`` function to call (``system.main.count`` on DuckDB).
+
+    Returns:
+        The profiled table, or ``None`` when the table is unreadable or the query was
+        refused, failed or ran past the time limit (the caller counts rows as before and
+        shows the table without a profile).
+    """
+    if info.unreadable:
+        return None
+    aggregates = [f"{count}(*) AS d2_rows"]
+    for position, column in enumerate(info.columns):
+        name = quote(column.name)
+        aggregates.append(f"{count}({name}) AS d2_n{position}")
+        if _NUMERIC_TYPE.fullmatch(column.type.strip()):
+            aggregates.append(f"{count}(CASE WHEN {name} = 0 THEN 1 END) AS d2_z{position}")
+    try:
+        frame = query(f"SELECT {', '.join(aggregates)} FROM {ref}")
+    except SQLError:
+        return None
+    counts = frame.iloc[0]
+    rows = int(counts["d2_rows"])
+    columns = []
+    for position, column in enumerate(info.columns):
+        zeros = counts.get(f"d2_z{position}")
+        columns.append(replace(column, null_count=rows - int(counts[f"d2_n{position}"]),
+                               zero_count=None if zeros is None else int(zeros)))
+    return replace(info, row_count=rows, columns=tuple(columns))
+
+
+def profile_note(column: ColumnInfo, rows: int | None) -> str:
+    """The column's profile as the summary shows it after the samples: ``" (73% null)"``,
+    ``" (0 in 40% of rows)"``, ``" (all null)"``, both joined by a comma, or ``""`` when
+    neither share reaches its threshold (:data:`NULL_PERCENT_SHOWN`,
+    :data:`ZERO_PERCENT_SHOWN`) or the table was not profiled."""
+    if not rows:
+        return ""
+    notes = []
+    nulls, zeros = column.null_count or 0, column.zero_count or 0
+    if 100 * nulls >= NULL_PERCENT_SHOWN * rows:
+        notes.append("all null" if nulls >= rows else f"{_percent(nulls, rows)}% null")
+    if zeros and 100 * zeros >= ZERO_PERCENT_SHOWN * rows:
+        notes.append("all 0" if zeros >= rows else f"0 in {_percent(zeros, rows)}% of rows")
+    return f" ({', '.join(notes)})" if notes else ""
+
+
+def _percent(part: int, whole: int) -> int:
+    """``part`` of ``whole`` in whole percent, half up, kept within 1..99 so that a share
+    that is neither none nor all never reads "0%" or "100%"."""
+    return min(max((200 * part + whole) // (2 * whole), 1), 99)
 
 
 def resolve(infos: list[TableInfo], table: str) -> TableInfo:
@@ -132,7 +234,8 @@ def resolve(infos: list[TableInfo], table: str) -> TableInfo:
 
 
 def describe(query: Query, info: TableInfo, n_samples: int = 3) -> TableInfo:
-    """Return ``info`` with its row count and columns (with up to ``n_samples`` values)."""
+    """Return ``info`` with its row count and columns (with up to ``n_samples`` values and
+    the profile of :func:`profiled`; a table whose profile failed is counted alone)."""
     cols = query(
         "SELECT column_name, data_type, is_nullable FROM system.main.duckdb_columns() "
         f"WHERE database_name = {_lit(info.database)} AND schema_name = {_lit(info.schema)} "
@@ -149,7 +252,11 @@ def describe(query: Query, info: TableInfo, n_samples: int = 3) -> TableInfo:
             str(row.column_name), str(row.data_type), bool(row.is_nullable), samples
         )
         columns.append(column)
-    return replace(info, row_count=count_rows(query, info), columns=tuple(columns))
+    described = replace(info, columns=tuple(columns))
+    profile = profiled(query, described, info.ref, count="system.main.count")
+    if profile is not None:
+        return profile
+    return replace(described, row_count=count_rows(query, info))
 
 
 def summarize(tables: list[TableInfo], joins: str = "",
@@ -157,7 +264,8 @@ def summarize(tables: list[TableInfo], joins: str = "",
     """Render described tables as compact, stable text for an LLM prompt.
 
     Names, types and samples are escaped (:func:`~d2_notebook.data.fencing.escape_text`)
-    and the whole text is one data block fenced under ``label``.
+    and the whole text is one data block fenced under ``label``. A column with notable
+    NULL or zero shares ends with its :func:`profile_note`.
 
     Args:
         tables: Described tables (columns and row counts).
@@ -176,7 +284,8 @@ def summarize(tables: list[TableInfo], joins: str = "",
         for col in info.columns:
             samples = " | ".join(escape_text(s) for s in col.samples)
             example = f" e.g. {samples}" if samples else ""
-            lines.append(f"  {prompt_ident(col.name)} {escape_text(col.type)}{example}")
+            lines.append(f"  {prompt_ident(col.name)} {escape_text(col.type)}{example}"
+                         f"{profile_note(col, info.row_count)}")
     if joins:
         lines.extend(escape_text(line) for line in joins.splitlines())
     return fence(label, "\n".join(lines))

@@ -17,7 +17,14 @@ import pandas as pd
 from d2_notebook.data.dialects import Dialect
 from d2_notebook.data.execution import Watchdog
 from d2_notebook.data.results import QueryResult
-from d2_notebook.data.schema import ColumnInfo, TableInfo, quote_ident, samples_of
+from d2_notebook.data.schema import (
+    ColumnInfo,
+    TableInfo,
+    profile_note,
+    profiled,
+    quote_ident,
+    samples_of,
+)
 from d2_notebook.errors import QueryFailedError, QueryTimeoutError, UnsafeSQLError
 
 __all__ = ["MAX_RESULT_BYTES", "ByteBudget", "CatalogSource", "Deadline", "frame_from_rows",
@@ -150,14 +157,14 @@ def normalize_frame(frame: pd.DataFrame) -> pd.DataFrame:
 
 def with_samples(columns: list[ColumnInfo], head: pd.DataFrame | None,
                  n_samples: int) -> tuple[ColumnInfo, ...]:
-    """``columns`` with sample values taken from the first rows ``head``."""
+    """``columns`` with sample values taken from the first rows ``head`` (their profile
+    counts kept)."""
     if head is None or n_samples <= 0:
         return tuple(columns)
     out = []
     for position, column in enumerate(columns):
         values = head.iloc[:, position] if position < head.shape[1] else pd.Series([])
-        out.append(ColumnInfo(column.name, column.type, column.nullable,
-                              samples_of(values, n_samples)))
+        out.append(replace(column, samples=samples_of(values, n_samples)))
     return tuple(out)
 
 
@@ -182,7 +189,9 @@ def refusal_reason(error: UnsafeSQLError) -> str:
 
 
 def render_summary(dialect: Dialect, tables: list[TableInfo], keys: Sequence[object]) -> str:
-    """Described tables (and declared foreign keys) as stable text for a prompt."""
+    """Described tables (and declared foreign keys) as stable text for a prompt; a column
+    with notable NULL or zero shares ends with its
+    :func:`~d2_notebook.data.schema.profile_note`, as on DuckDB."""
     lines = [f"{dialect.title} database: {len(tables)} tables/views. "
              "Columns: name TYPE e.g. samples. Write SQL in this dialect."]
     for info in tables:
@@ -192,7 +201,8 @@ def render_summary(dialect: Dialect, tables: list[TableInfo], keys: Sequence[obj
         lines.append(f"{info.name} ({info.kind}, {rows})")
         for col in info.columns:
             example = f" e.g. {' | '.join(col.samples)}" if col.samples else ""
-            lines.append(f"  {quote_ident(col.name)} {col.type}{example}")
+            lines.append(f"  {quote_ident(col.name)} {col.type}{example}"
+                         f"{profile_note(col, info.row_count)}")
     if keys:
         lines.append("Foreign keys:")
         lines.extend(f"  {key}" for key in keys)
@@ -204,9 +214,10 @@ class CatalogSource:
 
     A subclass sets ``timeout_s`` and ``max_rows`` (validated defaults), implements
     ``run`` (checked SQL), ``close``, ``_catalog`` (every table and view with its
-    columns, no counts or samples, sorted) and ``_execute`` (run SQL as given, under a
-    time limit, keeping at most ``max_rows`` rows); this class builds listing,
-    description, sampling and the async form on them.
+    columns, no counts or samples, sorted), ``_quote`` (a column name quoted for the
+    dialect) and ``_execute`` (run SQL as given, under a time limit, keeping at most
+    ``max_rows`` rows); this class builds listing, description (with the column profile
+    of :func:`~d2_notebook.data.schema.profiled`), sampling and the async form on them.
     """
 
     timeout_s: float
@@ -223,6 +234,9 @@ class CatalogSource:
         raise NotImplementedError
 
     def _execute(self, sql: str, *, timeout_s: float, max_rows: int) -> QueryResult:
+        raise NotImplementedError
+
+    def _quote(self, name: str) -> str:
         raise NotImplementedError
 
     def __enter__(self) -> Self:
@@ -279,11 +293,17 @@ class CatalogSource:
         return replace(info, row_count=count)
 
     def _describe(self, info: TableInfo, n_samples: int) -> TableInfo:
-        counted = self._counted(info)
+        """``info`` with its row count, column profile and samples. The profile query runs
+        through the guard like the count it replaces; when it is refused, fails or times
+        out, the table is counted alone (a refused view is marked unreadable there) and
+        shown without a profile."""
+        counted = profiled(self._query, info, info.name, quote=self._quote)
+        if counted is None:
+            counted = self._counted(info)
         head = None
         if n_samples > 0 and not counted.unreadable:
             head = self._query(f"SELECT * FROM {info.name} LIMIT {SAMPLE_ROWS}")
-        return replace(counted, columns=with_samples(list(info.columns), head, n_samples))
+        return replace(counted, columns=with_samples(list(counted.columns), head, n_samples))
 
     def _query(self, sql: str) -> pd.DataFrame:
         """Run SQL we generated ourselves (quoted catalog names) through the guard: the

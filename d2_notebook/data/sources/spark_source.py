@@ -145,6 +145,9 @@ class SparkSource(CatalogSource):
                                    ".".join(table.namespace or []), table.name))
         return sorted(infos, key=lambda i: i.name)
 
+    def _quote(self, name: str) -> str:
+        return _spark_ident(name)
+
     def _execute(self, sql: str, *, timeout_s: float, max_rows: int,
                  countable: bool = False) -> QueryResult:
         group = f"d2-{uuid.uuid4().hex}"

@@ -1,0 +1,207 @@
+"""The schema summary's column profile: NULL and placeholder-zero shares, on real DuckDB files.
+
+A column shows ``(73% null)`` when at least 1 % of its rows are NULL and, if numeric,
+``(0 in 73% of rows)`` when at least 10 % are exactly 0; a column with neither reads as
+it always did. One aggregate query per readable table computes it; a profile that fails
+or times out leaves the table shown without one.
+"""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from pathlib import Path
+
+import duckdb
+import pytest
+
+from d2_notebook.data import GuardedSQL, schema
+from d2_notebook.data.schema import (
+    NULL_PERCENT_SHOWN,
+    ZERO_PERCENT_SHOWN,
+    ColumnInfo,
+    profile_note,
+)
+from d2_notebook.errors import QueryFailedError, QueryTimeoutError
+
+# 500 expense lines: 366 not processed yet (processing time 0, no processed date).
+EXPENSES = """
+CREATE TABLE expenses AS
+SELECT i AS line, ((i % 7) * 10.5 + 1)::DOUBLE AS amount,
+       CASE WHEN i < 366 THEN 0.0 ELSE 1.0 + i % 9 END::DOUBLE AS processing_time,
+       CASE WHEN i < 366 THEN NULL ELSE DATE '2024-01-01' + i::INT END AS processed_date,
+       CASE WHEN i % 4 = 0 THEN 0 ELSE i END AS "Refund Cents",
+       i % 2 = 0 AS flag, CASE WHEN i % 3 = 0 THEN '0' ELSE 'x' END AS code,
+       CASE WHEN i = 7 THEN NULL ELSE 'k' END AS rare_null,
+       CAST(NULL AS VARCHAR) AS never_set, 0::DECIMAL(6, 2) AS fee
+FROM range(500) t(i)
+"""
+CLEAN = """
+CREATE TABLE clean AS
+SELECT i + 1 AS id, 'name ' || i AS name, ((i % 5) * 2.5 + 1)::DOUBLE AS score
+FROM range(40) t(i)
+"""
+CLEAN_TEXT = """clean (table, 40 rows)
+  id BIGINT e.g. 1 | 2 | 3
+  name VARCHAR e.g. name 0 | name 1 | name 2
+  score DOUBLE e.g. 1.0 | 3.5 | 6.0"""
+
+
+@pytest.fixture
+def db_file(tmp_path: Path) -> Path:
+    path = tmp_path / "expenses.duckdb"
+    with duckdb.connect(str(path)) as con:
+        con.execute(EXPENSES)
+        con.execute(CLEAN)
+        con.execute("CREATE TABLE empty (n INTEGER, d DATE)")
+    return path
+
+
+def column_lines(summary: str) -> dict[str, str]:
+    """Each column's line by its name as written (quoted if needed)."""
+    lines = {}
+    for line in summary.splitlines():
+        if line.startswith("  ") and not line.startswith("   "):
+            text = line.strip()
+            name = text[: text.index('" ') + 1] if text.startswith('"') else text.split()[0]
+            lines[name] = text
+    return lines
+
+
+def test_placeholder_zeros_and_missing_dates_are_shown(db_file: Path) -> None:
+    with GuardedSQL(db_file) as guard:
+        summary = guard.schema_summary()
+    lines = column_lines(summary)
+    assert "expenses (table, 500 rows)" in summary
+    assert lines["processing_time"] == "processing_time DOUBLE e.g. 0.0 (0 in 73% of rows)"
+    assert lines["processed_date"].endswith(" (73% null)")
+    assert lines['"Refund Cents"'] == '"Refund Cents" BIGINT e.g. 0 | 1 | 2 (0 in 25% of rows)'
+    assert lines["never_set"] == "never_set VARCHAR (all null)"
+    assert lines["fee"] == "fee DECIMAL(6,2) e.g. 0.0 (all 0)"
+    # 1 NULL in 500 rows is under the 1 % bar; a false or a '0' text is not a zero
+    assert lines["rare_null"] == "rare_null VARCHAR e.g. k"
+    assert lines["flag"] == "flag BOOLEAN e.g. True | False"
+    assert lines["code"] == "code VARCHAR e.g. 0 | x"
+    assert lines["line"] == "line BIGINT e.g. 0 | 1 | 2"  # one zero in 500 rows
+    assert "empty (table, 0 rows)\n  n INTEGER\n  d DATE\n" in summary
+
+
+def test_a_table_without_nulls_or_zeros_reads_as_before(db_file: Path) -> None:
+    with GuardedSQL(db_file) as guard:
+        summary = guard.schema_summary()
+        tables = [schema.describe(guard._query, i) for i in guard._catalog()]
+    assert CLEAN_TEXT + "\n" in summary
+    unprofiled = [replace(t, columns=tuple(replace(c, null_count=None, zero_count=None)
+                                           for c in t.columns)) for t in tables]
+    clean = [t for t in tables if t.name == "clean"]
+    assert schema.summarize(clean) == schema.summarize(
+        [t for t in unprofiled if t.name == "clean"])
+    assert clean[0].columns[0].null_count == 0 and clean[0].columns[0].zero_count == 0
+
+
+def test_the_summary_is_deterministic_and_one_query_profiles_a_table(db_file: Path) -> None:
+    with GuardedSQL(db_file) as guard:
+        seen: list[str] = []
+        run = guard._query
+
+        def spy(sql: str):
+            seen.append(sql)
+            return run(sql)
+
+        guard._query = spy  # type: ignore[method-assign]
+        first = guard.schema_summary()
+        assert guard.schema_summary() == first
+    profiles = [sql for sql in seen[: len(seen) // 2] if "d2_rows" in sql]
+    assert len(profiles) == 3  # clean, empty, expenses: one aggregate query each
+    assert not any("count_star() FROM" in sql for sql in seen)  # the profile counted rows
+    expenses = next(sql for sql in profiles if sql.endswith("main.expenses"))
+    assert 'system.main.count(CASE WHEN "Refund Cents" = 0 THEN 1 END)' in expenses
+    assert "code = 0" not in expenses and "flag = 0" not in expenses
+
+
+@pytest.mark.parametrize("error", [QueryFailedError("boom"), QueryTimeoutError("slow")])
+def test_a_failing_profile_leaves_the_table_counted_and_unprofiled(
+        db_file: Path, error: Exception) -> None:
+    with GuardedSQL(db_file) as guard:
+        run = guard._query
+
+        def failing(sql: str):
+            if "d2_rows" in sql and sql.endswith("main.expenses"):
+                raise error
+            return run(sql)
+
+        guard._query = failing  # type: ignore[method-assign]
+        summary = guard.schema_summary()
+    lines = column_lines(summary)
+    assert "expenses (table, 500 rows)" in summary  # counted alone, as before
+    assert lines["processing_time"] == "processing_time DOUBLE e.g. 0.0"
+    assert "(73% null)" not in summary and "all null" not in summary
+    assert CLEAN_TEXT in summary
+
+
+def test_a_profile_that_times_out_for_real_does_not_break_the_summary() -> None:
+    con = duckdb.connect()
+    # count(*) skips the hash; the profile's count(s) computes it for 2 million rows
+    con.execute("CREATE VIEW heavy AS SELECT range AS n, md5(repeat('abcdefgh', 1000) || "
+                "range) AS s, CASE WHEN range % 2 = 1 THEN range END AS half "
+                "FROM range(2000000)")
+    summary = GuardedSQL(con, timeout_s=2).schema_summary()
+    assert "heavy (view, 2000000 rows)\n  n BIGINT e.g. 0 | 1 | 2\n" in summary
+    assert "  half BIGINT e.g. 1 | 3 | 5\n" in summary  # half NULL, but no profile
+
+
+def test_views_the_sql_tool_may_not_read_get_no_profile(tmp_path: Path) -> None:
+    con = duckdb.connect()
+    con.execute("CREATE VIEW secrets AS SELECT CAST(NULL AS INTEGER) AS x, "
+                "current_setting('threads') AS t")
+    guard = GuardedSQL(con)
+    seen: list[str] = []
+    run = guard._query
+    guard._query = lambda sql: seen.append(sql) or run(sql)  # type: ignore[method-assign]
+    summary = guard.schema_summary()
+    assert "secrets (view, not readable by the SQL tool" in summary
+    assert "  x INTEGER\n" in summary and "null" not in summary
+    assert not any("d2_rows" in sql for sql in seen)
+
+
+@pytest.mark.parametrize(("nulls", "zeros", "rows", "note"), [
+    (0, 0, 500, ""),
+    (4, None, 500, ""),                       # 0.8 %: under the bar
+    (5, None, 500, " (1% null)"),             # exactly 1 %
+    (366, None, 500, " (73% null)"),
+    (1, None, 8, " (13% null)"),              # 12.5 % rounds half up
+    (998, None, 1000, " (99% null)"),         # 99.8 %: never "100%" unless all
+    (1000, None, 1000, " (all null)"),
+    (0, 49, 500, ""),                         # 9.8 % zeros: under the bar
+    (0, 50, 500, " (0 in 10% of rows)"),
+    (0, 500, 500, " (all 0)"),
+    (100, 200, 500, " (20% null, 0 in 40% of rows)"),
+    (3, 3, None, ""),                         # not counted: no profile
+    (0, 0, 0, ""),                            # an empty table
+])
+def test_the_profile_note(nulls: int, zeros: int | None, rows: int | None,
+                          note: str) -> None:
+    column = ColumnInfo("c", "DOUBLE", True, (), nulls, zeros)
+    assert profile_note(column, rows) == note
+
+
+def test_the_thresholds_are_named() -> None:
+    assert (NULL_PERCENT_SHOWN, ZERO_PERCENT_SHOWN) == (1, 10)
+    unprofiled = ColumnInfo("c", "DOUBLE")
+    assert profile_note(unprofiled, 100) == ""
+
+
+def test_keyword_columns_are_quoted_so_their_table_is_profiled() -> None:
+    con = duckdb.connect()
+    con.execute('CREATE TABLE t ("order" INTEGER, "null" INTEGER, "user" INTEGER)')
+    con.execute("INSERT INTO t VALUES (0, NULL, 0), (NULL, NULL, 0)")
+    summary = GuardedSQL(con).schema_summary()
+    assert '  "order" INTEGER e.g. 0 (50% null, 0 in 50% of rows)\n' in summary
+    assert '  "null" INTEGER (all null)\n' in summary  # not count(null), a literal
+    assert "  user INTEGER e.g. 0 (all 0)\n" in summary  # a keyword that may stay bare
+
+
+def test_the_keywords_quote_ident_quotes_are_duckdbs() -> None:
+    """A DuckDB upgrade that adds a reserved keyword fails here until it is listed."""
+    rows = duckdb.sql("SELECT keyword_name FROM duckdb_keywords() WHERE keyword_category "
+                      "IN ('reserved', 'type_function')").fetchall()
+    assert [k for (k,) in rows if schema.quote_ident(k) == k] == []
