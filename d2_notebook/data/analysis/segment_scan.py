@@ -15,6 +15,29 @@ solid one in a large group. Segments of a dimension that restates the outcome (a
 near-copy, a numeric copy, a column the outcome sets:
 :func:`~d2_notebook.data.analysis.common.column_copies`) keep their rows but are not
 flagged; the summary names the dimension once.
+
+Two cases say one fact many times, and are named once instead:
+
+- A constant segment: one that would be flagged, but whose metric is one value on every
+  one of its rows (variance 0 to floating tolerance,
+  :func:`~d2_notebook.data.analysis.stats.is_constant`) while its rest varies —
+  processing time 0 on every expense not processed yet. It is a placeholder or a value
+  the segment sets, not a deviation to explain: it is not flagged (nor is a segment that
+  is all the other rows, its complement), and the summary names it in a line of its own,
+  with a where that leaves it out (``IS NOT NULL`` for a column's missing value, ``<>``
+  for one plain value of a source column) so that a second scan ranks the rest, whose
+  comparisons it otherwise weighs on. Only for a metric that is not 0/1: a rate of
+  exactly 0 or 1 in a segment is a finding.
+- Segments of different dimensions that are the same rows (equal count, sum and sum of
+  squares: :func:`~d2_notebook.data.analysis.stats.same_moments`), or one all the other
+  rows of another — the date parts of a column all at ``(missing)``, the month and month
+  of year of a single year: the best ranked leads, and its flag and summary line name the
+  others ("also ..."); the header's count leaves them out. Their rows stay in the frame,
+  flagged as they are (each passes its test), but they raise no flag of their own, so
+  that the flags count findings, not dimensions. For a 0/1 metric, whose moments are
+  only a count and a count of ones, only date parts of one column that must be the same
+  rows when their counts agree (its missing value; a month and its month of the year)
+  are merged.
 """
 
 from __future__ import annotations
@@ -35,6 +58,12 @@ from d2_notebook.data.analysis.common import (
     run_pass,
 )
 from d2_notebook.data.analysis.result import AnalysisResult, AnalysisTool, Flag, FlagKind, capped
+from d2_notebook.data.analysis.segment_repeats import (
+    also_line,
+    constant_line,
+    same_row_groups,
+    set_aside_constants,
+)
 from d2_notebook.data.analysis.stats import (
     MIN_SUPPORT_FLOOR,
     RELATIVE_TOLERANCE,
@@ -71,6 +100,11 @@ COLUMNS = ["dimension", "value", "n", "metric", "metric_low", "metric_high", "re
            "rest_metric", "difference",
            "ci_low", "ci_high", "p_value", "q_value", "score", "tested", "flagged"]
 
+_WORK = ["dimension_index", "is_missing", "moments", "rest_moments", "set_aside"]
+"""Columns the call works with and drops: the dimension's index in the plan, whether the
+value is the missing one (NULL), the segment's and its rest's moments, and whether the
+segment was set aside as constant (or the complement of a constant one)."""
+
 
 def segment_scan(
     sql: GuardedSQL,
@@ -101,7 +135,8 @@ def segment_scan(
         top: Segments described in the summary.
 
     Returns:
-        One row per segment (columns :data:`COLUMNS`), flagged first, then by score.
+        One row per segment (columns :data:`COLUMNS`), flagged first, then by score; one
+        flag per flagged segment, those of other dimensions that are its rows named in it.
 
     Raises:
         ValueError: A bad input or setting (the message says how to fix it).
@@ -138,6 +173,8 @@ def segment_scan(
             "p_value": test.p_value if tested else math.nan,
             "score": max(0.0, abs(test.difference) - Z95 * test.se),
             "tested": tested,
+            "dimension_index": index, "is_missing": value is None, "moments": group,
+            "rest_moments": rest, "set_aside": False,
         })
     exact, copies = _determining(scan.moments, prepared, total)
     restated = column_copies(sql, prepared, total, requested=dimensions is not None,
@@ -157,18 +194,27 @@ def segment_scan(
         row["flagged"] = bool(row["tested"] and row["q_value"] < alpha and row["material"]
                               and row["dimension"] not in copies
                               and row["dimension"] not in set_by_outcome)
-    frame = pd.DataFrame(rows, columns=[*COLUMNS, "material"]).astype(
-        {"tested": bool, "flagged": bool, "material": bool})  # typed when no row was split
+    constants = set_aside_constants(rows, total)
+    frame = pd.DataFrame(rows, columns=[*COLUMNS, "material", *_WORK]).astype(
+        {"tested": bool, "flagged": bool, "material": bool, "is_missing": bool,
+         "set_aside": bool})  # typed when no row was split
     frame = frame.sort_values(["flagged", "tested", "score", "n"], ascending=False,
                               kind="stable").reset_index(drop=True)
-    flagged = list(frame[frame["flagged"]].itertuples())
-    flags = [Flag(FlagKind.SEGMENT, r.dimension, _flag_text(r, metric)) for r in flagged]
-    flag_lines = [_flag_text(r, None) for r in flagged]  # the summary's header names it
+    plan = prepared.plan
+    findings = same_row_groups(list(frame[frame["flagged"]].itertuples()), total, plan,
+                               binary=binary)
+    flags = [Flag(FlagKind.SEGMENT, lead.dimension,
+                  _flag_text(lead, metric) + also_line(same, plan)) for lead, same in findings]
+    # the summary's header names the metric
+    flag_lines = [_flag_text(lead, None) + also_line(same, plan) for lead, same in findings]
     immaterial = int((frame["tested"] & (frame["q_value"] < alpha) & ~frame["material"]).sum())
-    frame = frame.drop(columns="material")
+    missing = {index for index, value in scan.moments if index >= 0 and value is None}
+    constants_said = constant_line(constants, prepared, missing) if constants else None
+    repeated = sum(len(same) for _, same in findings)
     summary = _summary(metric, total, frame[~frame["dimension"].isin(exact)], flag_lines,
                        prepared, support, alpha, top, immaterial, exact, copies,
-                       set_by_outcome)
+                       set_by_outcome, constants_said, repeated)
+    frame = frame.drop(columns=["material", *_WORK])
     return capped(AnalysisTool.SEGMENT_SCAN, scan.sql, frame, sql.max_rows, scan.duration_s,
                   summary, flags)
 
@@ -189,7 +235,8 @@ def _flag_text(row: object, metric: str | None) -> str:
 def _summary(metric: str, total: Moments, frame: pd.DataFrame, flags: list[str],
              prepared: Prepared, support: Support, alpha: float, top: int,
              immaterial: int, exact: list[str], copies: dict[str, float],
-             set_by_outcome: dict[str, OutcomeValue]) -> str:
+             set_by_outcome: dict[str, OutcomeValue], constants_said: str | None,
+             repeated: int) -> str:
     tested = frame[frame["tested"]]
     n_dimensions = len(prepared.plan.dimensions)
     lines = [
@@ -200,13 +247,17 @@ def _summary(metric: str, total: Moments, frame: pd.DataFrame, flags: list[str],
     rule = (f"false-discovery level {alpha:g}, a difference of at least "
             f"{RELATIVE_TOLERANCE:.0%} of the metric's scale")
     if flags:
-        lines.append(f"FLAGGED SEGMENTS ({len(flags)}; {rule}):")
+        same = (f", besides {repeated} of other dimensions that are the same rows as one "
+                "of them and named with it" if repeated else "")
+        lines.append(f"FLAGGED SEGMENTS ({len(flags)}{same}; {rule}):")
         lines += [f"- {line}" for line in flags[:top]]
         if len(flags) > top:
             lines.append(f"- ... {len(flags) - top} more flagged segments in the rows")
-    elif len(others := tested[~tested["dimension"].isin({*copies, *set_by_outcome})]):
-        lines.append(f"No tested segment deviates beyond chance by a material amount ({rule}); "
-                     "the largest gaps among the tested:")
+    elif len(others := tested[~tested["dimension"].isin({*copies, *set_by_outcome})
+                              & ~tested["set_aside"]]):
+        other = " other" if constants_said else ""
+        lines.append(f"No{other} tested segment deviates beyond chance by a material amount "
+                     f"({rule}); the largest gaps among the tested:")
         for row in others.head(min(top, 5)).itertuples():
             lines.append(f"- {segment_label(row.dimension, row.value)}: {figure(row.metric)} "
                          f"vs {figure(row.rest_metric)} (n = {row.n}, p = {row.p_value:.2g})")
@@ -214,6 +265,8 @@ def _summary(metric: str, total: Moments, frame: pd.DataFrame, flags: list[str],
         lines.append("No dimension was split (see below why).")
     elif not len(tested):
         lines.append("No segment was tested: none has enough rows (see below).")
+    if constants_said:
+        lines.append(constants_said)
     if copies:
         lines.append(near_copy_line(copies, "not flagged", "its rows are kept"))
     if set_by_outcome:

@@ -111,7 +111,10 @@ TOOL_SPECS: tuple[AnalysisToolSpec, ...] = (
         "and a score that accounts for sample size (the interval end nearest zero). "
         "Segments are tested when both sides have at least min_support rows and flagged "
         "when q < alpha and the difference is material; the summary lists the flagged "
-        "segments first. " + _CANDIDATES,
+        "segments first, each once (segments of other dimensions that are the same rows "
+        "are named with it), and names apart, unflagged, a segment whose metric is one "
+        "value on every row (a placeholder such as 0 for rows not measured yet) with a "
+        "where that leaves it out. " + _CANDIDATES,
         {"type": "object", "additionalProperties": False,
          "required": ["source", "metric"],
          "properties": {**_COMMON, "dimensions": _DIMENSIONS, **_SETTINGS}},
@@ -123,7 +126,8 @@ TOOL_SPECS: tuple[AnalysisToolSpec, ...] = (
         "or every other non-null value) on the metric: overall, within each stratum of "
         "each candidate dimension (each 1:N yes/no flag is its own dimension), "
         "and directly standardised over each dimension (over the strata that have both "
-        "arms; strata with one arm only cannot confound and are named; every row gives the "
+        "arms; strata with one arm only are named, and an effect that rests on them is said "
+        "so; every row gives the "
         "standardised effect with its 95% interval). Flags, named in "
         "words first: CONFOUNDING (standardising over the dimension removes 10% or more of "
         "the crude effect, beyond chance, and the exposure's share differs across its "

@@ -39,10 +39,12 @@ __all__ = [
     "determines_exactly",
     "explained_share",
     "is_binary",
+    "is_constant",
     "is_material",
     "is_near_copy",
     "is_set_by_outcome",
     "metric_scale",
+    "same_moments",
     "wilson_interval",
 ]
 
@@ -270,6 +272,36 @@ def determines_exactly(groups: list[Moments], total: Moments) -> bool:
     covered = sum(g.n for g in sized)
     return (len(sized) >= 2 and covered >= 0.9 * total.n
             and all(g.var <= 1e-12 * total.var for g in sized))
+
+
+_FLOAT_TOLERANCE = 1e-10
+"""Relative tolerance of moments that should be equal but were summed in another order
+(the same rows reached through two dimensions, a group and the total minus its rest)."""
+_CONSTANT_SHARE = 1e-9
+"""Largest share of the population's variance a group's variance may have to count as
+one value on every row: floating-point residue, not spread."""
+
+
+def is_constant(group: Moments, total: Moments) -> bool:
+    """Whether the metric is one value on every row of ``group`` (two rows or more) of a
+    population ``total`` whose metric varies: its variance is floating-point residue
+    (at most :data:`_CONSTANT_SHARE` of the population's). Judged against the population,
+    not the value's size, so that a spread that is small beside a large value (timestamps
+    in seconds) is not taken for a single value."""
+    return group.n >= 2 and total.var > 0 and group.var <= _CONSTANT_SHARE * total.var
+
+
+def same_moments(a: Moments, b: Moments, total: Moments) -> bool:
+    """Whether two groups of the population ``total`` have the same count and, to floating
+    tolerance (relative to the population's sums, which bound every group's rounding),
+    the same sum and sum of squares: as far as the moments tell, the same rows. Equal
+    moments of different rows are a coincidence the caller must guard against where it
+    is likely (a 0/1 metric's moments are only a count and a count of ones)."""
+    if a.n != b.n or a.n <= 0:
+        return False
+    size = abs(total.s2)
+    return (abs(a.s2 - b.s2) <= _FLOAT_TOLERANCE * size
+            and abs(a.s1 - b.s1) <= _FLOAT_TOLERANCE * math.sqrt(abs(total.n) * size))
 
 
 @dataclass(frozen=True)

@@ -1,0 +1,205 @@
+"""segment_scan names one fact once: constant segments and segments that are the same rows
+(real DuckDB tables, the SQL guard in the loop)."""
+
+from __future__ import annotations
+
+import duckdb
+import numpy as np
+import pandas as pd
+import pytest
+from analysis_data import planted
+
+from d2_notebook.data import GuardedSQL, QueryResult
+from d2_notebook.data.analysis import FlagKind, segment_scan
+
+METRIC = "avg(e.processing_time)"
+
+
+def _expenses() -> GuardedSQL:
+    """Expense lines like an InsightBench task's: the 60% not processed yet have no
+    processed date and a placeholder processing time of 0 on every row; among the
+    processed ones, the Legal department's take 10 days longer. The team column holds
+    "counsel" on exactly the Legal rows (one fact under two names)."""
+    rng = np.random.default_rng(7)
+    rows = 2000
+    department = rng.choice(["Legal", "Sales", "IT", "HR", "Finance"], rows)
+    state = rng.choice(["Processed", "Declined", "Pending", "Submitted"], rows,
+                       p=[0.4, 0.2, 0.2, 0.2])
+    processed = state == "Processed"
+    opened = pd.Timestamp("2024-01-01") + pd.to_timedelta(rng.integers(0, 365 * 24, rows),
+                                                          unit="h")
+    days = rng.integers(1, 9, rows) + np.where(department == "Legal", 10, 0)
+    frame = pd.DataFrame({
+        "expense_id": np.arange(1, rows + 1),
+        "department": department,
+        "team": np.where(department == "Legal", "counsel",
+                         rng.choice(["north", "south", "east"], rows)),
+        "state": state,
+        "amount": rng.normal(500.0, 100.0, rows).round(2),
+        "opened_at": opened,
+        "processed_date": pd.Series(opened + pd.to_timedelta(days, unit="D")).where(processed),
+        "processing_time": np.where(processed, days, 0),
+    })
+    con = duckdb.connect()
+    con.register("_frame", frame)
+    con.execute("CREATE TABLE expenses AS SELECT * FROM _frame")
+    con.unregister("_frame")
+    return GuardedSQL(con)
+
+
+@pytest.fixture(scope="module")
+def expenses() -> GuardedSQL:
+    return _expenses()
+
+
+@pytest.fixture(scope="module")
+def scanned(expenses: GuardedSQL) -> QueryResult:
+    return segment_scan(expenses, source="expenses e", metric=METRIC)
+
+
+def _row(result: QueryResult, dimension: str, value: str) -> dict:
+    rows = result.frame[(result.frame["dimension"] == dimension)
+                        & (result.frame["value"] == value)]
+    assert len(rows) == 1, f"no row for {dimension} = {value}"
+    return rows.iloc[0].to_dict()
+
+
+def _flag_block(summary: str) -> str:
+    """The FLAGGED SEGMENTS header and its lines."""
+    lines = summary.splitlines()
+    start = next(i for i, line in enumerate(lines) if line.startswith("FLAGGED SEGMENTS"))
+    block = [lines[start]]
+    block += [line for line in lines[start + 1:] if line.startswith("- ")][:50]
+    return "\n".join(block)
+
+
+def test_a_placeholder_value_is_named_once_with_the_filter_that_leaves_it_out(
+        scanned: QueryResult) -> None:
+    summary = scanned.summary
+    constant = [line for line in summary.splitlines() if line.startswith("Constant segments")]
+    assert len(constant) == 1, summary
+    (line,) = constant
+    unprocessed = _row(scanned, "quarter(expenses.processed_date)", "(missing)")["n"]
+    assert "expenses.processed_date = (missing) (the segments " in line
+    assert f"0 on all {unprocessed} rows" in line
+    assert "where e.processed_date IS NOT NULL" in line
+    # its complement, the processed expenses, is named with it
+    assert "its complement expenses.state = Processed" in line
+    # the date parts of the missing date are named in that line only, never as a flag
+    for part in ("quarter", "month", "month_of_year", "day_of_week", "hour"):
+        row = _row(scanned, f"{part}(expenses.processed_date)", "(missing)")
+        assert row["tested"] and not row["flagged"] and row["metric"] == 0
+        assert row["n"] == unprocessed  # the row stays in the frame
+        assert f"{part}(expenses.processed_date) = (missing)" not in _flag_block(summary)
+    assert not _row(scanned, "expenses.state", "Processed")["flagged"]
+    assert not any("(missing)" in f.text or "state = Processed" in f.text
+                   for f in scanned.flags)
+
+
+def test_the_filter_named_ranks_the_rest(expenses: GuardedSQL) -> None:
+    again = segment_scan(expenses, source="expenses e", metric=METRIC,
+                         where="e.processed_date IS NOT NULL")
+    assert "Constant segments" not in again.summary
+    legal = _row(again, "expenses.department", "Legal")
+    assert legal["flagged"] and legal["difference"] == pytest.approx(10, abs=1)
+
+
+def test_the_real_deviation_is_still_flagged(scanned: QueryResult) -> None:
+    legal = _row(scanned, "expenses.department", "Legal")
+    assert legal["flagged"] and legal["difference"] > 0
+    assert "expenses.department" in {f.dimension for f in scanned.flags
+                                     if f.kind is FlagKind.SEGMENT}
+    assert "- expenses.department = Legal:" in _flag_block(scanned.summary)
+
+
+def test_a_dimension_whose_segment_is_the_same_rows_is_reported_once(
+        scanned: QueryResult) -> None:
+    legal = _row(scanned, "expenses.department", "Legal")
+    counsel = _row(scanned, "expenses.team", "counsel")
+    # both rows stay, as they are...
+    assert counsel["flagged"] and counsel["n"] == legal["n"]
+    assert counsel["q_value"] == pytest.approx(legal["q_value"])
+    # ...but one flag and one line name them
+    named = [f for f in scanned.flags if "counsel" in f.text or "= Legal" in f.text]
+    assert len(named) == 1, [f.text for f in named]
+    assert "also expenses.team = counsel (the same rows)" in named[0].text
+    block = _flag_block(scanned.summary)
+    assert sum("counsel" in line or "= Legal" in line for line in block.splitlines()) == 1
+    repeated = int(scanned.frame["flagged"].sum()) - len(scanned.flags)
+    assert repeated >= 1
+    assert f"FLAGGED SEGMENTS ({len(scanned.flags)}, besides {repeated} of other " in block
+
+
+def test_a_constant_plain_value_gets_an_unequal_filter() -> None:
+    con = duckdb.connect()
+    con.execute("""
+        CREATE TABLE fees AS
+        SELECT i AS fee_id,
+               ['standard', 'express', 'waived'][1 + i % 3] AS plan,
+               ['web', 'store'][1 + i % 2] AS channel,
+               CASE WHEN i % 3 = 2 THEN 0.0 ELSE 10 + (i * 7919 % 97) / 10.0 END AS fee
+        FROM range(3000) t(i)""")
+    result = segment_scan(GuardedSQL(con), source="fees", metric="avg(fee)")
+    assert not _row(result, "fees.plan", "waived")["flagged"]
+    assert "fees.plan = waived: 0 on all 1000 rows" in result.summary
+    assert "where fees.plan <> 'waived'" in result.summary
+    assert not [f for f in result.flags if "waived" in f.text]
+
+
+def test_a_rate_of_zero_is_a_finding_not_a_placeholder() -> None:
+    """A 0/1 metric whose segment has no event at all keeps its flag."""
+    con = duckdb.connect()
+    con.execute("CREATE TABLE t AS SELECT i, ['a', 'b', 'c'][1 + i % 3] AS g, "
+                "(i % 3 <> 0 AND i % 4 = 0)::INT AS y FROM range(3000) r(i)")
+    result = segment_scan(GuardedSQL(con), source="t", metric="avg(y)")
+    assert _row(result, "t.g", "a")["flagged"] and _row(result, "t.g", "a")["metric"] == 0
+    assert "Constant segments" not in result.summary
+
+
+@pytest.mark.parametrize("metric", ["avg(CASE WHEN o.returned THEN 1 ELSE 0 END)",
+                                    "avg(o.amount)"])
+def test_without_constant_or_repeated_segments_the_summary_is_as_before(metric: str) -> None:
+    result = segment_scan(GuardedSQL(planted(declared=True)), source="orders o", metric=metric)
+    summary = result.summary
+    assert "Constant segments" not in summary and "besides" not in summary
+    assert "(the same rows)" not in summary
+    flagged = result.frame[result.frame["flagged"]]
+    assert len(result.flags) == len(flagged)  # one flag per flagged row, in rank order
+    assert [f.dimension for f in result.flags] == list(flagged["dimension"])
+    if len(flagged):
+        assert f"FLAGGED SEGMENTS ({len(flagged)}; false-discovery level" in summary
+
+
+def test_a_rate_named_once_for_the_missing_value_of_every_date_part() -> None:
+    """A 0/1 metric: the date parts of a column all at (missing) are one flag."""
+    con = duckdb.connect()
+    con.execute("""
+        CREATE TABLE claims AS
+        SELECT i AS claim_id,
+               CASE WHEN i % 5 = 0 THEN NULL
+                    ELSE TIMESTAMP '2023-01-01' + to_hours(i * 37 % 8760) END AS reviewed_at,
+               ['north', 'south'][1 + i % 2] AS region,
+               (CASE WHEN i % 5 = 0 THEN i % 2 = 0 ELSE i % 10 = 1 END)::INT AS disputed
+        FROM range(6000) t(i)""")
+    result = segment_scan(GuardedSQL(con), source="claims c", metric="avg(c.disputed)")
+    missing = [f for f in result.flags if "(missing)" in f.text]
+    assert len(missing) == 1, [f.text for f in missing]
+    assert "/hour(claims.reviewed_at) = (missing) (the same rows)" in missing[0].text
+    assert "Constant segments" not in result.summary  # a rate of 0.5 is no placeholder
+    for part in ("quarter", "month", "month_of_year", "day_of_week", "hour"):
+        assert _row(result, f"{part}(claims.reviewed_at)", "(missing)")["flagged"]
+
+
+def test_a_rate_with_equal_counts_in_other_rows_is_not_merged() -> None:
+    """Two columns whose segments have the same count and count of ones but different
+    rows: a 0/1 metric's moments cannot tell them apart, so both stay flagged apart."""
+    con = duckdb.connect()
+    con.execute("CREATE TABLE t AS SELECT i, CASE WHEN i % 4 = 0 THEN 'a' ELSE 'b' END AS g1, "
+                "CASE WHEN i % 4 = 1 THEN 'a' ELSE 'b' END AS g2, "
+                "(i % 8 IN (0, 1))::INT AS y FROM range(8000) r(i)")
+    result = segment_scan(GuardedSQL(con), source="t", metric="avg(y)")
+    first, second = _row(result, "t.g1", "a"), _row(result, "t.g2", "a")
+    assert first["flagged"] and second["flagged"]
+    assert (first["n"], first["metric"]) == (second["n"], second["metric"])
+    assert {"t.g1", "t.g2"} <= {f.dimension for f in result.flags}
+    assert "(the same rows)" not in result.summary
