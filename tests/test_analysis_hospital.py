@@ -228,3 +228,22 @@ def test_no_caution_when_the_metric_cannot_be_placed_in_a_table(sql: GuardedSQL)
                             dimensions=["o.ventilated"])
     assert {f.kind for f in result.flags} == {FlagKind.CONFOUNDING}
     assert "recorded with the outcome" not in result.summary.lower()
+
+
+def test_a_filter_on_one_value_of_a_one_to_many_table_leaves_its_other_values_split(
+        sql: GuardedSQL) -> None:
+    """A real-model collector's asthma subgroup (a where with EXISTS over comorbidities)
+    lost every comorbidity split, so Virexa's diabetes interaction within it went unseen
+    until it named the dimension: the filter fixes asthma, not the other conditions."""
+    result = compare_within(sql, source=SOURCE, metric=DEATHS, exposure="t.drug",
+                            value="Virexa", reference="Standard care",
+                            where=f"{OLDER} AND EXISTS (SELECT 1 FROM comorbidities c "
+                                  "WHERE c.patient_id = p.patient_id "
+                                  "AND c.condition = 'asthma')")
+    dimensions = set(result.frame["dimension"])
+    assert "has comorbidities.condition = diabetes" in dimensions
+    assert ("One value only in these rows (the where filter may fix it), so not tested: "
+            "has comorbidities.condition = asthma.") in result.summary
+    left_out = [line for line in result.summary.splitlines()
+                if line.startswith("Left out of this scan")]
+    assert left_out and not any("comorbidities" in line for line in left_out)  # age only

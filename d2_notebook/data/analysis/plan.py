@@ -118,9 +118,11 @@ def build_plan(
         filter_only: ``excluded`` columns only the ``where`` filter reads (not the metric,
             the ``exclude`` inputs nor a join condition). The default scan leaves them out
             (a filter often leaves a column one value, ``status = 'closed'``), except the
-            date parts in ``date_parts_kept``, and :attr:`Plan.filter_left_out` names
-            them; a requested name or SQL expression over them (and other columns not
-            excluded) is planned: the filter restricts the rows, it does not define the
+            date parts in ``date_parts_kept`` and a 1:N attribute's values (a filter that
+            picks patients with asthma leaves "has diabetes" split; a real-model
+            collector had to name it), and :attr:`Plan.filter_left_out` names them; a
+            requested name or SQL expression over them (and other columns not excluded)
+            is planned: the filter restricts the rows, it does not define the
             metric (``month(o.order_date)`` under ``o.order_date >= DATE '2024-02-01'``,
             ``p.age`` under ``p.age >= 65``). One over the metric's own columns stays
             part of its definition (``datediff('day', t.opened_at, t.closed_at) > 2``
@@ -147,7 +149,9 @@ def build_plan(
         chosen = []
         for planned, how, ref in offered:
             dimension = planned.dimension
-            if _by_default(dimension, excluded, outcome_tables, date_parts_kept):
+            if _by_default(dimension, excluded, outcome_tables, date_parts_kept) or (
+                    planned.membership and _by_default(dimension, excluded - filter_only,
+                                                       outcome_tables, date_parts_kept)):
                 chosen.append((planned, how, ref))
             elif (dimension is not None and dimension.table not in outcome_tables
                   and (dimension.table, dimension.column.lower()) in filter_only):
