@@ -122,7 +122,9 @@ def reporter_brief(board: Board, investigation_id: str, *,
         if estimate_tokens(text) <= budget_tokens:
             return text
     return text + ("\n(every result is shown at its shortest: the board exceeds the "
-                   "reporter's budget, but none is left out)")
+                   "reporter's budget, but none is left out; the other results show no "
+                   "rows here, so cite a number of theirs only as their description or a "
+                   "verdict gives it)")
 
 
 _COVERAGE_LINES = ("Dimensions checked:", "Dimensions scanned:", "Tested:",
