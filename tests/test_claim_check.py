@@ -137,6 +137,15 @@ def test_numbers_packed_into_a_text_cell_are_found() -> None:
     assert _unverified(check_claims(report, {"E1": packed}, [])) == ["0.5"]
 
 
+def test_an_approximate_round_number_stands_for_what_rounds_to_it() -> None:
+    """A real-model rationale's "~1,750" and "~5,900" (1,747 and 5,880 in the rows) were
+    marked: a round number written as an approximation states no trailing digits."""
+    rows = pd.DataFrame({"amount": [1747.0, 5880.0]})
+    report = ("## Answer\nThe cap sits at ~1,750 and about 5,900 [E1], not 1,750 or "
+              "about 5,990 [E1].\n")
+    assert _unverified(check_claims(report, {"E1": rows}, [])) == ["1,750", "5,990"]
+
+
 def test_k_and_million_forms_and_signs() -> None:
     frame = pd.DataFrame({"revenue": [1_187_433.0, 2_480.0], "change": [-0.12, 0.3]})
     report = "## Answer\nRevenue 1.19 million and 2.5k; it fell by 0.12 [E1].\n"

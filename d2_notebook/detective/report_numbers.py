@@ -34,6 +34,10 @@ _DATE = re.compile(
     r"(?<![\w-])\d{4}-\d{2}-\d{2}(?:[ T]\d{2}:\d{2}(?::\d{2})?)?(?![\w-])"
     r"|(?<![\w:])\d{1,2}:\d{2}(?::\d{2})?(?![\w:])"
 )
+_APPROXIMATELY = re.compile(
+    r"(?:~|≈|\b(?:about|around|roughly|approximately|approx\.?|nearly|almost|some)\s+)\Z",
+    re.IGNORECASE)
+"""What marks a number written just before it as an approximation."""
 _CODE = re.compile(r"```.*?```|`[^`\n]*`", re.DOTALL)
 _LIST_MARKER = re.compile(r"^(\s*(?:#+\s*)?)\d+[.)](?=\s)", re.MULTILINE)
 _CONFIDENCE_LEVEL = re.compile(
@@ -65,6 +69,7 @@ class ReportNumber:
         decimals: digits after the decimal point as written (its precision).
         percent: written as a percentage ("%", "percent", "pp", "points").
         multiplier: 1, or 1e3/1e6/1e9 for "k", "million", "billion".
+        approximate: see the field.
     """
 
     text: str
@@ -75,6 +80,9 @@ class ReportNumber:
     decimals: int = 0
     percent: bool = False
     multiplier: float = 1.0
+    approximate: bool = False
+    """Written as an approximation ("~1,750", "about 5,900"): an integer's trailing zeros
+    are not digits it states, so it stands for any value that rounds to it there."""
 
     @property
     def significant_digits(self) -> int:
@@ -111,13 +119,14 @@ def find_numbers(report: str) -> list[ReportNumber]:
     for match in _NUMBER.finditer(text):
         if any(start <= match.start() < end for start, end in taken):
             continue
-        number = _parse(match)
+        number = _parse(match, bool(_APPROXIMATELY.search(text[max(0, match.start() - 16):
+                                                               match.start()])))
         if number is not None:
             found.append(number)
     return sorted(found, key=lambda n: n.start)
 
 
-def _parse(match: re.Match[str]) -> ReportNumber | None:
+def _parse(match: re.Match[str], approximate: bool = False) -> ReportNumber | None:
     digits = match.group("digits")
     unit = (match.group("unit") or "").strip().lower()
     value = float(digits.replace(",", ""))
@@ -133,7 +142,7 @@ def _parse(match: re.Match[str]) -> ReportNumber | None:
     if bare_integer and value <= SMALL_COUNT:
         return None
     return ReportNumber(text, match.start(), match.start() + len(text), NumberKind.QUANTITY,
-                        value, decimals, percent, multiplier)
+                        value, decimals, percent, multiplier, approximate)
 
 
 def numbers_in_text(text: str) -> list[float]:
@@ -166,7 +175,8 @@ def matches_any(number: ReportNumber, values: np.ndarray) -> bool:
 def match_mask(number: ReportNumber, values: np.ndarray) -> np.ndarray:
     """Which of ``values`` (stored result values) are what ``number`` reports.
 
-    Allowed: rounding or truncation to the precision the report wrote, the sign left
+    Allowed: rounding or truncation to the precision the report wrote (an approximate
+    integer's trailing zeros are no precision: "~5,900" for 5,880), the sign left
     out ("fell by 0.12" for -0.12), percent forms (23.7% for 0.237 or for 23.7), a rate
     written as a fraction of a percentage column (0.237 for 23.7), and k/million/billion.
     """
@@ -178,6 +188,9 @@ def match_mask(number: ReportNumber, values: np.ndarray) -> np.ndarray:
     elif number.decimals and number.value < 1:
         forms.append(magnitudes / 100)
     unit = 10.0 ** -number.decimals
+    if number.approximate and number.decimals == 0 and number.value >= 1:
+        whole = str(int(number.value))
+        unit = 10.0 ** (len(whole) - len(whole.rstrip("0")))  # "~5,900": to the hundred
     with np.errstate(invalid="ignore"):
         for form in forms:
             slack = 1e-9 * np.maximum(1.0, form)
