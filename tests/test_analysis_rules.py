@@ -111,6 +111,7 @@ def test_a_move_made_by_a_thin_arm_names_it(thin_arm: int) -> None:
     named = "most of that move from mild, whose exposed arm has 2 rows (0.500 vs 0.0500)"
     assert "stays.severity: standardising moves the effect from" in result.summary
     assert (named in result.summary) == (thin_arm == 2), result.summary
+    assert ("most of that move from" in result.summary) == (thin_arm == 2)
 
 
 def test_a_constant_ratio_is_not_heterogeneity_and_the_scale_is_named() -> None:

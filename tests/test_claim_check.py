@@ -144,6 +144,9 @@ def test_an_approximate_round_number_stands_for_what_rounds_to_it() -> None:
     report = ("## Answer\nThe cap sits at ~1,750 and about 5,900 [E1], not 1,750 or "
               "about 5,990 [E1].\n")
     assert _unverified(check_claims(report, {"E1": rows}, [])) == ["1,750", "5,990"]
+    loose = pd.DataFrame({"n": [2999.0, 185.0, 0.2999]})  # no looser than two digits
+    vague = "## Answer\nAbout 2,000 [E1], ~200 [E1] and about 30% [E1].\n"
+    assert _unverified(check_claims(vague, {"E1": loose}, [])) == ["2,000", "200"]
 
 
 def test_k_and_million_forms_and_signs() -> None:

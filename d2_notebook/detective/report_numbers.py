@@ -176,7 +176,8 @@ def match_mask(number: ReportNumber, values: np.ndarray) -> np.ndarray:
     """Which of ``values`` (stored result values) are what ``number`` reports.
 
     Allowed: rounding or truncation to the precision the report wrote (an approximate
-    integer's trailing zeros are no precision: "~5,900" for 5,880), the sign left
+    integer of 100 or more is rounded at its last non-zero digit but never to fewer
+    than two digits: "~5,900" for 5,880, "about 2,000" for 1,950 to 2,050), the sign left
     out ("fell by 0.12" for -0.12), percent forms (23.7% for 0.237 or for 23.7), a rate
     written as a fraction of a percentage column (0.237 for 23.7), and k/million/billion.
     """
@@ -188,12 +189,14 @@ def match_mask(number: ReportNumber, values: np.ndarray) -> np.ndarray:
     elif number.decimals and number.value < 1:
         forms.append(magnitudes / 100)
     unit = 10.0 ** -number.decimals
-    if number.approximate and number.decimals == 0 and number.value >= 1:
+    approximate = number.approximate and number.decimals == 0 and number.value >= 100
+    if approximate:  # "~5,900": to the hundred, but never looser than two digits
         whole = str(int(number.value))
-        unit = 10.0 ** (len(whole) - len(whole.rstrip("0")))  # "~5,900": to the hundred
+        unit = 10.0 ** min(len(whole) - len(whole.rstrip("0")), len(whole) - 2)
     with np.errstate(invalid="ignore"):
         for form in forms:
             slack = 1e-9 * np.maximum(1.0, form)
             found |= np.abs(form - number.value) <= unit / 2 + slack
-            found |= np.abs(np.floor(form / unit + 1e-9) * unit - number.value) <= slack
+            if not approximate:  # a truncation is no approximation
+                found |= np.abs(np.floor(form / unit + 1e-9) * unit - number.value) <= slack
     return found

@@ -339,7 +339,9 @@ def _lost_without_overlap(family: Family, kinds: list[FlagKind],
     """For a dimension not flagged as a confounder, with strata where one arm only has
     rows: the line saying the effect is not found where both arms have rows, when the
     overall effect is beyond chance but within the overlapping strata neither the crude
-    nor the standardised effect is, or the standardised one points the other way. The
+    nor the standardised effect is, or the standardised one points the other way, and
+    the overall effect lies outside the overlapping strata's crude interval (an effect
+    the same there but only just short of chance has not moved). The
     effect then rests on the strata without overlap (a user whose expenses are all large,
     the rest's small ones slow): the data cannot tell it from the dimension's, and
     "holding it fixed changes no conclusion" would be wrong. None otherwise."""
@@ -350,6 +352,8 @@ def _lost_without_overlap(family: Family, kinds: list[FlagKind],
         return None
     against = not spans_zero(std) and (std.difference > 0) != (overall.difference > 0)
     if not (spans_zero(crude) and spans_zero(std)) and not against:
+        return None
+    if crude.low <= overall.difference <= crude.high:  # the same effect, just less sure
         return None
     return (f"{family.name}: the effect over all rows ({figure(overall.difference)}, beyond "
             f"chance) is not found within its strata with both arms ({_strata_text(family)}):"
