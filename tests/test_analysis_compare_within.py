@@ -235,3 +235,27 @@ def test_a_single_table_source_marks_no_dimension_as_recorded_with_the_outcome()
     assert _kinds(result) == {"flat.complication": {FlagKind.SIMPSONS_PARADOX},
                               "flat.age_group": {FlagKind.CONFOUNDING}}
     assert "recorded with the outcome" not in result.summary.lower()
+
+
+def test_a_confounder_in_the_fact_table_the_metric_reads_gets_no_mediator_caution() -> None:
+    """Review finding: a length of stay kept in admissions made every admissions column
+    "recorded with the outcome", the admission type too, though it is recorded before the
+    drug. Only a 1:1 satellite table the metric reads (an outcomes table) is."""
+    con = duckdb.connect()
+    con.execute("""
+        CREATE TABLE admissions AS
+        SELECT i AS admission_id, CASE WHEN i % 3 = 0 THEN 'emergency' ELSE 'planned' END
+               AS admission_type,
+               (CASE WHEN i % 3 = 0 THEN 9 ELSE 3 END) + (hash(i) % 5)::INTEGER AS los_days
+        FROM range(3000) r(i)""")
+    con.execute("""
+        CREATE TABLE prescriptions AS
+        SELECT i AS rx_id, i AS admission_id,
+               CASE WHEN CASE WHEN i % 3 = 0 THEN hash(i, 'd') % 4 > 0
+                              ELSE hash(i, 'd') % 4 = 0 END THEN 'A' ELSE 'B' END AS drug
+        FROM range(3000) r(i)""")
+    result = compare_within(GuardedSQL(con), source="prescriptions rx JOIN admissions a "
+                            "USING (admission_id)", metric="avg(a.los_days)",
+                            exposure="rx.drug", value="A", dimensions=["a.admission_type"])
+    assert {f.kind for f in result.flags} & {FlagKind.CONFOUNDING, FlagKind.SIMPSONS_PARADOX}
+    assert "recorded with the outcome" not in result.summary.lower()

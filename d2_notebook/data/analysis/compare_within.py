@@ -35,8 +35,9 @@ gives the effect within each stratum; then:
   not on the other (a constant ratio whose absolute benefit grows with the baseline):
   a claim about the absolute size and one about the relative size answer differently;
 - **recorded with the outcome**: a dimension whose column lives in a table the metric
-  reads, when the exposure's columns all come from other tables (ventilation beside the
-  death, under a drug from the treatments table), may be a consequence of the exposure, a
+  reads that is a 1:1 satellite of another table, when the exposure's columns all come
+  from other tables (ventilation beside the death, under a drug from the treatments
+  table), may be a consequence of the exposure, a
   step between exposure and outcome, rather than a cause: holding it fixed removes part
   of the real effect. Its CONFOUNDING or SIMPSON'S PARADOX flag keeps its kind and carries
   a caution, and the summary lists such flags apart. No dimension is marked in a
@@ -303,14 +304,18 @@ def _recorded_with_outcome(families: list[tuple[Family, PlannedDimension]],
     consequence of the exposure rather than a cause (ventilation in the outcomes table,
     under a drug from the treatments table). No family is marked when the exposure shares
     a table with the metric (a single-table source) or when either cannot be placed in
-    tables (:func:`~d2_notebook.data.analysis.inputs.tables_read`). A 1:N membership's
-    table is a child table, so it is marked only when the metric itself reads that table
-    (through a subquery)."""
+    tables (:func:`~d2_notebook.data.analysis.inputs.tables_read`). Only a table the
+    metric reads that is a 1:1 satellite of another table (an outcomes table beside its
+    admissions) is recorded with the outcome: a fact table the metric reads (a length of
+    stay in admissions) also holds what was recorded before the exposure (the admission
+    type). A 1:N membership's table is a child table, so it is marked only when the
+    metric itself reads that table (through a subquery)."""
     source, catalog = prepared.source, prepared.catalog
     outcome = tables_read(prepared.value_sql, source, catalog)
     exposed = tables_read(exposure, source, catalog)
     if outcome is None or exposed is None or outcome & exposed:
         return {}
+    outcome &= frozenset(e.child for e in catalog.graph.edges if e.one_to_one)
     found = {}
     for family, planned in families:
         tables = (frozenset({planned.dimension.table}) if planned.dimension is not None
