@@ -203,3 +203,30 @@ def test_a_rate_with_equal_counts_in_other_rows_is_not_merged() -> None:
     assert (first["n"], first["metric"]) == (second["n"], second["metric"])
     assert {"t.g1", "t.g2"} <= {f.dimension for f in result.flags}
     assert "(the same rows)" not in result.summary
+
+
+def test_a_few_valued_metric_with_equal_moments_in_other_rows_is_not_merged() -> None:
+    """Review finding: a metric of four values has moments that are little more than
+    counts, so two columns' segments of different rows matched and were called the same
+    rows."""
+    con = duckdb.connect()
+    con.execute("CREATE TABLE t AS SELECT i, CASE WHEN i % 4 = 0 THEN 'a' ELSE 'b' END AS g1, "
+                "CASE WHEN i % 4 = 1 THEN 'a' ELSE 'b' END AS g2, "
+                "CASE WHEN i % 8 IN (0, 1) THEN 3 WHEN i % 8 IN (4, 5) THEN 1 "
+                "WHEN i % 8 IN (2, 6) THEN 2 ELSE 0 END AS y FROM range(8000) r(i)")
+    result = segment_scan(GuardedSQL(con), source="t", metric="avg(y)")
+    first, second = _row(result, "t.g1", "a"), _row(result, "t.g2", "a")
+    assert first["flagged"] and second["flagged"]
+    assert {"t.g1", "t.g2"} <= {f.dimension for f in result.flags}
+    assert "(the same rows)" not in result.summary
+
+
+def test_a_constant_other_than_zero_is_a_finding() -> None:
+    """Review finding: a product every buyer rated 5 was set aside as a placeholder."""
+    con = duckdb.connect()
+    con.execute("CREATE TABLE r AS SELECT i, CASE WHEN i % 10 = 0 THEN 'X' ELSE 'other' "
+                "END AS product, CASE WHEN i % 10 = 0 THEN 5.0 ELSE 1.0 + (hash(i) % 30) / "
+                "10.0 END AS rating FROM range(2000) r(i)")
+    result = segment_scan(GuardedSQL(con), source="r", metric="avg(rating)")
+    assert _row(result, "r.product", "X")["flagged"]
+    assert "Constant segments" not in result.summary

@@ -46,7 +46,7 @@ if TYPE_CHECKING:
     from d2_notebook.data.guarded_sql import GuardedSQL
 
 __all__ = ["DEFAULT_ALPHA", "Copies", "Pass", "Prepared", "Support", "check_settings",
-           "column_copies", "definition_lines", "prepare", "run_pass"]
+           "column_copies", "definition_lines", "has_few_values", "prepare", "run_pass"]
 
 _PASS_ROWS = 1_000_000
 #: Default level of every tool's flags. One call runs tens to hundreds of tests and each
@@ -363,6 +363,20 @@ def column_copies(sql: GuardedSQL, prepared: Prepared, total: Moments, *, reques
     return Copies({name: float(r) ** 2 for name, r in zip(names, correlations, strict=True)
                    if r is not None and not pd.isna(r)
                    and abs(float(r)) >= NUMERIC_COPY_CORRELATION})
+
+
+FEW_VALUES = 12
+"""A metric with at most this many distinct values (a rating, a small count) has moments
+that are little more than counts: equal moments do not show equal rows."""
+
+
+def has_few_values(sql: GuardedSQL, prepared: Prepared) -> bool:
+    """Whether the metric takes at most :data:`FEW_VALUES` distinct values over the
+    population (one guarded query)."""
+    rows = (f"(SELECT ({prepared.value_sql}) AS __v FROM {prepared.source.sql}"
+            + (f" WHERE ({prepared.where})" if prepared.where else "") + ") AS __t")
+    count = sql.run(f"SELECT count(DISTINCT __v) FROM {rows}", max_rows=1).frame.iat[0, 0]
+    return int(count) <= FEW_VALUES
 
 
 def _by_outcome(sql: GuardedSQL, rows: str, names: list[str],

@@ -45,14 +45,17 @@ def set_aside_constants(rows: list[dict], total: Moments) -> list[Constant]:
     (the rest varying), grouped by the rows they cover, largest first, with the flagged
     segments that are their complement (all the other rows); these stop being flagged.
 
-    A 0/1 metric has none: its rate of exactly 0 or 1 in a segment is a finding, and a
-    column its outcome sets is named apart
-    (:func:`~d2_notebook.data.analysis.common.column_copies`).
+    Only a constant 0, or any constant on a column's missing value, is set aside: that is
+    how a placeholder looks (a duration of 0 for what has not ended). Another constant (a
+    product rated 1 by every buyer) is a finding and stays flagged. A 0/1 metric has
+    none: its rate of exactly 0 or 1 in a segment is a finding, and a column its outcome
+    sets is named apart (:func:`~d2_notebook.data.analysis.common.column_copies`).
     """
     if is_binary(total):
         return []
     candidates = [r for r in rows if r["flagged"]]
     constant = sorted((r for r in candidates if is_constant(r["moments"], total)
+                       and (r["is_missing"] or abs(r["metric"]) <= 1e-12)
                        and not is_constant(r["rest_moments"], total)),
                       key=lambda r: (-r["n"], -r["score"]))
     found: list[Constant] = []
@@ -78,22 +81,23 @@ def set_aside_constants(rows: list[dict], total: Moments) -> list[Constant]:
 
 
 def same_row_groups(flagged: list[Any], total: Moments, plan: Plan, *,
-               binary: bool) -> list[tuple[Any, list[tuple[Any, bool]]]]:
+                    few_values: bool) -> list[tuple[Any, list[tuple[Any, bool]]]]:
     """The flagged rows (in rank order) grouped by the rows their segments cover: each
     group's first row leads, followed by the rows of other dimensions whose segment is the
     same rows (False) or all the other rows (True), judged by equal moments
-    (:func:`~d2_notebook.data.analysis.stats.same_moments`). For a 0/1 metric, whose
-    moments are only a count and a count of ones, equal counts of different rows are a
-    real chance: only date parts of one column that must be the same rows when their
-    counts agree are grouped (:func:`_may_besame_row_groups`)."""
+    (:func:`~d2_notebook.data.analysis.stats.same_moments`). For a metric of few values
+    (``few_values``: a 0/1 rate, a rating, a small count), whose moments are little more
+    than counts, equal moments of different rows are a real chance: only date parts of one
+    column that must be the same rows when their counts agree are grouped
+    (:func:`_may_be_same_rows`)."""
     groups: list[tuple[Any, list[tuple[Any, bool]]]] = []
     for row in flagged:
         for lead, same in groups:
             if lead.dimension == row.dimension or any(m.dimension == row.dimension
                                                       for m, _ in same):
                 continue
-            if binary:
-                if (_may_besame_row_groups(lead, row, plan)
+            if few_values:
+                if (_may_be_same_rows(lead, row, plan)
                         and same_moments(row.moments, lead.moments, total)):
                     same.append((row, False))
                     break
@@ -109,7 +113,7 @@ def same_row_groups(flagged: list[Any], total: Moments, plan: Plan, *,
     return groups
 
 
-def _may_besame_row_groups(a: Any, b: Any, plan: Plan) -> bool:
+def _may_be_same_rows(a: Any, b: Any, plan: Plan) -> bool:
     """Whether two segments of date parts of one column hold the same rows wherever
     their counts agree: both the column's missing value, or a month and the month of
     the year it falls in (data of a single year)."""

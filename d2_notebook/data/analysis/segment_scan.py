@@ -18,8 +18,8 @@ flagged; the summary names the dimension once.
 
 Two cases say one fact many times, and are named once instead:
 
-- A constant segment: one that would be flagged, but whose metric is one value on every
-  one of its rows (variance 0 to floating tolerance,
+- A constant segment: one that would be flagged, but whose metric is 0 on every one of
+  its rows, or one value on every row of a column's missing value (variance 0 to floating tolerance,
   :func:`~d2_notebook.data.analysis.stats.is_constant`) while its rest varies —
   processing time 0 on every expense not processed yet. It is a placeholder or a value
   the segment sets, not a deviation to explain: it is not flagged (nor is a segment that
@@ -34,10 +34,11 @@ Two cases say one fact many times, and are named once instead:
   of year of a single year: the best ranked leads, and its flag and summary line name the
   others ("also ..."); the header's count leaves them out. Their rows stay in the frame,
   flagged as they are (each passes its test), but they raise no flag of their own, so
-  that the flags count findings, not dimensions. For a 0/1 metric, whose moments are
-  only a count and a count of ones, only date parts of one column that must be the same
-  rows when their counts agree (its missing value; a month and its month of the year)
-  are merged.
+  that the flags count findings, not dimensions. For a metric of few values (a 0/1
+  rate, a rating, a small count: at most
+  :data:`~d2_notebook.data.analysis.common.FEW_VALUES`), whose moments are little more
+  than counts, only date parts of one column that must be the same rows when their
+  counts agree (its missing value; a month and its month of the year) are merged.
 """
 
 from __future__ import annotations
@@ -54,6 +55,7 @@ from d2_notebook.data.analysis.common import (
     check_settings,
     column_copies,
     definition_lines,
+    has_few_values,
     prepare,
     run_pass,
 )
@@ -201,8 +203,9 @@ def segment_scan(
     frame = frame.sort_values(["flagged", "tested", "score", "n"], ascending=False,
                               kind="stable").reset_index(drop=True)
     plan = prepared.plan
-    findings = same_row_groups(list(frame[frame["flagged"]].itertuples()), total, plan,
-                               binary=binary)
+    flagged_rows = list(frame[frame["flagged"]].itertuples())
+    few = binary or (len(flagged_rows) > 1 and has_few_values(sql, prepared))
+    findings = same_row_groups(flagged_rows, total, plan, few_values=few)
     flags = [Flag(FlagKind.SEGMENT, lead.dimension,
                   _flag_text(lead, metric) + also_line(same, plan)) for lead, same in findings]
     # the summary's header names the metric
