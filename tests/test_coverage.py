@@ -236,3 +236,18 @@ def test_the_not_examined_table_gives_each_reason_once_grouped_by_table() -> Non
     assert lines[5] == f"| {UNTOUCHED_REASON} | treatments | days |"
     assert table.count("outside the objective") == 1
     assert not_examined_table([]) == ""
+
+
+def test_a_case_that_rewrites_a_value_in_every_branch_splits_by_nothing() -> None:
+    """Review finding: a refund sign flip or a currency conversion inside a sum compares
+    no strata of status or currency; only a CASE that picks rows (a NULL or constant
+    branch) splits."""
+    tables = {"orders": ["status", "amount", "currency", "ward"]}
+    for sql in ("SELECT sum(CASE WHEN o.status = 'refund' THEN -o.amount ELSE o.amount END) "
+                "FROM orders o",
+                "SELECT avg(CASE WHEN o.currency = 'EUR' THEN o.amount * 1.1 ELSE o.amount END) "
+                "FROM orders o"):
+        assert column_usage(sql, tables).splits == frozenset(), sql
+    picked = column_usage("SELECT sum(CASE WHEN o.ward = 'ICU' THEN o.amount END) FROM orders o",
+                          tables)
+    assert {ref.column for ref in picked.splits} == {"ward"}

@@ -8,8 +8,10 @@ Columns are traced through aliases, subqueries and CTEs to the tables they come 
 ``admissions.severity``; the analysis tools' generated SQL reads the same way.
 
 A select list that compares strata inside an aggregate (conditional aggregation) splits
-by them too: the columns of a ``CASE WHEN`` condition or a ``FILTER (WHERE ...)`` clause
-inside an aggregate call (``avg(CASE WHEN a.severity = 'critical' THEN o.died::INT END)``,
+by them too: the columns of a ``CASE WHEN`` condition (of a CASE that picks rows: a NULL
+or constant branch, not one that rewrites a value in every branch) or a ``FILTER (WHERE
+...)`` clause inside an aggregate call
+(``avg(CASE WHEN a.severity = 'critical' THEN o.died::INT END)``,
 ``count(*) FILTER (WHERE p.age >= 65)``) are :attr:`ColumnUsage.splits`, read with the
 same grain rules as a ``WHERE``. What the aggregate aggregates stays measured: its value
 column (``o.died``), a condition on that column itself, and, in an indicator that reads
@@ -443,14 +445,29 @@ def _aggregates(expression: dict) -> list[dict]:
 def _conditions(call: dict) -> list[dict]:
     """The conditions inside one aggregate call that choose the rows or values it
     aggregates: its ``FILTER`` clause and those of calls nested in it, and the ``WHEN``
-    of every ``CASE`` in it (outside its subqueries)."""
+    of every ``CASE`` in it that picks rows (:func:`_picks_rows`; outside its
+    subqueries)."""
     found: list[dict] = []
     for node in _own_nodes(call):
         if node.get("class") in ("FUNCTION", "WINDOW"):
             found += [c for c in (node.get("filter"), node.get("filter_expr")) if c]
-        found += [check["when_expr"] for check in node.get("case_checks") or []
-                  if check.get("when_expr")]
+        if _picks_rows(node):
+            found += [check["when_expr"] for check in node.get("case_checks") or []
+                      if check.get("when_expr")]
     return found
+
+
+def _picks_rows(case: dict) -> bool:
+    """Whether a ``CASE`` picks rows, some branch giving NULL or a constant
+    (``CASE WHEN severity = 'critical' THEN died END``, ``... THEN 1 ELSE 0 END``), rather
+    than rewriting a value in every branch (``CASE WHEN status = 'refund' THEN -amount
+    ELSE amount END`` compares no strata of status)."""
+    checks = case.get("case_checks") or []
+    if not checks:
+        return False
+    branches = [check.get("then_expr") for check in checks] + [case.get("else_expr")]
+    return any(not isinstance(branch, dict) or branch.get("class") == "CONSTANT"
+               for branch in branches)
 
 
 _NULL_TESTS = frozenset({"OPERATOR_IS_NULL", "OPERATOR_IS_NOT_NULL"})
