@@ -38,11 +38,11 @@ column (``date_diff('day', t.d, t.e)``).
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable, Iterator, Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 
 from d2_notebook.data.dimensions import Dimension
-from d2_notebook.data.parse_tree import iter_nodes, serialize
+from d2_notebook.data.parse_tree import iter_nodes, outer_nodes, serialize
 from d2_notebook.errors import SQLError
 
 __all__ = ["ColumnRef", "ColumnUsage", "CoverageMap", "HypothesisCoverage", "column_usage",
@@ -419,26 +419,10 @@ def _is_aggregate(node: dict) -> bool:
         _AGGREGATE_HINTS
 
 
-def _own_nodes(item: object) -> Iterator[dict]:
-    """Every dict under ``item``, depth first, the root included, but none inside a
-    subquery (a subquery is read as its own SELECT, in its own scope)."""
-    pending = [item]
-    while pending:
-        current = pending.pop()
-        if isinstance(current, list):
-            pending.extend(reversed(current))
-        elif isinstance(current, dict):
-            yield current
-            if current.get("class") == "SUBQUERY":
-                pending.append(current.get("child"))  # the x of ``x IN (SELECT ...)``
-            else:
-                pending.extend(reversed(list(current.values())))
-
-
 def _aggregates(expression: dict) -> list[dict]:
     """The aggregate calls (windows included) of one select-list expression, nested ones
     too, outside its subqueries."""
-    return [n for n in _own_nodes(expression)
+    return [n for n in outer_nodes(expression)
             if n.get("class") in ("FUNCTION", "WINDOW") and _is_aggregate(n)]
 
 
@@ -448,7 +432,7 @@ def _conditions(call: dict) -> list[dict]:
     of every ``CASE`` in it that picks rows (:func:`_picks_rows`; outside its
     subqueries)."""
     found: list[dict] = []
-    for node in _own_nodes(call):
+    for node in outer_nodes(call):
         if node.get("class") in ("FUNCTION", "WINDOW"):
             found += [c for c in (node.get("filter"), node.get("filter_expr")) if c]
         if _picks_rows(node):

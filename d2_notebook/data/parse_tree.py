@@ -16,7 +16,7 @@ import duckdb
 
 from d2_notebook.errors import QueryFailedError
 
-__all__ = ["iter_nodes", "select_node", "serialize"]
+__all__ = ["iter_nodes", "outer_nodes", "select_node", "serialize"]
 
 _lock = threading.Lock()  # held only to create a thread's cursor
 _parser: duckdb.DuckDBPyConnection | None = None
@@ -71,3 +71,20 @@ def iter_nodes(node: object) -> Iterator[dict]:
             pending.extend(reversed(list(item.values())))
         elif isinstance(item, list):
             pending.extend(reversed(item))
+
+
+def outer_nodes(node: object) -> Iterator[dict]:
+    """Every dict of an expression's parse tree, depth first, the root included, but none
+    inside a subquery's own SELECT (read in its own scope); the left operand of ``x IN
+    (SELECT ...)`` is the expression's own and is included."""
+    pending = [node]
+    while pending:
+        item = pending.pop()
+        if isinstance(item, list):
+            pending.extend(reversed(item))
+        elif isinstance(item, dict):
+            yield item
+            if item.get("class") == "SUBQUERY":
+                pending.append(item.get("child"))
+            else:
+                pending.extend(reversed(list(item.values())))

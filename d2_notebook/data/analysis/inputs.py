@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from d2_notebook.data.dimensions import Catalog
-from d2_notebook.data.parse_tree import iter_nodes, select_node
+from d2_notebook.data.parse_tree import iter_nodes, outer_nodes, select_node
 from d2_notebook.data.sql_guard import check_sql
 from d2_notebook.errors import QueryFailedError
 
@@ -110,7 +110,7 @@ def metric_value(metric: str) -> str:
         raise ValueError(f"metric {metric!r} is not one mean over rows; {_METRIC_FIX}")
     argument = top["arguments"][0]
     argument = argument.get("expression", argument)
-    for inner in _outer_nodes(argument):
+    for inner in outer_nodes(argument):
         if inner.get("class") == "SUBQUERY" and inner.get("subquery_type") not in _ROW_TESTS:
             raise ValueError(f"metric {metric!r} takes a value from a subquery; only EXISTS "
                              f"and IN (SELECT ...) tests may be used inside the mean; "
@@ -191,7 +191,7 @@ def _columns_in(node: object, source: Source) -> set[tuple[str, str]]:
     """Source columns an expression reads; inside an EXISTS/IN subquery, only those
     qualified by a source alias (a bare name there is the subquery's own column)."""
     found: set[tuple[str, str]] = set()
-    outer = {id(n) for n in _outer_nodes(node)}
+    outer = {id(n) for n in outer_nodes(node)}
     for inner in iter_nodes(node):
         if inner.get("class") != "COLUMN_REF":
             continue
@@ -220,24 +220,6 @@ def _subquery_columns(subquery: object) -> set[tuple[str, str]]:
             found.add((tables[names[-2].lower()], names[-1].lower()))
         elif len(names) == 1:
             found.update((table, names[0].lower()) for table in tables.values())
-    return found
-
-
-def _outer_nodes(node: object) -> list[dict]:
-    """The nodes of an expression outside its subqueries' own SELECTs (an ``IN``'s left
-    operand included)."""
-    found: list[dict] = []
-    pending = [node]
-    while pending:
-        item = pending.pop()
-        if isinstance(item, list):
-            pending.extend(item)
-        elif isinstance(item, dict):
-            found.append(item)
-            if item.get("class") == "SUBQUERY":
-                pending.append(item.get("child"))
-            else:
-                pending.extend(item.values())
     return found
 
 
