@@ -405,14 +405,10 @@ def _thin_driver(family: Family) -> str:
     size, however thin its arm): a reader then weighs the move by that arm, not by the
     dimension (a real-model collector spent a query finding that 2 patients of a mild
     stratum made a severity adjustment halve an effect). Empty otherwise."""
-    both = [(s, m1, m0) for s, m1, m0 in family.strata if m1.n > 0 and m0.n > 0]
-    if family.change is None or not both or family.change.difference == 0:
+    if family.change is None or not family.change_parts or family.change.difference == 0:
         return ""
-    n1, n0 = sum(m1.n for _, m1, _ in both), sum(m0.n for _, _, m0 in both)
-    rows = n1 + n0
-    parts = [(s, m1, m0, (m1.n / n1 - (m1.n + m0.n) / rows) * m1.mean
-              - (m0.n / n0 - (m1.n + m0.n) / rows) * m0.mean) for s, m1, m0 in both]
-    stratum, m1, m0, part = max(parts, key=lambda t: abs(t[3]))
+    stratum, part = max(family.change_parts, key=lambda t: abs(t[1]))
+    _, m1, m0 = next(s for s in family.strata if s[0] == stratum)
     if min(m1.n, m0.n) >= HETEROGENEITY_MIN_ARM or part / family.change.difference < 0.5:
         return ""
     arm, n = ("exposed", m1.n) if m1.n <= m0.n else ("reference", m0.n)

@@ -75,6 +75,8 @@ class Family:
     crude: Comparison | None = None  # over the strata with overlap
     standardised: Comparison | None = None
     change: Comparison | None = None  # crude - standardised, with its p-value
+    change_parts: list[tuple[str, float]] = field(default_factory=list)
+    """Each overlapping stratum's term of ``change`` (they sum to it), in stratum order."""
 
     @property
     def p_het(self) -> float:
@@ -175,14 +177,16 @@ def standardise(family: Family, pooled: float | None, population: float) -> None
     reference = sum((m0 for _, _, m0 in both), Moments(0, 0, 0))
     family.crude = compare(exposed, reference, pooled_var=pooled)
     difference, change, var_std, var_change = 0.0, 0.0, 0.0, 0.0
-    for _, m1, m0 in both:
+    family.change_parts = []
+    for stratum, m1, m0 in both:
         weight = (m1.n + m0.n) / rows
         v1 = (m1.var if m1.var > 0 else pooled or 0.0) / m1.n
         v0 = (m0.var if m0.var > 0 else pooled or 0.0) / m0.n
         difference += weight * (m1.mean - m0.mean)
         var_std += weight**2 * (v1 + v0)
         g1, g0 = m1.n / n1 - weight, m0.n / n0 - weight
-        change += g1 * m1.mean - g0 * m0.mean
+        family.change_parts.append((stratum, g1 * m1.mean - g0 * m0.mean))
+        change += family.change_parts[-1][1]
         var_change += g1**2 * v1 + g0**2 * v0
     se = math.sqrt(var_std)
     family.standardised = Comparison(difference, se, difference - Z95 * se,
