@@ -356,7 +356,7 @@ def _lost_without_overlap(family: Family, kinds: list[FlagKind],
             or {FlagKind.CONFOUNDING, FlagKind.SIMPSONS_PARADOX} & set(kinds)):
         return None
     against = not spans_zero(std) and (std.difference > 0) != (overall.difference > 0)
-    if not (spans_zero(crude) and spans_zero(std)) and not against:
+    if not family.neither_beyond_chance and not against:
         return None
     if crude.low <= overall.difference <= crude.high:  # the same effect, just less sure
         return None
