@@ -149,3 +149,20 @@ def test_a_season_is_not_claimed_from_fewer_cycles_than_it_needs() -> None:
     assert "Season not tested: month_of_year (needs 18 months of data, the data span 13)" \
         in result.summary
     assert "No season among day_of_week, hour" in result.summary
+
+
+def test_the_summary_states_the_signed_slope_with_its_interval(sql: GuardedSQL) -> None:
+    """A verdict on a trend copies its size from one summary line (the per-period rows
+    hold no slope): a flagged TREND and a "no trend" both state the signed slope."""
+    flagged = trend(sql, source="orders", metric="avg(amount)", time="ordered_on")
+    line = next(f.text for f in flagged.flags if f.kind is FlagKind.TREND)
+    slope, low, high = (float(v) for v in re.search(
+        r"\(slope (\S+), 95% CI (\S+) to (\S+),", line).groups())
+    assert low < slope < high and slope > 0
+    quiet = trend(GuardedSQL(noise(0)), source="orders", metric="avg(amount)",
+                  time="ordered_on", grain="week")
+    stated = re.search(r"No trend[^\n]*The straight line's slope: (\S+) per week "
+                       r"\(95% CI (\S+) to (\S+)\)\.", quiet.summary)
+    assert stated is not None, quiet.summary
+    slope, low, high = (float(v) for v in stated.groups())
+    assert low < slope < high and low < 0 < high

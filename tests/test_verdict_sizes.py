@@ -495,3 +495,33 @@ def test_a_factor_working_against_the_change_ranks_after_those_driving_it(board:
     near_zero = Contribution(ContributionRole.MINOR, evidence.id, "m", 0.02, 0.01, 0.03,
                              -0.004, -0.01, 0.002)
     assert not near_zero.works_against_change, "its interval reaches zero: not offsetting"
+
+
+async def test_a_trend_verdict_is_sized_from_the_summary_line_that_states_its_slope(ctx):
+    """A trend's slope is in its summary, not its per-period rows: the judge copies it
+    from the line that states it, signs as written; the sign turned is refused."""
+    from analysis_data import planted
+
+    from d2_notebook.board import ToolCall
+    from d2_notebook.data.analysis import trend
+
+    result = trend(GuardedSQL(planted()), source="orders", metric="avg(amount)",
+                   time="ordered_on")
+    stated = re.search(r"\(slope (\S+), 95% CI (\S+) to (\S+),", result.summary)
+    slope, low, high = (float(v) for v in stated.groups())
+    hyp, evidence = _hypothesis_with_evidence(ctx, result, "Order amounts rise over time")
+    call = ToolCall("trend", {"source": "orders", "metric": "avg(amount)",
+                              "time": "ordered_on"})
+    ctx.board.record_tool_call(evidence, call, actor="collector")
+    size = {"role": "major", "evidence_id": evidence, "measure": "slope per month"}
+    error, content = await _verdict(ctx, hyp, [evidence], contribution={
+        **size, "effect": slope, "ci_low": low, "ci_high": high})
+    assert not error, content
+    stored = ctx.board.get_hypothesis(hyp)
+    assert stored.status is HypothesisStatus.SUPPORTED
+    other, linked = _hypothesis_with_evidence(ctx, result, "Order amounts fall over time")
+    ctx.board.record_tool_call(linked, call, actor="collector")
+    error, content = await _verdict(ctx, other, [linked], status="contradicted", contribution={
+        **size, "evidence_id": linked, "effect": -slope, "ci_low": -high, "ci_high": -low,
+        "opposite": True})
+    assert error and "from one line of the tool's summary" in content

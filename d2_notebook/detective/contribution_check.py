@@ -5,14 +5,17 @@ plays (major, minor or none), the effect with its 95% interval and, for a questi
 a change, the share of the change it explains (as ``decompose`` computes it). The size is
 not free text: :func:`read_contribution` refuses it unless the effect and both ends of
 its interval are values of one row of the evidence named (to the precision a model
-copies a number: :data:`MATCH_TOLERANCE`), and the share (with its interval) values of
-one row of a cited evidence. The board then checks that the size fits the verdict
+copies a number: :data:`MATCH_TOLERANCE`), or of one line of an analysis evidence's own
+summary (a trend's slope and its interval are there, not in its per-period rows), and
+the share (with its interval) values of one row of a cited evidence. The board then
+checks that the size fits the verdict
 (:func:`~d2_notebook.board.contributions.check_contribution`).
 """
 
 from __future__ import annotations
 
 import math
+import re
 from typing import Any
 
 import numpy as np
@@ -20,6 +23,7 @@ import pandas as pd
 
 from d2_notebook.board import Board, Contribution, ContributionRole, FactorClaim
 from d2_notebook.board.records import MINOR_SHARE_LIMIT, NEGLIGIBLE_SHARE
+from d2_notebook.detective.evidence_view import tool_summary
 
 __all__ = ["CONTRIBUTION_PROPERTIES", "MATCH_TOLERANCE", "SIZE_RULE", "read_contribution",
            "row_scale"]
@@ -38,6 +42,8 @@ MATCH_TOLERANCE = 0.02
 copies (models round to two or three significant digits)."""
 
 _NUMBER = {"type": "number"}
+_SIGNED_NUMBER = re.compile(r"(?<![\w.])[-−]?(?:\d{1,3}(?:,\d{3})+|\d+)(?:\.\d+)?(?:e[-+]?\d+)?")
+"""A number as a tool's summary writes it, its sign kept ("95% CI -388 to -243")."""
 CONTRIBUTION_PROPERTIES: dict[str, Any] = {
     "contribution": {
         "type": "object", "additionalProperties": False,
@@ -55,7 +61,8 @@ CONTRIBUTION_PROPERTIES: dict[str, Any] = {
             "rather than something broader) is contradicted by minor or none, and by "
             "major too when the evidence shows other real factors (its size kept). Copy the "
             "numbers from one row of a cited evidence (an analysis tool's effect and "
-            "ci_low/ci_high; decompose's contribution with contribution_low/"
+            "ci_low/ci_high; a trend's slope per period with its interval, from the line "
+            "of its summary that states them; decompose's contribution with contribution_low/"
             "contribution_high and share_of_change with share_low/share_high, a mix shift "
             "from its dimension's '(mix of all segments)' row; an exact figure with no "
             "sampling in it, such as a what-if computed over every row, from a cell that "
@@ -139,11 +146,13 @@ def read_contribution(board: Board, args: dict[str, Any], cited: list[str]) -> C
     if not all(isinstance(n, int | float) and not isinstance(n, bool) for n in numbers):
         raise ValueError("contribution effect, ci_low and ci_high must be numbers")
     frame = board.evidence_frame(contribution.evidence_id)
-    if _row_holding(frame, numbers) is None:
+    if (_row_holding(frame, numbers) is None
+            and not _summary_line_holds(board, contribution.evidence_id, numbers)):
         raise ValueError(
             f"effect {contribution.effect:g} with interval {contribution.ci_low:g} to "
             f"{contribution.ci_high:g} is not one row of {contribution.evidence_id}: copy the "
-            "effect and both ends of its interval from the same row of the evidence's table")
+            "effect and both ends of its interval from the same row of the evidence's table "
+            "(or, for a trend's slope, from one line of the tool's summary)")
     shares = [s for s in (contribution.share, contribution.share_low, contribution.share_high)
               if s is not None]
     if shares and not all(isinstance(s, int | float) and not isinstance(s, bool)
@@ -184,6 +193,22 @@ def row_scale(board: Board, contribution: Contribution) -> float | None:
         if levels:
             scales.append(max(levels))
     return min(scales, default=None)
+
+
+def _summary_line_holds(board: Board, evidence_id: str, numbers: list[float]) -> bool:
+    """Whether one line of an analysis evidence's own summary (the tool's words, not the
+    recording agent's) holds every number, signs as written: a trend's slope and its
+    interval are in its summary, not in its per-period rows."""
+    if board.tool_call_of(evidence_id) is None:
+        return False
+    summary = tool_summary(board.get_evidence(evidence_id).description)
+    return any(_holds(np.array(_signed_numbers(line)), numbers)
+               for line in summary.splitlines())
+
+
+def _signed_numbers(line: str) -> list[float]:
+    return [float(m.group(0).replace("−", "-").replace(",", ""))
+            for m in _SIGNED_NUMBER.finditer(line)]
 
 
 def _row_holding(frame: pd.DataFrame, numbers: list[float]) -> int | None:

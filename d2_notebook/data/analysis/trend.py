@@ -197,8 +197,9 @@ def trend(
     frame = _rows(buckets, design @ fit.coef, fit, shape, (season, levels), grain, periods,
                   length)
     headline, note = _shape_lines(shape, linear, flags, buckets, t, grain, each, scale)
+    slope = _line_test(linear, float(t.max()), scale, each)[:3]
     summary = _summary(metric, time, grain, frame, flags, periods, None, seasons,
-                       (shape, headline, note))
+                       (shape, headline, note), slope)
     return capped(AnalysisTool.TREND, scan.sql, frame, sql.max_rows, scan.duration_s,
                   summary, flags)
 
@@ -413,7 +414,8 @@ def _flags(linear: Fit, fit: Fit, shape: _Shape, seasons: Seasons, buckets: pd.D
     if flagged and shape.sloped:  # a step description explains the slope away
         flags.append(Flag(FlagKind.TREND, None, (
             f"TREND: {metric} {'rises' if slope > 0 else 'falls'} by {figure(abs(slope))} per "
-            f"{grain} (95% CI {figure(low)} to {figure(high)}, p = {p:.2g})")))
+            f"{grain} (slope {figure(slope)}, 95% CI {figure(low)} to {figure(high)}, "
+            f"p = {p:.2g})")))
     column = 1 + shape.sloped
     slope_now = float(fit.coef[1]) if shape.sloped else 0.0
     for i, b in enumerate(shape.breaks):
@@ -593,7 +595,11 @@ def _shape_lines(shape: _Shape, linear: Fit, flags: list[Flag], buckets: pd.Data
 
 def _summary(metric: str, time: str, grain: str, frame: pd.DataFrame, flags: list[Flag],
              periods: int, deterministic: str | None, seasons: Seasons | None,
-             shape: tuple[_Shape, str | None, str | None] | None) -> str:
+             shape: tuple[_Shape, str | None, str | None] | None,
+             slope: tuple[float, float, float] | None = None) -> str:
+    """The tool's summary. ``slope`` (the straight line's slope and its 95% interval) is
+    stated beside "no trend" when the shape has a slope, so a verdict that time changes
+    nothing can be sized from the summary's line like one on a flagged trend."""
     observed = frame[frame["kind"] == "observed"]
     headline, note = (shape[1], shape[2]) if shape else (None, None)
     stepped = shape is not None and not shape[0].sloped
@@ -616,8 +622,12 @@ def _summary(metric: str, time: str, grain: str, frame: pd.DataFrame, flags: lis
                                            (FlagKind.CHANGE_POINT, "change point"))
                    if kind not in found and kind not in explained]
         if missing:
+            line_slope = ""
+            if "trend" in missing and slope is not None and not stepped:
+                line_slope = (f" The straight line's slope: {figure(slope[0])} per {grain} "
+                              f"(95% CI {figure(slope[1])} to {figure(slope[2])}).")
             lines.append(f"No {' or '.join(missing)} both beyond chance and material (at least "
-                         f"{RELATIVE_TOLERANCE:.0%} of the metric's scale).")
+                         f"{RELATIVE_TOLERANCE:.0%} of the metric's scale).{line_slope}")
         if seasons.tested and FlagKind.SEASON not in found:
             lines.append(f"No season among {', '.join(seasons.tested)} (tested on the "
                          "detrended series).")
