@@ -166,3 +166,24 @@ def test_the_summary_states_the_signed_slope_with_its_interval(sql: GuardedSQL) 
     assert stated is not None, quiet.summary
     slope, low, high = (float(v) for v in stated.groups())
     assert low < slope < high and low < 0 < high
+
+
+def test_a_projection_below_zero_under_every_observed_period_is_named() -> None:
+    """Durations that fall towards 0: the line extended goes negative, which no observed
+    period did; the summary says so instead of leaving "-17" as a level."""
+    con = duckdb.connect()
+    con.execute("""
+        CREATE TABLE tickets AS
+        SELECT DATE '2024-01-01' + to_days(d) AS opened,
+               greatest(0.5, 100 - 0.33 * d + ((hash(d, i) % 21)::INTEGER - 10)) AS hours
+        FROM range(300) r(d), range(5) s(i)""")
+    result = trend(GuardedSQL(con), source="tickets", metric="avg(hours)", time="opened",
+                   grain="month", periods=3)
+    projected = result.frame[result.frame["kind"] == "projection"]
+    assert (projected["metric"] < 0).any()
+    crossing = projected[projected["metric"] < 0]["period"].iloc[0]
+    assert f"It falls below 0 at {crossing}, under every observed period" in result.summary
+    assert "if the metric cannot be negative, the line cannot go on that far" in result.summary
+    rising = trend(GuardedSQL(planted()), source="orders", metric="avg(amount)",
+                   time="ordered_on")
+    assert "falls below 0" not in rising.summary

@@ -646,5 +646,18 @@ def _summary(metric: str, time: str, grain: str, frame: pd.DataFrame, flags: lis
             extended += ("; its slope is no TREND flag (not both beyond chance and "
                          "material), so the projected rise or fall is not a finding: read "
                          "the intervals")
-        lines.append(f"LINEAR PROJECTION ({extended}, not a forecast model): {values}")
+        lines.append(f"LINEAR PROJECTION ({extended}, not a forecast model): {values}"
+                     f"{_below_zero(observed, projected)}")
     return "\n".join(lines)
+
+
+def _below_zero(observed: pd.DataFrame, projected: pd.DataFrame) -> str:
+    """A note when the projection crosses below 0 though no observed period is below it
+    (a real-model collector read a projected "-547 hours" as a hint, not a fault): a
+    metric that cannot be negative stops the line there."""
+    negative = projected[projected["metric"] < 0]
+    if negative.empty or (observed["metric"] < 0).any():
+        return ""
+    return (f". It falls below 0 at {negative['period'].iloc[0]}, under every observed "
+            f"period (lowest {figure(float(observed['metric'].min()))}): if the metric cannot "
+            "be negative, the line cannot go on that far.")
