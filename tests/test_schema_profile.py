@@ -32,7 +32,10 @@ SELECT i AS line, ((i % 7) * 10.5 + 1)::DOUBLE AS amount,
        CASE WHEN i % 4 = 0 THEN 0 ELSE i END AS "Refund Cents",
        i % 2 = 0 AS flag, CASE WHEN i % 3 = 0 THEN '0' ELSE 'x' END AS code,
        CASE WHEN i = 7 THEN NULL ELSE 'k' END AS rare_null,
-       CAST(NULL AS VARCHAR) AS never_set, 0::DECIMAL(6, 2) AS fee
+       CAST(NULL AS VARCHAR) AS never_set, 0::DECIMAL(6, 2) AS fee,
+       CASE WHEN i % 5 = 0 THEN -1.5 - i % 13 ELSE 2.5 + i % 13 END AS wait_hours,
+       CASE WHEN i = 3 THEN -2 ELSE i + 1 END AS one_negative,
+       -1 - i AS debit
 FROM range(500) t(i)
 """
 CLEAN = """
@@ -82,6 +85,11 @@ def test_placeholder_zeros_and_missing_dates_are_shown(db_file: Path) -> None:
     assert lines["flag"] == "flag BOOLEAN e.g. True | False"
     assert lines["code"] == "code VARCHAR e.g. 0 | x"
     assert lines["line"] == "line BIGINT e.g. 0 | 1 | 2"  # one zero in 500 rows
+    # below 0 in a fifth of the rows (an end before its start), though the samples are not
+    assert lines["wait_hours"] == "wait_hours DECIMAL(21,1) e.g. -1.5 | 3.5 | 4.5 " \
+        "(below 0 in 20% of rows)"
+    assert lines["one_negative"] == "one_negative BIGINT e.g. 1 | 2 | 3"  # under 1 %
+    assert lines["debit"].endswith(" (all below 0)")
     assert "empty (table, 0 rows)\n  n INTEGER\n  d DATE\n" in summary
 
 
@@ -115,6 +123,7 @@ def test_the_summary_is_deterministic_and_one_query_profiles_a_table(db_file: Pa
     assert not any("count_star() FROM" in sql for sql in seen)  # the profile counted rows
     expenses = next(sql for sql in profiles if sql.endswith("main.expenses"))
     assert 'system.main.count(CASE WHEN "Refund Cents" = 0 THEN 1 END)' in expenses
+    assert 'system.main.count(CASE WHEN "Refund Cents" < 0 THEN 1 END)' in expenses
     assert "code = 0" not in expenses and "flag = 0" not in expenses
 
 

@@ -18,9 +18,9 @@ import pandas as pd
 from d2_notebook.data.fencing import escape_text, fence
 from d2_notebook.errors import QueryFailedError, QueryTimeoutError, SQLError
 
-__all__ = ["NULL_PERCENT_SHOWN", "ZERO_PERCENT_SHOWN", "ColumnInfo", "TableInfo", "catalog",
-           "describe", "profile_note", "profiled", "prompt_ident", "quote_ident", "samples_of",
-           "summarize"]
+__all__ = ["NEGATIVE_PERCENT_SHOWN", "NULL_PERCENT_SHOWN", "ZERO_PERCENT_SHOWN", "ColumnInfo",
+           "TableInfo", "catalog", "describe", "profile_note", "profiled", "prompt_ident",
+           "quote_ident", "samples_of", "summarize"]
 
 Query = Callable[[str], pd.DataFrame]
 
@@ -56,6 +56,11 @@ ZERO_PERCENT_SHOWN = 10
 up. Zero is a common true value (a discount, a count), so a lower bar would flag most
 amount columns; a tenth of the rows or more is often a placeholder (not processed yet,
 not measured) that an average silently includes."""
+NEGATIVE_PERCENT_SHOWN = 1
+"""A numeric column's rows below 0 are shown from this percentage of its table's rows up:
+a duration, count or amount below 0 is often an error or a placeholder (an end date
+before its start) that an average silently includes, and in a signed column the share of
+negatives is what its first samples do not tell."""
 _CATALOG_SQL = """
 SELECT database_name, schema_name, table_name AS name, 'table' AS kind, temporary
 FROM system.main.duckdb_tables() WHERE NOT internal
@@ -70,9 +75,9 @@ ORDER BY temporary, database_name, schema_name, name
 class ColumnInfo:
     """One column: name, DuckDB type, nullability and a few sample values (as text).
 
-    ``null_count`` (rows that are NULL) and ``zero_count`` (rows equal to 0, numeric
-    columns only) come from the table's profile (:func:`profiled`); ``None`` when not
-    profiled.
+    ``null_count`` (rows that are NULL), ``zero_count`` (rows equal to 0) and
+    ``negative_count`` (rows below 0; both numeric columns only) come from the table's
+    profile (:func:`profiled`); ``None`` when not profiled.
     """
 
     name: str
@@ -81,6 +86,7 @@ class ColumnInfo:
     samples: tuple[str, ...] = ()
     null_count: int | None = None
     zero_count: int | None = None
+    negative_count: int | None = None
 
 
 @dataclass(frozen=True)
@@ -158,7 +164,8 @@ def count_rows(query: Query, info: TableInfo) -> int | None:
 def profiled(query: Query, info: TableInfo, ref: str, *,
              quote: Callable[[str], str] = quote_ident, count: str = "count") -> TableInfo | None:
     """``info`` with its row count and each column's NULL count (and, for a numeric
-    column, its count of rows equal to 0), from one aggregate query: one scan of the table.
+    column, its counts of rows equal to 0 and below 0), from one aggregate query: one scan
+    of the table.
 
     Every source uses it (the SQL is plain enough for each dialect); each passes its own
     quoting and, on DuckDB, the ``system.main`` count no database macro can shadow.
@@ -183,6 +190,7 @@ def profiled(query: Query, info: TableInfo, ref: str, *,
         aggregates.append(f"{count}({name}) AS d2_n{position}")
         if _NUMERIC_TYPE.fullmatch(column.type.strip()):
             aggregates.append(f"{count}(CASE WHEN {name} = 0 THEN 1 END) AS d2_z{position}")
+            aggregates.append(f"{count}(CASE WHEN {name} < 0 THEN 1 END) AS d2_m{position}")
     try:
         frame = query(f"SELECT {', '.join(aggregates)} FROM {ref}")
     except SQLError:
@@ -191,25 +199,31 @@ def profiled(query: Query, info: TableInfo, ref: str, *,
     rows = int(counts["d2_rows"])
     columns = []
     for position, column in enumerate(info.columns):
-        zeros = counts.get(f"d2_z{position}")
+        zeros, negatives = counts.get(f"d2_z{position}"), counts.get(f"d2_m{position}")
         columns.append(replace(column, null_count=rows - int(counts[f"d2_n{position}"]),
-                               zero_count=None if zeros is None else int(zeros)))
+                               zero_count=None if zeros is None else int(zeros),
+                               negative_count=None if negatives is None else int(negatives)))
     return replace(info, row_count=rows, columns=tuple(columns))
 
 
 def profile_note(column: ColumnInfo, rows: int | None) -> str:
     """The column's profile as the summary shows it after the samples: ``" (73% null)"``,
-    ``" (0 in 40% of rows)"``, ``" (all null)"``, both joined by a comma, or ``""`` when
-    neither share reaches its threshold (:data:`NULL_PERCENT_SHOWN`,
-    :data:`ZERO_PERCENT_SHOWN`) or the table was not profiled."""
+    ``" (0 in 40% of rows)"``, ``" (below 0 in 39% of rows)"``, ``" (all null)"``, those
+    that apply joined by commas, or ``""`` when no share reaches its threshold
+    (:data:`NULL_PERCENT_SHOWN`, :data:`ZERO_PERCENT_SHOWN`,
+    :data:`NEGATIVE_PERCENT_SHOWN`) or the table was not profiled."""
     if not rows:
         return ""
     notes = []
     nulls, zeros = column.null_count or 0, column.zero_count or 0
+    negatives = column.negative_count or 0
     if 100 * nulls >= NULL_PERCENT_SHOWN * rows:
         notes.append("all null" if nulls >= rows else f"{_percent(nulls, rows)}% null")
     if zeros and 100 * zeros >= ZERO_PERCENT_SHOWN * rows:
         notes.append("all 0" if zeros >= rows else f"0 in {_percent(zeros, rows)}% of rows")
+    if negatives and 100 * negatives >= NEGATIVE_PERCENT_SHOWN * rows:
+        notes.append("all below 0" if negatives >= rows
+                     else f"below 0 in {_percent(negatives, rows)}% of rows")
     return f" ({', '.join(notes)})" if notes else ""
 
 
