@@ -75,6 +75,20 @@ def test_syntax_error_is_query_failed_with_hint() -> None:
         check_sql("SELEC 1")
 
 
+@pytest.mark.parametrize("word", ["month", "year", "day"])
+def test_a_keyword_as_a_bare_alias_gets_the_hint_that_fixes_it(word: str) -> None:
+    """``count(*) month`` fails at the keyword (a real-model collector lost a turn on it);
+    the hint says to write AS or quote it, and the fixed statement passes."""
+    with pytest.raises(QueryFailedError, match=f'"{word}" is a DuckDB keyword: put AS '
+                                               "before it where it names a column"):
+        check_sql(f"SELECT count(*) {word} FROM t")
+    assert check_sql(f"SELECT count(*) AS {word} FROM t")
+    for wrong in ("SELEC 1", "SELECT count(*) FROM FROM t"):  # no keyword, or a reserved one
+        with pytest.raises(QueryFailedError) as failed:
+            check_sql(wrong)
+        assert "keyword" not in str(failed.value)
+
+
 def test_messages_name_the_reason() -> None:
     with pytest.raises(UnsafeSQLError, match="writes data"):
         check_sql("DELETE FROM t")

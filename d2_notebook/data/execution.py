@@ -15,6 +15,8 @@ from contextlib import contextmanager
 import duckdb
 import pandas as pd
 
+from d2_notebook.data.keyword_hint import keyword_hint
+
 __all__ = ["RESULT_BYTE_LIMIT", "ResultTooLargeError", "Watchdog", "count_rows",
            "extensions_off", "fetch_capped", "hide_quoted", "with_hint"]
 
@@ -228,7 +230,7 @@ def with_hint(exc: duckdb.Error) -> str:
     elif "column" in text.lower() and "Binder" in text:
         hint = "use DESCRIBE <table> to see its columns"
     elif "Parser" in text:
-        hint = "check the syntax (DuckDB SQL dialect)"
+        hint = keyword_hint(text) or "check the syntax (DuckDB SQL dialect)"
     elif "Permission" in text or "external access" in text.lower():
         hint = "files and the network are not reachable; query the database's tables"
     elif "open result" in text:

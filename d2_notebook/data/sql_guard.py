@@ -58,6 +58,7 @@ from d2_notebook.data.builder_limits import (
     check_statement,
 )
 from d2_notebook.data.function_policy import FunctionUse, Refusal, classify
+from d2_notebook.data.keyword_hint import keyword_hint
 from d2_notebook.data.parse_tree import parser_cursor
 from d2_notebook.data.statement_bounds import measure
 from d2_notebook.data.statement_reasons import refusal_for_type
@@ -301,9 +302,9 @@ def _extract(sql: str) -> list:
                     "1000 levels of nested expressions",
                     "split long chains of terms or nested subqueries into CTEs or "
                     "several queries")
-        raise QueryFailedError(
-            f"{exc}\nHint: check the syntax (DuckDB SQL dialect) and send one statement."
-        ) from exc
+        hint = keyword_hint(str(exc)) or ("check the syntax (DuckDB SQL dialect) and send "
+                                          "one statement")
+        raise QueryFailedError(f"{exc}\nHint: {hint}.") from exc
     except (duckdb.Error, ValueError, RecursionError) as exc:
         _refuse(f"the statement could not be classified ({exc})", "use a plain SELECT")
 
