@@ -525,3 +525,24 @@ async def test_a_trend_verdict_is_sized_from_the_summary_line_that_states_its_sl
         **size, "evidence_id": linked, "effect": -slope, "ci_low": -high, "ci_high": -low,
         "opposite": True})
     assert error and "from one line of the tool's summary" in content
+
+
+async def test_an_exact_figure_beside_the_rounded_means_it_compares_takes_their_scale(ctx, sql):
+    """A real-model collector rounded a department's crude and category-standardised
+    means to whole numbers (49143 and 49503) beside their difference (-360) and the
+    category percentages: the two means the figure is the difference of are its levels,
+    so -360 (0.7% of them) is no effect, not 9 times the percentages beside it."""
+    hyp, evidence = _exact_what_if(
+        ctx, sql, "SELECT 'Sales' AS department, 49143.0 AS crude_mean, "
+                  "49503.0 AS standardised_mean, -360.0 AS crude_minus_standardised, "
+                  "38.1 AS pct_services, 26.2 AS pct_assets")
+    failed, answer = await _verdict(ctx, hyp, [evidence], "contradicted",
+                                    contribution=_exact_size(evidence, -360.0))
+    assert not failed, answer
+    assert ctx.board.latest_verdict(hyp).contribution.role is ContributionRole.NONE
+    hyp, evidence = _exact_what_if(
+        ctx, sql, "SELECT 4914.0 AS crude_mean, 5274.0 AS standardised_mean, "
+                  "-360.0 AS crude_minus_standardised, 38.1 AS pct_services")
+    failed, answer = await _verdict(ctx, hyp, [evidence], "contradicted",
+                                    contribution=_exact_size(evidence, -360.0))
+    assert failed and "excludes zero, so the factor is real" in answer, answer  # 7% of them

@@ -171,10 +171,13 @@ def row_scale(board: Board, contribution: Contribution) -> float | None:
     """The scale of the levels an exact figure compares, read from the size's evidence.
 
     Every row whose numeric cells hold the effect and both ends of its interval (to
-    :data:`MATCH_TOLERANCE`) is read; in each, only the cells that are finite, not
-    integer-valued (counts, years and ids are whole numbers; the levels an exact what-if
-    compares are fractional means or rates) and not the effect or interval numbers
-    themselves count, and the row's scale is the largest magnitude among them. The
+    :data:`MATCH_TOLERANCE`) is read. When two of its other cells differ by the effect,
+    they are the levels it compares, whole numbers or not (a query that rounded its means
+    to whole numbers), and the row's scale is the larger of them. Otherwise only the
+    cells that are finite, not integer-valued (counts, years and ids are whole numbers;
+    the levels an exact what-if compares are fractional means or rates) and not the
+    effect or interval numbers themselves count, and the row's scale is the largest
+    magnitude among them. The
     result is the *smallest* row scale (a factor is kept as real when in doubt), or
     None when no row holding the figure has such a cell. A row with no such cell sets no
     scale: the other rows holding the figure decide. A whole-numbered level (a rate of
@@ -187,12 +190,25 @@ def row_scale(board: Board, contribution: Contribution) -> float | None:
     numbers = [contribution.effect, contribution.ci_low, contribution.ci_high]
     scales = []
     for row in _rows_holding(frame, numbers):
-        levels = [abs(cell) for cell in row
-                  if math.isfinite(cell) and not cell.is_integer()
-                  and not any(_same(n, cell) for n in numbers)]
+        others = [cell for cell in row
+                  if math.isfinite(cell) and not any(_same(n, cell) for n in numbers)]
+        compared = _compared_levels(others, contribution.effect)
+        if compared is not None:
+            scales.append(compared)
+            continue
+        levels = [abs(cell) for cell in others if not cell.is_integer()]
         if levels:
             scales.append(max(levels))
     return min(scales, default=None)
+
+
+def _compared_levels(cells: list[float], effect: float) -> float | None:
+    """The scale of the two cells of a row whose difference is ``effect`` (a what-if's
+    crude and adjusted means beside their difference), rounded or not: the smallest
+    such pair's larger magnitude, or None when no two cells differ by it."""
+    pairs = [max(abs(a), abs(b)) for i, a in enumerate(cells) for b in cells[i + 1:]
+             if _same(effect, a - b) or _same(effect, b - a)]
+    return min(pairs, default=None)
 
 
 def _summary_line_holds(board: Board, evidence_id: str, numbers: list[float]) -> bool:
