@@ -187,3 +187,25 @@ def test_a_projection_below_zero_under_every_observed_period_is_named() -> None:
     rising = trend(GuardedSQL(planted()), source="orders", metric="avg(amount)",
                    time="ordered_on")
     assert "falls below 0" not in rising.summary
+
+
+def test_a_season_the_metric_is_computed_from_is_not_tested() -> None:
+    """The share of closures after hours, by the closing time itself, varies with the
+    hour by its definition: no SEASON flag of the hour (a real-model collector had to
+    argue an amplitude of 1.00 away), the reason listed; another time column's hour is
+    still a season to test."""
+    con = duckdb.connect()
+    con.execute("""
+        CREATE TABLE tickets AS
+        SELECT TIMESTAMP '2024-01-01' + to_hours(h) AS closed_at,
+               TIMESTAMP '2024-01-01' + to_hours(h) - to_hours(5 + h % 7) AS opened_at
+        FROM range(24 * 90) r(h), range(3) s(i)""")
+    after_hours = "avg(CASE WHEN hour(t.closed_at) >= 18 THEN 1 ELSE 0 END)"
+    result = trend(GuardedSQL(con), source="tickets t", metric=after_hours,
+                   time="t.closed_at", grain="day")
+    assert FlagKind.SEASON not in {f.kind for f in result.flags}, result.summary
+    assert ("hour (the metric is computed from hour(t.closed_at), so it varies with that "
+            "season by its definition)") in result.summary
+    by_opening = trend(GuardedSQL(con), source="tickets t", metric=after_hours,
+                       time="t.opened_at", grain="day")
+    assert "computed from" not in by_opening.summary

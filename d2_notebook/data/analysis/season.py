@@ -5,6 +5,8 @@ corrected test passes and its amplitude is material."""
 
 from __future__ import annotations
 
+import re
+from collections.abc import Mapping
 from dataclasses import dataclass
 
 import numpy as np
@@ -14,7 +16,8 @@ from scipy import stats
 from d2_notebook.data.analysis.least_squares import group_mean, wls, wls_no_intercept
 from d2_notebook.data.analysis.stats import is_material
 
-__all__ = ["SEASONS", "Seasons", "find_season", "season_dummies", "season_label"]
+__all__ = ["SEASONS", "Seasons", "find_season", "season_dummies", "season_label",
+           "seasons_defined_by"]
 
 SEASONS = {  # name -> (grouping of bucket times, cycle length in days, buckets needed)
     "month_of_year": (lambda t: t.month, 365.25, "D"),
@@ -26,6 +29,18 @@ _WITHIN = {  # season -> the period whose own level is removed before its test
     "hour": lambda t: t.floor("D"),
 }
 _CYCLES = 1.5  # cycles of a season the data must span for it to be tested
+_DEFINING_PARTS = {  # date part, as SQL names it -> the season it defines
+    "hour": "hour", "dayofweek": "day_of_week", "dow": "day_of_week",
+    "isodow": "day_of_week", "dayname": "day_of_week", "weekday": "day_of_week",
+    "month": "month_of_year", "monthname": "month_of_year",
+}
+_PART_CALL = re.compile(r"\b(\w+)\s*\(\s*([^()]*)\)")
+_DATE_PART = re.compile(r"\bdate_?part\s*\(\s*'(\w+)'\s*,\s*([^()]*)\)", re.IGNORECASE)
+_EXTRACT = re.compile(r"\bextract\s*\(\s*(\w+)\s+from\s+([^()]*)\)", re.IGNORECASE)
+_NAME = re.compile(r'"((?:[^"]|"")+)"(?!\s*\.)|\b([A-Za-z_]\w*)\b(?!\s*\.)')
+"""A column's name, not the table alias or schema qualifying it (``i.closed_at``)."""
+_NOT_NAMES = frozenset({"cast", "try_cast", "as", "timestamp", "timestamptz", "date",
+                        "datetime", "with", "time", "zone"})
 
 DAY_NAMES = ("Monday", "Tuesday", "Wednesday", "Thursday", "Friday", "Saturday", "Sunday")
 
@@ -41,16 +56,43 @@ class Seasons:
     amplitude: float = 0.0
 
 
+def seasons_defined_by(metric: str, time: str) -> dict[str, str]:
+    """The seasons ``metric`` is computed from, each with why: a metric that reads a date
+    part of the time column itself (the share of closures after hours, by ``hour`` of the
+    closing time) varies with that season by its definition, and testing it would flag
+    an amplitude of 1 (a real-model collector had to argue one away)."""
+    column = _names(time) - _NOT_NAMES
+    found: dict[str, str] = {}
+    calls = [(m.group(1), m.group(2), m.group(0)) for pattern in (_DATE_PART, _EXTRACT)
+             for m in pattern.finditer(metric)]
+    calls += [(m.group(1), m.group(2), m.group(0)) for m in _PART_CALL.finditer(metric)]
+    for part, argument, text in calls:
+        season = _DEFINING_PARTS.get(part.lower())
+        if season and season not in found and column & _names(argument):
+            found[season] = f"the metric is computed from {text.strip()}, so it varies " \
+                            "with that season by its definition"
+    return found
+
+
+def _names(text: str) -> set[str]:
+    return {(quoted or bare).lower() for quoted, bare in _NAME.findall(text)}
+
+
 def find_season(buckets: pd.DataFrame, design: np.ndarray, y: np.ndarray, w: np.ndarray,
-                alpha: float, scale: float) -> Seasons:
+                alpha: float, scale: float, *,
+                defined: Mapping[str, str] | None = None) -> Seasons:
     """Test each seasonal grain the data covers on the detrended series; keep the
-    strongest whose Bonferroni-corrected test passes and whose amplitude is material."""
+    strongest whose Bonferroni-corrected test passes and whose amplitude is material.
+    A season in ``defined`` (see :func:`seasons_defined_by`) is not tested and is listed
+    as untested with its reason."""
+    defined = defined or {}
     times = buckets["t"]
     span = (times.max() - times.min()).total_seconds() / 86400.0
     hourly = not (times.dt.hour == 0).all()
     applicable = [name for name, (_, _, need) in SEASONS.items() if need == "D" or hourly]
-    tested = [n for n in applicable if span >= _CYCLES * SEASONS[n][1]]
-    untested = tuple(_needs(n, span) for n in applicable if n not in tested)
+    tested = [n for n in applicable if span >= _CYCLES * SEASONS[n][1] and n not in defined]
+    untested = tuple(f"{n} ({defined[n]})" if n in defined else _needs(n, span)
+                     for n in applicable if n not in tested)
     best, best_p, best_f, best_amplitude = None, 1.0, -1.0, 0.0
     for name in tested:
         found = _season_test(times, name, design, y, w)

@@ -71,6 +71,7 @@ from d2_notebook.data.analysis.season import (
     find_season,
     season_dummies,
     season_label,
+    seasons_defined_by,
 )
 from d2_notebook.data.analysis.stats import (
     RELATIVE_TOLERANCE,
@@ -185,7 +186,8 @@ def trend(
             return capped(AnalysisTool.TREND, scan.sql, frame, sql.max_rows,
                           scan.duration_s, summary, [])
     shape = _shape(t, y, w, buckets["period"], [], each, scale)
-    seasons = find_season(buckets, np.column_stack(shape.columns(t)), y, w, each, scale)
+    seasons = find_season(buckets, np.column_stack(shape.columns(t)), y, w, each, scale,
+                          defined=seasons_defined_by(metric, time))
     season = seasons.best
     levels = sorted(set(SEASONS[season][0](buckets["t"].dt))) if season else []
     extra = season_dummies(buckets["t"], season, levels)
