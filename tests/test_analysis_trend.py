@@ -162,10 +162,11 @@ def test_the_summary_states_the_signed_slope_with_its_interval(sql: GuardedSQL) 
     quiet = trend(GuardedSQL(noise(0)), source="orders", metric="avg(amount)",
                   time="ordered_on", grain="week")
     stated = re.search(r"No trend[^\n]*The straight line's slope: (\S+) per week "
-                       r"\(95% CI (\S+) to (\S+)\)\.", quiet.summary)
+                       r"\(95% CI (\S+) to (\S+); p = (\S+), above the \S+ each of the "
+                       r"trend, change-point and season tests is held to\)\.", quiet.summary)
     assert stated is not None, quiet.summary
-    slope, low, high = (float(v) for v in stated.groups())
-    assert low < slope < high and low < 0 < high
+    slope, low, high, p = (float(v) for v in stated.groups())
+    assert low < slope < high and low < 0 < high and p > 0.05
 
 
 def test_a_projection_below_zero_under_every_observed_period_is_named() -> None:
@@ -209,3 +210,22 @@ def test_a_season_the_metric_is_computed_from_is_not_tested() -> None:
     by_opening = trend(GuardedSQL(con), source="tickets t", metric=after_hours,
                        time="t.opened_at", grain="day")
     assert "computed from" not in by_opening.summary
+
+
+def test_a_slope_beyond_chance_but_too_small_to_matter_says_so() -> None:
+    """A slope whose interval is clear of 0 beside "no trend" says why it is no flag: a
+    change over the data under 1% of the metric's scale."""
+    con = duckdb.connect()
+    con.execute("""
+        CREATE TABLE readings AS
+        SELECT DATE '2023-01-01' + to_days(d) AS day,
+               100 + 0.0002 * d + ((hash(d, i) % 101)::INTEGER - 50) / 500.0 AS level
+        FROM range(400) r(d), range(40) s(i)""")
+    result = trend(GuardedSQL(con), source="readings", metric="avg(level)", time="day",
+                   grain="month")
+    stated = re.search(r"The straight line's slope: (\S+) per month \(95% CI (\S+) to (\S+); "
+                       r"a change of \S+ over the data, under 1% of the metric's scale\)\.",
+                       result.summary)
+    assert stated is not None, result.summary
+    slope, low, high = (float(v) for v in stated.groups())
+    assert 0 < low < slope < high

@@ -199,9 +199,9 @@ def trend(
     frame = _rows(buckets, design @ fit.coef, fit, shape, (season, levels), grain, periods,
                   length)
     headline, note = _shape_lines(shape, linear, flags, buckets, t, grain, each, scale)
-    slope = _line_test(linear, float(t.max()), scale, each)[:3]
     summary = _summary(metric, time, grain, frame, flags, periods, None, seasons,
-                       (shape, headline, note), slope)
+                       (shape, headline, note),
+                       _slope_note(linear, float(t.max()), scale, each, grain))
     return capped(AnalysisTool.TREND, scan.sql, frame, sql.max_rows, scan.duration_s,
                   summary, flags)
 
@@ -406,6 +406,22 @@ def _line_test(linear: Fit, span: float, scale: float,
             p < alpha and is_material(slope * span, scale))
 
 
+def _slope_note(linear: Fit, span: float, scale: float, alpha: float, grain: str) -> str:
+    """The straight line's slope with its 95% interval, and why it is no TREND flag: its
+    p-value above the level each of the three tests (trend, change point, season) is
+    held to, or a change over the data under the material share of the metric's scale
+    (a 95% interval clear of 0 read beside "no trend" confused a real-model collector)."""
+    slope, low, high, p, _ = _line_test(linear, span, scale, alpha)
+    if p >= alpha:
+        why = (f"p = {p:.2g}, above the {alpha:.2g} each of the trend, change-point and "
+               "season tests is held to")
+    else:
+        why = (f"a change of {figure(abs(slope * span))} over the data, under "
+               f"{RELATIVE_TOLERANCE:.0%} of the metric's scale")
+    return (f"The straight line's slope: {figure(slope)} per {grain} (95% CI {figure(low)} "
+            f"to {figure(high)}; {why}).")
+
+
 def _flags(linear: Fit, fit: Fit, shape: _Shape, seasons: Seasons, buckets: pd.DataFrame,
            grain: str, alpha: float, metric: str, scale: float, t: np.ndarray) -> list[Flag]:
     flags: list[Flag] = []
@@ -598,10 +614,10 @@ def _shape_lines(shape: _Shape, linear: Fit, flags: list[Flag], buckets: pd.Data
 def _summary(metric: str, time: str, grain: str, frame: pd.DataFrame, flags: list[Flag],
              periods: int, deterministic: str | None, seasons: Seasons | None,
              shape: tuple[_Shape, str | None, str | None] | None,
-             slope: tuple[float, float, float] | None = None) -> str:
-    """The tool's summary. ``slope`` (the straight line's slope and its 95% interval) is
-    stated beside "no trend" when the shape has a slope, so a verdict that time changes
-    nothing can be sized from the summary's line like one on a flagged trend."""
+             slope_note: str | None = None) -> str:
+    """The tool's summary. ``slope_note`` (:func:`_slope_note`) is stated beside "no
+    trend" when the shape has a slope, so a verdict that time changes nothing can be
+    sized from the summary's line like one on a flagged trend."""
     observed = frame[frame["kind"] == "observed"]
     headline, note = (shape[1], shape[2]) if shape else (None, None)
     stepped = shape is not None and not shape[0].sloped
@@ -625,9 +641,8 @@ def _summary(metric: str, time: str, grain: str, frame: pd.DataFrame, flags: lis
                    if kind not in found and kind not in explained]
         if missing:
             line_slope = ""
-            if "trend" in missing and slope is not None and not stepped:
-                line_slope = (f" The straight line's slope: {figure(slope[0])} per {grain} "
-                              f"(95% CI {figure(slope[1])} to {figure(slope[2])}).")
+            if "trend" in missing and slope_note is not None and not stepped:
+                line_slope = f" {slope_note}"
             lines.append(f"No {' or '.join(missing)} both beyond chance and material (at least "
                          f"{RELATIVE_TOLERANCE:.0%} of the metric's scale).{line_slope}")
         if seasons.tested and FlagKind.SEASON not in found:
