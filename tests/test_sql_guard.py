@@ -83,7 +83,8 @@ def test_a_keyword_as_a_bare_alias_gets_the_hint_that_fixes_it(word: str) -> Non
                                                "before it where it names a column"):
         check_sql(f"SELECT count(*) {word} FROM t")
     assert check_sql(f"SELECT count(*) AS {word} FROM t")
-    for wrong in ("SELEC 1", "SELECT count(*) FROM FROM t"):  # no keyword, or a reserved one
+    for wrong in ("SELEC 1", "SELECT count(*) FROM FROM t",  # no keyword, a reserved one,
+                  "SELECT x FROM t WHERE x NOT IS NULL"):  # or an operator word
         with pytest.raises(QueryFailedError) as failed:
             check_sql(wrong)
         assert "keyword" not in str(failed.value)

@@ -546,3 +546,35 @@ async def test_an_exact_figure_beside_the_rounded_means_it_compares_takes_their_
     failed, answer = await _verdict(ctx, hyp, [evidence], "contradicted",
                                     contribution=_exact_size(evidence, -360.0))
     assert failed and "excludes zero, so the factor is real" in answer, answer  # 7% of them
+
+
+async def test_a_trend_size_must_be_its_slope_and_interval_not_other_numbers_of_the_line(ctx):
+    """The summary line also holds the unsigned "by X", the 95 of "95% CI" and a p-value:
+    a size made of those (a real trend sized as no effect) is refused."""
+    from analysis_data import planted
+
+    from d2_notebook.board import ToolCall
+    from d2_notebook.data.analysis import trend
+
+    result = trend(GuardedSQL(planted()), source="orders", metric="avg(amount)",
+                   time="ordered_on")
+    slope, low, _ = (float(v) for v in re.search(
+        r"\(slope (\S+), 95% CI (\S+) to (\S+),", result.summary).groups())
+    hyp, evidence = _hypothesis_with_evidence(ctx, result, "Order amounts do not change")
+    ctx.board.record_tool_call(evidence, ToolCall("trend", {"source": "orders"}),
+                               actor="collector")
+    error, content = await _verdict(ctx, hyp, [evidence], contribution={
+        "role": "none", "evidence_id": evidence, "measure": "slope per month",
+        "effect": slope, "ci_low": -low, "ci_high": 95})
+    assert error and "is not one row" in content, content
+
+
+async def test_counts_that_differ_by_the_figure_are_no_levels_it_compares(ctx, sql):
+    """Two counts (1200, 1210) that differ by a 10-point change by chance do not make
+    it negligible: only columns of no integer type are levels."""
+    hyp, evidence = _exact_what_if(
+        ctx, sql, "SELECT 1200 AS n_2023, 1210 AS n_2024, 10.0 AS rate_change_pts, "
+                  "38.1 AS pct_services")
+    failed, answer = await _verdict(ctx, hyp, [evidence], "contradicted",
+                                    contribution=_exact_size(evidence, 10.0))
+    assert failed and "excludes zero, so the factor is real" in answer, answer

@@ -20,10 +20,11 @@ _NEAR = re.compile(r'syntax error at or near "([^"]+)"')
 
 @cache
 def _keywords() -> frozenset[str]:
-    """The installed DuckDB's keywords that are not reserved (``duckdb_keywords()``), lower
-    case: an error at a reserved one (``FROM``) is mostly about what comes before it."""
+    """The installed DuckDB's unreserved keywords (``duckdb_keywords()``), lower case: an
+    error at a reserved one (``FROM``) or at an operator word (``IS``, ``LIKE``) is
+    mostly about what comes before it."""
     rows = parser_cursor().execute("SELECT keyword_name FROM duckdb_keywords() "
-                                   "WHERE keyword_category <> 'reserved'").fetchall()
+                                   "WHERE keyword_category = 'unreserved'").fetchall()
     return frozenset(str(name).lower() for (name,) in rows)
 
 

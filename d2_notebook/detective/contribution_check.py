@@ -42,8 +42,9 @@ MATCH_TOLERANCE = 0.02
 copies (models round to two or three significant digits)."""
 
 _NUMBER = {"type": "number"}
-_SIGNED_NUMBER = re.compile(r"(?<![\w.])[-−]?(?:\d{1,3}(?:,\d{3})+|\d+)(?:\.\d+)?(?:e[-+]?\d+)?")
-"""A number as a tool's summary writes it, its sign kept ("95% CI -388 to -243")."""
+_NUM = r"([-−]?\d+(?:\.\d+)?(?:[eE][-+]?\d+)?)"
+_SLOPE = re.compile(rf"slope:? {_NUM}(?: per \w+)?,? \(?95% CI {_NUM} to {_NUM}")
+"""A slope with its 95% interval as ``trend``'s summary states it, signs kept."""
 CONTRIBUTION_PROPERTIES: dict[str, Any] = {
     "contribution": {
         "type": "object", "additionalProperties": False,
@@ -171,9 +172,10 @@ def row_scale(board: Board, contribution: Contribution) -> float | None:
     """The scale of the levels an exact figure compares, read from the size's evidence.
 
     Every row whose numeric cells hold the effect and both ends of its interval (to
-    :data:`MATCH_TOLERANCE`) is read. When two of its other cells differ by the effect,
-    they are the levels it compares, whole numbers or not (a query that rounded its means
-    to whole numbers), and the row's scale is the larger of them. Otherwise only the
+    :data:`MATCH_TOLERANCE`) is read. When two of its other cells, in columns of no
+    integer type, differ by the effect, they are the levels it compares, whole numbers or
+    not (a query that rounded its means to whole numbers), and the row's scale is the
+    larger of them. Otherwise only the
     cells that are finite, not integer-valued (counts, years and ids are whole numbers;
     the levels an exact what-if compares are fractional means or rates) and not the
     effect or interval numbers themselves count, and the row's scale is the largest
@@ -188,11 +190,16 @@ def row_scale(board: Board, contribution: Contribution) -> float | None:
     """
     frame = board.evidence_frame(contribution.evidence_id)
     numbers = [contribution.effect, contribution.ci_low, contribution.ci_high]
+    numeric = frame.select_dtypes(include="number")
+    measured = ~np.array([pd.api.types.is_integer_dtype(t) for t in numeric.dtypes], bool)
     scales = []
     for row in _rows_holding(frame, numbers):
         others = [cell for cell in row
                   if math.isfinite(cell) and not any(_same(n, cell) for n in numbers)]
-        compared = _compared_levels(others, contribution.effect)
+        compared = _compared_levels([cell for cell, kept in zip(row, measured, strict=True)
+                                     if kept and math.isfinite(cell)
+                                     and not any(_same(n, cell) for n in numbers)],
+                                    contribution.effect)
         if compared is not None:
             scales.append(compared)
             continue
@@ -204,7 +211,9 @@ def row_scale(board: Board, contribution: Contribution) -> float | None:
 
 def _compared_levels(cells: list[float], effect: float) -> float | None:
     """The scale of the two cells of a row whose difference is ``effect`` (a what-if's
-    crude and adjusted means beside their difference), rounded or not: the smallest
+    crude and adjusted means beside their difference), rounded or not; ``cells`` are
+    those of columns that are not of an integer type (counts, years and ids are, and a
+    pair of them differing by the effect by chance is no pair of levels): the smallest
     such pair's larger magnitude, or None when no two cells differ by it."""
     pairs = [max(abs(a), abs(b)) for i, a in enumerate(cells) for b in cells[i + 1:]
              if _same(effect, a - b) or _same(effect, b - a)]
@@ -212,19 +221,17 @@ def _compared_levels(cells: list[float], effect: float) -> float | None:
 
 
 def _summary_line_holds(board: Board, evidence_id: str, numbers: list[float]) -> bool:
-    """Whether one line of an analysis evidence's own summary (the tool's words, not the
-    recording agent's) holds every number, signs as written: a trend's slope and its
-    interval are in its summary, not in its per-period rows."""
+    """Whether an analysis evidence's own summary (the tool's words, not the recording
+    agent's) states the effect and both ends of its interval as one slope with its
+    interval, in that order and with their signs (``slope -0.84, 95% CI -0.87 to -0.81``):
+    a trend's slope is in its summary, not in its per-period rows. Other numbers of the
+    line (a p-value, the 95 of "95% CI") are no part of a size."""
     if board.tool_call_of(evidence_id) is None:
         return False
     summary = tool_summary(board.get_evidence(evidence_id).description)
-    return any(_holds(np.array(_signed_numbers(line)), numbers)
-               for line in summary.splitlines())
-
-
-def _signed_numbers(line: str) -> list[float]:
-    return [float(m.group(0).replace("−", "-").replace(",", ""))
-            for m in _SIGNED_NUMBER.finditer(line)]
+    return any(all(_same(given, float(stated.replace("−", "-")))
+                   for given, stated in zip(numbers, match.groups(), strict=True))
+               for match in _SLOPE.finditer(summary))
 
 
 def _row_holding(frame: pd.DataFrame, numbers: list[float]) -> int | None:
