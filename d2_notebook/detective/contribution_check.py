@@ -172,15 +172,14 @@ def row_scale(board: Board, contribution: Contribution) -> float | None:
     """The scale of the levels an exact figure compares, read from the size's evidence.
 
     Every row whose numeric cells hold the effect and both ends of its interval (to
-    :data:`MATCH_TOLERANCE`) is read. When two of its other cells, in columns of no
-    integer type, differ by the effect, they are the levels it compares, whole numbers or
-    not (a query that rounded its means to whole numbers), and the row's scale is the
-    larger of them. Otherwise only the
-    cells that are finite, not integer-valued (counts, years and ids are whole numbers;
-    the levels an exact what-if compares are fractional means or rates) and not the
-    effect or interval numbers themselves count, and the row's scale is the largest
-    magnitude among them. The
-    result is the *smallest* row scale (a factor is kept as real when in doubt), or
+    :data:`MATCH_TOLERANCE`) is read, and in it only the finite cells that are not the
+    effect or interval numbers themselves. When two of those, in columns of no integer
+    type, differ by the effect, they are the levels it compares, whole numbers or not (a
+    query that rounded its means to whole numbers), and the row's scale is the larger of
+    them. Otherwise only the cells that are not integer-valued count (counts, years and
+    ids are whole numbers; the levels an exact what-if compares are fractional means or
+    rates), and the row's scale is the largest magnitude among them. The result is the
+    *smallest* row scale (a factor is kept as real when in doubt), or
     None when no row holding the figure has such a cell. A row with no such cell sets no
     scale: the other rows holding the figure decide. A whole-numbered level (a rate of
     exactly 1, a mean of exactly 15) is left out too, like a count.
@@ -194,16 +193,14 @@ def row_scale(board: Board, contribution: Contribution) -> float | None:
     measured = ~np.array([pd.api.types.is_integer_dtype(t) for t in numeric.dtypes], bool)
     scales = []
     for row in _rows_holding(frame, numbers):
-        others = [cell for cell in row
+        others = [(cell, of_measure) for cell, of_measure in zip(row, measured, strict=True)
                   if math.isfinite(cell) and not any(_same(n, cell) for n in numbers)]
-        compared = _compared_levels([cell for cell, kept in zip(row, measured, strict=True)
-                                     if kept and math.isfinite(cell)
-                                     and not any(_same(n, cell) for n in numbers)],
+        compared = _compared_levels([cell for cell, of_measure in others if of_measure],
                                     contribution.effect)
         if compared is not None:
             scales.append(compared)
             continue
-        levels = [abs(cell) for cell in others if not cell.is_integer()]
+        levels = [abs(cell) for cell, _ in others if not cell.is_integer()]
         if levels:
             scales.append(max(levels))
     return min(scales, default=None)
