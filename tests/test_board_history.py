@@ -288,3 +288,18 @@ def test_export_while_writing_always_imports_cleanly(board, board_path, tmp_path
             writer_board.close()
     assert not errors
     assert board.counts()["links"] > 0
+
+
+def test_a_board_another_process_is_creating_opens_for_writing_not_for_reading(board_path):
+    """A SQLite file with no table yet is a board being created by another process (its
+    first migration not committed): a writable open migrates it (the race that made one
+    of six processes creating the same board fail); a read-only open still refuses it."""
+    from d2_notebook.errors import BoardFormatError
+
+    conn = sqlite3.connect(board_path)
+    conn.execute("PRAGMA journal_mode = WAL")  # the header written, no table yet
+    conn.close()
+    with pytest.raises(BoardFormatError, match="not a d2 board"):
+        Board.open(board_path, read_only=True)
+    with Board.open(board_path) as board:
+        assert board.add_hypothesis("created").id == "H1"

@@ -67,7 +67,7 @@ def connect_writable(location: str) -> sqlite3.Connection:
                 f"cannot create board {location!r}: folder {str(parent)!r} does not exist"
             )
         if file.is_file() and file.stat().st_size > 0:
-            _inspect(location, file).close()
+            _inspect(location, file, creating=True).close()
     conn: sqlite3.Connection | None = None
     try:
         conn = sqlite3.connect(location, isolation_level=None, check_same_thread=False,
@@ -113,9 +113,12 @@ def connect_read_only(location: str) -> sqlite3.Connection:
     return conn
 
 
-def _inspect(location: str, file: Path) -> sqlite3.Connection:
+def _inspect(location: str, file: Path, *, creating: bool = False) -> sqlite3.Connection:
     """A read-only connection to ``file`` once it is known to be a board this version
-    can read (see the module docstring for how it is opened).
+    can read (see the module docstring for how it is opened). With ``creating`` (a
+    writable open), a SQLite file with no table at all passes too: another process is
+    creating the board there (its first migration not yet committed), and
+    :func:`~d2_notebook.board.migrations.migrate` waits for it.
 
     Raises:
         BoardFormatError: not a board, or from a newer version.
@@ -157,6 +160,8 @@ def _inspect(location: str, file: Path) -> sqlite3.Connection:
                                    "by d2") from exc
         raise board_fault(location, exc) from exc
     known = MIGRATIONS[-1].version
+    if creating and version == 0 and not tables:
+        return conn
     if version == 0 or "investigations" not in tables:
         conn.close()
         raise BoardFormatError(f"cannot open board {location!r}: the file is not a d2 board "
