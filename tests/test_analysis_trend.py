@@ -10,6 +10,8 @@ from analysis_data import noise, planted
 
 from d2_notebook.data import GuardedSQL
 from d2_notebook.data.analysis import FlagKind, trend
+from d2_notebook.data.analysis.season import _call_text, seasons_defined_by
+from d2_notebook.data.parse_tree import select_node
 
 
 @pytest.fixture(scope="module")
@@ -210,6 +212,83 @@ def test_a_season_the_metric_is_computed_from_is_not_tested() -> None:
     by_opening = trend(GuardedSQL(con), source="tickets t", metric=after_hours,
                        time="t.opened_at", grain="day")
     assert "computed from" not in by_opening.summary
+
+
+@pytest.mark.parametrize(("metric", "time", "defined"), [
+    ("avg(extract(hour FROM closed_at) >= 18)", "closed_at",
+     {"hour": "extract(hour FROM closed_at)"}),
+    ("avg(EXTRACT(DOW FROM closed_at) IN (0, 6))", "closed_at",
+     {"day_of_week": "EXTRACT(DOW FROM closed_at)"}),
+    ("avg(datepart('isodow', closed_at) > 5)", "closed_at",
+     {"day_of_week": "datepart('isodow', closed_at)"}),
+    ("avg(date_part('month', closed_at) = 12)", "closed_at",
+     {"month_of_year": "date_part('month', closed_at)"}),
+    ("avg(dayofweek(closed_at) = 0 OR weekday(closed_at) = 6)", "closed_at",
+     {"day_of_week": "dayofweek(closed_at)"}),
+    ("avg(dayname(closed_at) = 'Sunday' AND monthname(closed_at) = 'May')", "closed_at",
+     {"day_of_week": "dayname(closed_at)", "month_of_year": "monthname(closed_at)"}),
+    ("avg(month(closed_at) = 12)", "closed_at", {"month_of_year": "month(closed_at)"}),
+    ("avg(date_part('hr', closed_at) >= 18)", "closed_at",
+     {"hour": "date_part('hr', closed_at)"}),
+    ("avg(EXTRACT(mons FROM closed_at) = 12)", "closed_at",
+     {"month_of_year": "EXTRACT(mons FROM closed_at)"}),
+    ("avg(CASE WHEN strftime(closed_at, '%H') >= '18' THEN 1 ELSE 0 END)", "closed_at",
+     {"hour": "strftime(closed_at, '%H')"}),
+    ("avg(strftime(closed_at, '%a') = 'Sat')", "closed_at",
+     {"day_of_week": "strftime(closed_at, '%a')"}),
+    ("avg(strftime(closed_at, '%w') = '0')", "closed_at",
+     {"day_of_week": "strftime(closed_at, '%w')"}),
+    ("avg(strftime(closed_at, '%u') = '7')", "closed_at",
+     {"day_of_week": "strftime(closed_at, '%u')"}),
+    ("avg(strftime(closed_at, '%m') = '12')", "closed_at",
+     {"month_of_year": "strftime(closed_at, '%m')"}),
+    ("avg(strftime('%b %H', closed_at) = 'Dec 18')", "closed_at",  # format first
+     {"month_of_year": "strftime('%b %H', closed_at)", "hour": "strftime('%b %H', closed_at)"}),
+    # qualified on either side, quoted, any case
+    ("avg(hour(t.closed_at) >= 18)", "closed_at", {"hour": "hour(t.closed_at)"}),
+    ("avg(hour(closed_at) >= 18)", "main.t.closed_at", {"hour": "hour(closed_at)"}),
+    ('avg(extract(hour FROM t."Closed At") >= 18)', '"closed at"',
+     {"hour": 'extract(hour FROM t."Closed At")'}),
+    ('avg(hour("Fermé à") >= 18)', '"Fermé à"', {"hour": 'hour("Fermé à")'}),
+    # casts of the column, the time itself an expression, the argument an expression
+    ("avg(date_part('hour', closed_at::TIMESTAMP) >= 18)", "closed_at",
+     {"hour": "date_part('hour', closed_at::TIMESTAMP)"}),
+    ("avg(hour(closed_at) >= 18)", "CAST(closed_at AS TIMESTAMP)",
+     {"hour": "hour(closed_at)"}),
+    ("avg(hour(coalesce(closed_at, opened_at) + INTERVAL 2 HOUR) >= 18)", "closed_at",
+     {"hour": "hour(coalesce(closed_at, opened_at) + INTERVAL 2 HOUR)"}),
+    ("avg(closed_at.hour() >= 18)", "closed_at", {"hour": "closed_at.hour()"}),
+])
+def test_the_seasons_a_metric_is_computed_from(metric: str, time: str,
+                                              defined: dict[str, str]) -> None:
+    assert seasons_defined_by(metric, time) == {
+        season: f"the metric is computed from {call}, so it varies with that season by its "
+                "definition" for season, call in defined.items()}
+
+
+@pytest.mark.parametrize(("metric", "time"), [
+    ("avg(hour(opened_at) >= 18)", "closed_at"),  # another column's hour: still tested
+    ("avg(strftime(t.opened_at, '%H') >= '18')", "t.closed_at"),
+    ("avg(date_trunc('hour', closed_at) = TIMESTAMP '2024-01-01 18:00')", "closed_at"),
+    ("avg(date_part('day', closed_at) = 1 AND minute(closed_at) = 0)", "closed_at"),
+    ("avg(strftime(closed_at, '%Y-%m') = '2024-03')", "closed_at"),  # a calendar month
+    ("avg(hour(TIMESTAMP '2024-01-01 18:00') > value)", "closed_at"),
+    ("avg(amount)", "closed_at"),
+    ("avg(hour(closed_at)", "closed_at"),  # unparseable metric
+    ("avg(hour(closed_at) > 1); SELECT 1", "closed_at"),
+    ("avg(hour(closed_at) > 1)", "date_trunc('day',"),  # unparseable time
+])
+def test_a_metric_not_computed_from_a_season_of_the_time_defines_none(
+        metric: str, time: str) -> None:
+    assert seasons_defined_by(metric, time) == {}
+
+
+def test_a_call_without_a_position_is_rendered_by_duckdb() -> None:
+    call = select_node("SELECT extract(hour FROM t.closed_at)")["select_list"][0]
+    assert _call_text(call, "SELECT extract(hour FROM t.closed_at)") \
+        == "extract(hour FROM t.closed_at)"
+    call["query_location"] = 2**64 - 1  # DuckDB's "no position"
+    assert _call_text(call, "") == "date_part('HOUR', t.closed_at)"
 
 
 def test_a_slope_beyond_chance_but_too_small_to_matter_says_so() -> None:

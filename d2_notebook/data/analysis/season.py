@@ -5,16 +5,20 @@ corrected test passes and its amplitude is material."""
 
 from __future__ import annotations
 
+import json
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 
+import duckdb
 import numpy as np
 import pandas as pd
 from scipy import stats
 
 from d2_notebook.data.analysis.least_squares import group_mean, wls, wls_no_intercept
 from d2_notebook.data.analysis.stats import is_material
+from d2_notebook.data.parse_tree import iter_nodes, parser_cursor, select_node, serialize
+from d2_notebook.errors import QueryFailedError
 
 __all__ = ["SEASONS", "Seasons", "find_season", "season_dummies", "season_label",
            "seasons_defined_by"]
@@ -34,13 +38,21 @@ _DEFINING_PARTS = {  # date part, as SQL names it -> the season it defines
     "isodow": "day_of_week", "dayname": "day_of_week", "weekday": "day_of_week",
     "month": "month_of_year", "monthname": "month_of_year",
 }
-_PART_CALL = re.compile(r"\b(\w+)\s*\(\s*([^()]*)\)")
-_DATE_PART = re.compile(r"\bdate_?part\s*\(\s*'(\w+)'\s*,\s*([^()]*)\)", re.IGNORECASE)
-_EXTRACT = re.compile(r"\bextract\s*\(\s*(\w+)\s+from\s+([^()]*)\)", re.IGNORECASE)
-_NAME = re.compile(r'"((?:[^"]|"")+)"(?!\s*\.)|\b([A-Za-z_]\w*)\b(?!\s*\.)')
-"""A column's name, not the table alias or schema qualifying it (``i.closed_at``)."""
-_NOT_NAMES = frozenset({"cast", "try_cast", "as", "timestamp", "timestamptz", "date",
-                        "datetime", "with", "time", "zone"})
+_PART_SPELLINGS = {  # date_part's other names of those parts -> the season
+    **dict.fromkeys(("hours", "h", "hr", "hrs"), "hour"),
+    **dict.fromkeys(("months", "mon", "mons"), "month_of_year"),
+}
+_PART_ARGUMENT = frozenset({"date_part", "datepart"})  # EXTRACT parses as date_part
+_FORMATS = frozenset({"strftime"})
+_FORMAT_SEASONS = {  # strftime directive -> the season it reads
+    **dict.fromkeys(("H", "-H", "I", "-I", "p", "X", "T"), "hour"),
+    **dict.fromkeys(("a", "A", "w", "u"), "day_of_week"),
+    **dict.fromkeys(("b", "h", "B", "m", "-m"), "month_of_year"),
+}
+_FORMAT_YEARS = frozenset({"Y", "y", "-y", "G", "c", "x"})
+"""Directives naming the year: such a format reads a calendar period (``'%Y-%m'`` is a
+``date_trunc('month', ...)``), not a season."""
+_DIRECTIVE = re.compile(r"%(-?.)")
 
 DAY_NAMES = ("Monday", "Tuesday", "Wednesday", "Thursday", "Friday", "Saturday", "Sunday")
 
@@ -60,22 +72,99 @@ def seasons_defined_by(metric: str, time: str) -> dict[str, str]:
     """The seasons ``metric`` is computed from, each with why: a metric that reads a date
     part of the time column itself (the share of closures after hours, by ``hour`` of the
     closing time) varies with that season by its definition, and testing it would flag
-    an amplitude of 1 (a real-model collector had to argue one away)."""
-    column = _names(time) - _NOT_NAMES
+    an amplitude of 1 (a real-model collector had to argue one away).
+
+    Both texts are read from DuckDB's parse trees (nothing runs). A function call defines
+    a season when it takes a date part (:data:`_DEFINING_PARTS`) of an expression that
+    reads a column ``time`` reads, matched by column name whatever its table qualifier,
+    case and quoting (``t.closed_at``, ``"Closed At"``, ``closed_at::TIMESTAMP``,
+    ``closed_at + INTERVAL 1 HOUR``): ``date_part('hour', ...)``, ``datepart``,
+    ``extract(hour FROM ...)``, the one-word calls (``hour(...)``, ``dayname(...)``,
+    ``closed_at.hour()``...)
+    and ``strftime`` with a format holding a directive of the season
+    (:data:`_FORMAT_SEASONS`) but not the year. ``date_trunc`` and a format naming the
+    year read a calendar period, not a season; a date part of another column is still
+    tested. Each season's reason quotes the first call defining it as written (DuckDB's
+    rendering when the tree holds no position for it). A metric or time that does not
+    parse defines no season: ``{}``.
+    """
+    statement = f"SELECT {metric}"
+    try:
+        tree = serialize(statement)
+        columns = _columns(select_node(f"SELECT {time}"))
+    except QueryFailedError:
+        return {}
     found: dict[str, str] = {}
-    calls = [(m.group(1), m.group(2), m.group(0)) for pattern in (_DATE_PART, _EXTRACT)
-             for m in pattern.finditer(metric)]
-    calls += [(m.group(1), m.group(2), m.group(0)) for m in _PART_CALL.finditer(metric)]
-    for part, argument, text in calls:
-        season = _DEFINING_PARTS.get(part.lower())
-        if season and season not in found and column & _names(argument):
-            found[season] = f"the metric is computed from {text.strip()}, so it varies " \
-                            "with that season by its definition"
+    for node in iter_nodes(tree["statements"][0]["node"]):
+        if node.get("class") != "FUNCTION":
+            continue
+        seasons = [s for s in _seasons_of(node) if s not in found]
+        if seasons and columns & _read_by(node):
+            reason = (f"the metric is computed from {_call_text(node, statement)}, so "
+                      "it varies with that season by its definition")
+            found.update(dict.fromkeys(seasons, reason))
     return found
 
 
-def _names(text: str) -> set[str]:
-    return {(quoted or bare).lower() for quoted, bare in _NAME.findall(text)}
+def _columns(node: object) -> set[str]:
+    """The lower-cased names of the columns an expression reads, without qualifiers."""
+    return {str(inner["column_names"][-1]).lower() for inner in iter_nodes(node)
+            if inner.get("class") == "COLUMN_REF" and inner.get("column_names")}
+
+
+def _read_by(call: dict) -> set[str]:
+    """The columns a function call reads: in its arguments, or before its dot
+    (``closed_at.hour()`` parses as a function ``hour`` of a schema ``closed_at``)."""
+    receiver = {str(call["schema"]).lower()} if call.get("schema") else set()
+    return _columns(call.get("arguments")) | receiver
+
+
+def _seasons_of(call: dict) -> list[str]:
+    """The seasons a function call reads a date part for, from its name, its part
+    argument (``date_part``; ``extract`` parses as one) or its ``strftime`` format."""
+    name = str(call.get("function_name", "")).lower()
+    arguments = [a.get("expression", a) for a in call.get("arguments") or []]
+    if name in _PART_ARGUMENT:
+        parts = _strings(arguments[:1])
+        spellings = _DEFINING_PARTS | _PART_SPELLINGS
+        return [spellings[p.lower()] for p in parts if p.lower() in spellings]
+    if name in _FORMATS:
+        return [season for text in _strings(arguments) for season in _format_seasons(text)]
+    return [_DEFINING_PARTS[name]] if name in _DEFINING_PARTS else []
+
+
+def _strings(node: object) -> list[str]:
+    """The string constants in a parse (sub)tree (``'hour'``, ``['hour', 'minute']``)."""
+    return [str(inner["literal"].get("text", "")) for inner in iter_nodes(node)
+            if inner.get("class") == "CONSTANT"
+            and (inner.get("literal") or {}).get("kind") == "STRING"]
+
+
+def _format_seasons(text: str) -> list[str]:
+    """The seasons a ``strftime`` format reads: ``'%H'`` the hour, ``'%a'`` the day of
+    week, ``'%m'`` the month of year; none if it names the year (a calendar period)."""
+    directives = _DIRECTIVE.findall(text)
+    if _FORMAT_YEARS.intersection(directives):
+        return []
+    return [_FORMAT_SEASONS[d] for d in directives if d in _FORMAT_SEASONS]
+
+
+def _call_text(call: dict, statement: str) -> str:
+    """A function call as written in ``statement`` (the tree's positions count UTF-8
+    bytes), or DuckDB's own rendering of it when the tree holds no position for it."""
+    encoded = statement.encode()
+    start = int(call.get("query_location", -1))
+    end = start + int(call.get("query_location_length", 0))
+    if 0 <= start < end <= len(encoded):
+        return encoded[start:end].decode(errors="replace").strip()
+    alone = serialize("SELECT NULL")
+    alone["statements"][0]["node"]["select_list"] = [call]
+    try:
+        row = parser_cursor().execute("SELECT json_deserialize_sql(?::JSON)",
+                                      [json.dumps(alone)]).fetchone()
+    except duckdb.Error:
+        return f"{call.get('function_name', 'a date part')}(...)"
+    return str(row[0]).removeprefix("SELECT ")
 
 
 def find_season(buckets: pd.DataFrame, design: np.ndarray, y: np.ndarray, w: np.ndarray,
