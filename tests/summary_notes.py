@@ -4,8 +4,12 @@ from __future__ import annotations
 
 import re
 
-_NOTE = re.compile(r'  ("[^"]+"|\S+) .*? (\((?:\d+% null|all null|0 in \d+% of rows|all 0)'
-                   r'(?:, (?:0 in \d+% of rows|all 0))?\))')
+# schema.profile_note's notes: those that apply, in this order, joined by ", "
+_NULL = r"(?:\d+% null|all null)"
+_ZERO = r"(?:0 in \d+% of rows|all 0)"
+_BELOW = r"(?:below 0 in \d+% of rows|all below 0)"
+_NOTE = re.compile(rf'  ("[^"]+"|\S+) .*? (\((?:{_NULL}(?:, {_ZERO})?(?:, {_BELOW})?'
+                   rf'|{_ZERO}(?:, {_BELOW})?|{_BELOW})\))')
 
 
 def profile_notes(summary: str) -> dict[str, str]:

@@ -239,7 +239,10 @@ def test_placeholder_zeros_and_missing_values_are_profiled_through_the_guard(
             "AS processing_time, CASE WHEN i <= 366 THEN NULL ELSE "
             "timestamp '2024-01-01' + i * interval '1 day' END AS processed_date, "
             'CASE WHEN i % 4 = 0 THEN 0 ELSE i END AS "Refund Cents", '
-            'CASE WHEN i % 2 = 0 THEN 0 END AS "order", i % 2 = 0 AS flag '
+            'CASE WHEN i % 2 = 0 THEN 0 END AS "order", i % 2 = 0 AS flag, '
+            "(CASE WHEN i % 4 = 0 THEN NULL WHEN i % 4 = 1 THEN 0 WHEN i % 8 = 2 THEN -i "
+            "ELSE i END / 4.0)::numeric(8, 2) AS balance, -i AS debit, "
+            "CASE WHEN i <= 4 THEN -i ELSE i END AS adjustment "
             "FROM generate_series(1, 500) AS s(i)")
         con.execute('GRANT SELECT ON "Expense Lines" TO analyst')
     try:
@@ -254,6 +257,11 @@ def test_placeholder_zeros_and_missing_values_are_profiled_through_the_guard(
         assert profile_notes(summary)["processed_date"] == "(73% null)"
         assert profile_notes(summary)['"Refund Cents"'] == "(0 in 25% of rows)"
         assert profile_notes(summary)['"order"'] == "(50% null, 0 in 50% of rows)"
+        # below 0: in 63 of the 500 rows (with NULLs and zeros), in all, in 4 (under 1 %)
+        assert profile_notes(summary)["balance"] == (
+            "(25% null, 0 in 25% of rows, below 0 in 13% of rows)")
+        assert profile_notes(summary)["debit"] == "(all below 0)"
+        assert "adjustment" not in profile_notes(summary)
         assert "  flag BOOLEAN e.g. False | True\n" in summary + "\n"
         profiles = [sql for sql in first_call if "d2_rows" in sql]
         assert len(profiles) == 6  # the hospital's 5 tables and this one, one query each
@@ -261,7 +269,8 @@ def test_placeholder_zeros_and_missing_values_are_profiled_through_the_guard(
         expense = next(sql for sql in profiles if '"Expense Lines"' in sql)
         assert 'count(CASE WHEN "Refund Cents" = 0 THEN 1 END)' in expense
         assert 'count(CASE WHEN "order" = 0 THEN 1 END)' in expense
-        assert "flag = 0" not in expense
+        assert 'count(CASE WHEN "Refund Cents" < 0 THEN 1 END)' in expense
+        assert "flag = 0" not in expense and "flag < 0" not in expense
 
         def failing(sql: str):
             if "d2_rows" in sql and '"Expense Lines"' in sql:

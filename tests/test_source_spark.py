@@ -150,7 +150,10 @@ def test_placeholder_zeros_and_missing_values_are_profiled_through_the_guard(
         "CASE WHEN id <= 366 THEN 0.0D ELSE 1.5D + id % 9 END AS processing_time, "
         "CASE WHEN id <= 366 THEN NULL ELSE date_add(DATE'2024-01-01', CAST(id AS INT)) "
         "END AS processed_date, CASE WHEN id % 4 = 0 THEN 0 ELSE id END AS `Refund Cents`, "
-        "CASE WHEN id % 2 = 0 THEN 0 END AS `order`, id % 2 = 0 AS flag FROM range(1, 501)")
+        "CASE WHEN id % 2 = 0 THEN 0 END AS `order`, id % 2 = 0 AS flag, "
+        "CAST((CASE WHEN id % 4 = 0 THEN NULL WHEN id % 4 = 1 THEN 0 WHEN id % 8 = 2 "
+        "THEN -id ELSE id END) / 4.0 AS DECIMAL(8, 2)) AS balance, -id AS debit, "
+        "CASE WHEN id <= 4 THEN -id ELSE id END AS adjustment FROM range(1, 501)")
     try:
         seen: list[str] = []
         run = source._query
@@ -164,13 +167,18 @@ def test_placeholder_zeros_and_missing_values_are_profiled_through_the_guard(
         assert notes["processed_date"] == "(73% null)"
         assert notes['"Refund Cents"'] == "(0 in 25% of rows)"
         assert notes['"order"'] == "(50% null, 0 in 50% of rows)"
-        assert "flag" not in notes and "line" not in notes
+        # below 0: in 63 of the 500 rows (with NULLs and zeros), in all, in 4 (under 1 %)
+        assert notes["balance"] == "(25% null, 0 in 25% of rows, below 0 in 13% of rows)"
+        assert notes["debit"] == "(all below 0)"
+        assert "flag" not in notes and "line" not in notes and "adjustment" not in notes
         profiles = [sql for sql in first_call if "d2_rows" in sql]
         assert len(profiles) == 6  # the hospital's 5 views and this one, one query each
         assert not any(sql.startswith("SELECT count(*) FROM") for sql in first_call)
         expense = next(sql for sql in profiles if sql.endswith("FROM expense_lines"))
         assert "count(CASE WHEN `Refund Cents` = 0 THEN 1 END)" in expense
         assert "count(CASE WHEN `order` = 0 THEN 1 END)" in expense
+        assert "count(CASE WHEN `Refund Cents` < 0 THEN 1 END)" in expense
+        assert "flag = 0" not in expense and "flag < 0" not in expense
 
         def failing(sql: str):
             if "d2_rows" in sql and sql.endswith("FROM expense_lines"):
