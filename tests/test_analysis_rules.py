@@ -281,10 +281,13 @@ def test_no_summary_says_no_confounding_over_an_effect_that_moves_when_held_fixe
                             exposure="promo", value="yes", dimensions=["t.region"])
     assert not result.flags
     assert "No confounding" not in result.summary
-    assert ("Not flagged as confounding, though the effect moves when held fixed: t.region: "
+    assert ("The effect moves when these are held fixed, with no CONFOUNDING flag (read the "
+            "standardised effect beside the crude one; why each is not flagged is given): "
+            "t.region: "
             "standardising moves the effect from 1.99 (crude, over all 2 strata) to -0.00417 "
             "(100% of it removed)") in result.summary
     assert "does not pass the false-discovery level 0.001 (q = 0.0" in result.summary
+    assert "; the move is beyond chance (q = " in result.summary
 
 
 def test_a_dimension_that_nearly_copies_the_metric_is_named_not_flagged() -> None:
@@ -308,6 +311,7 @@ def test_a_dimension_that_nearly_copies_the_metric_is_named_not_flagged() -> Non
     scan = segment_scan(sql, source="t", metric=metric, dimensions=["t.team", "t.region"])
     assert {f.dimension for f in scan.flags} == {"t.region"}
     assert "Near-copies of the metric, not flagged: t.team (explains 9" in scan.summary
+    assert "or a cause that fixes it by rule" in scan.summary  # never "not a cause"
     within = compare_within(sql, source="t", metric=metric, exposure="region", value="north",
                             dimensions=["t.team"])
     assert not within.flags

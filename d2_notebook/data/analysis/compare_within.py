@@ -392,10 +392,11 @@ def _why_not_confounding(family: Family, kinds: list[FlagKind], q_change: float,
     if not q_change < CONFOUNDING_LEVEL:
         return (f"{moved}, a move within chance (q = {q_change:.2g} for the change, level "
                 f"{CONFOUNDING_LEVEL:g})")
-    return (f"{moved}, but the exposed share's difference across its strata does not pass "
-            f"the false-discovery level {alpha:g} (q = {q_exposure:.2g}): possible "
-            "confounding the data cannot confirm; weigh the standardised effect beside the "
-            "crude one")
+    return (f"{moved}; the move is beyond chance (q = {q_change:.2g}), but the exposed "
+            "share's difference across its strata, which a CONFOUNDING flag needs as well, "
+            f"does not pass the false-discovery level {alpha:g} (q = {q_exposure:.2g}): "
+            "possible confounding the data cannot confirm; held fixed, the effect is the "
+            "standardised one")
 
 
 def _thin_driver(family: Family) -> str:
@@ -621,7 +622,9 @@ def _summary(metric: str, label: str, versus: str, exposed: Moments, rest: Momen
                      f"(standardising over none removes {CHANGE_IN_ESTIMATE:.0%} or more of the "
                      "crude effect beyond chance).")
     if unflagged_moves:
-        lines.append("Not flagged as confounding, though the effect moves when held fixed: "
+        lines.append("The effect moves when these are held fixed, with no CONFOUNDING flag "
+                     "(read the standardised effect beside the crude one; why each is not "
+                     "flagged is given): "
                      + "; ".join(why for _, why in unflagged_moves[:5])
                      + (f"; ... {len(unflagged_moves) - 5} more" if len(unflagged_moves) > 5
                         else "") + ".")

@@ -73,8 +73,10 @@ def near_copy_line(copies: dict[str, float], treated: str, consequence: str) -> 
     return (f"Near-copies of the metric, {treated}: {named} — its values almost fix the "
             f"metric (at least {NEAR_COPY_SHARE:.0%}; for a numeric column of the metric's "
             f"own rows, a correlation of {NUMERIC_COPY_CORRELATION:g} or more): the same fact "
-            f"recorded twice or a consequence of the outcome, not an explanation of it; "
-            f"{consequence}.")
+            f"recorded twice, a consequence of the outcome, or a cause that fixes it by rule "
+            f"(a time or fee set from a size). Splitting by it only restates the metric, so "
+            f"{consequence}; whether it is a cause is a question for the schema and a direct "
+            f"test (the metric by its bands, or its slope), not for this ranking.")
 
 
 def outcome_set_line(columns: dict[str, OutcomeValue], treated: str, consequence: str) -> str:
