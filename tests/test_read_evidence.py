@@ -93,3 +93,29 @@ async def test_evidence_written_after_the_branchs_digest_is_refused(board: Board
     with pytest.raises(ToolError, match=f"{later.id} was recorded after your digest"):
         await read.handler({"evidence_ids": [later.id]})
     assert "0.149" in await read.handler({"evidence_ids": [doses]})
+
+
+async def test_rows_matching_shows_the_rows_a_summary_leaves_out(board: Board) -> None:
+    """A judge needed the amount rows of a long segment_scan whose summarised view
+    showed other rows; ``rows_matching`` shows the stored rows containing a text."""
+    ctx = account_context(board, FunctionModel(lambda request: tool_call("done")))
+    dimensions = [f"t.dim{i % 7}" for i in range(1495)]
+    values = [f"v{i}" for i in range(1495)]
+    dimensions[70:70] = ["t.amount"] * 5  # in the middle: neither first nor last rows
+    values[70:70] = [f"{k}-{k + 1}k" for k in range(5)]
+    frame = pd.DataFrame({"dimension": dimensions, "value": values,
+                          "metric": [0.1 + i / 10000 for i in range(1500)]})
+    scan = board.add_evidence("SELECT 1", frame, description="segment scan of the rate",
+                              investigation_id=ctx.investigation_id)
+    _, mine, _ = _board_with_other_evidence(board, ctx.investigation_id)  # listed for it
+    read = read_evidence_tool(ctx, mine)
+    summarised = await read.handler({"evidence_ids": [scan.id]})
+    assert "2-3k" not in summarised
+    shown = await read.handler({"evidence_ids": [scan.id], "rows_matching": "AMOUNT"})
+    assert "Stored rows with a cell containing 'AMOUNT': 5 of 1,500" in shown
+    assert all(f"{k}-{k + 1}k" in shown for k in range(5)) and "t.dim3" not in shown
+    assert "no query was run" in shown
+    none = await read.handler({"evidence_ids": [scan.id], "rows_matching": "region"})
+    assert "0 of 1,500 (columns: dimension, value, metric)" in none
+    many = await read.handler({"evidence_ids": [scan.id], "rows_matching": "t."})
+    assert "1,500 of 1,500" in many and "more such rows: name a narrower text" in many

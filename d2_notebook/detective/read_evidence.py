@@ -8,6 +8,10 @@ it. This tool shows the rows as stored when the evidence was recorded (no query 
 in the same view the prompts use, and what the reader's own hypothesis has said of it.
 What parallel branches wrote meanwhile is left out, rows and readings alike (an id
 recorded after the branch's digest is refused), so a replay answers the same.
+
+``rows_matching`` shows instead the stored rows with a cell containing a text: a
+real-model judge needed an analysis result's amount segments, which its summarised view
+(the rows carrying the readings) did not show, and read the same summary again.
 """
 
 from __future__ import annotations
@@ -17,10 +21,12 @@ from typing import Any
 
 from d2_notebook.detective.context import TeamContext
 from d2_notebook.detective.digest import readable_evidence
-from d2_notebook.detective.evidence_view import evidence_details
+from d2_notebook.detective.evidence_view import evidence_details, tool_summary
+from d2_notebook.detective.result_summary import render_rows
 from d2_notebook.detective.team_tools import IDS_SCHEMA, check_reusable
 from d2_notebook.detective.tools import Tool, ToolError, tool
 from d2_notebook.errors import NotFoundError
+from d2_notebook.llm import estimate_tokens
 
 READ_EVIDENCE_TOKENS = 3_000
 """Tokens one answer of ``read_evidence`` may take (large results are summarised)."""
@@ -52,9 +58,13 @@ def read_evidence_tool(ctx: TeamContext, hypothesis_id: str | None) -> Tool:
                 raise ToolError(f"{evidence_id} was recorded after your digest was written "
                                 "(by a hypothesis examined in parallel): read one the "
                                 "digest lists")
-        shown = await asyncio.to_thread(evidence_details, ctx.board, wanted,
-                                        budget_tokens=READ_EVIDENCE_TOKENS,
-                                        focus=hypothesis_id)
+        text = str(args.get("rows_matching") or "").strip()
+        if text:
+            shown = await asyncio.to_thread(_matching_rows, ctx, wanted, text)
+        else:
+            shown = await asyncio.to_thread(evidence_details, ctx.board, wanted,
+                                            budget_tokens=READ_EVIDENCE_TOKENS,
+                                            focus=hypothesis_id)
         return (f"{shown}\n\n(stored rows; no query was run. To use one for the hypothesis, "
                 "link_evidence it with your reading.)")
 
@@ -63,5 +73,39 @@ def read_evidence_tool(ctx: TeamContext, hypothesis_id: str | None) -> Tool:
                 "in the digest: other hypotheses' evidence and exploration) without running "
                 f"its query again; at most {MOST_READ} per call. Then link_evidence the one "
                 "that tests your hypothesis, instead of running a near-duplicate query.",
-                {"evidence_ids": {**IDS_SCHEMA, "description": "evidence ids, e.g. [\"E4\"]"}},
-                read_evidence, concurrent=True)
+                {"evidence_ids": {**IDS_SCHEMA, "description": "evidence ids, e.g. [\"E4\"]"},
+                 "rows_matching": {"type": "string", "description": (
+                     "optional: show only the stored rows with a cell containing this text "
+                     "(case ignored), e.g. \"amount\" for an analysis result's amount "
+                     "segments; without it, the rows that carry the evidence's readings")}},
+                read_evidence, required=["evidence_ids"], concurrent=True)
+
+
+def _matching_rows(ctx: TeamContext, evidence_ids: list[str], text: str) -> str:
+    """Each evidence's stored rows with a cell containing ``text`` (case-folded), in
+    their stored order, within :data:`READ_EVIDENCE_TOKENS` over all of them (the rows
+    past it are counted, not shown)."""
+    wanted = text.casefold()
+    budget = READ_EVIDENCE_TOKENS // len(evidence_ids)
+    blocks = []
+    for evidence_id in evidence_ids:
+        item = ctx.board.get_evidence(evidence_id)
+        frame = ctx.board.evidence_frame(evidence_id)
+        cells = frame.astype(str).apply(lambda column: column.str.casefold())
+        positions = [i for i, hit in enumerate(cells.apply(
+            lambda column: column.str.contains(wanted, regex=False)).any(axis=1)) if hit]
+        title = " ".join(tool_summary(item.description).split("\n", 1)[0].split())
+        head = (f"[{item.id}] {title}\nStored rows with a cell containing {text!r}: "
+                f"{len(positions):,} of {len(frame):,}")
+        if not positions:
+            blocks.append(f"{head} (columns: {', '.join(map(str, frame.columns))}).")
+            continue
+        shown = positions
+        rendered = render_rows(frame, shown)
+        while len(shown) > 1 and estimate_tokens(rendered) > budget:
+            shown = shown[: max(1, len(shown) * 2 // 3)]
+            rendered = render_rows(frame, shown)
+        more = (f"\n... {len(positions) - len(shown)} more such rows: name a narrower text"
+                if len(shown) < len(positions) else "")
+        blocks.append(f"{head}:\n{rendered}{more}")
+    return "\n\n".join(blocks)
