@@ -230,3 +230,56 @@ def test_a_constant_other_than_zero_is_a_finding() -> None:
     result = segment_scan(GuardedSQL(con), source="r", metric="avg(rating)")
     assert _row(result, "r.product", "X")["flagged"]
     assert "Constant segments" not in result.summary
+
+
+def _declines() -> GuardedSQL:
+    """Expense lines whose decline rate is higher in Sales (0.3 against 0.1): a processed
+    date is filled only on processed lines (never on a declined one), and a decline
+    reason only on declined lines; a note column is empty on a random tenth of rows."""
+    rng = np.random.default_rng(11)
+    rows = 3000
+    department = rng.choice(["Sales", "IT", "HR", "Finance"], rows)
+    declined = rng.random(rows) < np.where(department == "Sales", 0.3, 0.1)
+    processed = ~declined & (rng.random(rows) < 0.7)
+    opened = pd.Timestamp("2024-01-01") + pd.to_timedelta(rng.integers(0, 300, rows), unit="D")
+    frame = pd.DataFrame({
+        "department": department, "declined": declined,
+        "processed_date": (opened + pd.Timedelta(days=5)).where(processed),
+        "reason": pd.Series(rng.choice(["policy", "receipt", "limit"], rows)).where(declined),
+        "note": pd.Series(rng.choice(["a", "b"], rows)).where(rng.random(rows) > 0.1),
+    })
+    con = duckdb.connect()
+    con.register("frame", frame)
+    con.execute("CREATE TABLE e AS SELECT * FROM frame")
+    return GuardedSQL(con)
+
+
+RATE = "avg(CASE WHEN e.declined THEN 1 ELSE 0 END)"
+
+
+def test_a_column_recorded_for_one_outcome_only_is_named_once_not_flagged() -> None:
+    """A real-model collector had to argue away "processed in 2023: 0 declines" and
+    "no processed date: 0.295": a processing date no declined line gets restates the
+    decline. Such columns are named in one line; the real cause stays flagged."""
+    result = segment_scan(_declines(), source="e", metric=RATE)
+    flagged = set(result.frame[result.frame["flagged"]]["dimension"])
+    assert flagged == {"e.department"}, flagged
+    assert not any("processed_date" in f.text or "reason" in f.text for f in result.flags)
+    line = next(x for x in result.summary.splitlines()
+                if x.startswith("Recorded for one outcome only"))
+    counts = _declines().run("SELECT count(*) FILTER (WHERE declined) AS ones, count(*) "
+                             "FILTER (WHERE processed_date IS NOT NULL) AS filled, count(*) "
+                             "FILTER (WHERE NOT declined) AS zeros FROM e").frame.iloc[0]
+    assert (f"e.processed_date: empty on all {counts['ones']} rows whose metric is 1, filled "
+            f"on {counts['filled']} of the {counts['zeros']} rows whose metric is 0") in line
+    assert (f"e.reason = (missing): empty on all {counts['zeros']} rows whose metric is 0, "
+            f"filled on {counts['ones']} of the {counts['ones']} rows whose metric is 1") in line
+    assert "note" not in line  # empty on rows of both outcomes: an ordinary column
+    rows = result.frame[result.frame["dimension"] == "quarter(e.processed_date)"]
+    assert len(rows) and not rows["flagged"].any()  # its rows are kept
+
+
+def test_no_column_is_set_aside_for_a_metric_that_is_not_0_1() -> None:
+    result = segment_scan(_declines(), source="e",
+                          metric="avg(CASE WHEN e.declined THEN 2 ELSE 0 END + 1)")
+    assert "Recorded for one outcome only" not in result.summary

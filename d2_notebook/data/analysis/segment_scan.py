@@ -16,7 +16,7 @@ near-copy, a numeric copy, a column the outcome sets:
 :func:`~d2_notebook.data.analysis.common.column_copies`) keep their rows but are not
 flagged; the summary names the dimension once.
 
-Two cases say one fact many times, and are named once instead:
+Three cases say one fact many times, and are named once instead:
 
 - A constant segment: one that would be flagged, but whose metric is 0 on every one of
   its rows, or one value on every row of a column's missing value (variance 0 to floating tolerance,
@@ -39,6 +39,13 @@ Two cases say one fact many times, and are named once instead:
   :data:`~d2_notebook.data.analysis.common.FEW_VALUES`), whose moments are little more
   than counts, only date parts of one column that must be the same rows when their
   counts agree (its missing value; a month and its month of the year) are merged.
+- A column recorded for one outcome only (a 0/1 metric): empty on every row of one
+  outcome and filled on some rows of the other, as a processing date no declined line
+  gets (:func:`~d2_notebook.data.analysis.segment_repeats.recorded_for_one_outcome`).
+  Each of its filled values has a rate of exactly 0 or 1 and its missing value holds
+  the whole outcome, by construction: none of its dimensions' segments is flagged, and
+  the summary names the column once, with the counts and the check a reader makes (a
+  cause that rules the outcome out looks the same).
 """
 
 from __future__ import annotations
@@ -61,8 +68,11 @@ from d2_notebook.data.analysis.common import (
 )
 from d2_notebook.data.analysis.result import AnalysisResult, AnalysisTool, Flag, FlagKind, capped
 from d2_notebook.data.analysis.segment_repeats import (
+    OneOutcomeColumn,
     also_line,
     constant_line,
+    one_outcome_line,
+    recorded_for_one_outcome,
     same_row_groups,
     set_aside_constants,
 )
@@ -197,6 +207,7 @@ def segment_scan(
                               and row["dimension"] not in copies
                               and row["dimension"] not in set_by_outcome)
     constants = set_aside_constants(rows, total)
+    one_outcome = recorded_for_one_outcome(rows, total)
     frame = pd.DataFrame(rows, columns=[*COLUMNS, "material", *_WORK]).astype(
         {"tested": bool, "flagged": bool, "material": bool, "is_missing": bool,
          "set_aside": bool})  # typed when no row was split
@@ -216,7 +227,7 @@ def segment_scan(
     repeated = sum(len(same) for _, same in findings)
     summary = _summary(metric, total, frame[~frame["dimension"].isin(exact)], flag_lines,
                        prepared, support, alpha, top, immaterial, exact, copies,
-                       set_by_outcome, constants_said, repeated)
+                       set_by_outcome, constants_said, repeated, one_outcome)
     frame = frame.drop(columns=["material", *_WORK])
     return capped(AnalysisTool.SEGMENT_SCAN, scan.sql, frame, sql.max_rows, scan.duration_s,
                   summary, flags)
@@ -239,8 +250,10 @@ def _summary(metric: str, total: Moments, frame: pd.DataFrame, flags: list[str],
              prepared: Prepared, support: Support, alpha: float, top: int,
              immaterial: int, exact: list[str], copies: dict[str, float],
              set_by_outcome: dict[str, OutcomeValue], constants_said: str | None,
-             repeated: int) -> str:
+             repeated: int, one_outcome: list[OneOutcomeColumn]) -> str:
     tested = frame[frame["tested"]]
+    restating = {*copies, *set_by_outcome,
+                 *(row["dimension"] for column in one_outcome for row in column.missing)}
     n_dimensions = len(prepared.plan.dimensions)
     lines = [
         f"segment_scan of {metric} over {int(total.n)} rows (overall {figure(total.mean)}): "
@@ -256,7 +269,7 @@ def _summary(metric: str, total: Moments, frame: pd.DataFrame, flags: list[str],
         lines += [f"- {line}" for line in flags[:top]]
         if len(flags) > top:
             lines.append(f"- ... {len(flags) - top} more flagged segments in the rows")
-    elif len(others := tested[~tested["dimension"].isin({*copies, *set_by_outcome})
+    elif len(others := tested[~tested["dimension"].isin(restating)
                               & ~tested["set_aside"]]):
         other = " other" if constants_said else ""
         lines.append(f"No{other} tested segment deviates beyond chance by a material amount "
@@ -274,6 +287,8 @@ def _summary(metric: str, total: Moments, frame: pd.DataFrame, flags: list[str],
         lines.append(near_copy_line(copies, "not flagged", "its rows are kept"))
     if set_by_outcome:
         lines.append(outcome_set_line(set_by_outcome, "not flagged", "its rows are kept"))
+    if one_outcome:
+        lines.append(one_outcome_line(one_outcome, prepared.plan))
     if immaterial:
         lines.append(f"{immaterial} segment(s) differ beyond chance by less than "
                      f"{RELATIVE_TOLERANCE:.0%} of the metric's scale: not flagged.")
