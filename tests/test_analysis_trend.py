@@ -230,6 +230,15 @@ def test_a_season_the_metric_is_computed_from_is_not_tested() -> None:
     ("avg(month(closed_at) = 12)", "closed_at", {"month_of_year": "month(closed_at)"}),
     ("avg(date_part('hr', closed_at) >= 18)", "closed_at",
      {"hour": "date_part('hr', closed_at)"}),
+    ("avg(quarter(closed_at) = 4)", "closed_at", {"month_of_year": "quarter(closed_at)"}),
+    ("avg(date_part('doy', closed_at) > 300)", "closed_at",
+     {"month_of_year": "date_part('doy', closed_at)"}),
+    ("avg(strftime(closed_at, '%j')::INT > 300)", "closed_at",
+     {"month_of_year": "strftime(closed_at, '%j')"}),
+    ("avg(hour(closed_at - INTERVAL 2 HOUR) >= 18)", "closed_at",  # a shifted time, no length
+     {"hour": "hour(closed_at - INTERVAL 2 HOUR)"}),
+    ("avg(strftime(strptime(raw, '%H:%M'), '%m') = '12')", "raw",  # the outer format only
+     {"month_of_year": "strftime(strptime(raw, '%H:%M'), '%m')"}),
     ("avg(EXTRACT(mons FROM closed_at) = 12)", "closed_at",
      {"month_of_year": "EXTRACT(mons FROM closed_at)"}),
     ("avg(CASE WHEN strftime(closed_at, '%H') >= '18' THEN 1 ELSE 0 END)", "closed_at",
@@ -277,6 +286,10 @@ def test_the_seasons_a_metric_is_computed_from(metric: str, time: str,
     ("avg(hour(closed_at)", "closed_at"),  # unparseable metric
     ("avg(hour(closed_at) > 1); SELECT 1", "closed_at"),
     ("avg(hour(closed_at) > 1)", "date_trunc('day',"),  # unparseable time
+    ("avg(extract(hour FROM closed_at - opened_at) > 2)", "closed_at"),  # a duration's hours
+    ("avg(date_part('hour', age(closed_at, opened_at)) > 1)", "closed_at"),
+    ("avg(main.hour(opened_at) > 3)", "closed_at"),  # main is a schema, not a column
+    ("avg(strftime(strptime(raw, '%H:%M'), '%m') = '12')", "closed_at"),
 ])
 def test_a_metric_not_computed_from_a_season_of_the_time_defines_none(
         metric: str, time: str) -> None:

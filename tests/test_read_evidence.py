@@ -10,10 +10,14 @@ from account_case import account_context
 
 from d2_notebook.board import Board
 from d2_notebook.detective import roles
-from d2_notebook.detective.read_evidence import MOST_READ, read_evidence_tool
+from d2_notebook.detective.read_evidence import (
+    MOST_READ,
+    READ_EVIDENCE_TOKENS,
+    read_evidence_tool,
+)
 from d2_notebook.detective.tools import ToolError
 from d2_notebook.detective.variant import FULL, NO_JUDGE, Role
-from d2_notebook.llm import ModelRequest, ModelResponse
+from d2_notebook.llm import ModelRequest, ModelResponse, estimate_tokens
 from d2_notebook.llm.messages import ToolResult
 from d2_notebook.llm.offline import FunctionModel, tool_call
 
@@ -119,3 +123,23 @@ async def test_rows_matching_shows_the_rows_a_summary_leaves_out(board: Board) -
     assert "0 of 1,500 (columns: dimension, value, metric)" in none
     many = await read.handler({"evidence_ids": [scan.id], "rows_matching": "t."})
     assert "1,500 of 1,500" in many and "more such rows: name a narrower text" in many
+    assert estimate_tokens(many) <= READ_EVIDENCE_TOKENS + 100  # the budget, and the note
+    shown_as = await read.handler({"evidence_ids": [scan.id], "rows_matching": "0.1071"})
+    assert "1 of 1,500" in shown_as  # 0.1071 as shown, 0.10710000000000001 as stored
+    long = board.add_evidence("SELECT 2", pd.DataFrame({"text": ["amount " + "x" * 60_000]}),
+                              description="one long cell",
+                              investigation_id=ctx.investigation_id)
+    with pytest.raises(ToolError, match="recorded after your digest"):  # checked as before
+        await read.handler({"evidence_ids": [long.id], "rows_matching": "amount"})
+
+
+async def test_rows_matching_cuts_a_row_past_the_budget(board: Board) -> None:
+    ctx = account_context(board, FunctionModel(lambda request: tool_call("done")))
+    long = board.add_evidence("SELECT 2", pd.DataFrame({"text": ["amount " + "x " * 30_000]}),
+                              description="one long cell",
+                              investigation_id=ctx.investigation_id)
+    _, mine, _ = _board_with_other_evidence(board, ctx.investigation_id)
+    shown = await read_evidence_tool(ctx, mine).handler(
+        {"evidence_ids": [long.id], "rows_matching": "AMOUNT"})
+    assert "(cut to this tool's budget)" in shown
+    assert estimate_tokens(shown) <= READ_EVIDENCE_TOKENS + 100

@@ -9,7 +9,7 @@ import pandas as pd
 
 from d2_notebook.data.fencing import escape_text
 
-__all__ = ["PREVIEW_SLACK", "QueryResult"]
+__all__ = ["PREVIEW_SLACK", "QueryResult", "cell_text", "text_table"]
 
 PREVIEW_SLACK = 0.5
 """A result longer than ``max_rows`` by at most this fraction of it is previewed whole:
@@ -110,7 +110,7 @@ def text_table(frame: pd.DataFrame, max_colwidth: int = 400) -> tuple[list[str],
     cells: list[list[str]] = []
     long_cells: list[bool] = []
     for row in frame.itertuples(index=False, name=None):
-        texts = [_cell_text(value) for value in row]
+        texts = [cell_text(value) for value in row]
         long_cells.append(any(len(t) > max_colwidth for t in texts))
         cells.append([t if len(t) <= max_colwidth else t[: max_colwidth - 1] + "…"
                       for t in texts])
@@ -123,7 +123,9 @@ def text_table(frame: pd.DataFrame, max_colwidth: int = 400) -> tuple[list[str],
     return [line(columns), *(line(r) for r in cells)], long_cells
 
 
-def _cell_text(value: object) -> str:
+def cell_text(value: object) -> str:
+    """One cell as :func:`text_table` writes it (``NULL`` for a missing value, floats to
+    six decimals), uncut."""
     if value is None or value is pd.NA or value is pd.NaT:
         return "NULL"
     if isinstance(value, float):

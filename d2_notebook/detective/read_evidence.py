@@ -9,9 +9,9 @@ in the same view the prompts use, and what the reader's own hypothesis has said 
 What parallel branches wrote meanwhile is left out, rows and readings alike (an id
 recorded after the branch's digest is refused), so a replay answers the same.
 
-``rows_matching`` shows instead the stored rows with a cell containing a text: a
-real-model judge needed an analysis result's amount segments, which its summarised view
-(the rows carrying the readings) did not show, and read the same summary again.
+``rows_matching`` shows instead the stored rows with a cell containing a text (as
+stored or as shown), within the same budget: the rows of a long result that its
+summarised view (the rows carrying the readings) leaves out.
 """
 
 from __future__ import annotations
@@ -19,9 +19,12 @@ from __future__ import annotations
 import asyncio
 from typing import Any
 
+import pandas as pd
+
+from d2_notebook.data.results import cell_text
 from d2_notebook.detective.context import TeamContext
 from d2_notebook.detective.digest import readable_evidence
-from d2_notebook.detective.evidence_view import evidence_details, tool_summary
+from d2_notebook.detective.evidence_view import cut_at_word, evidence_details, tool_summary
 from d2_notebook.detective.result_summary import render_rows
 from d2_notebook.detective.team_tools import IDS_SCHEMA, check_reusable
 from d2_notebook.detective.tools import Tool, ToolError, tool
@@ -82,30 +85,47 @@ def read_evidence_tool(ctx: TeamContext, hypothesis_id: str | None) -> Tool:
 
 
 def _matching_rows(ctx: TeamContext, evidence_ids: list[str], text: str) -> str:
-    """Each evidence's stored rows with a cell containing ``text`` (case-folded), in
-    their stored order, within :data:`READ_EVIDENCE_TOKENS` over all of them (the rows
-    past it are counted, not shown)."""
+    """Each evidence's stored rows with a cell containing ``text`` (case ignored) as
+    stored or as shown (``NULL``, floats to six decimals), in their stored order, within
+    :data:`READ_EVIDENCE_TOKENS` shared by the evidence: the rows past it are counted,
+    not shown, and a single row past it is cut."""
     wanted = text.casefold()
     budget = READ_EVIDENCE_TOKENS // len(evidence_ids)
     blocks = []
     for evidence_id in evidence_ids:
         item = ctx.board.get_evidence(evidence_id)
         frame = ctx.board.evidence_frame(evidence_id)
-        cells = frame.astype(str).apply(lambda column: column.str.casefold())
-        positions = [i for i, hit in enumerate(cells.apply(
-            lambda column: column.str.contains(wanted, regex=False)).any(axis=1)) if hit]
+        hits = pd.Series(False, index=range(len(frame)))
+        for column in frame.columns:
+            values = frame[column].reset_index(drop=True)
+            for cells in (values.astype(str), values.map(cell_text)):
+                hits |= cells.str.casefold().str.contains(wanted, regex=False).to_numpy()
+        positions = [int(i) for i in hits[hits].index]
         title = " ".join(tool_summary(item.description).split("\n", 1)[0].split())
         head = (f"[{item.id}] {title}\nStored rows with a cell containing {text!r}: "
                 f"{len(positions):,} of {len(frame):,}")
         if not positions:
             blocks.append(f"{head} (columns: {', '.join(map(str, frame.columns))}).")
             continue
-        shown = positions
+        shown = _rows_within(frame, positions, budget)
         rendered = render_rows(frame, shown)
-        while len(shown) > 1 and estimate_tokens(rendered) > budget:
-            shown = shown[: max(1, len(shown) * 2 // 3)]
-            rendered = render_rows(frame, shown)
-        more = (f"\n... {len(positions) - len(shown)} more such rows: name a narrower text"
-                if len(shown) < len(positions) else "")
+        if (tokens := estimate_tokens(rendered)) > budget:  # one row with a long cell
+            rendered = (cut_at_word(rendered, len(rendered) * budget // tokens)
+                        + " (cut to this tool's budget)")
+        more = (f"\n... {len(positions) - len(shown):,} more such rows: name a narrower "
+                "text" if len(shown) < len(positions) else "")
         blocks.append(f"{head}:\n{rendered}{more}")
     return "\n\n".join(blocks)
+
+
+def _rows_within(frame: pd.DataFrame, positions: list[int], budget: int) -> list[int]:
+    """The longest prefix of ``positions`` (at least one) whose rows render within
+    ``budget`` tokens (a binary search over the prefix's length)."""
+    low, high = 1, len(positions)
+    while low < high:
+        middle = (low + high + 1) // 2
+        if estimate_tokens(render_rows(frame, positions[:middle])) <= budget:
+            low = middle
+        else:
+            high = middle - 1
+    return positions[:low]

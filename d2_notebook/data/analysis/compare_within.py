@@ -89,6 +89,7 @@ from d2_notebook.data.analysis.stats import (
     is_material,
     is_near_copy,
     metric_scale,
+    outcome_left_empty,
 )
 from d2_notebook.data.analysis.strata import (
     EffectScale,
@@ -98,10 +99,13 @@ from d2_notebook.data.analysis.strata import (
     standardise,
 )
 from d2_notebook.data.analysis.text import (
+    MISSING,
+    OneOutcomeColumn,
     describe_value,
     figure,
     name_list,
     near_copy_line,
+    one_outcome_line,
     outcome_set_line,
 )
 from d2_notebook.data.catalog_access import dialect_sql
@@ -200,7 +204,10 @@ def compare_within(
     restated = column_copies(sql, prepared, total, requested=dimensions is not None,
                              known={*exact, *copies})
     copies |= restated.numeric
-    families = [f for f in families if f.name not in {*exact, *copies, *restated.names}]
+    one_outcome, left_empty = ([], set()) if dimensions is not None else _one_outcome(
+        planned_families, total, alpha, known={*exact, *copies, *restated.names})
+    families = [f for f in families
+                if f.name not in {*exact, *copies, *restated.names, *left_empty}]
     binary = is_binary(total)
     for family in families:
         check_heterogeneity(family, max(support.rows, HETEROGENEITY_MIN_ARM), pooled, binary,
@@ -260,9 +267,32 @@ def compare_within(
     summary = _summary(metric, label, versus, exposed, rest, crude, flags, families, alpha,
                        support, prepared, exact, unflagged_moves, copies,
                        restated.set_by_outcome, _near_misses(near_heterogeneity, alpha, top),
-                       _scale_dependent(scale_dependent, top), with_outcome)
+                       _scale_dependent(scale_dependent, top), with_outcome, one_outcome)
     return capped(AnalysisTool.COMPARE_WITHIN, scan.sql, frame, sql.max_rows,
                   scan.duration_s, summary, flags)
+
+
+def _one_outcome(families: list[tuple[Family, PlannedDimension]], total: Moments,
+                 alpha: float, *, known: set[str]) -> tuple[list[OneOutcomeColumn], set[str]]:
+    """The columns recorded for one outcome only
+    (:func:`~d2_notebook.data.analysis.stats.outcome_left_empty`, read from each
+    dimension's missing-value stratum; one column's date parts named once), and the
+    names of the dimensions that read them: not tested, since holding such a column
+    fixed holds the outcome fixed on its filled rows (a processing date no declined
+    expense gets halved a real effect, flagged as CONFOUNDING)."""
+    by_column: dict[str, OneOutcomeColumn] = {}
+    names: set[str] = set()
+    for family, planned in families:
+        missing = next((m1 + m0 for label, m1, m0 in family.strata if label == MISSING), None)
+        if family.membership or family.name in known or missing is None:
+            continue
+        outcome = outcome_left_empty(missing, total, alpha)
+        if outcome is not None:
+            names.add(family.name)
+            column = (planned.dimension.column_name if planned.dimension is not None
+                      else family.name)
+            by_column.setdefault(column, OneOutcomeColumn.of(column, outcome, missing, total))
+    return list(by_column.values()), names
 
 
 def _or_one(q: float) -> float:
@@ -595,7 +625,8 @@ def _summary(metric: str, label: str, versus: str, exposed: Moments, rest: Momen
              alpha: float, support: Support, prepared: Prepared, exact: list[str],
              unflagged_moves: list[tuple[str, str]], copies: dict[str, float],
              set_by_outcome: dict[str, OutcomeValue], near_misses: str | None,
-             scale_dependent: str | None, with_outcome: dict[str, frozenset[str]]) -> str:
+             scale_dependent: str | None, with_outcome: dict[str, frozenset[str]],
+             one_outcome: list[OneOutcomeColumn]) -> str:
     lines = [
         f"compare_within: {metric} for {label} vs {versus}: {figure(exposed.mean)} (n = "
         f"{int(exposed.n)}) vs {figure(rest.mean)} (n = {int(rest.n)}); crude effect "
@@ -672,6 +703,9 @@ def _summary(metric: str, label: str, versus: str, exposed: Moments, rest: Momen
                                     "holding it fixed would hold the outcome fixed"))
     if set_by_outcome:
         lines.append(outcome_set_line(set_by_outcome, "not tested as confounders",
+                                      "holding it fixed would hold the outcome fixed"))
+    if one_outcome:
+        lines.append(one_outcome_line(one_outcome, "not tested as confounders",
                                       "holding it fixed would hold the outcome fixed"))
     if exact:
         lines.append(f"Not tested: {name_list(exact)} determine(s) the metric exactly (each "

@@ -37,17 +37,21 @@ _DEFINING_PARTS = {  # date part, as SQL names it -> the season it defines
     "hour": "hour", "dayofweek": "day_of_week", "dow": "day_of_week",
     "isodow": "day_of_week", "dayname": "day_of_week", "weekday": "day_of_week",
     "month": "month_of_year", "monthname": "month_of_year",
+    # parts within the year fix the month too (a share closed in Q4, in week 52)
+    "quarter": "month_of_year", "dayofyear": "month_of_year", "week": "month_of_year",
+    "weekofyear": "month_of_year",
 }
 _PART_SPELLINGS = {  # date_part's other names of those parts -> the season
     **dict.fromkeys(("hours", "h", "hr", "hrs"), "hour"),
-    **dict.fromkeys(("months", "mon", "mons"), "month_of_year"),
+    **dict.fromkeys(("months", "mon", "mons", "doy", "weeks", "w", "isoweek"),
+                    "month_of_year"),
 }
 _PART_ARGUMENT = frozenset({"date_part", "datepart"})  # EXTRACT parses as date_part
 _FORMATS = frozenset({"strftime"})
 _FORMAT_SEASONS = {  # strftime directive -> the season it reads
     **dict.fromkeys(("H", "-H", "I", "-I", "p", "X", "T"), "hour"),
     **dict.fromkeys(("a", "A", "w", "u"), "day_of_week"),
-    **dict.fromkeys(("b", "h", "B", "m", "-m"), "month_of_year"),
+    **dict.fromkeys(("b", "h", "B", "m", "-m", "j", "-j", "U", "W", "V"), "month_of_year"),
 }
 _FORMAT_YEARS = frozenset({"Y", "y", "-y", "G", "c", "x"})
 """Directives naming the year: such a format reads a calendar period (``'%Y-%m'`` is a
@@ -83,8 +87,10 @@ def seasons_defined_by(metric: str, time: str) -> dict[str, str]:
     ``closed_at.hour()``...)
     and ``strftime`` with a format holding a directive of the season
     (:data:`_FORMAT_SEASONS`) but not the year. ``date_trunc`` and a format naming the
-    year read a calendar period, not a season; a date part of another column is still
-    tested. Each season's reason quotes the first call defining it as written (DuckDB's
+    year read a calendar period, not a season; a date part of another column, or of a
+    duration (``closed_at - opened_at``, ``age(...)``: its hours are a length), is still
+    tested. Parts within the year (quarter, week, day of year) fix the month of year.
+    Each season's reason quotes the first call defining it as written (DuckDB's
     rendering when the tree holds no position for it). A metric or time that does not
     parse defines no season: ``{}``.
     """
@@ -99,7 +105,7 @@ def seasons_defined_by(metric: str, time: str) -> dict[str, str]:
         if node.get("class") != "FUNCTION":
             continue
         seasons = [s for s in _seasons_of(node) if s not in found]
-        if seasons and columns & _read_by(node):
+        if seasons and columns & _read_by(node) and not _reads_a_duration(node):
             reason = (f"the metric is computed from {_call_text(node, statement)}, so "
                       "it varies with that season by its definition")
             found.update(dict.fromkeys(seasons, reason))
@@ -113,10 +119,28 @@ def _columns(node: object) -> set[str]:
 
 
 def _read_by(call: dict) -> set[str]:
-    """The columns a function call reads: in its arguments, or before its dot
-    (``closed_at.hour()`` parses as a function ``hour`` of a schema ``closed_at``)."""
-    receiver = {str(call["schema"]).lower()} if call.get("schema") else set()
-    return _columns(call.get("arguments")) | receiver
+    """The columns a function call reads: in its arguments, or before its dot when it
+    has none (``closed_at.hour()`` parses as a function ``hour`` of a schema
+    ``closed_at``; in ``main.hour(x)`` the qualifier is a schema)."""
+    arguments = call.get("arguments")
+    receiver = ({str(call["schema"]).lower()} if call.get("schema") and not arguments
+                else set())
+    return _columns(arguments) | receiver
+
+
+def _reads_a_duration(call: dict) -> bool:
+    """Whether a date-part call reads a duration, not a time: a difference of two
+    column expressions (``closed_at - opened_at``) or ``age(...)``, whose hour is a
+    length, not the time of day."""
+    for inner in iter_nodes(call.get("arguments")):
+        if inner.get("class") != "FUNCTION":
+            continue
+        name = str(inner.get("function_name", "")).lower()
+        operands = [a.get("expression", a) for a in inner.get("arguments") or []]
+        if name == "age" or (name == "-" and len(operands) == 2
+                             and all(_columns(o) for o in operands)):
+            return True
+    return False
 
 
 def _seasons_of(call: dict) -> list[str]:
@@ -128,8 +152,9 @@ def _seasons_of(call: dict) -> list[str]:
         parts = _strings(arguments[:1])
         spellings = _DEFINING_PARTS | _PART_SPELLINGS
         return [spellings[p.lower()] for p in parts if p.lower() in spellings]
-    if name in _FORMATS:
-        return [season for text in _strings(arguments) for season in _format_seasons(text)]
+    if name in _FORMATS:  # the format is a direct argument, not a nested call's
+        formats = [a for a in arguments if isinstance(a, dict) and a.get("class") == "CONSTANT"]
+        return [season for text in _strings(formats) for season in _format_seasons(text)]
     return [_DEFINING_PARTS[name]] if name in _DEFINING_PARTS else []
 
 

@@ -15,17 +15,18 @@ See :mod:`~d2_notebook.data.analysis.segment_scan` for the rules.
 
 from __future__ import annotations
 
+from collections.abc import Collection
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from d2_notebook.data.analysis.stats import (
-    MIN_SUPPORT_FLOOR,
     Moments,
     is_binary,
     is_constant,
+    outcome_left_empty,
     same_moments,
 )
-from d2_notebook.data.analysis.text import MISSING, figure, segment_label
+from d2_notebook.data.analysis.text import MISSING, OneOutcomeColumn, figure, segment_label
 from d2_notebook.data.dimensions import DatePart, DimensionKind
 from d2_notebook.data.schema import quote_ident
 
@@ -33,8 +34,8 @@ if TYPE_CHECKING:
     from d2_notebook.data.analysis.common import Prepared
     from d2_notebook.data.analysis.plan import Plan
 
-__all__ = ["Constant", "OneOutcomeColumn", "also_line", "constant_line", "one_outcome_line",
-           "recorded_for_one_outcome", "same_row_groups", "set_aside_constants"]
+__all__ = ["Constant", "also_line", "constant_line", "recorded_for_one_outcome",
+           "same_row_groups", "set_aside_constants"]
 
 CONSTANTS_NAMED = 6
 """Most constant segments the summary names one by one."""
@@ -245,65 +246,37 @@ def _leave_out(row: dict, prepared: Prepared, missing: set[int]) -> str | None:
     return f"{ref} {unequal} {literal}"
 
 
-@dataclass(frozen=True)
-class OneOutcomeColumn:
-    """A column empty on every row of one outcome of a 0/1 metric (``outcome``, its
-    ``outcome_rows`` rows) and filled on ``filled`` of the ``others`` rows of the other
-    outcome; ``missing`` are its missing-value segments (one per dimension reading it)."""
+def recorded_for_one_outcome(rows: list[dict], total: Moments, plan: Plan, *,
+                             known: Collection[str], alpha: float) -> list[OneOutcomeColumn]:
+    """The columns a 0/1 metric's outcome leaves empty
+    (:func:`~d2_notebook.data.analysis.stats.outcome_left_empty`), among the dimensions
+    with a flagged segment: every segment of such a dimension stops being flagged (its
+    rows are kept), and the missing-value segments of one column's date parts are one
+    column.
 
-    missing: list[dict]
-    outcome: int
-    outcome_rows: int
-    filled: int
-    others: int
-
-
-def recorded_for_one_outcome(rows: list[dict], total: Moments) -> list[OneOutcomeColumn]:
-    """The columns a 0/1 metric's outcome leaves empty: a missing-value segment holding
-    every row of one outcome (at least :data:`MIN_SUPPORT_FLOOR`), whose rest (the rows
-    where the column is filled, again at least that many) is all the other outcome. A
-    date or code filled only at a later step of one outcome (the processing date no
-    declined expense gets) makes its segments restate the outcome: a rate of exactly 0
-    on every filled value, and the whole outcome on its missing value. Every segment of
-    such a dimension stops being flagged (its rows are kept). Segments of the same rows
-    (one column's date parts) are grouped."""
-    if not is_binary(total):
-        return []
-    ones = total.s1
-    found: list[OneOutcomeColumn] = []
+    Not considered: 1:N memberships (their missing value is "has a child with no value",
+    whose rest holds the rows with no child at all) and the dimensions already named as
+    restating the metric (``known``: exact determinants, near-copies, columns the outcome
+    sets)."""
+    flagged = {row["dimension"] for row in rows if row["flagged"]}
+    by_column: dict[tuple[str, int], list[dict]] = {}
     for row in rows:
-        rest = row["rest_moments"]
-        if not row["is_missing"] or rest.n < MIN_SUPPORT_FLOOR:
+        planned = plan.dimensions[row["dimension_index"]]
+        if (not row["is_missing"] or planned.membership or row["dimension"] in known
+                or row["dimension"] not in flagged):
             continue
-        if abs(rest.s1) < 0.5 and ones >= MIN_SUPPORT_FLOOR:
-            outcome, outcome_rows = 1, round(ones)
-        elif abs(rest.n - rest.s1) < 0.5 and total.n - ones >= MIN_SUPPORT_FLOOR:
-            outcome, outcome_rows = 0, round(total.n - ones)
-        else:
-            continue
-        same = next((c for c in found if c.outcome == outcome
-                     and c.missing[0]["n"] == row["n"]), None)
-        if same is not None:
-            same.missing.append(row)
-        else:
-            found.append(OneOutcomeColumn([row], outcome, outcome_rows, int(rest.n),
-                                          round(total.n) - outcome_rows))
-    dimensions = {r["dimension"] for column in found for r in column.missing}
+        outcome = outcome_left_empty(row["moments"], total, alpha)
+        if outcome is not None:
+            column = (planned.dimension.column_name if planned.dimension is not None
+                      else row["dimension"])
+            by_column.setdefault((column, outcome), []).append(row)
+    found = []
+    for (_, outcome), missing in by_column.items():
+        (name, column), *_ = _named(missing, plan)
+        found.append(OneOutcomeColumn.of(column or name, outcome, missing[0]["moments"],
+                                         total))
+    dimensions = {row["dimension"] for rows_of in by_column.values() for row in rows_of}
     for row in rows:
         if row["dimension"] in dimensions:
-            row["flagged"] = False
+            row["flagged"], row["set_aside"] = False, True
     return found
-
-
-def one_outcome_line(columns: list[OneOutcomeColumn], plan: Plan) -> str:
-    """The summary line naming the columns recorded for one outcome only."""
-    named = "; ".join(
-        f"{', '.join(column or name for name, column in _named(c.missing, plan))}: "
-        f"empty on all {c.outcome_rows} rows whose metric is "
-        f"{c.outcome}, filled on {c.filled} of the {c.others} rows whose metric is "
-        f"{1 - c.outcome}" for c in columns)
-    return ("Recorded for one outcome only, not flagged (their rows are kept): "
-            f"{named}. A field filled only at a later step of one outcome (a date or code "
-            "the other outcome never gets) restates the outcome: its filled values have a "
-            "rate of exactly 0 or 1 by construction. A cause that rules the outcome out "
-            "would look the same: check which before reading its segments as a cause.")

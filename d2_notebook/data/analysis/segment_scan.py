@@ -68,10 +68,8 @@ from d2_notebook.data.analysis.common import (
 )
 from d2_notebook.data.analysis.result import AnalysisResult, AnalysisTool, Flag, FlagKind, capped
 from d2_notebook.data.analysis.segment_repeats import (
-    OneOutcomeColumn,
     also_line,
     constant_line,
-    one_outcome_line,
     recorded_for_one_outcome,
     same_row_groups,
     set_aside_constants,
@@ -93,10 +91,12 @@ from d2_notebook.data.analysis.stats import (
     wilson_interval,
 )
 from d2_notebook.data.analysis.text import (
+    OneOutcomeColumn,
     describe_value,
     figure,
     name_list,
     near_copy_line,
+    one_outcome_line,
     outcome_set_line,
     segment_label,
     table_of,
@@ -207,7 +207,9 @@ def segment_scan(
                               and row["dimension"] not in copies
                               and row["dimension"] not in set_by_outcome)
     constants = set_aside_constants(rows, total)
-    one_outcome = recorded_for_one_outcome(rows, total)
+    one_outcome = ([] if dimensions is not None  # named dimensions are split as asked
+                   else recorded_for_one_outcome(rows, total, prepared.plan, alpha=alpha,
+                                                 known={*exact, *copies, *set_by_outcome}))
     frame = pd.DataFrame(rows, columns=[*COLUMNS, "material", *_WORK]).astype(
         {"tested": bool, "flagged": bool, "material": bool, "is_missing": bool,
          "set_aside": bool})  # typed when no row was split
@@ -252,8 +254,7 @@ def _summary(metric: str, total: Moments, frame: pd.DataFrame, flags: list[str],
              set_by_outcome: dict[str, OutcomeValue], constants_said: str | None,
              repeated: int, one_outcome: list[OneOutcomeColumn]) -> str:
     tested = frame[frame["tested"]]
-    restating = {*copies, *set_by_outcome,
-                 *(row["dimension"] for column in one_outcome for row in column.missing)}
+    restating = {*copies, *set_by_outcome, *frame[frame["set_aside"]]["dimension"]}
     n_dimensions = len(prepared.plan.dimensions)
     lines = [
         f"segment_scan of {metric} over {int(total.n)} rows (overall {figure(total.mean)}): "
@@ -271,12 +272,15 @@ def _summary(metric: str, total: Moments, frame: pd.DataFrame, flags: list[str],
             lines.append(f"- ... {len(flags) - top} more flagged segments in the rows")
     elif len(others := tested[~tested["dimension"].isin(restating)
                               & ~tested["set_aside"]]):
-        other = " other" if constants_said else ""
+        other = " other" if constants_said or one_outcome else ""
         lines.append(f"No{other} tested segment deviates beyond chance by a material amount "
                      f"({rule}); the largest gaps among the tested:")
         for row in others.head(min(top, 5)).itertuples():
             lines.append(f"- {segment_label(row.dimension, row.value)}: {figure(row.metric)} "
                          f"vs {figure(row.rest_metric)} (n = {row.n}, p = {row.p_value:.2g})")
+    elif len(tested):
+        lines.append("No tested segment is flagged: those beyond chance restate the metric "
+                     "(see below).")
     elif not n_dimensions:
         lines.append("No dimension was split (see below why).")
     elif not len(tested):
@@ -288,7 +292,7 @@ def _summary(metric: str, total: Moments, frame: pd.DataFrame, flags: list[str],
     if set_by_outcome:
         lines.append(outcome_set_line(set_by_outcome, "not flagged", "its rows are kept"))
     if one_outcome:
-        lines.append(one_outcome_line(one_outcome, prepared.plan))
+        lines.append(one_outcome_line(one_outcome, "not flagged", "their rows are kept"))
     if immaterial:
         lines.append(f"{immaterial} segment(s) differ beyond chance by less than "
                      f"{RELATIVE_TOLERANCE:.0%} of the metric's scale: not flagged.")

@@ -338,6 +338,31 @@ class OutcomeValue:
         return explained_share([with_, without], Moments(self.rows + self.others, ones, ones))
 
 
+def outcome_left_empty(missing: Moments, total: Moments, alpha: float) -> int | None:
+    """The outcome (1 or 0) of a 0/1 metric whose every row is in ``missing`` (a column's
+    missing-value group), while the rows where the column is filled (``total`` less it,
+    at least :data:`MIN_SUPPORT_FLOOR`) are all the other outcome; None if neither is.
+
+    Such a column is recorded for one outcome only (a processing date no declined
+    expense gets): each filled value has a rate of exactly 0 or 1 and its missing value
+    holds the whole outcome, by construction. It must be beyond chance: were the column
+    filled regardless of the outcome, finding none of the outcome's rows (at least
+    :data:`MIN_SUPPORT_FLOOR`) among the filled ones has a probability below ``alpha``."""
+    filled = total - missing
+    if not is_binary(total) or filled.n < MIN_SUPPORT_FLOOR:
+        return None
+    ones, filled_ones = round(total.s1), round(filled.s1)
+    if filled_ones == 0:
+        outcome, rows = 1, ones
+    elif filled_ones == round(filled.n):
+        outcome, rows = 0, round(total.n) - ones
+    else:
+        return None
+    if rows < MIN_SUPPORT_FLOOR or (1.0 - rows / total.n) ** filled.n >= alpha:
+        return None
+    return outcome
+
+
 def is_set_by_outcome(found: OutcomeValue) -> bool:
     """Whether a column is one the outcome sets: every row of one outcome (at least
     :data:`MIN_SUPPORT_FLOOR` of them) has the same value of it, and that value is so rare

@@ -5,15 +5,18 @@ from __future__ import annotations
 import math
 import re
 from collections import Counter
+from dataclasses import dataclass
 
 from d2_notebook.data.analysis.stats import (
     NEAR_COPY_SHARE,
     NUMERIC_COPY_CORRELATION,
+    Moments,
     OutcomeValue,
 )
 
-__all__ = ["MISSING", "describe_value", "figure", "name_list", "near_copy_line",
-           "outcome_set_line", "segment_label", "table_of"]
+__all__ = ["MISSING", "OneOutcomeColumn", "describe_value", "figure", "name_list",
+           "near_copy_line", "one_outcome_line", "outcome_set_line", "segment_label",
+           "table_of"]
 
 MISSING = "(missing)"
 
@@ -74,9 +77,9 @@ def near_copy_line(copies: dict[str, float], treated: str, consequence: str) -> 
             f"metric (at least {NEAR_COPY_SHARE:.0%}; for a numeric column of the metric's "
             f"own rows, a correlation of {NUMERIC_COPY_CORRELATION:g} or more): the same fact "
             f"recorded twice, a consequence of the outcome, or a cause that fixes it by rule "
-            f"(a time or fee set from a size). Splitting by it only restates the metric, so "
-            f"{consequence}; whether it is a cause is a question for the schema and a direct "
-            f"test (the metric by its bands, or its slope), not for this ranking.")
+            f"(a time or fee set from a size); {consequence}. Whether it is a cause is a "
+            f"question for the schema and a direct test (the metric by its bands, or its "
+            f"slope), not for this tool.")
 
 
 def outcome_set_line(columns: dict[str, OutcomeValue], treated: str, consequence: str) -> str:
@@ -97,3 +100,39 @@ def outcome_set_line(columns: dict[str, OutcomeValue], treated: str, consequence
             f"and the other almost never (the split by it explains at least "
             f"{NEAR_COPY_SHARE:.0%} of the metric's variance): the outcome recorded again, a "
             f"consequence of it, not a cause; {consequence}.")
+
+
+@dataclass(frozen=True)
+class OneOutcomeColumn:
+    """A column recorded for one outcome only
+    (:func:`~d2_notebook.data.analysis.stats.outcome_left_empty`): ``name``, empty on all
+    ``outcome_rows`` rows whose metric is ``outcome``, filled on ``filled`` of the
+    ``others`` rows of the other outcome."""
+
+    name: str
+    outcome: int
+    outcome_rows: int
+    filled: int
+    others: int
+
+    @classmethod
+    def of(cls, name: str, outcome: int, missing: Moments, total: Moments) -> OneOutcomeColumn:
+        """From the column's missing-value moments and the population's."""
+        ones = round(total.s1)
+        outcome_rows = ones if outcome == 1 else round(total.n) - ones
+        return cls(name, outcome, outcome_rows, round(total.n - missing.n),
+                   round(total.n) - outcome_rows)
+
+
+def one_outcome_line(columns: list[OneOutcomeColumn], treated: str, consequence: str) -> str:
+    """The summary line naming the columns recorded for one outcome only: what the tool
+    did with them (``treated``), why, and the check a reader makes."""
+    named = "; ".join(
+        f"{c.name}: empty on all {c.outcome_rows} rows whose metric is {c.outcome}, filled "
+        f"on {c.filled} of the {c.others} rows whose metric is {1 - c.outcome}"
+        for c in columns)
+    return (f"Recorded for one outcome only, {treated}: {named}. A field filled only at a "
+            "later step of one outcome (a date or code the other outcome never gets) "
+            "restates the outcome: its filled values have a rate of exactly 0 or 1 by "
+            f"construction; {consequence}. A cause that rules the outcome out would look "
+            "the same: check which before reading it as a cause.")
