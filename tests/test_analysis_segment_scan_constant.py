@@ -10,7 +10,7 @@ import pytest
 from analysis_data import planted
 
 from d2_notebook.data import GuardedSQL, QueryResult
-from d2_notebook.data.analysis import FlagKind, compare_within, segment_scan
+from d2_notebook.data.analysis import FlagKind, compare_within, decompose, segment_scan
 
 METRIC = "avg(e.processing_time)"
 
@@ -244,7 +244,7 @@ def _declines(*, rows: int = 3000, decline_rates: tuple[float, float] = (0.3, 0.
     processed = ~declined & (rng.random(rows) < 0.7)
     opened = pd.Timestamp("2024-01-01") + pd.to_timedelta(rng.integers(0, 300, rows), unit="D")
     frame = pd.DataFrame({
-        "department": department, "declined": declined,
+        "department": department, "declined": declined, "opened_at": opened,
         "processed_date": (opened + pd.Timedelta(days=5)).where(processed),
         "reason": pd.Series(rng.choice(["policy", "receipt", "limit"], rows)).where(
             declined & (rng.random(rows) < 0.8)),
@@ -275,7 +275,7 @@ def test_a_column_recorded_for_one_outcome_only_is_named_once_not_flagged() -> N
                      "NOT declined) AS zeros, count(reason) AS reasons FROM e").frame.iloc[0]
     assert (f"e.processed_date: empty on all {counts['ones']} rows whose metric is 1, filled "
             f"on {counts['filled']} of the {counts['zeros']} rows whose metric is 0") in line
-    assert (f"e.reason = (missing): empty on all {counts['zeros']} rows whose metric is 0, "
+    assert (f"e.reason: empty on all {counts['zeros']} rows whose metric is 0, "
             f"filled on {counts['reasons']} of the {counts['ones']} rows whose metric is 1"
             ) in line
     assert line.count("e.processed_date") == 1  # its date parts are one column
@@ -320,3 +320,15 @@ def test_compare_within_does_not_hold_fixed_a_column_recorded_for_one_outcome() 
     named = compare_within(sql, source="e", metric=RATE, exposure="e.department",
                            value="Sales", dimensions=["quarter(e.processed_date)"])
     assert ONE_OUTCOME not in named.summary  # a named dimension is split as asked
+
+
+def test_decompose_does_not_split_a_change_by_a_column_recorded_for_one_outcome() -> None:
+    """A change in the decline rate between two opening months split by the processing
+    date would share it out by outcome: the column is named once, not split by."""
+    sql = _declines()
+    result = decompose(sql, source="e", metric=RATE, period="month(e.opened_at)",
+                       before=1, after=9)
+    assert not any("processed_date" in str(f.dimension) for f in result.flags)
+    assert not result.frame["dimension"].map(str).str.contains("processed_date").any()
+    line = next(x for x in result.summary.splitlines() if x.startswith(ONE_OUTCOME))
+    assert line.startswith(f"{ONE_OUTCOME}, not split by: e.processed_date: empty on all ")

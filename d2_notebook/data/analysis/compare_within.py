@@ -75,6 +75,7 @@ from d2_notebook.data.analysis.common import (
     run_pass,
 )
 from d2_notebook.data.analysis.inputs import literal, tables_read
+from d2_notebook.data.analysis.one_outcome import one_outcome_columns
 from d2_notebook.data.analysis.plan import PlannedDimension
 from d2_notebook.data.analysis.result import AnalysisResult, AnalysisTool, Flag, FlagKind, capped
 from d2_notebook.data.analysis.stats import (
@@ -89,7 +90,6 @@ from d2_notebook.data.analysis.stats import (
     is_material,
     is_near_copy,
     metric_scale,
-    outcome_left_empty,
 )
 from d2_notebook.data.analysis.strata import (
     EffectScale,
@@ -204,8 +204,11 @@ def compare_within(
     restated = column_copies(sql, prepared, total, requested=dimensions is not None,
                              known={*exact, *copies})
     copies |= restated.numeric
-    one_outcome, left_empty = ([], set()) if dimensions is not None else _one_outcome(
-        planned_families, total, alpha, known={*exact, *copies, *restated.names})
+    # holding fixed a column recorded for one outcome holds the outcome fixed on its rows
+    one_outcome, left_empty = ([], set()) if dimensions is not None else one_outcome_columns(
+        {f.name: m1 + m0 for f in families if not f.membership
+         for label, m1, m0 in f.strata if label == MISSING},
+        prepared.plan, total, alpha, known={*exact, *copies, *restated.names})
     families = [f for f in families
                 if f.name not in {*exact, *copies, *restated.names, *left_empty}]
     binary = is_binary(total)
@@ -270,29 +273,6 @@ def compare_within(
                        _scale_dependent(scale_dependent, top), with_outcome, one_outcome)
     return capped(AnalysisTool.COMPARE_WITHIN, scan.sql, frame, sql.max_rows,
                   scan.duration_s, summary, flags)
-
-
-def _one_outcome(families: list[tuple[Family, PlannedDimension]], total: Moments,
-                 alpha: float, *, known: set[str]) -> tuple[list[OneOutcomeColumn], set[str]]:
-    """The columns recorded for one outcome only
-    (:func:`~d2_notebook.data.analysis.stats.outcome_left_empty`, read from each
-    dimension's missing-value stratum; one column's date parts named once), and the
-    names of the dimensions that read them: not tested, since holding such a column
-    fixed holds the outcome fixed on its filled rows (a processing date no declined
-    expense gets halved a real effect, flagged as CONFOUNDING)."""
-    by_column: dict[str, OneOutcomeColumn] = {}
-    names: set[str] = set()
-    for family, planned in families:
-        missing = next((m1 + m0 for label, m1, m0 in family.strata if label == MISSING), None)
-        if family.membership or family.name in known or missing is None:
-            continue
-        outcome = outcome_left_empty(missing, total, alpha)
-        if outcome is not None:
-            names.add(family.name)
-            column = (planned.dimension.column_name if planned.dimension is not None
-                      else family.name)
-            by_column.setdefault(column, OneOutcomeColumn.of(column, outcome, missing, total))
-    return list(by_column.values()), names
 
 
 def _or_one(q: float) -> float:

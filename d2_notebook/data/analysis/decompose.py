@@ -85,6 +85,7 @@ from d2_notebook.data.analysis.common import (
 )
 from d2_notebook.data.analysis.dimension_rest import NO_REST, even_lines, flag_drivers
 from d2_notebook.data.analysis.inputs import literal
+from d2_notebook.data.analysis.one_outcome import one_outcome_columns
 from d2_notebook.data.analysis.result import AnalysisResult, AnalysisTool, Flag, FlagKind, capped
 from d2_notebook.data.analysis.stats import (
     Z95,
@@ -98,9 +99,12 @@ from d2_notebook.data.analysis.stats import (
     metric_scale,
 )
 from d2_notebook.data.analysis.text import (
+    MISSING,
+    OneOutcomeColumn,
     figure,
     name_list,
     near_copy_line,
+    one_outcome_line,
     outcome_set_line,
     segment_label,
 )
@@ -215,7 +219,10 @@ def decompose(
     # the outcome again: splitting by it would sort the rows by their outcome
     restated = column_copies(sql, prepared, first + last,
                              requested=dimensions is not None)
-    segments = [s for s in segments if s.dimension not in restated.names]
+    one_outcome, left_empty = ([], set()) if dimensions is not None else one_outcome_columns(
+        {s.dimension: s.before + s.after for s in segments if s.value == MISSING},
+        prepared.plan, first + last, alpha, known=restated.names)
+    segments = [s for s in segments if s.dimension not in {*restated.names, *left_empty}]
     for segment in segments:
         rows.append(_segment_row(segment, first, last, pooled, support, centre))
     if shared:
@@ -236,7 +243,7 @@ def decompose(
     even = even_lines(frame.iloc[1:], mixed, scale) if shared else []
     summary = _summary(metric, period, before, after, first, last, change, shared, frame,
                        flags, support, alpha, prepared, aligned, restated.numeric,
-                       restated.set_by_outcome, even)
+                       restated.set_by_outcome, even, one_outcome)
     frame = _with_mix_rows(frame, change if shared else None, mixed, first.n, last.n)
     return capped(AnalysisTool.DECOMPOSE, scan.sql, frame[COLUMNS], sql.max_rows,
                   scan.duration_s, summary, flags)
@@ -518,7 +525,8 @@ def _summary(metric: str, period: str, before: str, after: str, first: Moments,
              last: Moments, change: Comparison, shared: bool, frame: pd.DataFrame,
              flags: list[Flag], support: Support, alpha: float, prepared: Prepared,
              aligned: list[str], copies: dict[str, float],
-             set_by_outcome: dict[str, OutcomeValue], even: list[str]) -> str:
+             set_by_outcome: dict[str, OutcomeValue], even: list[str],
+             one_outcome: list[OneOutcomeColumn]) -> str:
     body = frame.iloc[1:]
     n_dimensions = body["dimension"].nunique()
     lines = [
@@ -608,6 +616,9 @@ def _summary(metric: str, period: str, before: str, after: str, first: Moments,
                                     "its segments would share out the change by outcome"))
     if set_by_outcome:
         lines.append(outcome_set_line(set_by_outcome, "not split by",
+                                      "its segments would share out the change by outcome"))
+    if one_outcome:
+        lines.append(one_outcome_line(one_outcome, "not split by",
                                       "its segments would share out the change by outcome"))
     if aligned:
         lines.append(f"Not split by {name_list(aligned)}: aligned with the period (its row shares "

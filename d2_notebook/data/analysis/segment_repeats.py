@@ -19,11 +19,11 @@ from collections.abc import Collection
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from d2_notebook.data.analysis.one_outcome import one_outcome_columns
 from d2_notebook.data.analysis.stats import (
     Moments,
     is_binary,
     is_constant,
-    outcome_left_empty,
     same_moments,
 )
 from d2_notebook.data.analysis.text import MISSING, OneOutcomeColumn, figure, segment_label
@@ -248,35 +248,16 @@ def _leave_out(row: dict, prepared: Prepared, missing: set[int]) -> str | None:
 
 def recorded_for_one_outcome(rows: list[dict], total: Moments, plan: Plan, *,
                              known: Collection[str], alpha: float) -> list[OneOutcomeColumn]:
-    """The columns a 0/1 metric's outcome leaves empty
-    (:func:`~d2_notebook.data.analysis.stats.outcome_left_empty`), among the dimensions
-    with a flagged segment: every segment of such a dimension stops being flagged (its
-    rows are kept), and the missing-value segments of one column's date parts are one
-    column.
-
-    Not considered: 1:N memberships (their missing value is "has a child with no value",
-    whose rest holds the rows with no child at all) and the dimensions already named as
-    restating the metric (``known``: exact determinants, near-copies, columns the outcome
-    sets)."""
+    """The columns recorded for one outcome only
+    (:func:`~d2_notebook.data.analysis.one_outcome.one_outcome_columns`), among the
+    dimensions with a flagged segment (``known``: dimensions already named as restating
+    the metric): every segment of a dimension reading one stops being flagged (its rows
+    are kept)."""
     flagged = {row["dimension"] for row in rows if row["flagged"]}
-    by_column: dict[tuple[str, int], list[dict]] = {}
-    for row in rows:
-        planned = plan.dimensions[row["dimension_index"]]
-        if (not row["is_missing"] or planned.membership or row["dimension"] in known
-                or row["dimension"] not in flagged):
-            continue
-        outcome = outcome_left_empty(row["moments"], total, alpha)
-        if outcome is not None:
-            column = (planned.dimension.column_name if planned.dimension is not None
-                      else row["dimension"])
-            by_column.setdefault((column, outcome), []).append(row)
-    found = []
-    for (_, outcome), missing in by_column.items():
-        (name, column), *_ = _named(missing, plan)
-        found.append(OneOutcomeColumn.of(column or name, outcome, missing[0]["moments"],
-                                         total))
-    dimensions = {row["dimension"] for rows_of in by_column.values() for row in rows_of}
+    missing = {row["dimension"]: row["moments"] for row in rows
+               if row["is_missing"] and row["dimension"] in flagged}
+    columns, dimensions = one_outcome_columns(missing, plan, total, alpha, known=known)
     for row in rows:
         if row["dimension"] in dimensions:
             row["flagged"], row["set_aside"] = False, True
-    return found
+    return columns
