@@ -59,8 +59,9 @@ their own: they split the same change in different ways and never add up across
 dimensions. When
 Δ itself is not material, no share is computed: there is no change to share out. A
 numeric column that restates the outcome (a numeric copy, a column the outcome sets:
-:func:`~d2_notebook.data.analysis.common.column_copies`) is not split by: its segments
-would share out the change by outcome.
+:func:`~d2_notebook.data.analysis.common.column_copies`) is not split by, nor a column
+recorded for one outcome only (:mod:`~d2_notebook.data.analysis.one_outcome`): their
+segments would share out the change by outcome.
 """
 
 from __future__ import annotations
