@@ -53,8 +53,8 @@ column of the metric's rows with ``|r| >= 0.9``), or a column the outcome sets (
 of one outcome has one value of it, rare among the other rows: net revenue 0 on every
 returned order, :func:`~d2_notebook.data.analysis.stats.is_set_by_outcome`), or a column
 recorded for one outcome only (empty on every row of one outcome: a processing date no
-declined expense gets, :mod:`~d2_notebook.data.analysis.one_outcome`); the summary names
-each. A dimension the caller names is tested as asked.
+declined expense gets, :mod:`~d2_notebook.data.analysis.one_outcome`, unless the caller
+names the dimension); the summary names each.
 """
 
 from __future__ import annotations
