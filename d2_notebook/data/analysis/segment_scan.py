@@ -254,7 +254,6 @@ def _summary(metric: str, total: Moments, frame: pd.DataFrame, flags: list[str],
              set_by_outcome: dict[str, OutcomeValue], constants_said: str | None,
              repeated: int, one_outcome: list[OneOutcomeColumn]) -> str:
     tested = frame[frame["tested"]]
-    restating = {*copies, *set_by_outcome, *frame[frame["set_aside"]]["dimension"]}
     n_dimensions = len(prepared.plan.dimensions)
     lines = [
         f"segment_scan of {metric} over {int(total.n)} rows (overall {figure(total.mean)}): "
@@ -270,7 +269,7 @@ def _summary(metric: str, total: Moments, frame: pd.DataFrame, flags: list[str],
         lines += [f"- {line}" for line in flags[:top]]
         if len(flags) > top:
             lines.append(f"- ... {len(flags) - top} more flagged segments in the rows")
-    elif len(others := tested[~tested["dimension"].isin(restating)
+    elif len(others := tested[~tested["dimension"].isin({*copies, *set_by_outcome})
                               & ~tested["set_aside"]]):
         other = " other" if constants_said or one_outcome else ""
         lines.append(f"No{other} tested segment deviates beyond chance by a material amount "
