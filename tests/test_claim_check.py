@@ -20,6 +20,7 @@ from d2_notebook.detective.claim_check import (
 from d2_notebook.detective.policies.hospital import HospitalWalkthrough
 from d2_notebook.detective.policies.team_policy import Action, Turn
 from d2_notebook.detective.report_numbers import NumberKind, find_numbers
+from d2_notebook.detective.result_summary import column_statistics
 
 RATES = pd.DataFrame({
     "treatment": ["A", "B", "care"],
@@ -89,6 +90,20 @@ def test_differences_and_ratios_of_cited_values_are_found() -> None:
     report = "## Answer\nA's risk is 0.58 of care's, 17.5 points lower [E1].\n"
     check = check_claims(report, {"E1": RATES}, [])
     assert check.unverified == ()
+
+
+def test_the_statistics_a_summarised_view_states_are_the_evidences_own() -> None:
+    """A real judge quoted "median 168" from a summarised result and the check marked it:
+    the median, the mean, a most-common count and the row count are the rows' figures.
+    They are matched as written, never combined: a share made of a mean over a count
+    stays unverified."""
+    claims = pd.DataFrame({"user": ["ann", "ann", "ann", "bob"],
+                           "amount": [10.0, 20.0, 50.0, 1000.0]})
+    assert any("median 35, mean 270" in line for line in column_statistics(claims))
+    report = ("## Answer\nThe median claim is 35 and the mean 270 over 4 claims, 3 of "
+              "them Ann's [E1]. The mean is 7.7 times the median [E1].\n")
+    check = check_claims(report, {"E1": claims}, [])
+    assert _unverified(check) == ["7.7"]
 
 
 def test_ids_codes_list_numbers_small_counts_and_code_are_not_claims() -> None:

@@ -12,7 +12,8 @@ cites, and in the verdict texts. Where to look:
    them is not a claim).
 
 An analysis evidence's own summary (the tool's words, not the recording agent's) counts
-as that evidence's, like its rows.
+as that evidence's, like its rows, and so do its row count and the column statistics a
+summarised view of it states (a median, a most-common count).
 
 A quantity matches a stored value or a numeric column's total at the precision the
 report wrote it (rounded or truncated; sign, percent and k/million forms allowed); with a
@@ -47,6 +48,7 @@ from d2_notebook.detective.report_numbers import (
     numbers_in_cells,
     numbers_in_text,
 )
+from d2_notebook.detective.result_summary import statistic_values
 
 MARK = " *(unverified)*"
 """What follows an unverified number in the marked report."""
@@ -107,6 +109,9 @@ class _Source:
     text: str
     days: np.ndarray = field(default_factory=lambda: np.empty(0), repr=False)
     """The dates it holds, as day numbers (see :mod:`.date_spans`)."""
+    statistics: np.ndarray = field(default_factory=lambda: np.empty(0), repr=False)
+    """Figures its summarised view states (:func:`.statistic_values`): matched as
+    written, never combined (a mean over a count would match a share no row holds)."""
     _derived: np.ndarray | None = field(default=None, repr=False)
     derive_from: np.ndarray | None = field(default=None, repr=False)
     """The values whose pairs :meth:`derived` combines (None: all of ``values``)."""
@@ -116,6 +121,8 @@ class _Source:
 
     @classmethod
     def of_frame(cls, frame: pd.DataFrame) -> _Source:
+        """Its cells' values and numeric columns' totals, and apart, the statistics its
+        summarised view states (a median, a most-common count, the row count)."""
         numbers: list[np.ndarray] = []
         texts: list[str] = []
         for name in frame.columns:
@@ -136,8 +143,10 @@ class _Source:
                 texts.append(cells)
                 numbers.append(np.array(numbers_in_cells(cells), dtype=float))
         values = np.concatenate(numbers) if numbers else np.empty(0)
+        statistics = np.array(statistic_values(frame), dtype=float)
         return cls(values[np.isfinite(values)], "\n".join([" ".join(map(str, frame.columns)),
-                                                          *texts]), days_in_frame(frame))
+                                                          *texts]), days_in_frame(frame),
+                   statistics=statistics[np.isfinite(statistics)])
 
     @classmethod
     def of_texts(cls, texts: Iterable[str]) -> _Source:
@@ -149,7 +158,8 @@ class _Source:
     def with_text(self, text: str) -> _Source:
         """This source with the numbers and words of ``text`` too (its dates too)."""
         return _Source(np.concatenate([self.values, np.array(numbers_in_text(text), float)]),
-                       f"{self.text}\n{text}", np.union1d(self.days, days_in_text(text)))
+                       f"{self.text}\n{text}", np.union1d(self.days, days_in_text(text)),
+                       statistics=self.statistics)
 
     def derived(self) -> np.ndarray:
         """Differences, ratios and relative changes of pairs of its distinct values."""
@@ -313,7 +323,8 @@ def _found(number: ReportNumber, sources: list[_Source], verdicts: _Source,
     everything = [*sources, verdicts]
     if number.kind is NumberKind.DATE:
         return any(number.text in s.text for s in everything)
-    if any(matches_any(number, s.values) for s in everything):
+    if any(matches_any(number, s.values) or matches_any(number, s.statistics)
+           for s in everything):
         return True
     if number.kind is NumberKind.YEAR:
         year = re.compile(rf"(?<!\d){int(number.value)}(?!\d)")

@@ -34,36 +34,52 @@ _COMMON = frozenset({"the", "and", "for", "with", "from", "that", "this", "than"
 
 def column_statistics(frame: pd.DataFrame, *, top: int = 5) -> list[str]:
     """One line per column: its kind and what its values are (over the given rows)."""
-    lines = []
+    return [line for name in frame.columns for line, _ in [_column_summary(frame[name], top)]]
+
+
+def statistic_values(frame: pd.DataFrame, *, top: int = 5) -> list[float]:
+    """Every figure :func:`column_statistics` states of ``frame`` (medians, means,
+    distinct, missing and most-common counts, ...), plus its row count: a figure a model
+    quotes from a summarised result is the rows' own, as much as a cell is."""
+    figures = [float(len(frame))]
     for name in frame.columns:
-        column = frame[name]
-        missing = int(column.isna().sum())
-        gaps = f"; {missing} missing" if missing else ""
-        values = column.dropna()
-        if values.empty:
-            lines.append(f"  {name}: all missing")
-        elif pd.api.types.is_bool_dtype(column):
-            lines.append(f"  {name} (true/false): {int(values.astype(bool).sum())} true, "
-                         f"{int((~values.astype(bool)).sum())} false{gaps}")
-        elif pd.api.types.is_numeric_dtype(column):
-            numbers = values.astype(float)
-            lines.append(f"  {name} (number): min {_num(numbers.min())}, median "
-                         f"{_num(numbers.median())}, mean {_num(numbers.mean())}, max "
-                         f"{_num(numbers.max())}, {numbers.nunique()} distinct{gaps}")
-        elif pd.api.types.is_datetime64_any_dtype(column):
-            lines.append(f"  {name} (time): from {values.min()} to {values.max()}, "
-                         f"{values.nunique()} distinct{gaps}")
-        else:
-            texts = values.astype(str)
-            counts = texts.value_counts().head(top)
-            if int(texts.str.len().max()) > LONG_CELL:
-                lines.append(f"  {name} (text): {texts.nunique()} distinct, up to "
-                             f"{int(texts.str.len().max())} characters{gaps}")
-                continue
-            common = ", ".join(f"{v} ({c})" for v, c in counts.items())
-            lines.append(f"  {name} (text): {texts.nunique()} distinct; most common: "
-                         f"{common}{gaps}")
-    return lines
+        figures += _column_summary(frame[name], top)[1]
+    return figures
+
+
+def _column_summary(column: pd.Series, top: int) -> tuple[str, list[float]]:
+    """The statistics line of one column and the figures it states."""
+    name = column.name
+    missing = int(column.isna().sum())
+    gaps = f"; {missing} missing" if missing else ""
+    values = column.dropna()
+    figures = [float(missing)] if missing else []
+    if values.empty:
+        return f"  {name}: all missing", figures
+    if pd.api.types.is_bool_dtype(column):
+        true, false = int(values.astype(bool).sum()), int((~values.astype(bool)).sum())
+        return f"  {name} (true/false): {true} true, {false} false{gaps}", [
+            *figures, float(true), float(false)]
+    distinct = values.nunique()
+    figures.append(float(distinct))
+    if pd.api.types.is_numeric_dtype(column):
+        numbers = values.astype(float)
+        stats = [numbers.min(), numbers.median(), numbers.mean(), numbers.max()]
+        return (f"  {name} (number): min {_num(stats[0])}, median {_num(stats[1])}, mean "
+                f"{_num(stats[2])}, max {_num(stats[3])}, {distinct} distinct{gaps}",
+                [*figures, *(float(v) for v in stats)])
+    if pd.api.types.is_datetime64_any_dtype(column):
+        return (f"  {name} (time): from {values.min()} to {values.max()}, "
+                f"{distinct} distinct{gaps}", figures)
+    texts = values.astype(str)
+    longest = int(texts.str.len().max())
+    if longest > LONG_CELL:
+        return (f"  {name} (text): {distinct} distinct, up to {longest} characters{gaps}",
+                [*figures, float(longest)])
+    counts = texts.value_counts().head(top)
+    common = ", ".join(f"{v} ({c})" for v, c in counts.items())
+    return (f"  {name} (text): {distinct} distinct; most common: {common}{gaps}",
+            [*figures, *(float(c) for c in counts)])
 
 
 def claim_rows(frame: pd.DataFrame, claims: Iterable[str], limit: int, *,
