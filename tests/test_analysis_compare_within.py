@@ -95,6 +95,29 @@ def test_strata_too_thin_to_test_are_named_with_the_setting_that_tests_them(
     assert "minimum support 10 rows for the dimensions named" in tested.summary
 
 
+def test_a_dimension_the_exposure_sits_in_is_told_by_where_the_arms_meet() -> None:
+    """A real-model collector read "Too few rows per arm to test: category (largest arm
+    84)" while the exposed user filed every claim in one category: the line now says the
+    arms share one value, and where each arm lies alone."""
+    con = duckdb.connect()
+    con.execute("""
+        CREATE TABLE claims AS
+        SELECT i, CASE WHEN i < 84 THEN 'u1' ELSE 'v' || (i % 7) END AS user_id,
+               CASE WHEN i < 84 OR i % 3 = 0 THEN 'travel'
+                    WHEN i % 3 = 1 THEN 'assets' ELSE 'meals' END AS category,
+               100 + (i % 5) * 10 + CASE WHEN i < 84 THEN 50 ELSE 0 END AS amount
+        FROM range(400) r(i)""")
+    result = compare_within(GuardedSQL(con), source="claims", metric="avg(claims.amount)",
+                            exposure="claims.user_id", value="u1",
+                            dimensions=["claims.category"])
+    assert "Too few rows per arm" not in result.summary
+    line = next(x for x in result.summary.splitlines() if "claims.category (" in x)
+    assert line.startswith("Not tested (fewer than two of their values hold rows of both "
+                           "arms")
+    assert ("claims.category (both arms only in travel (84 exposed, 106 reference); "
+            "reference only: assets, meals)") in line
+
+
 def _tiny_crossover() -> GuardedSQL:
     """Six rows per arm in each of two groups, the exposure helping in one and harming in
     the other: a reversal no test on so few rows should call heterogeneity."""

@@ -661,9 +661,9 @@ def _summary(metric: str, label: str, versus: str, exposed: Moments, rest: Momen
     if single:  # "too few rows" misled a reader whose filter fixed the dimension
         lines.append(f"One value only in these rows (the where filter may fix it), so not "
                      f"tested: {name_list(single)}.")
-    if thin:
-        lines.append("Too few rows per arm to test: " + _untested(thin) + " (a dimension "
-                     "needs two strata with rows in both arms).")
+    if thin:  # "too few rows per arm" hid that the exposed rows sat in one category
+        lines.append("Not tested (fewer than two of their values hold rows of both arms, so "
+                     "holding one fixed compares nothing): " + _untested(thin) + ".")
     unsplit = [f.name for f in families if f.confounding_tested and f.tested < 2]
     if unsplit:
         hint = (" (a smaller min_support tests thinner strata, with wider intervals)"
@@ -671,7 +671,7 @@ def _summary(metric: str, label: str, versus: str, exposed: Moments, rest: Momen
         lines.append(f"Heterogeneity not tested for {name_list(unsplit)}: it needs two strata "
                      f"with at least {max(support.rows, HETEROGENEITY_MIN_ARM)} rows in each "
                      f"arm{hint}.")
-    partial = [f for f in families if f.one_arm and len(f.overlap) >= 1]
+    partial = [f for f in families if f.one_arm and f.confounding_tested]  # thin: above
     if partial:
         shown = "; ".join(f"{f.name}: " + ", ".join(f"{s} ({arm})" for s, arm in f.one_arm[:4])
                           + (f", ... {len(f.one_arm) - 4} more" if len(f.one_arm) > 4 else "")
@@ -722,13 +722,25 @@ def _held_fixed_line(confounding: list[Family], flags: list[Flag],
 
 
 def _untested(families: list[Family]) -> str:
-    """Untested dimensions: by name when few, else counted per table, each with its
-    largest stratum's smaller arm (the support it had)."""
-    def arm(family: Family) -> int:
-        return int(max((min(m1.n, m0.n) for _, m1, m0 in family.strata), default=0))
-    if len(families) <= 12:
-        return ", ".join(f"{f.name} (largest arm {arm(f)})" for f in families)
-    return name_list([f.name for f in families])
+    """Dimensions whose arms share fewer than two strata: by name when few (each with
+    where its arms meet and where each arm lies alone), else counted per table."""
+    if len(families) > 12:
+        return name_list([f.name for f in families])
+    return "; ".join(f"{f.name} ({_arms_text(f)})" for f in families)
+
+
+def _arms_text(family: Family) -> str:
+    """``both arms only in travel (84 exposed, 300 reference); exposed only: a, b`` (at
+    most four strata named per arm)."""
+    both = [(s, m1, m0) for s, m1, m0 in family.strata if m1.n > 0 and m0.n > 0]
+    parts = [f"both arms only in {s} ({int(m1.n)} exposed, {int(m0.n)} reference)"
+             for s, m1, m0 in both] or ["no value holds both arms"]
+    for arm in ("exposed only", "reference only"):
+        alone = [s for s, which in family.one_arm if which == arm]
+        if alone:
+            more = f", ... {len(alone) - 4} more" if len(alone) > 4 else ""
+            parts.append(f"{arm}: {', '.join(alone[:4])}{more}")
+    return "; ".join(parts)
 
 
 def _missing_arm(sql: GuardedSQL, prepared: Prepared, exposure: str, value: object,
