@@ -174,7 +174,7 @@ def test_an_analysis_summary_reaches_the_reporter_as_its_readings() -> None:
         "Not tested (fewer than 10 rows): 2 segments.",
         "Not tested: g.band determine(s) the metric exactly.",
         "Effect with one dimension held fixed (standardised over its strata): g.region 0.19.",
-        "Too few rows per arm to test: g.code (largest arm 3).",
+        "Not tested (fewer than two of their values hold rows of both arms): g.code.",
         "Heterogeneity not tested for g.size: it needs two strata with 12 rows in each arm.",
         "Left out of this scan: g.age, which the where filter reads.",
         "Heterogeneity near the level, not flagged (q below 0.05 but not 0.001): g.region.",
@@ -266,7 +266,8 @@ def test_a_number_on_every_row_of_a_named_dimension_carries_it_however_many_rows
     verdict = "Standardised over month(a.admitted_on), the effect is -0.0168: none."
     evidence = _judged(board, check, verdict)
     brief = reporter_brief(board, board.list_investigations()[-1].id)
-    assert "the 10 rows that carry it:" in _block(brief, evidence)
+    assert "the 10 rows that carry it; numbered by place in the tool's result" in _block(
+        brief, evidence)
     assert [check.frame["dimension"].iloc[p] for p in _shown(board, evidence)] == [
         "(overall)"] + ["month(admissions.admitted_on)"] * 9
 
@@ -336,3 +337,36 @@ def labels(hospital_db) -> list[str]:
 ])
 def test_how_a_text_names_a_dimension(labels: list[str], text: str, named: set[str]) -> None:
     assert named_dimensions(labels, [text]) == named
+
+
+def test_a_range_no_row_carries_shows_the_rows_at_each_columns_ends(board: Board) -> None:
+    """A real verdict read a range off a result, in words no row carries as written;
+    the brief showed its first ten rows "(0 that carry it)". It shows the rows holding
+    each number column's ends instead, says so, and says what the result is ordered by."""
+    frame = pd.DataFrame({"month": [f"2023-{m:02d}" for m in range(1, 31)],
+                          "claims": [1500 + (m * 37) % 400 for m in range(1, 31)]})
+    investigation = board.start_investigation("Did monthly claims change?")
+    hypothesis = board.add_hypothesis("Monthly claims were flat",
+                                      investigation_id=investigation.id)
+    sql = "SELECT month, count(*) AS claims FROM claims GROUP BY month ORDER BY 1"
+    evidence = board.add_evidence(sql, frame, description="claims per month",
+                                  investigation_id=investigation.id)
+    verdict = "Claims stayed flat all along, their lowest month within a third of their highest."
+    board.link(evidence.id, hypothesis.id, "supports", verdict, actor="collector")
+    board.add_verdict(hypothesis.id, "supported", 0.8, verdict, [evidence.id], author="judge")
+    block = _block(reporter_brief(board, investigation.id), evidence.id)
+    least, greatest = int(frame["claims"].idxmin()), int(frame["claims"].idxmax())
+    assert {least, greatest} <= set(_shown(board, evidence.id))
+    assert ("none carries a reading as written: the rows holding each number column's "
+            "least and greatest value, then the first others); numbered by place in the "
+            "result, which is ordered by month") in block
+
+
+def test_an_unordered_result_says_its_rows_have_no_stated_order(board: Board) -> None:
+    frame = pd.DataFrame({"user_id": [f"u{i}" for i in range(30)], "claims": list(range(30))})
+    investigation = board.start_investigation("Who files the most claims?")
+    evidence = board.add_evidence("SELECT user_id, count(*) AS claims FROM c GROUP BY 1",
+                                  frame, description="claims per user",
+                                  investigation_id=investigation.id)
+    block = _block(reporter_brief(board, investigation.id), evidence.id)
+    assert "numbered by place in the result, which is in no stated order" in block

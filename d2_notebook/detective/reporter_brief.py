@@ -26,6 +26,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import pandas as pd
+import sqlglot
+from sqlglot import exp
 
 from d2_notebook.board import Board, Evidence, Hypothesis
 from d2_notebook.board.render import discount_line
@@ -59,8 +61,9 @@ _SHRINK_STEPS = [(CITED_ROWS, EXPLORATION_ROWS), (CITED_ROWS, 2), (6, 2), (6, 1)
 @dataclass(frozen=True, eq=False)
 class _Result:
     """One evidence as the reporter sees it; ``rows`` are the rows it may show, those
-    that carry its readings first (strongest first), then the others in order (of an
-    analysis result, the other rows of the dimensions its readings name first)."""
+    that carry its readings first (strongest first), then the others (of an analysis
+    result, the other rows of the dimensions its readings name first; of a result none
+    of whose rows carries a reading, the rows holding each number column's ends)."""
 
     item: Evidence
     frame: pd.DataFrame
@@ -68,8 +71,13 @@ class _Result:
     rows: list[int]
     carrying: int = 0
     """How many of ``rows`` (the first ones) carry its readings or findings."""
+    ends: int = 0
+    """How many of ``rows`` after the carrying ones hold a number column's least or
+    greatest value (only when no row carries a reading)."""
     analysis: bool = False
     """An analysis tool's result: its description is the tool's summary."""
+    order: str | None = None
+    """What the query orders its rows by ("n DESC"), when it says."""
 
     def render(self, most_rows: int) -> str:
         size = f"{self.item.row_count:,} row{'s' if self.item.row_count != 1 else ''}"
@@ -79,15 +87,27 @@ class _Result:
         shown = sorted(self.rows[:most_rows])
         if not shown:
             return head
-        plural = "s" if len(shown) != 1 else ""
         if len(shown) == self.item.row_count:
-            what = "all rows"
-        elif most_rows <= self.carrying:
-            what = f"the {len(shown)} row{plural} that carry it"
+            return f"{head}\nall rows:\n{render_rows(self.frame, shown)}"
+        return f"{head}\n{self._which(len(shown), most_rows)}:\n{render_rows(self.frame, shown)}"
+
+    def _which(self, count: int, most_rows: int) -> str:
+        """Which of its rows are shown, and in what order the result holds them."""
+        carrying = min(self.carrying, count)
+        if carrying == count:
+            what = f"the {count} row{'s' if count != 1 else ''} that carry it"
+        elif carrying:
+            what = f"showing {count} of its rows ({carrying} that carry it, then the first others)"
+        elif self.ends:
+            what = (f"showing {count} of its rows (none carries a reading as written: the rows "
+                    "holding each number column's least and greatest value, then the first "
+                    "others)")
         else:
-            what = (f"showing {len(shown)} of its rows ({min(self.carrying, len(shown))} "
-                    "that carry it, then the first others)")
-        return f"{head}\n{what}:\n{render_rows(self.frame, shown)}"
+            what = f"showing its first {count} rows"
+        if self.analysis:
+            return f"{what}; numbered by place in the tool's result (overall first, then strongest)"
+        order = f"ordered by {self.order}" if self.order else "in no stated order"
+        return f"{what}; numbered by place in the result, which is {order}"
 
 
 def reporter_brief(board: Board, investigation_id: str, *,
@@ -179,9 +199,48 @@ def _result(board: Board, item: Evidence, *, cited: bool) -> _Result:
     found = found or claim_rows(frame, claims, most)
     anchors = analysis_anchor_rows(frame) if analysis else []
     carrying = list(dict.fromkeys(anchors + found))[:most]
-    others = [p for p in dict.fromkeys(named + list(range(len(frame)))) if p not in carrying]
+    ends = [] if carrying or len(frame) <= most else column_ends(frame)[:most]
+    others = [p for p in dict.fromkeys(named + ends + list(range(len(frame))))
+              if p not in carrying]
     rows = carrying + others[:most - len(carrying)]
-    return _Result(item, frame, evidence_source(board, item), rows, len(carrying), analysis)
+    return _Result(item, frame, evidence_source(board, item), rows, len(carrying),
+                   len(ends), analysis, None if analysis else result_order(item.sql, frame))
+
+
+def column_ends(frame: pd.DataFrame) -> list[int]:
+    """Positions of the rows holding each number column's least and greatest value (the
+    first such row of each), column by column: the ends of a range a verdict states ("from
+    1,200 to 1,850") when the rows that carry it are not otherwise known."""
+    positions: list[int] = []
+    for name in frame.columns:
+        column = frame[name]
+        if pd.api.types.is_bool_dtype(column) or not pd.api.types.is_numeric_dtype(column):
+            continue
+        values = pd.to_numeric(column, errors="coerce").reset_index(drop=True)
+        if values.notna().any():
+            positions += [int(values.idxmin()), int(values.idxmax())]
+    return list(dict.fromkeys(positions))
+
+
+def result_order(sql: str, frame: pd.DataFrame) -> str | None:
+    """What ``sql``'s outermost ORDER BY orders by, as written ("n DESC, name"; a column
+    number is named by ``frame``'s column), or None when it has none or does not parse."""
+    try:
+        tree = sqlglot.parse_one(sql, read="duckdb")
+    except (sqlglot.errors.ParseError, sqlglot.errors.TokenError, ValueError):
+        return None
+    order = tree.args.get("order") if tree is not None else None
+    if order is None:
+        return None
+    keys = []
+    for key in order.expressions:
+        text = key.sql(dialect="duckdb")
+        number = key.this if isinstance(key, exp.Ordered) else key
+        if isinstance(number, exp.Literal) and number.is_int \
+                and 1 <= int(number.this) <= len(frame.columns):
+            text = text.replace(number.sql(), str(frame.columns[int(number.this) - 1]), 1)
+        keys.append(text)
+    return ", ".join(keys) or None
 
 
 def _named_first(frame: pd.DataFrame, said: list[str], named: list[int],
