@@ -8,8 +8,9 @@ import re
 _NULL = r"(?:\d+% null|all null)"
 _ZERO = r"(?:0 in \d+% of rows|all 0)"
 _BELOW = r"(?:below 0 in \d+% of rows|all below 0)"
-_NOTE = re.compile(rf'  ("[^"]+"|\S+) .*? (\((?:{_NULL}(?:, {_ZERO})?(?:, {_BELOW})?'
-                   rf'|{_ZERO}(?:, {_BELOW})?|{_BELOW})\))')
+_ONE = r"(?:one value in every row|one value where not null)"
+_NOTE = re.compile(rf'  ("[^"]+"|\S+) .*? (\((?:{_NULL}(?:, {_ZERO})?(?:, {_BELOW})?(?:, {_ONE})?'
+                   rf'|{_ZERO}(?:, {_BELOW})?|{_BELOW}|{_ONE})\))')
 
 
 def profile_notes(summary: str) -> dict[str, str]:

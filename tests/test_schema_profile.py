@@ -81,7 +81,7 @@ def test_placeholder_zeros_and_missing_dates_are_shown(db_file: Path) -> None:
     assert lines["never_set"] == "never_set VARCHAR (all null)"
     assert lines["fee"] == "fee DECIMAL(6,2) e.g. 0.0 (all 0)"
     # 1 NULL in 500 rows is under the 1 % bar; a false or a '0' text is not a zero
-    assert lines["rare_null"] == "rare_null VARCHAR e.g. k"
+    assert lines["rare_null"] == "rare_null VARCHAR e.g. k (one value where not null)"
     assert lines["flag"] == "flag BOOLEAN e.g. True | False"
     assert lines["code"] == "code VARCHAR e.g. 0 | x"
     assert lines["line"] == "line BIGINT e.g. 0 | 1 | 2"  # one zero in 500 rows
@@ -91,6 +91,20 @@ def test_placeholder_zeros_and_missing_dates_are_shown(db_file: Path) -> None:
     assert lines["one_negative"] == "one_negative BIGINT e.g. 1 | 2 | 3"  # under 1 %
     assert lines["debit"].endswith(" (all below 0)")
     assert "empty (table, 0 rows)\n  n INTEGER\n  d DATE\n" in summary
+
+
+def test_a_text_column_sorted_in_its_table_shows_more_than_its_first_rows_value() -> None:
+    """A real model read ``model_category VARCHAR e.g. Computer`` as a column of one value
+    and never grouped by it: the first 100 rows were all computers, of seven categories.
+    The profile's least and greatest value fill the samples, and a column that does hold
+    one value says so."""
+    con = duckdb.connect()
+    con.execute("""CREATE TABLE assets AS SELECT i,
+        CASE WHEN i < 150 THEN 'Computer' WHEN i % 2 = 0 THEN 'Server' ELSE 'Printer' END
+            AS model_category, 'EUR' AS currency FROM range(300) t(i)""")
+    lines = column_lines(GuardedSQL(con).schema_summary())
+    assert lines["model_category"] == "model_category VARCHAR e.g. Computer | Server"
+    assert lines["currency"] == "currency VARCHAR e.g. EUR (one value in every row)"
 
 
 def test_a_table_without_nulls_or_zeros_reads_as_before(db_file: Path) -> None:

@@ -20,7 +20,7 @@ from d2_notebook.errors import QueryFailedError, QueryTimeoutError, SQLError
 
 __all__ = ["NEGATIVE_PERCENT_SHOWN", "NULL_PERCENT_SHOWN", "ZERO_PERCENT_SHOWN", "ColumnInfo",
            "TableInfo", "catalog", "describe", "profile_note", "profiled", "prompt_ident",
-           "quote_ident", "samples_of", "summarize"]
+           "quote_ident", "samples_of", "shown_samples", "summarize"]
 
 Query = Callable[[str], pd.DataFrame]
 
@@ -46,6 +46,10 @@ _SAMPLE_CHARS = 30
 _NUMERIC_TYPE = re.compile(r"(U?(TINY|SMALL|BIG|HUGE)?INT(EGER)?|INT[248]|REAL|FLOAT[48]?"
                            r"|DOUBLE( PRECISION)?|DECIMAL|NUMERIC)(\(.*\))?", re.IGNORECASE)
 """Numeric type names of DuckDB, PostgreSQL (as SQLAlchemy writes them) and Spark."""
+_TEXT_TYPE = re.compile(r"(VARCHAR|TEXT|STRING|BPCHAR|N?CHAR(ACTER)?( VARYING)?)(\(.*\))?"
+                        r"( COLLATE .*)?", re.IGNORECASE)
+"""Text type names of the same: a text column's profile gives its least and greatest
+value, for a column whose first rows hold a single value (a table sorted by it)."""
 
 NULL_PERCENT_SHOWN = 1
 """A column's NULL rows are shown from this percentage of its table's rows up: below it,
@@ -76,8 +80,9 @@ class ColumnInfo:
     """One column: name, DuckDB type, nullability and a few sample values (as text).
 
     ``null_count`` (rows that are NULL), ``zero_count`` (rows equal to 0) and
-    ``negative_count`` (rows below 0; both numeric columns only) come from the table's
-    profile (:func:`profiled`); ``None`` when not profiled.
+    ``negative_count`` (rows below 0; both numeric columns only), ``least`` and
+    ``greatest`` (a text column's first and last value in sort order) come from the
+    table's profile (:func:`profiled`); ``None`` when not profiled.
     """
 
     name: str
@@ -87,6 +92,8 @@ class ColumnInfo:
     null_count: int | None = None
     zero_count: int | None = None
     negative_count: int | None = None
+    least: str | None = None
+    greatest: str | None = None
 
 
 @dataclass(frozen=True)
@@ -163,9 +170,9 @@ def count_rows(query: Query, info: TableInfo) -> int | None:
 
 def profiled(query: Query, info: TableInfo, ref: str, *,
              quote: Callable[[str], str] = quote_ident, count: str = "count") -> TableInfo | None:
-    """``info`` with its row count and each column's NULL count (and, for a numeric
-    column, its counts of rows equal to 0 and below 0), from one aggregate query: one scan
-    of the table.
+    """``info`` with its row count and each column's NULL count (for a numeric column,
+    its counts of rows equal to 0 and below 0; for a text column, its least and greatest
+    value), from one aggregate query: one scan of the table.
 
     Every source uses it (the SQL is plain enough for each dialect); each passes its own
     quoting and, on DuckDB, the ``system.main`` count no database macro can shadow.
@@ -191,6 +198,9 @@ def profiled(query: Query, info: TableInfo, ref: str, *,
         if _NUMERIC_TYPE.fullmatch(column.type.strip()):
             aggregates.append(f"{count}(CASE WHEN {name} = 0 THEN 1 END) AS d2_z{position}")
             aggregates.append(f"{count}(CASE WHEN {name} < 0 THEN 1 END) AS d2_m{position}")
+        elif _TEXT_TYPE.fullmatch(column.type.strip()):
+            aggregates.append(f"min({name}) AS d2_lo{position}")
+            aggregates.append(f"max({name}) AS d2_hi{position}")
     try:
         frame = query(f"SELECT {', '.join(aggregates)} FROM {ref}")
     except SQLError:
@@ -200,9 +210,12 @@ def profiled(query: Query, info: TableInfo, ref: str, *,
     columns = []
     for position, column in enumerate(info.columns):
         zeros, negatives = counts.get(f"d2_z{position}"), counts.get(f"d2_m{position}")
+        least, greatest = counts.get(f"d2_lo{position}"), counts.get(f"d2_hi{position}")
         columns.append(replace(column, null_count=rows - int(counts[f"d2_n{position}"]),
                                zero_count=None if zeros is None else int(zeros),
-                               negative_count=None if negatives is None else int(negatives)))
+                               negative_count=None if negatives is None else int(negatives),
+                               least=None if pd.isna(least) else str(least),
+                               greatest=None if pd.isna(greatest) else str(greatest)))
     return replace(info, row_count=rows, columns=tuple(columns))
 
 
@@ -211,7 +224,10 @@ def profile_note(column: ColumnInfo, rows: int | None) -> str:
     ``" (0 in 40% of rows)"``, ``" (below 0 in 39% of rows)"``, ``" (all null)"``, those
     that apply joined by commas, or ``""`` when no share reaches its threshold
     (:data:`NULL_PERCENT_SHOWN`, :data:`ZERO_PERCENT_SHOWN`,
-    :data:`NEGATIVE_PERCENT_SHOWN`) or the table was not profiled."""
+    :data:`NEGATIVE_PERCENT_SHOWN`) or the table was not profiled; a text column holding
+    a single value says so (``" (one value in every row)"``): its one sample would
+    otherwise read like the first of many (a real model never grouped by such a column,
+    whose first 100 rows all held ``Computer`` of seven categories)."""
     if not rows:
         return ""
     notes = []
@@ -224,6 +240,8 @@ def profile_note(column: ColumnInfo, rows: int | None) -> str:
     if negatives and 100 * negatives >= NEGATIVE_PERCENT_SHOWN * rows:
         notes.append("all below 0" if negatives >= rows
                      else f"below 0 in {_percent(negatives, rows)}% of rows")
+    if column.least is not None and column.least == column.greatest:
+        notes.append("one value in every row" if not nulls else "one value where not null")
     return f" ({', '.join(notes)})" if notes else ""
 
 
@@ -296,13 +314,27 @@ def summarize(tables: list[TableInfo], joins: str = "",
                 else "a generated column's expression is refused")
         lines.append(f"{escape_text(info.name)} ({info.kind}, {rows})")
         for col in info.columns:
-            samples = " | ".join(escape_text(s) for s in col.samples)
+            samples = " | ".join(escape_text(s) for s in shown_samples(col))
             example = f" e.g. {samples}" if samples else ""
             lines.append(f"  {prompt_ident(col.name)} {escape_text(col.type)}{example}"
                          f"{profile_note(col, info.row_count)}")
     if joins:
         lines.extend(escape_text(line) for line in joins.splitlines())
     return fence(label, "\n".join(lines))
+
+
+def shown_samples(column: ColumnInfo, n: int = 3) -> tuple[str, ...]:
+    """The samples a summary shows: the first rows' values, then, while fewer than ``n``,
+    the text column's least and greatest value from the profile (the first rows of a
+    table sorted by the column hold one value of many)."""
+    shown = list(column.samples)
+    for value in (column.least, column.greatest):
+        if value is None or len(shown) >= n:
+            continue
+        text = value if len(value) <= _SAMPLE_CHARS else value[: _SAMPLE_CHARS - 1] + "…"
+        if text not in shown:
+            shown.append(text)
+    return tuple(shown)
 
 
 def samples_of(series: pd.Series, n: int) -> tuple[str, ...]:

@@ -24,6 +24,7 @@ from d2_notebook.data.schema import (
     profiled,
     quote_ident,
     samples_of,
+    shown_samples,
 )
 from d2_notebook.errors import QueryFailedError, QueryTimeoutError, UnsafeSQLError
 
@@ -200,7 +201,8 @@ def render_summary(dialect: Dialect, tables: list[TableInfo], keys: Sequence[obj
             rows = "not readable by the SQL tool: its definition is refused"
         lines.append(f"{info.name} ({info.kind}, {rows})")
         for col in info.columns:
-            example = f" e.g. {' | '.join(col.samples)}" if col.samples else ""
+            samples = shown_samples(col)
+            example = f" e.g. {' | '.join(samples)}" if samples else ""
             lines.append(f"  {quote_ident(col.name)} {col.type}{example}"
                          f"{profile_note(col, info.row_count)}")
     if keys:
