@@ -202,13 +202,20 @@ def test_preview_is_compact(con: duckdb.DuckDBPyConnection) -> None:
 def test_a_result_a_little_longer_than_the_preview_is_shown_whole(
     con: duckdb.DuckDBPyConnection,
 ) -> None:
-    """Hiding the last 4 rows of 24 cost a real-model agent a query to fetch them."""
+    """Hiding the last 4 rows of 24 cost a real-model agent a query to fetch them, and
+    hiding 12 or 35 rows of a narrow result cost others a turn: a result whose whole
+    table is small (PREVIEW_WHOLE_CHARS) is shown whole however many rows it has."""
     guard = GuardedSQL(con)
-    for rows, shown in ((20, 20), (24, 24), (30, 30), (31, 20)):
-        text = guard.run(f"SELECT range AS i FROM range({rows})").preview(max_rows=20)
-        numbers = [int(line) for line in text.splitlines()[2:] if line.strip().isdigit()]
-        assert numbers == list(range(shown)), rows
+    wide = "repeat('w', 120) AS pad"  # 31 or 55 rows of it take more than 3,000 characters
+    for rows, columns, shown in ((20, "", 20), (24, "", 24), (30, "", 30), (31, "", 31),
+                                 (55, "", 55), (31, f", {wide}", 20), (55, f", {wide}", 20),
+                                 (30, f", {wide}", 30)):
+        text = guard.run(f"SELECT range AS i{columns} FROM range({rows})").preview(max_rows=20)
+        numbers = [int(line.split()[0]) for line in text.splitlines()[2:]
+                   if line.split() and line.split()[0].isdigit()]
+        assert numbers == list(range(shown)), (rows, columns)
         assert ("more rows not shown" in text) is (shown < rows)
+    assert len(guard.run("SELECT range AS i FROM range(55)").preview().splitlines()) <= 57
     kept = guard.run("SELECT range AS i FROM range(24)", max_rows=22)  # truncated: rows missing
     assert kept.truncated and "... 2 more rows not shown" in kept.preview(max_rows=20)
 

@@ -9,12 +9,17 @@ import pandas as pd
 
 from d2_notebook.data.fencing import escape_text
 
-__all__ = ["PREVIEW_SLACK", "QueryResult", "cell_text", "text_table"]
+__all__ = ["PREVIEW_SLACK", "PREVIEW_WHOLE_CHARS", "QueryResult", "cell_text", "text_table"]
 
 PREVIEW_SLACK = 0.5
 """A result longer than ``max_rows`` by at most this fraction of it is previewed whole:
 hiding the last 4 rows of 24 cost a real-model agent a query to fetch them, dearer than
 the rows."""
+PREVIEW_WHOLE_CHARS = 3_000
+"""A stored result whose whole table takes at most this many characters (about 1,000
+tokens) is previewed whole, however many rows: real-model agents spent a turn fetching
+the 12 or 35 rows a preview hid of a narrow 32- or 55-row result, which costs more than
+showing them."""
 
 
 @dataclass(frozen=True, eq=False)
@@ -59,7 +64,9 @@ class QueryResult:
 
         Args:
             max_rows: Rows shown (the first ones); when at most
-                ``max_rows * (1 + PREVIEW_SLACK)`` rows are kept, all of them are.
+                ``max_rows * (1 + PREVIEW_SLACK)`` rows are kept, or the whole table takes
+                at most :data:`PREVIEW_WHOLE_CHARS` characters (and ``max_chars``), all of
+                them are.
             max_chars: Hard cap on the length of the returned text; when it cuts rows
                 off, the last line says how many rows were shown out of how many.
             max_colwidth: Cell text longer than this is cut; a note then says how to
@@ -74,8 +81,10 @@ class QueryResult:
         if self.frame.empty:
             names = ", ".join(escape_text(c) for c in self.columns) or "(none)"
             return f"{header}\ncolumns: {names}"[:max_chars]
-        stored_fit = len(self.frame) <= max_rows * (1 + PREVIEW_SLACK)
-        shown = self.frame if stored_fit else self.frame.head(max_rows)
+        shown = self.frame
+        if len(shown) > max_rows * (1 + PREVIEW_SLACK) and not _small_table(
+                shown, max_colwidth, min(PREVIEW_WHOLE_CHARS, max_chars)):
+            shown = shown.head(max_rows)
         table, long_cells = text_table(shown, max_colwidth)
         hidden = (f"{self.row_count - len(shown)} more rows" if self.row_count is not None
                   else "more rows (how many was not counted in time)")
@@ -95,6 +104,14 @@ class QueryResult:
         room = max(0, max_chars - len(_join(header, note, cut)) - 5)
         partial = "\n".join(table[:2])[:room] + " ..."
         return _join(header, partial, note, cut)[:max_chars]
+
+
+def _small_table(frame: pd.DataFrame, max_colwidth: int, limit: int) -> bool:
+    """Whether ``frame``'s whole table takes at most ``limit`` characters (only tables of
+    at most ``limit // 2`` rows are laid out to tell: each line takes two at least)."""
+    if len(frame) > limit // 2:
+        return False
+    return sum(len(line) + 1 for line in text_table(frame, max_colwidth)[0]) <= limit
 
 
 def text_table(frame: pd.DataFrame, max_colwidth: int = 400) -> tuple[list[str], list[bool]]:
