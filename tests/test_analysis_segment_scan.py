@@ -139,6 +139,27 @@ def test_a_duration_is_split_by_the_date_parts_of_its_complete_start_time() -> N
     assert "tickets.priority" in dimensions
 
 
+def test_a_complete_end_time_of_a_duration_is_no_dimension() -> None:
+    """Warranty length from purchase to expiry: a real model read "year(expiry) = 2029"
+    as a segment of long warranties (the expiry is the purchase plus the length). Only
+    the duration's start, the earlier complete time, is split by its date parts."""
+    con = duckdb.connect()
+    con.execute("""
+        CREATE TABLE assets AS
+        SELECT i AS asset_id, DATE '2023-04-01' + (i % 365)::INT AS purchased,
+               CASE WHEN i % 3 = 0 THEN 'computer' ELSE 'server' END AS category,
+               DATE '2023-04-01' + (i % 365)::INT
+                   + (365 * (1 + i % 5) * CASE WHEN i % 3 = 0 THEN 1 ELSE 0 END
+                      + 365 + 30 * (i % 2))::INT AS expires
+        FROM range(3000) t(i)""")
+    result = segment_scan(GuardedSQL(con), source="assets a",
+                          metric="avg(date_diff('day', a.purchased, a.expires))")
+    dimensions = set(result.frame["dimension"])
+    assert not any("assets.expires" in d for d in dimensions)
+    assert "month_of_year(assets.purchased)" in dimensions
+    assert "assets.category" in dimensions
+
+
 def test_cells_with_no_metric_value_do_not_poison_the_marginals() -> None:
     """A joint cell whose rows all have a NULL metric sums to NULL; its marginals (and
     the false-discovery adjustment over every segment) must still be numbers."""

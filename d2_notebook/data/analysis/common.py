@@ -282,29 +282,37 @@ def _dimension_hint(text: str, catalog: Catalog, source: Source,
 def _complete_time_columns(sql: GuardedSQL, source: Source, where: str | None,
                            candidates: list[Dimension],
                            columns: set[tuple[str, str]]) -> frozenset[tuple[str, str]]:
-    """The metric's date or timestamp columns whose date parts stay candidate dimensions:
-    those with no NULL in the population, when the metric reads more than one column (a
-    duration between two times; its start month is a real dimension of it).
+    """The metric's date or timestamp column whose date parts stay candidate dimensions:
+    when the metric reads more than one column (a duration between two times), the
+    column with no NULL in the population that starts earliest (its start; the start
+    month is a real dimension of a duration).
 
     Left out: the time column of a metric that reads nothing else (``avg(t.day >= d)`` is
-    a function of it, so its parts would "explain" the metric trivially), and a column
-    with NULLs (they usually encode the outcome: an end time missing while a case is open).
+    a function of it, so its parts would "explain" the metric trivially), a column with
+    NULLs (they usually encode the outcome: an end time missing while a case is open), and
+    the later time of a duration: its year is the start's plus the duration, so a real
+    model read "year(warranty_expiration) = 2029" as a segment of long warranties and
+    holding it fixed as confounding of every warranty length.
     """
     if len(columns) < 2:
         return frozenset()
     timed = sorted({(d.table, d.column) for d in candidates if d.kind is DimensionKind.DATE_PART
                     and (d.table, d.column.lower()) in columns})
     condition = f" WHERE ({where})" if where else ""
-    complete: set[tuple[str, str]] = set()
+    starts: dict[tuple[str, str], object] = {}
     for table, column in timed:
         refs = [f"{alias}.{quote_ident(column)}" for alias, name in source.aliases
                 if name == table]
         missing = ", ".join(f"count(*) - count({ref})" for ref in refs)
-        found = sql.run(f"SELECT {missing} FROM {source.sql}{condition}",
+        earliest = ", ".join(f"min({ref})" for ref in refs)
+        found = sql.run(f"SELECT {missing}, {earliest} FROM {source.sql}{condition}",
                         max_rows=1).frame.iloc[0].tolist()
-        if all(int(n) == 0 for n in found):
-            complete.add((table, column.lower()))
-    return frozenset(complete)
+        if all(int(n) == 0 for n in found[:len(refs)]):
+            starts[(table, column.lower())] = min(pd.Timestamp(v) for v in found[len(refs):])
+    if not starts:
+        return frozenset()
+    first = min(starts.values())
+    return frozenset(key for key, start in starts.items() if start == first)
 
 
 @dataclass(frozen=True)
