@@ -23,18 +23,26 @@ Two other shapes build a value quadratic in the data inside one call:
   :attr:`BuilderLimits.lambda_elements` per element.
 - the quadratic string distances (``levenshtein``, ``damerau_levenshtein``, ...), which
   take columns and short literals only, never a built string. A column is a built
-  string when the query makes it (``string_agg`` in a CTE, a subquery, a select-list
-  alias, a lambda parameter), so a statement that compares columns with one reads only
-  the database's tables and views directly (:func:`check_statement`): no CTE, no
-  subquery, VALUES or table function in FROM, and no alias or lambda parameter named
-  like a column the distance compares. The database's own tables and views are the
-  user's data and trusted as such.
+  string when the query makes it (``string_agg`` or ``repeat`` in a CTE or a subquery,
+  a select-list alias, a lambda parameter), so every source a distance can see must be
+  plain (:func:`check_statement`, contract in :mod:`~d2_notebook.data.distance_inputs`):
+  a table or view of the database (the user's data, trusted as such), a join of plain
+  sources, or a CTE or FROM subquery that only passes columns through (a column, a cast,
+  ``lower``/``trim`` ..., a short constant; no aggregate, window function, UNNEST,
+  VALUES, table function, lambda or recursive CTE; set operations of plain branches).
+  No alias that is not such a projection, and no lambda parameter, may be named like a
+  column the distance compares.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 
+from d2_notebook.data.distance_inputs import (
+    PLAIN_TEXT_FUNCTIONS,
+    QUADRATIC_DISTANCES,
+    find_built_input,
+)
 from d2_notebook.data.parse_tree import iter_nodes
 
 __all__ = ["BUILDER_LIMITS", "BuilderLimits", "builder_size", "check_builder",
@@ -72,10 +80,6 @@ _RANGES = frozenset({"range", "generate_series"})
 _RESIZES = frozenset({"list_resize", "array_resize"})
 _PADS = frozenset({"lpad", "rpad"})
 _TEMPORAL = frozenset({"DATE", "TIMESTAMP", "TIMESTAMPTZ", "TIMESTAMP WITH TIME ZONE"})
-_QUADRATIC_DISTANCES = frozenset({
-    "levenshtein", "editdist3", "damerau_levenshtein", "jaro_similarity",
-    "jaro_winkler_similarity",
-})  # fmt: skip
 # Types a captured outer column may be cast to in a lambda: fixed width, never a list or
 # a long string.
 _FIXED_WIDTH_TYPES = frozenset({
@@ -84,10 +88,6 @@ _FIXED_WIDTH_TYPES = frozenset({
     "FLOAT4", "DOUBLE", "FLOAT8", "DECIMAL", "NUMERIC", "DATE", "TIME", "TIMESTAMP",
     "TIMESTAMPTZ", "TIMESTAMP WITH TIME ZONE", "INTERVAL", "UUID",
 })  # fmt: skip
-# Table references through which a column is the database's own data.
-_DATA_TABLE_REFS = frozenset({"BASE_TABLE", "JOIN"})
-_PLAIN_TEXT_FUNCTIONS = frozenset({"lower", "upper", "lcase", "ucase", "trim", "ltrim",
-                                   "rtrim", "strip_accents", "nfc_normalize"})
 
 
 def builder_size(name: str, arguments: list, *, table: bool,
@@ -131,7 +131,7 @@ def check_builder(name: str, arguments: list, *, table: bool,
             problem = _check_lambda(name, expression, limits)
             if problem is not None:
                 return problem
-    if name in _QUADRATIC_DISTANCES:
+    if name in QUADRATIC_DISTANCES:
         return _check_distance(name, expressions, limits)
     if name == "repeat" and len(expressions) == 2:
         return _check_repeat(expressions, limits)
@@ -142,45 +142,32 @@ def check_builder(name: str, arguments: list, *, table: bool,
     return None
 
 
-def check_statement(tree: object) -> tuple[str, str] | None:
-    """``None`` when every quadratic string distance of the statement compares columns
-    of the database's tables (or literals), else ``(reason, fix)``.
+def check_statement(tree: object, limits: BuilderLimits = BUILDER_LIMITS
+                    ) -> tuple[str, str] | None:
+    """``None`` when no quadratic string distance of the statement can compare a string
+    the query built, else ``(reason, fix)``.
 
     Args:
         tree: The statement's JSON parse tree (``json_serialize_sql``), or any subtree.
+        limits: ``distance_literal_chars`` bounds the constants a CTE may pass through.
 
-    Sound by being coarse: when a distance compares a column, *every* FROM of the
-    statement must be a table or view of the database (or a join of them) and no CTE
-    may be defined, so no column in scope is one the query built; and no expression
-    alias or lambda parameter may share a name with a compared column (DuckDB lets a
-    select-list alias such as ``string_agg(name, '') AS s`` be referenced as ``s``).
+    Every source a distance can see must be plain: a table or view of the database, or a
+    CTE or FROM subquery that only passes columns through; no alias that is not such a
+    projection, nor a lambda parameter, may share a name with a compared column (see
+    :func:`~d2_notebook.data.distance_inputs.find_built_input`, which fails closed).
     """
-    calls = [node for node in iter_nodes(tree) if node.get("class") == "FUNCTION"
-             and str(node.get("function_name", "")).lower() in _QUADRATIC_DISTANCES]
-    compared = {str(part).casefold() for call in calls
-                for node in iter_nodes(call.get("arguments"))
-                if node.get("class") == "COLUMN_REF" for part in node.get("column_names") or []}
-    if not compared:
+    found = find_built_input(tree, literal_chars=limits.distance_literal_chars)
+    if found is None:
         return None
-    name = str(calls[0].get("function_name", "")).lower()
-    for node in iter_nodes(tree):
-        built = ""
-        if "alias" in node and "sample" in node and node.get("type") not in _DATA_TABLE_REFS:
-            built = f"a {str(node.get('type')).lower().replace('_', ' ')} in FROM"
-        elif (node.get("cte_map") or {}).get("map"):
-            built = "a CTE"
-        elif "class" in node and str(node.get("alias") or "").casefold() in compared:
-            built = f"the alias {node.get('alias')}"
-        elif node.get("class") == "LAMBDA" and _lambda_parameters(node) & compared:
-            built = "a lambda parameter"
-        if built:
-            return (f"{name}() takes time and memory that grow with the product of its "
-                    f"inputs' lengths, and the statement has {built}, so a column it "
-                    "compares may be a string the query built (string_agg, repeat ...)",
-                    f"call {name}() on columns of the database's tables read directly "
-                    f"(FROM a table or a join of tables, no WITH or subquery in FROM), "
-                    f"e.g. SELECT {name}(lower(name), 'smith') FROM people")
-    return None
+    name, built = found
+    return (f"{name}() takes time and memory that grow with the product of its inputs' "
+            f"lengths, and {built}, so a column it compares may be a string the query "
+            "built (string_agg, repeat ...)",
+            f"call {name}() on columns of the database's tables, or of CTEs and FROM "
+            "subqueries that only pass columns through (a column, CAST, lower()/trim(), a "
+            "short literal; no aggregate, window function, UNNEST, VALUES, table function "
+            "or recursive CTE), e.g. WITH s AS (SELECT id, name FROM people WHERE ...) "
+            f"SELECT {name}(lower(s.name), 'smith') FROM s (aggregate in a separate query)")
 
 
 def _check_lambda(name: str, node: dict, limits: BuilderLimits) -> tuple[str, str] | None:
@@ -318,7 +305,7 @@ def _check_distance(name: str, expressions: list,
         elif kind == "CAST":
             pending.append(item.get("child"))
             continue
-        elif kind == "FUNCTION" and item.get("function_name") in _PLAIN_TEXT_FUNCTIONS:
+        elif kind == "FUNCTION" and item.get("function_name") in PLAIN_TEXT_FUNCTIONS:
             pending.extend(a.get("expression") for a in item.get("arguments") or []
                            if isinstance(a, dict))
             continue
