@@ -193,3 +193,22 @@ def test_sources_too_deep_to_check_fail_closed() -> None:
     tree = serialize("WITH " + ", ".join(ctes) + " SELECT levenshtein(name, 'x') FROM c799")
     problem = check_statement(tree)
     assert problem is not None and "nested too deeply to check" in problem[0]
+
+
+def test_a_database_macro_that_hands_its_arguments_to_a_distance_is_refused() -> None:
+    """A macro's body sees its parameters as columns, so a call through ``sim(x, y)``
+    could hand a built string to the distance unseen; a macro comparing constants only,
+    and the distance called directly, still run."""
+    con = duckdb.connect()
+    con.execute("CREATE TABLE person AS SELECT i AS id, 'name' || i AS name FROM range(5) t(i)")
+    con.execute("CREATE MACRO sim(a, b) AS jaro_winkler_similarity(a, b)")
+    con.execute("CREATE MACRO fixed() AS levenshtein('kitten', 'sitting')")
+    guard = GuardedSQL(con, timeout_s=5)
+    with pytest.raises(UnsafeSQLError, match=r"macro main\.sim passes its arguments to "
+                                             r"jaro_winkler_similarity\(\).*directly"):
+        guard.run("SELECT sim(x, 'a') FROM (SELECT string_agg(name, '') AS x FROM person)")
+    with pytest.raises(UnsafeSQLError, match=r"macro main\.sim"):
+        guard.run("SELECT sim(name, 'name1') FROM person")
+    assert guard.run("SELECT fixed() AS d").frame["d"].tolist() == [3]
+    assert len(guard.run("SELECT jaro_winkler_similarity(name, 'name1') FROM person").frame) == 5
+    con.close()

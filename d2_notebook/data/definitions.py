@@ -19,6 +19,10 @@ them every database macro named like a built-in function is checked. (A macro's
 parameter defaults are not in the catalog at all: DuckDB folds them to constants when
 the macro is created, from any expression (``token := getvariable('api_token')``), so a
 call that leaves out a parameter is refused; a call passes every parameter.)
+A macro that passes its parameters to a quadratic string distance (``levenshtein``) is
+refused: the distance's inputs are checked where it is called
+(:mod:`~d2_notebook.data.distance_inputs`), and through the macro a call could hand it a
+string the query built.
 A table's generated columns are computed when it is read, like a view: each generation
 expression is checked as the body of a macro, and a table with a refused one is refused.
 
@@ -34,6 +38,7 @@ from dataclasses import dataclass
 
 import duckdb
 
+from d2_notebook.data.distance_inputs import QUADRATIC_DISTANCES
 from d2_notebook.data.function_policy import FunctionUse, Refusal, classify
 from d2_notebook.data.sql_guard import (
     CheckedSQL,
@@ -321,13 +326,21 @@ def _checked_macro(macro: Macro, macros: frozenset[str]) -> CheckedSQL:
             "so its code cannot be checked. Call DuckDB's own function as "
             f"system.main.{macro.name}(...) or remove the registered one.")
     try:
-        return check_macro_definition(macro.definition, table=macro.table,
-                                      user_functions=macros)
+        checked = check_macro_definition(macro.definition, table=macro.table,
+                                         user_functions=macros)
     except UnsafeSQLError as exc:
         raise UnsafeSQLError(
             f"SQL refused: the database's {kind} {where} runs what the SQL tool may not "
             f"({_reason(exc)}). Call DuckDB's own function as system.main.{macro.name}(...) "
             "or write the expression inline.") from None
+    distances = sorted({c.name for c in checked.calls if c.name in QUADRATIC_DISTANCES})
+    if distances and macro.parameters:  # its arguments reach the distance unseen
+        raise UnsafeSQLError(
+            f"SQL refused: the database's {kind} {where} passes its arguments to "
+            f"{distances[0]}(), whose inputs the SQL tool checks only where it is called "
+            f"directly (a string the query built would make it run unbounded). Call "
+            f"{distances[0]}() directly on columns of the database's tables.")
+    return checked
 
 
 def _may_denote(catalog: str, schema: str, database: str, schema_name: str) -> bool:
