@@ -249,3 +249,37 @@ def test_conditional_aggregation_counts_as_a_split_in_the_digest_line(con, board
         "dimensions controlled or split by: admissions.severity, treatments.drug")
     assert "outcomes.died" in coverage.measured
     assert "admissions.severity" not in coverage.measured + coverage.untouched
+
+
+def test_a_dimension_compare_within_could_not_hold_fixed_is_not_controlled(board) -> None:
+    """A real judge read "every candidate dimension" controlled on a compare_within whose
+    summary said category was not tested: the exposed rows held one category only."""
+    from d2_notebook.board import ToolCall
+    from d2_notebook.data.analysis import compare_within
+
+    con = duckdb.connect()
+    con.execute("""
+        CREATE TABLE claims AS
+        SELECT i, CASE WHEN i < 84 THEN 'u1' ELSE 'v' || (i % 7) END AS user_id,
+               CASE WHEN i < 84 OR i % 3 = 0 THEN 'travel'
+                    WHEN i % 3 = 1 THEN 'assets' ELSE 'meals' END AS category,
+               CASE WHEN i % 2 = 0 THEN 'east' ELSE 'west' END AS region,
+               100 + (i % 5) * 10 + CASE WHEN i < 84 THEN 50 ELSE 0 END AS amount
+        FROM range(400) r(i)""")
+    guard = GuardedSQL(con)
+    args = {"source": "claims", "metric": "avg(claims.amount)",
+            "exposure": "claims.user_id", "value": "u1"}
+    result = compare_within(guard, **args)
+    assert "claims.category (both arms only in travel" in result.summary
+    inv = board.start_investigation("Does user u1 claim more?")
+    hypothesis = board.add_hypothesis("u1 claims more", investigation_id=inv.id)
+    evidence = board.add_evidence(result.sql, result.frame, description=result.summary,
+                                  investigation_id=inv.id)
+    board.record_tool_call(evidence.id, ToolCall("compare_within", args), actor="collector")
+    board.link(evidence.id, hypothesis.id, "supports", actor="collector")
+    coverage = board_coverage(board, read_candidates(guard), inv.id)
+    assert "claims.region" in coverage.by_hypothesis[hypothesis.id]
+    assert "claims.category" not in coverage.by_hypothesis[hypothesis.id]
+    assert coverage.hypothesis_line(hypothesis.id) != (
+        "dimensions controlled or split by: every candidate dimension")
+    con.close()

@@ -17,6 +17,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from functools import cached_property, lru_cache
 
+import pandas as pd
+
 from d2_notebook.board import Board, DimensionDismissal
 from d2_notebook.data import GuardedSQL
 from d2_notebook.data.coverage import column_usage, selected_columns
@@ -167,6 +169,12 @@ def board_coverage(board: Board, candidates: CandidateDimensions,
         return None
     evidence = board.list_evidence(investigation_id=investigation_id, include_reused=True)
     read = {e.id: _touched(candidates, e.sql) for e in evidence}
+    for item in evidence:  # a dimension compare_within could not hold fixed: not controlled
+        call = board.tool_call_of(item.id)
+        if call is not None and call.tool == "compare_within":
+            controlled, tables, aggregated = read[item.id]
+            read[item.id] = (controlled - _not_held_fixed(board.evidence_frame(item.id)),
+                             tables, aggregated)
     touched_by = {key: found for key, (found, _, _) in read.items()}
     tables_read = frozenset().union(*(tables for _, tables, _ in read.values())) if read \
         else frozenset()
@@ -203,6 +211,19 @@ def _measured(board: Board, candidates: CandidateDimensions,
         found |= _metric_dimensions(candidates, str(call.args["metric"]),
                                     str(call.args["source"]))
     return frozenset(found)
+
+
+def _not_held_fixed(frame: pd.DataFrame) -> frozenset[str]:
+    """The dimensions of a ``compare_within`` result with no confounding test on any row:
+    its SQL splits by them, but fewer than two of their strata held both arms, so the
+    effect was never standardised over them (a real judge read "every candidate
+    dimension" controlled while the one that mattered had not been)."""
+    if not {"dimension", "confounding_q"} <= set(frame.columns):
+        return frozenset()
+    tested = frame.groupby("dimension", sort=False)["confounding_q"].apply(
+        lambda q: bool(q.notna().any()))
+    return frozenset(str(name) for name, ok in tested.items()
+                     if not ok and not str(name).startswith("("))
 
 
 @lru_cache(maxsize=1024)
