@@ -378,3 +378,21 @@ def test_a_column_only_the_filter_reads_is_named_when_left_out_and_split_when_as
     died = segment_scan(sql, source=source, metric=metric, where="NOT o.died OR o.died",
                         dimensions=["o.died"])
     assert "Not split by outcomes.died: part of the metric's definition" in died.summary
+
+
+def test_a_gap_below_the_usual_level_that_the_scan_does_not_flag_is_named_so() -> None:
+    """A real judge read a segment at p = 0.0034, "not flagged" at the scan's level 0.001,
+    as no signal: the summary says such a gap is one at the usual level, to test alone."""
+    con = duckdb.connect()
+    con.execute("""CREATE TABLE s AS SELECT i, CASE WHEN i % 10 = 0 THEN 'b' ELSE 'a' END
+        AS g, (i % 7) * 1.0 + CASE WHEN i % 10 = 0 THEN 0.9 ELSE 0 END AS y
+        FROM range(400) r(i)""")
+    result = segment_scan(GuardedSQL(con), source="s", metric="avg(s.y)")
+    assert not result.flags and "s.g = b: 3.92 vs 2.99 (n = 40, p = 0.0059)" in result.summary
+    assert ("A gap above with p below 0.05 is a signal at the usual level, not at this "
+            "scan's level 0.001") in result.summary
+    flat = duckdb.connect()
+    flat.execute("CREATE TABLE s AS SELECT i, CASE WHEN i % 10 = 0 THEN 'b' ELSE 'a' END "
+                 "AS g, (i % 7) * 1.0 AS y FROM range(400) r(i)")
+    assert "usual level" not in segment_scan(GuardedSQL(flat), source="s",
+                                             metric="avg(s.y)").summary

@@ -248,6 +248,12 @@ def _flag_text(row: object, metric: str | None) -> str:
     )
 
 
+USUAL_LEVEL = 0.05
+"""The significance level most readers know: a gap below it that the scan's stricter
+level does not flag is named as such (a real judge read a single segment at p = 0.0034,
+"not flagged at the 0.001 level", as a dismissal)."""
+
+
 def _summary(metric: str, total: Moments, frame: pd.DataFrame, flags: list[str],
              prepared: Prepared, support: Support, alpha: float, top: int,
              immaterial: int, exact: list[str], copies: dict[str, float],
@@ -274,9 +280,15 @@ def _summary(metric: str, total: Moments, frame: pd.DataFrame, flags: list[str],
         other = " other" if constants_said or one_outcome else ""
         lines.append(f"No{other} tested segment deviates beyond chance by a material amount "
                      f"({rule}); the largest gaps among the tested:")
-        for row in others.head(min(top, 5)).itertuples():
+        shown = others.head(min(top, 5))
+        for row in shown.itertuples():
             lines.append(f"- {segment_label(row.dimension, row.value)}: {figure(row.metric)} "
                          f"vs {figure(row.rest_metric)} (n = {row.n}, p = {row.p_value:.2g})")
+        if (shown["p_value"] < USUAL_LEVEL).any():  # "not flagged" read as "no signal"
+            lines.append(f"A gap above with p below {USUAL_LEVEL:g} is a signal at the usual "
+                         f"level, not at this scan's level {alpha:g} (strict because many "
+                         "segments are tested at once): test it on its own (compare_within) "
+                         "before calling it noise.")
     elif len(tested):
         lines.append("No tested segment is flagged: those beyond chance restate the metric "
                      "(see below).")
