@@ -43,7 +43,7 @@ from d2_notebook.data.distance_inputs import (
     QUADRATIC_DISTANCES,
     find_built_input,
 )
-from d2_notebook.data.parse_tree import iter_nodes
+from d2_notebook.data.parse_tree import column_names
 
 __all__ = ["BUILDER_LIMITS", "BuilderLimits", "builder_size", "check_builder",
            "check_statement"]
@@ -215,8 +215,7 @@ def _check_lambda(name: str, node: dict, limits: BuilderLimits) -> tuple[str, st
 
 def _lambda_parameters(node: dict) -> set[str]:
     """The case-folded parameter names of a LAMBDA node (``x`` or ``(a, b)``)."""
-    return {str(part).casefold() for ref in iter_nodes(node.get("lhs"))
-            if ref.get("class") == "COLUMN_REF" for part in ref.get("column_names") or []}
+    return column_names(node.get("lhs"))
 
 
 def _fixed_width_cast(node: dict) -> bool:

@@ -36,7 +36,7 @@ that no such column can be a string the query built (``string_agg``, ``repeat``,
 
 from __future__ import annotations
 
-from d2_notebook.data.parse_tree import iter_nodes
+from d2_notebook.data.parse_tree import column_names, iter_nodes
 
 __all__ = ["PLAIN_TEXT_FUNCTIONS", "QUADRATIC_DISTANCES", "find_built_input"]
 
@@ -73,13 +73,13 @@ def find_built_input(tree: object, *, literal_chars: int) -> tuple[str, str] | N
             if str(item.get("function_name", "")).lower() in QUADRATIC_DISTANCES:
                 calls.append(item)
             pending.extend((v, item, k) for k, v in item.items() if isinstance(v, dict | list))
-    calls = [call for call in calls if _column_names(call.get("arguments"))]
+    calls = [call for call in calls if column_names(call.get("arguments"))]
     if not calls:
         return None
     compared: set[str] = set()
     sources = _Sources(tree, literal_chars)
     for call in calls:
-        compared |= _column_names(call.get("arguments"))
+        compared |= column_names(call.get("arguments"))
         name = str(call.get("function_name", "")).lower()
         try:
             problem = _scope_problem(call, parents, sources)
@@ -89,7 +89,7 @@ def find_built_input(tree: object, *, literal_chars: int) -> tuple[str, str] | N
             return name, f"it reads {problem}"
     name = str(calls[0].get("function_name", "")).lower()
     problem = _alias_problem(tree, compared, literal_chars)
-    if problem is None and any(node.get("class") == "LAMBDA" and _column_names(node.get("lhs"))
+    if problem is None and any(node.get("class") == "LAMBDA" and column_names(node.get("lhs"))
                                & compared for node in iter_nodes(tree)):
         problem = "a lambda parameter shares a name with a column it compares"
     return None if problem is None else (name, problem)
@@ -309,14 +309,8 @@ def _alias_problem(tree: object, compared: set[str], literal_chars: int) -> str 
             what = _expression_problem(node, literal_chars)
             if what is not None:
                 return f"the alias {node['alias']} names {what}"
-            names = _column_names(node) - compared
+            names = column_names(node) - compared
             if names:
                 compared |= names
                 grown = True
     return None
-
-
-def _column_names(tree: object) -> set[str]:
-    """The case-folded parts of every column reference in a subtree."""
-    return {str(part).casefold() for node in iter_nodes(tree)
-            if node.get("class") == "COLUMN_REF" for part in node.get("column_names") or []}

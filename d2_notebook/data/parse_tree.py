@@ -16,7 +16,7 @@ import duckdb
 
 from d2_notebook.errors import QueryFailedError
 
-__all__ = ["iter_nodes", "outer_nodes", "select_node", "serialize"]
+__all__ = ["column_names", "iter_nodes", "outer_nodes", "select_node", "serialize"]
 
 _lock = threading.Lock()  # held only to create a thread's cursor
 _parser: duckdb.DuckDBPyConnection | None = None
@@ -71,6 +71,13 @@ def iter_nodes(node: object) -> Iterator[dict]:
             pending.extend(reversed(list(item.values())))
         elif isinstance(item, list):
             pending.extend(reversed(item))
+
+
+def column_names(node: object) -> set[str]:
+    """The case-folded parts of every column reference in a parse (sub)tree (``t.name``
+    gives ``t`` and ``name``)."""
+    return {str(part).casefold() for item in iter_nodes(node)
+            if item.get("class") == "COLUMN_REF" for part in item.get("column_names") or []}
 
 
 def outer_nodes(node: object) -> Iterator[dict]:
