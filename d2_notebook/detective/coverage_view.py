@@ -19,7 +19,7 @@ from functools import cached_property, lru_cache
 
 import pandas as pd
 
-from d2_notebook.board import Board, DimensionDismissal
+from d2_notebook.board import Board, DimensionDismissal, ToolCall
 from d2_notebook.data import GuardedSQL
 from d2_notebook.data.coverage import column_usage, selected_columns
 from d2_notebook.data.dimensions import Dimension, candidate_dimensions, read_catalog
@@ -168,13 +168,14 @@ def board_coverage(board: Board, candidates: CandidateDimensions,
     if not candidates.dimensions:
         return None
     evidence = board.list_evidence(investigation_id=investigation_id, include_reused=True)
+    calls = {e.id: board.tool_call_of(e.id) for e in evidence}
     read = {e.id: _touched(candidates, e.sql) for e in evidence}
-    for item in evidence:  # a dimension compare_within could not hold fixed: not controlled
-        call = board.tool_call_of(item.id)
+    for evidence_id, call in calls.items():  # what compare_within could not hold fixed
         if call is not None and call.tool == "compare_within":
-            controlled, tables, aggregated = read[item.id]
-            read[item.id] = (controlled - _not_held_fixed(board.evidence_frame(item.id)),
-                             tables, aggregated)
+            controlled, tables, aggregated = read[evidence_id]
+            read[evidence_id] = (
+                controlled - _not_held_fixed(board.evidence_frame(evidence_id)),
+                tables, aggregated)
     touched_by = {key: found for key, (found, _, _) in read.items()}
     tables_read = frozenset().union(*(tables for _, tables, _ in read.values())) if read \
         else frozenset()
@@ -194,18 +195,18 @@ def board_coverage(board: Board, candidates: CandidateDimensions,
             if dimension.table not in reachable and dimension.name not in touched:
                 unreachable.setdefault(dimension.table, []).append(dimension.name)
     aggregated = frozenset().union(*(m for _, _, m in read.values())) if read else frozenset()
-    measured = (_measured(board, candidates, evidence) | aggregated) - touched
+    measured = (_measured(candidates, calls) | aggregated) - touched
     return BoardCoverage(names, ordered, touched, dismissed,
                          tuple((t, tuple(dict.fromkeys(n))) for t, n in unreachable.items()),
                          tuple(n for n in names if n in measured))
 
 
-def _measured(board: Board, candidates: CandidateDimensions,
-              evidence: list) -> frozenset[str]:
-    """The dimensions of the columns the analysis calls' metrics are computed from."""
+def _measured(candidates: CandidateDimensions,
+              calls: dict[str, ToolCall | None]) -> frozenset[str]:
+    """The dimensions of the columns the analysis calls' metrics are computed from
+    (``calls``: each evidence's analysis-tool call, None for a plain query)."""
     found: set[str] = set()
-    for item in evidence:
-        call = board.tool_call_of(item.id)
+    for call in calls.values():
         if call is None or not call.args.get("metric") or not call.args.get("source"):
             continue
         found |= _metric_dimensions(candidates, str(call.args["metric"]),
