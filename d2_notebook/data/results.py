@@ -81,11 +81,12 @@ class QueryResult:
         if self.frame.empty:
             names = ", ".join(escape_text(c) for c in self.columns) or "(none)"
             return f"{header}\ncolumns: {names}"[:max_chars]
-        shown = self.frame
-        if len(shown) > max_rows * (1 + PREVIEW_SLACK) and not _small_table(
-                shown, max_colwidth, min(PREVIEW_WHOLE_CHARS, max_chars)):
-            shown = shown.head(max_rows)
-        table, long_cells = text_table(shown, max_colwidth)
+        shown, laid_out = self.frame, None
+        if len(shown) > max_rows * (1 + PREVIEW_SLACK):
+            laid_out = _table_within(shown, max_colwidth, min(PREVIEW_WHOLE_CHARS, max_chars))
+            if laid_out is None:
+                shown = shown.head(max_rows)
+        table, long_cells = laid_out or text_table(shown, max_colwidth)
         hidden = (f"{self.row_count - len(shown)} more rows" if self.row_count is not None
                   else "more rows (how many was not counted in time)")
         more = (f"... {hidden} not shown {self.more_rows_hint}"
@@ -106,12 +107,15 @@ class QueryResult:
         return _join(header, partial, note, cut)[:max_chars]
 
 
-def _small_table(frame: pd.DataFrame, max_colwidth: int, limit: int) -> bool:
-    """Whether ``frame``'s whole table takes at most ``limit`` characters (only tables of
-    at most ``limit // 2`` rows are laid out to tell: each line takes two at least)."""
+def _table_within(frame: pd.DataFrame, max_colwidth: int,
+                  limit: int) -> tuple[list[str], list[bool]] | None:
+    """:func:`text_table` of ``frame`` when it takes at most ``limit`` characters, else
+    None (only frames of at most ``limit // 2`` rows are laid out to tell: each line takes
+    two at least)."""
     if len(frame) > limit // 2:
-        return False
-    return sum(len(line) + 1 for line in text_table(frame, max_colwidth)[0]) <= limit
+        return None
+    laid_out = text_table(frame, max_colwidth)
+    return laid_out if sum(len(line) + 1 for line in laid_out[0]) <= limit else None
 
 
 def text_table(frame: pd.DataFrame, max_colwidth: int = 400) -> tuple[list[str], list[bool]]:
