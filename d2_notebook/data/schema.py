@@ -331,7 +331,7 @@ def shown_samples(column: ColumnInfo, n: int = 3) -> tuple[str, ...]:
     for value in (column.least, column.greatest):
         if value is None or len(shown) >= n:
             continue
-        text = value if len(value) <= _SAMPLE_CHARS else value[: _SAMPLE_CHARS - 1] + "…"
+        text = _sample_text(value)
         if text not in shown:
             shown.append(text)
     return tuple(shown)
@@ -342,13 +342,18 @@ def samples_of(series: pd.Series, n: int) -> tuple[str, ...]:
     ones cut with ``…``), in row order."""
     seen: list[str] = []
     for value in series.dropna().tolist():
-        text = str(value)
-        text = text if len(text) <= _SAMPLE_CHARS else text[: _SAMPLE_CHARS - 1] + "…"
+        text = _sample_text(str(value))
         if text not in seen:
             seen.append(text)
         if len(seen) >= n:
             break
     return tuple(seen)
+
+
+def _sample_text(text: str) -> str:
+    """``text`` as a sample shows it: at most :data:`_SAMPLE_CHARS` characters, a longer
+    one cut with ``…``."""
+    return text if len(text) <= _SAMPLE_CHARS else text[: _SAMPLE_CHARS - 1] + "…"
 
 
 def _lit(value: str) -> str:
