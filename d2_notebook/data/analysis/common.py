@@ -299,7 +299,7 @@ def _complete_time_columns(sql: GuardedSQL, source: Source, where: str | None,
     timed = sorted({(d.table, d.column) for d in candidates if d.kind is DimensionKind.DATE_PART
                     and (d.table, d.column.lower()) in columns})
     condition = f" WHERE ({where})" if where else ""
-    starts: dict[tuple[str, str], object] = {}
+    starts: dict[tuple[str, str], pd.Timestamp] = {}
     for table, column in timed:
         refs = [f"{alias}.{quote_ident(column)}" for alias, name in source.aliases
                 if name == table]
