@@ -99,3 +99,19 @@ def planted(seed: int = 1, *, declared: bool = True) -> duckdb.DuckDBPyConnectio
                            amount=amount)
     frames["orders"] = joined[list(orders.columns)].sort_values("order_id")
     return _write(frames, declared)
+
+
+def one_category_claims() -> duckdb.DuckDBPyConnection:
+    """400 claims, 84 of them by user ``u1``, all in ``travel`` (the others spread over
+    travel, assets and meals, and two regions), ``u1``'s 50 higher: a dimension
+    (``claims.category``) whose values hold both arms in one stratum only."""
+    con = duckdb.connect()
+    con.execute("""
+        CREATE TABLE claims AS
+        SELECT i, CASE WHEN i < 84 THEN 'u1' ELSE 'v' || (i % 7) END AS user_id,
+               CASE WHEN i < 84 OR i % 3 = 0 THEN 'travel'
+                    WHEN i % 3 = 1 THEN 'assets' ELSE 'meals' END AS category,
+               CASE WHEN i % 2 = 0 THEN 'east' ELSE 'west' END AS region,
+               100 + (i % 5) * 10 + CASE WHEN i < 84 THEN 50 ELSE 0 END AS amount
+        FROM range(400) r(i)""")
+    return con

@@ -7,7 +7,7 @@ import duckdb
 import numpy as np
 import pandas as pd
 import pytest
-from analysis_data import planted
+from analysis_data import one_category_claims, planted
 
 from d2_notebook.data import GuardedSQL
 from d2_notebook.data.analysis import AnalysisResult, FlagKind, compare_within
@@ -99,14 +99,7 @@ def test_a_dimension_the_exposure_sits_in_is_told_by_where_the_arms_meet() -> No
     """A real-model collector read "Too few rows per arm to test: category (largest arm
     84)" while the exposed user filed every claim in one category: the line now says the
     arms share one value, and where each arm lies alone."""
-    con = duckdb.connect()
-    con.execute("""
-        CREATE TABLE claims AS
-        SELECT i, CASE WHEN i < 84 THEN 'u1' ELSE 'v' || (i % 7) END AS user_id,
-               CASE WHEN i < 84 OR i % 3 = 0 THEN 'travel'
-                    WHEN i % 3 = 1 THEN 'assets' ELSE 'meals' END AS category,
-               100 + (i % 5) * 10 + CASE WHEN i < 84 THEN 50 ELSE 0 END AS amount
-        FROM range(400) r(i)""")
+    con = one_category_claims()
     result = compare_within(GuardedSQL(con), source="claims", metric="avg(claims.amount)",
                             exposure="claims.user_id", value="u1",
                             dimensions=["claims.category"])

@@ -8,6 +8,7 @@ import re
 
 import duckdb
 import pytest
+from analysis_data import one_category_claims
 
 from d2_notebook import investigate
 from d2_notebook.board import Board
@@ -257,15 +258,7 @@ def test_a_dimension_compare_within_could_not_hold_fixed_is_not_controlled(board
     from d2_notebook.board import ToolCall
     from d2_notebook.data.analysis import compare_within
 
-    con = duckdb.connect()
-    con.execute("""
-        CREATE TABLE claims AS
-        SELECT i, CASE WHEN i < 84 THEN 'u1' ELSE 'v' || (i % 7) END AS user_id,
-               CASE WHEN i < 84 OR i % 3 = 0 THEN 'travel'
-                    WHEN i % 3 = 1 THEN 'assets' ELSE 'meals' END AS category,
-               CASE WHEN i % 2 = 0 THEN 'east' ELSE 'west' END AS region,
-               100 + (i % 5) * 10 + CASE WHEN i < 84 THEN 50 ELSE 0 END AS amount
-        FROM range(400) r(i)""")
+    con = one_category_claims()
     guard = GuardedSQL(con)
     args = {"source": "claims", "metric": "avg(claims.amount)",
             "exposure": "claims.user_id", "value": "u1"}
