@@ -16,6 +16,7 @@ import pandas as pd
 
 from d2_notebook.data.dialects import Dialect
 from d2_notebook.data.execution import Watchdog
+from d2_notebook.data.fencing import escape_text
 from d2_notebook.data.results import QueryResult
 from d2_notebook.data.schema import (
     ColumnInfo,
@@ -190,7 +191,9 @@ def refusal_reason(error: UnsafeSQLError) -> str:
 
 
 def render_summary(dialect: Dialect, tables: list[TableInfo], keys: Sequence[object]) -> str:
-    """Described tables (and declared foreign keys) as stable text for a prompt; a column
+    """Described tables (and declared foreign keys) as stable text for a prompt, names,
+    types and samples escaped (:func:`~d2_notebook.data.fencing.escape_text`: a value
+    holding a line break cannot forge a line), as on DuckDB; a column
     with notable NULL or zero shares ends with its
     :func:`~d2_notebook.data.schema.profile_note`, as on DuckDB."""
     lines = [f"{dialect.title} database: {len(tables)} tables/views. "
@@ -199,12 +202,12 @@ def render_summary(dialect: Dialect, tables: list[TableInfo], keys: Sequence[obj
         rows = "? rows" if info.row_count is None else f"{info.row_count} rows"
         if info.unreadable:
             rows = "not readable by the SQL tool: its definition is refused"
-        lines.append(f"{info.name} ({info.kind}, {rows})")
+        lines.append(f"{escape_text(info.name)} ({info.kind}, {rows})")
         for col in info.columns:
-            samples = shown_samples(col)
-            example = f" e.g. {' | '.join(samples)}" if samples else ""
-            lines.append(f"  {quote_ident(col.name)} {col.type}{example}"
-                         f"{profile_note(col, info.row_count)}")
+            samples = " | ".join(escape_text(s) for s in shown_samples(col))
+            example = f" e.g. {samples}" if samples else ""
+            lines.append(f"  {escape_text(quote_ident(col.name))} {escape_text(col.type)}"
+                         f"{example}{profile_note(col, info.row_count)}")
     if keys:
         lines.append("Foreign keys:")
         lines.extend(f"  {key}" for key in keys)
