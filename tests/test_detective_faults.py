@@ -148,6 +148,29 @@ async def test_an_agent_repeating_itself_is_stopped(con):
     assert result.state == "finished"
 
 
+async def test_an_agent_is_told_its_last_call_and_can_still_finish(con):
+    class Wandering(HospitalWalkthrough):
+        """H4's collector explores for ever unless it reads that its next call is its last."""
+
+        def collector(self, turn):
+            last = turn.request.messages[-1]
+            told = "This is your last model call of this turn" in getattr(last, "text", "")
+            if turn.hypothesis_id == "H4" and not told:
+                return [("run_sql", {"sql": f"SELECT {turn.step} AS step_{turn.step}"})]
+            return super().collector(turn)
+
+    result = await investigate(con, QUESTION, model=Wandering().model(), max_steps=4)
+    calls = result.board.list_model_calls(agent="collector-H4")
+    notices = [c.request["messages"][-1].get("text", "") for c in calls]
+    assert "last model call of this turn (at most 4)" in notices[3]
+    assert "call submit_for_judgement" in notices[3]
+    assert not any("last model call" in n for n in notices[:3])
+    # Told at its fourth call, the collector records its evidence and submits: the turn
+    # ends by its tool, not at the step limit, and the judge decides on what it recorded.
+    assert result.board.get_hypothesis("H4").status.is_settled
+    assert result.state == "finished"
+
+
 class FailingOnce(HospitalWalkthrough):
     """The walkthrough, but one collector's model call fails beyond retries."""
 

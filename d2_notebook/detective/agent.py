@@ -3,7 +3,8 @@
 This is the tool loop every role shares. The model sees only what its role gives it
 (system prompt, a first message, its tools) plus its own turn's history. The loop
 ends when the model calls a turn-ending tool successfully, answers without a tool
-call (after one reminder), repeats itself, or reaches its step limit.
+call (after one reminder), repeats itself, or reaches its step limit; before its last
+call the model is told it is the last, so it records its work and ends the turn.
 """
 
 from __future__ import annotations
@@ -86,6 +87,8 @@ async def run_agent(
     turn_enders = [s.name for s in toolset.specs if (t := toolset.get(s.name)) and t.ends_turn]
     seen_calls: Counter[str] = Counter()
     while run.steps < max_steps:
+        if run.steps and run.steps == max_steps - 1 and turn_enders:
+            messages.append(UserMessage(last_call_notice(max_steps, turn_enders)))
         breakpoints = STABLE_FIRST if cache_first_message or run.steps else _PREFIX_ONLY
         request = ModelRequest(system=system, messages=list(messages), tools=toolset.specs,
                                max_tokens=max_tokens, role=role, agent=agent,
@@ -146,6 +149,13 @@ async def run_agent(
         run.stopped = f"step limit ({max_steps} model calls) reached"
     run.messages = messages
     return run
+
+
+def last_call_notice(max_steps: int, turn_enders: list[str]) -> str:
+    """What an agent reads before its last model call of a turn: without it, a model
+    that plans one more step reaches the limit with its work unrecorded."""
+    return (f"This is your last model call of this turn (at most {max_steps}). Finish now: "
+            f"record what you have and call {' or '.join(turn_enders)} in this answer.")
 
 
 def _release(sequencer: WriteSequencer, ticket: int | None) -> None:
