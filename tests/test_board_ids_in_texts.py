@@ -23,6 +23,14 @@ def test_cited_query_ids_that_became_evidence_read_as_evidence_ids() -> None:
     assert (log.with_board_ids("Revenue peaked in Q4 2023 (the Q4 of the fiscal year)")
             == "Revenue peaked in Q4 2023 (the Q4 of the fiscal year)")
     assert QueryLog().with_board_ids("(Q1)") == "(Q1)"
+    # nor a quarter beside its year, even in brackets that hold only ids and numbers
+    # (a judge read "0.456 (2024-E16)" where the row said 2024-Q1)
+    assert (log.with_board_ids("0.456 (2024-Q1), 0.41 (2023 Q4), 0.5 (Q1 2024), "
+                               "[FY24-Q4], (2023/Q1), (Q4-2023); but (Q1) and [E2, Q4]")
+            == "0.456 (2024-Q1), 0.41 (2023 Q4), 0.5 (Q1 2024), [FY24-Q4], (2023/Q1), "
+               "(Q4-2023); but (E7) and [E2, E9]")
+    returned = QueryLog(results=dict.fromkeys(["Q1", "Q4"]))  # type: ignore[arg-type]
+    assert returned.cited_queries("(2024-Q1) and (Q4)") == ["Q4"]
 
 
 def test_the_query_ids_a_text_cites_are_those_in_citations_and_labels() -> None:
