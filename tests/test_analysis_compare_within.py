@@ -58,6 +58,8 @@ def test_no_flag_for_an_exposure_with_no_effect(sql: GuardedSQL) -> None:
     result = compare_within(sql, source=SOURCE, metric=RATE, exposure="o.channel",
                             value="web", reference="store")
     assert result.flags == ()
+    # the exposure is written once: "o.channel = web vs store", not "... vs o.channel = store"
+    assert f"compare_within: {RATE} for o.channel = web vs store: " in result.summary
     assert "No confounding among the 14 dimensions tested for it" in result.summary
     assert "No heterogeneity beyond chance among the 14 dimensions tested" in result.summary
     assert "Tested: confounding 14 of 14 dimensions, heterogeneity 14 of 14" in result.summary

@@ -3,6 +3,8 @@ together, confounding judged by what adjustment does, honest summaries."""
 
 from __future__ import annotations
 
+import re
+
 import duckdb
 import pytest
 
@@ -288,6 +290,29 @@ def test_no_summary_says_no_confounding_over_an_effect_that_moves_when_held_fixe
             "(100% of it removed)") in result.summary
     assert "does not pass the false-discovery level 0.001 (q = 0.0" in result.summary
     assert "; the move is beyond chance (q = " in result.summary
+
+
+def test_an_effect_that_grows_when_held_fixed_says_it_grows() -> None:
+    """Promo adds 2 in each region, but the dearer south has fewer promos, so the crude
+    effect (1.4) is smaller than the standardised one (2): the note says the effect grows
+    by 43%, never "(-43% of it removed)", which a real-model collector read backwards."""
+    con = duckdb.connect()
+    con.execute("""
+        CREATE TABLE t AS
+        SELECT i, CASE WHEN i < 50 THEN 'north' ELSE 'south' END AS region,
+               CASE WHEN (i < 50 AND i % 5 < 3) OR (i >= 50 AND i % 5 < 2) THEN 'yes'
+                    ELSE 'no' END AS promo,
+               CASE WHEN i < 50 THEN 0 ELSE 3 END
+                 + CASE WHEN (i < 50 AND i % 5 < 3) OR (i >= 50 AND i % 5 < 2) THEN 2
+                        ELSE 0 END
+                 + ((hash(i) % 11)::INTEGER - 5) / 50.0 AS spend
+        FROM range(100) r(i)""")
+    result = compare_within(GuardedSQL(con), source="t", metric="avg(spend)",
+                            exposure="promo", value="yes", dimensions=["t.region"])
+    assert not result.flags
+    assert "of it removed" not in result.summary
+    assert re.search(r"t\.region: standardising moves the effect from 1\.\d+ \(crude, over "
+                     r"all 2 strata\) to 2\.\d+ \(it grows by 4\d%\)", result.summary)
 
 
 def test_a_dimension_that_nearly_copies_the_metric_is_named_not_flagged() -> None:

@@ -231,7 +231,9 @@ def compare_within(
                        and f.other_scale.spread >= NEAR_SPREAD]
     flags: list[Flag] = []
     label = f"{exposure} = {describe_value(str(value))}"
-    versus = f"{exposure} = {reference}" if reference is not None else "the rest"
+    # "x = True vs False": a long exposure expression is written once (a collector read
+    # a regexp_matches(...) twice over in one line)
+    versus = describe_value(str(reference)) if reference is not None else "the rest"
     rows = [_overall_row(exposed, rest, crude)]
     ranked = sorted(zip(families, q_het, q_change, q_exposure, strict=True),
                     key=lambda t: min(_or_one(t[1]), _or_one(t[2])))
@@ -396,8 +398,7 @@ def _why_not_confounding(family: Family, kinds: list[FlagKind], q_change: float,
     moved = (f"{family.name}: standardising moves the effect from {figure(crude.difference)} "
              f"(crude, over {_strata_text(family)}) to "
              f"{figure(family.standardised.difference)}"
-             + (f" ({family.share_removed:.0%} of it removed)"
-                if not math.isnan(family.share_removed) else "") + _thin_driver(family))
+             + _share_removed_note(family.share_removed) + _thin_driver(family))
     if family.neither_beyond_chance:
         return (f"{moved}, but neither effect is beyond chance (both 95% intervals hold 0): "
                 "holding it fixed changes no conclusion")
@@ -409,6 +410,15 @@ def _why_not_confounding(family: Family, kinds: list[FlagKind], q_change: float,
             f"does not pass the false-discovery level {alpha:g} (q = {q_exposure:.2g}): "
             "possible confounding the data cannot confirm; held fixed, the effect is the "
             "standardised one")
+
+
+def _share_removed_note(share: float) -> str:
+    """``" (14% of it removed)"``, or ``" (it grows by 14%)"`` when standardising enlarges
+    the effect (a collector read "(-14% of it removed)" backwards); empty for no share
+    (an effect indistinguishable from none)."""
+    if math.isnan(share):
+        return ""
+    return f" ({share:.0%} of it removed)" if share >= 0 else f" (it grows by {-share:.0%})"
 
 
 def _thin_driver(family: Family) -> str:
