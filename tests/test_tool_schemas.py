@@ -42,6 +42,28 @@ def _specs(tools: list) -> dict[str, object]:
     return {t.name: t.spec for t in tools}
 
 
+def _without_descriptions(schema: object) -> object:
+    if isinstance(schema, dict):
+        return {k: _without_descriptions(v) for k, v in schema.items()
+                if not (k == "description" and isinstance(v, str))}
+    return schema
+
+
+def test_refine_takes_give_verdicts_fields_described_once(ctx: TeamContext) -> None:
+    """refine validates the same verdict fields as give_verdict (types, enums, required),
+    but states their rules once, in give_verdict: a real-model judge read ~6 KB of size
+    rules twice in every request."""
+    hyp = ctx.board.add_hypothesis("h", investigation_id=ctx.investigation_id)
+    specs = _specs(verdict_tools(ctx, "judge", JudgeDecision(), hyp.id, can_refine=True))
+    verdict, refine = specs["give_verdict"].parameters, specs["refine"].parameters
+    fields = {k: v for k, v in refine["properties"].items() if k != "children"}
+    assert fields.keys() == verdict["properties"].keys()
+    assert _without_descriptions(fields) == _without_descriptions(verdict["properties"])
+    assert set(refine["required"]) == {*verdict["required"], "children"}
+    assert all(f["description"] == "as in give_verdict" for f in fields.values())
+    assert len(str(refine)) < len(str(verdict)) / 2
+
+
 async def test_refine_states_and_enforces_two_children(ctx: TeamContext) -> None:
     hyp = ctx.board.add_hypothesis("h", investigation_id=ctx.investigation_id)
     tools = verdict_tools(ctx, "judge", JudgeDecision(), hyp.id, can_send_back=True,

@@ -212,8 +212,28 @@ def verdict_tools(ctx: TeamContext, agent: str, decision: JudgeDecision | Collec
             "possible (your first message says whether it is). Needs at least two children, "
             f"each with a non-empty statement. {rules} The expected outcome when a "
             "compare_within check flagged HETEROGENEITY: one child per flagged stratum.",
-            {**properties, "children": {"type": "array", "items": child, "minItems": 2,
-                                             "description": "at least two subgroup "
-                                             "hypotheses"}},
+            {**_as_in_give_verdict(properties),
+             "children": {"type": "array", "items": child, "minItems": 2,
+                          "description": "at least two subgroup hypotheses"}},
             refine, required=[*plain, "children"], ends_turn=True, writes_board=True))
     return tools
+
+
+def _as_in_give_verdict(properties: dict[str, Any]) -> dict[str, Any]:
+    """``refine``'s verdict fields: ``give_verdict``'s schema (the same types, enums and
+    required fields, so the same answers validate) with each field described once, in
+    ``give_verdict``; a judge used to read the ~6 KB of rules twice in every request."""
+
+    def schema(value: Any) -> Any:
+        if not isinstance(value, dict):
+            return value
+        kept = {k: schema(v) for k, v in value.items() if k not in ("description", "properties")}
+        if "properties" in value:  # field names, one of which may be "description"
+            kept["properties"] = {k: schema(v) for k, v in value["properties"].items()}
+        if "items" in value:
+            kept["items"] = schema(value["items"])
+        return kept
+
+    return {name: {**schema(spec), "description": "as in give_verdict"}
+            for name, spec in properties.items()}
+
