@@ -17,15 +17,24 @@ call; the sequential depth is the most calls on one chain of waits.
 Boards: the real boards in ``shared/real-boards`` (the team and ``react_sql`` on four
 SQL City cases, a real model) and boards recorded here with the offline policies
 (the hospital walkthrough as ``full``, ``single_agent_board`` and ``react_sql``).
+
+Where the time goes, for any board (a benchmark run's, say)::
+
+    python -m benchmark.perf_latency BOARD [BOARD ...]
+
+prints each board's simulated wall time and depth, its critical path call by call (the
+chain of waits that ends last) and the path's seconds by role.
 """
 
 from __future__ import annotations
 
+import argparse
 import asyncio
 import json
 import os
 import shutil
 import tempfile
+from collections import Counter
 from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
@@ -63,14 +72,38 @@ class LatencyModel:
 
 
 @dataclass(frozen=True)
+class PathStep:
+    """One call on a simulated run's critical path."""
+
+    agent: str
+    role: str
+    output_tokens: int
+    seconds: float
+    end_s: float
+
+
+@dataclass(frozen=True)
 class SimulatedRun:
-    """One board's investigation under the latency model."""
+    """One board's investigation under the latency model.
+
+    Attributes:
+        depth: the most calls on one chain of waits.
+        path: the chain of waits that ends last (the critical path), first call first.
+    """
 
     board: str
     variant: str
     calls: int
     depth: int
     wall_s: float
+    path: tuple[PathStep, ...] = ()
+
+    def seconds_by_role(self) -> dict[str, float]:
+        """The critical path's seconds per role, largest first."""
+        by_role: Counter[str] = Counter()
+        for step in self.path:
+            by_role[step.role] += step.seconds
+        return dict(by_role.most_common())
 
 
 def simulate(board: Board, label: str, model: LatencyModel) -> SimulatedRun:
@@ -82,6 +115,7 @@ def simulate(board: Board, label: str, model: LatencyModel) -> SimulatedRun:
     spans = sorted(((_start(c), _end(c), c) for c in calls), key=lambda s: (s[0], s[2].id))
     ends: dict[int, float] = {}
     depths: dict[int, int] = {}
+    waited_for: dict[int, int | None] = {}  # the wait that ended last, on the path
     last_of_agent: dict[str, int] = {}
     for start, _, call in spans:
         waits = []
@@ -92,13 +126,22 @@ def simulate(board: Board, label: str, model: LatencyModel) -> SimulatedRun:
                            if end <= start and c.id in ends), default=None)
             if trigger is not None:
                 waits.append(trigger[1])
+        waited_for[call.id] = max(waits, key=lambda w: ends[w], default=None)
         ready = max((ends[w] for w in waits), default=0.0)
         ends[call.id] = ready + model.seconds(_output_tokens(call))
         depths[call.id] = max((depths[w] for w in waits), default=0) + 1
         last_of_agent[call.agent] = call.id
     variant = str(investigation.settings.get("variant", "full"))
+    by_id = {call.id: call for call in calls}
+    path: list[PathStep] = []
+    step = max(ends, key=lambda c: (ends[c], -c), default=None)
+    while step is not None:
+        call = by_id[step]
+        path.append(PathStep(call.agent, call.role, _output_tokens(call),
+                             model.seconds(_output_tokens(call)), ends[step]))
+        step = waited_for[step]
     return SimulatedRun(label, variant, len(calls), max(depths.values(), default=0),
-                        max(ends.values(), default=0.0))
+                        max(ends.values(), default=0.0), tuple(reversed(path)))
 
 
 def _end(call: ModelCall) -> float:
@@ -172,3 +215,43 @@ def _ratios(runs: list[SimulatedRun]) -> dict[str, float]:
     return {case: wall / by_case[(case, "react_sql")]
             for (case, variant), wall in by_case.items()
             if variant == "full" and by_case.get((case, "react_sql"))}
+
+
+def print_paths(paths: list[Path], model: LatencyModel | None = None) -> list[SimulatedRun]:
+    """Print each board's simulated run and its critical path (see the module)."""
+    model = model or LatencyModel()
+    runs = []
+    with tempfile.TemporaryDirectory() as folder:
+        for stored in paths:
+            copy = Path(folder) / stored.name
+            shutil.copy(stored, copy)  # opening migrates; the board itself stays as is
+            with Board.open(copy) as board:
+                run = simulate(board, stored.stem, model)
+            runs.append(run)
+            print(f"{run.board} ({run.variant}): {run.calls} calls, depth {run.depth}, "
+                  f"simulated {run.wall_s:.1f} s")
+            for step in run.path:
+                print(f"  {step.agent:<24} {step.output_tokens:>6} output tokens "
+                      f"{step.seconds:>6.1f} s  ends at {step.end_s:>6.1f} s")
+            roles = ", ".join(f"{role} {seconds:.0f} s" for role, seconds
+                              in run.seconds_by_role().items())
+            print(f"  critical path by role: {roles}")
+    return runs
+
+
+def main(argv: list[str] | None = None) -> None:
+    """``python -m benchmark.perf_latency BOARD [BOARD ...]``."""
+    parser = argparse.ArgumentParser(prog="python -m benchmark.perf_latency",
+                                     description="Simulated wall time and critical path "
+                                     "of recorded boards under the latency model.")
+    parser.add_argument("boards", nargs="+", type=Path, help="d2board files")
+    args = parser.parse_args(argv)
+    missing = [str(p) for p in args.boards if not p.is_file()]
+    if missing:
+        parser.error(f"no such board: {', '.join(missing)}")
+    print_paths(args.boards)
+
+
+if __name__ == "__main__":
+    main()
+

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import pytest
 
-from benchmark.perf_latency import LatencyModel, simulate
+from benchmark.perf_latency import LatencyModel, main, simulate
 from d2_notebook import investigate
 from d2_notebook.datasets import hospital
 from d2_notebook.detective.policies.hospital import HospitalWalkthrough
@@ -41,3 +41,26 @@ async def test_parallel_collectors_overlap_and_the_chain_is_shorter_than_the_cal
 
 def test_the_latency_model_states_its_numbers() -> None:
     assert LatencyModel().seconds(0) == 1.0 and LatencyModel().seconds(100) == 3.0
+
+
+async def test_the_critical_path_is_the_chain_that_ends_last(tmp_path, capsys) -> None:
+    board_path = tmp_path / "hospital.d2board"
+    result = await investigate(hospital.create(), hospital.QUESTION, board=board_path,
+                               model=HospitalWalkthrough().model(), collectors=4)
+    run = simulate(result.board, "hospital", MODEL)
+    # a chain of waits with no gaps: its calls' seconds add up to the wall time
+    assert run.path[-1].end_s == pytest.approx(run.wall_s)
+    assert sum(s.seconds for s in run.path) == pytest.approx(run.wall_s)
+    assert run.path[0].role == "hypothesizer"
+    assert run.path[-1].role == "reporter" and len(run.path) <= run.depth
+    by_role = run.seconds_by_role()
+    assert sum(by_role.values()) == pytest.approx(run.wall_s)
+    assert list(by_role.values()) == sorted(by_role.values(), reverse=True)
+    result.board.close()
+    main([str(board_path)])
+    printed = capsys.readouterr().out
+    assert f"hospital (full): {run.calls} calls, depth {run.depth}" in printed
+    assert "critical path by role: " in printed and "reporter" in printed
+    with pytest.raises(SystemExit):
+        main([str(tmp_path / "missing.d2board")])
+    assert "no such board" in capsys.readouterr().err
