@@ -85,6 +85,9 @@ async def test_finish_waits_for_every_dimension_to_be_touched_or_dismissed(con):
     assert "untouched by any evidence" not in policy.digests[0]
     assert "untouched by any evidence: " in policy.orchestrator_digest
     assert "patients.sex" in policy.orchestrator_digest
+    # ...and those evidence touched, so the count adds up (an orchestrator could not tell
+    # whether a dimension it looked for was touched or not a candidate at all)
+    assert "\nTOUCHED BY EVIDENCE (1): admissions.severity\n" in policy.orchestrator_digest
     # finish was refused, naming the untouched dimensions; a wrong name was refused too.
     refused, wrong = policy.orchestrator_results[0], policy.orchestrator_results[1]
     assert refused[0] and refused[1].startswith("cannot finish: no evidence has touched")

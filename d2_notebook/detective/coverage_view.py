@@ -145,10 +145,14 @@ class BoardCoverage:
         return f"dimensions controlled or split by: {', '.join(done)}"
 
     def board_lines(self) -> list[str]:
-        """The board-wide part of the map: untouched dimensions, then dismissals."""
+        """The board-wide part of the map: untouched dimensions, those evidence touched,
+        then unreachable ones, the metric's own columns and dismissals."""
         left = self.untouched
         lines = [f"CANDIDATE DIMENSIONS ({len(self.names)}), {len(left)} of them untouched by "
                  "any evidence: " + (", ".join(left) if left else "none")]
+        touched = [n for n in self.names if n in self.touched]
+        if touched:  # the count's other part: an orchestrator could not tell where one was
+            lines.append(f"TOUCHED BY EVIDENCE ({len(touched)}): " + ", ".join(touched))
         if self.unreachable:
             tables = ", ".join(f"{t} ({len(n)})" for t, n in self.unreachable)
             lines.append(f"UNREACHABLE DIMENSIONS (no key joins their table to the tables the "
