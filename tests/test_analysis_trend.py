@@ -321,3 +321,22 @@ def test_a_slope_beyond_chance_but_too_small_to_matter_says_so() -> None:
     assert stated is not None, result.summary
     slope, low, high = (float(v) for v in stated.groups())
     assert 0 < low < slope < high
+
+
+def test_rows_in_periods_too_thin_to_fit_are_counted_where_the_row_count_is_given() -> None:
+    """Weeks with one row stay out of the fit (min_support 2); the summary says how many
+    rows that leaves out (a collector could not tell why a trend of 146 rows counted 138)."""
+    con = duckdb.connect()
+    con.execute("""
+        CREATE TABLE claims AS
+        SELECT DATE '2024-01-01' + INTERVAL (i % 20) WEEK AS filed, (i % 7) * 1.0 AS amount
+        FROM range(200) r(i)
+        UNION ALL SELECT DATE '2024-08-05' + INTERVAL (i * 2) WEEK, 3.0 FROM range(5) r(i)""")
+    result = trend(GuardedSQL(con), source="claims", metric="avg(amount)", time="filed",
+                   grain="week")
+    first = result.summary.splitlines()[0]
+    assert ": 20 periods, " in first and " 200 rows. Left out of the fit: 5 rows in 5 weeks " \
+        "with fewer than 2 rows each (min_support)." in first
+    monthly = trend(GuardedSQL(con), source="claims", metric="avg(amount)", time="filed",
+                    grain="month")
+    assert "205 rows." in monthly.summary and "Left out" not in monthly.summary

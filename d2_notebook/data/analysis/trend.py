@@ -162,6 +162,7 @@ def trend(
     # Support counts per period of the grain, not per hourly bucket: a period of many
     # sparse hours is as well supported as one busy hour.
     support = buckets.groupby("period")["n"].transform("sum")
+    thin = _thin_periods(buckets[support < min_support], grain, min_support)
     buckets = buckets[support >= min_support].reset_index(drop=True)
     if buckets["period"].nunique() < 3:
         raise ValueError(f"trend needs at least 3 periods of {grain}; use a finer grain")
@@ -182,7 +183,7 @@ def trend(
             frame = _rows(buckets, exact @ line.coef, line, _Shape(sloped=True), (None, []),
                           grain, periods, length)
             summary = _summary(metric, time, grain, frame, [], periods,
-                               _deterministic_line(line, grain), None, None)
+                               _deterministic_line(line, grain), None, None, thin=thin)
             return capped(AnalysisTool.TREND, scan.sql, frame, sql.max_rows,
                           scan.duration_s, summary, [])
     shape = _shape(t, y, w, buckets["period"], [], each, scale)
@@ -201,9 +202,21 @@ def trend(
     headline, note = _shape_lines(shape, linear, flags, buckets, t, grain, each, scale)
     summary = _summary(metric, time, grain, frame, flags, periods, None, seasons,
                        (shape, headline, note),
-                       _slope_note(linear, float(t.max()), scale, each, grain))
+                       _slope_note(linear, float(t.max()), scale, each, grain), thin=thin)
     return capped(AnalysisTool.TREND, scan.sql, frame, sql.max_rows, scan.duration_s,
                   summary, flags)
+
+
+def _thin_periods(left_out: pd.DataFrame, grain: str, min_support: int) -> str:
+    """"Left out of the fit: 8 rows in 6 weeks with fewer than 2 rows each (min_support)."
+    for the hourly buckets of periods below ``min_support``, or "" when none is: a
+    collector could not tell why a trend of 146 rows counted 138."""
+    if left_out.empty:
+        return ""
+    count = left_out["period"].nunique()
+    return (f"Left out of the fit: {int(left_out['n'].sum())} rows in {count} "
+            f"{grain}{'s' if count != 1 else ''} with fewer than {min_support} rows each "
+            "(min_support).")
 
 
 def _is_deterministic(fit: Fit, w: np.ndarray, scale: float) -> bool:
@@ -614,10 +627,11 @@ def _shape_lines(shape: _Shape, linear: Fit, flags: list[Flag], buckets: pd.Data
 def _summary(metric: str, time: str, grain: str, frame: pd.DataFrame, flags: list[Flag],
              periods: int, deterministic: str | None, seasons: Seasons | None,
              shape: tuple[_Shape, str | None, str | None] | None,
-             slope_note: str | None = None) -> str:
+             slope_note: str | None = None, thin: str = "") -> str:
     """The tool's summary. ``slope_note`` (:func:`_slope_note`) is stated beside "no
     trend" when the shape has a slope, so a verdict that time changes nothing can be
-    sized from the summary's line like one on a flagged trend."""
+    sized from the summary's line like one on a flagged trend; ``thin``
+    (:func:`_thin_periods`) follows the row count it explains."""
     observed = frame[frame["kind"] == "observed"]
     headline, note = (shape[1], shape[2]) if shape else (None, None)
     stepped = shape is not None and not shape[0].sloped
@@ -626,7 +640,8 @@ def _summary(metric: str, time: str, grain: str, frame: pd.DataFrame, flags: lis
         {FlagKind.CHANGE_POINT} if shape is not None and shape[0].rival else set())
     lines = [f"trend of {metric} by {grain} of {time}: {len(observed)} periods, "
              f"{observed['period'].iloc[0]} to {observed['period'].iloc[-1]}, "
-             f"{int(observed['n'].sum())} rows." + (f" {headline}" if headline else "")]
+             f"{int(observed['n'].sum())} rows." + (f" {thin}" if thin else "")
+             + (f" {headline}" if headline else "")]
     if deterministic:
         lines.append(deterministic)
     elif flags:
