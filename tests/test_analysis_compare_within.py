@@ -277,3 +277,18 @@ def test_a_confounder_in_the_fact_table_the_metric_reads_gets_no_mediator_cautio
                             exposure="rx.drug", value="A", dimensions=["a.admission_type"])
     assert {f.kind for f in result.flags} & {FlagKind.CONFOUNDING, FlagKind.SIMPSONS_PARADOX}
     assert "recorded with the outcome" not in result.summary.lower()
+
+
+def test_a_dimension_only_the_exposure_reads_is_named_with_the_exposure(sql: GuardedSQL) -> None:
+    """The exposure reads ordered_on, so its year is not split by; the summary names the
+    exposure, not "the metric's definition" (a real-model collector read that for a year
+    its exposure, hour(opened_at) = 15, read), and says how to hold it fixed."""
+    result = compare_within(sql, source=SOURCE, metric=RATE,
+                            exposure="month(o.ordered_on) = 12", value="true",
+                            dimensions=["year(orders.ordered_on)", "o.returned"])
+    assert ("Not split by year(orders.ordered_on): the exposure reads its column, and no "
+            "tool splits by its own inputs' columns; to hold it fixed, run the tool once per "
+            "value with a where filter.") in result.summary
+    # the metric's own column stays part of its definition
+    assert "Not split by orders.returned: part of the metric's definition (the metric or the " \
+        "source's join condition reads it)" in result.summary

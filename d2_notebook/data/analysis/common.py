@@ -6,7 +6,7 @@ import math
 import re
 import time
 from collections.abc import Collection
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING
 
 import pandas as pd
@@ -136,6 +136,27 @@ class Support:
 _CALENDAR_SQL = re.compile(r"^\s*(month|quarter)\s*\(", re.IGNORECASE)
 
 
+def _read_by_inputs(plan: Plan, parsed: Source, candidates: list[Dimension],
+                    defining: set[tuple[str, str]],
+                    exclude: dict[str, str]) -> tuple[tuple[str, tuple[str, ...]], ...]:
+    """The requested dimensions left out only because another input (the exposure, the
+    period) reads their column, with those inputs: a real-model collector read "part of
+    the metric's definition" for a year its exposure, not its metric, read."""
+    by_name = {d.name: d for d in candidates}
+    found = []
+    for name, expression in plan.definitional:
+        if expression is not None:
+            columns = inputs.metric_columns(expression, parsed)
+        else:
+            dimension = by_name.get(name.removeprefix("has "))
+            columns = {(dimension.table, dimension.column.lower())} if dimension else set()
+        readers = tuple(input_name for input_name, sql in exclude.items()
+                        if columns & inputs.metric_columns(sql, parsed))
+        if columns and readers and not columns & defining:
+            found.append((name, readers))
+    return tuple(found)
+
+
 def definition_lines(plan: Plan) -> list[str]:
     """The summary lines for requested dimensions the metric's definition reads, for the
     dimensions the default scan leaves out because only the filter reads them, and for
@@ -143,11 +164,16 @@ def definition_lines(plan: Plan) -> list[str]:
     month or quarter *of the year* (every year together), unlike the tools' dimensions
     of the same name, which carry the year."""
     lines = []
-    if plan.definitional:
-        names = ", ".join(name for name, _ in plan.definitional)
-        lines.append(f"Not split by {names}: part of the metric's definition (the metric, the "
-                     "source's join condition or another input reads it), so it would explain "
-                     "the metric trivially.")
+    by_inputs = dict(plan.definitional_inputs)
+    defining = [name for name, _ in plan.definitional if name not in by_inputs]
+    if defining:
+        lines.append(f"Not split by {', '.join(defining)}: part of the metric's definition "
+                     "(the metric or the source's join condition reads it), so it would "
+                     "explain the metric trivially.")
+    for name, readers in by_inputs.items():
+        lines.append(f"Not split by {name}: the {' and the '.join(readers)} reads its column, "
+                     "and no tool splits by its own inputs' columns; to hold it fixed, run the "
+                     "tool once per value with a where filter.")
     if plan.filter_left_out:
         lines.append(f"Left out of this scan: {', '.join(plan.filter_left_out)}, which the "
                      "where filter reads (it may leave them a single value); to split the "
@@ -234,6 +260,8 @@ def prepare(
     keys_only = frozenset(inputs.key_columns(parsed) - metric_columns - excluded_inputs)
     plan = build_plan(catalog, parsed, candidates, requested if with_dimensions else [],
                       excluded, outcome_tables, metric_times, filter_only, keys_only)
+    plan = replace(plan, definitional_inputs=_read_by_inputs(
+        plan, parsed, candidates, metric_columns | joined, exclude or {}))
     pieces = {"metric": value_sql, **(exclude or {})}
     pieces.update({f"dimension {e!r}": e for e, a in plan.row_columns
                    if a.startswith("__d") and plan.dimensions[int(a[3:])].dimension is None})
