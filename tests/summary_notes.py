@@ -5,7 +5,7 @@ from __future__ import annotations
 import re
 
 # schema.profile_note's notes: those that apply, in this order, joined by ", "
-_NULL = r"(?:\d+% null|all null)"
+_NULL = r"(?:\d+% null(?:: exactly where [^()]*?)?|all null)"
 _ZERO = r"(?:0 in \d+% of rows|all 0)"
 _BELOW = r"(?:below 0 in \d+% of rows|all below 0)"
 _ONE = r"(?:one value in every row|one value where not null)"

@@ -260,7 +260,8 @@ def test_placeholder_zeros_and_missing_values_are_profiled_through_the_guard(
             'CASE WHEN i % 2 = 0 THEN 0 END AS "order", i % 2 = 0 AS flag, '
             "(CASE WHEN i % 4 = 0 THEN NULL WHEN i % 4 = 1 THEN 0 WHEN i % 8 = 2 THEN -i "
             "ELSE i END / 4.0)::numeric(8, 2) AS balance, -i AS debit, "
-            "CASE WHEN i <= 4 THEN -i ELSE i END AS adjustment "
+            "CASE WHEN i <= 4 THEN -i ELSE i END AS adjustment, "
+            "CASE WHEN i <= 366 THEN 'pending' ELSE 'done' END AS stage "
             "FROM generate_series(1, 500) AS s(i)")
         con.execute('GRANT SELECT ON "Expense Lines" TO analyst')
     try:
@@ -272,7 +273,9 @@ def test_placeholder_zeros_and_missing_values_are_profiled_through_the_guard(
         assert source.schema_summary() == summary
         assert '"Expense Lines" (table, 500 rows)' in summary
         assert "  processing_time DOUBLE PRECISION e.g. 0.0 (0 in 73% of rows)" in summary
-        assert profile_notes(summary)["processed_date"] == "(73% null)"
+        # its NULLs are exactly the pending rows: one more query says so
+        assert profile_notes(summary)["processed_date"] == (
+            "(73% null: exactly where stage is pending)")
         assert profile_notes(summary)['"Refund Cents"'] == "(0 in 25% of rows)"
         assert profile_notes(summary)['"order"'] == "(50% null, 0 in 50% of rows)"
         # below 0: in 63 of the 500 rows (with NULLs and zeros), in all, in 4 (under 1 %)

@@ -153,7 +153,8 @@ def test_placeholder_zeros_and_missing_values_are_profiled_through_the_guard(
         "CASE WHEN id % 2 = 0 THEN 0 END AS `order`, id % 2 = 0 AS flag, "
         "CAST((CASE WHEN id % 4 = 0 THEN NULL WHEN id % 4 = 1 THEN 0 WHEN id % 8 = 2 "
         "THEN -id ELSE id END) / 4.0 AS DECIMAL(8, 2)) AS balance, -id AS debit, "
-        "CASE WHEN id <= 4 THEN -id ELSE id END AS adjustment FROM range(1, 501)")
+        "CASE WHEN id <= 4 THEN -id ELSE id END AS adjustment, "
+        "CASE WHEN id <= 366 THEN 'pending' ELSE 'done' END AS stage FROM range(1, 501)")
     try:
         seen: list[str] = []
         run = source._query
@@ -164,7 +165,7 @@ def test_placeholder_zeros_and_missing_values_are_profiled_through_the_guard(
         assert "expense_lines (view, 500 rows)" in summary
         assert "  processing_time DOUBLE e.g. 0.0 (0 in 73% of rows)\n" in summary + "\n"
         notes = profile_notes(summary)
-        assert notes["processed_date"] == "(73% null)"
+        assert notes["processed_date"] == "(73% null: exactly where stage is pending)"
         assert notes['"Refund Cents"'] == "(0 in 25% of rows)"
         assert notes['"order"'] == "(50% null, 0 in 50% of rows)"
         # below 0: in 63 of the 500 rows (with NULLs and zeros), in all, in 4 (under 1 %)

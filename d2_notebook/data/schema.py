@@ -16,6 +16,7 @@ from dataclasses import dataclass, replace
 import pandas as pd
 
 from d2_notebook.data.fencing import escape_text, fence
+from d2_notebook.data.null_pattern import NullPattern, null_patterns
 from d2_notebook.errors import QueryFailedError, QueryTimeoutError, SQLError
 
 __all__ = ["NEGATIVE_PERCENT_SHOWN", "NULL_PERCENT_SHOWN", "ZERO_PERCENT_SHOWN", "ColumnInfo",
@@ -82,7 +83,9 @@ class ColumnInfo:
     ``null_count`` (rows that are NULL), ``zero_count`` (rows equal to 0) and
     ``negative_count`` (rows below 0; both numeric columns only), ``least`` and
     ``greatest`` (a text column's first and last value in sort order) come from the
-    table's profile (:func:`profiled`); ``None`` when not profiled.
+    table's profile (:func:`profiled`); ``None`` when not profiled. ``null_pattern``:
+    the category whose values hold exactly this column's NULL rows, when one does
+    (:mod:`d2_notebook.data.null_pattern`).
     """
 
     name: str
@@ -94,6 +97,7 @@ class ColumnInfo:
     negative_count: int | None = None
     least: str | None = None
     greatest: str | None = None
+    null_pattern: NullPattern | None = None
 
 
 @dataclass(frozen=True)
@@ -216,6 +220,13 @@ def profiled(query: Query, info: TableInfo, ref: str, *,
                                negative_count=None if negatives is None else int(negatives),
                                least=None if pd.isna(least) else str(least),
                                greatest=None if pd.isna(greatest) else str(greatest)))
+    partly_null = [c.name for c in columns if c.null_count and c.null_count < rows
+                   and 100 * c.null_count >= NULL_PERCENT_SHOWN * rows]
+    categories = [c.name for c in columns
+                  if c.null_count == 0 and _TEXT_TYPE.fullmatch(c.type.strip())]
+    patterns = null_patterns(query, ref, rows, partly_null, categories, quote=quote,
+                             count=count)
+    columns = [replace(c, null_pattern=patterns.get(c.name)) for c in columns]
     return replace(info, row_count=rows, columns=tuple(columns))
 
 
@@ -234,7 +245,8 @@ def profile_note(column: ColumnInfo, rows: int | None) -> str:
     nulls, zeros = column.null_count or 0, column.zero_count or 0
     negatives = column.negative_count or 0
     if 100 * nulls >= NULL_PERCENT_SHOWN * rows:
-        notes.append("all null" if nulls >= rows else f"{_percent(nulls, rows)}% null")
+        notes.append("all null" if nulls >= rows else f"{_percent(nulls, rows)}% null"
+                     + _null_where(column.null_pattern))
     if zeros and 100 * zeros >= ZERO_PERCENT_SHOWN * rows:
         notes.append("all 0" if zeros >= rows else f"0 in {_percent(zeros, rows)}% of rows")
     if negatives and 100 * negatives >= NEGATIVE_PERCENT_SHOWN * rows:
@@ -243,6 +255,22 @@ def profile_note(column: ColumnInfo, rows: int | None) -> str:
     if column.least is not None and column.least == column.greatest:
         notes.append("one value in every row" if not nulls else "one value where not null")
     return f" ({', '.join(notes)})" if notes else ""
+
+
+def _null_where(pattern: NullPattern | None) -> str:
+    """``": exactly where category is Travel or Miscellaneous"`` (names and values
+    escaped and cut like samples: they are data), or ``""`` without a pattern."""
+    if pattern is None:
+        return ""
+    values = [escape_text(_sample_text(v)) for v in pattern.values]
+    if len(values) == 1:
+        said = f"is not {values[0]}" if pattern.negated else f"is {values[0]}"
+    elif len(values) == 2:
+        said = (f"is neither {values[0]} nor {values[1]}" if pattern.negated
+                else f"is {values[0]} or {values[1]}")
+    else:
+        said = f"is {'none' if pattern.negated else 'one'} of {', '.join(values)}"
+    return f": exactly where {prompt_ident(pattern.category)} {said}"
 
 
 def _percent(part: int, whole: int) -> int:
