@@ -34,6 +34,9 @@ MAX_PAIRS = 64
 """Pairs of a partly-NULL column and a category tested in one table's query at most."""
 MAX_ROWS = 5_000_000
 """Tables with more rows are not tested (the query counts distinct values per pair)."""
+SCREEN_ROWS = 10_000
+"""The first rows in which a category must show few values before the whole table's
+distinct values are counted (:func:`_few_valued`)."""
 
 
 @dataclass(frozen=True)
@@ -63,8 +66,11 @@ def null_patterns(query: Query, ref: str, rows: int, partly_null: Sequence[str],
     A query that is refused, fails or times out gives no pattern (the summary shows the
     NULL share alone, as before).
     """
+    if not partly_null or not categories or rows > MAX_ROWS:
+        return {}
+    categories = _few_valued(query, ref, categories, quote=quote, count=count)
     pairs = [(x, c) for x in partly_null for c in categories if c != x][:MAX_PAIRS]
-    if not pairs or rows > MAX_ROWS:
+    if not pairs:
         return {}
     aggregates = [f"{count}(DISTINCT {quote(c)}) AS d2_c{i}" for i, c in enumerate(categories)]
     for i, (x, c) in enumerate(pairs):
@@ -93,3 +99,21 @@ def null_patterns(query: Query, ref: str, rows: int, partly_null: Sequence[str],
             continue
         found[x] = NullPattern(c, tuple(str(v) for v in values), negated)
     return found
+
+
+def _few_valued(query: Query, ref: str, categories: Sequence[str], *,
+                quote: Callable[[str], str], count: str) -> list[str]:
+    """The columns of ``categories`` with at most :data:`MAX_CATEGORY_VALUES` distinct
+    values in the table's first :data:`SCREEN_ROWS` rows: counting the distinct values
+    of a near-unique column over a whole large table costs ten times the profile itself
+    (measured: 4 M rows, 8.6 s against 0.8 s), and such a column is no category."""
+    columns = ", ".join(quote(c) for c in categories)
+    counts = ", ".join(f"{count}(DISTINCT {quote(c)}) AS d2_s{i}"
+                       for i, c in enumerate(categories))
+    try:
+        head = query(f"SELECT {counts} FROM (SELECT {columns} FROM {ref} "
+                     f"LIMIT {SCREEN_ROWS}) AS d2_head").iloc[0]
+    except SQLError:
+        return []
+    return [c for i, c in enumerate(categories) if int(head[f"d2_s{i}"]) <= MAX_CATEGORY_VALUES]
+
