@@ -5,12 +5,14 @@ from __future__ import annotations
 import re
 
 import duckdb
+import pandas as pd
 import pytest
 from analysis_data import noise, planted
 
 from d2_notebook.data import GuardedSQL
 from d2_notebook.data.analysis import FlagKind, trend
 from d2_notebook.data.analysis.season import _call_text, seasons_defined_by
+from d2_notebook.data.analysis.trend import _thin_periods
 from d2_notebook.data.parse_tree import select_node
 
 
@@ -340,3 +342,16 @@ def test_rows_in_periods_too_thin_to_fit_are_counted_where_the_row_count_is_give
     monthly = trend(GuardedSQL(con), source="claims", metric="avg(amount)", time="filed",
                     grain="month")
     assert "205 rows." in monthly.summary and "Left out" not in monthly.summary
+    # too few periods left once the thin ones are out: say so, and not "a finer grain"
+    with pytest.raises(ValueError, match=r"at least 3 periods of year with at least 3 rows "
+                       r"each; left out of the fit: 5 rows in 3 years with fewer than 3 rows "
+                       r"each \(min_support\)\. Use a coarser grain or a lower min_support"):
+        con.execute("CREATE TABLE years AS SELECT DATE '2020-01-01' + INTERVAL (i % 3) YEAR "
+                    "AS filed, 1.0 AS amount FROM range(7) r(i) "
+                    "UNION ALL SELECT DATE '2024-06-01', 2.0")
+        trend(GuardedSQL(con), source="years", metric="avg(amount)", time="filed",
+              grain="year", min_support=3)
+    one = _thin_periods(pd.DataFrame({"period": [pd.Timestamp("2024-01-01")], "n": [1]}),
+                        "week", 2)
+    assert one == "Left out of the fit: 1 row in 1 week with fewer than 2 rows each (min_support)."
+

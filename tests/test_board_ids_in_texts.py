@@ -31,6 +31,9 @@ def test_cited_query_ids_that_became_evidence_read_as_evidence_ids() -> None:
                "(Q4-2023); but (E7) and [E2, E9]")
     returned = QueryLog(results=dict.fromkeys(["Q1", "Q4"]))  # type: ignore[arg-type]
     assert returned.cited_queries("(2024-Q1) and (Q4)") == ["Q4"]
+    # ids joined by a hyphen are still ids
+    assert log.with_board_ids("(Q1-Q4), (E2-Q4)") == "(E7-E9), (E2-E9)"
+    assert returned.cited_queries("(Q1-Q4)") == ["Q1", "Q4"]
 
 
 def test_the_query_ids_a_text_cites_are_those_in_citations_and_labels() -> None:

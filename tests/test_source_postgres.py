@@ -275,7 +275,7 @@ def test_placeholder_zeros_and_missing_values_are_profiled_through_the_guard(
         assert "  processing_time DOUBLE PRECISION e.g. 0.0 (0 in 73% of rows)" in summary
         # its NULLs are exactly the pending rows: one more query says so
         assert profile_notes(summary)["processed_date"] == (
-            "(73% null: exactly where stage is pending)")
+            "(73% null: exactly where stage is 'pending')")
         assert profile_notes(summary)['"Refund Cents"'] == "(0 in 25% of rows)"
         assert profile_notes(summary)['"order"'] == "(50% null, 0 in 50% of rows)"
         # below 0: in 63 of the 500 rows (with NULLs and zeros), in all, in 4 (under 1 %)

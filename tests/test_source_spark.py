@@ -165,7 +165,7 @@ def test_placeholder_zeros_and_missing_values_are_profiled_through_the_guard(
         assert "expense_lines (view, 500 rows)" in summary
         assert "  processing_time DOUBLE e.g. 0.0 (0 in 73% of rows)\n" in summary + "\n"
         notes = profile_notes(summary)
-        assert notes["processed_date"] == "(73% null: exactly where stage is pending)"
+        assert notes["processed_date"] == "(73% null: exactly where stage is 'pending')"
         assert notes['"Refund Cents"'] == "(0 in 25% of rows)"
         assert notes['"order"'] == "(50% null, 0 in 50% of rows)"
         # below 0: in 63 of the 500 rows (with NULLs and zeros), in all, in 4 (under 1 %)

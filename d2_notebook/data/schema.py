@@ -258,11 +258,12 @@ def profile_note(column: ColumnInfo, rows: int | None) -> str:
 
 
 def _null_where(pattern: NullPattern | None) -> str:
-    """``": exactly where category is Travel or Miscellaneous"`` (names and values
-    escaped and cut like samples: they are data), or ``""`` without a pattern."""
+    """``": exactly where category is 'Misc' or 'Travel'"`` (the values quoted as SQL
+    writes them, escaped and cut like samples: they are data), or ``""`` without a
+    pattern."""
     if pattern is None:
         return ""
-    values = [escape_text(_sample_text(v)) for v in pattern.values]
+    values = [_lit(escape_text(_sample_text(v))) for v in pattern.values]
     if len(values) == 1:
         said = f"is not {values[0]}" if pattern.negated else f"is {values[0]}"
     elif len(values) == 2:

@@ -154,8 +154,10 @@ async def run_agent(
 def last_call_notice(max_steps: int, turn_enders: list[str]) -> str:
     """What an agent reads before its last model call of a turn: without it, a model
     that plans one more step reaches the limit with its work unrecorded."""
+    others = (f" (or {' or '.join(turn_enders[1:])}, where your first message allows it)"
+              if len(turn_enders) > 1 else "")
     return (f"This is your last model call of this turn (at most {max_steps}). Finish now: "
-            f"record what you have and call {' or '.join(turn_enders)} in this answer.")
+            f"record what you have and call {turn_enders[0]}{others} in this answer.")
 
 
 def _release(sequencer: WriteSequencer, ticket: int | None) -> None:

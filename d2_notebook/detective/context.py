@@ -150,7 +150,8 @@ class QueryLog:
         return None
 
 
-_QUERY_ID = re.compile(r"(?<![\w-])(?<!\d[ /])Q\d+\b(?![-/ ]?(?:19|20)\d\d\b)")
+_QUERY_ID = re.compile(r"(?<!\w)(?<!(?:19|20)\d\d[-/ ])(?<!FY\d\d[-/ ])Q\d+\b"
+                       r"(?![-/ ]?(?:19|20)\d\d\b)")
 """A query id: not a quarter beside its year ("2024-Q1", "2024 Q1", "FY24-Q1", "Q1 2024";
 a judge read "0.456 (2024-E16)" where the row said 2024-Q1)."""
 _LABEL = re.compile(r"(^|[;.]\s+|\n\s*(?:[-*•]\s*|\d+[.)]\s*)?)(Q\d+)"

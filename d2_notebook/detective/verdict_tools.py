@@ -230,8 +230,6 @@ def _as_in_give_verdict(properties: dict[str, Any]) -> dict[str, Any]:
         kept = {k: schema(v) for k, v in value.items() if k not in ("description", "properties")}
         if "properties" in value:  # field names, one of which may be "description"
             kept["properties"] = {k: schema(v) for k, v in value["properties"].items()}
-        if "items" in value:
-            kept["items"] = schema(value["items"])
         return kept
 
     return {name: {**schema(spec), "description": "as in give_verdict"}

@@ -261,7 +261,7 @@ def prepare(
     plan = build_plan(catalog, parsed, candidates, requested if with_dimensions else [],
                       excluded, outcome_tables, metric_times, filter_only, keys_only)
     plan = replace(plan, definitional_inputs=_read_by_inputs(
-        plan, parsed, candidates, metric_columns | joined, exclude or {}))
+        plan, parsed, candidates, metric_columns | (joined - keys_only), exclude or {}))
     pieces = {"metric": value_sql, **(exclude or {})}
     pieces.update({f"dimension {e!r}": e for e, a in plan.row_columns
                    if a.startswith("__d") and plan.dimensions[int(a[3:])].dimension is None})

@@ -78,11 +78,11 @@ class Plan:
     """The source table's numeric columns cut into bins: (dimension index, the column as
     SQL over the source), so a tool can test whether a column is the outcome again."""
     filter_left_out: tuple[str, ...] = ()
+    """Dimensions the default scan leaves out because only the ``where`` filter reads
+    their column (a request may still name them)."""
     definitional_inputs: tuple[tuple[str, tuple[str, ...]], ...] = ()
     """Of :attr:`definitional`, those only another input reads (not the metric nor the
     join condition): (name, the inputs reading its column, e.g. ``("exposure",)``)."""
-    """Dimensions the default scan leaves out because only the ``where`` filter reads
-    their column (a request may still name them)."""
 
 
 def build_plan(

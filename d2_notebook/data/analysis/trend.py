@@ -165,6 +165,10 @@ def trend(
     thin = _thin_periods(buckets[support < min_support], grain, min_support)
     buckets = buckets[support >= min_support].reset_index(drop=True)
     if buckets["period"].nunique() < 3:
+        if thin:  # periods were there, but too thin: a finer grain makes them thinner
+            raise ValueError(f"trend needs at least 3 periods of {grain} with at least "
+                             f"{min_support} rows each; {thin[0].lower()}{thin[1:]} Use a "
+                             "coarser grain or a lower min_support")
         raise ValueError(f"trend needs at least 3 periods of {grain}; use a finer grain")
     days = (buckets["t"] - buckets["t"].min()).dt.total_seconds().to_numpy() / 86400.0
     y, w = buckets["mean"].to_numpy(), buckets["n"].to_numpy()
@@ -213,8 +217,8 @@ def _thin_periods(left_out: pd.DataFrame, grain: str, min_support: int) -> str:
     collector could not tell why a trend of 146 rows counted 138."""
     if left_out.empty:
         return ""
-    count = left_out["period"].nunique()
-    return (f"Left out of the fit: {int(left_out['n'].sum())} rows in {count} "
+    count, rows = left_out["period"].nunique(), int(left_out["n"].sum())
+    return (f"Left out of the fit: {rows} row{'s' if rows != 1 else ''} in {count} "
             f"{grain}{'s' if count != 1 else ''} with fewer than {min_support} rows each "
             "(min_support).")
 
