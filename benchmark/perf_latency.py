@@ -221,21 +221,22 @@ def print_paths(paths: list[Path], model: LatencyModel | None = None) -> list[Si
     """Print each board's simulated run and its critical path (see the module)."""
     model = model or LatencyModel()
     runs = []
-    with tempfile.TemporaryDirectory() as folder:
-        for stored in paths:
-            copy = Path(folder) / stored.name
-            shutil.copy(stored, copy)  # opening migrates; the board itself stays as is
-            with Board.open(copy) as board:
-                run = simulate(board, stored.stem, model)
-            runs.append(run)
-            print(f"{run.board} ({run.variant}): {run.calls} calls, depth {run.depth}, "
-                  f"simulated {run.wall_s:.1f} s")
-            for step in run.path:
-                print(f"  {step.agent:<24} {step.output_tokens:>6} output tokens "
-                      f"{step.seconds:>6.1f} s  ends at {step.end_s:>6.1f} s")
-            roles = ", ".join(f"{role} {seconds:.0f} s" for role, seconds
-                              in run.seconds_by_role().items())
-            print(f"  critical path by role: {roles}")
+    for stored in paths:
+        # read-only: an older board is migrated in memory, and a board still being
+        # written is read through its write-ahead log (a copy of the file alone is not)
+        with Board.open(stored, read_only=True) as board:
+            if not board.list_investigations():
+                raise SystemExit(f"{stored}: no investigation on this board")
+            run = simulate(board, stored.stem, model)
+        runs.append(run)
+        print(f"{run.board} ({run.variant}): {run.calls} calls, depth {run.depth}, "
+              f"simulated {run.wall_s:.1f} s")
+        for step in run.path:
+            print(f"  {step.agent:<24} {step.output_tokens:>6} output tokens "
+                  f"{step.seconds:>6.1f} s  ends at {step.end_s:>6.1f} s")
+        roles = ", ".join(f"{role} {seconds:.0f} s" for role, seconds
+                          in run.seconds_by_role().items())
+        print(f"  critical path by role: {roles}")
     return runs
 
 

@@ -8,6 +8,7 @@ import pytest
 
 from benchmark.perf_latency import LatencyModel, main, simulate
 from d2_notebook import investigate
+from d2_notebook.board import Board
 from d2_notebook.datasets import hospital
 from d2_notebook.detective.policies.hospital import HospitalWalkthrough
 
@@ -64,3 +65,6 @@ async def test_the_critical_path_is_the_chain_that_ends_last(tmp_path, capsys) -
     with pytest.raises(SystemExit):
         main([str(tmp_path / "missing.d2board")])
     assert "no such board" in capsys.readouterr().err
+    Board.open(tmp_path / "empty.d2board").close()
+    with pytest.raises(SystemExit, match="no investigation on this board"):
+        main([str(tmp_path / "empty.d2board")])
