@@ -111,6 +111,21 @@ def test_specs_match_the_python_keywords(sql: GuardedSQL) -> None:
     assert spec_for("trend").function(sql, **tool_input).tool is AnalysisTool.TREND
 
 
+def test_candidate_dimensions_are_stated_once_in_segment_scan() -> None:
+    """The ~900-character statement of which dimensions the tools split by is in
+    segment_scan's description only; compare_within and decompose, always offered with it
+    (test_the_variants_offer_the_tools_to_the_roles_that_query), point to it. A collector
+    found the same paragraph three times in every request hard to read."""
+    statement = "Candidate dimensions: low-cardinality columns (at most 30 values)"
+    assert statement in spec_for("segment_scan").description
+    for name in ("compare_within", "decompose"):
+        description = spec_for(name).description
+        assert statement not in description and "as in segment_scan" in description
+        assert "1% of the metric's scale" in description
+    total = sum(len(spec.description) for spec in TOOL_SPECS)
+    assert total < 7_500, total
+
+
 def test_a_per_entity_flag_is_an_exists_or_in_test_inside_the_mean(sql: GuardedSQL) -> None:
     """"Customer tagged veteran" as a metric over customers, without a join that repeats
     rows: one generated pass, through the guard, and the same figures as plain SQL."""

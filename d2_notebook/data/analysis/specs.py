@@ -69,8 +69,8 @@ _DIMENSIONS = {"type": "array", "items": {"type": "string", "minLength": 1}, "de
     "reachable from the source by key. A named dimension is used even where the default "
     "leaves it out (a column only the where filter reads, such as c.tenure under "
     "c.tenure >= 12, is split within the filtered rows), except a column the metric "
-    "is defined from (the metric, a join clause or another input reads it): that is "
-    "answered 'part of the metric's definition'.")}
+    "is defined from (the metric, a join clause or another input reads it): the summary "
+    "names which input reads it.")}
 _SETTINGS = {
     "min_support": {"type": "integer", "minimum": 2, "description": (
         "Fewest rows a group needs to be tested. Default: adapted to the data (1% of the "
@@ -95,6 +95,17 @@ _CANDIDATES = (
     "parts of a time window stay in), and the other columns of a table the metric reads "
     "that is joined 1:1 to another source table (a results table: they are recorded with "
     "the result). "
+)
+"""Which dimensions the candidate-dimension tools split by: stated once, in
+``segment_scan`` (always offered with ``compare_within`` and ``decompose``, which point to
+it instead of repeating ~900 characters in every request)."""
+
+_CANDIDATES_AS_IN_SCAN = (
+    "Candidate dimensions, and the columns never used or left out unless named: as in "
+    "segment_scan. "
+)
+
+_FLAGS_AND_SQL = (
     "A flag needs a difference of at least 1% of the metric's scale as well as passing "
     "its test, so rounding noise is never flagged. The summary says how many of the "
     "groups or dimensions were tested and which were not, with their size. The "
@@ -114,7 +125,7 @@ TOOL_SPECS: tuple[AnalysisToolSpec, ...] = (
         "segments first, each once (segments of other dimensions that are the same rows "
         "are named with it), and names apart, unflagged, a segment whose metric is one "
         "value on every row (a placeholder such as 0 for rows not measured yet) with a "
-        "where that leaves it out. " + _CANDIDATES,
+        "where that leaves it out. " + _CANDIDATES + _FLAGS_AND_SQL,
         {"type": "object", "additionalProperties": False,
          "required": ["source", "metric"],
          "properties": {**_COMMON, "dimensions": _DIMENSIONS, **_SETTINGS}},
@@ -140,7 +151,8 @@ TOOL_SPECS: tuple[AnalysisToolSpec, ...] = (
         "effects are listed). Time dimensions (year, quarter, month of a date column) are "
         "candidates like any other. One call is the heterogeneity check a "
         "verdict on an effect needs. value and reference must be values that occur in "
-        "the population; reference must differ from value. " + _CANDIDATES,
+        "the population; reference must differ from value. "
+        + _CANDIDATES_AS_IN_SCAN + _FLAGS_AND_SQL,
         {"type": "object", "additionalProperties": False,
          "required": ["source", "metric", "exposure", "value"],
          "properties": {
@@ -211,7 +223,7 @@ TOOL_SPECS: tuple[AnalysisToolSpec, ...] = (
         "the summary says its shares follow row counts and localise nothing. Shares of "
         "different dimensions never add up across dimensions. Use it to size a "
         "factor's part in a rise or fall (a minor contributor explains a small share). "
-        + _CANDIDATES,
+        + _CANDIDATES_AS_IN_SCAN + _FLAGS_AND_SQL,
         {"type": "object", "additionalProperties": False,
          "required": ["source", "metric", "period"],
          "properties": {
