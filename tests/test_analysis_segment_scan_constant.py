@@ -285,6 +285,23 @@ def test_a_column_recorded_for_one_outcome_only_is_named_once_not_flagged() -> N
     assert "No other tested segment deviates" not in result.summary  # department is flagged
 
 
+def test_segments_named_apart_come_last_in_the_table() -> None:
+    """A real-model collector's preview was filled with the six date parts of a column
+    recorded for one outcome, all the same missing-value rows, ranked above the segments
+    left to explain. Rows named apart now follow the others, each part in rank order."""
+    result = segment_scan(_declines(), source="e", metric=RATE)
+    frame = result.frame
+    apart = frame["dimension"].str.contains("processed_date|reason")
+    assert apart.any() and not apart[:int((~apart).sum())].any()  # all of them last
+    assert frame.iloc[0]["dimension"] == "e.department" and frame.iloc[0]["flagged"]
+    ordinary = frame[~apart & frame["tested"]]
+    assert list(ordinary["score"]) == sorted(ordinary["score"], reverse=True)
+    assert "rows are kept, last in the table" in result.summary
+    preview = result.preview(max_rows=8, max_chars=20_000)
+    shown = preview.split("\n\n", 1)[1]
+    assert "processed_date" not in shown.split("... ")[0].split("\n", 2)[2]
+
+
 def test_a_sparse_column_that_misses_a_rare_outcome_by_chance_is_not_named() -> None:
     """A note filled on 4% of rows at random holds no row of a rare outcome (20 of 3000
     rows) about half the time: that is chance, not a column recorded for one outcome."""

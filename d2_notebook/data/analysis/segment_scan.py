@@ -227,12 +227,32 @@ def segment_scan(
     missing = {index for index, value in scan.moments if index >= 0 and value is None}
     constants_said = constant_line(constants, prepared, missing) if constants else None
     repeated = sum(len(same) for _, same in findings)
+    frame = _named_apart_last(frame, findings, {*exact, *copies, *set_by_outcome})
     summary = _summary(metric, total, frame[~frame["dimension"].isin(exact)], flag_lines,
                        prepared, support, alpha, top, immaterial, exact, copies,
                        set_by_outcome, constants_said, repeated, one_outcome)
     frame = frame.drop(columns=["material", *_WORK])
     return capped(AnalysisTool.SEGMENT_SCAN, scan.sql, frame, sql.max_rows, scan.duration_s,
                   summary, flags)
+
+
+_KEPT_LAST = "rows are kept, last in the table"
+"""Where the rows of a segment named apart are (:func:`_named_apart_last`)."""
+
+
+def _named_apart_last(frame: pd.DataFrame, findings: list[tuple[Any, list[tuple[Any, bool]]]],
+                      restating: set[str]) -> pd.DataFrame:
+    """``frame`` (in rank order) with the rows the summary names apart moved after the
+    others, keeping each part's order: segments set aside (a constant, a column recorded
+    for one outcome), the segments of dimensions that restate the metric (``restating``),
+    and the segments that are the same rows as a leading one. They stay in the result,
+    but a preview's first rows are then the findings and the segments left to explain:
+    a column recorded for one outcome used to fill the preview with its six date parts'
+    identical missing-value rows."""
+    repeats = {row.Index for _, same in findings for row, _ in same}
+    apart = (frame["set_aside"] | frame["dimension"].isin(restating)
+             | frame.index.isin(list(repeats)))
+    return pd.concat([frame[~apart], frame[apart]]).reset_index(drop=True)
 
 
 def _flag_text(row: object, metric: str | None) -> str:
@@ -299,11 +319,11 @@ def _summary(metric: str, total: Moments, frame: pd.DataFrame, flags: list[str],
     if constants_said:
         lines.append(constants_said)
     if copies:
-        lines.append(near_copy_line(copies, "not flagged", "its rows are kept"))
+        lines.append(near_copy_line(copies, "not flagged", f"its {_KEPT_LAST}"))
     if set_by_outcome:
-        lines.append(outcome_set_line(set_by_outcome, "not flagged", "its rows are kept"))
+        lines.append(outcome_set_line(set_by_outcome, "not flagged", f"its {_KEPT_LAST}"))
     if one_outcome:
-        lines.append(one_outcome_line(one_outcome, "not flagged", "their rows are kept"))
+        lines.append(one_outcome_line(one_outcome, "not flagged", f"their {_KEPT_LAST}"))
     if immaterial:
         lines.append(f"{immaterial} segment(s) differ beyond chance by less than "
                      f"{RELATIVE_TOLERANCE:.0%} of the metric's scale: not flagged.")
