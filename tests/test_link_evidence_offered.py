@@ -256,3 +256,34 @@ async def test_a_judge_links_and_decides_in_one_answer(board) -> None:
     await roles.judge(ctx, hyp.id, can_send_back=True, can_refine=False, summary=None)
     assert calls == 1
     assert board.latest_verdict(hyp.id).evidence_ids == (evidence.id,)
+
+
+def test_analysis_calls_with_the_same_first_line_are_told_apart(board) -> None:
+    """A real-model judge read three compare_within evidences of one exposure under one
+    title (the summary's first line), held fixed over different dimensions; a trend over
+    all rows and one over decided rows differed only by a row count. Each analysis
+    evidence's digest line gives its first line, its call's filter and its named
+    dimensions, not the rest of its summary."""
+    inv = board.start_investigation("Why are Travel claims declined?")
+    hyp = board.add_hypothesis("Travel claims are declined more", investigation_id=inv.id)
+    frame = pd.DataFrame({"stratum": ["a", "b"], "effect": [0.35, 0.34]})
+    first = ("compare_within: decline rate for category = Travel vs the rest: 0.418 "
+             "(n = 146) vs 0.0650 (n = 354); crude effect 0.353")
+    calls = [{"exposure": "category", "value": "Travel"},
+             {"exposure": "category", "value": "Travel",
+              "dimensions": ["e.department", "e.amount"]},
+             {"exposure": "category", "value": "Travel", "where": "state <> 'Pending'"}]
+    ids = []
+    for args in calls:
+        item = board.add_evidence("SELECT 1", frame, description=(
+            f"{first}\nNo confounding among the 8 dimensions tested for it.\nRecorded as: x"),
+            investigation_id=inv.id)
+        board.record_tool_call(item.id, ToolCall("compare_within", args), actor="collector")
+        board.link(item.id, hyp.id, "supports", "r", actor="collector")
+        ids.append(item.id)
+    lines = {line.split(": ", 1)[1].split(" — ")[0]
+             for line in board_digest(board, investigation_id=inv.id).splitlines()
+             if line.strip().startswith("supports:")}
+    assert lines == {f"{ids[0]} (2 rows) {first}",
+                     f"{ids[1]} (2 rows) {first} [dimensions e.department, e.amount]",
+                     f"{ids[2]} (2 rows) {first} [where state <> 'Pending']"}

@@ -13,11 +13,12 @@ from __future__ import annotations
 
 import re
 from collections import Counter
+from collections.abc import Mapping
 
-from d2_notebook.board import Board, Evidence, Hypothesis, Link
+from d2_notebook.board import Board, Evidence, Hypothesis, Link, ToolCall
 from d2_notebook.board.render import discount_line
 from d2_notebook.detective.coverage_view import BoardCoverage
-from d2_notebook.detective.evidence_view import cut_at_word
+from d2_notebook.detective.evidence_view import cut_at_word, tool_summary
 
 _MAX_TEXT = 240
 
@@ -61,6 +62,7 @@ def board_digest(
         if include_redundant or not e.redundant
     }
     links = board.list_links()
+    calls = board.tool_calls()
     if focus is not None:
         keep = _focus_family(hypotheses, focus)
         hypotheses = [h for h in hypotheses if h.id in keep]
@@ -68,7 +70,7 @@ def board_digest(
     if not hypotheses:
         lines.append("  (none yet)")
     for hyp in hypotheses:
-        lines.extend(_hypothesis_lines(board, hyp, links, evidence))
+        lines.extend(_hypothesis_lines(board, hyp, links, evidence, calls))
         covered = coverage.hypothesis_line(hyp.id) if coverage is not None else None
         if covered is not None:
             lines.append(f"    {covered}")
@@ -78,7 +80,7 @@ def board_digest(
     loose = [e for e in evidence.values() if e.id not in linked]
     if loose and focus is None:
         lines.append("EVIDENCE NOT LINKED TO A HYPOTHESIS:")
-        lines.extend(f"  {_evidence_text(e)}" for e in loose)
+        lines.extend(f"  {_evidence_text(e, calls.get(e.id))}" for e in loose)
     if coverage is not None and focus is None:  # a focused digest stays about its focus
         lines.extend(coverage.board_lines())
     return "\n".join(lines)
@@ -100,7 +102,8 @@ def _newest(lines: list[str], limit: int) -> list[str]:
 
 
 def _hypothesis_lines(
-    board: Board, hyp: Hypothesis, links: list[Link], evidence: dict[str, Evidence]
+    board: Board, hyp: Hypothesis, links: list[Link], evidence: dict[str, Evidence],
+    calls: Mapping[str, ToolCall],
 ) -> list[str]:
     confidence = "-" if hyp.confidence is None else f"{hyp.confidence:.2f}"
     parent = f" (refines {hyp.parent_id})" if hyp.parent_id else ""
@@ -114,7 +117,8 @@ def _hypothesis_lines(
         if link.hypothesis_id != hyp.id or link.evidence_id not in evidence:
             continue
         reading = f" — {_short(link.rationale, 160)}" if link.rationale else ""
-        lines.append(f"    {link.stance.value}: {_evidence_text(evidence[link.evidence_id])}"
+        item = evidence[link.evidence_id]
+        lines.append(f"    {link.stance.value}: {_evidence_text(item, calls.get(item.id))}"
                      f"{reading}")
     verdict = board.latest_verdict(hyp.id)
     if verdict is not None:
@@ -149,8 +153,7 @@ def _other_evidence(board: Board, shown: list[Hypothesis], links: list[Link],
         call = calls.get(item.id)
         text = (item.description if call is None or item.description.startswith(call.tool)
                 else f"{call.tool}: {item.description}")
-        rows = f"{item.row_count} row{'s' if item.row_count != 1 else ''}"
-        others.append((f"  {item.id} ({rows}) {_short(' '.join(text.split()), 160)}", text))
+        others.append((f"  {_evidence_text(item, call)}", text))
     if not others:
         return []
     about = " ".join(f"{h.statement} {h.rationale or ''}" for h in shown)
@@ -228,9 +231,26 @@ def other_hypotheses(board: Board, investigation_id: str, focus: str) -> str:
                       "of these):", *_newest(others, OTHER_HYPOTHESES_SHOWN)])
 
 
-def _evidence_text(item: Evidence) -> str:
+def _evidence_text(item: Evidence, call: ToolCall | None) -> str:
+    """One evidence as a digest line: id, rows and description; for an analysis tool's
+    evidence, its tool, its summary's first line and the call's filter and named
+    dimensions, which tell apart calls whose first lines are the same (a judge read three
+    compare_within evidences of one exposure, held fixed over different dimensions, under
+    one title)."""
     rows = f"{item.row_count} row{'s' if item.row_count != 1 else ''}"
-    return f"{item.id} ({rows}) {_short(item.description, 160)}"
+    if call is None:
+        return f"{item.id} ({rows}) {_short(item.description, 160)}"
+    first = tool_summary(item.description).split("\n", 1)[0]
+    if not first.startswith(call.tool):
+        first = f"{call.tool}: {first}"
+    named = [f"{key} {_short(_listed(call.args[key]), 120)}"
+             for key in ("where", "dimensions") if call.args.get(key)]
+    return (f"{item.id} ({rows}) {_short(first, 160)}"
+            + (f" [{'; '.join(named)}]" if named else ""))
+
+
+def _listed(value: object) -> str:
+    return ", ".join(map(str, value)) if isinstance(value, list | tuple) else str(value)
 
 
 def _short(text: str, limit: int = _MAX_TEXT) -> str:
