@@ -3,6 +3,7 @@ together, confounding judged by what adjustment does, honest summaries."""
 
 from __future__ import annotations
 
+import math
 import re
 
 import duckdb
@@ -16,6 +17,8 @@ from d2_notebook.data.analysis.stats import (
     OutcomeValue,
     is_set_by_outcome,
 )
+from d2_notebook.detective.contribution_check import read_contribution
+from d2_notebook.detective.sql_tools import analysis_description
 
 
 def _time_confounded() -> GuardedSQL:
@@ -630,3 +633,27 @@ def test_a_scan_s_summary_names_the_metric_once() -> None:
     assert result.flags and all(metric in f.text for f in result.flags)
     assert result.summary.count(metric) == 1
     assert "- t.region = north: 0.6" in result.summary
+
+
+def test_the_share_a_confounder_removes_is_one_row_with_its_interval(board) -> None:
+    """A real-model judge sized "Cost Reduction's lead is mostly its priority mix" by the
+    share standardising over priority removed, whose interval was only in the summary's
+    words: refused, as a size must be one row. The rows now carry the interval, the same
+    figures as the flag's words, and a verdict may cite the share with it."""
+    result = compare_within(_time_confounded(), source="cases c", metric="avg(c.days)",
+                            exposure="c.channel", value="new")
+    quarter = result.frame[result.frame["dimension"] == "quarter(cases.opened_on)"].iloc[0]
+    low, share, high = (quarter["share_removed_low"], quarter["share_removed"],
+                        quarter["share_removed_high"])
+    assert low < share < high
+    text = next(f.text for f in result.flags if f.dimension == "quarter(cases.opened_on)")
+    assert f"removes {share:.0%} of the crude effect (95% CI {low:.0%} to {high:.0%}" in text
+    overall = result.frame.iloc[0]
+    assert overall["dimension"] == "(overall)" and math.isnan(overall["share_removed_low"])
+    inv = board.start_investigation("q")
+    evidence = board.add_evidence(result.sql, result.frame, investigation_id=inv.id,
+                                  description=analysis_description(result, ""))
+    size = {"role": "major", "evidence_id": evidence.id, "effect": round(share, 3),
+            "measure": "share of the channel's effect that holding quarter fixed removes",
+            "ci_low": round(low, 3), "ci_high": round(high, 3)}
+    assert read_contribution(board, {"contribution": size}, [evidence.id]) is not None

@@ -120,7 +120,7 @@ __all__ = ["compare_within"]
 COLUMNS = ["dimension", "stratum", "n_exposed", "metric_exposed", "n_reference",
            "metric_reference", "effect", "ci_low", "ci_high", "interaction_q",
            "standardised_effect", "standardised_low", "standardised_high", "share_removed",
-           "confounding_q", "flag"]
+           "share_removed_low", "share_removed_high", "confounding_q", "flag"]
 CHANGE_IN_ESTIMATE = 0.10
 """Smallest share of the crude effect that standardising must remove (or add) to flag."""
 CONFOUNDING_LEVEL = 0.05
@@ -267,6 +267,8 @@ def compare_within(
                 "standardised_high": family.standardised.high
                 if family.standardised else math.nan,
                 "share_removed": family.share_removed,
+                "share_removed_low": family.share_removed_interval[0],
+                "share_removed_high": family.share_removed_interval[1],
                 "flag": ", ".join(k.value for k in kinds),
             })
     flags.sort(key=lambda f: _FLAG_ORDER.index(f.kind))
@@ -454,7 +456,7 @@ def _flag_text(kind: FlagKind, family: Family, q_het: float, q_change: float, la
     name = "SIMPSON'S PARADOX" if kind is FlagKind.SIMPSONS_PARADOX else "CONFOUNDING"
     std, crude, change = family.standardised, family.crude, family.change
     if not math.isnan(family.share_removed):  # a share of an effect beyond chance
-        low, high = sorted((change.low / crude.difference, change.high / crude.difference))
+        low, high = family.share_removed_interval
         if family.share_removed < 0:  # "removes -46%" read as a shrink: say it grows
             removed = (f"standardising enlarges the crude effect by "
                        f"{-family.share_removed:.0%} (95% CI {-high:.0%} to {-low:.0%}; "
@@ -609,7 +611,8 @@ def _overall_row(exposed: Moments, rest: Moments, crude: Comparison) -> dict:
             "metric_reference": rest.mean, "effect": crude.difference, "ci_low": crude.low,
             "ci_high": crude.high, "interaction_q": math.nan, "standardised_effect": math.nan,
             "standardised_low": math.nan, "standardised_high": math.nan,
-            "share_removed": math.nan, "confounding_q": math.nan, "flag": ""}
+            "share_removed": math.nan, "share_removed_low": math.nan,
+            "share_removed_high": math.nan, "confounding_q": math.nan, "flag": ""}
 
 
 def _summary(metric: str, label: str, versus: str, exposed: Moments, rest: Moments,

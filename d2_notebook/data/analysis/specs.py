@@ -63,14 +63,15 @@ _COMMON = {
 }
 _DIMENSIONS = {"type": "array", "items": {"type": "string", "minLength": 1}, "description": (
     "Optional dimensions to split by: names as the tool lists them (e.g. \"customers.region\", "
-    "\"month_of_year(orders.ordered_on)\", \"has order_items.category\" for a 1:N table; "
-    "an alias or a bare column may stand for table.column: \"month_of_year(o.ordered_on)\") "
-    "or SQL expressions over the source's aliases. Default: every candidate dimension "
-    "reachable from the source by key. A named dimension is used even where the default "
-    "leaves it out (a column only the where filter reads, such as c.tenure under "
-    "c.tenure >= 12, is split within the filtered rows), except a column the metric "
-    "is defined from (the metric, a join clause or another input reads it): the summary "
-    "names which input reads it.")}
+    "\"month_of_year(orders.ordered_on)\", \"has order_items.category\" for a 1:N table; an alias"
+    " or a bare column may stand for table.column: \"month_of_year(o.ordered_on)\", but "
+    "month(...) and quarter(...) of an alias or a bare column are SQL, the month or quarter of "
+    "the year with every year together: write the table for the calendar month or quarter with "
+    "its year) or SQL expressions over the source's aliases. Default: every candidate dimension "
+    "reachable from the source by key. A named dimension is used even where the default leaves it"
+    " out (a column only the where filter reads, such as c.tenure under c.tenure >= 12, is split "
+    "within the filtered rows), except a column the metric is defined from (the metric, a join "
+    "clause or another input reads it): the summary names which input reads it.")}
 _SETTINGS = {
     "min_support": {"type": "integer", "minimum": 2, "description": (
         "Fewest rows a group needs to be tested. Default: adapted to the data (1% of the "
@@ -142,7 +143,8 @@ TOOL_SPECS: tuple[AnalysisToolSpec, ...] = (
         "standardised effect with its 95% interval). Flags, named in "
         "words first: CONFOUNDING (standardising over the dimension removes 10% or more of "
         "the crude effect, beyond chance, and the exposure's share differs across its "
-        "strata; the share removed is given with its interval), SIMPSON'S PARADOX (the "
+        "strata; the share removed is given with its interval, in the rows' "
+        "share_removed, share_removed_low and share_removed_high), SIMPSON'S PARADOX (the "
         "standardised effect has the opposite sign, both intervals excluding zero), "
         "HETEROGENEITY (the effect differs between strata beyond chance on the scale it "
         "lives on, ratio or difference, whichever is more nearly constant and named: a "

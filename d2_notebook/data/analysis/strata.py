@@ -113,6 +113,16 @@ class Family:
         return self.change.difference / self.crude.difference
 
     @property
+    def share_removed_interval(self) -> tuple[float, float]:
+        """The 95% interval of :attr:`share_removed` (the change's interval over the crude
+        effect), low end first; NaNs when the share is NaN."""
+        if self.change is None or self.crude is None or math.isnan(self.share_removed):
+            return math.nan, math.nan
+        low, high = sorted((self.change.low / self.crude.difference,
+                            self.change.high / self.crude.difference))
+        return low, high
+
+    @property
     def neither_beyond_chance(self) -> bool:
         """Both the crude and the standardised effect are within chance: holding the
         dimension fixed changes no conclusion, however far the estimate moves."""
