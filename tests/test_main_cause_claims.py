@@ -80,7 +80,7 @@ async def test_a_main_cause_claim_on_a_minor_factor_is_contradicted_with_its_siz
                                     _size(result, "east", evidence, "minor", hypothesis_says=MAIN))
     assert not failed, answer
     headline = ("contradicted as the main cause: minor contributor (explains ~13% of the "
-                "change, 95% CI 10% to 16%; rate change of the segment 0.03")
+                "change, 95% CI 10% to 16%; rate change of the segment: 0.03")
     assert answer.startswith(f"{hyp} is {headline}")
     ctx.board.close()
     with Board.open(board_path) as reopened:  # the claim is stored with the size
@@ -379,6 +379,6 @@ def test_an_effect_the_other_way_contradicts_with_its_size_kept(board: Board, tm
     verdict = board.add_verdict(hyp.id, "contradicted", 0.8, "r", [evidence.id], author="j",
                                 contribution=less)
     assert verdict.headline.startswith("contradicted, the effect goes the other way: minor "
-                                       "contributor (ventilation rate difference -0.046")
+                                       "contributor (ventilation rate difference: -0.046")
     assert board.latest_verdict(hyp.id).contribution.opposite  # stored and read back
     assert [h.id for h, _ in ranked_factors(board, board.list_hypotheses())] == [hyp.id]

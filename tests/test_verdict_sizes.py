@@ -82,7 +82,7 @@ async def test_a_real_small_factor_is_supported_as_a_minor_contributor(ctx, resu
                                     contribution=_size(_row(result, "east"), evidence))
     assert not failed, answer
     assert answer.startswith(f"{hyp} is supported as a minor contributor (explains ~13% of "
-                             "the change, 95% CI 10% to 16%; rate change of the segment 0.03, "
+                             "the change, 95% CI 10% to 16%; rate change of the segment: 0.03, "
                              "95% CI 0.0212 to 0.0388, E1)")
     ctx.board.close()
     with Board.open(board_path) as reopened:  # stored typed, through the migration's column
@@ -139,11 +139,11 @@ async def test_an_exact_what_if_figure_is_sized_with_its_interval_equal_to_it(ct
     sized = ctx.board.latest_verdict(hyp).contribution
     assert sized.ci_high == -0.0125 and sized.is_exact
     # told as exact, not as a zero-width interval that reads as certainty
-    assert sized.describe() == ("minor contributor (what-if difference -0.0125, given as "
+    assert sized.describe() == ("minor contributor (what-if difference: -0.0125, given as "
                                 f"exact (its interval equal to it), {evidence.id})")
     shared = Contribution(ContributionRole.MAJOR, evidence.id, "what-if", 0.143, 0.143, 0.143,
                           0.48, 0.48, 0.48)
-    assert shared.describe() == ("major contributor (explains ~48% of the change; what-if "
+    assert shared.describe() == ("major contributor (explains ~48% of the change; what-if: "
                                  f"0.143, given as exact (its interval equal to it), "
                                  f"{evidence.id})")
 

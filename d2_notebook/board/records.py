@@ -312,16 +312,18 @@ class Contribution(_Record):
     opposite: bool = False
 
     def describe(self) -> str:
-        """``minor contributor (explains ~8% of the change, 95% CI 5% to 11%; rate change
+        """``minor contributor (explains ~8% of the change, 95% CI 5% to 11%; rate change:
         0.03, 95% CI 0.021 to 0.039, E5)``; a negative share reads ``works against the
         change (~-20% of it, ...)``; an exact figure reads ``0.143, given as exact (its
         interval equal to it)`` instead of a zero-width 95% interval."""
+        # a colon ends the judge's measure: one that held a number of its own ("Medium's
+        # is +2.23, i.e. harder targets -0.27") read as if the size were part of it
         if self.is_exact:
-            size = (f"{self.measure} {_figure(self.effect)}, given as exact (its interval "
+            size = (f"{self.measure}: {_figure(self.effect)}, given as exact (its interval "
                     f"equal to it), {self.evidence_id}")
         else:
-            size = (f"{self.measure} {_figure(self.effect)}, 95% CI {_figure(self.ci_low)} to "
-                    f"{_figure(self.ci_high)}, {self.evidence_id}")
+            size = (f"{self.measure}: {_figure(self.effect)}, 95% CI {_figure(self.ci_low)} "
+                    f"to {_figure(self.ci_high)}, {self.evidence_id}")
         if self.share is None:
             return f"{self.role_label} ({size})"
         interval = (f", 95% CI {self.share_low:.0%} to {self.share_high:.0%}"
