@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import duckdb
 import pytest
 
 from d2_notebook.board import Board
 from d2_notebook.data import open_source
+from d2_notebook.detective import roles
 from d2_notebook.detective.context import QueryLog, TeamContext
 from d2_notebook.detective.decisions import (
     CollectorDecision,
@@ -213,3 +216,18 @@ async def test_existing_evidence_is_linked_without_running_its_query_again(
     opposite = await tools.call(ToolCallPart("c3", "link_evidence", {
         "evidence_id": explored.id, "stance": "contradicts", "reading": "r"}))
     assert unknown.is_error and opposite.is_error
+
+
+def test_an_interval_holding_zero_that_reaches_a_material_effect_is_not_no_effect(
+        ctx: TeamContext) -> None:
+    """A real-model judge read "none: the data shows no effect (interval holding 0)" as
+    forcing 'contradicted' on a difference of 0.088 (95% CI -0.016 to 0.191) in the
+    claimed direction, with every row used. Role none and the judge's prompt now say such
+    an interval cannot decide: inconclusive, which gives no size."""
+    hyp = ctx.board.add_hypothesis("h", investigation_id=ctx.investigation_id)
+    specs = _specs(verdict_tools(ctx, "judge", JudgeDecision(), hyp.id, can_refine=False))
+    size = specs["give_verdict"].parameters["properties"]["contribution"]["description"]
+    none = size[size.index("none:"):size.index("The verdict follows")]
+    assert "holds 0 but still reaches" in none and "inconclusive, with no size" in none
+    prompt = (Path(roles.__file__).parent / "judge.txt").read_text()
+    assert "holds 0 but reaches one that would matter is not decisive" in prompt
