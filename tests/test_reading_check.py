@@ -303,8 +303,9 @@ async def test_a_hypothesis_rationale_is_checked_against_the_results_it_cites(
     await roles.hypothesize(ctx)
     hypothesis = board.list_hypotheses(investigation_id=ctx.investigation_id)[0]
     assert hypothesis.rationale == "2 gold and 1 basic [E1]; 45% *(unverified)* gold last year"
-    assert answers[1].startswith(f"added {hypothesis.id}, motivated by E1\nnote: 45% in your "
-                                 "text is not in the rows of E1")
+    # the query id beside its evidence id: an agent guessed the E numbers of its results
+    assert answers[1].startswith(f"added {hypothesis.id}, motivated by E1 (your Q1)\nnote: "
+                                 "45% in your text is not in the rows of E1")
     assert answers[1].endswith("cite the query whose result holds them, or leave them out.")
 
 

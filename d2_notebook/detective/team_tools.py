@@ -90,7 +90,11 @@ def hypothesis_tools(ctx: TeamContext, log: QueryLog, agent: str, role: str,
         decision.added.append(hyp.id)
         ctx.on_new_hypothesis(hyp.id)
         note = checked.note("cite the query whose result holds them, or leave them out")
-        return (f"added {hyp.id}" + (f", motivated by {', '.join(cited)}" if cited else "")
+        # each query with the evidence id it got: an agent that guessed the E numbers of
+        # results it had cited cited the wrong ones
+        motivating = ", ".join(f"{evidence_id} (your {query_id})"
+                               for evidence_id, query_id in zip(cited, query_ids, strict=True))
+        return (f"added {hyp.id}" + (f", motivated by {motivating}" if cited else "")
                 + (f"\n{note}" if note else ""))
 
     async def done(args: dict[str, Any]) -> str:
