@@ -46,7 +46,7 @@ FROM range(40) t(i)
 CLEAN_TEXT = """clean (table, 40 rows)
   id BIGINT e.g. 1 | 2 | 3
   name VARCHAR e.g. name 0 | name 1 | name 2
-  score DOUBLE e.g. 1.0 | 3.5 | 6.0"""
+  score DOUBLE e.g. 1.0 | 3.5 | 6.0 | 8.5 | 11.0"""
 
 
 @pytest.fixture
@@ -228,3 +228,24 @@ def test_the_keywords_quote_ident_quotes_are_duckdbs() -> None:
     rows = duckdb.sql("SELECT keyword_name FROM duckdb_keywords() WHERE keyword_category "
                       "IN ('reserved', 'type_function')").fetchall()
     assert [k for (k,) in rows if schema.quote_ident(k) == k] == []
+
+
+def test_a_column_of_few_values_shows_them_all_and_dates_read_as_dates() -> None:
+    """A real-model agent read "priority e.g. Medium | High | Low" and missed the Critical
+    goals, and took a DATE column's "2022-03-09 00:00:00" for a timestamp. A column whose
+    sampled rows repeat at most six values shows every one; a column of many values shows
+    three; a DATE reads as a date, a TIMESTAMP keeps its time."""
+    con = duckdb.connect()
+    con.execute("""CREATE TABLE goals AS SELECT i AS id,
+        ['Medium', 'High', 'Low', 'Medium', 'High', 'Low', 'Medium', 'Critical'][1 + i % 8]
+            AS priority,
+        'owner ' || i AS owner, DATE '2022-03-09' + i::INT AS start_date,
+        TIMESTAMP '2022-03-09 00:00:00' + i * INTERVAL 1 HOUR AS opened_at
+        FROM range(40) r(i)""")
+    con.execute("CREATE TABLE tiny AS SELECT * FROM (VALUES ('a'), ('b'), ('c'), ('d')) v(x)")
+    lines = column_lines(GuardedSQL(con).schema_summary())
+    assert lines["priority"] == "priority VARCHAR e.g. Medium | High | Low | Critical"
+    assert lines["owner"] == "owner VARCHAR e.g. owner 0 | owner 1 | owner 2"
+    assert lines["start_date"] == "start_date DATE e.g. 2022-03-09 | 2022-03-10 | 2022-03-11"
+    assert lines["opened_at"].startswith("opened_at TIMESTAMP e.g. 2022-03-09 00:00:00 | ")
+    assert lines["x"] == "x VARCHAR e.g. a | b | c"  # four rows, four values: no repeats

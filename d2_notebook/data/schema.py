@@ -12,6 +12,7 @@ from __future__ import annotations
 import re
 from collections.abc import Callable
 from dataclasses import dataclass, replace
+from datetime import datetime
 
 import pandas as pd
 
@@ -308,7 +309,7 @@ def describe(query: Query, info: TableInfo, n_samples: int = 3) -> TableInfo:
     for position, row in enumerate(cols.itertuples(index=False)):
         samples: tuple[str, ...] = ()
         if head is not None and position < len(head.columns):
-            samples = samples_of(head.iloc[:, position], n_samples)
+            samples = samples_of(head.iloc[:, position], n_samples, str(row.data_type))
         column = ColumnInfo(
             str(row.column_name), str(row.data_type), bool(row.is_nullable), samples
         )
@@ -366,17 +367,26 @@ def shown_samples(column: ColumnInfo, n: int = 3) -> tuple[str, ...]:
     return tuple(shown)
 
 
-def samples_of(series: pd.Series, n: int) -> tuple[str, ...]:
+FEW_VALUES_SHOWN = 6
+"""A column whose sampled rows hold at most this many distinct values, each on
+:data:`_REPEATS` rows or more on average, shows every one of them, not ``n_samples``:
+"priority e.g. Medium | High | Low" hid the Critical goals from a real-model agent."""
+_REPEATS = 4
+
+
+def samples_of(series: pd.Series, n: int, sql_type: str = "") -> tuple[str, ...]:
     """Up to ``n`` distinct non-null values as short text (at most 30 characters, longer
-    ones cut with ``…``), in row order."""
-    seen: list[str] = []
-    for value in series.dropna().tolist():
-        text = _sample_text(str(value))
-        if text not in seen:
-            seen.append(text)
-        if len(seen) >= n:
-            break
-    return tuple(seen)
+    ones cut with ``…``), in row order; every distinct value (up to
+    :data:`FEW_VALUES_SHOWN`) when the rows repeat a few values. A ``DATE`` column's
+    values read as dates ("2022-03-09"), not as the midnight timestamps pandas holds them
+    as (an agent took "2022-03-09 00:00:00" for a timestamp)."""
+    values = series.dropna().tolist()
+    if sql_type.upper() == "DATE":
+        values = [v.date().isoformat() if isinstance(v, datetime) else v for v in values]
+    distinct = list(dict.fromkeys(_sample_text(str(value)) for value in values))
+    if n > 0 and len(distinct) <= FEW_VALUES_SHOWN and len(values) >= _REPEATS * len(distinct):
+        return tuple(distinct)
+    return tuple(distinct[:n])
 
 
 def _sample_text(text: str) -> str:

@@ -166,7 +166,7 @@ def with_samples(columns: list[ColumnInfo], head: pd.DataFrame | None,
     out = []
     for position, column in enumerate(columns):
         values = head.iloc[:, position] if position < head.shape[1] else pd.Series([])
-        out.append(replace(column, samples=samples_of(values, n_samples)))
+        out.append(replace(column, samples=samples_of(values, n_samples, column.type)))
     return tuple(out)
 
 
