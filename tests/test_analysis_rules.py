@@ -12,6 +12,7 @@ import pytest
 from d2_notebook.data import GuardedSQL
 from d2_notebook.data.analysis import FlagKind, compare_within, decompose, segment_scan, trend
 from d2_notebook.data.analysis.common import column_copies, prepare, run_pass
+from d2_notebook.data.analysis.compare_within import CONSEQUENCE_NOTE
 from d2_notebook.data.analysis.stats import (
     NUMERIC_COPY_CORRELATION,
     OutcomeValue,
@@ -657,3 +658,20 @@ def test_the_share_a_confounder_removes_is_one_row_with_its_interval(board) -> N
             "measure": "share of the channel's effect that holding quarter fixed removes",
             "ci_low": round(low, 3), "ci_high": round(high, 3)}
     assert read_contribution(board, {"contribution": size}, [evidence.id]) is not None
+
+
+def test_confounding_flags_say_once_that_a_consequence_is_no_confounder() -> None:
+    """Real-model judges and collectors read CONFOUNDING by a goal's state (set after its
+    priority and category) as a cause to adjust for. Under confounding flags the summary
+    says once that the data cannot tell when a column was set; without one it says
+    nothing of the kind."""
+    flagged = compare_within(_time_confounded(), source="cases c", metric="avg(c.days)",
+                             exposure="c.channel", value="new")
+    assert any(f.kind is FlagKind.CONFOUNDING for f in flagged.flags)
+    assert flagged.summary.splitlines().count(CONSEQUENCE_NOTE) == 1
+    con = duckdb.connect()
+    con.execute("CREATE TABLE t AS SELECT i, i % 2 = 0 AS treated, ['a', 'b', 'c'][1 + i % 3] "
+                "AS kind, (hash(i) % 100) / 10.0 AS y FROM range(3000) r(i)")
+    plain = compare_within(GuardedSQL(con), source="t", metric="avg(t.y)", exposure="t.treated",
+                           value=True)
+    assert not plain.flags and CONSEQUENCE_NOTE not in plain.summary

@@ -125,6 +125,11 @@ CHANGE_IN_ESTIMATE = 0.10
 """Smallest share of the crude effect that standardising must remove (or add) to flag."""
 CONFOUNDING_LEVEL = 0.05
 """False-discovery level of the change-in-estimate test across dimensions."""
+CONSEQUENCE_NOTE = (
+    "When each column was set the data cannot tell: a flag by one set later, by the "
+    "exposure or by the outcome (a status, a progress, a result), marks a consequence, not "
+    "a confounder, and its standardised effect is no adjustment.")
+"""Said under confounding flags the tool cannot place before the exposure."""
 HETEROGENEITY_MIN_ARM = 10
 """Fewest rows per arm for a stratum to enter the heterogeneity test, whatever min_support."""
 _FLAG_ORDER = (FlagKind.SIMPSONS_PARADOX, FlagKind.CONFOUNDING, FlagKind.HETEROGENEITY)
@@ -638,6 +643,10 @@ def _summary(metric: str, label: str, versus: str, exposed: Moments, rest: Momen
         lines.append(f"Recorded with the outcome, not with the exposure (possibly steps "
                      f"between exposure and outcome, not confounders; see their cautions): "
                      f"{', '.join(mediators)}.")
+    adjusting = [f.dimension for f in flags
+                 if f.kind in (FlagKind.CONFOUNDING, FlagKind.SIMPSONS_PARADOX)]
+    if set(adjusting) - set(mediators):  # real-model judges took a goal's state for a cause
+        lines.append(CONSEQUENCE_NOTE)
     found = {f.kind for f in flags}
     if not confounding:
         lines.append("Confounding not tested: no dimension has two strata with rows in both "
