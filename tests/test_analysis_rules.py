@@ -658,6 +658,11 @@ def test_the_share_a_confounder_removes_is_one_row_with_its_interval(board) -> N
             "measure": "share of the channel's effect that holding quarter fixed removes",
             "ci_low": round(low, 3), "ci_high": round(high, 3)}
     assert read_contribution(board, {"contribution": size}, [evidence.id]) is not None
+    # a share of an effect is no share of a change: refused there (review finding)
+    as_change = {**size, "share": size["effect"], "share_low": size["ci_low"],
+                 "share_high": size["ci_high"]}
+    with pytest.raises(ValueError, match="is not one row of the cited evidence"):
+        read_contribution(board, {"contribution": as_change}, [evidence.id])
 
 
 def test_confounding_flags_say_once_that_a_consequence_is_no_confounder() -> None:

@@ -230,4 +230,6 @@ def test_an_interval_holding_zero_that_reaches_a_material_effect_is_not_no_effec
     none = size[size.index("none:"):size.index("The verdict follows")]
     assert "holds 0 but still reaches" in none and "inconclusive, with no size" in none
     prompt = (Path(roles.__file__).parent / "judge.txt").read_text()
-    assert "holds 0 but reaches one that would matter is not decisive" in prompt
+    assert "holds 0 but reaches, in the claimed direction, one that would matter" in prompt
+    assert "role none: the interval holds zero)" not in prompt  # the old rule, gone
+    assert "role none: the interval holds zero and does not reach" in prompt

@@ -54,10 +54,10 @@ CONTRIBUTION_PROPERTIES: dict[str, Any] = {
             "each that explains a large part of it is major, though under half); minor: "
             "real (its effect's interval excludes 0) but small next to the main causes — "
             "supported as a minor contributor, never contradicted; "
-            "none: the data shows no effect: its interval holds 0 and is narrow next to an "
+            "none: the data shows no effect, its interval holding 0 and narrow next to an "
             "effect that would matter (one that holds 0 but still reaches such an effect in "
-            "the claimed direction is data that cannot decide: with every row already used, "
-            "the verdict is inconclusive, with no size). The verdict follows "
+            "the claimed direction is data that cannot decide: when no further query can "
+            "narrow it, the verdict is inconclusive, with no size). The verdict follows "
             "the hypothesis: a factor that is real supports a hypothesis that it matters "
             "and contradicts one that says it does not; none does the opposite; a "
             "hypothesis that it is the main cause is supported by major only, contradicted "
@@ -70,7 +70,8 @@ CONTRIBUTION_PROPERTIES: dict[str, Any] = {
             "contribution_high and share_of_change with share_low/share_high, a mix shift "
             "from its dimension's '(mix of all segments)' row; the share of an exposure's "
             "effect that holding a dimension fixed explains, compare_within's share_removed "
-            "with share_removed_low/share_removed_high from that dimension's rows; an exact "
+            "with share_removed_low/share_removed_high from that dimension's rows, in effect, "
+            "ci_low and ci_high (never in share, which is a share of a change); an exact "
             "figure with no "
             "sampling in it, such as a what-if computed over every row, from a cell that "
             "holds it (a query's difference column, not two cells subtracted) with ci_low "
@@ -165,13 +166,19 @@ def read_contribution(board: Board, args: dict[str, Any], cited: list[str]) -> C
     if shares and not all(isinstance(s, int | float) and not isinstance(s, bool)
                           for s in shares):
         raise ValueError("contribution share, share_low and share_high must be numbers")
-    if shares and not any(_row_holding(board.evidence_frame(e), shares) is not None
-                          for e in cited):
+    if shares and not any(_row_holding(_without_removed_shares(board.evidence_frame(e)),
+                                       shares) is not None for e in cited):
         raise ValueError(
             f"share {contribution.share:g} (with its interval, if given) is not one row of "
             "the cited evidence: copy share_of_change, share_low and share_high (fractions) "
             "from one row of a decompose result the verdict cites")
     return contribution
+
+
+def _without_removed_shares(frame: pd.DataFrame) -> pd.DataFrame:
+    """``frame`` without compare_within's share of an effect that standardising removes
+    (``share_removed*``): that is a share of an effect, never of a change."""
+    return frame.drop(columns=[c for c in frame.columns if str(c).startswith("share_removed")])
 
 
 def row_scale(board: Board, contribution: Contribution) -> float | None:
