@@ -12,6 +12,7 @@ from dataclasses import replace
 from pathlib import Path
 
 import duckdb
+import pandas as pd
 import pytest
 
 from d2_notebook.data import GuardedSQL, schema
@@ -249,3 +250,19 @@ def test_a_column_of_few_values_shows_them_all_and_dates_read_as_dates() -> None
     assert lines["start_date"] == "start_date DATE e.g. 2022-03-09 | 2022-03-10 | 2022-03-11"
     assert lines["opened_at"].startswith("opened_at TIMESTAMP e.g. 2022-03-09 00:00:00 | ")
     assert lines["x"] == "x VARCHAR e.g. a | b | c"  # four rows, four values: no repeats
+
+
+def test_a_value_rarer_than_the_first_rows_show_is_added_from_the_profile() -> None:
+    """Review finding: a value first seen after the first 100 rows stayed hidden behind
+    a list that now looks complete. The profile's least and greatest value join a few
+    values' list (Critical sorts first here); a DATE column's value that carries a time
+    of day (an Oracle DATE through SQLAlchemy) keeps it."""
+    con = duckdb.connect()
+    con.execute("CREATE TABLE goals AS SELECT i AS id, CASE WHEN i >= 150 AND i % 10 = 0 "
+                "THEN 'Critical' ELSE ['Medium', 'High', 'Low'][1 + i % 3] END AS priority "
+                "FROM range(300) r(i)")
+    lines = column_lines(GuardedSQL(con).schema_summary())
+    assert lines["priority"] == "priority VARCHAR e.g. Medium | High | Low | Critical"
+    stamps = pd.Series(pd.to_datetime(["2022-03-09 00:00:00", "2022-03-09 14:30:00"]))
+    column = schema.with_samples_from(ColumnInfo("d", "DATE"), stamps, 3)
+    assert column.samples == ("2022-03-09", "2022-03-09 14:30:00")

@@ -24,7 +24,8 @@ WIDTH = 420
 ROW_HEIGHT = 18
 """Height of one row of a segment or forest chart."""
 MAX_SEGMENTS = 20
-"""Segments a segment chart shows: the stored order's first (flagged first, then by score)."""
+"""Segments a segment chart shows: the stored order's first (flagged first, then by score;
+the segments segment_scan names apart, such as the same rows as a flagged one, come last)."""
 _Z95 = 1.959964
 _FLAGGED = "#c62828"
 _PLAIN = "#546e7a"

@@ -12,7 +12,7 @@ from __future__ import annotations
 import re
 from collections.abc import Callable
 from dataclasses import dataclass, replace
-from datetime import datetime
+from datetime import datetime, time
 
 import pandas as pd
 
@@ -22,7 +22,7 @@ from d2_notebook.errors import QueryFailedError, QueryTimeoutError, SQLError
 
 __all__ = ["NEGATIVE_PERCENT_SHOWN", "NULL_PERCENT_SHOWN", "ZERO_PERCENT_SHOWN", "ColumnInfo",
            "TableInfo", "catalog", "describe", "profile_note", "profiled", "prompt_ident",
-           "quote_ident", "samples_of", "shown_samples", "summarize"]
+           "quote_ident", "shown_samples", "summarize", "with_samples_from"]
 
 Query = Callable[[str], pd.DataFrame]
 
@@ -99,6 +99,9 @@ class ColumnInfo:
     least: str | None = None
     greatest: str | None = None
     null_pattern: NullPattern | None = None
+    few_values: bool = False
+    """The first rows repeat at most :data:`FEW_VALUES_SHOWN` values: ``samples`` are
+    all of them (a rarer value may lie beyond those rows)."""
 
 
 @dataclass(frozen=True)
@@ -307,12 +310,9 @@ def describe(query: Query, info: TableInfo, n_samples: int = 3) -> TableInfo:
     head = query(f"SELECT * FROM {info.ref} LIMIT {_SAMPLE_ROWS}") if readable else None
     columns = []
     for position, row in enumerate(cols.itertuples(index=False)):
-        samples: tuple[str, ...] = ()
+        column = ColumnInfo(str(row.column_name), str(row.data_type), bool(row.is_nullable))
         if head is not None and position < len(head.columns):
-            samples = samples_of(head.iloc[:, position], n_samples, str(row.data_type))
-        column = ColumnInfo(
-            str(row.column_name), str(row.data_type), bool(row.is_nullable), samples
-        )
+            column = with_samples_from(column, head.iloc[:, position], n_samples)
         columns.append(column)
     described = replace(info, columns=tuple(columns))
     profile = profiled(query, described, info.ref, count="system.main.count")
@@ -354,12 +354,13 @@ def summarize(tables: list[TableInfo], joins: str = "",
 
 
 def shown_samples(column: ColumnInfo, n: int = 3) -> tuple[str, ...]:
-    """The samples a summary shows: the first rows' values, then, while fewer than ``n``,
-    the text column's least and greatest value from the profile (the first rows of a
-    table sorted by the column hold one value of many)."""
+    """The samples a summary shows: the first rows' values, then, while fewer than ``n``
+    or when they are a column's few values, the text column's least and greatest value
+    from the profile (the first rows of a table sorted by the column hold one value of
+    many; a value rarer than the first rows show is often one of these)."""
     shown = list(column.samples)
     for value in (column.least, column.greatest):
-        if value is None or len(shown) >= n:
+        if value is None or (len(shown) >= n and not column.few_values):
             continue
         text = _sample_text(value)
         if text not in shown:
@@ -374,19 +375,20 @@ FEW_VALUES_SHOWN = 6
 _REPEATS = 4
 
 
-def samples_of(series: pd.Series, n: int, sql_type: str = "") -> tuple[str, ...]:
-    """Up to ``n`` distinct non-null values as short text (at most 30 characters, longer
-    ones cut with ``…``), in row order; every distinct value (up to
-    :data:`FEW_VALUES_SHOWN`) when the rows repeat a few values. A ``DATE`` column's
-    values read as dates ("2022-03-09"), not as the midnight timestamps pandas holds them
-    as (an agent took "2022-03-09 00:00:00" for a timestamp)."""
+def with_samples_from(column: ColumnInfo, series: pd.Series, n: int) -> ColumnInfo:
+    """``column`` with samples from ``series`` (its values in the table's first rows):
+    up to ``n`` distinct non-null values as short text (at most 30 characters, longer
+    ones cut with ``…``), in row order; every distinct value, and ``few_values`` set,
+    when the rows repeat at most :data:`FEW_VALUES_SHOWN` values. A ``DATE`` column's
+    midnight values read as dates ("2022-03-09"), not as the timestamps pandas holds them
+    as (an agent took "2022-03-09 00:00:00" for a timestamp); a time of day is kept."""
     values = series.dropna().tolist()
-    if sql_type.upper() == "DATE":
-        values = [v.date().isoformat() if isinstance(v, datetime) else v for v in values]
+    if column.type.upper() == "DATE":
+        values = [v.date().isoformat() if isinstance(v, datetime) and v.time() == time()
+                  else v for v in values]
     distinct = list(dict.fromkeys(_sample_text(str(value)) for value in values))
-    if n > 0 and len(distinct) <= FEW_VALUES_SHOWN and len(values) >= _REPEATS * len(distinct):
-        return tuple(distinct)
-    return tuple(distinct[:n])
+    few = n > 0 and len(distinct) <= FEW_VALUES_SHOWN and len(values) >= _REPEATS * len(distinct)
+    return replace(column, samples=tuple(distinct if few else distinct[:n]), few_values=few)
 
 
 def _sample_text(text: str) -> str:

@@ -147,8 +147,11 @@ def segment_scan(
         top: Segments described in the summary.
 
     Returns:
-        One row per segment (columns :data:`COLUMNS`), flagged first, then by score; one
-        flag per flagged segment, those of other dimensions that are its rows named in it.
+        One row per segment (columns :data:`COLUMNS`), flagged first, then by score, and
+        after them the segments the summary names apart (set aside, of dimensions that
+        restate the metric, or the same rows as a leading flagged one), in that order;
+        one flag per flagged segment, those of other dimensions that are its rows named
+        in it.
 
     Raises:
         ValueError: A bad input or setting (the message says how to fix it).

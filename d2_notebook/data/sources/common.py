@@ -24,8 +24,8 @@ from d2_notebook.data.schema import (
     profile_note,
     profiled,
     quote_ident,
-    samples_of,
     shown_samples,
+    with_samples_from,
 )
 from d2_notebook.errors import QueryFailedError, QueryTimeoutError, UnsafeSQLError
 
@@ -166,7 +166,7 @@ def with_samples(columns: list[ColumnInfo], head: pd.DataFrame | None,
     out = []
     for position, column in enumerate(columns):
         values = head.iloc[:, position] if position < head.shape[1] else pd.Series([])
-        out.append(replace(column, samples=samples_of(values, n_samples, column.type)))
+        out.append(with_samples_from(column, values, n_samples))
     return tuple(out)
 
 
