@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import json
+
 import duckdb
 import pytest
 from analysis_data import planted
@@ -15,7 +17,8 @@ from d2_notebook.data.analysis import (
     spec_for,
     trend,
 )
-from d2_notebook.errors import QueryFailedError, UnsafeSQLError
+from d2_notebook.detective.variant import Role, Shape, Variant
+from d2_notebook.errors import InvalidRecordError, QueryFailedError, UnsafeSQLError
 
 SOURCE = "orders o JOIN customers c USING (customer_id)"
 
@@ -112,18 +115,25 @@ def test_specs_match_the_python_keywords(sql: GuardedSQL) -> None:
 
 
 def test_candidate_dimensions_are_stated_once_in_segment_scan() -> None:
-    """The ~900-character statement of which dimensions the tools split by is in
-    segment_scan's description only; compare_within and decompose, always offered with it
-    (test_the_variants_offer_the_tools_to_the_roles_that_query), point to it. A collector
-    found the same paragraph three times in every request hard to read."""
+    """The ~900-character statements of which dimensions the tools split by, and of how
+    to name one, are in segment_scan's description and dimensions input only;
+    compare_within and decompose, offered with it (a variant that offers them without it
+    is refused), point to them. A collector found the same paragraph three times in
+    every request hard to read."""
     statement = "Candidate dimensions: low-cardinality columns (at most 30 values)"
     assert statement in spec_for("segment_scan").description
     for name in ("compare_within", "decompose"):
         description = spec_for(name).description
         assert statement not in description and "as in segment_scan" in description
         assert "1% of the metric's scale" in description
-    total = sum(len(spec.description) for spec in TOOL_SPECS)
-    assert total < 7_500, total
+        dimensions = spec_for(name).input_schema["properties"]["dimensions"]["description"]
+        assert "as segment_scan's dimensions input says" in dimensions
+    assert "month(...) and quarter(...)" in str(spec_for("segment_scan").input_schema)
+    total = sum(len(spec.description) + len(json.dumps(spec.input_schema))
+                for spec in TOOL_SPECS)
+    assert total < 16_500, total  # 19 K with the statements repeated
+    with pytest.raises(InvalidRecordError, match="without segment_scan"):
+        Variant("custom", Shape.TEAM, {Role.COLLECTOR: ("run_sql", "compare_within")})
 
 
 def test_a_per_entity_flag_is_an_exists_or_in_test_inside_the_mean(sql: GuardedSQL) -> None:

@@ -46,6 +46,8 @@ _SQL = ("run_sql", "describe_table")
 _ANALYSIS = ("segment_scan", "compare_within", "trend", "decompose")
 """The analysis tools (:mod:`d2_notebook.data.analysis`), offered with the SQL tools."""
 _QUERYING = (*_SQL, *_ANALYSIS)
+_POINT_TO_SCAN = ("compare_within", "decompose")
+"""Analysis tools whose descriptions say "as in segment_scan" (it is offered with them)."""
 
 
 @dataclass(frozen=True)
@@ -66,6 +68,13 @@ class Variant:
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "tools", MappingProxyType(dict(self.tools)))
+        for role, names in self.tools.items():
+            pointing = [n for n in _POINT_TO_SCAN if n in names]
+            if pointing and "segment_scan" not in names:
+                raise InvalidRecordError(
+                    f"variant {self.name!r} offers {role.value} {', '.join(pointing)} without "
+                    "segment_scan, whose description states the candidate dimensions theirs "
+                    "point to: offer segment_scan too")
 
     @property
     def roles(self) -> tuple[Role, ...]:

@@ -72,6 +72,10 @@ _DIMENSIONS = {"type": "array", "items": {"type": "string", "minLength": 1}, "de
     " out (a column only the where filter reads, such as c.tenure under c.tenure >= 12, is split "
     "within the filtered rows), except a column the metric is defined from (the metric, a join "
     "clause or another input reads it): the summary names which input reads it.")}
+_DIMENSIONS_AS_IN_SCAN = {**_DIMENSIONS, "description": (
+    "Optional dimensions to split by, named as segment_scan's dimensions input says. "
+    "Default: every candidate dimension reachable from the source by key.")}
+"""The ``dimensions`` input of the tools offered with segment_scan, pointing to its rules."""
 _SETTINGS = {
     "min_support": {"type": "integer", "minimum": 2, "description": (
         "Fewest rows a group needs to be tested. Default: adapted to the data (1% of the "
@@ -165,7 +169,7 @@ TOOL_SPECS: tuple[AnalysisToolSpec, ...] = (
              "value": {**_VALUE, "description": "The exposed value of exposure."},
              "reference": {**_VALUE, "description": (
                  "Optional value compared against (default: every other non-null value).")},
-             "dimensions": _DIMENSIONS, **_SETTINGS,
+             "dimensions": _DIMENSIONS_AS_IN_SCAN, **_SETTINGS,
          }},
         compare_within,
     ),
@@ -240,7 +244,7 @@ TOOL_SPECS: tuple[AnalysisToolSpec, ...] = (
                  "default the smallest value.")},
              "after": {"type": ["string", "number"], "description": (
                  "The later period; default the largest value.")},
-             "dimensions": _DIMENSIONS, **_SETTINGS,
+             "dimensions": _DIMENSIONS_AS_IN_SCAN, **_SETTINGS,
          }},
         decompose,
     ),
