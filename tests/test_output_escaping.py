@@ -209,7 +209,7 @@ def test_a_size_s_measure_stays_on_its_report_line(tmp_path: Path) -> None:
         for report in (fallback_report(board, inv.id),
                        board_sections(board, inv.id, "## Answer\n\nIt holds [E1].\n")):
             assert "## Injected" not in [line[:11] for line in report.splitlines()]
-            assert "rate ## Injected section - injected item 0.2" in report
+            assert "rate ## Injected section - injected item: 0.2" in report
 
 
 # --- in a real browser, beside a server that must hear nothing ---------------------------
