@@ -75,7 +75,7 @@ def board_digest(
         if covered is not None:
             lines.append(f"    {covered}")
     if focus is not None and other_evidence:
-        lines.extend(_other_evidence(board, hypotheses, links, evidence))
+        lines.extend(_other_evidence(board, hypotheses, links, evidence, calls))
     linked = {link.evidence_id for link in links}
     loose = [e for e in evidence.values() if e.id not in linked]
     if loose and focus is None:
@@ -134,7 +134,8 @@ def _hypothesis_lines(
 
 
 def _other_evidence(board: Board, shown: list[Hypothesis], links: list[Link],
-                    evidence: dict[str, Evidence]) -> list[str]:
+                    evidence: dict[str, Evidence],
+                    calls: Mapping[str, ToolCall]) -> list[str]:
     """A focused digest's list of the evidence on the board that it does not show
     (recorded for other hypotheses, or exploration) and that was written before the
     family's latest write (:func:`_written_before_focus`), one line each, so a collector
@@ -145,7 +146,6 @@ def _other_evidence(board: Board, shown: list[Hypothesis], links: list[Link],
     seen = {link.evidence_id for link in links if link.hypothesis_id in ids}
     seen.update(e for h in shown for e in h.motivated_by)
     written = _written_before_focus(board, ids)
-    calls = board.tool_calls()
     others: list[tuple[str, str]] = []  # (line, full description) in board order
     for item in evidence.values():
         if item.id in seen or item.id not in written:
