@@ -24,7 +24,7 @@ from d2_notebook.detective.reporter_brief import (
     REPORTER_BRIEF_TOKENS,
     reporter_brief,
 )
-from d2_notebook.detective.result_summary import claim_rows
+from d2_notebook.detective.result_summary import claim_rows, covering_rows
 from d2_notebook.detective.sql_tools import analysis_description
 from d2_notebook.llm import estimate_tokens
 from tests.shared_dir import shared_dir
@@ -52,7 +52,8 @@ def _cited(board: Board, investigation_id: str) -> list[str]:
 
 
 def _carrying(board: Board, evidence_id: str) -> list[int]:
-    """The rows the brief must show for a cited evidence (1-based)."""
+    """The rows the brief must show for a cited evidence (1-based): those showing the
+    numbers its verdicts state first, then those carrying what the team said of it."""
     item = board.get_evidence(evidence_id)
     frame = board.evidence_frame(evidence_id)
     claims = [item.description]
@@ -60,9 +61,12 @@ def _carrying(board: Board, evidence_id: str) -> list[int]:
         claims += [link.rationale, board.get_hypothesis(link.hypothesis_id).statement]
     claims += [h.statement + " " + h.rationale for h in board.list_hypotheses()
                if evidence_id in h.motivated_by]
-    claims += [v.rationale for v in board.list_verdicts() if evidence_id in v.evidence_ids]
+    verdicts = [v.rationale + ("\n" + v.headline if v.contribution is not None else "")
+                for v in board.list_verdicts() if evidence_id in v.evidence_ids]
+    claims += verdicts
     most = min(len(frame), MIN_CITED_ROWS)
-    rows = claim_rows(frame, claims, most)
+    rows = list(dict.fromkeys(covering_rows(frame, verdicts, most)
+                              + claim_rows(frame, claims, most)))[:most]
     rows += [p for p in range(len(frame)) if p not in rows][:most - len(rows)]
     return [p + 1 for p in rows]
 
@@ -284,18 +288,22 @@ def test_a_stratum_the_reading_names_comes_first_among_its_dimensions_rows(
 def test_other_dimensions_rows_carry_a_reading_no_named_dimensions_row_carries(
         board: Board, check) -> None:
     """Sex named, but its rows hold none of the reading's numbers: the rows that carry
-    it over the whole result do, whatever their dimension (2021-Q3's effect, 0.088)."""
+    it over the whole result do, whatever their dimension (2021-Q3's effect, 0.088).
+    The row showing the verdict's own number comes before the rows that match the most
+    numbers of everything said (a 2020-03 row, holding the summary's effect by rounding),
+    so at the shortest it is the one shown beside the overall row."""
     verdict = "Held fixed by sex nothing changes, yet in one period the rate rose by 0.088."
     evidence = _judged(board, check, verdict)
     frame = check.frame
     claims = [board.get_evidence(evidence).description, verdict, "Virexa lowers the death "
               "rate", verdict]
     carrying = [p for p in claim_rows(frame, claims, CITED_ROWS) if p != 0]
-    assert _shown(board, evidence, budget=1) == [0, carrying[0]]
-    assert frame["dimension"].iloc[carrying[0]] != "patients.sex"
     q3 = next(p for p in range(len(frame))
               if tuple(frame[["dimension", "stratum"]].iloc[p]) == (
                   "quarter(admissions.admitted_on)", "2021-Q3"))
+    assert carrying[0] != q3  # the strongest match over all that was said is another row
+    assert _shown(board, evidence, budget=1) == [0, q3]
+    assert frame["dimension"].iloc[q3] != "patients.sex"
     assert q3 in carrying and q3 in _shown(board, evidence)
 
 
@@ -370,3 +378,56 @@ def test_an_unordered_result_says_its_rows_have_no_stated_order(board: Board) ->
                                   investigation_id=investigation.id)
     block = _block(reporter_brief(board, investigation.id), evidence.id)
     assert "numbered by place in the result, which is in no stated order" in block
+
+
+# --- the rows showing a verdict's numbers come first ----------------------------------
+
+def test_covering_rows_shows_each_stated_number_in_the_fewest_rows() -> None:
+    """Six figures in six strata, and a row repeating one of them with two more matches:
+    the cover takes a row per figure, the richest first, before any repeat."""
+    frame = pd.DataFrame({"stratum": [f"s{i}" for i in range(8)],
+                          "rate": [0.11, 0.22, 0.33, 0.44, 0.55, 0.66, 0.11, 0.9],
+                          "n": [10, 20, 30, 40, 50, 60, 70, 80]})
+    claim = "Rates 0.11, 0.22, 0.33, 0.44, 0.55 and 0.66; the first stratum had 10 rows."
+    assert covering_rows(frame, [claim], 10) == [0, 1, 2, 3, 4, 5]
+    assert covering_rows(frame, [claim], 2) == [0, 1]
+    assert covering_rows(frame, ["no figure at all"], 5) == []
+    assert covering_rows(frame, [claim], 0) == []
+    # A figure held by a row known to be about the claim is sought there alone.
+    assert covering_rows(frame, ["a rate of 0.11"], 3, about=[6]) == [6]
+
+
+def test_a_number_common_to_many_rows_is_sought_only_where_the_claim_is_about() -> None:
+    """0.5 sits on half of 40 rows: it tells no row apart, unless the rows known to be
+    about the claim hold it (an effect repeated on every stratum of its dimension)."""
+    frame = pd.DataFrame({"dimension": ["a"] * 20 + ["b"] * 20,
+                          "effect": [0.5] * 20 + [0.1 * i for i in range(20)]})
+    assert covering_rows(frame, ["effect 0.5"], 3) == []
+    assert covering_rows(frame, ["effect 0.5"], 3, about=[5, 6]) == [5]
+
+
+def test_under_a_tight_budget_the_rows_shown_are_those_holding_the_verdicts_numbers(
+        board: Board) -> None:
+    """A real brief at three rows per evidence left a fifth of the verdicts' figures in
+    rows it did not show: the rows matching most of everything said (here the row the
+    description reads two figures and a name from) came first. The verdict's own
+    figures now decide the rows shown first."""
+    frame = pd.DataFrame({"region": [f"r{i}" for i in range(30)],
+                          "orders": [100 + i for i in range(30)],
+                          "late_share": [0.05 + 0.01 * i for i in range(30)]})
+    investigation = board.start_investigation("Where are orders late?")
+    hypothesis = board.add_hypothesis("Late orders concentrate in a few regions",
+                                      investigation_id=investigation.id)
+    description = "late share per region; r3 has 103 orders, 0.08 of them late"
+    evidence = board.add_evidence(
+        "SELECT region, count(*) AS orders, avg(late) AS late_share FROM o GROUP BY 1",
+        frame, description=description, investigation_id=investigation.id)
+    verdict = "The worst regions reach late shares of 0.25 and 0.34, the best 0.05."
+    board.link(evidence.id, hypothesis.id, "supports", "late share by region",
+               actor="collector")
+    board.add_verdict(hypothesis.id, "supported", 0.8, verdict, [evidence.id], author="judge")
+    assert claim_rows(frame, [description, verdict], 1) == [3]  # the old first pick
+    shortest = _shown(board, evidence.id, budget=1)
+    assert len(shortest) == MIN_CITED_ROWS and 3 not in shortest
+    assert set(shortest) <= {0, 20, 29}
+    assert {0, 3, 20, 29} <= set(_shown(board, evidence.id, budget=REPORTER_BRIEF_TOKENS))

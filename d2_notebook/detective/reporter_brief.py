@@ -7,9 +7,10 @@ fact it may cite — and nothing it will not use. :func:`reporter_brief` gives i
   evidence the verdict cites, or why it was abandoned;
 - every cited evidence: what it is (its analysis-tool call, not the generated SQL; of an
   analysis summary, the readings, not the lines listing what it covered) and the rows
-  that carry the readings made of it (of an analysis result, its overall and flagged
-  rows, then rows of the dimensions the readings name:
-  :func:`~d2_notebook.detective.dimension_names.named_dimensions`);
+  that carry the readings made of it: first the fewest rows that show every number
+  the verdicts citing it state (:func:`~d2_notebook.detective.result_summary.covering_rows`),
+  then, of an analysis result, its overall and flagged rows, then rows of the dimensions
+  the readings name (:func:`~d2_notebook.detective.dimension_names.named_dimensions`);
 - every other (exploration) result, as compact: what it is and the few rows that
   establish what was read from it, so a fact found while exploring can be cited too;
 - the board-wide coverage lines (untouched and dismissed dimensions), once.
@@ -29,13 +30,13 @@ import pandas as pd
 import sqlglot
 from sqlglot import exp
 
-from d2_notebook.board import Board, Evidence, Hypothesis
+from d2_notebook.board import Board, Evidence, Hypothesis, Verdict
 from d2_notebook.board.render import discount_line
 from d2_notebook.detective.coverage_view import BoardCoverage
 from d2_notebook.detective.dimension_names import named_dimension_rows
 from d2_notebook.detective.evidence_view import evidence_source, tool_summary
 from d2_notebook.detective.report import ranked_factors
-from d2_notebook.detective.result_summary import claim_rows, render_rows
+from d2_notebook.detective.result_summary import claim_rows, covering_rows, render_rows
 from d2_notebook.llm import estimate_tokens
 
 REPORTER_BRIEF_TOKENS = 24_000
@@ -61,7 +62,8 @@ _SHRINK_STEPS = [(CITED_ROWS, EXPLORATION_ROWS), (CITED_ROWS, 2), (6, 2), (6, 1)
 @dataclass(frozen=True, eq=False)
 class _Result:
     """One evidence as the reporter sees it; ``rows`` are the rows it may show, those
-    that carry its readings first (strongest first), then the others (of an analysis
+    that carry its readings first (of a cited one, those showing its verdicts' numbers
+    before the strongest others), then the others (of an analysis
     result, the other rows of the dimensions its readings name first; of a result none
     of whose rows carries a reading, the rows holding each number column's ends)."""
 
@@ -187,7 +189,8 @@ def _result(board: Board, item: Evidence, *, cited: bool) -> _Result:
         said += [link.rationale, board.get_hypothesis(link.hypothesis_id).statement]
     said += [h.statement + " " + h.rationale for h in board.list_hypotheses()
              if item.id in h.motivated_by]
-    said += [v.rationale for v in board.list_verdicts() if item.id in v.evidence_ids]
+    verdicts = [_verdict_text(v) for v in board.list_verdicts() if item.id in v.evidence_ids]
+    said += verdicts
     claims = [item.description, *said]
     most = min(len(frame), CITED_ROWS if cited else EXPLORATION_ROWS)
     analysis = board.tool_call_of(item.id) is not None
@@ -198,13 +201,22 @@ def _result(board: Board, item: Evidence, *, cited: bool) -> _Result:
         found = _named_first(frame, [own, *said], named, most)
     found = found or claim_rows(frame, claims, most)
     anchors = analysis_anchor_rows(frame) if analysis else []
-    carrying = list(dict.fromkeys(anchors + found))[:most]
+    judged = covering_rows(frame, verdicts, most, about=anchors + named + found) \
+        if cited else []
+    carrying = list(dict.fromkeys(judged + anchors + found))[:most]
     ends = [] if carrying or len(frame) <= most else column_ends(frame)[:most]
     others = [p for p in dict.fromkeys(named + ends + list(range(len(frame))))
               if p not in carrying]
     rows = carrying + others[:most - len(carrying)]
     return _Result(item, frame, evidence_source(board, item), rows, len(carrying),
                    len(ends), analysis, None if analysis else result_order(item.sql, frame))
+
+
+def _verdict_text(verdict: Verdict) -> str:
+    """What a verdict states: its rationale, and its size when it gives one."""
+    if verdict.contribution is None:
+        return verdict.rationale
+    return f"{verdict.rationale}\n{verdict.headline}"
 
 
 def column_ends(frame: pd.DataFrame) -> list[int]:

@@ -17,7 +17,12 @@ import pandas as pd
 
 from d2_notebook.data.results import text_table
 from d2_notebook.detective.date_spans import days_in_text, row_days
-from d2_notebook.detective.report_numbers import NumberKind, find_numbers, match_mask
+from d2_notebook.detective.report_numbers import (
+    NumberKind,
+    ReportNumber,
+    find_numbers,
+    match_mask,
+)
 
 LONG_CELL = 120
 """Cells longer than this are shown as records under their row, not in the table."""
@@ -111,8 +116,7 @@ def claim_rows(frame: pd.DataFrame, claims: Iterable[str], limit: int, *,
         if pd.api.types.is_bool_dtype(column):
             continue
         if pd.api.types.is_numeric_dtype(column):
-            values = column.to_numpy(dtype=float, na_value=np.nan)
-            masks += [(2, match_mask(number, values)) for number in numbers]
+            masks += [(2, mask) for _, mask in _number_masks(column, numbers)]
             continue
         cells = column.astype(str).str.lower()
         unique = pd.Series(cells.unique(), dtype="string[pyarrow]")
@@ -132,6 +136,64 @@ def claim_rows(frame: pd.DataFrame, claims: Iterable[str], limit: int, *,
     score = np.sum(telling, axis=0)
     strongest = np.argsort(-score, kind="stable")
     return [int(i) for i in strongest[:limit] if score[i] > 0]
+
+
+def covering_rows(frame: pd.DataFrame, claims: Iterable[str], limit: int, *,
+                  about: Iterable[int] = (),
+                  common_share: float = COMMON_SHARE) -> list[int]:
+    """Positions of the fewest rows (at most ``limit``) that show every number the
+    ``claims`` state, in the order they were picked.
+
+    Rows are picked greedily: each one shows the most numbers not yet shown, so that a
+    verdict quoting six figures spread over six strata is shown its six rows before a
+    row repeating a figure already shown. ``about`` are the rows known to be about the
+    claims (an analysis result's overall row, the strata of the dimension a verdict
+    names, the rows carrying its names), most telling first: a number they hold is
+    sought in them alone, every match counting (a standardised effect repeats on every
+    stratum of its dimension, and other dimensions' rows may hold it by rounding), and
+    ties go to the first of them, then to the earlier row. Elsewhere a number found in
+    more than ``common_share`` of the rows of a result over 20 rows tells no row apart
+    and is not sought, as in :func:`claim_rows`. Names and dates are not sought: the
+    caller adds :func:`claim_rows`' strongest rows after these.
+    """
+    numbers = [n for n in find_numbers("\n".join(claims)) if n.kind is NumberKind.QUANTITY]
+    if frame.empty or limit < 1 or not numbers:
+        return []
+    about = list(dict.fromkeys(about))
+    held = np.zeros((len(numbers), len(frame)), dtype=bool)  # number x row
+    for name in frame.columns:
+        column = frame[name]
+        if not pd.api.types.is_bool_dtype(column) and pd.api.types.is_numeric_dtype(column):
+            for index, mask in _number_masks(column, numbers):
+                held[index] |= mask
+    known = np.zeros(len(frame), dtype=bool)
+    known[about] = True
+    sought = []
+    for mask in held:
+        if (mask & known).any():
+            sought.append(mask & known)
+        elif mask.any() and (len(frame) <= 20 or mask.mean() <= common_share):
+            sought.append(mask)
+    unseen = np.array(sought, dtype=bool).reshape(len(sought), len(frame))
+    rank = np.full(len(frame), len(frame), dtype=int)  # tie order: the known rows first
+    rank[about[::-1]] = np.arange(len(about))[::-1]
+    picked: list[int] = []
+    while len(unseen) and len(picked) < limit:
+        gain = unseen.sum(axis=0)
+        best = np.flatnonzero(gain == gain.max())  # gain.max() >= 1: each number has a row
+        row = int(best[np.argmin(rank[best])])  # argmin keeps the earlier row on a tie
+        picked.append(row)
+        unseen = unseen[~unseen[:, row]]
+    return picked
+
+
+def _number_masks(column: pd.Series,
+                  numbers: list[ReportNumber]) -> Iterable[tuple[int, np.ndarray]]:
+    """For each of ``numbers`` (by index) the rows of a numeric ``column`` holding it at
+    the precision it is written."""
+    values = column.to_numpy(dtype=float, na_value=np.nan)
+    for index, number in enumerate(numbers):
+        yield index, match_mask(number, values)
 
 
 def _phrases(text: str, longest: int = 8) -> set[str]:
