@@ -336,3 +336,24 @@ def test_exploration_shows_the_rows_its_hypothesis_was_proposed_on(board) -> Non
     assert "diabetes" in focused.split("Rows shown:")[1]
     unfocused = evidence_details(board, [evidence.id])
     assert str(diabetes.name + 1) not in shown(unfocused)  # the summary's rows alone
+
+
+def test_a_judge_at_its_shortest_sees_the_rows_of_the_readings_numbers(board) -> None:
+    """The hypothesis names a row with two figures and a name (r3); the collector's reading
+    quotes two other rows' figures. At the shortest form, two rows per result, the judge
+    used to see r3 and one of them; it now sees the two rows whose numbers it must check."""
+    frame = pd.DataFrame({"region": [f"r{i}" for i in range(80)],
+                          "orders": [100 + i for i in range(80)],
+                          "late_share": [0.05 + 0.01 * i for i in range(80)]})
+    investigation = board.start_investigation("Where are orders late?")
+    evidence = board.add_evidence("SELECT region, orders, late_share FROM o", frame,
+                                  description="late share per region",
+                                  investigation_id=investigation.id)
+    hypothesis = board.add_hypothesis("Lateness is uneven: r3 has 103 orders, 0.08 late",
+                                      investigation_id=investigation.id)
+    board.link(evidence.id, hypothesis.id, "supports",
+               "the worst regions reach 0.25 and 0.34 late", actor="collector")
+    shortest = evidence_details(board, [evidence.id], budget_tokens=1, focus=hypothesis.id)
+    rows = re.findall(r"^ *(\d+) ", shortest.split("Rows shown:")[1], re.MULTILINE)
+    assert "21" in rows and "30" in rows  # 0.25 and 0.34 (1-based positions)
+    assert "4" not in rows  # r3: named by the hypothesis, but no reading quotes it

@@ -19,7 +19,12 @@ from functools import cached_property
 import pandas as pd
 
 from d2_notebook.board import Board, Evidence, ToolCall
-from d2_notebook.detective.result_summary import claim_rows, column_statistics, render_rows
+from d2_notebook.detective.result_summary import (
+    claim_rows,
+    column_statistics,
+    covering_rows,
+    render_rows,
+)
 from d2_notebook.llm import estimate_tokens
 
 WHOLE_ROWS = 60
@@ -102,6 +107,9 @@ class _Piece:
     focus_claims: tuple[str, ...] = ()
     """What the focus hypothesis says (its statement and rationale, its links'
     readings): the rows carrying these come first."""
+    focus_readings: tuple[str, ...] = ()
+    """The readings of its links to the focus hypothesis: the rows showing each number
+    they state come before all others."""
 
     @classmethod
     def of(cls, board: Board, evidence_id: str, focus: str | None = None) -> _Piece:
@@ -121,7 +129,8 @@ class _Piece:
                             *(link.rationale for link in links)]
         return cls(item, board.evidence_frame(evidence_id),
                    tuple(f"{link.stance.value} {link.hypothesis_id}" for link in links),
-                   tuple(claims), board.tool_call_of(evidence_id), tuple(focus_claims))
+                   tuple(claims), board.tool_call_of(evidence_id), tuple(focus_claims),
+                   tuple(link.rationale for link in links) if focus is not None else ())
 
     @property
     def best_detail(self) -> Detail:
@@ -163,13 +172,16 @@ class _Piece:
     @cached_property
     def _claim_rows(self) -> list[int]:
         """The rows that carry the claims, strongest first (as many as any shape shows):
-        those carrying what the focus hypothesis says first (a segment_scan's summary
-        names its strongest segments, not the one a hypothesis was proposed on), then
-        those carrying the evidence's own readings."""
+        the fewest rows showing every number the readings for the focus hypothesis state
+        (a reading quoting six strata is shown its six rows, not the strongest five
+        matches), then those carrying what the focus hypothesis says (a segment_scan's
+        summary names its strongest segments, not the one a hypothesis was proposed on),
+        then those carrying the evidence's own readings."""
         most = max(shape.claim_rows for shape in _SHAPES.values())
         first = claim_rows(self.frame, self.focus_claims, most) if self.focus_claims else []
+        covered = covering_rows(self.frame, self.focus_readings, most, about=first)
         rest = claim_rows(self.frame, self.claims, most)
-        return list(dict.fromkeys([*first, *rest]))[:most]
+        return list(dict.fromkeys([*covered, *first, *rest]))[:most]
 
     def _analysis_rows(self, shape: _Shape) -> list[str]:
         """The first row (the overall figures, or the strongest segment) and the rows
