@@ -81,10 +81,12 @@ async def test_analysis_calls_become_evidence_like_any_query(con):
     assert board.get_hypothesis("H1").motivated_by == (scan.id,)
     # A bad input comes back as a tool error naming the fix; a repeat is refused.
     hyp_results = policy.seen["hypothesizer"]
-    assert hyp_results[0][0] is False and hyp_results[0][1].startswith("Q1: segment_scan")
+    assert hyp_results[0][0] is False and hyp_results[0][1].startswith(
+        'Q1: <data source="segment_scan result Q1">\nsegment_scan')
     assert hyp_results[1][0] is True and "not one mean over rows" in hyp_results[1][1]
     collector_results = policy.seen["collector-H1"]
-    assert collector_results[0][1].startswith("Q1: compare_within")
+    assert collector_results[0][1].startswith(
+        'Q1: <data source="compare_within result Q1">\ncompare_within')
     assert collector_results[1] == (True, "you already ran this compare_within call as Q1; "
                                           "use that result instead of running it again")
 

@@ -8,6 +8,9 @@ Everything the SQL tool shows a model passes through here:
 - :func:`escape_text` shows every control, format and line/paragraph-separator
   character as a visible escape (``\\n``, ``\\r``, ``\\t``, ``\\u2028``, ...), so one
   value is always one piece of one line;
+- :func:`escape_lines` does the same inside a text of several lines written around
+  database names and values (an analysis tool's summary): the names and values it
+  quotes are escaped, and no character but its own line breaks starts a line;
 - :func:`fence` wraps a block of such text between ``<data ...>`` and ``</data>``
   lines that the shared prompt names as untrusted data; a forged ``</data>`` inside
   the block is neutralised.
@@ -17,8 +20,9 @@ from __future__ import annotations
 
 import re
 import unicodedata
+from collections.abc import Iterable
 
-__all__ = ["escape_text", "fence"]
+__all__ = ["escape_lines", "escape_text", "fence"]
 
 _NAMED = {"\n": "\\n", "\r": "\\r", "\t": "\\t"}
 _UNSAFE_CATEGORIES = frozenset({"Cc", "Cf", "Zl", "Zp", "Cs", "Co", "Cn"})
@@ -36,6 +40,19 @@ def escape_text(text: str) -> str:
     if not _MAYBE_UNSAFE.search(text):
         return text  # plain printable ASCII: the common case, nothing to do
     return "".join(_escape_char(c) if _is_unsafe(c) else c for c in text)
+
+
+def escape_lines(text: str, quoted: Iterable[str]) -> str:
+    """``text``, a text of several lines that quotes database names and values, with each
+    of ``quoted`` (those names and values) that holds an unsafe character shown as
+    :func:`escape_text` shows it (longest first, so a value containing another is escaped
+    whole), and every unsafe character but the line breaks ``\\n`` its own lines end with
+    escaped too: a value holding a line break cannot start a forged line."""
+    unsafe = sorted({piece for piece in quoted if piece and escape_text(piece) != piece},
+                    key=len, reverse=True)
+    for piece in unsafe:
+        text = text.replace(piece, escape_text(piece))
+    return "\n".join(escape_text(line) for line in text.split("\n"))
 
 
 def fence(label: str, body: str) -> str:

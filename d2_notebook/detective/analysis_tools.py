@@ -19,6 +19,7 @@ from typing import Any
 
 from d2_notebook.board import Evidence, ToolCall
 from d2_notebook.data.analysis import TOOL_SPECS, AnalysisResult, AnalysisTool, AnalysisToolSpec
+from d2_notebook.data.fencing import fence
 from d2_notebook.detective.context import QueryLog, TeamContext, normalize_sql
 from d2_notebook.detective.follow_up import stored_analysis
 from d2_notebook.detective.sql_tools import (
@@ -65,7 +66,8 @@ def _wrap(ctx: TeamContext, log: QueryLog, spec: AnalysisToolSpec) -> Tool:
             log, key, f"{spec.name} call", lambda: asyncio.to_thread(execute), register)
         preview = result.preview(max_rows=ctx.settings.preview_rows, max_chars=PREVIEW_CHARS,
                                  max_colwidth=PREVIEW_CELL_CHARS)
-        return f"{query_id}: {reuse_note(earlier)}{preview}"
+        return (f"{query_id}: {reuse_note(earlier)}"
+                f"{fence(f'{spec.name} result {query_id}', preview)}")
 
     description = (f"{spec.description} Returns a query id (Q1, Q2, ...) to cite when you "
                    "record the result as evidence, the summary and the leading rows.")

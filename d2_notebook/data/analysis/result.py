@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+import re
+from dataclasses import dataclass, replace
 from enum import Enum
 from typing import ClassVar
 
 import pandas as pd
 
+from d2_notebook.data.fencing import escape_lines
 from d2_notebook.data.results import QueryResult
 
 __all__ = ["AnalysisResult", "AnalysisTool", "Flag", "FlagKind", "capped"]
@@ -83,8 +85,36 @@ def capped(
     tool: AnalysisTool, sql: str, frame: pd.DataFrame, max_rows: int, duration_s: float,
     summary: str, flags: list[Flag],
 ) -> AnalysisResult:
-    """An AnalysisResult keeping at most ``max_rows`` rows (like any guarded query)."""
+    """An AnalysisResult keeping at most ``max_rows`` rows (like any guarded query).
+
+    The summary and the flags' texts quote the database's names and values (segments,
+    strata, columns): each one holding a line break or another unsafe character is shown
+    escaped (:func:`~d2_notebook.data.fencing.escape_lines`), so no value can start a
+    forged line in the prompt that reads them."""
+    quoted = _database_text(sql, frame)
+    summary = escape_lines(summary, quoted)
+    flags = [replace(flag, text=escape_lines(flag.text, quoted),
+                     dimension=None if flag.dimension is None
+                     else escape_lines(flag.dimension, quoted)) for flag in flags]
     truncated = len(frame) > max_rows
     kept = frame.iloc[:max_rows].reset_index(drop=True) if truncated else frame
     return AnalysisResult(sql, kept, len(frame), truncated, duration_s, tool, summary,
                           tuple(flags))
+
+
+_QUOTED = re.compile(r""""((?:[^"]|"")*)"|'((?:[^']|'')*)'""")
+"""A quoted identifier or a string literal of the generated SQL."""
+
+
+def _database_text(sql: str, frame: pd.DataFrame) -> set[str]:
+    """The names and values a summary may quote: the result's column names and text
+    cells, and the identifiers and literals its generated SQL quotes (the dimensions'
+    column names, which the result holds only as labels)."""
+    found = {str(name) for name in frame.columns}
+    for name in frame.columns:
+        column = frame[name]
+        if column.dtype == object or pd.api.types.is_string_dtype(column):
+            found.update(str(value) for value in column.dropna().unique())
+    for identifier, literal in _QUOTED.findall(sql):
+        found.add(identifier.replace('""', '"') if identifier else literal.replace("''", "'"))
+    return found
