@@ -19,6 +19,7 @@ from d2_notebook.board import Board, Evidence, Hypothesis, Link, ToolCall
 from d2_notebook.board.render import discount_line
 from d2_notebook.detective.coverage_view import BoardCoverage
 from d2_notebook.detective.evidence_view import cut_at_word, tool_summary
+from d2_notebook.detective.query_shape import limit_note
 
 _MAX_TEXT = 240
 
@@ -232,14 +233,16 @@ def other_hypotheses(board: Board, investigation_id: str, focus: str) -> str:
 
 
 def _evidence_text(item: Evidence, call: ToolCall | None) -> str:
-    """One evidence as a digest line: id, rows and description; for an analysis tool's
+    """One evidence as a digest line: id, rows (and the LIMIT that cut them) and
+    description; for an analysis tool's
     evidence, its tool, its summary's first line and the call's filter and named
     dimensions, which tell apart calls whose first lines are the same (a judge read three
     compare_within evidences of one exposure, held fixed over different dimensions, under
     one title)."""
     rows = f"{item.row_count} row{'s' if item.row_count != 1 else ''}"
     if call is None:
-        return f"{item.id} ({rows}) {_short(item.description, 160)}"
+        cut = limit_note(item.sql, item.row_count)
+        return f"{item.id} ({rows}{f', {cut}' if cut else ''}) {_short(item.description, 160)}"
     first = tool_summary(item.description).split("\n", 1)[0]
     if not first.startswith(call.tool):
         first = f"{call.tool}: {first}"

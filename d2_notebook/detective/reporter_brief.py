@@ -27,14 +27,13 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import pandas as pd
-import sqlglot
-from sqlglot import exp
 
 from d2_notebook.board import Board, Evidence, Hypothesis, Verdict
 from d2_notebook.board.render import discount_line
 from d2_notebook.detective.coverage_view import BoardCoverage
 from d2_notebook.detective.dimension_names import named_dimension_rows
 from d2_notebook.detective.evidence_view import evidence_source, tool_summary
+from d2_notebook.detective.query_shape import limit_note, result_order
 from d2_notebook.detective.report import ranked_factors
 from d2_notebook.detective.result_summary import claim_rows, covering_rows, render_rows
 from d2_notebook.llm import estimate_tokens
@@ -84,8 +83,9 @@ class _Result:
     def render(self, most_rows: int) -> str:
         size = f"{self.item.row_count:,} row{'s' if self.item.row_count != 1 else ''}"
         described = readings(self.item.description) if self.analysis else self.item.description
+        cut = limit_note(self.item.sql, self.item.row_count)
         head = (f"[{self.item.id}] {' '.join(described.split())} "
-                f"({size}; {self.source})")
+                f"({size}{f', {cut}' if cut else ''}; {self.source})")
         shown = sorted(self.rows[:most_rows])
         if not shown:
             return head
@@ -232,27 +232,6 @@ def column_ends(frame: pd.DataFrame) -> list[int]:
         if values.notna().any():
             positions += [int(values.idxmin()), int(values.idxmax())]
     return list(dict.fromkeys(positions))
-
-
-def result_order(sql: str, frame: pd.DataFrame) -> str | None:
-    """What ``sql``'s outermost ORDER BY orders by, as written ("n DESC, name"; a column
-    number is named by ``frame``'s column), or None when it has none or does not parse."""
-    try:
-        tree = sqlglot.parse_one(sql, read="duckdb")
-    except (sqlglot.errors.ParseError, sqlglot.errors.TokenError, ValueError):
-        return None
-    order = tree.args.get("order") if tree is not None else None
-    if order is None:
-        return None
-    keys = []
-    for key in order.expressions:
-        text = key.sql(dialect="duckdb")
-        number = key.this if isinstance(key, exp.Ordered) else key
-        if isinstance(number, exp.Literal) and number.is_int \
-                and 1 <= int(number.this) <= len(frame.columns):
-            text = text.replace(number.sql(), str(frame.columns[int(number.this) - 1]), 1)
-        keys.append(text)
-    return ", ".join(keys) or None
 
 
 def _named_first(frame: pd.DataFrame, said: list[str], named: list[int],

@@ -20,6 +20,7 @@ from d2_notebook.data.fencing import fence
 from d2_notebook.detective.context import QueryLog, TeamContext
 from d2_notebook.detective.evidence_view import RECORDED_AS
 from d2_notebook.detective.follow_up import stored_result
+from d2_notebook.detective.query_shape import limit_note
 from d2_notebook.detective.tools import Tool, ToolError, tool
 
 _STRING = {"type": "string"}
@@ -56,7 +57,9 @@ def sql_tools(ctx: TeamContext, log: QueryLog) -> list[Tool]:
         result, query_id = await run_once_in_order(log, sql, "query", execute, register)
         preview = result.preview(max_rows=ctx.settings.preview_rows, max_chars=PREVIEW_CHARS,
                                  max_colwidth=PREVIEW_CELL_CHARS)
-        return f"{query_id}: {reuse_note(earlier)}{fence(f'query result {query_id}', preview)}"
+        cut = limit_note(sql, result.row_count)
+        return (f"{query_id}: {reuse_note(earlier)}{f'({cut}.) ' if cut else ''}"
+                f"{fence(f'query result {query_id}', preview)}")
 
     async def describe_table(args: dict[str, Any]) -> str:
         info = await _in_thread(ctx.sql.describe, args["table"])
