@@ -220,7 +220,7 @@ def test_a_small_named_group_is_examined_and_its_size_stated() -> None:
     strict = segment_scan(sql, source="staff s", metric="avg(s.turnover)", min_support=30)
     assert "staff.dept = audit" not in " ".join(f.text for f in strict.flags)
     assert "Not tested (fewer than 30 rows in the segment or the rest; no p or q): " \
-           "2 segments — staff: 2 (largest n = 28)" in strict.summary
+           "2 segments — staff.dept: 2 (largest n = 28)" in strict.summary
 
 
 def test_a_segment_left_untested_because_the_rest_is_small_says_so() -> None:
@@ -680,3 +680,21 @@ def test_confounding_flags_say_once_that_a_consequence_is_no_confounder() -> Non
     plain = compare_within(GuardedSQL(con), source="t", metric="avg(t.y)", exposure="t.treated",
                            value=True)
     assert not plain.flags and CONSEQUENCE_NOTE not in plain.summary
+
+
+def test_untested_segments_are_counted_by_the_dimension_to_name() -> None:
+    """"sys_user: 11 (largest n = 9)" named a table, not what to name in dimensions to
+    test them: the line counts them by dimension, the largest segments first, at most
+    eight dimensions."""
+    import pandas as pd
+
+    from d2_notebook.data.analysis.common import Support
+    from d2_notebook.data.analysis.segment_scan import untested_line
+
+    untested = pd.DataFrame({
+        "dimension": ["t.a", "t.a", "month(t.d)", *[f"t.c{i}" for i in range(9)]],
+        "value": ["x", "y", "2023-01", *["v"] * 9],
+        "n": [3, 9, 12, *range(1, 10)], "rest_n": [100] * 12})
+    line = untested_line(untested, Support(rows=13, adapted=True, named=False, population=1300))
+    assert "— month(t.d): 1 (largest n = 12), t.a: 2 (largest n = 9), t.c8: 1" in line
+    assert line.count("(largest n =") == 8 and "and 3 more dimensions" in line

@@ -99,7 +99,6 @@ from d2_notebook.data.analysis.text import (
     one_outcome_line,
     outcome_set_line,
     segment_label,
-    table_of,
 )
 from d2_notebook.data.catalog_access import dialect_sql
 
@@ -367,17 +366,25 @@ def _why_untested(row: Any) -> str:
     return f"{small} (n = {row.n})"
 
 
+_UNTESTED_LISTED = 8
+"""Most dimensions an untested-segments line names (those with the largest segments)."""
+
+
 def untested_line(untested: pd.DataFrame, support: Support) -> str:
-    """The segments below the minimum support: counted by table, the named ones by name."""
+    """The segments below the minimum support: counted by dimension (the name to give
+    in ``dimensions`` to test them; the largest first, at most :data:`_UNTESTED_LISTED`),
+    the named dimensions' segments by name."""
     if support.named:
         named = "; ".join(f"{segment_label(r.dimension, r.value)}: {_why_untested(r)}"
                           for r in untested.head(12).itertuples())
         more = f"; ... {len(untested) - 12} more" if len(untested) > 12 else ""
         return f"Not tested (fewer than {support.rows} rows): {named}{more}."
-    by_table = untested.assign(table=untested["dimension"].map(table_of)).groupby(
-        "table", sort=True)["n"].agg(["count", "max"])
-    parts = ", ".join(f"{table}: {int(r['count'])} (largest n = {int(r['max'])})"
-                      for table, r in by_table.iterrows())
+    by_dimension = untested.groupby("dimension", sort=True)["n"].agg(["count", "max"])
+    by_dimension = by_dimension.sort_values("max", ascending=False, kind="stable")
+    parts = ", ".join(f"{dimension}: {int(r['count'])} (largest n = {int(r['max'])})"
+                      for dimension, r in by_dimension.head(_UNTESTED_LISTED).iterrows())
+    if len(by_dimension) > _UNTESTED_LISTED:
+        parts += f", and {len(by_dimension) - _UNTESTED_LISTED} more dimensions"
     return (f"Not tested (fewer than {support.rows} rows in the segment or the rest; no p or "
             f"q): {len(untested)} segments — {parts}. Name a dimension in dimensions to "
             f"test its values down to {MIN_SUPPORT_FLOOR} rows.")
