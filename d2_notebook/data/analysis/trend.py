@@ -163,6 +163,7 @@ def trend(
     # sparse hours is as well supported as one busy hour.
     support = buckets.groupby("period")["n"].transform("sum")
     thin = _thin_periods(buckets[support < min_support], grain, min_support)
+    empty = _empty_periods(buckets["period"], grain)
     buckets = buckets[support >= min_support].reset_index(drop=True)
     if buckets["period"].nunique() < 3:
         if thin:  # periods were there, but too thin: a finer grain makes them thinner
@@ -170,6 +171,7 @@ def trend(
                              f"{min_support} rows each; {thin[0].lower()}{thin[1:]} Use a "
                              "coarser grain or a lower min_support")
         raise ValueError(f"trend needs at least 3 periods of {grain}; use a finer grain")
+    thin = _joined(thin, empty)  # what the summary says of the periods not in the fit
     days = (buckets["t"] - buckets["t"].min()).dt.total_seconds().to_numpy() / 86400.0
     y, w = buckets["mean"].to_numpy(), buckets["n"].to_numpy()
     scale = metric_scale(Moments(float(buckets["n"].sum()), float(buckets["s1"].sum()),
@@ -221,6 +223,33 @@ def _thin_periods(left_out: pd.DataFrame, grain: str, min_support: int) -> str:
     return (f"Left out of the fit: {rows} row{'s' if rows != 1 else ''} in {count} "
             f"{grain}{'s' if count != 1 else ''} with fewer than {min_support} rows each "
             "(min_support).")
+
+
+_EMPTY_LISTED = 6
+"""Most empty periods the summary names one by one."""
+
+
+def _empty_periods(periods: pd.Series, grain: str) -> str:
+    """"No rows at all in 3 quarters between the first and the last: 2023Q1, 2023Q2,
+    2023Q3." for the periods of the grain inside the span that hold no row, or "" when
+    none does. The fit reads time as time, so a gap bends nothing, but the table jumps
+    over it (2022Q4, then 2023Q4) and a reader could not tell that nothing was there."""
+    code, _ = GRAINS[grain]
+    present = set(periods.dt.to_period(code))
+    empty = [p for p in pd.period_range(min(present), max(present), freq=code)
+             if p not in present]
+    if not empty:
+        return ""
+    labels = [_period_label(p.start_time, grain) for p in empty]
+    if len(labels) > _EMPTY_LISTED:
+        labels = [*labels[:_EMPTY_LISTED - 1], f"... {labels[-1]}"]
+    many = len(empty) != 1
+    return (f"No rows at all in {len(empty)} {grain}{'s' if many else ''} between the first "
+            f"and the last: {', '.join(labels)}.")
+
+
+def _joined(*notes: str) -> str:
+    return " ".join(note for note in notes if note)
 
 
 def _is_deterministic(fit: Fit, w: np.ndarray, scale: float) -> bool:
