@@ -16,11 +16,13 @@ from d2_notebook.detective.decisions import (
     HypothesizerDecision,
     JudgeDecision,
     OrchestratorDecision,
+    ReactAnswer,
     ReportDecision,
 )
 from d2_notebook.detective.settings import InvestigationSettings
 from d2_notebook.detective.team_tools import (
     evidence_tools,
+    final_answer_tool,
     hypothesis_tools,
     orchestrator_tools,
     reporter_tools,
@@ -233,3 +235,17 @@ def test_an_interval_holding_zero_that_reaches_a_material_effect_is_not_no_effec
     assert "holds 0 but reaches, in the claimed direction, one that would matter" in prompt
     assert "role none: the interval holds zero)" not in prompt  # the old rule, gone
     assert "role none: the interval holds zero and does not reach" in prompt
+
+
+def test_a_stance_asks_for_a_reading_only_where_there_is_one(ctx: TeamContext) -> None:
+    """A react_sql answerer was told to "say which way in the reading" of a weak evidence
+    item, which has no reading; a link's stance still asks it of the link's reading."""
+    hyp = ctx.board.add_hypothesis("h", investigation_id=ctx.investigation_id)
+    log = QueryLog()
+    linked = _specs(evidence_tools(ctx, log, "col", "collector", hyp.id))
+    answer = final_answer_tool(ReactAnswer(), log).spec
+    item = answer.parameters["properties"]["evidence"]["items"]["properties"]
+    assert "reading" not in item["stance"]["description"]
+    assert "weak when it points one way on thin grounds" in item["stance"]["description"]
+    stance = linked["link_evidence"].parameters["properties"]["stance"]["description"]
+    assert "say which way in the reading" in stance

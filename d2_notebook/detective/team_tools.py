@@ -33,12 +33,18 @@ STRING_SCHEMA = {"type": "string"}
 """The JSON schema of a plain string argument."""
 IDS_SCHEMA = {"type": "array", "items": {"type": "string"}}
 """The JSON schema of a list of ids."""
-_STANCE = {"type": "string", "enum": [s.value for s in Stance], "description": (
-    "supports or contradicts when the result decides (a result showing the hypothesis "
-    "failing one thing it requires contradicts it, even when the rest agrees); weak when "
-    "it points one way on thin grounds (say which way in the reading; one record of the "
-    "entity's own value is not thin); neutral when it bears neither way (e.g. a record "
-    "that is missing)")}
+def _stance_schema(weak_note: str) -> dict[str, Any]:
+    return {"type": "string", "enum": [s.value for s in Stance], "description": (
+        "supports or contradicts when the result decides (a result showing the hypothesis "
+        "failing one thing it requires contradicts it, even when the rest agrees); weak when "
+        f"it points one way on thin grounds ({weak_note}one record of the entity's own value "
+        "is not thin); neutral when it bears neither way (e.g. a record that is missing)")}
+
+
+_STANCE = _stance_schema("say which way in the reading; ")
+"""A link's stance, whose reading says which way a weak result points."""
+_QUERY_STANCE = _stance_schema("")
+"""A ``react_sql`` evidence item's stance: the item has no reading."""
 
 
 # --- hypothesizer ------------------------------------------------------------------
@@ -500,7 +506,7 @@ def final_answer_tool(decision: ReactAnswer, log: QueryLog) -> Tool:
 
     link = {"type": "object", "required": ["query_id", "candidate", "stance"],
             "properties": {"query_id": STRING_SCHEMA, "candidate": STRING_SCHEMA,
-                           "stance": _STANCE}}
+                           "stance": _QUERY_STANCE}}
     return tool(
         "final_answer", "Give your final answer. Ends the investigation. Refused when an "
         "evidence item names a query id run_sql did not return to you.",
