@@ -92,6 +92,23 @@ def test_differences_and_ratios_of_cited_values_are_found() -> None:
     assert check.unverified == ()
 
 
+def test_a_total_of_the_cells_a_sentence_lists_is_found() -> None:
+    """Three answerers' readings were marked unverified for adding up the cells they
+    listed themselves ("Fred's 385 incidents: 92, 84, 78, 71 and 60 by closer"): no
+    two-value arithmetic gives 385. The total of one column's cells that hold the
+    sentence's other numbers now counts; any other total still does not."""
+    closers = pd.DataFrame({"assignee": ["Fred"] * 5 + ["Beth"] * 3,
+                            "closer": list("CFLHB") + list("CFL"),
+                            "n": [92, 84, 78, 71, 60, 11, 10, 9]})
+    listed = "Fred's 385 incidents are closed by C 92, F 84, L 78, H 71 and B 60 [E1].\n"
+    assert check_claims(listed, {"E1": closers}, []).unverified == ()
+    wrong = "Fred's 390 incidents are closed by C 92, F 84, L 78, H 71 and B 60 [E1].\n"
+    assert _unverified(check_claims(wrong, {"E1": closers}, [])) == ["390"]
+    # The cells must be listed in the same sentence: 385 alone is no cell and no total.
+    alone = "Fred has 385 incidents [E1]. They are closed by C 92, F 84, L 78, H 71, B 60 [E1].\n"
+    assert _unverified(check_claims(alone, {"E1": closers}, [])) == ["385"]
+
+
 def test_the_statistics_a_summarised_view_states_are_the_evidences_own() -> None:
     """A real judge quoted "median 168" from a summarised result and the check marked it:
     the median, the mean, a most-common count and the row count are the rows' figures.

@@ -18,8 +18,10 @@ summarised view of it states (a median, a most-common count).
 A quantity matches a stored value or a numeric column's total at the precision the
 report wrote it (rounded or truncated; sign, percent and k/million forms allowed); with a
 cited evidence, a quantity of two or more significant digits may also be the
-difference, ratio or relative change of two of its values, and a number of days ("19
-days") the span between two of its dates or one of them and a date of the verdict texts.
+difference, ratio or relative change of two of its values, or the total of the cells of
+one of its columns that hold the other numbers of the sentence ("385 incidents: 92, 84,
+78, 71 and 60 by agent"), and a number of days ("19 days") the span between two of its
+dates or one of them and a date of the verdict texts.
 Years match a value, a date part or a text cell; dates and times match as written.
 Numbers not found are marked
 "*(unverified)*" in :attr:`ClaimCheck.marked_report`, which ends with a one-line
@@ -44,6 +46,7 @@ from d2_notebook.detective.report_numbers import (
     NumberKind,
     ReportNumber,
     find_numbers,
+    match_mask,
     matches_any,
     numbers_in_cells,
     numbers_in_text,
@@ -117,6 +120,8 @@ class _Source:
     """The values whose pairs :meth:`derived` combines (None: all of ``values``)."""
     derive_days: np.ndarray | None = field(default=None, repr=False)
     """The dates whose spans count (None: all of ``days``, when they are few)."""
+    columns: tuple[np.ndarray, ...] = field(default=(), repr=False)
+    """Its numeric columns' values, column by column, for :meth:`stated_totals`."""
     _day_spans: dict[bytes, np.ndarray] = field(default_factory=dict, repr=False)
 
     @classmethod
@@ -124,6 +129,7 @@ class _Source:
         """Its cells' values and numeric columns' totals, and apart, the statistics its
         summarised view states (a median, a most-common count, the row count)."""
         numbers: list[np.ndarray] = []
+        columns: list[np.ndarray] = []
         texts: list[str] = []
         for name in frame.columns:
             column = frame[name]
@@ -132,6 +138,7 @@ class _Source:
             elif pd.api.types.is_numeric_dtype(column):
                 values = column.dropna().to_numpy(dtype=float)
                 numbers.append(values)
+                columns.append(values[np.isfinite(values)])
                 if len(values) > 1:  # a column's total ("81 interviews": 1+15+19+23+23)
                     numbers.append(np.array([values.sum()]))
             elif pd.api.types.is_datetime64_any_dtype(column):
@@ -146,7 +153,7 @@ class _Source:
         statistics = np.array(statistic_values(frame), dtype=float)
         return cls(values[np.isfinite(values)], "\n".join([" ".join(map(str, frame.columns)),
                                                           *texts]), days_in_frame(frame),
-                   statistics=statistics[np.isfinite(statistics)])
+                   statistics=statistics[np.isfinite(statistics)], columns=tuple(columns))
 
     @classmethod
     def of_texts(cls, texts: Iterable[str]) -> _Source:
@@ -171,6 +178,20 @@ class _Source:
                 pairs = np.concatenate([(a - b).ravel(), (a / b).ravel(), ((a - b) / b).ravel()])
             self._derived = pairs[np.isfinite(pairs)]
         return self._derived
+
+    def stated_totals(self, stated: list[ReportNumber]) -> np.ndarray:
+        """Per numeric column, the total of its cells that hold a number of ``stated``
+        (the other numbers of the sentence being checked), where two or more do:
+        "Fred's 385 incidents are closed by Charlie 92, Fred 84, Luke 78, Howard 71 and
+        Beth 60" adds up cells it names itself, which no two-value arithmetic finds."""
+        totals = []
+        for values in self.columns:
+            held = np.zeros(len(values), dtype=bool)
+            for number in stated:
+                held |= match_mask(number, values)
+            if held.sum() >= 2:
+                totals.append(values[held].sum())
+        return np.array(totals, dtype=float)
 
     def day_spans(self, text_days: np.ndarray) -> np.ndarray:
         """Days between two of its dates (those of the rows a text names, when it names
@@ -231,7 +252,8 @@ def check_claims(report: str, evidence_frames: Mapping[str, pd.DataFrame],
                                         *(c for c in also_cited if c in sources)]))
             explicit = True
         if not _found(number, [sources[c] for c in cited], verdicts, explicit,
-                      days=says_days(clean, number.end)):
+                      days=says_days(clean, number.end),
+                      stated=_others_in_sentence(clean, number, numbers)):
             unverified.append((number, UnverifiedClaim(
                 number.text, _sentence(clean, number), tuple(cited) if explicit else ())))
     missing = [n for n, _ in unverified]
@@ -316,10 +338,11 @@ def _where_to_look(report: str, number: ReportNumber,
 
 
 def _found(number: ReportNumber, sources: list[_Source], verdicts: _Source,
-           explicit: bool, *, days: bool = False) -> bool:
+           explicit: bool, *, days: bool = False, stated: list[ReportNumber] = ()) -> bool:
     """Whether ``number`` is in ``sources`` or ``verdicts``; with ``days`` (it counts
     days) a span between two dates of a cited source (or one of it and one of the
-    verdict texts, such as the question's date) counts too."""
+    verdict texts, such as the question's date) counts too, and the total of a cited
+    source's cells that hold the other numbers of its sentence (``stated``) does."""
     everything = [*sources, verdicts]
     if number.kind is NumberKind.DATE:
         return any(number.text in s.text for s in everything)
@@ -333,7 +356,9 @@ def _found(number: ReportNumber, sources: list[_Source], verdicts: _Source,
             matches_any(number, s.day_spans(verdicts.days)) for s in sources):
         return True
     return (explicit and number.significant_digits >= 2
-            and any(matches_any(number, s.derived()) for s in sources))
+            and any(matches_any(number, s.derived())
+                    or (stated and matches_any(number, s.stated_totals(stated)))
+                    for s in sources))
 
 
 # --- where a number is ---------------------------------------------------------------------
@@ -360,6 +385,14 @@ def _section_span(report: str, number: ReportNumber) -> tuple[int, int]:
     start = max([s for s in starts if s <= number.start], default=0)
     end = min([s for s in starts if s > number.start], default=len(report))
     return start, end
+
+
+def _others_in_sentence(report: str, number: ReportNumber,
+                        numbers: list[ReportNumber]) -> list[ReportNumber]:
+    """The quantities other than ``number`` in its sentence."""
+    start, end = _sentence_span(report, number)
+    return [n for n in numbers if start <= n.start < end and n is not number
+            and n.kind is NumberKind.QUANTITY]
 
 
 def _sentence(report: str, number: ReportNumber) -> str:
