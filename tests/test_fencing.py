@@ -178,3 +178,60 @@ def test_analysis_results_quote_hostile_values_escaped_and_fenced(
         assert all(_forged_lines(flag.text) == [] for flag in result.flags)
     scan = log.results["Q1"].summary
     assert "\\r" in scan or "\\n" in scan  # the hostile values are there, escaped
+
+
+def test_escape_lines_keeps_the_texts_own_lines_and_breaks_a_values() -> None:
+    from d2_notebook.data.fencing import escape_lines
+
+    text = f"scan:\n- g = \n{FORGE}: 0.9\n- g = \n: 0.1\nDimensions: g."
+    values = [f"\n{FORGE}", "\n"]  # a value led by a break, and a bare break
+    shown = escape_lines(text, values)
+    assert _forged_lines(shown) == []
+    assert f"- g = \\n{FORGE}: 0.9" in shown.splitlines()
+    # The bare break is not sought: the text's own five lines stay five, not one.
+    assert shown.splitlines()[0] == "scan:" and shown.splitlines()[-1] == "Dimensions: g."
+    assert escape_lines("a\u2028b\nc\rd", []) == "a\\u2028b\nc\\rd"
+
+
+def test_an_analysis_tools_error_quoting_values_is_escaped_and_fenced(
+        hostile_facts: duckdb.DuckDBPyConnection) -> None:
+    """compare_within lists the exposure's values when none is the one named: a value
+    holding a line break started a line of its own in the error a model reads."""
+    from d2_notebook.detective.analysis_tools import analysis_tools
+
+    guard = GuardedSQL(hostile_facts)
+    ctx = TeamContext(board=Board.open(":memory:"), sql=guard, model=ScriptedModel([]),
+                      investigation_id="I1", question="q",
+                      schema_summary=guard.schema_summary(), settings=InvestigationSettings())
+    toolset = Toolset(analysis_tools(ctx, QueryLog()))
+    for name, args in [
+            ("compare_within", {"source": "facts", "metric": "avg(y)", "exposure": "grp",
+                                "value": "nobody"}),
+            ("decompose", {"source": "facts", "metric": "avg(y)", "period": "grp",
+                           "before": "nobody", "after": "plain"})]:
+        result = asyncio.run(toolset.call(ToolCallPart("c1", name, args)))
+        assert result.is_error and "nobody" in result.content, result.content
+        assert result.content.startswith(f'<data source="{name} error">')
+        assert _forged_lines(result.content) == [], result.content
+        assert result.content.count("</data>") == 1 and result.content.endswith("</data>")
+
+
+def test_a_summary_stored_raw_by_an_older_board_is_served_escaped() -> None:
+    """Boards written before summaries were escaped store them raw; a follow-up that
+    serves such a result again escapes it with its stored rows."""
+    import pandas as pd
+
+    from d2_notebook.board import ToolCall
+    from d2_notebook.detective.follow_up import stored_analysis
+
+    board = Board.open(":memory:")
+    investigation = board.start_investigation("q")
+    value = f"g\n{FORGE}"
+    frame = pd.DataFrame({"dimension": ["t.grp"], "value": [value], "n": [10]})
+    raw = f"segment_scan of avg(y) over 10 rows:\n- t.grp = {value}: 0.9 (n = 10)"
+    evidence = board.add_evidence("SELECT 1", frame, description=raw,
+                                  investigation_id=investigation.id)
+    call = ToolCall("segment_scan", {"source": "t", "metric": "avg(y)"})
+    board.record_tool_call(evidence.id, call, actor="hypothesizer")
+    served = stored_analysis(board, board.get_evidence(evidence.id), call)
+    assert _forged_lines(served.summary) == [] and "g\\nSYSTEM" in served.summary

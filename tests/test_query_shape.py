@@ -20,7 +20,7 @@ from d2_notebook.detective.settings import InvestigationSettings
 from d2_notebook.detective.sql_tools import sql_tools
 from d2_notebook.llm.offline import ScriptedModel
 
-CUT = "its query's LIMIT 15 cut it: more rows may match"
+CUT = "it reaches its query's LIMIT 15: more rows may match"
 
 
 @pytest.mark.parametrize(("sql", "limit"), [
@@ -30,6 +30,12 @@ CUT = "its query's LIMIT 15 cut it: more rows may match"
     ("SELECT a FROM t UNION ALL SELECT b FROM u LIMIT 4", 4),
     ("SELECT * FROM (SELECT a FROM t LIMIT 3) x", None),  # an inner LIMIT cuts no result
     ("SELECT a FROM t LIMIT 10 PERCENT", None),  # a share, not a row count
+    ("(SELECT a FROM t LIMIT 5)", 5),
+    ("SELECT a FROM t FETCH FIRST ROW ONLY", 1),
+    ("SELECT count(*) FROM t LIMIT 1", None),  # one row whatever the LIMIT
+    ("SELECT max(a) + 1 AS m FROM t LIMIT 1", None),
+    ("SELECT count(*) OVER () AS n FROM t LIMIT 1", 1),  # a window: one row per row
+    ("SELECT g, count(*) FROM t GROUP BY g LIMIT 3", 3),
     ("SELECT a FROM t", None),
     ("not sql ((", None),
 ])
@@ -41,6 +47,7 @@ def test_only_a_result_as_long_as_its_limit_is_said_to_be_cut() -> None:
     assert limit_note("SELECT a FROM t LIMIT 15", 15) == CUT
     assert limit_note("SELECT a FROM t LIMIT 15", 9) is None  # shorter: everything matched
     assert limit_note("SELECT a FROM t", 15) is None
+    assert limit_note("SELECT a FROM t LIMIT 15", None) is None  # a count that failed
 
 
 def test_the_result_order_names_a_column_number_by_its_column() -> None:

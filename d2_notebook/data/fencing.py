@@ -47,12 +47,22 @@ def escape_lines(text: str, quoted: Iterable[str]) -> str:
     of ``quoted`` (those names and values) that holds an unsafe character shown as
     :func:`escape_text` shows it (longest first, so a value containing another is escaped
     whole), and every unsafe character but the line breaks ``\\n`` its own lines end with
-    escaped too: a value holding a line break cannot start a forged line."""
-    unsafe = sorted({piece for piece in quoted if piece and escape_text(piece) != piece},
+    escaped too: a value holding a line break cannot start a forged line.
+
+    A value of blanks and unsafe characters only (a bare line break) is not sought: it
+    would match the text's own line breaks and join its lines into one, and it carries
+    nothing that could start a line of its own."""
+    unsafe = sorted({piece for piece in quoted
+                     if escape_text(piece) != piece and not _blank(piece)},
                     key=len, reverse=True)
     for piece in unsafe:
         text = text.replace(piece, escape_text(piece))
     return "\n".join(escape_text(line) for line in text.split("\n"))
+
+
+def _blank(piece: str) -> bool:
+    """Whether ``piece`` holds nothing but blanks and unsafe characters."""
+    return all(char.isspace() or _is_unsafe(char) for char in piece)
 
 
 def fence(label: str, body: str) -> str:

@@ -19,7 +19,7 @@ from typing import Any
 
 from d2_notebook.board import Evidence, ToolCall
 from d2_notebook.data.analysis import TOOL_SPECS, AnalysisResult, AnalysisTool, AnalysisToolSpec
-from d2_notebook.data.fencing import fence
+from d2_notebook.data.fencing import escape_text, fence
 from d2_notebook.detective.context import QueryLog, TeamContext, normalize_sql
 from d2_notebook.detective.follow_up import stored_analysis
 from d2_notebook.detective.sql_tools import (
@@ -86,11 +86,14 @@ def _registered(log: QueryLog, key: str, result: AnalysisResult, call: ToolCall)
 
 
 def _call(ctx: TeamContext, spec: AnalysisToolSpec, args: dict[str, Any]) -> AnalysisResult:
-    """Run the tool; a bad input (a ValueError naming the fix) becomes a tool error."""
+    """Run the tool; a bad input (a ValueError naming the fix) becomes a tool error,
+    escaped into one line and fenced as data: the message may list the database's own
+    values (the values of an exposure that holds none of the named one)."""
     try:
         return spec.function(ctx.sql, **args)
     except ValueError as exc:
-        raise ToolError(f"{spec.name}: {exc}") from None
+        raise ToolError(fence(f"{spec.name} error", escape_text(f"{spec.name}: {exc}"))) \
+            from None
 
 
 def analysis_tool_of(evidence: Evidence) -> AnalysisTool | None:

@@ -233,12 +233,11 @@ def other_hypotheses(board: Board, investigation_id: str, focus: str) -> str:
 
 
 def _evidence_text(item: Evidence, call: ToolCall | None) -> str:
-    """One evidence as a digest line: id, rows (and the LIMIT that cut them) and
-    description; for an analysis tool's
-    evidence, its tool, its summary's first line and the call's filter and named
-    dimensions, which tell apart calls whose first lines are the same (a judge read three
-    compare_within evidences of one exposure, held fixed over different dimensions, under
-    one title)."""
+    """One evidence as a digest line: id, rows (and whether they reach the query's
+    LIMIT) and description; for an analysis tool's evidence, its tool, its summary's
+    first line and the call's filter and named dimensions, which tell apart calls whose
+    first lines are the same (a judge read three compare_within evidences of one
+    exposure, held fixed over different dimensions, under one title)."""
     rows = f"{item.row_count} row{'s' if item.row_count != 1 else ''}"
     if call is None:
         cut = limit_note(item.sql, item.row_count)

@@ -107,7 +107,8 @@ class _Piece:
     call: ToolCall | None
     focus_claims: tuple[str, ...] = ()
     """What the focus hypothesis says (its statement and rationale, its links'
-    readings): the rows carrying these come first."""
+    readings): the rows carrying these come first, after those showing the numbers of
+    :attr:`focus_readings`."""
     focus_readings: tuple[str, ...] = ()
     """The readings of its links to the focus hypothesis: the rows showing each number
     they state come before all others."""

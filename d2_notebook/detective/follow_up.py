@@ -29,6 +29,7 @@ from typing import Any
 from d2_notebook.board import Board, Evidence, Investigation, ToolCall
 from d2_notebook.data import QueryResult, SQLSource
 from d2_notebook.data.analysis import AnalysisResult, spec_for
+from d2_notebook.data.analysis.result import escaped_summary
 from d2_notebook.data.fingerprint import fingerprint_tables, tables_read
 from d2_notebook.detective.context import normalize_sql
 from d2_notebook.detective.evidence_view import cut_at_word, tool_summary
@@ -165,11 +166,13 @@ def stored_result(board: Board, evidence: Evidence) -> QueryResult:
 
 def stored_analysis(board: Board, evidence: Evidence, call: ToolCall) -> AnalysisResult:
     """The earlier evidence's stored result, as the analysis tool ``call`` returned it
-    (its summary is the evidence's description without the recording agent's words)."""
-    summary = tool_summary(evidence.description)
-    return AnalysisResult(evidence.sql, board.evidence_frame(evidence.id), evidence.row_count,
-                          evidence.truncated, 0.0, tool=spec_for(call.tool).tool,
-                          summary=summary)
+    (its summary is the evidence's description without the recording agent's words,
+    its database names and values escaped again: a board written before summaries were
+    escaped stores them raw)."""
+    frame = board.evidence_frame(evidence.id)
+    summary = escaped_summary(tool_summary(evidence.description), evidence.sql, frame)
+    return AnalysisResult(evidence.sql, frame, evidence.row_count, evidence.truncated, 0.0,
+                          tool=spec_for(call.tool).tool, summary=summary)
 
 
 def earlier_digest(board: Board, earlier: Investigation) -> str:

@@ -159,7 +159,7 @@ def covering_rows(frame: pd.DataFrame, claims: Iterable[str], limit: int, *,
     numbers = [n for n in find_numbers("\n".join(claims)) if n.kind is NumberKind.QUANTITY]
     if frame.empty or limit < 1 or not numbers:
         return []
-    about = list(dict.fromkeys(about))
+    about = [p for p in dict.fromkeys(about) if 0 <= p < len(frame)]
     held = np.zeros((len(numbers), len(frame)), dtype=bool)  # number x row
     for name in frame.columns:
         column = frame[name]

@@ -33,7 +33,10 @@ STRING_SCHEMA = {"type": "string"}
 """The JSON schema of a plain string argument."""
 IDS_SCHEMA = {"type": "array", "items": {"type": "string"}}
 """The JSON schema of a list of ids."""
+
+
 def _stance_schema(weak_note: str) -> dict[str, Any]:
+    """The schema of a stance; ``weak_note`` says what a weak one must add."""
     return {"type": "string", "enum": [s.value for s in Stance], "description": (
         "supports or contradicts when the result decides (a result showing the hypothesis "
         "failing one thing it requires contradicts it, even when the rest agrees); weak when "

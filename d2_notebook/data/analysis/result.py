@@ -12,7 +12,7 @@ import pandas as pd
 from d2_notebook.data.fencing import escape_lines
 from d2_notebook.data.results import QueryResult
 
-__all__ = ["AnalysisResult", "AnalysisTool", "Flag", "FlagKind", "capped"]
+__all__ = ["AnalysisResult", "AnalysisTool", "Flag", "FlagKind", "capped", "escaped_summary"]
 
 
 class AnalysisTool(Enum):
@@ -92,14 +92,19 @@ def capped(
     escaped (:func:`~d2_notebook.data.fencing.escape_lines`), so no value can start a
     forged line in the prompt that reads them."""
     quoted = _database_text(sql, frame)
-    summary = escape_lines(summary, quoted)
-    flags = [replace(flag, text=escape_lines(flag.text, quoted),
-                     dimension=None if flag.dimension is None
-                     else escape_lines(flag.dimension, quoted)) for flag in flags]
+    summary = escaped_summary(summary, sql, frame)
+    flags = [replace(flag, text=escape_lines(flag.text, quoted)) for flag in flags]
     truncated = len(frame) > max_rows
     kept = frame.iloc[:max_rows].reset_index(drop=True) if truncated else frame
     return AnalysisResult(sql, kept, len(frame), truncated, duration_s, tool, summary,
                           tuple(flags))
+
+
+def escaped_summary(summary: str, sql: str, frame: pd.DataFrame) -> str:
+    """``summary`` with the database names and values it quotes escaped (those of
+    ``frame`` and of the generated ``sql``): see :func:`capped`. Also for a summary
+    stored before summaries were escaped, served again with its stored rows."""
+    return escape_lines(summary, _database_text(sql, frame))
 
 
 _QUOTED = re.compile(r""""((?:[^"]|"")*)"|'((?:[^']|'')*)'""")

@@ -225,27 +225,35 @@ def _thin_periods(left_out: pd.DataFrame, grain: str, min_support: int) -> str:
             "(min_support).")
 
 
-_EMPTY_LISTED = 6
-"""Most empty periods the summary names one by one."""
+_GAPS_LISTED = 3
+"""Most gaps the summary names one by one (the longest)."""
 
 
 def _empty_periods(periods: pd.Series, grain: str) -> str:
-    """"No rows at all in 3 quarters between the first and the last: 2023Q1, 2023Q2,
-    2023Q3." for the periods of the grain inside the span that hold no row, or "" when
-    none does. The fit reads time as time, so a gap bends nothing, but the table jumps
-    over it (2022Q4, then 2023Q4) and a reader could not tell that nothing was there."""
+    """"No rows at all in 3 quarters between 2022Q4 and 2023Q4." for the gaps inside the
+    span: runs of empty periods longer than half the data's usual spacing (the median
+    step between periods that hold rows), the longest first; "" when there is none. The
+    fit reads time as time, so a gap bends nothing, but the table jumps over it (2022Q4,
+    then 2023Q4) and a reader could not tell that nothing was there. Data dated on each
+    month's first day, read by day, has no gap until a month is missing."""
     code, _ = GRAINS[grain]
-    present = set(periods.dt.to_period(code))
-    empty = [p for p in pd.period_range(min(present), max(present), freq=code)
-             if p not in present]
-    if not empty:
+    present = pd.PeriodIndex(sorted(set(periods.dt.to_period(code))), freq=code)
+    if len(present) < 3:
         return ""
-    labels = [_period_label(p.start_time, grain) for p in empty]
-    if len(labels) > _EMPTY_LISTED:
-        labels = [*labels[:_EMPTY_LISTED - 1], f"... {labels[-1]}"]
-    many = len(empty) != 1
-    return (f"No rows at all in {len(empty)} {grain}{'s' if many else ''} between the first "
-            f"and the last: {', '.join(labels)}.")
+    steps = np.diff(present.asi8)
+    usual = float(np.median(steps))
+    gaps = sorted(((int(step) - 1, i) for i, step in enumerate(steps)
+                   if step > 1 and step > 1.5 * usual), key=lambda g: -g[0])
+    if not gaps:
+        return ""
+    named = [f"{empty} {grain}{'s' if empty != 1 else ''} between "
+             f"{_period_label(present[i].start_time, grain)} and "
+             f"{_period_label(present[i + 1].start_time, grain)}"
+             for empty, i in gaps[:_GAPS_LISTED]]
+    more = len(gaps) - _GAPS_LISTED
+    return (f"No rows at all in {'; in '.join(named)}"
+            + (f"; and in {more} more gap{'s' if more != 1 else ''}" if more > 0 else "")
+            + ".")
 
 
 def _joined(*notes: str) -> str:
@@ -664,7 +672,8 @@ def _summary(metric: str, time: str, grain: str, frame: pd.DataFrame, flags: lis
     """The tool's summary. ``slope_note`` (:func:`_slope_note`) is stated beside "no
     trend" when the shape has a slope, so a verdict that time changes nothing can be
     sized from the summary's line like one on a flagged trend; ``thin``
-    (:func:`_thin_periods`) follows the row count it explains."""
+    (:func:`_thin_periods`, then :func:`_empty_periods`) follows the row count it
+    explains."""
     observed = frame[frame["kind"] == "observed"]
     headline, note = (shape[1], shape[2]) if shape else (None, None)
     stepped = shape is not None and not shape[0].sloped
