@@ -251,3 +251,37 @@ def test_a_case_that_rewrites_a_value_in_every_branch_splits_by_nothing() -> Non
     picked = column_usage("SELECT sum(CASE WHEN o.ward = 'ICU' THEN o.amount END) FROM orders o",
                           tables)
     assert {ref.column for ref in picked.splits} == {"ward"}
+
+
+def test_a_date_column_copying_another_gives_its_date_parts_once() -> None:
+    """An incident's closed_at and sys_updated_on are written together: every split by
+    one was the same rows as by the other, and real-model scans listed each segment
+    twice (26 candidate dimensions on one 500-row table). The copy's date parts are
+    marked, left out of the default scan and of the coverage map, and still answer a
+    request; the column kept is the event, not the bookkeeping time."""
+    import duckdb
+
+    from d2_notebook.data.analysis import segment_scan
+    from d2_notebook.detective.coverage_view import read_candidates
+
+    con = duckdb.connect()
+    con.execute("CREATE TABLE incident AS SELECT i AS id, i % 4 AS team, "
+                "TIMESTAMP '2023-01-01' + INTERVAL (i * 7) HOUR AS opened_at, "
+                "TIMESTAMP '2023-01-02' + INTERVAL (i * 5) HOUR AS sys_updated_on, "
+                "TIMESTAMP '2023-01-02' + INTERVAL (i * 5) HOUR AS closed_at, "
+                "(i % 3 = 0)::INTEGER AS late FROM range(600) r(i)")
+    sql = GuardedSQL(con)
+    dimensions = candidate_dimensions(sql)
+    copies = [d for d in dimensions if d.copy_of is not None]
+    assert copies and {d.column for d in copies} == {"sys_updated_on"}
+    assert {d.copy_of for d in copies} == {"incident.closed_at"}
+    assert any(d.column == "closed_at" and d.copy_of is None for d in dimensions)
+    assert any(d.column == "opened_at" and d.copy_of is None for d in dimensions)
+    assert all("sys_updated_on" not in name for name in read_candidates(sql).names)
+    scan = segment_scan(sql, source="incident", metric="avg(late)")
+    scanned = next(line for line in scan.summary.splitlines()
+                   if line.startswith("Dimensions scanned"))
+    assert "closed_at" in scanned and "sys_updated_on" not in scanned
+    named = segment_scan(sql, source="incident", metric="avg(late)",
+                         dimensions=["month_of_year(incident.sys_updated_on)"])
+    assert "month_of_year(incident.sys_updated_on)" in named.summary

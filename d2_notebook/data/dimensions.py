@@ -9,6 +9,14 @@ says which of them the evidence on a board has controlled or split by.
 Profiling costs one query per table; tables above :data:`PROFILE_ROWS` rows are profiled
 on a system sample of about that many rows (counts of distinct values near
 ``max_levels`` are approximate, which only decides whether a column is scanned).
+
+Two date columns of a table that hold the same value on every profiled row (a record's
+``closed_at`` and its ``sys_updated_on``, written together) give their date parts once:
+every split by the one would be the same rows as by the other, and real-model scans
+listed each segment twice. The column kept is the one not named like bookkeeping
+(``sys_``, ``updated``, ``modified``, ``changed``), else the first; the other's date
+parts carry :attr:`Dimension.copy_of`, are left out of default scans and of the
+coverage map, and still answer a tool's ``dimensions`` naming them.
 """
 
 from __future__ import annotations
@@ -16,7 +24,7 @@ from __future__ import annotations
 import itertools
 import re
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from enum import Enum
 from typing import TYPE_CHECKING
 
@@ -100,6 +108,10 @@ class Dimension:
         levels: Number of distinct values (approximate for sampled tables).
         part: The date part, for ``DATE_PART`` dimensions.
         edges: Bin edges (ascending), for ``BINS`` dimensions.
+        copy_of: For a date part of a column that holds the same value as another date
+            column of its table on every profiled row, that column (``table.column``):
+            the dimension is left out of default scans and of the coverage map (it would
+            split the same rows as the other's), and still answers a request naming it.
     """
 
     table: str
@@ -108,6 +120,7 @@ class Dimension:
     levels: int
     part: DatePart | None = None
     edges: tuple[float, ...] = ()
+    copy_of: str | None = None
 
     @property
     def column_name(self) -> str:
@@ -234,13 +247,43 @@ def _profile(
     sample = ""
     if rows > PROFILE_ROWS:
         sample = f" USING SAMPLE {max(0.1, 100.0 * PROFILE_ROWS / rows):.3f}% (system)"
+    pairs = list(itertools.combinations(
+        [column for column, family, _ in plans if family == "date"], 2))[:_MAX_DATE_PAIRS]
     parts = [part for _, _, columns in plans for part in columns]
+    parts += [f"sum(CASE WHEN {quote_ident(a.name)} IS DISTINCT FROM {quote_ident(b.name)} "
+              "THEN 1 ELSE 0 END)" for a, b in pairs]
     values = sql.run(f"SELECT {', '.join(parts)} FROM {table.ref}{sample}").frame.iloc[0].tolist()
+    differing = values[len(values) - len(pairs):]
+    copies: dict[str, str] = {}  # the column left out -> the column kept
+    for (a, b), differ in zip(pairs, differing, strict=True):
+        if differ is not None and not pd.isna(differ) and int(differ) == 0:
+            left_out, kept = _copy_of_pair(a, b)
+            copies.setdefault(left_out, kept)
     dimensions: list[Dimension] = []
     for column, family, columns in plans:
         found, values = values[: len(columns)], values[len(columns):]
-        dimensions.extend(_dimensions(table.name, column, family, found, max_levels))
+        made = _dimensions(table.name, column, family, found, max_levels)
+        if column.name in copies:
+            kept = f"{table.name}.{quote_ident(copies[column.name])}"
+            made = [replace(dimension, copy_of=kept) for dimension in made]
+        dimensions.extend(made)
     return dimensions
+
+
+_MAX_DATE_PAIRS = 28
+"""Most pairs of date columns of one table compared (all pairs of eight columns)."""
+_AUDIT = re.compile(r"(^sys_|updated|modified|changed)", re.IGNORECASE)
+"""Names of columns that record a row's bookkeeping, not an event of its own."""
+
+
+def _copy_of_pair(first: ColumnInfo, second: ColumnInfo) -> tuple[str, str]:
+    """Of two date columns equal on every profiled row, (the one whose date parts are
+    left out, the one kept): the second in table order is left out, unless only the
+    first names a bookkeeping time (``sys_updated_on`` beside ``closed_at``: the event
+    keeps its name)."""
+    if _AUDIT.search(first.name) and not _AUDIT.search(second.name):
+        return first.name, second.name
+    return second.name, first.name
 
 
 def _dimensions(

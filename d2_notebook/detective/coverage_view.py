@@ -77,7 +77,8 @@ def read_candidates(sql: GuardedSQL) -> CandidateDimensions:
     """
     try:
         catalog = read_catalog(sql)
-        dimensions = candidate_dimensions(sql, catalog=catalog)
+        dimensions = [d for d in candidate_dimensions(sql, catalog=catalog)
+                      if d.copy_of is None]  # a copy splits the rows its column does
     except (D2Error, ValueError):
         return NO_CANDIDATES
     tables = tuple((t.name, tuple(c.name for c in t.columns)) for t in catalog.tables)

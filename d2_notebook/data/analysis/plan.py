@@ -105,7 +105,9 @@ def build_plan(
         requested: Dimension names (as listed by the candidates, ``has ...`` for 1:N
             attributes, or the spellings :func:`_spellings` accepts: a source alias for
             the table, a bare column) or SQL expressions over the source; None means
-            every candidate. A name is planned once however often it is requested.
+            every candidate but the date parts of a column that copies another
+            (:attr:`~d2_notebook.data.dimensions.Dimension.copy_of`). A name is planned
+            once however often it is requested.
         excluded: ``(table, lower-cased column)`` pairs left out of the default scan
             (the columns the metric, its filter and the source's join conditions read,
             the exposure); requested, they are answered "part of the metric's
@@ -152,6 +154,8 @@ def build_plan(
         chosen = []
         for planned, how, ref in offered:
             dimension = planned.dimension
+            if dimension is not None and dimension.copy_of is not None:
+                continue  # the same rows as its column's: asked for by name only
             if _by_default(dimension, excluded, outcome_tables, date_parts_kept) or (
                     planned.membership and _by_default(dimension, excluded - filter_only,
                                                        outcome_tables, date_parts_kept)):
