@@ -92,7 +92,7 @@ def capped(
     escaped (:func:`~d2_notebook.data.fencing.escape_lines`), so no value can start a
     forged line in the prompt that reads them."""
     quoted = _database_text(sql, frame)
-    summary = escaped_summary(summary, sql, frame)
+    summary = escape_lines(summary, quoted)
     flags = [replace(flag, text=escape_lines(flag.text, quoted)) for flag in flags]
     truncated = len(frame) > max_rows
     kept = frame.iloc[:max_rows].reset_index(drop=True) if truncated else frame
