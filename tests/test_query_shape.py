@@ -14,7 +14,12 @@ from d2_notebook.data import GuardedSQL
 from d2_notebook.detective.context import QueryLog, TeamContext
 from d2_notebook.detective.digest import board_digest
 from d2_notebook.detective.evidence_view import evidence_details
-from d2_notebook.detective.query_shape import limit_note, outer_limit, result_order
+from d2_notebook.detective.query_shape import (
+    limit_clause,
+    limit_note,
+    outer_limit,
+    result_order,
+)
 from d2_notebook.detective.reporter_brief import reporter_brief
 from d2_notebook.detective.settings import InvestigationSettings
 from d2_notebook.detective.sql_tools import sql_tools
@@ -48,6 +53,8 @@ def test_only_a_result_as_long_as_its_limit_is_said_to_be_cut() -> None:
     assert limit_note("SELECT a FROM t LIMIT 15", 9) is None  # shorter: everything matched
     assert limit_note("SELECT a FROM t", 15) is None
     assert limit_note("SELECT a FROM t LIMIT 15", None) is None  # a count that failed
+    assert limit_clause("SELECT a FROM t LIMIT 15", 15) == f", {CUT}"
+    assert limit_clause("SELECT a FROM t LIMIT 15", 9) == ""
 
 
 def test_the_result_order_names_a_column_number_by_its_column() -> None:

@@ -19,7 +19,7 @@ from d2_notebook.board import Board, Evidence, Hypothesis, Link, ToolCall
 from d2_notebook.board.render import discount_line
 from d2_notebook.detective.coverage_view import BoardCoverage
 from d2_notebook.detective.evidence_view import cut_at_word, tool_summary
-from d2_notebook.detective.query_shape import limit_note
+from d2_notebook.detective.query_shape import limit_clause
 
 _MAX_TEXT = 240
 
@@ -240,8 +240,8 @@ def _evidence_text(item: Evidence, call: ToolCall | None) -> str:
     exposure, held fixed over different dimensions, under one title)."""
     rows = f"{item.row_count} row{'s' if item.row_count != 1 else ''}"
     if call is None:
-        cut = limit_note(item.sql, item.row_count)
-        return f"{item.id} ({rows}{f', {cut}' if cut else ''}) {_short(item.description, 160)}"
+        return (f"{item.id} ({rows}{limit_clause(item.sql, item.row_count)}) "
+                f"{_short(item.description, 160)}")
     first = tool_summary(item.description).split("\n", 1)[0]
     if not first.startswith(call.tool):
         first = f"{call.tool}: {first}"

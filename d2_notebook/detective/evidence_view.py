@@ -19,7 +19,7 @@ from functools import cached_property
 import pandas as pd
 
 from d2_notebook.board import Board, Evidence, ToolCall
-from d2_notebook.detective.query_shape import limit_note
+from d2_notebook.detective.query_shape import limit_clause
 from d2_notebook.detective.result_summary import (
     claim_rows,
     column_statistics,
@@ -151,9 +151,9 @@ class _Piece:
                 sql = cut_at_word(sql, shape.sql_chars)
             origin = f"SQL: {sql}"
         lines = [f"[{item.id}] {' '.join(item.description.split())}{bears}", origin]
-        cut = limit_note(item.sql, item.row_count) if self.call is None else None
+        cut = limit_clause(item.sql, item.row_count) if self.call is None else ""
         size = (f"{item.row_count:,} row{'s' if item.row_count != 1 else ''} x "
-                f"{len(self.frame.columns)} columns{f', {cut}' if cut else ''}")
+                f"{len(self.frame.columns)} columns{cut}")
         stored = len(self.frame)
         if shape is None or len(self.frame.columns) == 0:
             lines.append(f"Result ({size}, all shown):" if stored == item.row_count

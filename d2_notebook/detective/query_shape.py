@@ -80,3 +80,10 @@ def limit_note(sql: str, row_count: int | None) -> str | None:
     if limit is None or row_count is None or row_count < limit:
         return None
     return f"it reaches its query's LIMIT {limit}: more rows may match"
+
+
+def limit_clause(sql: str, row_count: int | None) -> str:
+    """:func:`limit_note` as a clause to put after a row count (", it reaches ..."), or
+    "" when there is no note."""
+    note = limit_note(sql, row_count)
+    return f", {note}" if note else ""

@@ -33,7 +33,7 @@ from d2_notebook.board.render import discount_line
 from d2_notebook.detective.coverage_view import BoardCoverage
 from d2_notebook.detective.dimension_names import named_dimension_rows
 from d2_notebook.detective.evidence_view import evidence_source, tool_summary
-from d2_notebook.detective.query_shape import limit_note, result_order
+from d2_notebook.detective.query_shape import limit_clause, result_order
 from d2_notebook.detective.report import ranked_factors
 from d2_notebook.detective.result_summary import claim_rows, covering_rows, render_rows
 from d2_notebook.llm import estimate_tokens
@@ -83,9 +83,9 @@ class _Result:
     def render(self, most_rows: int) -> str:
         size = f"{self.item.row_count:,} row{'s' if self.item.row_count != 1 else ''}"
         described = readings(self.item.description) if self.analysis else self.item.description
-        cut = limit_note(self.item.sql, self.item.row_count)
+        cut = limit_clause(self.item.sql, self.item.row_count)
         head = (f"[{self.item.id}] {' '.join(described.split())} "
-                f"({size}{f', {cut}' if cut else ''}; {self.source})")
+                f"({size}{cut}; {self.source})")
         shown = sorted(self.rows[:most_rows])
         if not shown:
             return head
