@@ -379,3 +379,25 @@ def test_periods_without_any_row_inside_the_span_are_named() -> None:
     two = trend(GuardedSQL(con), source="t", metric="avg(y)", time="d", grain="month")
     assert ("No rows at all in 9 months between 2021-02 and 2021-12; in 3 months between "
             "2021-12 and 2022-04.") in two.summary
+
+
+def test_a_slope_clear_of_zero_only_at_95_percent_states_its_interval_at_the_held_level() -> None:
+    """p = 0.012 is no TREND at the level the three tests are held to, but its 95% interval
+    is clear of 0 (answerers read that pair two ways): the interval at the held level is
+    stated too, and it holds 0."""
+    con = duckdb.connect()
+    con.execute("""
+        CREATE TABLE visits AS
+        SELECT DATE '2024-01-01' + INTERVAL (w) WEEK + to_days(i % 7) AS day,
+               50 + 0.03 * w + ((hash(w, i) % 201)::INTEGER - 100) / 25.0 AS minutes
+        FROM range(30) r(w), range(6) s(i)""")
+    result = trend(GuardedSQL(con), source="visits", metric="avg(minutes)", time="day",
+                   grain="week")
+    assert not result.flags, result.summary
+    stated = re.search(r"\(95% CI (\S+) to (\S+); p = (\S+), above the (\S+) each of the "
+                       r"trend, change-point and season tests is held to; at that level its "
+                       r"interval is (\S+) to (\S+), which holds 0\)\.", result.summary)
+    assert stated is not None, result.summary
+    low, high, p, held, held_low, held_high = (float(v) for v in stated.groups())
+    assert 0 < low < high and held < p < 0.05
+    assert held_low < 0 < held_high and held_low < low and held_high > high

@@ -454,21 +454,32 @@ def _line_test(linear: Fit, span: float, scale: float,
     """The straight line's slope, its 95% interval, p-value, and whether it is a finding
     (beyond chance and material over the span)."""
     slope, se = float(linear.coef[1]), math.sqrt(max(linear.cov[1, 1], 0.0))
-    t_crit = stats.t.ppf(0.975, linear.dof)
+    low, high = _slope_interval(linear, 0.05)
     p = float(2 * stats.t.sf(abs(slope) / se, linear.dof)) if se > 0 else 1.0
-    return (slope, slope - t_crit * se, slope + t_crit * se, p,
-            p < alpha and is_material(slope * span, scale))
+    return slope, low, high, p, p < alpha and is_material(slope * span, scale)
+
+
+def _slope_interval(linear: Fit, alpha: float) -> tuple[float, float]:
+    """The straight line's slope interval at confidence 1 - ``alpha``."""
+    slope, se = float(linear.coef[1]), math.sqrt(max(linear.cov[1, 1], 0.0))
+    t_crit = stats.t.ppf(1 - alpha / 2, linear.dof)
+    return slope - t_crit * se, slope + t_crit * se
 
 
 def _slope_note(linear: Fit, span: float, scale: float, alpha: float, grain: str) -> str:
     """The straight line's slope with its 95% interval, and why it is no TREND flag: its
     p-value above the level each of the three tests (trend, change point, season) is
     held to, or a change over the data under the material share of the metric's scale
-    (a 95% interval clear of 0 read beside "no trend" confused a real-model collector)."""
+    (a 95% interval clear of 0 read beside "no trend" confused a real-model collector, so
+    such a slope also gets its interval at the level held to, which holds 0)."""
     slope, low, high, p, _ = _line_test(linear, span, scale, alpha)
     if p >= alpha:
         why = (f"p = {p:.2g}, above the {alpha:.2g} each of the trend, change-point and "
                "season tests is held to")
+        if low > 0 or high < 0:  # clear of 0 at 95% but not at the level held to
+            held_low, held_high = _slope_interval(linear, alpha)
+            why += (f"; at that level its interval is {figure(held_low)} to "
+                    f"{figure(held_high)}, which holds 0")
     else:
         why = (f"a change of {figure(abs(slope * span))} over the data, under "
                f"{RELATIVE_TOLERANCE:.0%} of the metric's scale")
