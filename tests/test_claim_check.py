@@ -104,9 +104,37 @@ def test_a_total_of_the_cells_a_sentence_lists_is_found() -> None:
     assert check_claims(listed, {"E1": closers}, []).unverified == ()
     wrong = "Fred's 390 incidents are closed by C 92, F 84, L 78, H 71 and B 60 [E1].\n"
     assert _unverified(check_claims(wrong, {"E1": closers}, [])) == ["390"]
-    # The cells must be listed in the same sentence: 385 alone is no cell and no total.
-    alone = "Fred has 385 incidents [E1]. They are closed by C 92, F 84, L 78, H 71, B 60 [E1].\n"
+    # The cells must be listed in the same sentence (or their rows' label named, below):
+    # 385 alone is no cell and no total.
+    alone = ("The top assignee has 385 incidents [E1]. They are closed by C 92, F 84, L 78, "
+             "H 71, B 60 [E1].\n")
     assert _unverified(check_claims(alone, {"E1": closers}, [])) == ["385"]
+
+
+def test_a_total_over_the_rows_of_a_label_the_sentence_names_is_found() -> None:
+    """"34 analysts" over the rows Analyst/junior 25 and Analyst/senior 9 was marked
+    unverified although the sentence names the rows it adds up. A column's total over
+    the rows of a named label (singular or plural) now counts; a total over rows the
+    sentence does not name, or over another label's rows, does not."""
+    staff = pd.DataFrame({"role": ["Analyst", "Analyst", "Engineer", "Engineer", "Manager"],
+                          "level": ["junior", "senior", "junior", "senior", "senior"],
+                          "people": [25, 9, 40, 12, 7]})
+    named = "The team has 34 analysts, 25 of them junior [E1].\n"
+    assert check_claims(named, {"E1": staff}, []).unverified == ()
+    assert check_claims("Seniors number 28 [E1].\n", {"E1": staff}, []).unverified == ()
+    assert check_claims("The engineer head count is 52 [E1].\n", {"E1": staff},
+                        []).unverified == ()
+    other = "The team has 52 analysts [E1].\n"  # the engineers' total, not the analysts'
+    assert _unverified(check_claims(other, {"E1": staff}, [])) == ["52"]
+    assert check_claims("Juniors number 65 [E1].\n", {"E1": staff}, []).unverified == ()
+    unnamed = "A group of 37 people works on the project [E1].\n"  # 25 + 12, no label
+    assert _unverified(check_claims(unnamed, {"E1": staff}, [])) == ["37"]
+    # Fred's rows add up to 385 and the sentence names him.
+    closers = pd.DataFrame({"assignee": ["Fred"] * 5 + ["Beth"] * 3,
+                            "n": [92, 84, 78, 71, 60, 11, 10, 9]})
+    assert check_claims("Fred has 385 incidents [E1].\n", {"E1": closers}, []).unverified == ()
+    assert _unverified(check_claims("Beth has 385 incidents [E1].\n", {"E1": closers},
+                                    [])) == ["385"]
 
 
 def test_the_statistics_a_summarised_view_states_are_the_evidences_own() -> None:
@@ -315,3 +343,17 @@ def test_an_analysis_summary_is_its_evidences_source_but_not_the_agents_words(
                            f"Of 2,893 older patients, critical ones die at 0.517 [{scan.id}]; "
                            f"4,100 patients in all [{scan.id}].")
     assert [c.number for c in checked.unverified] == ["4,100"]
+
+
+def test_an_analysis_evidence_with_its_tool_summary_keeps_its_totals() -> None:
+    """An analysis evidence's source takes its tool's summary too; the totals of its
+    columns' cells (listed, or over a named label's rows) still count (they were lost
+    when the summary was added)."""
+    closers = pd.DataFrame({"assignee": ["Fred"] * 5 + ["Beth"] * 3,
+                            "closer": list("CFLHB") + list("CFL"),
+                            "n": [92, 84, 78, 71, 60, 11, 10, 9]})
+    summaries = {"E1": "Scanned 8 rows over 2 dimensions."}
+    listed = "The 385 incidents are closed by C 92, F 84, L 78, H 71 and B 60 [E1].\n"
+    assert check_claims(listed, {"E1": closers}, [], tool_summaries=summaries).unverified == ()
+    named = "Beth closed 30 incidents over 2 dimensions [E1].\n"
+    assert check_claims(named, {"E1": closers}, [], tool_summaries=summaries).unverified == ()
