@@ -575,6 +575,54 @@ def test_a_confounder_that_fixes_the_outcome_in_most_rows_carries_a_caution() ->
     texts = {f.dimension: f.text for f in result.flags}
     assert "Caution: in open (always 0), planned (always 0)" in texts["goal.stage"]
     assert "Caution" not in texts["goal.tier"]
+    # The caution opens the flag, before its figures (after them it read as a footnote to
+    # a finding); the real confounder's flag opens with what holding it fixed does.
+    assert texts["goal.stage"].startswith(
+        "CONFOUNDING by goal.stage, which may record the outcome itself. Caution: in open")
+    assert "Only if it is set before the exposure is it a confounder: the effect changes " \
+        "once it is held fixed. Over " in texts["goal.stage"]
+    assert texts["goal.tier"].startswith(
+        "CONFOUNDING by goal.tier: the effect changes once it is held fixed. Over ")
+
+
+def test_a_share_removed_that_depends_on_whose_mix_is_held_states_both() -> None:
+    """Treated rows are mostly in band a, where the effect is 10; in band b it is 1.
+    Standardised to all rows' mix the effect is 5.5 (33% removed), but to the treated
+    rows' own mix 8.2 (none removed) and to the untreated rows' mix 2.8 (66% removed):
+    three answerers reweighted by hand and found a share far from the one stated."""
+    con = duckdb.connect()
+    con.execute("""
+        CREATE TABLE t AS
+        SELECT i, CASE WHEN i < 100 THEN 'a' ELSE 'b' END AS band,
+               (i < 80) OR (i >= 100 AND i < 120) AS treated,
+               CASE WHEN i < 80 THEN 10 WHEN i >= 100 AND i < 120 THEN 1 ELSE 0 END
+                 + CASE WHEN i % 2 = 0 THEN 1 ELSE -1 END AS y
+        FROM range(200) r(i)""")
+    result = compare_within(GuardedSQL(con), source="t", metric="avg(y)", exposure="treated",
+                            value="true", dimensions=["band"])
+    flag = next(f.text for f in result.flags if f.kind is FlagKind.CONFOUNDING)
+    assert "standardised over t.band 5.50 (95% CI 5.15 to 5.85; weights: the strata's " \
+        "shares of all rows); standardising removes 33% of the crude effect" in flag
+    assert "so the share depends on whose mix of t.band is held: to the exposed rows' mix " \
+        "8.20 (removes 0%), to the reference rows' mix 2.80 (removes 66%)." in flag
+
+
+def test_a_share_removed_that_any_mix_gives_alike_states_one() -> None:
+    """The same effect (2) in both bands: every mix gives one standardised effect, so no
+    second and third figure is stated."""
+    con = duckdb.connect()
+    con.execute("""
+        CREATE TABLE t AS
+        SELECT i, CASE WHEN i < 100 THEN 'a' ELSE 'b' END AS band,
+               (i < 80) OR (i >= 100 AND i < 120) AS treated,
+               CASE WHEN i < 100 THEN 5 ELSE 0 END
+                 + CASE WHEN (i < 80) OR (i >= 100 AND i < 120) THEN 2 ELSE 0 END
+                 + CASE WHEN i % 2 = 0 THEN 1 ELSE -1 END AS y
+        FROM range(200) r(i)""")
+    result = compare_within(GuardedSQL(con), source="t", metric="avg(y)", exposure="treated",
+                            value="true", dimensions=["band"])
+    flag = next(f.text for f in result.flags if f.kind is FlagKind.CONFOUNDING)
+    assert "standardised over t.band 2.00" in flag and "whose mix" not in flag
 
 
 def _masked(within_effect: float) -> GuardedSQL:

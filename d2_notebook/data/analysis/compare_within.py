@@ -476,12 +476,41 @@ def _flag_text(kind: FlagKind, family: Family, q_het: float, q_change: float, la
                        for s, m1, m0 in family.strata[:top])
     verdict = ("the effect reverses within its strata" if kind is FlagKind.SIMPSONS_PARADOX
                else "the effect changes once it is held fixed")
-    return (f"{name} by {family.name}: {verdict}. Over {_strata_text(family)}: crude effect "
+    return (f"{name} by {family.name}{_fixed_outcome_note(family, verdict)}. Over "
+            f"{_strata_text(family)}: crude effect "
             f"{figure(crude.difference)} (95% CI {figure(crude.low)} to {figure(crude.high)}); "
             f"standardised over {family.name} {figure(std.difference)} (95% CI "
-            f"{figure(std.low)} to {figure(std.high)}); {removed}{_thin_driver(family)}. "
-            f"Share exposed per stratum: {shares}.{_fixed_outcome_note(family)}"
+            f"{figure(std.low)} to {figure(std.high)}; weights: the strata's shares of all "
+            f"rows); {removed}{_thin_driver(family)}.{_mix_note(family)} "
+            f"Share exposed per stratum: {shares}."
             f"{_with_outcome_note(family, with_outcome)}")
+
+
+MIX_SPREAD = 0.1
+"""Shares removed, standardised to the exposed rows' mix and to the reference rows', at
+least this far apart make a confounding flag state both."""
+
+
+def _mix_note(family: Family) -> str:
+    """When the effect differs by stratum enough that standardising to the exposed rows'
+    mix of strata and to the reference rows' mix removes shares :data:`MIX_SPREAD` or more
+    apart, both, with those shares: how much a dimension "explains" then depends on whose
+    mix is held fixed (three real-model answerers found a reweighting of their own that
+    disagreed with the one share the flag stated). Empty otherwise."""
+    if family.by_arm_mix is None or family.crude is None or math.isnan(family.share_removed):
+        return ""
+    crude = family.crude.difference
+    exposed, reference = family.by_arm_mix
+    removed = [(crude - effect) / crude for effect in (exposed, reference)]
+    if abs(removed[0] - removed[1]) < MIX_SPREAD:
+        return ""
+    def moved(share: float) -> str:
+        return f"removes {share:.0%}" if share >= 0 else f"enlarges it by {-share:.0%}"
+
+    return (f" On the difference scale the effect differs by stratum, so the share depends "
+            f"on whose mix of {family.name} is held: to the exposed rows' mix "
+            f"{figure(exposed)} ({moved(removed[0])}), to the reference rows' mix "
+            f"{figure(reference)} ({moved(removed[1])}).")
 
 
 def _stratum_effects(family: Family, top: int, scale: EffectScale | None = None) -> str:
@@ -561,14 +590,18 @@ def _near_misses(near: list[tuple[Family, float]], alpha: float, top: int) -> st
 
 FIXED_OUTCOME_SHARE = 0.2
 """Strata whose metric is one constant value in both arms, holding at least this share of
-the rows, make a confounding flag carry a caution: the dimension may record the outcome."""
+the rows, make a confounding flag open with a caution: the dimension may record the
+outcome."""
 
 
-def _fixed_outcome_note(family: Family) -> str:
-    """A caution when, in strata holding a fifth of the rows or more, every row of both
-    arms has the same metric value: there the outcome cannot vary, which is what a
-    dimension recorded after or because of the outcome (a status, a stage) looks like —
-    and holding a consequence of the outcome fixed is not an adjustment."""
+def _fixed_outcome_note(family: Family, verdict: str) -> str:
+    """The flag's opening after its dimension's name: ``: <verdict>``, or, when in strata
+    holding a fifth of the rows or more every row of both arms has the same metric value,
+    that caution first and the verdict as its alternative. There the outcome cannot
+    vary, which is what a dimension recorded after or because of the outcome (a status,
+    a stage, a progress) looks like, and holding a consequence of the outcome fixed is
+    not an adjustment. (Stated after the figures, the caution read as a footnote to a
+    finding: three real-model answerers took such a flag for a confounder first.)"""
     fixed = [(stratum, m1.mean) for stratum, m1, m0 in family.strata
              if m1.n >= 2 and m0.n >= 2 and m1.var == 0 and m0.var == 0
              and abs(m1.mean - m0.mean) <= 1e-12 * max(1.0, abs(m1.mean))]
@@ -576,12 +609,14 @@ def _fixed_outcome_note(family: Family) -> str:
     held = sum(m1.n + m0.n for stratum, m1, m0 in family.strata
                if stratum in {s for s, _ in fixed})
     if not fixed or rows == 0 or held / rows < FIXED_OUTCOME_SHARE:
-        return ""
+        return f": {verdict}"
     named = ", ".join(f"{stratum} (always {figure(value)})" for stratum, value in fixed[:4])
-    return (f" Caution: in {named} — {held / rows:.0%} of the rows — the metric is the same "
-            f"for every row of both arms; if {family.name} records the outcome's own "
-            "progress or a consequence of it, holding it fixed is not an adjustment: weigh "
-            "the other dimensions' standardised effects instead.")
+    return (f", which may record the outcome itself. Caution: in {named} — {held / rows:.0%} "
+            f"of the rows — the metric is the same for every row of both arms; if "
+            f"{family.name} records the outcome's own progress or a consequence of it, "
+            "holding it fixed is not an adjustment and this is no confounding: weigh the "
+            f"other dimensions' standardised effects instead. Only if it is set before the "
+            f"exposure is it a confounder: {verdict}")
 
 
 def _with_outcome_note(family: Family, tables: frozenset[str] | None) -> str:

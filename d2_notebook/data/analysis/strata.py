@@ -6,7 +6,8 @@ stratum's metric is positive, the ratio scale (the log risk ratio for a 0/1 metr
 keeps the scale on which the effect is more nearly constant. :func:`standardise` weights
 the stratum effects by the strata's share of the rows, over the strata with rows in both
 arms, and gives the change from the crude effect over the same strata with its standard
-error (the weights held fixed: the change is linear in the stratum means).
+error (the weights held fixed: the change is linear in the stratum means), and beside it
+the effect standardised to each arm's own mix of strata.
 """
 
 from __future__ import annotations
@@ -77,6 +78,10 @@ class Family:
     change: Comparison | None = None  # crude - standardised, with its p-value
     change_parts: list[tuple[str, float]] = field(default_factory=list)
     """Each overlapping stratum's term of ``change`` (they sum to it), in stratum order."""
+    by_arm_mix: tuple[float, float] | None = None
+    """The effect standardised to the exposed rows' mix of strata and to the reference
+    rows' mix (``standardised`` uses all rows' mix): apart when the effect differs by
+    stratum, so the share a dimension "explains" depends on whose mix is held fixed."""
 
     @property
     def p_het(self) -> float:
@@ -198,6 +203,8 @@ def standardise(family: Family, pooled: float | None, population: float) -> None
         family.change_parts.append((stratum, g1 * m1.mean - g0 * m0.mean))
         change += family.change_parts[-1][1]
         var_change += g1**2 * v1 + g0**2 * v0
+    family.by_arm_mix = (sum(m1.n / n1 * (m1.mean - m0.mean) for _, m1, m0 in both),
+                         sum(m0.n / n0 * (m1.mean - m0.mean) for _, m1, m0 in both))
     se = math.sqrt(var_std)
     family.standardised = Comparison(difference, se, difference - Z95 * se,
                                      difference + Z95 * se, math.nan)
