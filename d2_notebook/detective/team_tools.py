@@ -310,7 +310,9 @@ def evidence_tools(ctx: TeamContext, log: QueryLog, agent: str, role: str,
     async def link_evidence(args: dict[str, Any]) -> str:
         target = hypothesis_id or args["hypothesis_id"]
         known_hypothesis(ctx, target)
-        evidence = ctx.board.get_evidence(args["evidence_id"])
+        # a query of this turn that became evidence may be linked by its query id
+        evidence = ctx.board.get_evidence(log.evidence_ids.get(args["evidence_id"],
+                                                               args["evidence_id"]))
         earlier = evidence.investigation_id not in (None, ctx.investigation_id)
         if earlier:
             check_reusable(ctx, evidence.id, evidence.investigation_id)

@@ -12,7 +12,7 @@ from __future__ import annotations
 from typing import Any
 
 from d2_notebook.board import HypothesisStatus
-from d2_notebook.detective.context import TeamContext
+from d2_notebook.detective.context import QueryLog, TeamContext
 from d2_notebook.detective.contribution_check import (
     CONTRIBUTION_PROPERTIES,
     SIZE_RULE,
@@ -48,6 +48,32 @@ from d2_notebook.detective.team_tools import (
 )
 from d2_notebook.detective.tools import Tool, ToolError, tool
 
+
+def _with_board_ids(args: dict[str, Any], log: QueryLog) -> dict[str, Any]:
+    """``args`` of a verdict with each of ``log``'s query ids that became evidence
+    replaced by its evidence id; a query id never recorded is refused with the fix."""
+    def board_id(evidence_id: str) -> str:
+        if evidence_id in log.evidence_ids:
+            return log.evidence_ids[evidence_id]
+        if evidence_id in log.results:
+            raise ToolError(f"{evidence_id} is a query of yours that is not evidence yet: "
+                            "record it with record_evidence (before this call, in the same "
+                            "answer or an earlier one), then cite it")
+        return evidence_id
+
+    mapped = {**args, "evidence_ids": [board_id(str(e)) for e in args.get("evidence_ids", [])],
+              "rationale": log.with_board_ids(str(args.get("rationale", "")))}
+    if isinstance(args.get("contribution"), dict) and "evidence_id" in args["contribution"]:
+        mapped["contribution"] = {**args["contribution"], "evidence_id": board_id(
+            str(args["contribution"]["evidence_id"]))}
+    if isinstance(args.get("discounted"), list):
+        mapped["discounted"] = [
+            {**item, "evidence_id": board_id(str(item["evidence_id"]))}
+            if isinstance(item, dict) and "evidence_id" in item else item
+            for item in args["discounted"]]
+    return mapped
+
+
 _VERDICT_PROPERTIES: dict[str, Any] = {
     "status": {"type": "string", "enum": ["supported", "contradicted", "inconclusive"]},
     "confidence": {"type": "number", "minimum": 0, "maximum": 1},
@@ -62,9 +88,17 @@ _VERDICT_PROPERTIES: dict[str, Any] = {
 
 def verdict_tools(ctx: TeamContext, agent: str, decision: JudgeDecision | CollectorDecision,
                   hypothesis_id: str | None, *, can_send_back: bool = False,
-                  can_refine: bool = False, verdict_ends_turn: bool = True) -> list[Tool]:
+                  can_refine: bool = False, verdict_ends_turn: bool = True,
+                  log: QueryLog | None = None) -> list[Tool]:
     """``give_verdict``, and for a judge of one hypothesis ``request_more_evidence`` and
     ``refine`` (refused unless ``can_refine``).
+
+    With ``log`` (an agent that runs and records its own queries: a collector that
+    decides, the single agent), a verdict may cite this turn's query ids that became
+    evidence (``Q7`` for the ``E12`` recorded from it), in ``evidence_ids``, the
+    contribution, ``discounted`` and the rationale: an agent that records and decides
+    in one answer cannot know the new evidence ids (a real-model single agent guessed
+    them).
 
     The specs do not depend on ``can_send_back`` or ``can_refine`` (the first message
     says which is possible), so every judge's prompt prefix is byte-identical and cached.
@@ -81,8 +115,15 @@ def verdict_tools(ctx: TeamContext, agent: str, decision: JudgeDecision | Collec
                   **CONTRIBUTION_PROPERTIES}
     if hypothesis_id is None:
         properties = {"hypothesis_id": STRING_SCHEMA, **properties}
+    if log is not None:
+        ids = properties["evidence_ids"]
+        properties["evidence_ids"] = {**ids, "description": ids["description"] + (
+            "; a query id of yours recorded as evidence (Q7) stands for the evidence "
+            "recorded from it, so you may record and decide in one answer")}
 
     def verdict(args: dict[str, Any], *, refining: bool = False) -> str:
+        if log is not None:
+            args = _with_board_ids(args, log)
         target = hypothesis_id or args["hypothesis_id"]
         hyp = known_hypothesis(ctx, target)
         if hyp.status is HypothesisStatus.ABANDONED:

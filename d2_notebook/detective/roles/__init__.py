@@ -218,7 +218,7 @@ async def collect(ctx: TeamContext, hypothesis_id: str, *,
     built = (sql_tools(ctx, log) + analysis_tools(ctx, log)
              + evidence_tools(ctx, log, agent, "collector", hypothesis_id)
              + [read_evidence_tool(ctx, hypothesis_id)]
-             + verdict_tools(ctx, agent, decision, hypothesis_id)
+             + verdict_tools(ctx, agent, decision, hypothesis_id, log=log)
              + [submit_tool(decision, ctx, hypothesis_id, log)])
     tools = _pick(ctx, Role.COLLECTOR, built)
     if hypothesis.motivated_by:  # a tenth of the room: the turn grows with its own queries
@@ -303,7 +303,8 @@ async def investigate_alone(ctx: TeamContext, *, agent: str = "detective") -> Re
     built = (sql_tools(ctx, log) + analysis_tools(ctx, log)
              + hypothesis_tools(ctx, log, agent, "detective", HypothesizerDecision())
              + evidence_tools(ctx, log, agent, "detective", None)
-             + verdict_tools(ctx, agent, JudgeDecision(), None, verdict_ends_turn=False)
+             + verdict_tools(ctx, agent, JudgeDecision(), None, verdict_ends_turn=False,
+                             log=log)
              + [abandon_tool(ctx, agent)] + reporter_tools(ctx, agent, decision))
     first = f"THE BOARD NOW:\n{_digest(ctx)}\n\nInvestigate."
     await _turn(ctx, role="detective", agent=agent, role_file="single_agent", first=first,
