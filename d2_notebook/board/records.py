@@ -411,7 +411,12 @@ class Verdict(_Record):
         among others; ``contradicted, the factor matters`` when it claimed the factor
         does not matter and the verdict sized it a real contributor (a reader of a bare
         "contradicted: major contributor" beside a no-effect claim could not tell which
-        of the two the size belongs to)."""
+        of the two the size belongs to); ``supported, the factor adds nothing`` when the
+        verdict supports a claim that the factor does not matter with a size of none (a
+        bare "supported: no contributor" read as a contradiction to a real reporter)."""
+        if (self.status is HypothesisStatus.SUPPORTED and self.contribution is not None
+                and self.contribution.role is ContributionRole.NONE):
+            return "supported, the factor adds nothing"
         if (self.status is HypothesisStatus.CONTRADICTED and self.contribution is not None
                 and self.contribution.is_real):
             if self.contribution.opposite:
