@@ -395,9 +395,10 @@ def test_a_slope_clear_of_zero_only_at_95_percent_states_its_interval_at_the_hel
                    grain="week")
     assert not result.flags, result.summary
     stated = re.search(r"\(95% CI (\S+) to (\S+); p = (\S+), above the (\S+) each of the "
-                       r"trend, change-point and season tests is held to; at that level its "
-                       r"interval is (\S+) to (\S+), which holds 0\)\.", result.summary)
+                       r"trend, change-point and season tests is held to; its (\S+)% interval, at "
+                       r"that level, is (\S+) to (\S+), which holds 0\)\.", result.summary)
     assert stated is not None, result.summary
-    low, high, p, held, held_low, held_high = (float(v) for v in stated.groups())
+    low, high, p, held, level, held_low, held_high = (float(v) for v in stated.groups())
     assert 0 < low < high and held < p < 0.05
+    assert level == pytest.approx(100 * (1 - held), abs=0.01)
     assert held_low < 0 < held_high and held_low < low and held_high > high

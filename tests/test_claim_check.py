@@ -113,28 +113,62 @@ def test_a_total_of_the_cells_a_sentence_lists_is_found() -> None:
 
 def test_a_total_over_the_rows_of_a_label_the_sentence_names_is_found() -> None:
     """"34 analysts" over the rows Analyst/junior 25 and Analyst/senior 9 was marked
-    unverified although the sentence names the rows it adds up. A column's total over
-    the rows of a named label (singular or plural) now counts; a total over rows the
-    sentence does not name, or over another label's rows, does not."""
+    unverified although the words beside it name the rows it adds up. A count column's
+    total over the rows the labels beside a number name (singular or plural) now counts;
+    a total over rows no label names, or over another label's rows, does not."""
     staff = pd.DataFrame({"role": ["Analyst", "Analyst", "Engineer", "Engineer", "Manager"],
                           "level": ["junior", "senior", "junior", "senior", "senior"],
-                          "people": [25, 9, 40, 12, 7]})
-    named = "The team has 34 analysts, 25 of them junior [E1].\n"
-    assert check_claims(named, {"E1": staff}, []).unverified == ()
-    assert check_claims("Seniors number 28 [E1].\n", {"E1": staff}, []).unverified == ()
-    assert check_claims("The engineer head count is 52 [E1].\n", {"E1": staff},
-                        []).unverified == ()
-    other = "The team has 52 analysts [E1].\n"  # the engineers' total, not the analysts'
-    assert _unverified(check_claims(other, {"E1": staff}, [])) == ["52"]
-    assert check_claims("Juniors number 65 [E1].\n", {"E1": staff}, []).unverified == ()
-    unnamed = "A group of 37 people works on the project [E1].\n"  # 25 + 12, no label
-    assert _unverified(check_claims(unnamed, {"E1": staff}, [])) == ["37"]
+                          "people": [25, 9, 40, 13, 7]})
+
+    def unverified(text: str, frame: pd.DataFrame = staff) -> list[str]:
+        return _unverified(check_claims(text, {"E1": frame}, []))
+
+    assert unverified("The team has 34 analysts, 25 of them junior [E1].\n") == []
+    assert unverified("Seniors number 29 [E1].\n") == []
+    assert unverified("The engineer head count is 53 [E1].\n") == []
+    assert unverified("Juniors number 65 [E1].\n") == []
+    assert unverified("The team has 53 analysts [E1].\n") == ["53"]  # the engineers'
+    assert unverified("A group of 38 people works on the project [E1].\n") == ["38"]
+    # Labels of two columns beside a number both hold: junior engineers are 40 (one row,
+    # matched as a cell), never all 65 juniors; senior analysts are 9, not 34.
+    assert unverified("Junior engineers number 65 [E1].\n") == ["65"]
+    assert unverified("The senior analysts number 34 [E1].\n") == ["34"]
+    # A hyphen joins words: "non-senior" names no senior rows.
+    assert unverified("Non-senior staff number 29 [E1].\n") == ["29"]
+    # A label far from the number names nothing for it.
+    assert unverified("Among the seniors, we found that the largest team has 29 members "
+                      "[E1].\n") == ["29"]
     # Fred's rows add up to 385 and the sentence names him.
     closers = pd.DataFrame({"assignee": ["Fred"] * 5 + ["Beth"] * 3,
                             "n": [92, 84, 78, 71, 60, 11, 10, 9]})
-    assert check_claims("Fred has 385 incidents [E1].\n", {"E1": closers}, []).unverified == ()
-    assert _unverified(check_claims("Beth has 385 incidents [E1].\n", {"E1": closers},
-                                    [])) == ["385"]
+    assert unverified("Fred has 385 incidents [E1].\n", closers) == []
+    assert unverified("Beth has 385 incidents [E1].\n", closers) == ["385"]
+    # "-ies" plurals
+    pharmacies = pd.DataFrame({"kind": ["pharmacy", "pharmacy", "clinic"],
+                               "sites": [12, 30, 5]})
+    assert unverified("There are 42 pharmacies [E1].\n", pharmacies) == []
+
+
+def test_rates_means_and_common_words_are_never_summed_over_named_rows() -> None:
+    """Only count columns are added up: three monthly rates do not make "35.2%", four
+    quarterly averages do not make "17.0 days"; a label that is a common word ("other")
+    names no rows; a frame with a repeated index is read like any other."""
+    rates = pd.DataFrame({"region": ["North"] * 3 + ["South"] * 3,
+                          "month": ["Jan", "Feb", "Mar"] * 2,
+                          "readmission_rate": [0.121, 0.114, 0.117, 0.09, 0.1, 0.11],
+                          "avg_stay": [4.0, 5.0, 4.0, 6.0, 3.0, 3.0]})
+    assert _unverified(check_claims("North's readmission rate is 35.2% [E1].\n",
+                                    {"E1": rates}, [])) == ["35.2%"]
+    assert _unverified(check_claims("North's average stay was 13 days [E1].\n",
+                                    {"E1": rates}, [])) == ["13"]
+    other = pd.DataFrame({"segment": ["other", "other", "core", "edge"],
+                          "orders": [14, 31, 8, 5]})
+    assert _unverified(check_claims("Other segments placed 45 orders [E1].\n",
+                                    {"E1": other}, [])) == ["45"]
+    repeated = pd.DataFrame({"team": ["ops", "ops", "dev", "qa"], "people": [25, 9, 50, 3]},
+                            index=[0, 0, 1, 1])
+    assert check_claims("The ops team has 34 people [E1].\n", {"E1": repeated},
+                        []).unverified == ()
 
 
 def test_the_statistics_a_summarised_view_states_are_the_evidences_own() -> None:
@@ -347,13 +381,15 @@ def test_an_analysis_summary_is_its_evidences_source_but_not_the_agents_words(
 
 def test_an_analysis_evidence_with_its_tool_summary_keeps_its_totals() -> None:
     """An analysis evidence's source takes its tool's summary too; the totals of its
-    columns' cells (listed, or over a named label's rows) still count (they were lost
-    when the summary was added)."""
+    columns' cells a sentence lists still count (they were lost when the summary was
+    added)."""
     closers = pd.DataFrame({"assignee": ["Fred"] * 5 + ["Beth"] * 3,
                             "closer": list("CFLHB") + list("CFL"),
                             "n": [92, 84, 78, 71, 60, 11, 10, 9]})
-    summaries = {"E1": "Scanned 8 rows over 2 dimensions."}
+    summaries = {"E1": "Scanned every closer."}
     listed = "The 385 incidents are closed by C 92, F 84, L 78, H 71 and B 60 [E1].\n"
     assert check_claims(listed, {"E1": closers}, [], tool_summaries=summaries).unverified == ()
-    named = "Beth closed 30 incidents over 2 dimensions [E1].\n"
-    assert check_claims(named, {"E1": closers}, [], tool_summaries=summaries).unverified == ()
+    # Its rows are never summed over a label: they repeat figures per stratum.
+    named = "Beth closed 30 incidents [E1].\n"
+    assert _unverified(check_claims(named, {"E1": closers}, [],
+                                    tool_summaries=summaries)) == ["30"]

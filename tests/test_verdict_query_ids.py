@@ -55,11 +55,18 @@ async def test_a_single_agent_cites_what_it_recorded_in_the_same_answer_by_query
                            "discounted": [{"evidence_id": "Q2", "reason": "off_target",
                                            "explanation": "it counts admissions"}]})],
         [("run_sql", {"sql": BY_DRUG + " LIMIT 2"})],
-        # Q3 was run but never recorded: the refusal names the fix
+        # Q3 was run but never recorded: the refusals name the fix
         [("give_verdict", {"hypothesis_id": "H1", "status": "supported", "confidence": 0.7,
                            "rationale": "two drugs [Q3]", "evidence_ids": ["Q3"],
-                           "claim_kind": "other"})],
-        [("write_report", {"markdown": "## Answer\nEvery drug was given [E1]."})],
+                           "claim_kind": "other"}),
+         ("link_evidence", {"hypothesis_id": "H2", "evidence_id": "Q3", "stance": "neutral",
+                            "reading": "two drugs"})],
+        [("run_sql", {"sql": BY_DRUG + " LIMIT 3"})],
+        # records Q4 and cites it in the report of the same answer
+        [("record_evidence", {"hypothesis_id": "H1", "query_id": "Q4",
+                              "description": "three drugs", "stance": "supports",
+                              "reading": "three drugs have patients"}),
+         ("write_report", {"markdown": "## Answer\nEvery drug was given [E1] (Q4)."})],
     ])
     requests: list[ModelRequest] = []
 
@@ -81,10 +88,39 @@ async def test_a_single_agent_cites_what_it_recorded_in_the_same_answer_by_query
     assert list(h1.evidence_ids) == [drugs] and f"({drugs})" in h1.rationale
     assert [d.evidence_id for d in h1.discounted] == [admissions]
     assert admissions in {link.evidence_id for link in board.list_links(hypothesis_id="H1")}
+    three = recorded[BY_DRUG + " LIMIT 3"]
+    assert result.report.startswith(f"## Answer\nEvery drug was given [{drugs}] ({three}).")
     errors = _errors(requests)
     assert errors == ["Q3 is a query of yours that is not evidence yet: record it with "
                       "record_evidence (before this call, in the same answer or an earlier "
-                      "one), then cite it"], errors
+                      "one), then cite it"] * 2, errors
     # the schema says so, to the agents that record their own evidence only
     spec = next(t for t in requests[0].tools if t.name == "give_verdict")
     assert "(Q7) stands for the evidence recorded from it" in str(spec.parameters)
+
+
+async def test_a_deciding_collector_cites_its_recorded_query_by_id(con) -> None:
+    """In the no_judge team a collector decides its hypothesis: its verdict may cite the
+    query it recorded in the same answer by query id, with the size's evidence too."""
+    from d2_notebook.detective.policies.hospital import HospitalWalkthrough
+    from d2_notebook.detective.policies.team_policy import Turn
+
+    class Citing(HospitalWalkthrough):
+        def collector(self, turn: Turn):
+            if turn.hypothesis_id == "H1" and turn.step == 0:
+                return [("run_sql", {"sql": BY_WARD})]
+            if turn.hypothesis_id == "H1" and turn.step == 1:
+                return [("record_evidence", {"query_id": "Q1", "description": "admissions",
+                                             "stance": "neutral",
+                                             "reading": "the admissions are counted"}),
+                        ("give_verdict", {"status": "inconclusive", "confidence": 0.3,
+                                          "rationale": "a count alone decides nothing [Q1]",
+                                          "evidence_ids": ["Q1"]})]
+            return super().collector(turn)
+
+    result = await investigate(con, QUESTION, model=Citing().model(), variant="no_judge")
+    board = result.board
+    admissions = next(e.id for e in board.list_evidence() if e.sql == BY_WARD)
+    verdict = board.latest_verdict("H1")
+    assert list(verdict.evidence_ids) == [admissions]
+    assert f"[{admissions}]" in verdict.rationale

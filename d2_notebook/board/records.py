@@ -415,7 +415,8 @@ class Verdict(_Record):
         verdict supports a claim that the factor does not matter with a size of none (a
         bare "supported: no contributor" read as a contradiction to a real reporter)."""
         if (self.status is HypothesisStatus.SUPPORTED and self.contribution is not None
-                and self.contribution.role is ContributionRole.NONE):
+                and self.contribution.role is ContributionRole.NONE
+                and self.contribution.claim is FactorClaim.ABSENT):
             return "supported, the factor adds nothing"
         if (self.status is HypothesisStatus.CONTRADICTED and self.contribution is not None
                 and self.contribution.is_real):

@@ -20,8 +20,9 @@ report wrote it (rounded or truncated; sign, percent and k/million forms allowed
 cited evidence, a quantity of two or more significant digits may also be the
 difference, ratio or relative change of two of its values, or the total of the cells of
 one of its columns that hold the other numbers of the sentence ("385 incidents: 92, 84,
-78, 71 and 60 by agent") or over the rows of a label the sentence names ("34 analysts":
-25 junior and 9 senior), and a number of days ("19 days") the span between two of its
+78, 71 and 60 by agent") or a count column's total over the rows the words beside it
+name ("34 analysts": 25 junior and 9 senior; see :mod:`.label_totals`), and a number
+of days ("19 days") the span between two of its
 dates or one of them and a date of the verdict texts.
 Years match a value, a date part or a text cell; dates and times match as written.
 Numbers not found are marked
@@ -43,6 +44,7 @@ import pandas as pd
 from d2_notebook.board import Board
 from d2_notebook.detective.date_spans import days_in_frame, days_in_text, says_days, spans
 from d2_notebook.detective.evidence_view import tool_summary
+from d2_notebook.detective.label_totals import LabelTotals, words_near
 from d2_notebook.detective.report_numbers import (
     NumberKind,
     ReportNumber,
@@ -61,7 +63,6 @@ _CITATION = re.compile(r"\b[EQ]\d+\b")
 _HEADING = re.compile(r"^#{1,6}\s", re.MULTILINE)
 _SENTENCE_END = re.compile(r"[.!?](?=\s|$)")
 _MAX_DERIVED_VALUES = 200
-_MAX_GROUP_LABELS = 50
 MAX_SPAN_DATES = 12
 """A cited result with more dates than this gives no day spans unless the text names
 its rows (see :meth:`_Source.day_spans`)."""
@@ -124,9 +125,9 @@ class _Source:
     """The dates whose spans count (None: all of ``days``, when they are few)."""
     columns: tuple[np.ndarray, ...] = field(default=(), repr=False)
     """Its numeric columns' values, column by column, for :meth:`stated_totals`."""
-    group_totals: Mapping[str, np.ndarray] = field(default_factory=dict, repr=False)
-    """Per label (lower case) of a text column that two or more rows hold, every numeric
-    column's total over those rows, for :meth:`named_totals`."""
+    label_totals: LabelTotals | None = field(default=None, repr=False)
+    """Its count columns' totals over the rows a report's words name (None for an
+    analysis tool's result, whose rows repeat figures per stratum)."""
     _day_spans: dict[bytes, np.ndarray] = field(default_factory=dict, repr=False)
 
     @classmethod
@@ -159,7 +160,7 @@ class _Source:
         return cls(values[np.isfinite(values)], "\n".join([" ".join(map(str, frame.columns)),
                                                           *texts]), days_in_frame(frame),
                    statistics=statistics[np.isfinite(statistics)], columns=tuple(columns),
-                   group_totals=_group_totals(frame))
+                   label_totals=LabelTotals.of_frame(frame))
 
     @classmethod
     def of_texts(cls, texts: Iterable[str]) -> _Source:
@@ -174,7 +175,7 @@ class _Source:
                                                     np.array(numbers_in_text(text), float)]),
                        text=f"{self.text}\n{text}",
                        days=np.union1d(self.days, days_in_text(text)), _derived=None,
-                       _day_spans={})
+                       _day_spans={}, label_totals=None)
 
     def derived(self) -> np.ndarray:
         """Differences, ratios and relative changes of pairs of its distinct values."""
@@ -201,14 +202,10 @@ class _Source:
                 totals.append(values[held].sum())
         return np.array(totals, dtype=float)
 
-    def named_totals(self, sentence: str) -> np.ndarray:
-        """Each numeric column's total over the rows of a label that ``sentence`` names
-        ("34 analysts" over the rows Analyst/junior 25 and Analyst/senior 9), the label
-        as a whole word, in the singular or with a plural "s"."""
-        text = sentence.lower()
-        totals = [values for label, values in self.group_totals.items()
-                  if re.search(rf"(?<!\w){re.escape(label)}(?:e?s)?(?!\w)", text)]
-        return np.concatenate(totals) if totals else np.empty(0)
+    def named_totals(self, near: str) -> np.ndarray:
+        """Its count columns' totals over the rows the words ``near`` a number name
+        (:meth:`.LabelTotals.named`)."""
+        return self.label_totals.named(near) if self.label_totals else np.empty(0)
 
     def day_spans(self, text_days: np.ndarray) -> np.ndarray:
         """Days between two of its dates (those of the rows a text names, when it names
@@ -271,39 +268,13 @@ def check_claims(report: str, evidence_frames: Mapping[str, pd.DataFrame],
         if not _found(number, [sources[c] for c in cited], verdicts, explicit,
                       days=says_days(clean, number.end),
                       stated=_others_in_sentence(clean, number, numbers),
-                      sentence=_sentence(clean, number)):
+                      near=words_near(clean, number.start, number.end,
+                                      _sentence_span(clean, number))):
             unverified.append((number, UnverifiedClaim(
                 number.text, _sentence(clean, number), tuple(cited) if explicit else ())))
     missing = [n for n, _ in unverified]
     return ClaimCheck(len(numbers), tuple(claim for _, claim in unverified),
                       _marked(clean, missing, len(numbers)), _marked(clean, missing, 0))
-
-
-def _group_totals(frame: pd.DataFrame) -> dict[str, np.ndarray]:
-    """Per label of a text column that two or more (but not all) rows hold, every
-    numeric column's total over those rows. Labels under three letters, and columns of
-    more than :data:`_MAX_GROUP_LABELS` repeated labels, are left out: a total over an
-    arbitrary group of many matches almost any figure."""
-    numeric = [name for name in frame.columns
-               if pd.api.types.is_numeric_dtype(frame[name])
-               and not pd.api.types.is_bool_dtype(frame[name])]
-    totals: dict[str, list[float]] = {}
-    for name in frame.columns:
-        column = frame[name]
-        if name in numeric or pd.api.types.is_bool_dtype(column) \
-                or pd.api.types.is_datetime64_any_dtype(column):
-            continue
-        labels = column.dropna().astype(str).str.strip().str.lower()
-        counts = labels.value_counts()
-        repeated = [label for label, n in counts.items()
-                    if 2 <= n < len(frame) and sum(ch.isalpha() for ch in label) >= 3]
-        if not numeric or not repeated or len(repeated) > _MAX_GROUP_LABELS:
-            continue
-        rows = labels[labels.isin(repeated)]
-        sums = frame.loc[rows.index, numeric].groupby(rows).sum(min_count=1)
-        for label, row in sums.iterrows():
-            totals.setdefault(str(label), []).extend(float(v) for v in row.dropna())
-    return {label: np.array(values, dtype=float) for label, values in totals.items()}
 
 
 def _without_marked(text: str) -> str:
@@ -384,12 +355,12 @@ def _where_to_look(report: str, number: ReportNumber,
 
 def _found(number: ReportNumber, sources: list[_Source], verdicts: _Source,
            explicit: bool, *, days: bool = False, stated: list[ReportNumber] = (),
-           sentence: str = "") -> bool:
+           near: str = "") -> bool:
     """Whether ``number`` is in ``sources`` or ``verdicts``; with ``days`` (it counts
     days) a span between two dates of a cited source (or one of it and one of the
     verdict texts, such as the question's date) counts too, and so do the total of a
     cited source's cells that hold the other numbers of its sentence (``stated``) and a
-    column's total over the rows of a label its ``sentence`` names."""
+    count column's total over the rows the words ``near`` it name."""
     everything = [*sources, verdicts]
     if number.kind is NumberKind.DATE:
         return any(number.text in s.text for s in everything)
@@ -405,7 +376,7 @@ def _found(number: ReportNumber, sources: list[_Source], verdicts: _Source,
     return (explicit and number.significant_digits >= 2
             and any(matches_any(number, s.derived())
                     or (stated and matches_any(number, s.stated_totals(stated)))
-                    or matches_any(number, s.named_totals(sentence))
+                    or matches_any(number, s.named_totals(near))
                     for s in sources))
 
 

@@ -48,8 +48,10 @@ def fallback_report(board: Board, investigation_id: str, *, note: str = "") -> s
         confidence = f"confidence {hyp.confidence:.2f}" if hyp.confidence is not None else ""
         size = ""
         if verdict is not None and verdict.contribution is not None:
-            size = (verdict.contribution.describe() if hyp.status is HypothesisStatus.SUPPORTED
-                    else verdict.headline)  # a contradicted claim says so before its size
+            plain = (hyp.status is HypothesisStatus.SUPPORTED
+                     and verdict.status_label == verdict.status.value)
+            # a contradicted claim, or one that the factor adds nothing, says so first
+            size = verdict.contribution.describe() if plain else verdict.headline
             size = f"{_inline(size)}; "
         about = f" ({size}{confidence})" if size or confidence else ""
         lines.append(f"- **{hyp.id}** {_inline(hyp.statement)}{about} [{cited}]")
@@ -108,7 +110,8 @@ def hypothesis_line(board: Board, hyp: Hypothesis) -> str:
     """One Markdown line: ``- **H3** supported (0.85; major contributor …): statement
     [E21, E23]`` — the latest verdict's status (``contradicted as the main cause`` for a
     main-cause claim on a minor contributor, ``as the only cause`` for a sole-cause claim
-    on one factor among others), confidence, size and cited evidence."""
+    on one factor among others, ``supported, the factor adds nothing`` for a supported
+    claim that a factor does not matter), confidence, size and cited evidence."""
     verdict = board.latest_verdict(hyp.id)
     about = []
     if verdict is not None:

@@ -267,6 +267,23 @@ def _dismissed_names(args: dict[str, Any]) -> list[str]:
     return names
 
 
+def evidence_id_of(log: QueryLog, reference: str) -> str:
+    """The evidence id ``reference`` stands for: itself, or for a query id of ``log``
+    recorded as evidence, that evidence's id (an agent that records and cites in one
+    answer cannot know the new id).
+
+    Raises:
+        ToolError: ``reference`` is a query of ``log`` never recorded as evidence.
+    """
+    if reference in log.evidence_ids:
+        return log.evidence_ids[reference]
+    if reference in log.results:
+        raise ToolError(f"{reference} is a query of yours that is not evidence yet: record "
+                        "it with record_evidence (before this call, in the same answer or "
+                        "an earlier one), then cite it")
+    return reference
+
+
 # --- evidence collector ----------------------------------------------------------
 
 
@@ -300,9 +317,10 @@ def evidence_tools(ctx: TeamContext, log: QueryLog, agent: str, role: str,
         return _with_notes(ctx, evidence_id, args["stance"], reading,
                            f"recorded {evidence_id} ({args['stance']} {target})")
 
+    on_board = "an evidence already on the board (exploration included), e.g. E4"
     link_properties: dict[str, Any] = {
-        "evidence_id": {"type": "string", "description": "an evidence already on the board "
-                        "(exploration included), e.g. E4"},
+        "evidence_id": {"type": "string", "description": on_board if role == "judge" else
+                        f"{on_board}, or a query id of yours recorded as evidence, e.g. Q7"},
         "stance": properties["stance"], "reading": properties["reading"]}
     if hypothesis_id is None:
         link_properties = {"hypothesis_id": STRING_SCHEMA, **link_properties}
@@ -310,9 +328,7 @@ def evidence_tools(ctx: TeamContext, log: QueryLog, agent: str, role: str,
     async def link_evidence(args: dict[str, Any]) -> str:
         target = hypothesis_id or args["hypothesis_id"]
         known_hypothesis(ctx, target)
-        # a query of this turn that became evidence may be linked by its query id
-        evidence = ctx.board.get_evidence(log.evidence_ids.get(args["evidence_id"],
-                                                               args["evidence_id"]))
+        evidence = ctx.board.get_evidence(evidence_id_of(log, args["evidence_id"]))
         earlier = evidence.investigation_id not in (None, ctx.investigation_id)
         if earlier:
             check_reusable(ctx, evidence.id, evidence.investigation_id)
@@ -438,8 +454,11 @@ def submit_tool(decision: CollectorDecision, ctx: TeamContext, hypothesis_id: st
 # --- reporter ------------------------------------------------------------------------
 
 
-def reporter_tools(ctx: TeamContext, agent: str, decision: ReportDecision) -> list[Tool]:
-    """``mark_redundant`` and ``write_report``."""
+def reporter_tools(ctx: TeamContext, agent: str, decision: ReportDecision,
+                   log: QueryLog | None = None) -> list[Tool]:
+    """``mark_redundant`` and ``write_report``. With ``log`` (the single agent, which
+    records evidence and writes its report in one answer), the report may cite a query
+    id of that log that became evidence: it is saved with the evidence id."""
 
     async def mark_redundant(args: dict[str, Any]) -> str:
         evidence = ctx.board.get_evidence(args["evidence_id"])
@@ -459,7 +478,7 @@ def reporter_tools(ctx: TeamContext, agent: str, decision: ReportDecision) -> li
         report = args["markdown"].strip()
         if not report:
             raise ToolError("the report is empty")
-        decision.report = report
+        decision.report = log.with_board_ids(report) if log is not None else report
         return "report saved"
 
     return [

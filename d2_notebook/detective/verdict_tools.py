@@ -43,6 +43,7 @@ from d2_notebook.detective.refinement import cap_reached, record_declined
 from d2_notebook.detective.team_tools import (
     IDS_SCHEMA,
     STRING_SCHEMA,
+    evidence_id_of,
     known_hypothesis,
     one_write,
 )
@@ -51,15 +52,10 @@ from d2_notebook.detective.tools import Tool, ToolError, tool
 
 def _with_board_ids(args: dict[str, Any], log: QueryLog) -> dict[str, Any]:
     """``args`` of a verdict with each of ``log``'s query ids that became evidence
-    replaced by its evidence id; a query id never recorded is refused with the fix."""
+    replaced by its evidence id (:func:`.evidence_id_of`); a query id never recorded is
+    refused with the fix."""
     def board_id(evidence_id: str) -> str:
-        if evidence_id in log.evidence_ids:
-            return log.evidence_ids[evidence_id]
-        if evidence_id in log.results:
-            raise ToolError(f"{evidence_id} is a query of yours that is not evidence yet: "
-                            "record it with record_evidence (before this call, in the same "
-                            "answer or an earlier one), then cite it")
-        return evidence_id
+        return evidence_id_of(log, evidence_id)
 
     mapped = {**args, "evidence_ids": [board_id(str(e)) for e in args.get("evidence_ids", [])],
               "rationale": log.with_board_ids(str(args.get("rationale", "")))}

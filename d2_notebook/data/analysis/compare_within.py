@@ -448,8 +448,11 @@ def _thin_driver(family: Family) -> str:
 
 def _flag_text(kind: FlagKind, family: Family, q_het: float, q_change: float, label: str,
                top: int, with_outcome: frozenset[str] | None = None) -> str:
-    """One flag's sentence with its figures; a confounding flag over a dimension recorded
-    with the outcome (``with_outcome``: the metric's tables it reads) carries a caution."""
+    """One flag's sentence with its figures. A confounding flag opens with a caution
+    when its dimension fixes the metric in many rows (:func:`_flag_opening`), states the
+    effect standardised to each arm's own mix when the share removed depends on it
+    (:func:`_mix_note`), and over a dimension recorded with the outcome
+    (``with_outcome``: the metric's tables it reads) carries a caution too."""
     if kind is FlagKind.HETEROGENEITY:
         scale = ("on the ratio scale, exposed / reference: the effect is nearer a constant "
                  "ratio than a constant difference" if family.effect_scale is EffectScale.RATIO
@@ -476,7 +479,7 @@ def _flag_text(kind: FlagKind, family: Family, q_het: float, q_change: float, la
                        for s, m1, m0 in family.strata[:top])
     verdict = ("the effect reverses within its strata" if kind is FlagKind.SIMPSONS_PARADOX
                else "the effect changes once it is held fixed")
-    return (f"{name} by {family.name}{_fixed_outcome_note(family, verdict)}. Over "
+    return (f"{name} by {family.name}{_flag_opening(family, verdict)}. Over "
             f"{_strata_text(family)}: crude effect "
             f"{figure(crude.difference)} (95% CI {figure(crude.low)} to {figure(crude.high)}); "
             f"standardised over {family.name} {figure(std.difference)} (95% CI "
@@ -488,28 +491,38 @@ def _flag_text(kind: FlagKind, family: Family, q_het: float, q_change: float, la
 
 MIX_SPREAD = 0.1
 """Shares removed, standardised to the exposed rows' mix and to the reference rows', at
-least this far apart make a confounding flag state both."""
+least this far apart make a confounding flag state both ..."""
+
+MIX_LEVEL = 0.01
+"""... when the stratum effects also differ on the difference scale beyond this level
+(Cochran's Q over the strata tested for heterogeneity): apart from that, two mixes give
+different shares by chance alone."""
 
 
 def _mix_note(family: Family) -> str:
-    """When the effect differs by stratum enough that standardising to the exposed rows'
-    mix of strata and to the reference rows' mix removes shares :data:`MIX_SPREAD` or more
-    apart, both, with those shares: how much a dimension "explains" then depends on whose
-    mix is held fixed (three real-model answerers found a reweighting of their own that
-    disagreed with the one share the flag stated). Empty otherwise."""
-    if family.by_arm_mix is None or family.crude is None or math.isnan(family.share_removed):
+    """When the stratum effects differ as differences (beyond :data:`MIX_LEVEL`) enough
+    that standardising to the exposed rows' mix of strata and to the reference rows' mix
+    removes shares :data:`MIX_SPREAD` or more apart, both, with those shares: how much a
+    dimension "explains" then depends on whose mix is held fixed (three real-model
+    answerers found a reweighting of their own that disagreed with the one share the
+    flag stated). Empty otherwise."""
+    differs = next((t for t in (family.heterogeneity, family.other_scale)
+                    if t is not None and t.scale is EffectScale.DIFFERENCE), None)
+    if (family.by_arm_mix is None or family.crude is None or differs is None
+            or differs.p >= MIX_LEVEL or math.isnan(family.share_removed)):
         return ""
     crude = family.crude.difference
     exposed, reference = family.by_arm_mix
     removed = [(crude - effect) / crude for effect in (exposed, reference)]
-    if abs(removed[0] - removed[1]) < MIX_SPREAD:
+    if not all(map(math.isfinite, removed)) or abs(removed[0] - removed[1]) < MIX_SPREAD:
         return ""
+
     def moved(share: float) -> str:
         return f"removes {share:.0%}" if share >= 0 else f"enlarges it by {-share:.0%}"
 
-    return (f" On the difference scale the effect differs by stratum, so the share depends "
-            f"on whose mix of {family.name} is held: to the exposed rows' mix "
-            f"{figure(exposed)} ({moved(removed[0])}), to the reference rows' mix "
+    return (f" The stratum effects differ as differences (Cochran's Q p = {differs.p:.2g}), "
+            f"so the share depends on whose mix of {family.name} is held: to the exposed "
+            f"rows' mix {figure(exposed)} ({moved(removed[0])}), to the reference rows' mix "
             f"{figure(reference)} ({moved(removed[1])}).")
 
 
@@ -594,7 +607,7 @@ the rows, make a confounding flag open with a caution: the dimension may record 
 outcome."""
 
 
-def _fixed_outcome_note(family: Family, verdict: str) -> str:
+def _flag_opening(family: Family, verdict: str) -> str:
     """The flag's opening after its dimension's name: ``: <verdict>``, or, when in strata
     holding a fifth of the rows or more every row of both arms has the same metric value,
     that caution first and the verdict as its alternative. There the outcome cannot

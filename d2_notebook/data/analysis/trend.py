@@ -453,15 +453,20 @@ def _line_test(linear: Fit, span: float, scale: float,
                alpha: float) -> tuple[float, float, float, float, bool]:
     """The straight line's slope, its 95% interval, p-value, and whether it is a finding
     (beyond chance and material over the span)."""
-    slope, se = float(linear.coef[1]), math.sqrt(max(linear.cov[1, 1], 0.0))
+    slope, se = _slope(linear)
     low, high = _slope_interval(linear, 0.05)
     p = float(2 * stats.t.sf(abs(slope) / se, linear.dof)) if se > 0 else 1.0
     return slope, low, high, p, p < alpha and is_material(slope * span, scale)
 
 
+def _slope(linear: Fit) -> tuple[float, float]:
+    """The straight line's slope and its standard error."""
+    return float(linear.coef[1]), math.sqrt(max(linear.cov[1, 1], 0.0))
+
+
 def _slope_interval(linear: Fit, alpha: float) -> tuple[float, float]:
     """The straight line's slope interval at confidence 1 - ``alpha``."""
-    slope, se = float(linear.coef[1]), math.sqrt(max(linear.cov[1, 1], 0.0))
+    slope, se = _slope(linear)
     t_crit = stats.t.ppf(1 - alpha / 2, linear.dof)
     return slope - t_crit * se, slope + t_crit * se
 
@@ -478,8 +483,8 @@ def _slope_note(linear: Fit, span: float, scale: float, alpha: float, grain: str
                "season tests is held to")
         if low > 0 or high < 0:  # clear of 0 at 95% but not at the level held to
             held_low, held_high = _slope_interval(linear, alpha)
-            why += (f"; at that level its interval is {figure(held_low)} to "
-                    f"{figure(held_high)}, which holds 0")
+            why += (f"; its {100 * (1 - alpha):.4g}% interval, at that level, is "
+                    f"{figure(held_low)} to {figure(held_high)}, which holds 0")
     else:
         why = (f"a change of {figure(abs(slope * span))} over the data, under "
                f"{RELATIVE_TOLERANCE:.0%} of the metric's scale")

@@ -305,7 +305,7 @@ async def investigate_alone(ctx: TeamContext, *, agent: str = "detective") -> Re
              + evidence_tools(ctx, log, agent, "detective", None)
              + verdict_tools(ctx, agent, JudgeDecision(), None, verdict_ends_turn=False,
                              log=log)
-             + [abandon_tool(ctx, agent)] + reporter_tools(ctx, agent, decision))
+             + [abandon_tool(ctx, agent)] + reporter_tools(ctx, agent, decision, log))
     first = f"THE BOARD NOW:\n{_digest(ctx)}\n\nInvestigate."
     await _turn(ctx, role="detective", agent=agent, role_file="single_agent", first=first,
                 tools=_pick(ctx, Role.DETECTIVE, built), log=log,
