@@ -776,3 +776,29 @@ def test_untested_segments_are_counted_by_the_dimension_to_name() -> None:
     line = untested_line(untested, Support(rows=13, adapted=True, named=False, population=1300))
     assert "— month(t.d): 1 (largest n = 12), t.a: 2 (largest n = 9), t.c8: 1" in line
     assert line.count("(largest n =") == 8 and "and 3 more dimensions" in line
+
+
+def test_a_ratio_too_thin_to_test_does_not_hide_a_difference_that_varies() -> None:
+    """The goals of one real-model run: IT's lead is 0.41 and 0.34 on Critical and High
+    goals, none on Low and Medium, where IT has 12 goals each and 1 and 0 met. As a ratio
+    the effect's spread (18%) is not beyond chance for want of events, and that scale was
+    kept with "No heterogeneity" alone; two answerers read it beside stratum intervals that
+    did not overlap. The summary now says the difference scale varies (q = 8.8e-05)."""
+    cells = [("Critical", True, 62, 38), ("Critical", False, 68, 14),
+             ("High", True, 38, 20), ("High", False, 107, 20), ("Low", True, 12, 1),
+             ("Low", False, 81, 7), ("Medium", True, 12, 0), ("Medium", False, 119, 16)]
+    con = duckdb.connect()
+    con.execute("CREATE TABLE goals AS " + " UNION ALL ".join(
+        f"SELECT '{priority}' AS priority, {str(it).upper()} AS it, "
+        f"(i < {met})::INTEGER AS met FROM range({n}) r(i)"
+        for priority, it, n, met in cells))
+    result = compare_within(GuardedSQL(con), source="goals", metric="avg(met)", exposure="it",
+                            value="true", dimensions=["priority"])
+    assert FlagKind.HETEROGENEITY not in {f.kind for f in result.flags}
+    assert "No heterogeneity beyond chance among the 1 dimensions tested for it " \
+        "(false-discovery level 0.001; each on the scale its effect is nearer constant, " \
+        "and the next line names where the other scale differs)." in result.summary
+    assert "goals.priority: as a ratio it varies by 18% beyond sampling error, not beyond " \
+        "chance (q = 0.32; too few rows or events in some strata to tell), but it varies " \
+        "as a difference (q = 8.8e-05: Critical: 0.613 vs 0.206, effect 0.407" \
+        in result.summary

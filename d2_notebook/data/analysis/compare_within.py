@@ -231,7 +231,7 @@ def compare_within(
                          for f in families])
     scale_dependent = [(f, qh, qo) for f, qh, qo in zip(families, q_het, q_other, strict=True)
                        if f.tested >= 2 and f.other_scale is not None
-                       and qh >= max(alpha, NEAR_LEVEL) and f.het_spread < NEAR_SPREAD
+                       and qh >= max(alpha, NEAR_LEVEL)
                        and qo < NEAR_LEVEL and f.other_scale.material
                        and f.other_scale.spread >= NEAR_SPREAD]
     flags: list[Flag] = []
@@ -551,20 +551,28 @@ def _stratum_effects(family: Family, top: int, scale: EffectScale | None = None)
 
 
 def _scale_dependent(families: list[tuple[Family, float, float]], top: int) -> str | None:
-    """The summary's line for dimensions across which the effect shows no sign of varying
-    on the scale chosen (q at least :data:`NEAR_LEVEL` and the flag level, true spread
-    under :data:`NEAR_SPREAD`) but differs on the other (q below :data:`NEAR_LEVEL`, true
-    spread at least :data:`NEAR_SPREAD`): a claim about its absolute size ("the benefit grows
-    with age") and one about its relative size answer differently there, which a judge
-    of either must know (at most three dimensions, the strongest first)."""
+    """The summary's line for dimensions across which the effect does not vary beyond
+    chance on the scale chosen (q at least :data:`NEAR_LEVEL` and the flag level) but
+    differs on the other (q below :data:`NEAR_LEVEL`, true spread at least
+    :data:`NEAR_SPREAD`): a claim about its absolute size ("the benefit grows with age")
+    and one about its relative size answer differently there, which a judge of either
+    must know (at most three dimensions, the strongest first). Where the chosen scale's
+    spread is itself material (under :data:`NEAR_SPREAD` it is "no sign" of varying), the
+    line says its test lacks the rows to tell: a ratio over strata with a handful of
+    events is chosen for its small Q, and two real-model answerers read "no
+    heterogeneity" beside stratum intervals that did not overlap."""
     if not families:
         return None
     shown = []
     for family, q_chosen, q_other in sorted(families, key=lambda t: t[2])[:3]:
         chosen, other = family.effect_scale.value, family.other_scale.scale
-        shown.append(f"{family.name}: no sign it varies as a {chosen} (q = {_q(q_chosen)}), "
-                     f"but it varies as a {other.value} (q = {q_other:.2g}: "
-                     f"{_stratum_effects(family, top, other)})")
+        how = (f"no sign it varies as a {chosen} (q = {_q(q_chosen)})"
+               if family.het_spread < NEAR_SPREAD else
+               f"as a {chosen} it varies by {family.het_spread:.0%} beyond sampling error, "
+               f"not beyond chance (q = {_q(q_chosen)}; too few rows or events in some "
+               "strata to tell)")
+        shown.append(f"{family.name}: {how}, but it varies as a {other.value} (q = "
+                     f"{q_other:.2g}: {_stratum_effects(family, top, other)})")
     more = f"; ... {len(families) - 3} more" if len(families) > 3 else ""
     return ("The effect's size depends on the scale (a claim about its absolute size and one "
             "about its relative size answer differently across these strata): "
@@ -715,7 +723,10 @@ def _summary(metric: str, label: str, versus: str, exposed: Moments, rest: Momen
         lines.append("Heterogeneity not tested on any dimension (see below).")
     elif FlagKind.HETEROGENEITY not in found:
         lines.append(f"No heterogeneity beyond chance among the {len(heterogeneity)} "
-                     f"dimensions tested for it (false-discovery level {alpha:g}).")
+                     f"dimensions tested for it (false-discovery level {alpha:g}"
+                     + ("; each on the scale its effect is nearer constant, and the next "
+                        "line names where the other scale differs)." if scale_dependent
+                        else ")."))
     lines += [line for line in (near_misses, scale_dependent) if line]
     held = _held_fixed_line(confounding, flags, unflagged_moves)
     if held:
