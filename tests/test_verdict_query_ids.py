@@ -66,7 +66,8 @@ async def test_a_single_agent_cites_what_it_recorded_in_the_same_answer_by_query
         [("record_evidence", {"hypothesis_id": "H1", "query_id": "Q4",
                               "description": "three drugs", "stance": "supports",
                               "reading": "three drugs have patients"}),
-         ("write_report", {"markdown": "## Answer\nEvery drug was given [E1] (Q4)."})],
+         ("write_report", {"markdown": "## Answer\nEvery drug was given [E1, Q4]. Sales "
+                                       "fell in the first quarter (Q4); Q2: flat.\n"})],
     ])
     requests: list[ModelRequest] = []
 
@@ -89,7 +90,9 @@ async def test_a_single_agent_cites_what_it_recorded_in_the_same_answer_by_query
     assert [d.evidence_id for d in h1.discounted] == [admissions]
     assert admissions in {link.evidence_id for link in board.list_links(hypothesis_id="H1")}
     three = recorded[BY_DRUG + " LIMIT 3"]
-    assert result.report.startswith(f"## Answer\nEvery drug was given [{drugs}] ({three}).")
+    # only square brackets cite: "(Q4)" and "Q2:" may be quarters in a report
+    assert result.report.startswith(f"## Answer\nEvery drug was given [{drugs}, {three}]. "
+                                    "Sales fell in the first quarter (Q4); Q2: flat.")
     errors = _errors(requests)
     assert errors == ["Q3 is a query of yours that is not evidence yet: record it with "
                       "record_evidence (before this call, in the same answer or an earlier "

@@ -134,6 +134,19 @@ class QueryLog:
         text = _CITATION.sub(board_ids, text)
         return _LABEL.sub(lambda m: m.group(1) + board_id(m.group(2)), text)
 
+    def with_board_ids_in_brackets(self, text: str) -> str:
+        """``text`` with this turn's query ids that became evidence replaced by their
+        evidence ids only inside square brackets that hold only ids and row numbers
+        ("[Q6, E4 row 3]" -> "[E17, E4 row 3]"). For a report, where "(Q1)" and "- Q3:
+        revenue fell" are as often quarters as citations."""
+        def board_ids(citation: re.Match[str]) -> str:
+            if not citation.group(0).startswith("["):
+                return citation.group(0)
+            return _QUERY_ID.sub(lambda m: self.evidence_ids.get(m.group(0), m.group(0)),
+                                 citation.group(0))
+
+        return _CITATION.sub(board_ids, text)
+
     def cited_queries(self, text: str) -> list[str]:
         """This turn's query ids that ``text`` cites where :meth:`with_board_ids` would
         replace them (in brackets holding only ids and row numbers, or as a clause's

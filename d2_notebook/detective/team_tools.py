@@ -457,8 +457,9 @@ def submit_tool(decision: CollectorDecision, ctx: TeamContext, hypothesis_id: st
 def reporter_tools(ctx: TeamContext, agent: str, decision: ReportDecision,
                    log: QueryLog | None = None) -> list[Tool]:
     """``mark_redundant`` and ``write_report``. With ``log`` (the single agent, which
-    records evidence and writes its report in one answer), the report may cite a query
-    id of that log that became evidence: it is saved with the evidence id."""
+    records evidence and writes its report in one answer), the report may cite in square
+    brackets a query id of that log that became evidence ("[Q7]"): it is saved with the
+    evidence id."""
 
     async def mark_redundant(args: dict[str, Any]) -> str:
         evidence = ctx.board.get_evidence(args["evidence_id"])
@@ -478,7 +479,7 @@ def reporter_tools(ctx: TeamContext, agent: str, decision: ReportDecision,
         report = args["markdown"].strip()
         if not report:
             raise ToolError("the report is empty")
-        decision.report = log.with_board_ids(report) if log is not None else report
+        decision.report = log.with_board_ids_in_brackets(report) if log is not None else report
         return "report saved"
 
     return [

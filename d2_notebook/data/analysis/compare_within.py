@@ -557,9 +557,9 @@ def _scale_dependent(families: list[tuple[Family, float, float]], top: int) -> s
     :data:`NEAR_SPREAD`): a claim about its absolute size ("the benefit grows with age")
     and one about its relative size answer differently there, which a judge of either
     must know (at most three dimensions, the strongest first). Where the chosen scale's
-    spread is itself material (under :data:`NEAR_SPREAD` it is "no sign" of varying), the
-    line says its test lacks the rows to tell: a ratio over strata with a handful of
-    events is chosen for its small Q, and two real-model answerers read "no
+    estimated spread is itself material (under :data:`NEAR_SPREAD` it is "no sign" of
+    varying), the line says its test cannot tell: a ratio over strata with a handful of
+    events is kept for its small Q, and two real-model answerers read "no
     heterogeneity" beside stratum intervals that did not overlap."""
     if not families:
         return None
@@ -568,9 +568,9 @@ def _scale_dependent(families: list[tuple[Family, float, float]], top: int) -> s
         chosen, other = family.effect_scale.value, family.other_scale.scale
         how = (f"no sign it varies as a {chosen} (q = {_q(q_chosen)})"
                if family.het_spread < NEAR_SPREAD else
-               f"as a {chosen} it varies by {family.het_spread:.0%} beyond sampling error, "
-               f"not beyond chance (q = {_q(q_chosen)}; too few rows or events in some "
-               "strata to tell)")
+               f"as a {chosen} its estimated spread between strata is "
+               f"{family.het_spread:.0%}, not beyond chance (q = {_q(q_chosen)}: the test "
+               "cannot tell with these rows)")
         shown.append(f"{family.name}: {how}, but it varies as a {other.value} (q = "
                      f"{q_other:.2g}: {_stratum_effects(family, top, other)})")
     more = f"; ... {len(families) - 3} more" if len(families) > 3 else ""
@@ -722,12 +722,14 @@ def _summary(metric: str, label: str, versus: str, exposed: Moments, rest: Momen
     if not heterogeneity:
         lines.append("Heterogeneity not tested on any dimension (see below).")
     elif FlagKind.HETEROGENEITY not in found:
-        lines.append(f"No heterogeneity beyond chance among the {len(heterogeneity)} "
-                     f"dimensions tested for it (false-discovery level {alpha:g}"
-                     + ("; each on the scale its effect is nearer constant, and the next "
-                        "line names where the other scale differs)." if scale_dependent
-                        else ")."))
-    lines += [line for line in (near_misses, scale_dependent) if line]
+        lines.append(
+            f"No heterogeneity flagged among the {len(heterogeneity)} dimensions tested "
+            f"for it, each on the scale kept for it (false-discovery level {alpha:g}); the "
+            "next line names those whose effect varies on the other scale."
+            if scale_dependent else
+            f"No heterogeneity beyond chance among the {len(heterogeneity)} dimensions "
+            f"tested for it (false-discovery level {alpha:g}).")
+    lines += [line for line in (scale_dependent, near_misses) if line]
     held = _held_fixed_line(confounding, flags, unflagged_moves)
     if held:
         lines.append(held)
