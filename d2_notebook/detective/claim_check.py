@@ -20,9 +20,7 @@ report wrote it (rounded or truncated; sign, percent and k/million forms allowed
 cited evidence, a quantity of two or more significant digits may also be the
 difference, ratio or relative change of two of its values, or the total of the cells of
 one of its columns that hold the other numbers of the sentence ("385 incidents: 92, 84,
-78, 71 and 60 by agent") or a count column's total over the rows the labels right after
-it name ("34 analysts": 25 junior and 9 senior; see :mod:`.label_totals`; never over an
-analysis tool's rows), and a number of days ("19 days") the span between two of its
+78, 71 and 60 by agent"), and a number of days ("19 days") the span between two of its
 dates or one of them and a date of the verdict texts.
 Years match a value, a date part or a text cell; dates and times match as written.
 Numbers not found are marked
@@ -44,7 +42,6 @@ import pandas as pd
 from d2_notebook.board import Board
 from d2_notebook.detective.date_spans import days_in_frame, days_in_text, says_days, spans
 from d2_notebook.detective.evidence_view import tool_summary
-from d2_notebook.detective.label_totals import LabelTotals
 from d2_notebook.detective.report_numbers import (
     NumberKind,
     ReportNumber,
@@ -125,9 +122,6 @@ class _Source:
     """The dates whose spans count (None: all of ``days``, when they are few)."""
     columns: tuple[np.ndarray, ...] = field(default=(), repr=False)
     """Its numeric columns' values, column by column, for :meth:`stated_totals`."""
-    label_totals: LabelTotals | None = field(default=None, repr=False)
-    """Its count columns' totals over the rows a report's words name (None for an
-    analysis tool's result, whose rows repeat figures per stratum)."""
     _day_spans: dict[bytes, np.ndarray] = field(default_factory=dict, repr=False)
 
     @classmethod
@@ -159,8 +153,7 @@ class _Source:
         statistics = np.array(statistic_values(frame), dtype=float)
         return cls(values[np.isfinite(values)], "\n".join([" ".join(map(str, frame.columns)),
                                                           *texts]), days_in_frame(frame),
-                   statistics=statistics[np.isfinite(statistics)], columns=tuple(columns),
-                   label_totals=LabelTotals.of_frame(frame))
+                   statistics=statistics[np.isfinite(statistics)], columns=tuple(columns))
 
     @classmethod
     def of_texts(cls, texts: Iterable[str]) -> _Source:
@@ -202,11 +195,6 @@ class _Source:
                 totals.append(values[held].sum())
         return np.array(totals, dtype=float)
 
-    def named_totals(self, after: str) -> np.ndarray:
-        """Its count columns' totals over the rows the labels at the start of ``after``
-        (the text right after a number) name (:meth:`.LabelTotals.following`)."""
-        return self.label_totals.following(after) if self.label_totals else np.empty(0)
-
     def day_spans(self, text_days: np.ndarray) -> np.ndarray:
         """Days between two of its dates (those of the rows a text names, when it names
         some), or one of them and one of ``text_days`` (the question's, the SQL's). With
@@ -228,8 +216,7 @@ def check_claims(report: str, evidence_frames: Mapping[str, pd.DataFrame],
                  verdict_texts: Iterable[str], *,
                  also_cited: tuple[str, ...] = (),
                  derive_from: Mapping[str, pd.DataFrame] | None = None,
-                 tool_summaries: Mapping[str, str] | None = None,
-                 analysis: Iterable[str] = ()) -> ClaimCheck:
+                 tool_summaries: Mapping[str, str] | None = None) -> ClaimCheck:
     """Look every number of ``report`` up in the evidence it cites and the verdict texts.
 
     Args:
@@ -244,8 +231,6 @@ def check_claims(report: str, evidence_frames: Mapping[str, pd.DataFrame],
             matches almost any figure; a short text names the rows it reads.
         tool_summaries: for analysis evidence, the tool's own summary: its figures (the
             rows it scanned, an adjusted effect) are the evidence's as much as its rows.
-        analysis: further ids of analysis evidence (those of ``tool_summaries`` are):
-            their rows repeat figures per stratum and are never added up by label.
 
     Returns:
         The count of numbers checked, the unverified ones and the marked report.
@@ -255,9 +240,6 @@ def check_claims(report: str, evidence_frames: Mapping[str, pd.DataFrame],
     for key, summary in (tool_summaries or {}).items():
         if key in sources:
             sources[key] = sources[key].with_text(summary)
-    for key in {*analysis, *(tool_summaries or {})}:
-        if key in sources:
-            sources[key].label_totals = None
     for key, rows in (derive_from or {}).items():
         if key in sources:
             named = _Source.of_frame(rows)
@@ -273,8 +255,7 @@ def check_claims(report: str, evidence_frames: Mapping[str, pd.DataFrame],
             explicit = True
         if not _found(number, [sources[c] for c in cited], verdicts, explicit,
                       days=says_days(clean, number.end),
-                      stated=_others_in_sentence(clean, number, numbers),
-                      after=clean[number.end:_sentence_span(clean, number)[1]]):
+                      stated=_others_in_sentence(clean, number, numbers)):
             unverified.append((number, UnverifiedClaim(
                 number.text, _sentence(clean, number), tuple(cited) if explicit else ())))
     missing = [n for n, _ in unverified]
@@ -359,13 +340,11 @@ def _where_to_look(report: str, number: ReportNumber,
 
 
 def _found(number: ReportNumber, sources: list[_Source], verdicts: _Source,
-           explicit: bool, *, days: bool = False, stated: list[ReportNumber] = (),
-           after: str = "") -> bool:
+           explicit: bool, *, days: bool = False, stated: list[ReportNumber] = ()) -> bool:
     """Whether ``number`` is in ``sources`` or ``verdicts``; with ``days`` (it counts
     days) a span between two dates of a cited source (or one of it and one of the
-    verdict texts, such as the question's date) counts too, and so do the total of a
-    cited source's cells that hold the other numbers of its sentence (``stated``) and a
-    count column's total over the rows the labels right ``after`` it name."""
+    verdict texts, such as the question's date) counts too, and the total of a cited
+    source's cells that hold the other numbers of its sentence (``stated``) does."""
     everything = [*sources, verdicts]
     if number.kind is NumberKind.DATE:
         return any(number.text in s.text for s in everything)
@@ -381,7 +360,6 @@ def _found(number: ReportNumber, sources: list[_Source], verdicts: _Source,
     return (explicit and number.significant_digits >= 2
             and any(matches_any(number, s.derived())
                     or (stated and matches_any(number, s.stated_totals(stated)))
-                    or matches_any(number, s.named_totals(after))
                     for s in sources))
 
 

@@ -99,15 +99,12 @@ def check_text(board: Board, evidence_ids: Sequence[str], hypothesis_id: str | N
         statement = board.get_hypothesis(hypothesis_id).statement
     named = {e: _named_rows(frame, (text, statement or "")) for e, frame in frames.items()}
     texts = [question, statement or "", schema]
-    analysis = []
     for evidence_id, item in items.items():
         texts += [item.sql, f"{item.row_count} rows"]  # "of 18 women": the rows counted
         if board.tool_call_of(evidence_id) is not None:  # the tool's words, not the model's
             texts.append(tool_summary(item.description))
-            analysis.append(evidence_id)
     checked = check_claims(text, frames, texts,
-                           also_cited=tuple(e for e in read if e in frames), derive_from=named,
-                           analysis=analysis)
+                           also_cited=tuple(e for e in read if e in frames), derive_from=named)
     if not checked.unverified:
         return CheckedText(text, (), read)
     return CheckedText(checked.marked_text, tuple(c.number for c in checked.unverified), read)
