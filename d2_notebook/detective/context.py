@@ -122,30 +122,29 @@ class QueryLog:
         as the label that opens a clause ("...; Q5: returned orders ..." -> "...; E21:
         returned orders ..."). Query ids mean nothing outside the turn; a "Q4" elsewhere
         in running text may be a quarter, and is left alone."""
-        if not self.evidence_ids:
-            return text
-
-        def board_id(query_id: str) -> str:
-            return self.evidence_ids.get(query_id, query_id)
-
-        def board_ids(citation: re.Match[str]) -> str:
-            return _QUERY_ID.sub(lambda m: board_id(m.group(0)), citation.group(0))
-
-        text = _CITATION.sub(board_ids, text)
-        return _LABEL.sub(lambda m: m.group(1) + board_id(m.group(2)), text)
+        text = self._in_citations(text, ("[", "("))
+        return _LABEL.sub(lambda m: m.group(1) + self._board_id(m.group(2)), text)
 
     def with_board_ids_in_brackets(self, text: str) -> str:
         """``text`` with this turn's query ids that became evidence replaced by their
         evidence ids only inside square brackets that hold only ids and row numbers
         ("[Q6, E4 row 3]" -> "[E17, E4 row 3]"). For a report, where "(Q1)" and "- Q3:
         revenue fell" are as often quarters as citations."""
-        def board_ids(citation: re.Match[str]) -> str:
-            if not citation.group(0).startswith("["):
-                return citation.group(0)
-            return _QUERY_ID.sub(lambda m: self.evidence_ids.get(m.group(0), m.group(0)),
-                                 citation.group(0))
+        return self._in_citations(text, ("[",))
 
-        return _CITATION.sub(board_ids, text)
+    def _in_citations(self, text: str, openers: tuple[str, ...]) -> str:
+        """``text`` with the query ids replaced (:meth:`_board_id`) inside the citations
+        (:data:`_CITATION`) that open with one of ``openers``."""
+        def board_ids(citation: re.Match[str]) -> str:
+            if not citation.group(0).startswith(openers):
+                return citation.group(0)
+            return _QUERY_ID.sub(lambda m: self._board_id(m.group(0)), citation.group(0))
+
+        return _CITATION.sub(board_ids, text) if self.evidence_ids else text
+
+    def _board_id(self, query_id: str) -> str:
+        """The evidence id ``query_id`` became, or ``query_id`` itself."""
+        return self.evidence_ids.get(query_id, query_id)
 
     def cited_queries(self, text: str) -> list[str]:
         """This turn's query ids that ``text`` cites where :meth:`with_board_ids` would

@@ -54,17 +54,15 @@ def _with_board_ids(args: dict[str, Any], log: QueryLog) -> dict[str, Any]:
     """``args`` of a verdict with each of ``log``'s query ids that became evidence
     replaced by its evidence id (:func:`.evidence_id_of`); a query id never recorded is
     refused with the fix."""
-    def board_id(evidence_id: str) -> str:
-        return evidence_id_of(log, evidence_id)
-
-    mapped = {**args, "evidence_ids": [board_id(str(e)) for e in args.get("evidence_ids", [])],
+    mapped = {**args, "evidence_ids": [evidence_id_of(log, str(e))
+                                       for e in args.get("evidence_ids", [])],
               "rationale": log.with_board_ids(str(args.get("rationale", "")))}
     if isinstance(args.get("contribution"), dict) and "evidence_id" in args["contribution"]:
-        mapped["contribution"] = {**args["contribution"], "evidence_id": board_id(
-            str(args["contribution"]["evidence_id"]))}
+        mapped["contribution"] = {**args["contribution"], "evidence_id": evidence_id_of(
+            log, str(args["contribution"]["evidence_id"]))}
     if isinstance(args.get("discounted"), list):
         mapped["discounted"] = [
-            {**item, "evidence_id": board_id(str(item["evidence_id"]))}
+            {**item, "evidence_id": evidence_id_of(log, str(item["evidence_id"]))}
             if isinstance(item, dict) and "evidence_id" in item else item
             for item in args["discounted"]]
     return mapped
