@@ -8,6 +8,7 @@ from typing import ClassVar
 import pandas as pd
 
 from d2_notebook.data.fencing import escape_text
+from d2_notebook.data.plain_cells import is_nested, nested_text
 
 __all__ = ["PREVIEW_SLACK", "PREVIEW_WHOLE_CHARS", "QueryResult", "cell_text", "text_table"]
 
@@ -155,6 +156,8 @@ def cell_text(value: object) -> str:
         if abs(value) < 1e12:
             return f"{value:.6f}".rstrip("0").rstrip(".") or "0"
         return f"{value:.6g}"
+    if is_nested(value):  # a list as [1, 2], not NumPy's [1 2]
+        return escape_text(nested_text(value))
     return escape_text(str(value))  # one row, one line: no character starts a new one
 
 

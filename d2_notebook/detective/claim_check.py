@@ -40,6 +40,7 @@ import numpy as np
 import pandas as pd
 
 from d2_notebook.board import Board
+from d2_notebook.data.plain_cells import plain_frame
 from d2_notebook.detective.date_spans import days_in_frame, days_in_text, says_days, spans
 from d2_notebook.detective.evidence_view import tool_summary
 from d2_notebook.detective.report_numbers import (
@@ -128,6 +129,7 @@ class _Source:
     def of_frame(cls, frame: pd.DataFrame) -> _Source:
         """Its cells' values and numeric columns' totals, and apart, the statistics its
         summarised view states (a median, a most-common count, the row count)."""
+        frame = plain_frame(frame)
         numbers: list[np.ndarray] = []
         columns: list[np.ndarray] = []
         texts: list[str] = []

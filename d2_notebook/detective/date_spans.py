@@ -18,6 +18,8 @@ from datetime import date
 import numpy as np
 import pandas as pd
 
+from d2_notebook.data.plain_cells import plain_frame
+
 _EPOCH = date(1970, 1, 1).toordinal()
 _FIRST_YEAR, _LAST_YEAR = 1900, 2100
 _MONTHS = {name: number for number, names in enumerate(
@@ -62,6 +64,7 @@ def days_in_frame(frame: pd.DataFrame) -> np.ndarray:
     """Every date the rows of ``frame`` hold, as day numbers: date columns, ISO dates in
     text cells, and whole numbers that read as ``YYYYMMDD``."""
     found: list[np.ndarray] = []
+    frame = plain_frame(frame)
     for name in frame.columns:
         column = frame[name].dropna()
         if column.empty or pd.api.types.is_bool_dtype(column):

@@ -31,6 +31,7 @@ from d2_notebook.data import QueryResult, SQLSource
 from d2_notebook.data.analysis import AnalysisResult, spec_for
 from d2_notebook.data.analysis.result import escaped_summary
 from d2_notebook.data.fingerprint import fingerprint_tables, tables_read
+from d2_notebook.data.plain_cells import plain_frame
 from d2_notebook.detective.context import normalize_sql
 from d2_notebook.detective.evidence_view import cut_at_word, tool_summary
 from d2_notebook.errors import InvalidRecordError
@@ -223,7 +224,7 @@ def _key_numbers(board: Board, item: Evidence) -> str:
     """A one-row result's cells (``col=value``), the compact form of its key numbers."""
     if item.row_count != 1:
         return ""
-    frame = board.evidence_frame(item.id)
+    frame = plain_frame(board.evidence_frame(item.id))
     if frame.empty or len(frame.columns) > 8:
         return ""
     cells = ", ".join(f"{c}={_cell(frame.iloc[0][c])}" for c in frame.columns)

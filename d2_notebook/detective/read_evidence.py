@@ -21,6 +21,7 @@ from typing import Any
 
 import pandas as pd
 
+from d2_notebook.data.plain_cells import plain_frame
 from d2_notebook.data.results import cell_text
 from d2_notebook.detective.context import TeamContext
 from d2_notebook.detective.digest import readable_evidence
@@ -94,7 +95,7 @@ def _matching_rows(ctx: TeamContext, evidence_ids: list[str], text: str) -> str:
     blocks = []
     for evidence_id in evidence_ids:
         item = ctx.board.get_evidence(evidence_id)
-        frame = ctx.board.evidence_frame(evidence_id)
+        frame = plain_frame(ctx.board.evidence_frame(evidence_id))
         hits = pd.Series(False, index=range(len(frame)))
         for column in frame.columns:
             values = frame[column].reset_index(drop=True)

@@ -30,6 +30,7 @@ import pandas as pd
 
 from d2_notebook.board import Board, Evidence, Hypothesis, Verdict
 from d2_notebook.board.render import discount_line
+from d2_notebook.data.plain_cells import plain_frame
 from d2_notebook.detective.coverage_view import BoardCoverage
 from d2_notebook.detective.dimension_names import named_dimension_rows
 from d2_notebook.detective.evidence_view import evidence_source, tool_summary
@@ -224,6 +225,7 @@ def column_ends(frame: pd.DataFrame) -> list[int]:
     first such row of each), column by column: the ends of a range a verdict states ("from
     1,200 to 1,850") when the rows that carry it are not otherwise known."""
     positions: list[int] = []
+    frame = plain_frame(frame)
     for name in frame.columns:
         column = frame[name]
         if pd.api.types.is_bool_dtype(column) or not pd.api.types.is_numeric_dtype(column):

@@ -15,6 +15,7 @@ from collections.abc import Iterable
 import numpy as np
 import pandas as pd
 
+from d2_notebook.data.plain_cells import plain_frame
 from d2_notebook.data.results import text_table
 from d2_notebook.detective.date_spans import days_in_text, row_days
 from d2_notebook.detective.report_numbers import (
@@ -39,6 +40,7 @@ _COMMON = frozenset({"the", "and", "for", "with", "from", "that", "this", "than"
 
 def column_statistics(frame: pd.DataFrame, *, top: int = 5) -> list[str]:
     """One line per column: its kind and what its values are (over the given rows)."""
+    frame = plain_frame(frame)
     return [line for name in frame.columns for line, _ in [_column_summary(frame[name], top)]]
 
 
@@ -46,6 +48,7 @@ def statistic_values(frame: pd.DataFrame, *, top: int = 5) -> list[float]:
     """Every figure :func:`column_statistics` states of ``frame`` (medians, means,
     distinct, missing and most-common counts, ...), plus its row count: a figure a model
     quotes from a summarised result is the rows' own, as much as a cell is."""
+    frame = plain_frame(frame)
     figures = [float(len(frame))]
     for name in frame.columns:
         figures += _column_summary(frame[name], top)[1]
@@ -106,6 +109,7 @@ def claim_rows(frame: pd.DataFrame, claims: Iterable[str], limit: int, *,
     dates = days_in_text(text)
     if frame.empty or limit < 1 or not (numbers or words or dates.size):
         return []
+    frame = plain_frame(frame)
     masks: list[tuple[int, np.ndarray]] = []
     for name in frame.columns:
         column = frame[name]
@@ -160,6 +164,7 @@ def covering_rows(frame: pd.DataFrame, claims: Iterable[str], limit: int, *,
     if frame.empty or limit < 1 or not numbers:
         return []
     about = [p for p in dict.fromkeys(about) if 0 <= p < len(frame)]
+    frame = plain_frame(frame)
     held = np.zeros((len(numbers), len(frame)), dtype=bool)  # number x row
     for name in frame.columns:
         column = frame[name]
@@ -212,6 +217,7 @@ def render_rows(frame: pd.DataFrame, positions: list[int] | None = None) -> str:
     """
     if not len(frame.columns):
         return "(no columns)"
+    frame = plain_frame(frame)
     shown = frame if positions is None else frame.iloc[positions]
     if positions is not None:
         shown = shown.assign(**{"row": [p + 1 for p in positions]})

@@ -21,6 +21,8 @@ import pandas as pd
 import sqlglot
 from sqlglot import expressions as exp
 
+from d2_notebook.data.plain_cells import plain_frame
+
 MAX_VALUES = 3
 """At most this many distinguishing values go into a label."""
 KEY_COLUMN_HINTS = ("difference", "diff", "delta", "effect", "lift", "ratio", "change",
@@ -103,6 +105,7 @@ def key_number(frame: pd.DataFrame) -> float | None:
     column; None for results of another length or without a finite number."""
     if len(frame) != 1:
         return None
+    frame = plain_frame(frame)
     row = frame.iloc[0]
     numeric = [str(c) for c in frame.columns if _is_number(row[c])]
     if not numeric:

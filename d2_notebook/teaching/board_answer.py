@@ -24,6 +24,7 @@ from collections.abc import Iterable
 from typing import Any
 
 import duckdb
+import numpy as np
 import pandas as pd
 
 from d2_notebook.board import Board
@@ -101,7 +102,9 @@ def frame_rows(frame: pd.DataFrame) -> list[tuple[Any, ...]]:
     for row in frame.itertuples(index=False, name=None):
         cells = []
         for value in row:
-            if hasattr(value, "item") and not isinstance(value, str | bytes):
+            if isinstance(value, np.ndarray):  # a LIST cell from DuckDB
+                value = value.tolist()
+            elif isinstance(value, np.generic):
                 value = value.item()
             if value is pd.NaT or (isinstance(value, float) and math.isnan(value)):
                 value = None

@@ -1,0 +1,139 @@
+"""Results holding whole values (a DuckDB LIST, STRUCT, MAP or BLOB) or naming two columns
+alike (``SELECT a.id, b.id`` read back from PostgreSQL or Spark) are summarised, shown,
+checked and graded like any other.
+
+Before, a collector's ``SELECT region, list(id) ...`` recorded as evidence crashed the
+digest that showed it (an array cannot be counted as distinct values), the reporter's
+brief, the number check and a teaching grade; a repeated column name crashed them too.
+"""
+
+from __future__ import annotations
+
+import duckdb
+import numpy as np
+import pandas as pd
+import pytest
+from account_case import account_context
+
+from d2_notebook.board import Board
+from d2_notebook.data.plain_cells import nested_text, plain_frame
+from d2_notebook.data.results import cell_text
+from d2_notebook.detective import roles
+from d2_notebook.detective.claim_check import check_report
+from d2_notebook.detective.date_spans import days_in_frame
+from d2_notebook.detective.evidence_view import evidence_details
+from d2_notebook.detective.reporter_brief import reporter_brief
+from d2_notebook.detective.result_summary import column_statistics
+from d2_notebook.llm import ModelRequest, ModelResponse
+from d2_notebook.llm.messages import ToolResult
+from d2_notebook.llm.offline import FunctionModel, tool_call
+from d2_notebook.notebook.evidence_labels import key_number
+from d2_notebook.teaching.board_answer import frame_rows
+
+NESTED_SQL = ("SELECT region, count(*) AS n, list(id ORDER BY id) AS ids, "
+              "{'first': min(name), 'tiers': count(DISTINCT tier)} AS summary, "
+              "map([min(tier)], [count(*)]) AS by_tier, 'raw'::BLOB AS raw, "
+              "min(DATE '2024-03-01' + id) AS first_day "
+              "FROM account GROUP BY region ORDER BY region")
+
+
+def _nested_frame() -> pd.DataFrame:
+    con = duckdb.connect()
+    con.execute("CREATE TABLE account AS SELECT * FROM (VALUES (1, 'Ann Lee', 'gold', "
+                "'north'), (2, 'Bo Chan', 'gold', 'south'), (3, 'Cy Diaz', 'basic', 'north')) "
+                "t(id, name, tier, region)")
+    return con.sql(NESTED_SQL).df()
+
+
+DUPLICATE_NAMES = pd.DataFrame([["north", 12, 0.4], ["south", 30, 0.25]],
+                               columns=["region", "n", "n"])
+
+
+def test_plain_frame_writes_nested_cells_as_text_and_names_each_column_once() -> None:
+    frame = _nested_frame()
+    assert isinstance(frame["ids"].iloc[0], np.ndarray)  # what DuckDB returns
+    plain = plain_frame(frame)
+    assert plain["ids"].tolist() == ["[1, 3]", "[2]"]
+    assert plain["summary"].iloc[0] == "{'first': 'Ann Lee', 'tiers': 2}"
+    assert plain["by_tier"].iloc[1] == "{'gold': 1}"
+    assert plain["raw"].iloc[0] == "raw"
+    assert plain["n"].tolist() == frame["n"].tolist() and plain["n"].dtype == frame["n"].dtype
+    assert isinstance(frame["ids"].iloc[0], np.ndarray), "the stored frame is not changed"
+    assert list(plain_frame(DUPLICATE_NAMES).columns) == ["region", "n", "n_1"]
+    assert list(plain_frame(pd.DataFrame([[1, 2, 3]], columns=["n", "n", "n_1"])).columns) \
+        == ["n", "n_2", "n_1"], "a repeat never takes another column's name"
+    simple = pd.DataFrame({"a": [1], "b": ["x"]})
+    assert plain_frame(simple) is simple
+
+
+def test_a_nested_cell_reads_as_the_values_it_holds() -> None:
+    assert nested_text(np.array([1, 2])) == "[1, 2]"  # not NumPy's "[1 2]"
+    assert nested_text({"a": np.array(["x", "y"]), "b": bytearray(b"x\x00")}) \
+        == "{'a': ['x', 'y'], 'b': x\\x00}"
+    assert cell_text(np.array([1.5, 2.0])) == "[1.5, 2.0]"
+    assert cell_text([]) == "[]"
+
+
+def test_summaries_of_nested_and_repeated_columns() -> None:
+    lines = column_statistics(_nested_frame())
+    assert "  ids (text): 2 distinct; most common: [1, 3] (1), [2] (1)" in lines
+    assert any(line.startswith("  n_1 (number): min 0.25") for line in
+               column_statistics(DUPLICATE_NAMES))
+    assert len(days_in_frame(_nested_frame())) == 2
+    assert key_number(DUPLICATE_NAMES.head(1)) == 0.4
+    assert frame_rows(_nested_frame())[0][2:5] == ([1, 3], {"first": "Ann Lee", "tiers": 2},
+                                                   {"basic": 2})
+
+
+async def test_a_collector_records_a_list_result_and_the_board_reads_it(
+        board: Board) -> None:
+    """A real collector turn over DuckDB: the list result becomes evidence; the judge's
+    view, the reporter's brief and the number check read it and a repeated-name frame."""
+    seen: list[list[str]] = []
+
+    def collector(request: ModelRequest) -> ModelResponse:
+        answers = [m.content for m in request.messages if isinstance(m, ToolResult)]
+        seen.append(answers)
+        if not answers:
+            return tool_call("run_sql", {"sql": NESTED_SQL})
+        if len(answers) == 1:
+            return tool_call("record_evidence", {
+                "query_id": "Q1", "description": "account ids by region",
+                "stance": "supports", "reading": "north holds accounts 1 and 3"})
+        return tool_call("submit_for_judgement", {"summary": "[Q1] lists them"})
+
+    ctx = account_context(board, FunctionModel(collector))
+    hyp = board.add_hypothesis("The north has two accounts",
+                               investigation_id=ctx.investigation_id)
+    await roles.collect(ctx, hyp.id)
+    assert "[1, 3]" in seen[1][0], "the query's preview shows the list as a list"
+    listed = board.list_evidence(investigation_id=ctx.investigation_id)[0]
+    assert list(board.evidence_frame(listed.id)["ids"].iloc[0]) == [1, 3], \
+        "the board keeps the list's values"
+    pair = board.add_evidence("SELECT region, n, n FROM t", DUPLICATE_NAMES,
+                              description="accounts and share by region",
+                              investigation_id=ctx.investigation_id)
+    board.link(pair.id, hyp.id, "supports", "north 12 accounts, 0.4 of them", actor="collector")
+    board.add_verdict(hyp.id, "supported", 0.8, "north lists 1 and 3", [listed.id, pair.id],
+                      author="judge")
+
+    for budget in (None, 200):  # whole, then summarised with the rows carrying the claim
+        shown = evidence_details(board, [listed.id, pair.id], budget_tokens=budget,
+                                 focus=hyp.id)
+        assert "[1, 3]" in shown and "n_1" in shown
+    brief = reporter_brief(board, ctx.investigation_id)
+    assert "[1, 3]" in brief and "0.4" in brief
+    check = check_report(board, ctx.investigation_id,
+                         f"The north holds accounts 1 and 3 [{listed.id}]; its 12 accounts "
+                         f"are 0.4 of the total [{pair.id}], out of 57 in all.")
+    assert [c.number for c in check.unverified] == ["57"]
+
+
+@pytest.mark.parametrize("frame", [_nested_frame(), DUPLICATE_NAMES])
+def test_the_number_check_reads_every_column(frame: pd.DataFrame) -> None:
+    from d2_notebook.detective.claim_check import check_claims
+
+    last = frame.iloc[-1, -1]
+    stated = f"{last:%Y-%m-%d}" if isinstance(last, pd.Timestamp) else f"{last}"
+    check = check_claims(f"The last is {stated} [E1].", {"E1": frame}, [])
+    assert check.numbers_checked >= 1 and not check.unverified
