@@ -19,10 +19,12 @@ from d2_notebook.board import Board
 from d2_notebook.data.plain_cells import nested_text, plain_frame
 from d2_notebook.data.results import cell_text
 from d2_notebook.detective import roles
-from d2_notebook.detective.claim_check import check_report
+from d2_notebook.detective.claim_check import check_claims, check_report
 from d2_notebook.detective.date_spans import days_in_frame
 from d2_notebook.detective.evidence_view import evidence_details
-from d2_notebook.detective.reporter_brief import reporter_brief
+from d2_notebook.detective.read_evidence import read_evidence_tool
+from d2_notebook.detective.recheck.compare import compare_results
+from d2_notebook.detective.reporter_brief import column_ends, reporter_brief
 from d2_notebook.detective.result_summary import column_statistics
 from d2_notebook.llm import ModelRequest, ModelResponse
 from d2_notebook.llm.messages import ToolResult
@@ -129,11 +131,57 @@ async def test_a_collector_records_a_list_result_and_the_board_reads_it(
     assert [c.number for c in check.unverified] == ["57"]
 
 
-@pytest.mark.parametrize("frame", [_nested_frame(), DUPLICATE_NAMES])
-def test_the_number_check_reads_every_column(frame: pd.DataFrame) -> None:
-    from d2_notebook.detective.claim_check import check_claims
+FOUR_REGIONS = pd.DataFrame([["a", 1, 0.4], ["b", 2, 0.35], ["c", 3, 0.25], ["d", 4, 0.1]],
+                            columns=["region", "n", "n"])
 
-    last = frame.iloc[-1, -1]
-    stated = f"{last:%Y-%m-%d}" if isinstance(last, pd.Timestamp) else f"{last}"
-    check = check_claims(f"The last is {stated} [E1].", {"E1": frame}, [])
+
+@pytest.mark.parametrize(("frame", "stated"), [
+    (_nested_frame(), "2024-03-03"),   # a date among the cells
+    (FOUR_REGIONS, "0.35"),   # a middle value of the second "n": no statistic states it
+])
+def test_the_number_check_reads_every_column(frame: pd.DataFrame, stated: str) -> None:
+    check = check_claims(f"The north: {stated} [E1].", {"E1": frame}, [])
     assert check.numbers_checked >= 1 and not check.unverified
+    assert check_claims("The north: 77.7 [E1].", {"E1": FOUR_REGIONS}, []).unverified
+
+
+def test_the_ends_of_a_repeated_column_are_found() -> None:
+    assert column_ends(FOUR_REGIONS) == [0, 3]  # the first n's ends, then the second's
+
+
+async def test_read_evidence_finds_a_value_inside_a_list(board: Board) -> None:
+    ctx = account_context(board, FunctionModel(lambda request: tool_call("done")))
+    listed = board.add_evidence(NESTED_SQL, _nested_frame(), description="ids by region",
+                                investigation_id=ctx.investigation_id)
+    hyp = board.add_hypothesis("The north has two accounts",
+                               investigation_id=ctx.investigation_id)
+    shown = await read_evidence_tool(ctx, hyp.id).handler(
+        {"evidence_ids": [listed.id], "rows_matching": "[1, 3]"})
+    assert "1 of 2" in shown and "north" in shown and "south" not in shown
+
+
+def test_a_result_with_a_column_named_row_is_shown_by_its_carrying_rows(
+        board: Board) -> None:
+    frame = duckdb.connect().sql('SELECT i AS "row", i * 7 AS n FROM range(1, 60) r(i)').df()
+    inv = board.start_investigation("Which row?")
+    hyp = board.add_hypothesis("Row 3 holds 21", investigation_id=inv.id)
+    item = board.add_evidence("SELECT ...", frame, description="rows",
+                              investigation_id=inv.id)
+    board.link(item.id, hyp.id, "supports", "row 3 has n 21", actor="collector")
+    shown = evidence_details(board, [item.id], budget_tokens=150, focus=hyp.id)
+    assert "row #  row" in shown and "21" in shown
+
+
+def test_maps_read_back_as_stored_and_a_recheck_finds_nothing_changed(board: Board) -> None:
+    """DuckDB returns a MAP as a dict; rows with other keys must not gain each other's
+    keys on the board, and a fresh DuckDB result (arrays, bytearrays) equals its stored
+    copy (lists, bytes)."""
+    con = duckdb.connect()
+    sql = ("SELECT k, map([k], [r]) AS m, [r, r + 1] AS l, 'x'::BLOB AS raw, {'a': r} AS s "
+           "FROM (VALUES ('k', 1), ('j', 2)) t(k, r) ORDER BY r")
+    item = board.add_evidence(sql, con.sql(sql).df(), description="maps")
+    stored = board.evidence_frame(item.id)
+    assert stored["m"].tolist() == [{"k": 1}, {"j": 2}]
+    assert compare_results(stored, 2, con.sql(sql).df(), 2).same
+    changed = con.sql(sql.replace("r + 1", "r + 2")).df()
+    assert not compare_results(stored, 2, changed, 2).same

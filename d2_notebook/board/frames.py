@@ -1,7 +1,7 @@
 """Storing query results on the board so they read back *equal*.
 
 A result is kept as one Arrow IPC stream (the encoding that preserves pandas dtypes:
-nullable integers, ``str``, datetimes, timedeltas, lists, structs) plus a column list
+nullable integers, ``str``, datetimes, timedeltas, lists, structs, maps) plus a column list
 holding the real column names and dtypes. Columns are stored under positional names
 (``c0``, ``c1``, ...) so duplicate or non-string names survive. Object columns keep
 their missing-value marker; the rare Python objects Arrow cannot hold (``uuid.UUID``,
@@ -28,7 +28,7 @@ def encode_frame(frame: pd.DataFrame) -> tuple[bytes, tuple[ColumnSpec, ...]]:
         name = str(frame.columns[position])
         na = _na_marker(column) if column.dtype == object else None
         try:
-            array = pa.Array.from_pandas(column)
+            array = _map_array(column) if _holds_maps(column) else pa.Array.from_pandas(column)
             lossy = False
         except (pa.ArrowInvalid, pa.ArrowTypeError, pa.ArrowNotImplementedError):
             array = pa.Array.from_pandas(column.map(lambda v: None if _is_missing(v) else str(v)))
@@ -68,6 +68,8 @@ def result_hash(blob: bytes, row_count: int) -> str:
 def _decode_column(chunked: pa.ChunkedArray, spec: ColumnSpec) -> pd.Series:
     if spec.dtype == "object" or spec.lossy:
         values = chunked.to_pylist()
+        if pa.types.is_map(chunked.type):  # (key, value) pairs back to the dicts stored
+            values = [None if v is None else dict(v) for v in values]
         marker = pd.NA if spec.na == "NA" else (float("nan") if spec.na == "nan" else None)
         values = [marker if v is None else v for v in values]
         return pd.Series(values, dtype=object)
@@ -88,6 +90,26 @@ def _types_mapper(spec: ColumnSpec):
         return pandas_dtype if isinstance(pandas_dtype, pd.api.extensions.ExtensionDtype) else None
 
     return mapper
+
+
+def _holds_maps(column: pd.Series) -> bool:
+    """Whether an object column holds dicts whose keys differ from row to row (a MAP, as
+    DuckDB returns one): stored as a struct, each row would read back with every row's
+    keys, the ones it lacks as None."""
+    if column.dtype != object:
+        return False
+    dicts = [v for v in column if not _is_missing(v)]
+    return (bool(dicts) and all(isinstance(v, dict) for v in dicts)
+            and len({tuple(v) for v in dicts}) > 1)
+
+
+def _map_array(column: pd.Series) -> pa.Array:
+    """An Arrow MAP array of the dicts of ``column`` (missing cells null)."""
+    pairs = [None if _is_missing(v) else list(v.items()) for v in column]
+    items = [pair for row in pairs if row for pair in row]
+    key_type = pa.array([k for k, _ in items]).type if items else pa.string()
+    value_type = pa.array([v for _, v in items]).type if items else pa.null()
+    return pa.array(pairs, type=pa.map_(key_type, value_type))
 
 
 def _na_marker(column: pd.Series) -> str | None:

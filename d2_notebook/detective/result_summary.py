@@ -220,8 +220,9 @@ def render_rows(frame: pd.DataFrame, positions: list[int] | None = None) -> str:
     frame = plain_frame(frame)
     shown = frame if positions is None else frame.iloc[positions]
     if positions is not None:
-        shown = shown.assign(**{"row": [p + 1 for p in positions]})
-        shown = shown[["row", *frame.columns]]
+        label = _numbering_label(frame)
+        shown = shown.assign(**{label: [p + 1 for p in positions]})
+        shown = shown[[label, *frame.columns]]
     long_columns = [c for c in shown.columns if shown[c].dtype == object
                     and shown[c].astype(str).str.len().max() > LONG_CELL]
     table, _ = text_table(shown.drop(columns=long_columns), max_colwidth=10**9)
@@ -232,6 +233,15 @@ def render_rows(frame: pd.DataFrame, positions: list[int] | None = None) -> str:
         lines.append(line or f"record {number}:")
         lines.extend(f"    {column}: {_cell(row[column])}" for column in long_columns)
     return "\n".join(lines)
+
+
+def _numbering_label(frame: pd.DataFrame) -> str:
+    """The name of the column numbering shown rows: ``row``, unless the result has a
+    column of that name (then ``row #``, ``row ##``, ...)."""
+    label = "row"
+    while label in frame.columns:
+        label += " #" if label == "row" else "#"
+    return label
 
 
 def _cell(value: object) -> str:

@@ -3,7 +3,8 @@
 Rows are compared as a multiset (order does not matter) after normalising each cell: a
 missing value is one value whatever its spelling (None, NaN, NaT, pd.NA), a number is
 compared to nine significant digits (so 0.1 + 0.2 equals 0.3, and an integer column read
-back as float equals itself), a time by its ISO text. A changed result is described
+back as float equals itself), a time by its ISO text, a list, struct, map or blob by its
+text (a fresh DuckDB list is a NumPy array, its stored copy a list). A changed result is described
 compactly: the row counts, rows added and removed, and a few key numbers before -> after
 (rows matched by their columns that hold neither numbers nor booleans).
 """
@@ -17,6 +18,8 @@ from dataclasses import dataclass
 from typing import Any
 
 import pandas as pd
+
+from d2_notebook.data.plain_cells import is_nested, nested_text
 
 __all__ = ["MAX_CHANGES_SHOWN", "Comparison", "compare_results", "normalise_cell"]
 
@@ -54,6 +57,8 @@ def normalise_cell(value: Any) -> Any:
         return float(f"{number:.{_DIGITS}g}")
     if hasattr(value, "isoformat"):
         return value.isoformat()
+    if is_nested(value):  # a fresh DuckDB list is an array, its stored copy a list
+        return nested_text(value)
     return str(value)
 
 
