@@ -319,6 +319,47 @@ def test_an_effect_that_grows_when_held_fixed_says_it_grows() -> None:
                      r"all 2 strata\) to 2\.\d+ \(it grows by 4\d%\)", result.summary)
 
 
+def _reference_only_stratum(noise: float) -> GuardedSQL:
+    """Strata a and b hold both arms (x mostly in the dearer b); c, the dearest, holds
+    reference rows only: the crude effect over all rows is negative, within a and b
+    positive."""
+    con = duckdb.connect()
+    con.execute(f"""
+        CREATE TABLE t AS
+        SELECT i, CASE WHEN i < 40 THEN 'a' WHEN i < 80 THEN 'b' ELSE 'c' END AS d,
+               CASE WHEN i < 40 THEN i % 4 = 0 WHEN i < 80 THEN i % 4 <> 0 ELSE false END
+                 AS x,
+               CASE WHEN i < 40 THEN 10 WHEN i < 80 THEN 30 ELSE 60 END
+                 + ((hash(i) % 41)::INTEGER - 20) * {noise} AS y
+        FROM range(120) r(i)""")
+    return GuardedSQL(con)
+
+
+@pytest.mark.parametrize("noise", [1.5, 6])
+def test_a_crude_effect_within_the_overlapping_strata_names_the_all_rows_one(
+        noise: float) -> None:
+    """Two real-model collectors read "crude effect -14.6" in the header and "from 5.85
+    (crude, over the 8 of 10 strata with both arms ...)" below it as a contradiction: the
+    second now says which crude it is and names the first beside it, in a flag (clear
+    data) and in the note on an unflagged move (noisy data)."""
+    result = compare_within(_reference_only_stratum(noise), source="t", metric="avg(y)",
+                            exposure="x", value=True, dimensions=["t.d"])
+    overall = re.search(r"crude effect (-\d+\.\d) \(95% CI", result.summary)
+    assert overall is not None
+    if result.flags:
+        assert re.search(r"Over the 2 of 3 strata with both arms \(67% of rows; left out, no "
+                         r"overlap: c: reference only\): crude effect \d+\.\d+ \(95% CI "
+                         r"[-\d.]+ to [-\d.]+; over all rows, the left-out strata included, "
+                         + re.escape(overall.group(1)), result.flags[0].text)
+    else:
+        assert re.search(r"t\.d: standardising moves the effect from \d+\.\d+ \(the crude "
+                         r"effect within the 2 of 3 strata with both arms \(67% of rows; "
+                         r"left out, no overlap: c: reference only\), not the "
+                         + re.escape(overall.group(1)) + r"\d* over all rows\) to",
+                         result.summary)
+    assert (noise == 1.5) == bool(result.flags)
+
+
 def test_a_dimension_that_nearly_copies_the_metric_is_named_not_flagged() -> None:
     """`team` repeats `category` (2% of rows differ): splitting a category share by it is
     true by construction. segment_scan names it once as a near-copy and flags the real

@@ -247,7 +247,7 @@ def compare_within(
     for family, qh, qc, qx in ranked:
         kinds = _judge(family, qh, qc, qx, alpha, scale)
         why = (_lost_without_overlap(family, kinds, crude)
-               or _why_not_confounding(family, kinds, qc, qx, alpha, scale))
+               or _why_not_confounding(family, kinds, qc, qx, alpha, scale, crude))
         if why:
             unflagged_moves.append((family.name, why))
         if (FlagKind.HETEROGENEITY not in kinds and family.tested >= 2
@@ -256,7 +256,7 @@ def compare_within(
             near_heterogeneity.append((family, qh))
         for kind in kinds:
             flags.append(Flag(kind, family.name, _flag_text(kind, family, qh, qc, label, top,
-                                                            with_outcome.get(family.name))))
+                                                            crude, with_outcome.get(family.name))))
         for stratum, m1, m0 in family.strata:
             effect = compare(m1, m0, pooled_var=pooled)
             rows.append({
@@ -391,10 +391,13 @@ def _lost_without_overlap(family: Family, kinds: list[FlagKind],
 
 
 def _why_not_confounding(family: Family, kinds: list[FlagKind], q_change: float,
-                         q_exposure: float, alpha: float, scale: float) -> str | None:
+                         q_exposure: float, alpha: float, scale: float,
+                         overall: Comparison) -> str | None:
     """For a dimension whose standardisation moves the effect materially (by
     :data:`CHANGE_IN_ESTIMATE` or more) but is not flagged as a confounder: that move and
-    the condition it failed, so no summary reads "no confounding" over it unexplained."""
+    the condition it failed, so no summary reads "no confounding" over it unexplained.
+    The move starts from the crude effect within the strata with both arms; where some
+    strata have one arm only, the all-rows crude effect (``overall``) is named beside it."""
     if (not family.confounding_tested or {FlagKind.CONFOUNDING, FlagKind.SIMPSONS_PARADOX}
             & set(kinds)):
         return None
@@ -403,7 +406,7 @@ def _why_not_confounding(family: Family, kinds: list[FlagKind], q_change: float,
             and is_material(change.difference, scale)):
         return None
     moved = (f"{family.name}: standardising moves the effect from {figure(crude.difference)} "
-             f"(crude, over {_strata_text(family)}) to "
+             f"({_crude_within(family, overall)}) to "
              f"{figure(family.standardised.difference)}"
              + _share_removed_note(family.share_removed) + _thin_driver(family))
     if family.neither_beyond_chance:
@@ -447,7 +450,8 @@ def _thin_driver(family: Family) -> str:
 
 
 def _flag_text(kind: FlagKind, family: Family, q_het: float, q_change: float, label: str,
-               top: int, with_outcome: frozenset[str] | None = None) -> str:
+               top: int, overall: Comparison, with_outcome: frozenset[str] | None = None
+               ) -> str:
     """One flag's sentence with its figures. A confounding flag opens with a caution
     when its dimension fixes the metric in many rows (:func:`_flag_opening`), states the
     effect standardised to each arm's own mix when the share removed depends on it
@@ -481,7 +485,8 @@ def _flag_text(kind: FlagKind, family: Family, q_het: float, q_change: float, la
                else "the effect changes once it is held fixed")
     return (f"{name} by {family.name}{_flag_opening(family, verdict)}. Over "
             f"{_strata_text(family)}: crude effect "
-            f"{figure(crude.difference)} (95% CI {figure(crude.low)} to {figure(crude.high)}); "
+            f"{figure(crude.difference)} (95% CI {figure(crude.low)} to {figure(crude.high)}"
+            f"{_all_rows_note(family, overall)}); "
             f"standardised over {family.name} {figure(std.difference)} (95% CI "
             f"{figure(std.low)} to {figure(std.high)}; weights: the strata's shares of all "
             f"rows); {removed}{_thin_driver(family)}.{_mix_note(family)} "
@@ -653,6 +658,27 @@ def _with_outcome_note(family: Family, tables: frozenset[str] | None) -> str:
             "(a step between exposure and outcome) rather than a cause; holding it fixed then "
             "removes part of the real effect: weigh the standardised effects over dimensions "
             "recorded before or with the exposure.")
+
+
+def _all_rows_note(family: Family, overall: Comparison) -> str:
+    """``"; over all rows, the left-out strata included, -14.6"`` where the crude effect
+    within the strata with both arms reads differently from the all-rows one; empty
+    otherwise."""
+    if figure(family.crude.difference) == figure(overall.difference):
+        return ""
+    return f"; over all rows, the left-out strata included, {figure(overall.difference)}"
+
+
+def _crude_within(family: Family, overall: Comparison) -> str:
+    """``crude, over all 5 strata``, or, when strata with one arm only are left out and the
+    crude effect within the others reads differently from the all-rows one: ``the crude
+    effect within the 8 of 10 strata with both arms (...), not the -14.6 over all rows``
+    (two collectors took the two "crude" effects of one summary for a contradiction)."""
+    within = _strata_text(family)
+    if not _all_rows_note(family, overall):
+        return f"crude, over {within}"
+    return (f"the crude effect within {within}, not the {figure(overall.difference)} over "
+            "all rows")
 
 
 def _strata_text(family: Family) -> str:
