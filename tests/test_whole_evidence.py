@@ -357,3 +357,20 @@ def test_a_judge_at_its_shortest_sees_the_rows_of_the_readings_numbers(board) ->
     rows = re.findall(r"^ *(\d+) ", shortest.split("Rows shown:")[1], re.MULTILINE)
     assert "21" in rows and "30" in rows  # 0.25 and 0.34 (1-based positions)
     assert "4" not in rows  # r3: named by the hypothesis, but no reading quotes it
+
+
+def test_a_focused_digest_shows_its_hypothesis_rationale_whole(board) -> None:
+    """A real-model collector read its own hypothesis's rationale cut at 240 characters
+    ("... so category may have no …"); the hypothesis a digest is focused on is shown
+    whole, the others it lists stay short."""
+    inv = board.start_investigation("Why are some categories slower?")
+    rationale = ("Assets run 88.8 days against 81.0 for the rest " * 6
+                 + "so category may have no effect beyond opened quarter.")
+    parent = board.add_hypothesis("Category matters", rationale=rationale,
+                                  investigation_id=inv.id)
+    child = board.add_hypothesis("Assets are slower", rationale=rationale,
+                                 investigation_id=inv.id, parent_id=parent.id)
+    focused = board_digest(board, investigation_id=inv.id, focus=child.id)
+    assert f"    rationale: {rationale}" in focused
+    assert focused.count("so category may have no effect beyond opened quarter.") == 1
+    assert f"    rationale: {rationale}" not in board_digest(board, investigation_id=inv.id)

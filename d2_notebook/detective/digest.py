@@ -43,8 +43,9 @@ def board_digest(
     Args:
         board: the board to describe.
         investigation_id: only hypotheses and evidence of this investigation.
-        focus: a hypothesis id; when set, only that hypothesis, its parent and
-            children, and their evidence are shown (a collector's focused context).
+        focus: a hypothesis id; when set, only that hypothesis (its rationale whole), its
+            parent and children, and their evidence are shown (a collector's or judge's
+            focused context).
         include_redundant: also list evidence the reporter marked redundant.
         coverage: the coverage map (:func:`~d2_notebook.detective.coverage_view.
             board_coverage`); when given, each hypothesis lists the candidate
@@ -71,7 +72,8 @@ def board_digest(
     if not hypotheses:
         lines.append("  (none yet)")
     for hyp in hypotheses:
-        lines.extend(_hypothesis_lines(board, hyp, links, evidence, calls))
+        lines.extend(_hypothesis_lines(board, hyp, links, evidence, calls,
+                                       whole_rationale=hyp.id == focus))
         covered = coverage.hypothesis_line(hyp.id) if coverage is not None else None
         if covered is not None:
             lines.append(f"    {covered}")
@@ -104,14 +106,17 @@ def _newest(lines: list[str], limit: int) -> list[str]:
 
 def _hypothesis_lines(
     board: Board, hyp: Hypothesis, links: list[Link], evidence: dict[str, Evidence],
-    calls: Mapping[str, ToolCall],
+    calls: Mapping[str, ToolCall], *, whole_rationale: bool = False,
 ) -> list[str]:
+    """A hypothesis's lines: its statement, rationale (whole for the hypothesis a digest
+    is focused on: its collector and judge read it to the end), links and verdict."""
     confidence = "-" if hyp.confidence is None else f"{hyp.confidence:.2f}"
     parent = f" (refines {hyp.parent_id})" if hyp.parent_id else ""
     statement = " ".join(hyp.statement.split())
     lines = [f"{hyp.id} | {hyp.status.value} | {confidence} | {statement}{parent}"]
     if hyp.rationale:
-        lines.append(f"    rationale: {_short(hyp.rationale)}")
+        rationale = " ".join(hyp.rationale.split()) if whole_rationale else _short(hyp.rationale)
+        lines.append(f"    rationale: {rationale}")
     if hyp.motivated_by:
         lines.append(f"    motivated by (exploration, not a test): {', '.join(hyp.motivated_by)}")
     for link in links:
