@@ -30,6 +30,7 @@ from d2_notebook.llm import ModelRequest, ModelResponse
 from d2_notebook.llm.messages import ToolResult
 from d2_notebook.llm.offline import FunctionModel, tool_call
 from d2_notebook.notebook.evidence_labels import key_number
+from d2_notebook.notebook.snapshot import frame_rows as snapshot_rows
 from d2_notebook.teaching.board_answer import frame_rows
 
 NESTED_SQL = ("SELECT region, count(*) AS n, list(id ORDER BY id) AS ids, "
@@ -85,6 +86,8 @@ def test_summaries_of_nested_and_repeated_columns() -> None:
     assert key_number(DUPLICATE_NAMES.head(1)) == 0.4
     assert frame_rows(_nested_frame())[0][2:5] == ([1, 3], {"first": "Ann Lee", "tiers": 2},
                                                    {"basic": 2})
+    assert snapshot_rows(_nested_frame(), 1, 100)[0][2:6] == [
+        "[1, 3]", '{"first": "Ann Lee", "tiers": 2}', '{"basic": 2}', "raw"]  # not bytearray(...)
 
 
 async def test_a_collector_records_a_list_result_and_the_board_reads_it(

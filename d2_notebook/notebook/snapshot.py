@@ -61,6 +61,7 @@ from d2_notebook.board.follow_ups import reuse_text
 from d2_notebook.board.records import RecheckedVerdict
 from d2_notebook.board.scopes import investigation_scope
 from d2_notebook.charts import chart_for_evidence
+from d2_notebook.data.plain_cells import is_nested, nested_text
 from d2_notebook.notebook import style
 from d2_notebook.notebook.checks import check_sentence
 from d2_notebook.notebook.details import pretty_sql
@@ -149,8 +150,9 @@ def graph_json(model: GraphModel) -> dict[str, list[dict[str, Any]]]:
 def frame_rows(frame: pd.DataFrame, limit: int, cell_chars: int) -> list[list[Any]]:
     """The first ``limit`` rows as JSON values: numbers and booleans as such, missing
     values as null, dates in ISO 8601, anything else as (cut) text."""
-    values = json.loads(frame.head(limit).to_json(orient="values", date_format="iso",
-                                                  default_handler=str))
+    values = json.loads(frame.head(limit).to_json(
+        orient="values", date_format="iso",
+        default_handler=lambda v: nested_text(v) if is_nested(v) else str(v)))  # a blob
     return [[_cell(value, cell_chars) for value in row] for row in values]
 
 
