@@ -281,7 +281,8 @@ def compare_within(
     summary = _summary(metric, label, versus, exposed, rest, crude, flags, families, alpha,
                        support, prepared, exact, unflagged_moves, copies,
                        restated.set_by_outcome, _near_misses(near_heterogeneity, alpha, top),
-                       _scale_dependent(scale_dependent, top), with_outcome, one_outcome)
+                       _scale_dependent(scale_dependent, top, alpha), with_outcome,
+                       one_outcome)
     return capped(AnalysisTool.COMPARE_WITHIN, scan.sql, frame, sql.max_rows,
                   scan.duration_s, summary, flags)
 
@@ -555,7 +556,8 @@ def _stratum_effects(family: Family, top: int, scale: EffectScale | None = None)
         for stratum, m1, m0 in both)
 
 
-def _scale_dependent(families: list[tuple[Family, float, float]], top: int) -> str | None:
+def _scale_dependent(families: list[tuple[Family, float, float]], top: int,
+                     alpha: float) -> str | None:
     """The summary's line for dimensions across which the effect does not vary beyond
     chance on the scale chosen (q at least :data:`NEAR_LEVEL` and the flag level) but
     differs on the other (q below :data:`NEAR_LEVEL`, true spread at least
@@ -565,23 +567,28 @@ def _scale_dependent(families: list[tuple[Family, float, float]], top: int) -> s
     estimated spread is itself material (under :data:`NEAR_SPREAD` it is "no sign" of
     varying), the line says its test cannot tell: a ratio over strata with a handful of
     events is kept for its small Q, and two real-model answerers read "no
-    heterogeneity" beside stratum intervals that did not overlap."""
+    heterogeneity" beside stratum intervals that did not overlap. Each dimension's entry
+    names the scale kept and says whether the other scale's q passes the flag level
+    (``alpha``): three answerers of one task could not tell which scale "No
+    heterogeneity flagged" meant while the difference scale's q was below that level."""
     if not families:
         return None
     shown = []
     for family, q_chosen, q_other in sorted(families, key=lambda t: t[2])[:3]:
         chosen, other = family.effect_scale.value, family.other_scale.scale
-        how = (f"no sign it varies as a {chosen} (q = {_q(q_chosen)})"
+        how = (f"no sign it varies that way (q = {_q(q_chosen)})"
                if family.het_spread < NEAR_SPREAD else
-               f"as a {chosen} its estimated spread between strata is "
-               f"{family.het_spread:.0%}, not beyond chance (q = {_q(q_chosen)}: the test "
-               "cannot tell with these rows)")
-        shown.append(f"{family.name}: {how}, but it varies as a {other.value} (q = "
-                     f"{q_other:.2g}: {_stratum_effects(family, top, other)})")
+               f"its estimated spread between strata is {family.het_spread:.0%}, not beyond "
+               f"chance (q = {_q(q_chosen)}: the test cannot tell with these rows)")
+        level = ("below the flag level" if q_other < alpha
+                 else f"below {NEAR_LEVEL:g}, not the flag level")
+        shown.append(f"{family.name}: kept as a {chosen}, the scale on which its effect is "
+                     f"more nearly constant, and {how}; as a {other.value} it varies (q = "
+                     f"{q_other:.2g}, {level}): {_stratum_effects(family, top, other)}")
     more = f"; ... {len(families) - 3} more" if len(families) > 3 else ""
-    return ("The effect's size depends on the scale (a claim about its absolute size and one "
-            "about its relative size answer differently across these strata): "
-            + "; ".join(shown) + more + ".")
+    return ("The effect's size depends on the scale (a claim about the arms' difference and "
+            "one about their ratio answer differently across these strata; no HETEROGENEITY "
+            "flag is raised on the scale not kept): " + "; ".join(shown) + more + ".")
 
 
 def _q(q: float) -> str:
@@ -750,8 +757,9 @@ def _summary(metric: str, label: str, versus: str, exposed: Moments, rest: Momen
     elif FlagKind.HETEROGENEITY not in found:
         lines.append(
             f"No heterogeneity flagged among the {len(heterogeneity)} dimensions tested "
-            f"for it, each on the scale kept for it (false-discovery level {alpha:g}); the "
-            "next line names those whose effect varies on the other scale."
+            f"for it, each tested on the scale on which its effect is more nearly constant "
+            f"(false-discovery level {alpha:g}); the next line names those whose effect "
+            "varies on the other scale."
             if scale_dependent else
             f"No heterogeneity beyond chance among the {len(heterogeneity)} dimensions "
             f"tested for it (false-discovery level {alpha:g}).")
