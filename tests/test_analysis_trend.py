@@ -155,6 +155,15 @@ def test_a_season_is_not_claimed_from_fewer_cycles_than_it_needs() -> None:
     assert "No season among day_of_week, hour" in result.summary
 
 
+def test_a_span_just_short_of_the_need_never_reads_as_reaching_it() -> None:
+    """17.6 months (536 days) had read "needs 18 months of data, the data span 18" to a
+    real-model reporter: the span is cut down, not rounded up."""
+    result = trend(_linear(noise=0.5, days=536), source="events", metric="avg(value)",
+                   time="seen", grain="month")
+    assert "Season not tested: month_of_year (needs 18 months of data, the data span 17)" \
+        in result.summary
+
+
 def test_the_summary_states_the_signed_slope_with_its_interval(sql: GuardedSQL) -> None:
     """A verdict on a trend copies its size from one summary line (the per-period rows
     hold no slope): a flagged TREND and a "no trend" both state the signed slope."""

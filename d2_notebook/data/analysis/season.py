@@ -6,6 +6,7 @@ corrected test passes and its amplitude is material."""
 from __future__ import annotations
 
 import json
+import math
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -222,14 +223,18 @@ def find_season(buckets: pd.DataFrame, design: np.ndarray, y: np.ndarray, w: np.
 
 
 def _needs(name: str, span_days: float) -> str:
-    """``month_of_year (needs 18 months of data, the data span 13)``."""
+    """``month_of_year (needs 18 months of data, the data span 13)``: the span is cut down,
+    never rounded up, so a span short of the need never reads as reaching it (17.6 months
+    had read "needs 18 months of data, the data span 18")."""
     cycle = SEASONS[name][1]
     if cycle >= 365:
         return (f"{name} (needs {_CYCLES * 12:.0f} months of data, the data span "
-                f"{span_days / 30.4375:.0f})")
+                f"{math.floor(span_days / 30.4375):.0f})")
     if cycle >= 7:
-        return f"{name} (needs {_CYCLES * 7:.1f} days of data, the data span {span_days:.1f})"
-    return f"{name} (needs {_CYCLES * 24:.0f} hours of data, the data span {span_days * 24:.0f})"
+        return (f"{name} (needs {_CYCLES * 7:.1f} days of data, the data span "
+                f"{math.floor(span_days * 10) / 10:.1f})")
+    return (f"{name} (needs {_CYCLES * 24:.0f} hours of data, the data span "
+            f"{math.floor(span_days * 24):.0f})")
 
 
 def _season_test(times: pd.Series, name: str, design: np.ndarray, y: np.ndarray,
