@@ -278,7 +278,7 @@ async def test_a_hypothesis_that_a_factor_does_not_matter_turns_the_polarity(ctx
     failed, answer = await _verdict(ctx, west, [evidence], "supported",
                                     contribution=_size(_row(result, "west"), evidence, "none"))
     assert not failed, answer
-    assert "supported, the factor adds nothing: no contributor" in answer
+    assert "supported, no effect as claimed: no contributor" in answer
     east, evidence = _hypothesis_with_evidence(ctx, result, "Region east doesn't add to the "
                                                             "rise")
     failed, answer = await _verdict(ctx, east, [evidence], "supported",
@@ -303,7 +303,7 @@ async def test_the_judge_may_say_what_the_hypothesis_claims_when_its_wording_hid
     assert failed and "makes this hypothesis contradicted, not supported" in answer
     failed, answer = await _verdict(ctx, hyp, [evidence], "supported", contribution={
         **size, "hypothesis_says": "it does not matter"})
-    assert not failed and "supported, the factor adds nothing: no contributor" in answer, answer
+    assert not failed and "supported, no effect as claimed: no contributor" in answer, answer
 
 
 def test_the_board_checks_the_size_itself(board: Board):

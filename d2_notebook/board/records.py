@@ -411,13 +411,14 @@ class Verdict(_Record):
         among others; ``contradicted, the factor matters`` when it claimed the factor
         does not matter and the verdict sized it a real contributor (a reader of a bare
         "contradicted: major contributor" beside a no-effect claim could not tell which
-        of the two the size belongs to); ``supported, the factor adds nothing`` when the
+        of the two the size belongs to); ``supported, no effect as claimed`` when the
         verdict supports a claim that the factor does not matter with a size of none (a
-        bare "supported: no contributor" read as a contradiction to a real reporter)."""
+        bare "supported: no contributor" read as a contradiction to a real reporter, and
+        "the factor adds nothing" as the effect the hypothesis is about being nil)."""
         if (self.status is HypothesisStatus.SUPPORTED and self.contribution is not None
                 and self.contribution.role is ContributionRole.NONE
                 and self.contribution.claim is FactorClaim.ABSENT):
-            return "supported, the factor adds nothing"
+            return "supported, no effect as claimed"
         if (self.status is HypothesisStatus.CONTRADICTED and self.contribution is not None
                 and self.contribution.is_real):
             if self.contribution.opposite:

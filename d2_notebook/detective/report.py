@@ -110,7 +110,7 @@ def hypothesis_line(board: Board, hyp: Hypothesis) -> str:
     """One Markdown line: ``- **H3** supported (0.85; major contributor …): statement
     [E21, E23]`` — the latest verdict's status (``contradicted as the main cause`` for a
     main-cause claim on a minor contributor, ``as the only cause`` for a sole-cause claim
-    on one factor among others, ``supported, the factor adds nothing`` for a supported
+    on one factor among others, ``supported, no effect as claimed`` for a supported
     claim that a factor does not matter), confidence, size and cited evidence."""
     verdict = board.latest_verdict(hyp.id)
     about = []
