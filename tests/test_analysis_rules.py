@@ -3,6 +3,7 @@ together, confounding judged by what adjustment does, honest summaries."""
 
 from __future__ import annotations
 
+import importlib
 import math
 import re
 
@@ -15,9 +16,12 @@ from d2_notebook.data.analysis.common import column_copies, prepare, run_pass
 from d2_notebook.data.analysis.compare_within import CONSEQUENCE_NOTE
 from d2_notebook.data.analysis.stats import (
     NUMERIC_COPY_CORRELATION,
+    Comparison,
+    Moments,
     OutcomeValue,
     is_set_by_outcome,
 )
+from d2_notebook.data.analysis.strata import Family
 from d2_notebook.detective.contribution_check import read_contribution
 from d2_notebook.detective.sql_tools import analysis_description
 
@@ -358,6 +362,20 @@ def test_a_crude_effect_within_the_overlapping_strata_names_the_all_rows_one(
                          + re.escape(overall.group(1)) + r"\d* over all rows\) to",
                          result.summary)
     assert (noise == 1.5) == bool(result.flags)
+
+
+def test_no_all_rows_note_where_no_stratum_is_left_out() -> None:
+    """Summed over strata, a crude effect can differ from the all-rows one by rounding
+    (1.7e-16 on random doubles); with every stratum holding both arms no text may say
+    strata were left out."""
+    cw = importlib.import_module("d2_notebook.data.analysis.compare_within")
+    group = Moments(10, 5.0, 5.0)
+    family = Family("t.d", [("a", group, group), ("b", group, group)])
+    family.overlap, family.one_arm = ["a", "b"], []
+    family.crude = Comparison(1.67e-16, 0.07, -0.14, 0.14, 1.0)
+    overall = Comparison(0.0, 0.07, -0.14, 0.14, 1.0)
+    assert cw._all_rows_note(family, overall) == ""
+    assert cw._crude_within(family, overall) == "crude, over all 2 strata"
 
 
 def test_a_dimension_that_nearly_copies_the_metric_is_named_not_flagged() -> None:

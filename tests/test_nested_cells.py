@@ -188,3 +188,25 @@ def test_maps_read_back_as_stored_and_a_recheck_finds_nothing_changed(board: Boa
     assert compare_results(stored, 2, con.sql(sql).df(), 2).same
     changed = con.sql(sql.replace("r + 1", "r + 2")).df()
     assert not compare_results(stored, 2, changed, 2).same
+
+
+@pytest.mark.parametrize(("select", "stored"), [
+    ("{'s': map([k], [r])}", ["{'s': {'k': 1}}", "{'s': {'j': 2}}"]),   # in a struct
+    ("[map([k], [r])]", ["[{'k': 1}]", "[{'j': 2}]"]),   # in a list
+    ("map([k], [map([k], [r])])", ["{'k': {'k': 1}}", "{'j': {'j': 2}}"]),   # in a map
+    ("map([k], [{'a': r}])", [{"k": {"a": 1}}, {"j": {"a": 2}}]),   # structs in a map
+    ("{'a': {'x': r}, 'b': {'y': r}}", [{"a": {"x": 1}, "b": {"y": 1}},
+                                        {"a": {"x": 2}, "b": {"y": 2}}]),   # structs only
+])
+def test_a_map_inside_another_value_never_reads_back_with_invented_keys(
+        board: Board, select: str, stored: list) -> None:
+    """Arrow holds a map only at the top of a column here: a map inside a struct, a list
+    or a map is stored as its text (flagged lossy), never as a struct that gives each
+    row the others' keys; a struct of structs stays as it is. A re-check finds each
+    unchanged."""
+    con = duckdb.connect()
+    sql = f"SELECT {select} AS v FROM (VALUES ('k', 1), ('j', 2)) t(k, r) ORDER BY r"
+    item = board.add_evidence(sql, con.sql(sql).df(), description="nested maps")
+    assert board.evidence_frame(item.id)["v"].tolist() == stored
+    assert item.columns[0].lossy == isinstance(stored[0], str)
+    assert compare_results(board.evidence_frame(item.id), 2, con.sql(sql).df(), 2).same

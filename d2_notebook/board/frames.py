@@ -5,7 +5,8 @@ nullable integers, ``str``, datetimes, timedeltas, lists, structs, maps) plus a 
 holding the real column names and dtypes. Columns are stored under positional names
 (``c0``, ``c1``, ...) so duplicate or non-string names survive. Object columns keep
 their missing-value marker; the rare Python objects Arrow cannot hold (``uuid.UUID``,
-mixed types) are stored as their ``str()`` and flagged ``lossy``.
+mixed types, a MAP inside a STRUCT or LIST) are stored as their text and flagged
+``lossy``.
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ import pandas as pd
 import pyarrow as pa
 
 from d2_notebook.board.records import ColumnSpec
+from d2_notebook.nested_values import is_nested, nested_text, varying_key_places
 
 
 def encode_frame(frame: pd.DataFrame) -> tuple[bytes, tuple[ColumnSpec, ...]]:
@@ -28,10 +30,10 @@ def encode_frame(frame: pd.DataFrame) -> tuple[bytes, tuple[ColumnSpec, ...]]:
         name = str(frame.columns[position])
         na = _na_marker(column) if column.dtype == object else None
         try:
-            array = _map_array(column) if _holds_maps(column) else pa.Array.from_pandas(column)
+            array = _arrow_array(column)
             lossy = False
         except (pa.ArrowInvalid, pa.ArrowTypeError, pa.ArrowNotImplementedError):
-            array = pa.Array.from_pandas(column.map(lambda v: None if _is_missing(v) else str(v)))
+            array = pa.Array.from_pandas(column.map(_cell_text))
             lossy = True
         arrays[f"c{position}"] = array
         specs.append(ColumnSpec(name=name, dtype=str(column.dtype), na=na, lossy=lossy))
@@ -92,15 +94,29 @@ def _types_mapper(spec: ColumnSpec):
     return mapper
 
 
-def _holds_maps(column: pd.Series) -> bool:
-    """Whether an object column holds dicts whose keys differ from row to row (a MAP, as
-    DuckDB returns one): stored as a struct, each row would read back with every row's
-    keys, the ones it lacks as None."""
-    if column.dtype != object:
-        return False
-    dicts = [v for v in column if not _is_missing(v)]
-    return (bool(dicts) and all(isinstance(v, dict) for v in dicts)
-            and len({tuple(v) for v in dicts}) > 1)
+def _cell_text(value: object) -> str | None:
+    """A cell Arrow cannot hold as it is, as text (a nested value as everywhere else:
+    ``[1, 2]``, ``{'k': 1}``), None for a missing one."""
+    if _is_missing(value):
+        return None
+    return nested_text(value) if is_nested(value) else str(value)
+
+
+def _arrow_array(column: pd.Series) -> pa.Array:
+    """``column`` as Arrow holds it; a column of dicts whose keys differ from row to row
+    (a MAP, as DuckDB returns one) as an Arrow map, since as a struct each row would read
+    back with every row's keys, as None.
+
+    Raises:
+        pa.ArrowInvalid: Arrow cannot hold it as it is (a map inside a struct or list:
+            the caller keeps its text).
+    """
+    places = varying_key_places(column) if column.dtype == object else set()
+    if not places:
+        return pa.Array.from_pandas(column)
+    if places == {()} and all(isinstance(v, dict) for v in column if not _is_missing(v)):
+        return _map_array(column)
+    raise pa.ArrowInvalid("a map inside a struct, a list or another map")
 
 
 def _map_array(column: pd.Series) -> pa.Array:

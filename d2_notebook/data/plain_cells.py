@@ -12,41 +12,9 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
+from d2_notebook.nested_values import is_nested, nested_text
+
 __all__ = ["is_nested", "nested_text", "plain_frame"]
-
-NESTED_CELLS = (list, tuple, dict, set, frozenset, np.ndarray, bytes, bytearray, memoryview)
-"""Cells a query returns whole values in: a LIST or ARRAY (a NumPy array from DuckDB, a
-list from PostgreSQL or Spark), a STRUCT or MAP (a dict), a BLOB (bytes)."""
-
-
-def is_nested(value: object) -> bool:
-    """Whether a cell holds a list, struct, map, array or blob."""
-    return isinstance(value, NESTED_CELLS)
-
-
-def nested_text(value: object) -> str:
-    """A list, struct, map or blob cell as its text: ``[1, 2]``, ``{'channel': 'web'}``
-    (a NumPy array as the list it holds, a blob's bytes as written)."""
-    return str(_plain(value))
-
-
-def _plain(value: object) -> object:
-    if isinstance(value, bytes | bytearray | memoryview):
-        return _Verbatim(str(bytes(value))[2:-1])
-    if isinstance(value, dict):
-        return {_plain(k): _plain(v) for k, v in value.items()}
-    if isinstance(value, np.ndarray | list | tuple | set | frozenset):
-        return [_plain(v) for v in value]
-    if isinstance(value, np.generic):
-        return value.item()
-    return value
-
-
-class _Verbatim(str):
-    """A blob's text, shown without quotes inside a list or struct."""
-
-    def __repr__(self) -> str:
-        return str(self)
 
 
 def plain_frame(frame: pd.DataFrame) -> pd.DataFrame:
@@ -58,7 +26,7 @@ def plain_frame(frame: pd.DataFrame) -> pd.DataFrame:
     and the other cells unchanged).
     """
     nested = [position for position, dtype in enumerate(frame.dtypes) if dtype is np.dtype(object)
-              and frame.iloc[:, position].map(lambda v: is_nested(v)).any()]
+              and frame.iloc[:, position].map(is_nested).any()]
     if frame.columns.is_unique and not nested:
         return frame
     plain = frame.copy()

@@ -212,7 +212,8 @@ def _phrases(text: str, longest: int = 8) -> set[str]:
 def render_rows(frame: pd.DataFrame, positions: list[int] | None = None) -> str:
     """Rows of ``frame`` as text: a table, with any long cell whole beneath its row.
 
-    ``positions`` (0-based) selects rows and numbers them ("row" column, 1-based);
+    ``positions`` (0-based) selects rows and numbers them (a "row" column, 1-based;
+    "row #" when the result has a column named row);
     None shows every row unnumbered.
     """
     if not len(frame.columns):

@@ -671,8 +671,8 @@ def _all_rows_note(family: Family, overall: Comparison) -> str:
     """``"; over all rows, the left-out strata included, -14.6"`` where the crude effect
     within the strata with both arms reads differently from the all-rows one; empty
     otherwise."""
-    if figure(family.crude.difference) == figure(overall.difference):
-        return ""
+    if not family.one_arm or figure(family.crude.difference) == figure(overall.difference):
+        return ""  # no stratum left out: the two differ by rounding only
     return f"; over all rows, the left-out strata included, {figure(overall.difference)}"
 
 
