@@ -16,7 +16,7 @@ import pytest
 from account_case import account_context
 
 from d2_notebook.board import Board
-from d2_notebook.data.plain_cells import nested_text, plain_frame
+from d2_notebook.data.plain_cells import plain_frame
 from d2_notebook.data.results import cell_text
 from d2_notebook.detective import roles
 from d2_notebook.detective.claim_check import check_claims, check_report
@@ -29,6 +29,7 @@ from d2_notebook.detective.result_summary import column_statistics
 from d2_notebook.llm import ModelRequest, ModelResponse
 from d2_notebook.llm.messages import ToolResult
 from d2_notebook.llm.offline import FunctionModel, tool_call
+from d2_notebook.nested_values import nested_text
 from d2_notebook.notebook.evidence_labels import key_number
 from d2_notebook.notebook.snapshot import frame_rows as snapshot_rows
 from d2_notebook.teaching.board_answer import frame_rows

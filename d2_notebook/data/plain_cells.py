@@ -14,7 +14,7 @@ import pandas as pd
 
 from d2_notebook.nested_values import is_nested, nested_text
 
-__all__ = ["is_nested", "nested_text", "plain_frame"]
+__all__ = ["plain_frame"]
 
 
 def plain_frame(frame: pd.DataFrame) -> pd.DataFrame:

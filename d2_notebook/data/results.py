@@ -8,7 +8,7 @@ from typing import ClassVar
 import pandas as pd
 
 from d2_notebook.data.fencing import escape_text
-from d2_notebook.data.plain_cells import is_nested, nested_text
+from d2_notebook.nested_values import is_nested, nested_text
 
 __all__ = ["PREVIEW_SLACK", "PREVIEW_WHOLE_CHARS", "QueryResult", "cell_text", "text_table"]
 

@@ -61,7 +61,7 @@ from d2_notebook.board.follow_ups import reuse_text
 from d2_notebook.board.records import RecheckedVerdict
 from d2_notebook.board.scopes import investigation_scope
 from d2_notebook.charts import chart_for_evidence
-from d2_notebook.data.plain_cells import is_nested, nested_text
+from d2_notebook.nested_values import is_nested, nested_text
 from d2_notebook.notebook import style
 from d2_notebook.notebook.checks import check_sentence
 from d2_notebook.notebook.details import pretty_sql

@@ -667,22 +667,28 @@ def _with_outcome_note(family: Family, tables: frozenset[str] | None) -> str:
             "recorded before or with the exposure.")
 
 
+def _crude_differs(family: Family, overall: Comparison) -> bool:
+    """Whether strata with one arm only are left out and the crude effect within the
+    others reads differently from the all-rows one (with no stratum left out, the two
+    differ by rounding only)."""
+    return bool(family.one_arm) and figure(family.crude.difference) != figure(
+        overall.difference)
+
+
 def _all_rows_note(family: Family, overall: Comparison) -> str:
-    """``"; over all rows, the left-out strata included, -14.6"`` where the crude effect
-    within the strata with both arms reads differently from the all-rows one; empty
-    otherwise."""
-    if not family.one_arm or figure(family.crude.difference) == figure(overall.difference):
-        return ""  # no stratum left out: the two differ by rounding only
+    """``"; over all rows, the left-out strata included, -14.6"`` where
+    :func:`_crude_differs`; empty otherwise."""
+    if not _crude_differs(family, overall):
+        return ""
     return f"; over all rows, the left-out strata included, {figure(overall.difference)}"
 
 
 def _crude_within(family: Family, overall: Comparison) -> str:
-    """``crude, over all 5 strata``, or, when strata with one arm only are left out and the
-    crude effect within the others reads differently from the all-rows one: ``the crude
-    effect within the 8 of 10 strata with both arms (...), not the -14.6 over all rows``
-    (two collectors took the two "crude" effects of one summary for a contradiction)."""
+    """``crude, over all 5 strata``, or, where :func:`_crude_differs`: ``the crude effect
+    within the 8 of 10 strata with both arms (...), not the -14.6 over all rows`` (two
+    collectors took the two "crude" effects of one summary for a contradiction)."""
     within = _strata_text(family)
-    if not _all_rows_note(family, overall):
+    if not _crude_differs(family, overall):
         return f"crude, over {within}"
     return (f"the crude effect within {within}, not the {figure(overall.difference)} over "
             "all rows")

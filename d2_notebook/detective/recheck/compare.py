@@ -19,7 +19,7 @@ from typing import Any
 
 import pandas as pd
 
-from d2_notebook.data.plain_cells import is_nested, nested_text
+from d2_notebook.nested_values import is_nested, nested_text
 
 __all__ = ["MAX_CHANGES_SHOWN", "Comparison", "compare_results", "normalise_cell"]
 
