@@ -150,17 +150,18 @@ def test_floating_point_noise_raises_no_flag() -> None:
 def test_a_season_is_not_claimed_from_fewer_cycles_than_it_needs() -> None:
     result = trend(_linear(noise=0.5, days=396), source="events", metric="avg(value)",
                    time="seen", grain="month")
-    assert "Season not tested: month_of_year (needs 18 months of data, the data span 13)" \
+    assert "Season not tested: month_of_year (needs 18 months of data, the data span 13.0)" \
         in result.summary
     assert "No season among day_of_week, hour" in result.summary
 
 
 def test_a_span_just_short_of_the_need_never_reads_as_reaching_it() -> None:
     """17.6 months (536 days) had read "needs 18 months of data, the data span 18" to a
-    real-model reporter: the span is cut down, not rounded up."""
+    real-model reporter: the span is cut down to a tenth, not rounded up (and keeps its
+    tenth: 13 monthly periods had read "the data span 12" to a real-model collector)."""
     result = trend(_linear(noise=0.5, days=536), source="events", metric="avg(value)",
                    time="seen", grain="month")
-    assert "Season not tested: month_of_year (needs 18 months of data, the data span 17)" \
+    assert "Season not tested: month_of_year (needs 18 months of data, the data span 17.6)" \
         in result.summary
 
 
@@ -176,7 +177,8 @@ def test_the_summary_states_the_signed_slope_with_its_interval(sql: GuardedSQL) 
                   time="ordered_on", grain="week")
     stated = re.search(r"No trend[^\n]*The straight line's slope: (\S+) per week "
                        r"\(95% CI (\S+) to (\S+); p = (\S+), above the \S+ each of the "
-                       r"trend, change-point and season tests is held to\)\.", quiet.summary)
+                       r"trend, change-point and season tests is held to \(the call's level 0.001 "
+                       r"split over the three\)\)\.", quiet.summary)
     assert stated is not None, quiet.summary
     slope, low, high, p = (float(v) for v in stated.groups())
     assert low < slope < high and low < 0 < high and p > 0.05
@@ -390,10 +392,13 @@ def test_periods_without_any_row_inside_the_span_are_named() -> None:
             "2021-12 and 2022-04.") in two.summary
 
 
-def test_a_slope_clear_of_zero_only_at_95_percent_states_its_interval_at_the_held_level() -> None:
+def test_a_slope_clear_of_zero_only_at_95_percent_states_both_readings() -> None:
     """p = 0.012 is no TREND at the level the three tests are held to, but its 95% interval
-    is clear of 0 (answerers read that pair two ways): the interval at the held level is
-    stated too, and it holds 0."""
+    is clear of 0. A judge and two collectors read "no trend beyond chance" beside it as
+    contradicting the verdict rule (a real effect's 95% interval excludes 0), and linked
+    it against a hypothesis that had stated the trend. The summary says both: real at 95%
+    for a hypothesis that stated it, and why it is no flag, with the interval at the held
+    level, which holds 0."""
     con = duckdb.connect()
     con.execute("""
         CREATE TABLE visits AS
@@ -403,9 +408,13 @@ def test_a_slope_clear_of_zero_only_at_95_percent_states_its_interval_at_the_hel
     result = trend(GuardedSQL(con), source="visits", metric="avg(minutes)", time="day",
                    grain="week")
     assert not result.flags, result.summary
-    stated = re.search(r"\(95% CI (\S+) to (\S+); p = (\S+), above the (\S+) each of the "
-                       r"trend, change-point and season tests is held to; its (\S+)% interval, at "
-                       r"that level, is (\S+) to (\S+), which holds 0\)\.", result.summary)
+    stated = re.search(r"\(95% CI (\S+) to (\S+); p = (\S+)\)\. Its 95% interval excludes 0: a "
+                       r"hypothesis that stated this rise reads it as real at 95%, the level a "
+                       r"verdict's interval has\. It is no TREND flag because p is above the "
+                       r"(\S+) each of the trend, change-point and season tests is held to "
+                       r"\(the call's level 0\.001 split over the three\); at that level its "
+                       r"(\S+)% interval, (\S+) to (\S+), holds 0, so as a finding nobody "
+                       r"stated beforehand it is a lead to test, not a result\.", result.summary)
     assert stated is not None, result.summary
     low, high, p, held, level, held_low, held_high = (float(v) for v in stated.groups())
     assert 0 < low < high and held < p < 0.05

@@ -67,7 +67,7 @@ class Seasons:
     """The season tests of one call: which grains were tested, which could not be."""
 
     tested: tuple[str, ...]
-    untested: tuple[str, ...]  # "month_of_year (needs 18 months, the data span 13)"
+    untested: tuple[str, ...]  # "month_of_year (needs 18 months, the data span 12.9)"
     best: str | None = None
     p_value: float = 1.0
     amplitude: float = 0.0
@@ -223,13 +223,14 @@ def find_season(buckets: pd.DataFrame, design: np.ndarray, y: np.ndarray, w: np.
 
 
 def _needs(name: str, span_days: float) -> str:
-    """``month_of_year (needs 18 months of data, the data span 13)``: the span is cut down,
-    never rounded up, so a span short of the need never reads as reaching it (17.6 months
-    had read "needs 18 months of data, the data span 18")."""
+    """``month_of_year (needs 18 months of data, the data span 12.9)``: the span is cut
+    down to a tenth, never rounded up, so a span short of the need never reads as
+    reaching it (17.6 months had read "needs 18 months of data, the data span 18"), and
+    months keep their tenth so 13 monthly periods do not read as a span of 12."""
     cycle = SEASONS[name][1]
     if cycle >= 365:
         return (f"{name} (needs {_CYCLES * 12:.0f} months of data, the data span "
-                f"{math.floor(span_days / 30.4375):.0f})")
+                f"{math.floor(span_days / 30.4375 * 10) / 10:.1f})")
     if cycle >= 7:
         return (f"{name} (needs {_CYCLES * 7:.1f} days of data, the data span "
                 f"{math.floor(span_days * 10) / 10:.1f})")

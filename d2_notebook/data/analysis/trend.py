@@ -474,22 +474,31 @@ def _slope_interval(linear: Fit, alpha: float) -> tuple[float, float]:
 def _slope_note(linear: Fit, span: float, scale: float, alpha: float, grain: str) -> str:
     """The straight line's slope with its 95% interval, and why it is no TREND flag: its
     p-value above the level each of the three tests (trend, change point, season) is
-    held to, or a change over the data under the material share of the metric's scale
-    (a 95% interval clear of 0 read beside "no trend" confused a real-model collector, so
-    such a slope also gets its interval at the level held to, which holds 0)."""
+    held to, or a change over the data under the material share of the metric's scale.
+
+    A slope clear of 0 at 95% but not at the level held to says both readings: a judge
+    and two collectors read "no trend beyond chance" beside a 95% interval clear of 0 as
+    a contradiction of the verdict rule (a real effect's 95% interval excludes 0), and
+    linked such results against a hypothesis that had stated the trend. The tool's level
+    screens three tests; a hypothesis that named this trend is tested at 95%."""
     slope, low, high, p, _ = _line_test(linear, span, scale, alpha)
-    if p >= alpha:
-        why = (f"p = {p:.2g}, above the {alpha:.2g} each of the trend, change-point and "
-               "season tests is held to")
-        if low > 0 or high < 0:  # clear of 0 at 95% but not at the level held to
-            held_low, held_high = _slope_interval(linear, alpha)
-            why += (f"; its {100 * (1 - alpha):.4g}% interval, at that level, is "
-                    f"{figure(held_low)} to {figure(held_high)}, which holds 0")
-    else:
-        why = (f"a change of {figure(abs(slope * span))} over the data, under "
-               f"{RELATIVE_TOLERANCE:.0%} of the metric's scale")
-    return (f"The straight line's slope: {figure(slope)} per {grain} (95% CI {figure(low)} "
-            f"to {figure(high)}; {why}).")
+    stated = f"The straight line's slope: {figure(slope)} per {grain} (95% CI {figure(low)} " \
+             f"to {figure(high)}; "
+    screened = (f"above the {alpha:.2g} each of the trend, change-point and season tests is "
+                f"held to (the call's level {3 * alpha:.2g} split over the three)")
+    if p < alpha:
+        return (f"{stated}a change of {figure(abs(slope * span))} over the data, under "
+                f"{RELATIVE_TOLERANCE:.0%} of the metric's scale).")
+    if (low > 0 or high < 0) and is_material(slope * span, scale):
+        # clear of 0 at 95% but not at the level held to
+        held_low, held_high = _slope_interval(linear, alpha)
+        return (f"{stated}p = {p:.2g}). Its 95% interval excludes 0: a hypothesis that "
+                f"stated this {'rise' if slope > 0 else 'fall'} reads it as real at 95%, "
+                f"the level a verdict's interval has. It is no TREND flag because p is "
+                f"{screened}; at that level its {100 * (1 - alpha):.4g}% interval, "
+                f"{figure(held_low)} to {figure(held_high)}, holds 0, so as a finding "
+                "nobody stated beforehand it is a lead to test, not a result.")
+    return f"{stated}p = {p:.2g}, {screened})."
 
 
 def _flags(linear: Fit, fit: Fit, shape: _Shape, seasons: Seasons, buckets: pd.DataFrame,
@@ -716,7 +725,8 @@ def _summary(metric: str, time: str, grain: str, frame: pd.DataFrame, flags: lis
             line_slope = ""
             if "trend" in missing and slope_note is not None and not stepped:
                 line_slope = f" {slope_note}"
-            lines.append(f"No {' or '.join(missing)} both beyond chance and material (at least "
+            lines.append(f"No {' or '.join(missing)} both beyond chance at the tool's level "
+                         f"and material (at least "
                          f"{RELATIVE_TOLERANCE:.0%} of the metric's scale).{line_slope}")
         if seasons.tested and FlagKind.SEASON not in found:
             lines.append(f"No season among {', '.join(seasons.tested)} (tested on the "
