@@ -372,3 +372,31 @@ def test_a_segment_of_one_period_and_a_tiny_segment_are_left_out_of_the_test() -
     assert grp.loc["north", "flagged"]
     assert not grp.loc[["east", "west"], "flagged"].any()
     assert "Rate change not tested" in result.summary and "t.grp = tiny" in result.summary
+
+
+def test_a_dimension_of_nearly_one_value_is_not_ranked_as_a_contribution() -> None:
+    """A real-model judge read "year(closed_at): 2023: 0.289 (101%)" ranked first among
+    the largest contributions as a finding, when 2023 held nearly every row in both
+    periods: such a segment's contribution is about the whole change whatever caused it.
+    It is named apart, with its row shares, and the ranking starts with a real split."""
+    con = duckdb.connect()
+    con.execute("""
+        CREATE TABLE tickets AS
+        SELECT CASE WHEN i < 200 THEN 2023 ELSE 2024 END AS opened_year,
+               CASE WHEN i % 40 = 0 THEN 'late' ELSE 'same year' END AS closed_when,
+               CASE WHEN i % 2 = 0 THEN 'network' ELSE 'database' END AS grp,
+               CASE WHEN (i < 200 AND i % 10 < 2) OR (i >= 200 AND i % 10 < 5)
+                    THEN 1 ELSE 0 END AS beth
+        FROM range(400) t(i)""")
+    result = decompose(GuardedSQL(con), source="tickets", metric="avg(beth)",
+                       period="opened_year")
+    summary = result.summary
+    assert ("Not ranked, nearly one value in both periods (one segment holds 90% or more of "
+            "the rows in each, so its contribution is most of the change whatever happened "
+            "and localises nothing): tickets.closed_when (same year: 98% and 98% of the "
+            "rows).") in summary, summary
+    ranked = summary.split("Largest contributions by dimension (rate part + mix part):\n")[1]
+    ranked = ranked.split("Not ranked")[0]
+    assert "tickets.grp" in ranked and "closed_when" not in ranked
+    # the rows keep it: only the ranking in the text leaves it out
+    assert "tickets.closed_when" in set(result.frame["dimension"])
