@@ -358,3 +358,25 @@ async def test_a_tables_row_count_from_the_schema_summary_is_known(board: Board)
                                  "stance": "supports",
                                  "reading": "0.142 against 0.318, from 81 interviews"})
     assert "note:" not in answer
+
+
+def test_a_total_of_cells_its_sentence_lists_passes_and_the_note_says_so(board: Board) -> None:
+    """Three real-model answerers read "127 *(unverified)* rows" (71 + 56 of the rows it
+    read) as a correct figure marked wrong. A total not listed stays unverified (by
+    decision: wrong subtotals were accepted); the note now names the way out, listing
+    the cells in the sentence, and a sentence that does so passes."""
+    investigation_id = board.start_investigation("Who closes their own incidents?").id
+    hyp = board.add_hypothesis("Closers differ from assignees", investigation_id=investigation_id)
+    own = board.add_evidence(
+        "SELECT assigned_to, count(*) AS n FROM incident WHERE closed_by = assigned_to "
+        "GROUP BY ALL", pd.DataFrame({"assigned_to": ["Beth", "Luke", "Fred"],
+                                      "n": [71, 56, 9]}),
+        description="own closures", investigation_id=investigation_id).id
+    bare = check_text(board, [own], hyp.id, "closed by their assignee on 127 rows only")
+    assert bare.unverified == ("127",)
+    note = bare.note()
+    assert "nor a total of cells its sentence lists" in note
+    assert "a total counts once its sentence lists the cells it adds" in note
+    listed = check_text(board, [own], hyp.id,
+                        "closed by their assignee on 127 rows only: Beth 71 and Luke 56")
+    assert listed.unverified == () and listed.note() is None

@@ -70,9 +70,11 @@ class CheckedText:
         one = len(set(self.unverified)) == 1
         where = " or ".join(self.read) if self.read else "any result it cites"
         return (f"note: {listed} in your text {'is' if one else 'are'} not in the rows of "
-                f"{where} (nor a difference or ratio of two values of the rows it names), "
-                f"so {'it is' if one else 'they are'} stored marked (unverified) and no "
-                f"reader takes them as the evidence's; {fix}.")
+                f"{where} (nor a difference or ratio of two values of the rows it names, "
+                f"nor a total of cells its sentence lists: a total counts once its sentence "
+                f"lists the cells it adds, \"127 rows: 71 and 56\"), so "
+                f"{'it is' if one else 'they are'} stored marked (unverified) and no reader "
+                f"takes them as the evidence's; {fix}.")
 
 
 def check_text(board: Board, evidence_ids: Sequence[str], hypothesis_id: str | None,
