@@ -114,8 +114,8 @@ _FLAGS_AND_SQL = (
     "A flag needs a difference of at least 1% of the metric's scale as well as passing "
     "its test, so rounding noise is never flagged. The summary says how many of the "
     "groups or dimensions were tested and which were not, with their size. The "
-    "generated SQL runs read-only through the SQL guard, in one pass, and is stored as "
-    "evidence like any query."
+    "generated SQL runs read-only through the SQL guard, in one pass; its result gets a "
+    "query id, recorded or cited like any query's."
 )
 
 TOOL_SPECS: tuple[AnalysisToolSpec, ...] = (
@@ -194,7 +194,8 @@ TOOL_SPECS: tuple[AnalysisToolSpec, ...] = (
         "its test; a metric that is an exact function of time is reported as "
         "DETERMINISTIC, with no interval or p-value. Needs at least 3 periods of the "
         "grain. The generated SQL runs read-only through "
-        "the SQL guard in one pass and is stored as evidence like any query.",
+        "the SQL guard in one pass; its result gets a query id, recorded or cited like any "
+        "query's.",
         {"type": "object", "additionalProperties": False,
          "required": ["source", "metric", "time"],
          "properties": {
