@@ -111,6 +111,22 @@ def test_a_total_of_the_cells_a_sentence_lists_is_found() -> None:
     assert _unverified(check_claims(alone, {"E1": closers}, [])) == ["385"]
 
 
+def test_a_total_of_the_cells_its_clause_lists_is_found_in_a_longer_sentence() -> None:
+    """A real-model collector wrote "All 52 closed in Aug (0 carried into Sep); Jul's 44
+    closed in Jul (24) and Aug (20); of Sep's 4, 1 closed in Sep and 3 in Oct" and its
+    right 44 was marked: the sentence's listed cells add up to 100. The cells its own
+    clause lists count too; a figure no clause or sentence adds up to still does not."""
+    months = pd.DataFrame({"opened": ["Jul", "Jul", "Aug", "Aug", "Sep", "Sep"],
+                           "closed": ["Jul", "Aug", "Aug", "Sep", "Sep", "Oct"],
+                           "n_hw": [24, 20, 52, 0, 1, 3]})
+    reading = ("All 52 hardware incidents closed in Aug (0 carried into Sep); Jul's {} closed "
+               "in Jul (24) and Aug (20); of Sep's 4, 1 closed in Sep and 3 in Oct [E1].\n")
+    assert check_claims(reading.format(44), {"E1": months}, []).unverified == ()
+    assert _unverified(check_claims(reading.format(45), {"E1": months}, [])) == ["45"]
+    dashed = "Jul's 44 closed in Jul (24) and Aug (20) \u2014 all 52 of Aug's in Aug [E1].\n"
+    assert check_claims(dashed, {"E1": months}, []).unverified == ()
+
+
 def test_a_subtotal_the_sentence_does_not_list_stays_unverified() -> None:
     """"44 analysts" over the rows Analyst/junior 25 and Analyst/senior 19 is not found:
     three independent reviews of rules that add up the rows a label names found wrong

@@ -60,6 +60,7 @@ _FOOTER = re.compile(r"\n*---\n\*Claim check:[^\n]*\*\n*\Z")
 _CITATION = re.compile(r"\b[EQ]\d+\b")
 _HEADING = re.compile(r"^#{1,6}\s", re.MULTILINE)
 _SENTENCE_END = re.compile(r"[.!?](?=\s|$)")
+_CLAUSE_END = re.compile(r";|\s[\u2014\u2013]\s|\s--\s")
 _MAX_DERIVED_VALUES = 200
 MAX_SPAN_DATES = 12
 """A cited result with more dates than this gives no day spans unless the text names
@@ -257,7 +258,7 @@ def check_claims(report: str, evidence_frames: Mapping[str, pd.DataFrame],
             explicit = True
         if not _found(number, [sources[c] for c in cited], verdicts, explicit,
                       days=says_days(clean, number.end),
-                      stated=_others_in_sentence(clean, number, numbers)):
+                      stated=_stated_groups(clean, number, numbers)):
             unverified.append((number, UnverifiedClaim(
                 number.text, _sentence(clean, number), tuple(cited) if explicit else ())))
     missing = [n for n, _ in unverified]
@@ -342,11 +343,13 @@ def _where_to_look(report: str, number: ReportNumber,
 
 
 def _found(number: ReportNumber, sources: list[_Source], verdicts: _Source,
-           explicit: bool, *, days: bool = False, stated: list[ReportNumber] = ()) -> bool:
+           explicit: bool, *, days: bool = False,
+           stated: list[list[ReportNumber]] = ()) -> bool:
     """Whether ``number`` is in ``sources`` or ``verdicts``; with ``days`` (it counts
     days) a span between two dates of a cited source (or one of it and one of the
     verdict texts, such as the question's date) counts too, and the total of a cited
-    source's cells that hold the other numbers of its sentence (``stated``) does."""
+    source's cells that hold the other numbers of its clause, or of its sentence (the
+    groups of ``stated``), does."""
     everything = [*sources, verdicts]
     if number.kind is NumberKind.DATE:
         return any(number.text in s.text for s in everything)
@@ -361,7 +364,7 @@ def _found(number: ReportNumber, sources: list[_Source], verdicts: _Source,
         return True
     return (explicit and number.significant_digits >= 2
             and any(matches_any(number, s.derived())
-                    or (stated and matches_any(number, s.stated_totals(stated)))
+                    or any(matches_any(number, s.stated_totals(group)) for group in stated)
                     for s in sources))
 
 
@@ -391,12 +394,25 @@ def _section_span(report: str, number: ReportNumber) -> tuple[int, int]:
     return start, end
 
 
-def _others_in_sentence(report: str, number: ReportNumber,
-                        numbers: list[ReportNumber]) -> list[ReportNumber]:
-    """The quantities other than ``number`` in its sentence."""
+def _stated_groups(report: str, number: ReportNumber,
+                   numbers: list[ReportNumber]) -> list[list[ReportNumber]]:
+    """The quantities other than ``number`` in its clause (its part of the sentence between
+    semicolons or dashes), then those in its whole sentence: a total may add up the cells
+    its clause lists when the sentence lists others too ("All 52 closed in Aug; Jul's 44
+    closed in Jul (24) and Aug (20); of Sep's 4, ..." adds 24 and 20, not every cell the
+    sentence names: a real-model collector's right 44 was marked)."""
     start, end = _sentence_span(report, number)
-    return [n for n in numbers if start <= n.start < end and n is not number
-            and n.kind is NumberKind.QUANTITY]
+    others = [n for n in numbers if start <= n.start < end and n is not number
+              and n.kind is NumberKind.QUANTITY]
+    clause_start, clause_end = start, end
+    for mark in _CLAUSE_END.finditer(report, start, end):
+        if mark.end() <= number.start:
+            clause_start = mark.end()
+        elif mark.start() >= number.end:
+            clause_end = mark.start()
+            break
+    clause = [n for n in others if clause_start <= n.start < clause_end]
+    return [clause, others] if 0 < len(clause) < len(others) else [others]
 
 
 def _sentence(report: str, number: ReportNumber) -> str:
