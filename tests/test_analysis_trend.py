@@ -420,3 +420,30 @@ def test_a_slope_clear_of_zero_only_at_95_percent_states_both_readings() -> None
     assert 0 < low < high and held < p < 0.05
     assert level == pytest.approx(100 * (1 - held), abs=0.01)
     assert held_low < 0 < held_high and held_low < low and held_high > high
+
+
+def test_two_opposite_level_shifts_that_cancel_are_named_an_episode() -> None:
+    """A real-model reporter read "Shape: a straight line with change points" beside "No
+    trend beyond chance" as two findings where the data had a five-week window of extra
+    hardware incidents: the shape says the line holds no trend, and the second change
+    point says the two shifts bracket an episode that came back."""
+    con = duckdb.connect()
+    con.execute("""
+        CREATE TABLE incidents AS
+        SELECT DATE '2023-01-02' + INTERVAL (w) WEEK + to_days(i % 7) AS opened,
+               CASE WHEN w BETWEEN 28 AND 32 THEN (i % 10 < 7)
+                    ELSE (hash(w, i) % 10 < 3) END AS hardware
+        FROM range(52) r(w), range(30) s(i)""")
+    result = trend(GuardedSQL(con), source="incidents",
+                   metric="avg(CASE WHEN hardware THEN 1 ELSE 0 END)", time="opened",
+                   grain="week")
+    points = [f.text for f in result.flags if f.kind is FlagKind.CHANGE_POINT]
+    assert len(points) == 2, result.summary
+    assert re.search(r"; with the shift at 2023-07-17, an episode from 2023-07-17 to "
+                     r"2023-08-21: the level moved by 0\.\d+ and back by -0\.\d+, ending "
+                     r"-?0\.\d+ from where it began$", points[1]), points[1]
+    assert "episode" not in points[0]
+    assert result.summary.split("\n")[0].endswith(
+        "Shape: a line with no trend beyond chance with change points at 2023-07-17 (95% "
+        "range of dates 2023-07-17 only) and 2023-08-21 (95% range of dates 2023-08-21 "
+        "only)."), result.summary

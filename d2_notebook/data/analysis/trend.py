@@ -515,9 +515,11 @@ def _flags(linear: Fit, fit: Fit, shape: _Shape, seasons: Seasons, buckets: pd.D
             f"p = {p:.2g})")))
     column = 1 + shape.sloped
     slope_now = float(fit.coef[1]) if shape.sloped else 0.0
+    shifts: list[tuple[str, float]] = []  # (the period it falls in, its level shift)
     for i, b in enumerate(shape.breaks):
         when = _break_label(b, buckets, grain)
         shift = float(fit.coef[column])
+        shifts.append((when.split(" (", 1)[0], shift))
         if not shape.sloped:
             before, after = (_segment_mean(buckets, t, shape, j) for j in (i, i + 1))
             relative = f", {shift / before:+.1%}" if before else ""
@@ -536,6 +538,8 @@ def _flags(linear: Fit, fit: Fit, shape: _Shape, seasons: Seasons, buckets: pd.D
                     f"after correction)")
         flags.append(Flag(FlagKind.CHANGE_POINT, None, text))
         column += 1 + b.slope
+    if (episode := _episode(shifts)) is not None:
+        flags[-1] = Flag(FlagKind.CHANGE_POINT, None, f"{flags[-1].text}; {episode}")
     season = seasons.best
     if season:
         groups = SEASONS[season][0](buckets["t"].dt)
@@ -549,6 +553,21 @@ def _flags(linear: Fit, fit: Fit, shape: _Shape, seasons: Seasons, buckets: pd.D
             f"highest in {season_label(season, high)} ({figure(by_group[high])}), lowest in "
             f"{season_label(season, low)} ({figure(by_group[low])})")))
     return flags
+
+
+def _episode(shifts: list[tuple[str, float]]) -> str | None:
+    """Two level shifts of opposite sign that about cancel (what is left is under half
+    the larger): the series had an episode between them and came back. Said in words: a
+    real-model reporter read "a straight line with change points" beside "no trend" as
+    two findings, where the data showed a five-week window."""
+    if len(shifts) != 2:
+        return None
+    (start, up), (end, down) = shifts
+    if up * down >= 0 or abs(up + down) > 0.5 * max(abs(up), abs(down)):
+        return None
+    return (f"with the shift at {start}, an episode from {start} to {end}: the level moved "
+            f"by {figure(up)} and back by {figure(down)}, ending {figure(up + down)} from "
+            "where it began")
 
 
 def _p(p: float) -> str:
@@ -669,8 +688,8 @@ def _shape_lines(shape: _Shape, linear: Fit, flags: list[Flag], buckets: pd.Data
     trend_found = FlagKind.TREND in {f.kind for f in flags}
     if whens:
         points = "a change point" if len(whens) == 1 else "change points"
-        base = (f"{'a trend' if trend_found else 'a straight line'} with {points} at "
-                f"{' and '.join(whens)}")
+        base = (f"{'a trend' if trend_found else 'a line with no trend beyond chance'} with "
+                f"{points} at {' and '.join(whens)}")
     elif shape.rival is None:
         base = ("a steady trend (no change point beyond chance)" if trend_found
                 else "no trend beyond chance")
