@@ -447,3 +447,13 @@ def test_two_opposite_level_shifts_that_cancel_are_named_an_episode() -> None:
         "Shape: a line with no trend beyond chance with change points at 2023-07-17 (95% "
         "range of dates 2023-07-17 only) and 2023-08-21 (95% range of dates 2023-08-21 "
         "only)."), result.summary
+
+
+def test_a_cut_trend_result_says_how_to_see_fewer_periods() -> None:
+    """A collector was told "name fewer dimensions to see theirs whole" under a trend's
+    rows, an input trend does not have: its rows are periods."""
+    result = trend(_linear(noise=0.5, days=300), source="events", metric="avg(value)",
+                   time="seen", grain="day")
+    preview = result.preview(max_rows=5)
+    assert "(a coarser grain or a narrower where gives fewer periods)" in preview, preview
+    assert "name fewer dimensions" not in preview

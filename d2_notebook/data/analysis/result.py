@@ -5,7 +5,6 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, replace
 from enum import Enum
-from typing import ClassVar
 
 import pandas as pd
 
@@ -70,7 +69,13 @@ class AnalysisResult(QueryResult):
     summary: str = ""
     flags: tuple[Flag, ...] = ()
 
-    more_rows_hint: ClassVar[str] = "(name fewer dimensions to see theirs whole)"
+    @property
+    def more_rows_hint(self) -> str:  # type: ignore[override]
+        """How to see the rows left out: a trend's rows are periods, not dimensions (a
+        collector was told to name fewer dimensions, an input trend does not have)."""
+        if self.tool is AnalysisTool.TREND:
+            return "(a coarser grain or a narrower where gives fewer periods)"
+        return "(name fewer dimensions to see theirs whole)"
 
     def preview(self, max_rows: int = 20, max_chars: int = 8000,
                 max_colwidth: int = 400) -> str:
