@@ -69,3 +69,17 @@ def test_reports_say_each_fact_once_at_a_readable_length():
     rules = report_rules()
     assert "Say each fact once" in rules and "500 to 900 words" in rules
     assert "from the board" in rules and "do not write those sections" in rules
+
+
+def test_a_collector_links_an_interval_reaching_a_material_effect_as_weak() -> None:
+    """Judges on flag-7 and flag-9 found results linked as contradicting a claimed effect
+    whose interval held 0 but reached one that would matter, which their own rule calls
+    not decisive against it. The collector's prompt and every stance description say
+    such a result is weak."""
+    from d2_notebook.detective.team_tools import _STANCE
+
+    assert "reaches, in the claimed direction, an effect that would matter is weak" in \
+        instructions("collector")
+    assert "holds 0 but still reaches, in the claimed direction, one that would matter" in \
+        _STANCE["description"]
+    assert "not decisive against it" in instructions("judge")
