@@ -127,6 +127,24 @@ def test_a_total_of_the_cells_its_clause_lists_is_found_in_a_longer_sentence() -
     assert check_claims(dashed, {"E1": months}, []).unverified == ()
 
 
+def test_a_total_of_listed_cells_of_ten_or_less_is_found() -> None:
+    """A review found the reporter's own example, "42 fewer: 23, 8, 6 and 5", marked: bare
+    integers up to 10 are no claims, so they were no cells of a total either. They are
+    cells now, while a small number that is no cell ("in 3 groups") does not spoil the
+    total of the others."""
+    losses = pd.DataFrame({"agent": list("ABCDEFG"), "lost": [23, 8, 6, 5, 13, 19, 29]})
+    listed = "The other agents had 42 fewer: 23, 8, 6 and 5 [E1].\n"
+    assert check_claims(listed, {"E1": losses}, []).unverified == ()
+    grouped = "In 3 groups, the agents had 42 fewer: 23, 8, 6 and 5 [E1].\n"
+    assert check_claims(grouped, {"E1": losses}, []).unverified == ()
+    wrong = "The other agents had 43 fewer: 23, 8, 6 and 5 [E1].\n"
+    assert _unverified(check_claims(wrong, {"E1": losses}, [])) == ["43"]
+    plus = "258 are still open (Submitted 144 + Pending 114) [E1].\n"
+    states = pd.DataFrame({"state": ["Submitted", "Pending", "Processed"],
+                           "n": [144, 114, 242]})
+    assert check_claims(plus, {"E1": states}, []).unverified == ()
+
+
 def test_a_subtotal_the_sentence_does_not_list_stays_unverified() -> None:
     """"44 analysts" over the rows Analyst/junior 25 and Analyst/senior 19 is not found:
     three independent reviews of rules that add up the rows a label names found wrong

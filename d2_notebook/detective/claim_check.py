@@ -249,6 +249,7 @@ def check_claims(report: str, evidence_frames: Mapping[str, pd.DataFrame],
             sources[key].derive_from, sources[key].derive_days = named.values, named.days
     verdicts = _Source.of_texts(verdict_texts)
     numbers = find_numbers(clean)
+    cells = find_numbers(clean, small=True)  # what a sentence lists may be a total's cells
     unverified: list[tuple[ReportNumber, UnverifiedClaim]] = []
     for number in numbers:
         cited, explicit = _where_to_look(clean, number, sources)
@@ -258,7 +259,7 @@ def check_claims(report: str, evidence_frames: Mapping[str, pd.DataFrame],
             explicit = True
         if not _found(number, [sources[c] for c in cited], verdicts, explicit,
                       days=says_days(clean, number.end),
-                      stated=_stated_groups(clean, number, numbers)):
+                      stated=_stated_groups(clean, number, cells)):
             unverified.append((number, UnverifiedClaim(
                 number.text, _sentence(clean, number), tuple(cited) if explicit else ())))
     missing = [n for n, _ in unverified]
@@ -395,14 +396,16 @@ def _section_span(report: str, number: ReportNumber) -> tuple[int, int]:
 
 
 def _stated_groups(report: str, number: ReportNumber,
-                   numbers: list[ReportNumber]) -> list[list[ReportNumber]]:
+                   cells: list[ReportNumber]) -> list[list[ReportNumber]]:
     """The quantities other than ``number`` in its clause (its part of the sentence between
-    semicolons or dashes), then those in its whole sentence: a total may add up the cells
-    its clause lists when the sentence lists others too ("All 52 closed in Aug; Jul's 44
-    closed in Jul (24) and Aug (20); of Sep's 4, ..." adds 24 and 20, not every cell the
-    sentence names: a real-model collector's right 44 was marked)."""
+    semicolons or dashes), then those in its whole sentence, each with and without the
+    small bare integers (``cells``: every quantity, small ones too): a total may add up
+    the cells its clause lists when the sentence lists others too ("All 52 closed in Aug;
+    Jul's 44 closed in Jul (24) and Aug (20); ..."), and cells of 10 or less ("42 fewer:
+    23, 8, 6 and 5"), while a small number that is no cell ("in 5 groups") must not spoil
+    a total of the others."""
     start, end = _sentence_span(report, number)
-    others = [n for n in numbers if start <= n.start < end and n is not number
+    others = [n for n in cells if start <= n.start < end and n.start != number.start
               and n.kind is NumberKind.QUANTITY]
     clause_start, clause_end = start, end
     for mark in _CLAUSE_END.finditer(report, start, end):
@@ -411,8 +414,12 @@ def _stated_groups(report: str, number: ReportNumber,
         elif mark.start() >= number.end:
             clause_end = mark.start()
             break
-    clause = [n for n in others if clause_start <= n.start < clause_end]
-    return [clause, others] if 0 < len(clause) < len(others) else [others]
+    groups: list[list[ReportNumber]] = []
+    for group in ([n for n in others if clause_start <= n.start < clause_end], others):
+        for kept in (group, [n for n in group if not n.small_count]):
+            if len(kept) >= 2 and kept not in groups:
+                groups.append(kept)
+    return groups
 
 
 def _sentence(report: str, number: ReportNumber) -> str:

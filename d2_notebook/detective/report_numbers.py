@@ -85,6 +85,14 @@ class ReportNumber:
     are not digits it states, so it stands for any value that rounds to it there."""
 
     @property
+    def small_count(self) -> bool:
+        """A bare integer up to :data:`SMALL_COUNT` (no claim of its own: see
+        :func:`find_numbers`)."""
+        return (self.kind is NumberKind.QUANTITY and self.decimals == 0 and not self.percent
+                and self.multiplier == 1.0 and self.value <= SMALL_COUNT
+                and self.text.isdigit())
+
+    @property
     def significant_digits(self) -> int:
         """Digits that carry information (``0.05`` has 1, ``23.7`` has 3)."""
         digits = re.sub(r"\D", "", f"{self.value:.{self.decimals}f}")
@@ -103,12 +111,13 @@ def blank_out(report: str) -> str:
                            text)
 
 
-def find_numbers(report: str) -> list[ReportNumber]:
+def find_numbers(report: str, *, small: bool = False) -> list[ReportNumber]:
     """Every number in ``report`` that states a claim, in order of appearance.
 
     Skipped: code spans, list numbering, ids and codes, compound adjectives
-    ("30-day"), the confidence level of an interval ("95% CI") and bare integers up to
-    :data:`SMALL_COUNT`.
+    ("30-day"), the confidence level of an interval ("95% CI") and, unless ``small``,
+    bare integers up to :data:`SMALL_COUNT` (with ``small``: the cells a total lists,
+    "42 fewer: 23, 8, 6 and 5", which are no claims of their own but add up to one).
     """
     text = blank_out(report)
     found: list[ReportNumber] = []
@@ -120,13 +129,14 @@ def find_numbers(report: str) -> list[ReportNumber]:
         if any(start <= match.start() < end for start, end in taken):
             continue
         number = _parse(match, bool(_APPROXIMATELY.search(text[max(0, match.start() - 16):
-                                                               match.start()])))
+                                                               match.start()])), small)
         if number is not None:
             found.append(number)
     return sorted(found, key=lambda n: n.start)
 
 
-def _parse(match: re.Match[str], approximate: bool = False) -> ReportNumber | None:
+def _parse(match: re.Match[str], approximate: bool = False,
+           small: bool = False) -> ReportNumber | None:
     digits = match.group("digits")
     unit = (match.group("unit") or "").strip().lower()
     value = float(digits.replace(",", ""))
@@ -139,7 +149,7 @@ def _parse(match: re.Match[str], approximate: bool = False) -> ReportNumber | No
     if bare_integer and 1900 <= value <= 2100:
         return ReportNumber(text, match.start(), match.start() + len(text), NumberKind.YEAR,
                             value)
-    if bare_integer and value <= SMALL_COUNT:
+    if bare_integer and value <= SMALL_COUNT and not small:
         return None
     return ReportNumber(text, match.start(), match.start() + len(text), NumberKind.QUANTITY,
                         value, decimals, percent, multiplier, approximate)
