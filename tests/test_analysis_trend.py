@@ -150,8 +150,8 @@ def test_floating_point_noise_raises_no_flag() -> None:
 def test_a_season_is_not_claimed_from_fewer_cycles_than_it_needs() -> None:
     result = trend(_linear(noise=0.5, days=396), source="events", metric="avg(value)",
                    time="seen", grain="month")
-    assert "Season not tested: month_of_year (needs 18 months of data, the data span 13.0)" \
-        in result.summary
+    assert ("Season not tested: month_of_year (needs 18 months from the first period to the "
+            "last, the data span 13.0)") in result.summary
     assert "No season among day_of_week, hour" in result.summary
 
 
@@ -161,8 +161,8 @@ def test_a_span_just_short_of_the_need_never_reads_as_reaching_it() -> None:
     tenth: 13 monthly periods had read "the data span 12" to a real-model collector)."""
     result = trend(_linear(noise=0.5, days=536), source="events", metric="avg(value)",
                    time="seen", grain="month")
-    assert "Season not tested: month_of_year (needs 18 months of data, the data span 17.6)" \
-        in result.summary
+    assert ("Season not tested: month_of_year (needs 18 months from the first period to the "
+            "last, the data span 17.6)") in result.summary
 
 
 def test_the_summary_states_the_signed_slope_with_its_interval(sql: GuardedSQL) -> None:
@@ -409,12 +409,13 @@ def test_a_slope_clear_of_zero_only_at_95_percent_states_both_readings() -> None
                    grain="week")
     assert not result.flags, result.summary
     stated = re.search(r"\(95% CI (\S+) to (\S+); p = (\S+)\)\. Its 95% interval excludes 0: a "
-                       r"hypothesis that stated this rise reads it as real at 95%, the level a "
-                       r"verdict's interval has\. It is no TREND flag because p is above the "
-                       r"(\S+) each of the trend, change-point and season tests is held to "
-                       r"\(the call's level 0\.001 split over the three\); at that level its "
-                       r"(\S+)% interval, (\S+) to (\S+), holds 0, so as a finding nobody "
-                       r"stated beforehand it is a lead to test, not a result\.", result.summary)
+                       r"hypothesis stated before this result \(not one it motivated\) reads "
+                       r"the rise as real at 95%, the level a verdict's interval has\. It is no "
+                       r"TREND flag because p is above the (\S+) each of the trend, "
+                       r"change-point and season tests is held to \(the call's level 0\.001 "
+                       r"split over the three\); at that level its (\S+)% interval, (\S+) to "
+                       r"(\S+), holds 0, so as a finding this result suggested it is a lead to "
+                       r"test, not a result\.", result.summary)
     assert stated is not None, result.summary
     low, high, p, held, level, held_low, held_high = (float(v) for v in stated.groups())
     assert 0 < low < high and held < p < 0.05
@@ -457,3 +458,45 @@ def test_a_cut_trend_result_says_how_to_see_fewer_periods() -> None:
     preview = result.preview(max_rows=5)
     assert "(a coarser grain or a narrower where gives fewer periods)" in preview, preview
     assert "name fewer dimensions" not in preview
+
+
+def test_the_95_percent_reading_is_only_for_a_line_that_describes_the_series() -> None:
+    """A review found the V-shaped series (falling, then rising since its change point)
+    told "a hypothesis that stated this fall reads it as real at 95%": the straight line
+    is no description of a broken series, and its interval claims nothing. A slope clear
+    of 0 at 95% but immaterial says so, with the held level's interval."""
+    con = duckdb.connect()
+    con.execute("""
+        CREATE TABLE v AS
+        SELECT DATE '2024-01-01' + INTERVAL (w) WEEK + to_days(i % 7) AS day,
+               50 - 0.5 * least(w, 10) + 0.08 * greatest(w - 10, 0)
+                  + ((hash(w, i) % 201)::INTEGER - 100) / 25.0 AS minutes
+        FROM range(40) r(w), range(6) s(i)""")
+    broken = trend(GuardedSQL(con), source="v", metric="avg(minutes)", time="day",
+                   grain="week")
+    assert any(f.kind is FlagKind.CHANGE_POINT for f in broken.flags), broken.summary
+    assert "real at 95%" not in broken.summary
+    con.execute("""
+        CREATE TABLE flat AS
+        SELECT DATE '2024-01-01' + INTERVAL (w) WEEK + to_days(i % 7) AS day,
+               5000 + 0.03 * w + ((hash(w, i) % 201)::INTEGER - 100) / 25.0 AS minutes
+        FROM range(30) r(w), range(6) s(i)""")
+    small = trend(GuardedSQL(con), source="flat", metric="avg(minutes)", time="day",
+                  grain="week")
+    assert "real at 95%" not in small.summary
+    assert re.search(r"holds 0; and it is a change of \S+ over the data, under 1% of the "
+                     r"metric's scale\)\.", small.summary), small.summary
+
+
+def test_months_from_first_of_month_periods_are_counted_on_the_calendar() -> None:
+    """13 monthly periods stamped on the first of the month span 12.0 months, not the
+    11.9 that days over an average month gave."""
+    con = duckdb.connect()
+    con.execute("""
+        CREATE TABLE m AS
+        SELECT DATE '2023-01-01' + INTERVAL (k) MONTH AS opened, (k % 3) * 1.0 + i AS v
+        FROM range(13) r(k), range(5) s(i)""")
+    result = trend(GuardedSQL(con), source="m", metric="avg(v)", time="opened",
+                   grain="month")
+    assert ("month_of_year (needs 18 months from the first period to the last, the data "
+            "span 12.0)") in result.summary, result.summary

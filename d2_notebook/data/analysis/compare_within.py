@@ -749,8 +749,8 @@ def _summary(metric: str, label: str, versus: str, exposed: Moments, rest: Momen
     elif (FlagKind.CONFOUNDING not in found and FlagKind.SIMPSONS_PARADOX not in found
           and not unflagged_moves):
         lines.append(f"No confounding among the {len(confounding)} dimensions tested for it "
-                     f"(standardising over any one of them, each in turn, removes less than "
-                     f"{CHANGE_IN_ESTIMATE:.0%} of the crude effect or not beyond chance).")
+                     f"(whichever one is held fixed, standardising moves the crude effect by less "
+                     f"than {CHANGE_IN_ESTIMATE:.0%} of it, or by an immaterial amount).")
     if unflagged_moves:
         lines.append("The effect moves when these are held fixed, with no CONFOUNDING flag "
                      "(read the standardised effect beside the crude one; why each is not "

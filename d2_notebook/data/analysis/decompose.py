@@ -597,8 +597,9 @@ def _summary(metric: str, period: str, before: str, after: str, first: Moments,
     lines += even
     dominated = _dominated(body, change.difference, {
         f.dimension for f in flags if f.kind is FlagKind.MIX_SHIFT}) if shared else {}
-    lines.append("Largest contributions by dimension (rate part + mix part):")
     ranked = [d for d in dict.fromkeys(body["dimension"]) if d not in dominated]
+    if ranked:
+        lines.append("Largest contributions by dimension (rate part + mix part):")
     for dimension in ranked[:_DIMENSIONS_SHOWN]:
         rows = body[body["dimension"] == dimension].head(_SEGMENTS_SHOWN)
         parts = "; ".join(

@@ -67,7 +67,7 @@ class Seasons:
     """The season tests of one call: which grains were tested, which could not be."""
 
     tested: tuple[str, ...]
-    untested: tuple[str, ...]  # "month_of_year (needs 18 months, the data span 12.9)"
+    untested: tuple[str, ...]  # "month_of_year (needs 18 months ..., the data span 12.0)"
     best: str | None = None
     p_value: float = 1.0
     amplitude: float = 0.0
@@ -206,7 +206,8 @@ def find_season(buckets: pd.DataFrame, design: np.ndarray, y: np.ndarray, w: np.
     hourly = not (times.dt.hour == 0).all()
     applicable = [name for name, (_, _, need) in SEASONS.items() if need == "D" or hourly]
     tested = [n for n in applicable if span >= _CYCLES * SEASONS[n][1] and n not in defined]
-    untested = tuple(f"{n} ({defined[n]})" if n in defined else _needs(n, span)
+    untested = tuple(f"{n} ({defined[n]})" if n in defined
+                     else _needs(n, span, times.min(), times.max())
                      for n in applicable if n not in tested)
     best, best_p, best_f, best_amplitude = None, 1.0, -1.0, 0.0
     for name in tested:
@@ -222,20 +223,32 @@ def find_season(buckets: pd.DataFrame, design: np.ndarray, y: np.ndarray, w: np.
     return Seasons(tuple(tested), untested, best, best_p * len(tested), best_amplitude)
 
 
-def _needs(name: str, span_days: float) -> str:
-    """``month_of_year (needs 18 months of data, the data span 12.9)``: the span is cut
-    down to a tenth, never rounded up, so a span short of the need never reads as
-    reaching it (17.6 months had read "needs 18 months of data, the data span 18"), and
-    months keep their tenth so 13 monthly periods do not read as a span of 12."""
+def _needs(name: str, span_days: float, first: pd.Timestamp, last: pd.Timestamp) -> str:
+    """``month_of_year (needs 18 months from the first period to the last, the data span
+    12.0)``: months are counted on the calendar (2023-01-01 to 2024-01-01 is 12.0, not
+    11.9 days-over-30.4) and cut down to a tenth, never rounded up, so a span short of the
+    need never reads as reaching it (17.6 months had read "the data span 18"); "from the
+    first period to the last" says why 13 monthly periods span 12 (a collector read "13
+    periods" beside "the data span 12" as a contradiction)."""
     cycle = SEASONS[name][1]
     if cycle >= 365:
-        return (f"{name} (needs {_CYCLES * 12:.0f} months of data, the data span "
-                f"{math.floor(span_days / 30.4375 * 10) / 10:.1f})")
+        return (f"{name} (needs {_CYCLES * 12:.0f} months from the first period to the last, "
+                f"the data span {math.floor(_months_between(first, last) * 10) / 10:.1f})")
     if cycle >= 7:
         return (f"{name} (needs {_CYCLES * 7:.1f} days of data, the data span "
                 f"{math.floor(span_days * 10) / 10:.1f})")
     return (f"{name} (needs {_CYCLES * 24:.0f} hours of data, the data span "
             f"{math.floor(span_days * 24):.0f})")
+
+
+def _months_between(first: pd.Timestamp, last: pd.Timestamp) -> float:
+    """Calendar months from ``first`` to ``last``: whole months, then the rest in days
+    over an average month."""
+    whole = (last.year - first.year) * 12 + last.month - first.month
+    if first + pd.DateOffset(months=whole) > last:
+        whole -= 1
+    rest = last - (first + pd.DateOffset(months=whole))
+    return whole + rest.total_seconds() / 86400.0 / 30.4375
 
 
 def _season_test(times: pd.Series, name: str, design: np.ndarray, y: np.ndarray,

@@ -114,8 +114,7 @@ _FLAGS_AND_SQL = (
     "A flag needs a difference of at least 1% of the metric's scale as well as passing "
     "its test, so rounding noise is never flagged. The summary says how many of the "
     "groups or dimensions were tested and which were not, with their size. The "
-    "generated SQL runs read-only through the SQL guard, in one pass; its result gets a "
-    "query id, recorded or cited like any query's."
+    "generated SQL runs read-only through the SQL guard, in one pass."
 )
 
 TOOL_SPECS: tuple[AnalysisToolSpec, ...] = (
@@ -194,8 +193,7 @@ TOOL_SPECS: tuple[AnalysisToolSpec, ...] = (
         "its test; a metric that is an exact function of time is reported as "
         "DETERMINISTIC, with no interval or p-value. Needs at least 3 periods of the "
         "grain. The generated SQL runs read-only through "
-        "the SQL guard in one pass; its result gets a query id, recorded or cited like any "
-        "query's.",
+        "the SQL guard in one pass.",
         {"type": "object", "additionalProperties": False,
          "required": ["source", "metric", "time"],
          "properties": {

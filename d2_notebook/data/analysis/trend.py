@@ -208,7 +208,9 @@ def trend(
     headline, note = _shape_lines(shape, linear, flags, buckets, t, grain, each, scale)
     summary = _summary(metric, time, grain, frame, flags, periods, None, seasons,
                        (shape, headline, note),
-                       _slope_note(linear, float(t.max()), scale, each, grain), thin=thin)
+                       _slope_note(linear, float(t.max()), scale, each, grain,
+                                   unbroken=shape.sloped and not shape.breaks
+                                   and season is None), thin=thin)
     return capped(AnalysisTool.TREND, scan.sql, frame, sql.max_rows, scan.duration_s,
                   summary, flags)
 
@@ -471,34 +473,42 @@ def _slope_interval(linear: Fit, alpha: float) -> tuple[float, float]:
     return slope - t_crit * se, slope + t_crit * se
 
 
-def _slope_note(linear: Fit, span: float, scale: float, alpha: float, grain: str) -> str:
+def _slope_note(linear: Fit, span: float, scale: float, alpha: float, grain: str,
+                unbroken: bool) -> str:
     """The straight line's slope with its 95% interval, and why it is no TREND flag: its
     p-value above the level each of the three tests (trend, change point, season) is
     held to, or a change over the data under the material share of the metric's scale.
 
-    A slope clear of 0 at 95% but not at the level held to says both readings: a judge
-    and two collectors read "no trend beyond chance" beside a 95% interval clear of 0 as
-    a contradiction of the verdict rule (a real effect's 95% interval excludes 0), and
-    linked such results against a hypothesis that had stated the trend. The tool's level
-    screens three tests; a hypothesis that named this trend is tested at 95%."""
+    A slope clear of 0 at 95% (p < 0.05) but not at the level held to says both
+    readings when the straight line is the series' description (``unbroken``: no change
+    point, no season): a judge and two collectors read "no trend beyond chance" beside a
+    95% interval clear of 0 as a contradiction of the verdict rule (a real effect's 95%
+    interval excludes 0). Real at 95% only for a hypothesis stated before the result:
+    one the result motivated is what the tool's screening level is for. With a change
+    point or a season the line is no description of the data, and its interval claims
+    nothing."""
     slope, low, high, p, _ = _line_test(linear, span, scale, alpha)
+    change = abs(slope * span)
     stated = f"The straight line's slope: {figure(slope)} per {grain} (95% CI {figure(low)} " \
              f"to {figure(high)}; "
     screened = (f"above the {alpha:.2g} each of the trend, change-point and season tests is "
                 f"held to (the call's level {3 * alpha:.2g} split over the three)")
+    small = (f"a change of {figure(change)} over the data, under {RELATIVE_TOLERANCE:.0%} of "
+             "the metric's scale")
     if p < alpha:
-        return (f"{stated}a change of {figure(abs(slope * span))} over the data, under "
-                f"{RELATIVE_TOLERANCE:.0%} of the metric's scale).")
-    if (low > 0 or high < 0) and is_material(slope * span, scale):
-        # clear of 0 at 95% but not at the level held to
-        held_low, held_high = _slope_interval(linear, alpha)
-        return (f"{stated}p = {p:.2g}). Its 95% interval excludes 0: a hypothesis that "
-                f"stated this {'rise' if slope > 0 else 'fall'} reads it as real at 95%, "
-                f"the level a verdict's interval has. It is no TREND flag because p is "
-                f"{screened}; at that level its {100 * (1 - alpha):.4g}% interval, "
-                f"{figure(held_low)} to {figure(held_high)}, holds 0, so as a finding "
-                "nobody stated beforehand it is a lead to test, not a result.")
-    return f"{stated}p = {p:.2g}, {screened})."
+        return f"{stated}{small})."
+    if p >= 0.05 or not unbroken:
+        return f"{stated}p = {p:.2g}, {screened})."
+    held_low, held_high = _slope_interval(linear, alpha)
+    held = (f"at that level its {100 * (1 - alpha):.4g}% interval, {figure(held_low)} to "
+            f"{figure(held_high)}, holds 0")
+    if not is_material(slope * span, scale):
+        return f"{stated}p = {p:.2g}, {screened}; {held}; and it is {small})."
+    return (f"{stated}p = {p:.2g}). Its 95% interval excludes 0: a hypothesis stated before "
+            f"this result (not one it motivated) reads the {'rise' if slope > 0 else 'fall'} "
+            f"as real at 95%, the level a verdict's interval has. It is no TREND flag "
+            f"because p is {screened}; {held}, so as a finding this result suggested it is a "
+            "lead to test, not a result.")
 
 
 def _flags(linear: Fit, fit: Fit, shape: _Shape, seasons: Seasons, buckets: pd.DataFrame,
