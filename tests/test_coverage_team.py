@@ -279,3 +279,35 @@ def test_a_dimension_compare_within_could_not_hold_fixed_is_not_controlled(board
     assert coverage.hypothesis_line(hypothesis.id) != (
         "dimensions controlled or split by: every candidate dimension")
     con.close()
+
+
+def test_an_entity_column_is_named_in_the_map_and_marked_once_grouped(board) -> None:
+    """An orchestrator on an InsightBench expense task read "0 of them untouched" and saw
+    no trace of ``user`` (50 values, more than a dimension may have), whose spread was a
+    reference insight. A text column of many values, each over several rows, is named
+    as an entity column with whether evidence grouped by it; a unique column (an id, a
+    description) is not, and neither blocks finishing."""
+    con = duckdb.connect()
+    con.execute("""
+        CREATE TABLE expense AS
+        SELECT i AS expense_id, 'user' || (i % 50) AS submitter, 'note ' || i AS note,
+               ['Travel', 'Assets', 'Services', 'Misc'][1 + i % 4] AS category,
+               (i % 7) * 10.0 AS amount
+        FROM range(500) r(i)""")
+    candidates = read_candidates(GuardedSQL(con))
+    assert [(c.name, 45 <= c.values <= 55) for c in candidates.entities] == [
+        ("expense.submitter", True)]
+    inv = board.start_investigation("How do expenses vary?")
+    coverage = board_coverage(board, candidates, inv.id)
+    line = next(text for text in coverage.board_lines() if text.startswith("ENTITY COLUMNS"))
+    assert re.search(r"expense\.submitter \(about \d+ values; no evidence groups by it\)$",
+                     line), line
+    assert "a GROUP BY question" in line and "they do not block finishing" in line
+    assert "expense.submitter" not in coverage.untouched
+    sql = "SELECT submitter, count(*) AS n FROM expense GROUP BY submitter ORDER BY n DESC"
+    board.add_evidence(sql, GuardedSQL(con).run(sql).frame, description="reports per user",
+                       investigation_id=inv.id)
+    grouped = board_coverage(board, candidates, inv.id)
+    assert any(re.search(r"expense\.submitter \(about \d+ values; grouped by evidence\)", text)
+               for text in grouped.board_lines())
+    assert "ENTITY COLUMNS" in board_digest(board, investigation_id=inv.id, coverage=grouped)

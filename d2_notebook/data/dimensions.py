@@ -41,10 +41,13 @@ if TYPE_CHECKING:
 __all__ = [
     "PROFILE_ROWS",
     "Catalog",
+    "ColumnProfile",
     "DatePart",
     "Dimension",
     "DimensionKind",
+    "EntityColumn",
     "candidate_dimensions",
+    "profile_columns",
     "read_catalog",
 ]
 
@@ -188,6 +191,43 @@ def read_catalog(sql: GuardedSQL) -> Catalog:
                                              constraints=keys))
 
 
+MAX_ENTITY_VALUES = 1000
+"""Most distinct values a text column may have to be an :class:`EntityColumn`."""
+
+
+@dataclass(frozen=True)
+class EntityColumn:
+    """A text column with too many values to split by (more than ``max_levels``), each
+    value repeated over rows: a user, a caller, a customer. No analysis tool scans it, but
+    who leads or how much the entities vary is a question a GROUP BY answers (an
+    orchestrator on an InsightBench task saw "0 untouched" and no trace of ``user``,
+    whose spread was a reference insight).
+
+    Attributes:
+        table: The table, as written in SQL.
+        column: The column name.
+        values: Its number of distinct values (approximate).
+    """
+
+    table: str
+    column: str
+    values: int
+
+    @property
+    def name(self) -> str:
+        """``table.column``, as the coverage map names it."""
+        return f"{self.table}.{self.column}"
+
+
+@dataclass(frozen=True)
+class ColumnProfile:
+    """What one profiling pass over the tables found: the candidate dimensions and the
+    entity columns."""
+
+    dimensions: tuple[Dimension, ...]
+    entities: tuple[EntityColumn, ...]
+
+
 def candidate_dimensions(
     sql: GuardedSQL, *, max_levels: int = 30, catalog: Catalog | None = None
 ) -> list[Dimension]:
@@ -202,14 +242,29 @@ def candidate_dimensions(
     Raises:
         ValueError: ``max_levels`` < 2.
     """
+    return list(profile_columns(sql, max_levels=max_levels, catalog=catalog).dimensions)
+
+
+def profile_columns(
+    sql: GuardedSQL, *, max_levels: int = 30, catalog: Catalog | None = None
+) -> ColumnProfile:
+    """The candidate dimensions (as :func:`candidate_dimensions`) and the entity columns
+    of the database, from one profiling query per table.
+
+    Raises:
+        ValueError: ``max_levels`` < 2.
+    """
     if max_levels < 2:
         raise ValueError(f"max_levels must be >= 2, got {max_levels!r}")
     sql = dialect_sql(sql)
     catalog = catalog or read_catalog(sql)
     dimensions: list[Dimension] = []
+    entities: list[EntityColumn] = []
     for table in catalog.tables:
-        dimensions.extend(_profile(sql, table, catalog.graph, max_levels))
-    return dimensions
+        found, named = _profile(sql, table, catalog.graph, max_levels)
+        dimensions.extend(found)
+        entities.extend(named)
+    return ColumnProfile(tuple(dimensions), tuple(entities))
 
 
 def _query(sql: GuardedSQL) -> Callable[[str], pd.DataFrame]:
@@ -221,8 +276,8 @@ def _query(sql: GuardedSQL) -> Callable[[str], pd.DataFrame]:
 
 def _profile(
     sql: GuardedSQL, table: TableInfo, graph: JoinGraph, max_levels: int
-) -> list[Dimension]:
-    """The dimensions of one table, from one profiling query."""
+) -> tuple[list[Dimension], list[EntityColumn]]:
+    """The dimensions and entity columns of one table, from one profiling query."""
     keys = graph.key_columns(table.name)
     single_keys = {cols[0].lower() for t, cols in graph.unique if t == table.name
                    and len(cols) == 1}
@@ -242,7 +297,7 @@ def _profile(
         elif _TEXTLIKE.fullmatch(kind):
             plans.append((column, "text", [f"approx_count_distinct({ref})"]))
     if not plans:
-        return []
+        return [], []
     rows = table.row_count or 0
     sample = ""
     if rows > PROFILE_ROWS:
@@ -260,6 +315,7 @@ def _profile(
             left_out, kept = _copy_of_pair(a, b)
             copies.setdefault(left_out, kept)
     dimensions: list[Dimension] = []
+    entities: list[EntityColumn] = []
     for column, family, columns in plans:
         found, values = values[: len(columns)], values[len(columns):]
         made = _dimensions(table.name, column, family, found, max_levels)
@@ -267,7 +323,11 @@ def _profile(
             kept = f"{table.name}.{quote_ident(copies[column.name])}"
             made = [replace(dimension, copy_of=kept) for dimension in made]
         dimensions.extend(made)
-    return dimensions
+        distinct = int(found[0] or 0) if family == "text" and not pd.isna(found[0]) else 0
+        if (max_levels < distinct <= MAX_ENTITY_VALUES and 2 * distinct <= rows
+                and column.name.lower() not in keys and not _looks_like_id(column.name)):
+            entities.append(EntityColumn(table.name, column.name, distinct))
+    return dimensions, entities
 
 
 _MAX_DATE_PAIRS = 28

@@ -22,7 +22,7 @@ import pandas as pd
 from d2_notebook.board import Board, DimensionDismissal, ToolCall
 from d2_notebook.data import GuardedSQL
 from d2_notebook.data.coverage import column_usage, selected_columns
-from d2_notebook.data.dimensions import Dimension, candidate_dimensions, read_catalog
+from d2_notebook.data.dimensions import Dimension, EntityColumn, profile_columns, read_catalog
 from d2_notebook.errors import D2Error, SQLError
 
 
@@ -34,17 +34,21 @@ class CandidateDimensions:
         dimensions: Every candidate dimension, as the analysis tools name them.
         tables: ``(table, its columns)`` pairs.
         joins: ``(child, parent)`` table pairs of the join graph's edges.
+        entities: Text columns with too many values to be dimensions, each value over
+            several rows (a user, a caller): named in the map, never blocking ``finish``.
     """
 
     dimensions: tuple[Dimension, ...] = ()
     tables: tuple[tuple[str, tuple[str, ...]], ...] = ()
     joins: tuple[tuple[str, str], ...] = ()
+    entities: tuple[EntityColumn, ...] = ()
 
     def __hash__(self) -> int:
         """Hashed once: the value keys the per-statement cache of :func:`_touched`, looked
         up for every evidence each time a digest is drawn."""
         if "_hash" not in self.__dict__:
-            self.__dict__["_hash"] = hash((self.dimensions, self.tables, self.joins))
+            self.__dict__["_hash"] = hash((self.dimensions, self.tables, self.joins,
+                                           self.entities))
         return self.__dict__["_hash"]
 
     def reachable_from(self, tables: frozenset[str]) -> frozenset[str]:
@@ -77,13 +81,14 @@ def read_candidates(sql: GuardedSQL) -> CandidateDimensions:
     """
     try:
         catalog = read_catalog(sql)
-        dimensions = [d for d in candidate_dimensions(sql, catalog=catalog)
-                      if d.copy_of is None]  # a copy splits the rows its column does
+        profile = profile_columns(sql, catalog=catalog)
     except (D2Error, ValueError):
         return NO_CANDIDATES
+    dimensions = [d for d in profile.dimensions
+                  if d.copy_of is None]  # a copy splits the rows its column does
     tables = tuple((t.name, tuple(c.name for c in t.columns)) for t in catalog.tables)
     joins = tuple(dict.fromkeys((e.child, e.parent) for e in catalog.graph.edges))
-    return CandidateDimensions(tuple(dimensions), tables, joins)
+    return CandidateDimensions(tuple(dimensions), tables, joins, profile.entities)
 
 
 @dataclass(frozen=True)
@@ -110,6 +115,9 @@ class BoardCoverage:
     dismissed: tuple[DimensionDismissal, ...]
     unreachable: tuple[tuple[str, tuple[str, ...]], ...] = ()
     measured: tuple[str, ...] = ()
+    entities: tuple[tuple[str, int, bool], ...] = ()
+    """``(table.column, its distinct values, whether some evidence groups or filters by
+    it)`` for each :class:`~d2_notebook.data.dimensions.EntityColumn`."""
 
     @property
     def unreachable_names(self) -> frozenset[str]:
@@ -147,7 +155,8 @@ class BoardCoverage:
 
     def board_lines(self) -> list[str]:
         """The board-wide part of the map: untouched dimensions, those evidence touched,
-        then unreachable ones, the metric's own columns and dismissals."""
+        then unreachable ones, the metric's own columns, the entity columns and
+        dismissals."""
         left = self.untouched
         lines = [f"CANDIDATE DIMENSIONS ({len(self.names)}), {len(left)} of them untouched by "
                  "any evidence: " + (", ".join(left) if left else "none")]
@@ -161,6 +170,14 @@ class BoardCoverage:
         if self.measured:
             lines.append("THE METRIC'S OWN COLUMNS (the outcome the analysis calls measure; "
                          "not dimensions to split by): " + ", ".join(self.measured))
+        if self.entities:
+            lines.append(
+                "ENTITY COLUMNS (too many values to be dimensions, so no analysis tool "
+                "splits by them; who leads, and how much the entities vary, is a GROUP BY "
+                "question; they do not block finishing): " + ", ".join(
+                    f"{name} (about {values} values; "
+                    f"{'grouped by evidence' if grouped else 'no evidence groups by it'})"
+                    for name, values, grouped in self.entities))
         if self.dismissed:
             lines.append("DISMISSED DIMENSIONS: " + "; ".join(
                 f"{d.dimension} ({d.reason})" for d in self.dismissed))
@@ -201,9 +218,25 @@ def board_coverage(board: Board, candidates: CandidateDimensions,
                 unreachable.setdefault(dimension.table, []).append(dimension.name)
     aggregated = frozenset().union(*(m for _, _, m in read.values())) if read else frozenset()
     measured = (_measured(candidates, calls) | aggregated) - touched
+    grouped = frozenset().union(*(_entities_grouped(candidates, e.sql) for e in evidence)) \
+        if candidates.entities else frozenset()
     return BoardCoverage(names, ordered, touched, dismissed,
                          tuple((t, tuple(dict.fromkeys(n))) for t, n in unreachable.items()),
-                         tuple(n for n in names if n in measured))
+                         tuple(n for n in names if n in measured),
+                         tuple((c.name, c.values, c.name in grouped)
+                               for c in candidates.entities))
+
+
+@lru_cache(maxsize=4096)
+def _entities_grouped(candidates: CandidateDimensions, sql: str) -> frozenset[str]:
+    """The entity columns one statement groups or filters by (parsed once)."""
+    try:
+        usage = column_usage(sql, dict(candidates.tables))
+    except SQLError:
+        return frozenset()
+    used = {(ref.table, ref.column) for ref in usage.controlled}
+    return frozenset(c.name for c in candidates.entities
+                     if (c.table, c.column.lower()) in used)
 
 
 def _measured(candidates: CandidateDimensions,
