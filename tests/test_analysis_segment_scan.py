@@ -396,3 +396,28 @@ def test_a_gap_below_the_usual_level_that_the_scan_does_not_flag_is_named_so() -
                  "AS g, (i % 7) * 1.0 AS y FROM range(400) r(i)")
     assert "usual level" not in segment_scan(GuardedSQL(flat), source="s",
                                              metric="avg(s.y)").summary
+
+
+def test_a_rate_from_one_event_in_a_small_segment_is_not_flagged() -> None:
+    """A real-model single agent found "ci = itself: 0.0345 (n = 29) vs 0.259, q =
+    3.1e-06" flagged on one declined row; its exact test gave p = 0.0058. The normal
+    comparison took the segment's own variance, near 0; a rate is now compared with the
+    pooled score test and Newcombe's interval, so one event in 29 is no finding among 24
+    segments, while a large gap over many rows still is."""
+    con = duckdb.connect()
+    con.execute("""
+        CREATE TABLE expense AS
+        SELECT CASE WHEN i < 29 THEN 'itself' ELSE 'word' || (i % 19) END AS ci,
+               CASE WHEN i % 2 = 0 THEN 'north' ELSE 'south' END AS region,
+               CASE WHEN i < 29 THEN i = 0
+                    WHEN i % 2 = 0 THEN i % 100 < 34 ELSE i % 100 < 16 END AS declined
+        FROM range(2000) r(i)""")
+    result = segment_scan(GuardedSQL(con), source="expense",
+                          metric="avg(CASE WHEN declined THEN 1 ELSE 0 END)")
+    itself = _row(result, "expense.ci", "itself")
+    assert itself["n"] == 29 and itself["metric"] == pytest.approx(1 / 29)
+    assert not itself["flagged"] and itself["p_value"] > 1e-3
+    assert itself["ci_low"] < itself["difference"] < itself["ci_high"] < 0  # asymmetric
+    assert itself["difference"] - itself["ci_low"] < itself["ci_high"] - itself["difference"]
+    north = _row(result, "expense.region", "north")
+    assert north["flagged"] and north["ci_low"] > 0.1

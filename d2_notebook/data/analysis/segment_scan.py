@@ -82,6 +82,7 @@ from d2_notebook.data.analysis.stats import (
     OutcomeValue,
     benjamini_hochberg,
     compare,
+    compare_proportions,
     determines_exactly,
     explained_share,
     is_binary,
@@ -175,7 +176,8 @@ def segment_scan(
         rest = total - group
         if group.n == 0 or rest.n == 0:
             continue
-        test = compare(group, rest, pooled_var=pooled)
+        test = (compare_proportions(group, rest) if binary
+                else compare(group, rest, pooled_var=pooled))
         low, high = (wilson_interval(group.s1, group.n) if binary
                      else (group.mean - Z95 * group.se, group.mean + Z95 * group.se))
         tested = group.n >= support.rows and rest.n >= support.rows

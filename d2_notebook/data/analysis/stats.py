@@ -119,6 +119,28 @@ def compare(a: Moments, b: Moments, *, pooled_var: float | None = None) -> Compa
     return normal_comparison(a.mean - b.mean, se)
 
 
+def compare_proportions(a: Moments, b: Moments) -> Comparison:
+    """Two proportions (the means of a 0/1 metric) compared: the difference with
+    Newcombe's hybrid score 95% interval (from each group's Wilson interval) and the
+    two-sided p-value of the pooled score test (the variance under "no difference").
+
+    The normal comparison of :func:`compare` takes each group's own variance, which near
+    0 or 1 in a small group is far too small: 1 event in 29 rows against 26% of the rest
+    had q = 3.1e-06 in a scan of 156 segments (a real-model single agent's exact test
+    gave p = 0.0058 before correction). ``se`` is the interval's half-width over 1.96."""
+    if a.n <= 0 or b.n <= 0:
+        return normal_comparison(a.mean - b.mean, math.inf)
+    pa, pb = a.s1 / a.n, b.s1 / b.n
+    difference = pa - pb
+    (la, ua), (lb, ub) = wilson_interval(a.s1, a.n), wilson_interval(b.s1, b.n)
+    low = difference - math.sqrt((pa - la) ** 2 + (ub - pb) ** 2)
+    high = difference + math.sqrt((ua - pa) ** 2 + (pb - lb) ** 2)
+    pooled = (a.s1 + b.s1) / (a.n + b.n)
+    se0 = math.sqrt(pooled * (1 - pooled) * (1 / a.n + 1 / b.n))
+    p_value = 1.0 if se0 == 0 else float(2 * stats.norm.sf(abs(difference) / se0))
+    return Comparison(difference, (high - low) / (2 * Z95), low, high, p_value)
+
+
 def normal_comparison(difference: float, se: float) -> Comparison:
     """A difference with its standard error as a :class:`Comparison`: the 95% normal
     interval and the two-sided p-value. A standard error of 0 gives p 0 (or 1 for a
