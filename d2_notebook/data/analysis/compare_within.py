@@ -60,6 +60,7 @@ names the dimension); the summary names each.
 from __future__ import annotations
 
 import math
+import re
 from typing import TYPE_CHECKING
 
 import numpy as np
@@ -180,6 +181,15 @@ def compare_within(
     sql = dialect_sql(sql)  # any source: its SQL is transpiled and guarded there
     if not isinstance(exposure, str) or not exposure.strip():
         raise ValueError("exposure is required: a column expression over the source, e.g. t.drug")
+    if _WINDOW.search(exposure):
+        # DuckDB's own words ("WHERE clause cannot contain window functions") named SQL
+        # the caller never wrote: a real-model collector could not tell what to change
+        raise ValueError(
+            "exposure is read row by row, so it cannot hold a window function (... OVER "
+            "(...)): write the row's condition with a correlated subquery instead, e.g. "
+            "for the top fifth of amounts within each department, exposure = 'e.amount >= "
+            "(SELECT quantile_cont(x.amount, 0.8) FROM expenses x WHERE x.department = "
+            "e.department)', value = true")
     arm = f"({exposure}) = {literal(value)}"
     others = f"({exposure}) = {literal(reference)}" if reference is not None else "TRUE"
     if reference is not None and literal(reference) == literal(value):
@@ -285,6 +295,10 @@ def compare_within(
                        one_outcome)
     return capped(AnalysisTool.COMPARE_WITHIN, scan.sql, frame, sql.max_rows,
                   scan.duration_s, summary, flags)
+
+
+_WINDOW = re.compile(r"\bover\s*\(", re.IGNORECASE)
+"""A window function's OVER clause."""
 
 
 def _or_one(q: float) -> float:
