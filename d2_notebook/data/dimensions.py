@@ -206,7 +206,7 @@ class EntityColumn:
     Attributes:
         table: The table, as written in SQL.
         column: The column name.
-        values: Its number of distinct values (approximate).
+        values: Its number of distinct values (counted over the profile's sample).
     """
 
     table: str
@@ -327,7 +327,19 @@ def _profile(
         if (max_levels < distinct <= MAX_ENTITY_VALUES and 2 * distinct <= rows
                 and column.name.lower() not in keys and not _looks_like_id(column.name)):
             entities.append(EntityColumn(table.name, column.name, distinct))
-    return dimensions, entities
+    return dimensions, _counted(sql, table, entities, sample)
+
+
+def _counted(sql: GuardedSQL, table: TableInfo, entities: list[EntityColumn],
+             sample: str) -> list[EntityColumn]:
+    """``entities`` with their values counted exactly (over the profile's sample): the
+    estimate read "about 51 values" beside a query's 50 users, and an answerer copied it."""
+    if not entities:
+        return entities
+    counts = sql.run("SELECT " + ", ".join(f"count(DISTINCT {quote_ident(e.column)})"
+                                           for e in entities)
+                     + f" FROM {table.ref}{sample}").frame.iloc[0].tolist()
+    return [replace(e, values=int(n)) for e, n in zip(entities, counts, strict=True)]
 
 
 _MAX_DATE_PAIRS = 28

@@ -175,7 +175,7 @@ class BoardCoverage:
                 "ENTITY COLUMNS (too many values to be dimensions, so no analysis tool "
                 "splits by them; who leads, and how much the entities vary, is a GROUP BY "
                 "question; they do not block finishing): " + ", ".join(
-                    f"{name} (about {values} values; "
+                    f"{name} ({values} values; "
                     f"{'grouped by evidence' if grouped else 'no evidence groups by it'})"
                     for name, values, grouped in self.entities))
         if self.dismissed:
