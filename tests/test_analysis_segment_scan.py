@@ -421,3 +421,22 @@ def test_a_rate_from_one_event_in_a_small_segment_is_not_flagged() -> None:
     assert itself["difference"] - itself["ci_low"] < itself["ci_high"] - itself["difference"]
     north = _row(result, "expense.region", "north")
     assert north["flagged"] and north["ci_low"] > 0.1
+
+
+def test_two_events_of_a_rare_outcome_in_ten_rows_are_not_flagged() -> None:
+    """A review found the score test's p far too small where a small segment expects
+    less than one event: 2 of 10 rows against 1% of the rest read p = 8.4e-09 (Fisher's
+    exact p is 0.0049), and one scan in five over pure noise at a 1% base rate flagged
+    something. Below five expected events the exact test decides."""
+    con = duckdb.connect()
+    con.execute("""
+        CREATE TABLE tickets AS
+        SELECT CASE WHEN i < 30 THEN 'tiny' ELSE 'big' || (i % 3) END AS team,
+               CASE WHEN i < 30 THEN i < 3 ELSE i % 100 = 0 END AS escalated
+        FROM range(2030) r(i)""")
+    result = segment_scan(GuardedSQL(con), source="tickets",
+                          metric="avg(CASE WHEN escalated THEN 1 ELSE 0 END)")
+    tiny = _row(result, "tickets.team", "tiny")
+    assert tiny["metric"] == pytest.approx(0.1) and tiny["tested"] and not tiny["flagged"]
+    assert 1e-3 < tiny["p_value"] < 0.01  # Fisher's, not the score test's 4e-06
+    assert tiny["score"] == pytest.approx(tiny["ci_low"])  # the interval's end nearest 0

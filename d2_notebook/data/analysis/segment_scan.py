@@ -187,7 +187,8 @@ def segment_scan(
             "rest_n": int(rest.n), "rest_metric": rest.mean,
             "difference": test.difference, "ci_low": test.low, "ci_high": test.high,
             "p_value": test.p_value if tested else math.nan,
-            "score": max(0.0, abs(test.difference) - Z95 * test.se),
+            # the interval's end nearest 0 (Newcombe's interval of a rate is not symmetric)
+            "score": max(0.0, test.low) if test.difference > 0 else max(0.0, -test.high),
             "tested": tested,
             "dimension_index": index, "is_missing": value is None, "moments": group,
             "rest_moments": rest, "set_aside": False,
