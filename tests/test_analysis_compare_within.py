@@ -310,6 +310,16 @@ def test_a_window_function_exposure_is_refused_with_the_subquery_that_does_it() 
                        metric="avg(CASE WHEN declined THEN 1 ELSE 0 END)",
                        exposure="ntile(5) OVER (PARTITION BY department ORDER BY amount)",
                        value=5)
+    # a window inside a subquery of the exposure is valid SQL, and runs
+    compare_within(GuardedSQL(con), source="expenses e",
+                   metric="avg(CASE WHEN declined THEN 1 ELSE 0 END)",
+                   exposure="e.amount IN (SELECT amount FROM (SELECT amount, ntile(5) OVER "
+                            "(ORDER BY amount) AS q FROM expenses) WHERE q = 5)", value=True)
+    # 'over (' in a literal is no window: the data, not the check, refuses this one
+    with pytest.raises(ValueError, match="values of"):
+        compare_within(GuardedSQL(con), source="expenses e",
+                       metric="avg(CASE WHEN declined THEN 1 ELSE 0 END)",
+                       exposure="e.department = 'carry over (late)'", value=True)
     fixed = compare_within(
         GuardedSQL(con), source="expenses e", metric="avg(CASE WHEN declined THEN 1 ELSE 0 END)",
         exposure="e.amount >= (SELECT quantile_cont(x.amount, 0.8) FROM expenses x "

@@ -291,6 +291,7 @@ def test_an_entity_column_is_named_in_the_map_and_marked_once_grouped(board) -> 
     con.execute("""
         CREATE TABLE expense AS
         SELECT i AS expense_id, 'user' || (i % 50) AS submitter, 'note ' || i AS note,
+               CASE WHEN i % 10 = 0 THEN 'comment ' || i END AS comment,
                ['Travel', 'Assets', 'Services', 'Misc'][1 + i % 4] AS category,
                (i % 7) * 10.0 AS amount
         FROM range(500) r(i)""")
@@ -303,6 +304,13 @@ def test_an_entity_column_is_named_in_the_map_and_marked_once_grouped(board) -> 
                      line), line
     assert "a GROUP BY question" in line and "they do not block finishing" in line
     assert "expense.submitter" not in coverage.untouched
+    # a mostly-NULL free-text column (50 values over 50 filled rows) is no entity column
+    assert "expense.comment" not in line
+    one = "SELECT count(*) AS n FROM expense WHERE submitter = 'user7'"
+    board.add_evidence(one, GuardedSQL(con).run(one).frame, description="one user's lines",
+                       investigation_id=inv.id)
+    assert any("no evidence groups by it" in text  # a filter looks at one entity only
+               for text in board_coverage(board, candidates, inv.id).board_lines())
     sql = "SELECT submitter, count(*) AS n FROM expense GROUP BY submitter ORDER BY n DESC"
     board.add_evidence(sql, GuardedSQL(con).run(sql).frame, description="reports per user",
                        investigation_id=inv.id)

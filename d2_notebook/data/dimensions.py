@@ -34,6 +34,7 @@ import pandas as pd
 from d2_notebook.data.catalog_access import dialect_sql
 from d2_notebook.data.keys import JoinGraph, join_graph
 from d2_notebook.data.schema import ColumnInfo, TableInfo, quote_ident
+from d2_notebook.errors import D2Error
 
 if TYPE_CHECKING:
     from d2_notebook.data.guarded_sql import GuardedSQL
@@ -206,17 +207,20 @@ class EntityColumn:
     Attributes:
         table: The table, as written in SQL.
         column: The column name.
-        values: Its number of distinct values (counted over the profile's sample).
+        values: Its number of distinct values.
+        exact: Whether ``values`` was counted (a table of at most :data:`PROFILE_ROWS`
+            rows), not estimated from a sample.
     """
 
     table: str
     column: str
     values: int
+    exact: bool = True
 
     @property
     def name(self) -> str:
-        """``table.column``, as the coverage map names it."""
-        return f"{self.table}.{self.column}"
+        """``table.column``, as the coverage map names it (quoted where SQL needs it)."""
+        return f"{self.table}.{quote_ident(self.column)}"
 
 
 @dataclass(frozen=True)
@@ -242,14 +246,18 @@ def candidate_dimensions(
     Raises:
         ValueError: ``max_levels`` < 2.
     """
-    return list(profile_columns(sql, max_levels=max_levels, catalog=catalog).dimensions)
+    return list(profile_columns(sql, max_levels=max_levels, catalog=catalog,
+                                entities=False).dimensions)
 
 
 def profile_columns(
-    sql: GuardedSQL, *, max_levels: int = 30, catalog: Catalog | None = None
+    sql: GuardedSQL, *, max_levels: int = 30, catalog: Catalog | None = None,
+    entities: bool = True,
 ) -> ColumnProfile:
-    """The candidate dimensions (as :func:`candidate_dimensions`) and the entity columns
-    of the database, from one profiling query per table.
+    """The candidate dimensions (as :func:`candidate_dimensions`) and, with ``entities``,
+    the entity columns of the database, from one profiling query per table (and one
+    exact count per table of at most :data:`PROFILE_ROWS` rows that has entity columns;
+    if that count fails, the estimates stand, marked not exact).
 
     Raises:
         ValueError: ``max_levels`` < 2.
@@ -259,12 +267,12 @@ def profile_columns(
     sql = dialect_sql(sql)
     catalog = catalog or read_catalog(sql)
     dimensions: list[Dimension] = []
-    entities: list[EntityColumn] = []
+    found_entities: list[EntityColumn] = []
     for table in catalog.tables:
-        found, named = _profile(sql, table, catalog.graph, max_levels)
+        found, named = _profile(sql, table, catalog.graph, max_levels, entities)
         dimensions.extend(found)
-        entities.extend(named)
-    return ColumnProfile(tuple(dimensions), tuple(entities))
+        found_entities.extend(named)
+    return ColumnProfile(tuple(dimensions), tuple(found_entities))
 
 
 def _query(sql: GuardedSQL) -> Callable[[str], pd.DataFrame]:
@@ -275,9 +283,11 @@ def _query(sql: GuardedSQL) -> Callable[[str], pd.DataFrame]:
 
 
 def _profile(
-    sql: GuardedSQL, table: TableInfo, graph: JoinGraph, max_levels: int
+    sql: GuardedSQL, table: TableInfo, graph: JoinGraph, max_levels: int,
+    entities: bool = False,
 ) -> tuple[list[Dimension], list[EntityColumn]]:
-    """The dimensions and entity columns of one table, from one profiling query."""
+    """The dimensions of one table, from one profiling query, and with ``entities`` its
+    entity columns."""
     keys = graph.key_columns(table.name)
     single_keys = {cols[0].lower() for t, cols in graph.unique if t == table.name
                    and len(cols) == 1}
@@ -295,7 +305,8 @@ def _profile(
             extra = [f"approx_quantile({ref}, [{quantiles}])"] if binnable else []
             plans.append((column, "number", [f"approx_count_distinct({ref})", *extra]))
         elif _TEXTLIKE.fullmatch(kind):
-            plans.append((column, "text", [f"approx_count_distinct({ref})"]))
+            filled = [f"count({ref})"] if entities else []  # rows an entity's values fill
+            plans.append((column, "text", [f"approx_count_distinct({ref})", *filled]))
     if not plans:
         return [], []
     rows = table.row_count or 0
@@ -315,7 +326,7 @@ def _profile(
             left_out, kept = _copy_of_pair(a, b)
             copies.setdefault(left_out, kept)
     dimensions: list[Dimension] = []
-    entities: list[EntityColumn] = []
+    named: list[tuple[EntityColumn, int]] = []  # (entity, its non-null rows)
     for column, family, columns in plans:
         found, values = values[: len(columns)], values[len(columns):]
         made = _dimensions(table.name, column, family, found, max_levels)
@@ -323,23 +334,38 @@ def _profile(
             kept = f"{table.name}.{quote_ident(copies[column.name])}"
             made = [replace(dimension, copy_of=kept) for dimension in made]
         dimensions.extend(made)
-        distinct = int(found[0] or 0) if family == "text" and not pd.isna(found[0]) else 0
-        if (max_levels < distinct <= MAX_ENTITY_VALUES and 2 * distinct <= rows
-                and column.name.lower() not in keys and not _looks_like_id(column.name)):
-            entities.append(EntityColumn(table.name, column.name, distinct))
-    return dimensions, _counted(sql, table, entities, sample)
+        if entities and family == "text" and column.name.lower() not in keys \
+                and not _looks_like_id(column.name):
+            distinct, filled = (0 if v is None or pd.isna(v) else int(v) for v in found[:2])
+            if _is_entity(distinct, filled, max_levels):
+                named.append((EntityColumn(table.name, column.name, distinct,
+                                           exact=not sample), filled))
+    return dimensions, _counted(sql, table, named, max_levels) if not sample else [
+        e for e, _ in named]
 
 
-def _counted(sql: GuardedSQL, table: TableInfo, entities: list[EntityColumn],
-             sample: str) -> list[EntityColumn]:
-    """``entities`` with their values counted exactly (over the profile's sample): the
-    estimate read "about 51 values" beside a query's 50 users, and an answerer copied it."""
-    if not entities:
-        return entities
-    counts = sql.run("SELECT " + ", ".join(f"count(DISTINCT {quote_ident(e.column)})"
-                                           for e in entities)
-                     + f" FROM {table.ref}{sample}").frame.iloc[0].tolist()
-    return [replace(e, values=int(n)) for e, n in zip(entities, counts, strict=True)]
+def _is_entity(distinct: int, filled: int, max_levels: int) -> bool:
+    """More values than a dimension may have, few enough to list, each over two or more
+    of the rows the column fills (not free text that is mostly NULL)."""
+    return max_levels < distinct <= MAX_ENTITY_VALUES and 2 * distinct <= filled
+
+
+def _counted(sql: GuardedSQL, table: TableInfo, named: list[tuple[EntityColumn, int]],
+             max_levels: int) -> list[EntityColumn]:
+    """The entities of an unsampled table with their values counted exactly (the
+    estimate read "about 51 values" beside a query's 50 users, and an answerer copied
+    it), those the count leaves outside the bounds dropped; if the count fails, the
+    estimates, marked not exact (the map is never lost for it)."""
+    if not named:
+        return []
+    try:
+        counts = sql.run("SELECT " + ", ".join(f"count(DISTINCT {quote_ident(e.column)})"
+                                               for e, _ in named)
+                         + f" FROM {table.ref}").frame.iloc[0].tolist()
+    except D2Error:
+        return [replace(e, exact=False) for e, _ in named]
+    return [replace(e, values=int(n)) for (e, filled), n in zip(named, counts, strict=True)
+            if _is_entity(int(n), filled, max_levels)]
 
 
 _MAX_DATE_PAIRS = 28

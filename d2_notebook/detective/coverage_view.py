@@ -69,6 +69,9 @@ class CandidateDimensions:
         return tuple(dict.fromkeys(d.name for d in self.dimensions))
 
 
+_ENTITIES_SHOWN = 8
+"""Most entity columns the map names (those no evidence grouped by first)."""
+
 NO_CANDIDATES = CandidateDimensions()
 """For a database whose dimensions could not be read: no coverage map is shown."""
 
@@ -115,9 +118,10 @@ class BoardCoverage:
     dismissed: tuple[DimensionDismissal, ...]
     unreachable: tuple[tuple[str, tuple[str, ...]], ...] = ()
     measured: tuple[str, ...] = ()
-    entities: tuple[tuple[str, int, bool], ...] = ()
-    """``(table.column, its distinct values, whether some evidence groups or filters by
-    it)`` for each :class:`~d2_notebook.data.dimensions.EntityColumn`."""
+    entities: tuple[tuple[str, int, bool, bool], ...] = ()
+    """``(table.column, its distinct values, whether they were counted exactly, whether
+    some evidence groups or splits by it)`` for each
+    :class:`~d2_notebook.data.dimensions.EntityColumn`."""
 
     @property
     def unreachable_names(self) -> frozenset[str]:
@@ -171,13 +175,17 @@ class BoardCoverage:
             lines.append("THE METRIC'S OWN COLUMNS (the outcome the analysis calls measure; "
                          "not dimensions to split by): " + ", ".join(self.measured))
         if self.entities:
+            ordered = sorted(self.entities, key=lambda e: e[3])  # ungrouped first
+            shown = ", ".join(
+                f"{name} ({'' if exact else 'about '}{values} values; "
+                f"{'grouped by evidence' if grouped else 'no evidence groups by it'})"
+                for name, values, exact, grouped in ordered[:_ENTITIES_SHOWN])
+            more = (f", and {len(ordered) - _ENTITIES_SHOWN} more"
+                    if len(ordered) > _ENTITIES_SHOWN else "")
             lines.append(
                 "ENTITY COLUMNS (too many values to be dimensions, so no analysis tool "
                 "splits by them; who leads, and how much the entities vary, is a GROUP BY "
-                "question; they do not block finishing): " + ", ".join(
-                    f"{name} ({values} values; "
-                    f"{'grouped by evidence' if grouped else 'no evidence groups by it'})"
-                    for name, values, grouped in self.entities))
+                f"question; they do not block finishing): {shown}{more}")
         if self.dismissed:
             lines.append("DISMISSED DIMENSIONS: " + "; ".join(
                 f"{d.dimension} ({d.reason})" for d in self.dismissed))
@@ -223,18 +231,19 @@ def board_coverage(board: Board, candidates: CandidateDimensions,
     return BoardCoverage(names, ordered, touched, dismissed,
                          tuple((t, tuple(dict.fromkeys(n))) for t, n in unreachable.items()),
                          tuple(n for n in names if n in measured),
-                         tuple((c.name, c.values, c.name in grouped)
+                         tuple((c.name, c.values, c.exact, c.name in grouped)
                                for c in candidates.entities))
 
 
 @lru_cache(maxsize=4096)
 def _entities_grouped(candidates: CandidateDimensions, sql: str) -> frozenset[str]:
-    """The entity columns one statement groups or filters by (parsed once)."""
+    """The entity columns one statement groups or splits by (parsed once); a filter
+    (``WHERE user = 'u7'``) looks at one entity, not at how they vary."""
     try:
         usage = column_usage(sql, dict(candidates.tables))
     except SQLError:
         return frozenset()
-    used = {(ref.table, ref.column) for ref in usage.controlled}
+    used = {(ref.table, ref.column) for ref in usage.groups | usage.splits}
     return frozenset(c.name for c in candidates.entities
                      if (c.table, c.column.lower()) in used)
 

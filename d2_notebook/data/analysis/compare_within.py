@@ -60,11 +60,13 @@ names the dimension); the summary names each.
 from __future__ import annotations
 
 import math
-import re
 from typing import TYPE_CHECKING
 
 import numpy as np
 import pandas as pd
+import sqlglot
+import sqlglot.errors
+from sqlglot import exp
 
 from d2_notebook.data.analysis.common import (
     DEFAULT_ALPHA,
@@ -181,7 +183,7 @@ def compare_within(
     sql = dialect_sql(sql)  # any source: its SQL is transpiled and guarded there
     if not isinstance(exposure, str) or not exposure.strip():
         raise ValueError("exposure is required: a column expression over the source, e.g. t.drug")
-    if _WINDOW.search(exposure):
+    if _window_at_row_level(exposure):
         # DuckDB's own words ("WHERE clause cannot contain window functions") named SQL
         # the caller never wrote: a real-model collector could not tell what to change
         raise ValueError(
@@ -297,8 +299,15 @@ def compare_within(
                   scan.duration_s, summary, flags)
 
 
-_WINDOW = re.compile(r"\bover\s*\(", re.IGNORECASE)
-"""A window function's OVER clause."""
+def _window_at_row_level(expression: str) -> bool:
+    """Whether ``expression`` holds a window function outside any subquery of its own (a
+    window inside ``(SELECT ... OVER ...)`` is valid, and so is the text 'carry over (x)'
+    in a literal); an expression sqlglot cannot parse is left to the database."""
+    try:
+        tree = sqlglot.parse_one(expression, read="duckdb")
+    except sqlglot.errors.ParseError:
+        return False
+    return any(window.find_ancestor(exp.Select) is None for window in tree.find_all(exp.Window))
 
 
 def _or_one(q: float) -> float:
