@@ -64,9 +64,6 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 import pandas as pd
-import sqlglot
-import sqlglot.errors
-from sqlglot import exp
 
 from d2_notebook.data.analysis.common import (
     DEFAULT_ALPHA,
@@ -114,6 +111,8 @@ from d2_notebook.data.analysis.text import (
     outcome_set_line,
 )
 from d2_notebook.data.catalog_access import dialect_sql
+from d2_notebook.data.parse_tree import outer_nodes, select_node
+from d2_notebook.errors import QueryFailedError
 
 if TYPE_CHECKING:
     from d2_notebook.data.guarded_sql import GuardedSQL
@@ -302,12 +301,13 @@ def compare_within(
 def _window_at_row_level(expression: str) -> bool:
     """Whether ``expression`` holds a window function outside any subquery of its own (a
     window inside ``(SELECT ... OVER ...)`` is valid, and so is the text 'carry over (x)'
-    in a literal); an expression sqlglot cannot parse is left to the database."""
+    in a literal), read as :func:`~d2_notebook.data.analysis.inputs.metric_value` reads
+    the metric; an expression that does not parse is left to the database."""
     try:
-        tree = sqlglot.parse_one(expression, read="duckdb")
-    except sqlglot.errors.ParseError:
+        node = select_node(f"SELECT {expression}")
+    except QueryFailedError:
         return False
-    return any(window.find_ancestor(exp.Select) is None for window in tree.find_all(exp.Window))
+    return any(inner.get("class") == "WINDOW" for inner in outer_nodes(node.get("select_list")))
 
 
 def _or_one(q: float) -> float:
