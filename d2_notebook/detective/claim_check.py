@@ -248,8 +248,8 @@ def check_claims(report: str, evidence_frames: Mapping[str, pd.DataFrame],
             named = _Source.of_frame(rows)
             sources[key].derive_from, sources[key].derive_days = named.values, named.days
     verdicts = _Source.of_texts(verdict_texts)
-    numbers = find_numbers(clean)
     cells = find_numbers(clean, small=True)  # what a sentence lists may be a total's cells
+    numbers = [n for n in cells if not n.small_count]  # the claims: as find_numbers(clean)
     unverified: list[tuple[ReportNumber, UnverifiedClaim]] = []
     for number in numbers:
         cited, explicit = _where_to_look(clean, number, sources)

@@ -83,14 +83,9 @@ class ReportNumber:
     approximate: bool = False
     """Written as an approximation ("~1,750", "about 5,900"): an integer's trailing zeros
     are not digits it states, so it stands for any value that rounds to it there."""
-
-    @property
-    def small_count(self) -> bool:
-        """A bare integer up to :data:`SMALL_COUNT` (no claim of its own: see
-        :func:`find_numbers`)."""
-        return (self.kind is NumberKind.QUANTITY and self.decimals == 0 and not self.percent
-                and self.multiplier == 1.0 and self.value <= SMALL_COUNT
-                and self.text.isdigit())
+    small_count: bool = False
+    """A bare integer up to :data:`SMALL_COUNT`: no claim of its own, found only when
+    :func:`find_numbers` is asked for ``small`` ones (the cells a total lists)."""
 
     @property
     def significant_digits(self) -> int:
@@ -149,10 +144,11 @@ def _parse(match: re.Match[str], approximate: bool = False,
     if bare_integer and 1900 <= value <= 2100:
         return ReportNumber(text, match.start(), match.start() + len(text), NumberKind.YEAR,
                             value)
-    if bare_integer and value <= SMALL_COUNT and not small:
+    small_count = bare_integer and value <= SMALL_COUNT
+    if small_count and not small:
         return None
     return ReportNumber(text, match.start(), match.start() + len(text), NumberKind.QUANTITY,
-                        value, decimals, percent, multiplier, approximate)
+                        value, decimals, percent, multiplier, approximate, small_count)
 
 
 def numbers_in_text(text: str) -> list[float]:
