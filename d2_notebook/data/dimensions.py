@@ -300,7 +300,7 @@ def _profile(
             hours = [f"approx_count_distinct(hour({ref}))"] if kind != "DATE" else []
             plans.append((column, "date", [f"min({ref})", f"max({ref})", *hours]))
         elif _NUMERIC.fullmatch(kind):
-            binnable = column.name.lower() not in keys and not _looks_like_id(column.name)
+            binnable = not _names_a_key(column.name, keys)
             quantiles = ", ".join(str(q) for q in _BIN_QUANTILES)
             extra = [f"approx_quantile({ref}, [{quantiles}])"] if binnable else []
             plans.append((column, "number", [f"approx_count_distinct({ref})", *extra]))
@@ -334,8 +334,7 @@ def _profile(
             kept = f"{table.name}.{quote_ident(copies[column.name])}"
             made = [replace(dimension, copy_of=kept) for dimension in made]
         dimensions.extend(made)
-        if entities and family == "text" and column.name.lower() not in keys \
-                and not _looks_like_id(column.name):
+        if entities and family == "text" and not _names_a_key(column.name, keys):
             distinct, filled = (0 if v is None or pd.isna(v) else int(v) for v in found[:2])
             if _is_entity(distinct, filled, max_levels):
                 named.append((EntityColumn(table.name, column.name, distinct,
@@ -413,6 +412,12 @@ def _dimensions(
             return [Dimension(table, column.name, DimensionKind.BINS, len(edges) + 1,
                               edges=edges)]
     return []
+
+
+def _names_a_key(name: str, keys: frozenset[str]) -> bool:
+    """Whether a column is a key of the join graph (``keys``, lower-cased) or is named like
+    an id: its values name rows, so it is neither binned nor an entity column."""
+    return name.lower() in keys or _looks_like_id(name)
 
 
 def _looks_like_id(name: str) -> bool:

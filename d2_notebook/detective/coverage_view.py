@@ -21,7 +21,7 @@ import pandas as pd
 
 from d2_notebook.board import Board, DimensionDismissal, ToolCall
 from d2_notebook.data import GuardedSQL
-from d2_notebook.data.coverage import column_usage, selected_columns
+from d2_notebook.data.coverage import ColumnUsage, column_usage, selected_columns
 from d2_notebook.data.dimensions import Dimension, EntityColumn, profile_columns, read_catalog
 from d2_notebook.errors import D2Error, SQLError
 
@@ -118,10 +118,10 @@ class BoardCoverage:
     dismissed: tuple[DimensionDismissal, ...]
     unreachable: tuple[tuple[str, tuple[str, ...]], ...] = ()
     measured: tuple[str, ...] = ()
-    entities: tuple[tuple[str, int, bool, bool], ...] = ()
-    """``(table.column, its distinct values, whether they were counted exactly, whether
-    some evidence groups or splits by it)`` for each
-    :class:`~d2_notebook.data.dimensions.EntityColumn`."""
+    entities: tuple[EntityColumn, ...] = ()
+    """The database's entity columns (:class:`~d2_notebook.data.dimensions.EntityColumn`)."""
+    grouped_entities: frozenset[str] = frozenset()
+    """The names of those some evidence groups or splits by."""
 
     @property
     def unreachable_names(self) -> frozenset[str]:
@@ -175,11 +175,13 @@ class BoardCoverage:
             lines.append("THE METRIC'S OWN COLUMNS (the outcome the analysis calls measure; "
                          "not dimensions to split by): " + ", ".join(self.measured))
         if self.entities:
-            ordered = sorted(self.entities, key=lambda e: e[3])  # ungrouped first
+            ordered = sorted(self.entities,  # ungrouped first
+                             key=lambda e: e.name in self.grouped_entities)
             shown = ", ".join(
-                f"{name} ({'' if exact else 'about '}{values} values; "
-                f"{'grouped by evidence' if grouped else 'no evidence groups by it'})"
-                for name, values, exact, grouped in ordered[:_ENTITIES_SHOWN])
+                f"{e.name} ({'' if e.exact else 'about '}{e.values} values; "
+                + ("grouped by evidence" if e.name in self.grouped_entities
+                   else "no evidence groups by it") + ")"
+                for e in ordered[:_ENTITIES_SHOWN])
             more = (f", and {len(ordered) - _ENTITIES_SHOWN} more"
                     if len(ordered) > _ENTITIES_SHOWN else "")
             lines.append(
@@ -230,18 +232,26 @@ def board_coverage(board: Board, candidates: CandidateDimensions,
         if candidates.entities else frozenset()
     return BoardCoverage(names, ordered, touched, dismissed,
                          tuple((t, tuple(dict.fromkeys(n))) for t, n in unreachable.items()),
-                         tuple(n for n in names if n in measured),
-                         tuple((c.name, c.values, c.exact, c.name in grouped)
-                               for c in candidates.entities))
+                         tuple(n for n in names if n in measured), candidates.entities,
+                         grouped)
+
+
+@lru_cache(maxsize=4096)
+def _usage(candidates: CandidateDimensions, sql: str) -> ColumnUsage | None:
+    """How one statement uses the catalog's columns (None: it does not parse), parsed once
+    for :func:`_touched` and :func:`_entities_grouped` alike."""
+    try:
+        return column_usage(sql, dict(candidates.tables))
+    except SQLError:
+        return None
 
 
 @lru_cache(maxsize=4096)
 def _entities_grouped(candidates: CandidateDimensions, sql: str) -> frozenset[str]:
     """The entity columns one statement groups or splits by (parsed once); a filter
     (``WHERE user = 'u7'``) looks at one entity, not at how they vary."""
-    try:
-        usage = column_usage(sql, dict(candidates.tables))
-    except SQLError:
+    usage = _usage(candidates, sql)
+    if usage is None:
         return frozenset()
     used = {(ref.table, ref.column) for ref in usage.groups | usage.splits}
     return frozenset(c.name for c in candidates.entities
@@ -291,9 +301,8 @@ def _touched(candidates: CandidateDimensions,
              sql: str) -> tuple[frozenset[str], frozenset[str], frozenset[str]]:
     """The candidate dimensions one statement filters, groups or splits by, the catalog tables it
     reads, and the dimensions of the columns it aggregates (parsed once)."""
-    try:
-        usage = column_usage(sql, dict(candidates.tables))
-    except SQLError:
+    usage = _usage(candidates, sql)
+    if usage is None:
         return frozenset(), frozenset(), frozenset()
     aggregated = {(c.table, c.column) for c in usage.measured}
     measured = frozenset(d.name for d in candidates.dimensions
