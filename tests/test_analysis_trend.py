@@ -10,7 +10,7 @@ import pytest
 from analysis_data import noise, planted
 
 from d2_notebook.data import GuardedSQL
-from d2_notebook.data.analysis import FlagKind, trend
+from d2_notebook.data.analysis import AnalysisResult, FlagKind, trend
 from d2_notebook.data.analysis.season import _call_text, seasons_defined_by
 from d2_notebook.data.analysis.trend import _thin_periods
 from d2_notebook.data.parse_tree import select_node
@@ -399,14 +399,7 @@ def test_a_slope_clear_of_zero_only_at_95_percent_states_both_readings() -> None
     it against a hypothesis that had stated the trend. The summary says both: real at 95%
     for a hypothesis that stated it, and why it is no flag, with the interval at the held
     level, which holds 0."""
-    con = duckdb.connect()
-    con.execute("""
-        CREATE TABLE visits AS
-        SELECT DATE '2024-01-01' + INTERVAL (w) WEEK + to_days(i % 7) AS day,
-               50 + 0.03 * w + ((hash(w, i) % 201)::INTEGER - 100) / 25.0 AS minutes
-        FROM range(30) r(w), range(6) s(i)""")
-    result = trend(GuardedSQL(con), source="visits", metric="avg(minutes)", time="day",
-                   grain="week")
+    result = _weekly_minutes("50 + 0.03 * w", weeks=30)
     assert not result.flags, result.summary
     stated = re.search(r"\(95% CI (\S+) to (\S+); p = (\S+)\)\. Its 95% interval excludes 0: a "
                        r"hypothesis stated before this result \(not one it motivated\) reads "
@@ -465,24 +458,11 @@ def test_the_95_percent_reading_is_only_for_a_line_that_describes_the_series() -
     told "a hypothesis that stated this fall reads it as real at 95%": the straight line
     is no description of a broken series, and its interval claims nothing. A slope clear
     of 0 at 95% but immaterial says so, with the held level's interval."""
-    con = duckdb.connect()
-    con.execute("""
-        CREATE TABLE v AS
-        SELECT DATE '2024-01-01' + INTERVAL (w) WEEK + to_days(i % 7) AS day,
-               50 - 0.5 * least(w, 10) + 0.08 * greatest(w - 10, 0)
-                  + ((hash(w, i) % 201)::INTEGER - 100) / 25.0 AS minutes
-        FROM range(40) r(w), range(6) s(i)""")
-    broken = trend(GuardedSQL(con), source="v", metric="avg(minutes)", time="day",
-                   grain="week")
+    broken = _weekly_minutes("50 - 0.5 * least(w, 10) + 0.08 * greatest(w - 10, 0)",
+                             weeks=40)
     assert any(f.kind is FlagKind.CHANGE_POINT for f in broken.flags), broken.summary
     assert "real at 95%" not in broken.summary
-    con.execute("""
-        CREATE TABLE flat AS
-        SELECT DATE '2024-01-01' + INTERVAL (w) WEEK + to_days(i % 7) AS day,
-               5000 + 0.03 * w + ((hash(w, i) % 201)::INTEGER - 100) / 25.0 AS minutes
-        FROM range(30) r(w), range(6) s(i)""")
-    small = trend(GuardedSQL(con), source="flat", metric="avg(minutes)", time="day",
-                  grain="week")
+    small = _weekly_minutes("5000 + 0.03 * w", weeks=30)
     assert "real at 95%" not in small.summary
     assert re.search(r"holds 0; and it is a change of \S+ over the data, under 1% of the "
                      r"metric's scale\)\.", small.summary), small.summary
@@ -500,3 +480,16 @@ def test_months_from_first_of_month_periods_are_counted_on_the_calendar() -> Non
                    grain="month")
     assert ("month_of_year (needs 18 months from the first period to the last, the data "
             "span 12.0)") in result.summary, result.summary
+
+
+def _weekly_minutes(level: str, weeks: int) -> AnalysisResult:
+    """trend by week of ``minutes``: ``level`` (an expression of the week ``w``) plus the
+    same deterministic noise, six rows a week."""
+    con = duckdb.connect()
+    con.execute(f"""
+        CREATE TABLE visits AS
+        SELECT DATE '2024-01-01' + INTERVAL (w) WEEK + to_days(i % 7) AS day,
+               {level} + ((hash(w, i) % 201)::INTEGER - 100) / 25.0 AS minutes
+        FROM range({weeks}) r(w), range(6) s(i)""")
+    return trend(GuardedSQL(con), source="visits", metric="avg(minutes)", time="day",
+                 grain="week")

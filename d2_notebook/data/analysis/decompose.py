@@ -494,11 +494,11 @@ def _dominated(body: pd.DataFrame, delta: float,
     change for any cause (a real-model judge read "year(closed_at) 2023: 101%" ranked
     first as a finding). A dimension with a DRIVER or a MIX SHIFT (``mixed``), or whose
     small segments carry the change (new test orders diluting the mean), stays ranked."""
+    ranked = mixed | set(body.loc[body["flagged"].astype(bool), "dimension"])
     dominated: dict[str, tuple[str, float, float]] = {}
     for row in body.itertuples():
         if (row.share_before >= DOMINANT_SHARE and row.share_after >= DOMINANT_SHARE
-                and 0.8 <= row.contribution / delta <= 1.2 and row.dimension not in mixed
-                and not body.loc[body["dimension"] == row.dimension, "flagged"].any()):
+                and 0.8 <= row.contribution / delta <= 1.2 and row.dimension not in ranked):
             dominated[row.dimension] = (str(row.segment), row.share_before, row.share_after)
     return dominated
 

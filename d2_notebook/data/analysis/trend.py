@@ -529,7 +529,7 @@ def _flags(linear: Fit, fit: Fit, shape: _Shape, seasons: Seasons, buckets: pd.D
     for i, b in enumerate(shape.breaks):
         when = _break_label(b, buckets, grain)
         shift = float(fit.coef[column])
-        shifts.append((when.split(" (", 1)[0], shift))
+        shifts.append((_period_at(b.at, buckets, grain), shift))
         if not shape.sloped:
             before, after = (_segment_mean(buckets, t, shape, j) for j in (i, i + 1))
             relative = f", {shift / before:+.1%}" if before else ""
@@ -587,13 +587,16 @@ def _p(p: float) -> str:
 
 def _break_label(b: _Break, buckets: pd.DataFrame, grain: str) -> str:
     """The period of the grain a break falls in, and its 95% range of periods."""
-    def label(tau: float) -> str:
-        start = buckets["t"].min() + pd.Timedelta(days=tau * GRAINS[grain][1])
-        return _period_label(start.to_period(GRAINS[grain][0]).start_time, grain)
-
-    low, high = label(b.at if b.low is None else b.low), label(b.at if b.high is None else b.high)
+    low = _period_at(b.at if b.low is None else b.low, buckets, grain)
+    high = _period_at(b.at if b.high is None else b.high, buckets, grain)
     span = f"{low} only" if low == high else f"{low} to {high}"
-    return f"{label(b.at)} (95% range of dates {span})"
+    return f"{_period_at(b.at, buckets, grain)} (95% range of dates {span})"
+
+
+def _period_at(tau: float, buckets: pd.DataFrame, grain: str) -> str:
+    """The period of the grain ``tau`` (periods since the first bucket) falls in."""
+    start = buckets["t"].min() + pd.Timedelta(days=tau * GRAINS[grain][1])
+    return _period_label(start.to_period(GRAINS[grain][0]).start_time, grain)
 
 
 def _segment_mean(buckets: pd.DataFrame, t: np.ndarray, shape: _Shape, j: int) -> float:
