@@ -493,3 +493,23 @@ def _weekly_minutes(level: str, weeks: int) -> AnalysisResult:
         FROM range({weeks}) r(w), range(6) s(i)""")
     return trend(GuardedSQL(con), source="visits", metric="avg(minutes)", time="day",
                  grain="week")
+
+
+def test_a_very_narrow_interval_is_printed_with_ends_that_differ() -> None:
+    """A nearly exact line (Fred Luddy's resolution time in InsightBench flag-6): at three
+    digits its slope's 95% interval read "6.09 to 6.09", which a real-model reporter took
+    for an exact, suspicious figure; the ends get the digits that tell them apart."""
+    result = trend(_linear(noise=0.001), source="events", metric="avg(value)", time="seen",
+                   grain="month")
+    flag = next(f.text for f in result.flags if f.kind is FlagKind.TREND)
+    low, high = re.search(r"95% CI (\S+) to (\S+),", flag).groups()
+    assert low != high and float(low) < float(high), flag
+    assert float(low) == pytest.approx(0.304, abs=0.001)
+
+
+def test_interval_text_adds_digits_only_where_the_ends_would_read_alike() -> None:
+    from d2_notebook.data.analysis.text import interval
+    assert interval(6.0872, 6.0931) == "6.087 to 6.093"
+    assert interval(-0.296, -0.0224) == "-0.296 to -0.0224"
+    assert interval(1234.41, 1234.44) == "1234.41 to 1234.44"
+    assert interval(5.0, 5.0) == "5.00 to 5.00"  # a true point stays one

@@ -105,6 +105,7 @@ from d2_notebook.data.analysis.text import (
     OneOutcomeColumn,
     describe_value,
     figure,
+    interval,
     name_list,
     near_copy_line,
     one_outcome_line,
@@ -407,9 +408,9 @@ def _lost_without_overlap(family: Family, kinds: list[FlagKind],
         return None
     return (f"{family.name}: the effect over all rows ({figure(overall.difference)}, beyond "
             f"chance) is not found within its strata with both arms ({_strata_text(family)}):"
-            f" crude there {figure(crude.difference)} (95% CI {figure(crude.low)} to "
-            f"{figure(crude.high)}), standardised {figure(std.difference)} (95% CI "
-            f"{figure(std.low)} to {figure(std.high)}); it rests on the strata where one arm "
+            f" crude there {figure(crude.difference)} (95% CI {interval(crude.low, crude.high)}"
+            f"), standardised {figure(std.difference)} (95% CI "
+            f"{interval(std.low, std.high)}); it rests on the strata where one arm "
             f"only has rows, so the data cannot tell the exposure's effect from "
             f"{family.name}'s")
 
@@ -502,17 +503,17 @@ def _flag_text(kind: FlagKind, family: Family, q_het: float, q_change: float, la
                        f"(95% CI {low:.0%} to {high:.0%}; q = {q_change:.2g})")
     else:
         removed = (f"standardising moves it by {figure(change.difference)} (95% CI "
-                   f"{figure(change.low)} to {figure(change.high)}; q = {q_change:.2g})")
+                   f"{interval(change.low, change.high)}; q = {q_change:.2g})")
     shares = ", ".join(f"{s}: {figure(m1.n / (m1.n + m0.n)) if m1.n + m0.n else 'n/a'}"
                        for s, m1, m0 in family.strata[:top])
     verdict = ("the effect reverses within its strata" if kind is FlagKind.SIMPSONS_PARADOX
                else "the effect changes once it is held fixed")
     return (f"{name} by {family.name}{_flag_opening(family, verdict)}. Over "
             f"{_strata_text(family)}: crude effect "
-            f"{figure(crude.difference)} (95% CI {figure(crude.low)} to {figure(crude.high)}"
+            f"{figure(crude.difference)} (95% CI {interval(crude.low, crude.high)}"
             f"{_all_rows_note(family, overall)}); "
             f"standardised over {family.name} {figure(std.difference)} (95% CI "
-            f"{figure(std.low)} to {figure(std.high)}; weights: the strata's shares of all "
+            f"{interval(std.low, std.high)}; weights: the strata's shares of all "
             f"rows); {removed}{_thin_driver(family)}.{_mix_note(family)} "
             f"Share exposed per stratum: {shares}."
             f"{_with_outcome_note(family, with_outcome)}")
@@ -748,7 +749,7 @@ def _summary(metric: str, label: str, versus: str, exposed: Moments, rest: Momen
     lines = [
         f"compare_within: {metric} for {label} vs {versus}: {figure(exposed.mean)} (n = "
         f"{int(exposed.n)}) vs {figure(rest.mean)} (n = {int(rest.n)}); crude effect "
-        f"{figure(crude.difference)} (95% CI {figure(crude.low)} to {figure(crude.high)}).",
+        f"{figure(crude.difference)} (95% CI {interval(crude.low, crude.high)}).",
     ]
     confounding = [f for f in families if f.confounding_tested]
     heterogeneity = [f for f in families if f.tested >= 2]

@@ -103,6 +103,7 @@ from d2_notebook.data.analysis.text import (
     MISSING,
     OneOutcomeColumn,
     figure,
+    interval,
     name_list,
     near_copy_line,
     one_outcome_line,
@@ -508,12 +509,12 @@ def _driver_text(row: object, shared: bool) -> str:
              f"{_percent(row.share_low)} to {_percent(row.share_high)}); " if shared else "")
     return (f"DRIVER {segment_label(row.dimension, row.segment)}: {share}its metric "
             f"{figure(row.metric_before)} -> {figure(row.metric_after)} (rate change "
-            f"{figure(row.rate_change)}, 95% CI {figure(row.ci_low)} to {figure(row.ci_high)},"
+            f"{figure(row.rate_change)}, 95% CI {interval(row.ci_low, row.ci_high)},"
             f" q = {row.q_value:.2g}); share of rows {_percent(row.share_before)} -> "
             f"{_percent(row.share_after)}; rate part {figure(row.rate_part)}, mix part "
             f"{figure(row.mix_part)}; the rest of {row.dimension}: rate change "
             f"{figure(row.rest_rate_change)}, difference {figure(row.vs_rest)} (95% CI "
-            f"{figure(row.vs_rest_low)} to {figure(row.vs_rest_high)}, q = "
+            f"{interval(row.vs_rest_low, row.vs_rest_high)}, q = "
             f"{row.vs_rest_q:.2g})")
 
 
@@ -553,7 +554,7 @@ def _summary(metric: str, period: str, before: str, after: str, first: Moments,
     lines = [
         f"decompose of {metric} by {period}: {before} (n = {int(first.n)}, "
         f"{figure(first.mean)}) -> {after} (n = {int(last.n)}, {figure(last.mean)}): change "
-        f"{figure(change.difference)} (95% CI {figure(change.low)} to {figure(change.high)}), "
+        f"{figure(change.difference)} (95% CI {interval(change.low, change.high)}), "
         f"split over the segments of {n_dimensions} dimensions.",
         "Method: per segment, rate part = mean row share x change of its metric; mix part = "
         "change of its row share x (its mean metric - the overall mean metric), so a segment "

@@ -95,6 +95,7 @@ from d2_notebook.data.analysis.text import (
     OneOutcomeColumn,
     describe_value,
     figure,
+    interval,
     name_list,
     near_copy_line,
     one_outcome_line,
@@ -269,7 +270,7 @@ def _flag_text(row: object, metric: str | None) -> str:
         f"{segment_label(row.dimension, row.value)}: {named}{figure(row.metric)} "
         f"(n = {row.n}) vs {figure(row.rest_metric)} for the rest (n = {row.rest_n}), "
         f"{figure(abs(row.difference))} {direction} (95% CI of the difference "
-        f"{figure(row.ci_low)} to {figure(row.ci_high)}, q = {row.q_value:.2g})"
+        f"{interval(row.ci_low, row.ci_high)}, q = {row.q_value:.2g})"
     )
 
 

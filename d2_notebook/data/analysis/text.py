@@ -14,24 +14,42 @@ from d2_notebook.data.analysis.stats import (
     OutcomeValue,
 )
 
-__all__ = ["MISSING", "OneOutcomeColumn", "describe_value", "figure", "name_list",
+__all__ = ["MISSING", "OneOutcomeColumn", "describe_value", "figure", "interval", "name_list",
            "near_copy_line", "one_outcome_line", "outcome_set_line", "segment_label",
            "table_of"]
 
 MISSING = "(missing)"
 
 
-def figure(value: float) -> str:
-    """A number as a model should read it: 3 significant digits, no exponent for usual sizes."""
+def figure(value: float, significant: int = 3) -> str:
+    """A number as a model should read it: ``significant`` digits (3 unless told), no
+    exponent for usual sizes."""
     if value is None or (isinstance(value, float) and math.isnan(value)):
         return "n/a"
     if value == 0:
         return "0"
     magnitude = abs(value)
     if 1e-3 <= magnitude < 1e6:
-        digits = max(0, 2 - math.floor(math.log10(magnitude)))
+        digits = max(0, significant - 1 - math.floor(math.log10(magnitude)))
         return f"{value:.{digits}f}"
-    return f"{value:.3g}"
+    return f"{value:.{significant}g}"
+
+
+_MOST_DIGITS = 12
+"""Significant digits :func:`interval` goes up to to tell an interval's ends apart."""
+
+
+def interval(low: float, high: float) -> str:
+    """An interval as ``"low to high"``: each end at 3 significant digits, or with as
+    many more as it takes for two different ends to read differently, so a very narrow
+    interval is never shown as one point ("6.09 to 6.09" read as "given as exact": a
+    real-model reporter took a slope of 6.087 to 6.093 for a suspiciously perfect one).
+    """
+    significant = 3
+    while (figure(low, significant) == figure(high, significant) and low != high
+           and significant < _MOST_DIGITS):
+        significant += 1
+    return f"{figure(low, significant)} to {figure(high, significant)}"
 
 
 def describe_value(value: str | None) -> str:

@@ -80,7 +80,7 @@ from d2_notebook.data.analysis.stats import (
     metric_scale,
     wilson_interval,
 )
-from d2_notebook.data.analysis.text import figure
+from d2_notebook.data.analysis.text import figure, interval
 from d2_notebook.data.catalog_access import dialect_sql
 
 if TYPE_CHECKING:
@@ -489,8 +489,8 @@ def _slope_note(linear: Fit, span: float, scale: float, alpha: float, grain: str
     nothing."""
     slope, low, high, p, _ = _line_test(linear, span, scale, alpha)
     change = abs(slope * span)
-    stated = f"The straight line's slope: {figure(slope)} per {grain} (95% CI {figure(low)} " \
-             f"to {figure(high)}; "
+    stated = f"The straight line's slope: {figure(slope)} per {grain} (95% CI " \
+             f"{interval(low, high)}; "
     screened = (f"above the {alpha:.2g} each of the trend, change-point and season tests is "
                 f"held to (the call's level {3 * alpha:.2g} split over the three)")
     small = (f"a change of {figure(change)} over the data, under {RELATIVE_TOLERANCE:.0%} of "
@@ -500,8 +500,8 @@ def _slope_note(linear: Fit, span: float, scale: float, alpha: float, grain: str
     if p >= 0.05 or not unbroken:
         return f"{stated}p = {p:.2g}, {screened})."
     held_low, held_high = _slope_interval(linear, alpha)
-    held = (f"at that level its {100 * (1 - alpha):.4g}% interval, {figure(held_low)} to "
-            f"{figure(held_high)}, holds 0")
+    held = (f"at that level its {100 * (1 - alpha):.4g}% interval, "
+            f"{interval(held_low, held_high)}, holds 0")
     if not is_material(slope * span, scale):
         return f"{stated}p = {p:.2g}, {screened}; {held}; and it is {small})."
     return (f"{stated}p = {p:.2g}). Its 95% interval excludes 0: a hypothesis stated before "
@@ -521,7 +521,7 @@ def _flags(linear: Fit, fit: Fit, shape: _Shape, seasons: Seasons, buckets: pd.D
     if flagged and shape.sloped:  # a step description explains the slope away
         flags.append(Flag(FlagKind.TREND, None, (
             f"TREND: {metric} {'rises' if slope > 0 else 'falls'} by {figure(abs(slope))} per "
-            f"{grain} (slope {figure(slope)}, 95% CI {figure(low)} to {figure(high)}, "
+            f"{grain} (slope {figure(slope)}, 95% CI {interval(low, high)}, "
             f"p = {p:.2g})")))
     column = 1 + shape.sloped
     slope_now = float(fit.coef[1]) if shape.sloped else 0.0
@@ -767,8 +767,8 @@ def _summary(metric: str, time: str, grain: str, frame: pd.DataFrame, flags: lis
             lines.append(f"Season not tested: {'; '.join(seasons.untested)}.")
     projected = frame[frame["kind"] == "projection"]
     if periods and len(projected):
-        values = "; ".join(f"{r.period}: {figure(r.metric)} (95% PI {figure(r.ci_low)} to "
-                           f"{figure(r.ci_high)})" for r in projected.itertuples())
+        values = "; ".join(f"{r.period}: {figure(r.metric)} (95% PI "
+                           f"{interval(r.ci_low, r.ci_high)})" for r in projected.itertuples())
         extended = ("the level after the last step extended" if stepped
                     else "the last trend segment extended")
         # only a line without breaks extends the whole-series slope the TREND test read;
