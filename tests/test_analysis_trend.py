@@ -513,3 +513,25 @@ def test_interval_text_adds_digits_only_where_the_ends_would_read_alike() -> Non
     assert interval(-0.296, -0.0224) == "-0.296 to -0.0224"
     assert interval(1234.41, 1234.44) == "1234.41 to 1234.44"
     assert interval(5.0, 5.0) == "5.00 to 5.00"  # a true point stays one
+
+
+def test_a_metric_set_by_the_calendar_date_up_to_a_second_is_deterministic() -> None:
+    """Fred Luddy's resolution time in InsightBench flag-6: 0.2 days more per calendar
+    day he opened the incident, at any hour, measured from timestamps stored to the
+    second (2.799988 for 2.8). Days counted from the first row's 16:00 and a threshold at
+    1e-7 of the scale missed it: the trend read "95% CI 6.09 to 6.09, p = 5.6e-190" and a
+    weekday SEASON at p = 1e-174, which three real-model answerers called not credible."""
+    con = duckdb.connect()
+    con.execute("""
+        CREATE TABLE incidents AS
+        SELECT TIMESTAMP '2023-01-10 16:00' + to_hours((i * 37) % 24) + to_days(i // 2)
+                   AS opened_at,
+               0.2 * (i // 2 + CASE WHEN (i * 37) % 24 + 16 >= 24 THEN 1 ELSE 0 END)
+                   - CASE WHEN i % 3 = 0 THEN 1 / 86400.0 ELSE 0 END AS days_open
+        FROM range(600) r(i)""")
+    result = trend(GuardedSQL(con), source="incidents", metric="avg(days_open)",
+                   time="opened_at", grain="month", periods=2)
+    assert result.flags == (), result.summary
+    assert "DETERMINISTIC: the metric is an exact function of time" in result.summary
+    assert "rises by exactly 6.09 per month" in result.summary  # 0.2 a day, 30.4 days
+    assert "PI" not in result.summary and "SEASON" not in result.summary

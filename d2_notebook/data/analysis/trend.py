@@ -48,8 +48,9 @@ The three families share ``alpha`` (each gets a third), so pure noise raises a f
 about ``alpha`` of calls. Every flag must also be material
 (:func:`~d2_notebook.data.analysis.stats.is_material`: the slope over the whole span, a
 level shift or slope change, a season's amplitude). A metric the straight line fits
-exactly (zero residual variance) is reported as **deterministic**, an exact function of
-time, with its slope and no interval or p-value: there is no chance to test against.
+exactly (no residual variance beyond rounding; by the date alone too) is reported as
+**deterministic**, an exact function of time, with its slope and no interval or p-value:
+there is no chance to test against.
 """
 
 from __future__ import annotations
@@ -101,8 +102,12 @@ _POSITIVE_EVIDENCE, _STRONG_EVIDENCE = 2.0, 6.0
 """BIC differences of positive and strong evidence (Kass and Raftery, 1995): steps replace
 a straight line without breaks when their BIC is lower by at least the first; a rival
 description within the second is named beside the one reported."""
-_DETERMINISTIC = 1e-7
-"""A straight line whose residuals are below this share of the metric's scale fits exactly."""
+_DETERMINISTIC = 1e-5
+"""A straight line whose residuals are below this share of the metric's scale fits exactly
+up to rounding: a duration computed from timestamps stored to the second is off by up to a
+second (a resolution time of 0.2 days per calendar day read 2.799988 for 2.8), and a test
+against that noise read a 95% interval of 6.086 to 6.094 and a weekday season at
+p = 1e-174 (InsightBench flag-6)."""
 
 
 
@@ -181,8 +186,11 @@ def trend(
     base = np.column_stack([np.ones_like(days), t])
     linear = wls(base, y, w)
     # an exact function of the time, or of the date alone (rows at any hour of a day
-    # share the day's value): no chance to test against
-    days_only = np.column_stack([np.ones_like(days), np.floor(days + 1e-9) / length])
+    # share the day's value; days counted on the calendar, from midnight, not from the
+    # first row's hour): no chance to test against
+    dates = buckets["t"].dt.normalize()
+    calendar_days = (dates - dates.min()).dt.days.to_numpy(dtype=float)
+    days_only = np.column_stack([np.ones_like(days), calendar_days / length])
     for exact in (base, days_only):
         line = wls(exact, y, w)
         if _is_deterministic(line, w, scale):
@@ -273,8 +281,8 @@ def _deterministic_line(fit: Fit, grain: str) -> str:
     change = "constant" if abs(slope) <= 1e-12 * max(1.0, abs(float(fit.coef[0]))) else (
         f"{'rises' if slope > 0 else 'falls'} by exactly {figure(abs(slope))} per {grain}")
     return (f"DETERMINISTIC: the metric is an exact function of time — a straight line that "
-            f"{change} (zero residual variance: no interval, p-value, change point or "
-            f"season test applies).")
+            f"{change} (no residual variance beyond rounding: no interval, p-value, change "
+            f"point or season test applies).")
 
 
 def _buckets(moments: dict) -> pd.DataFrame:
@@ -767,8 +775,10 @@ def _summary(metric: str, time: str, grain: str, frame: pd.DataFrame, flags: lis
             lines.append(f"Season not tested: {'; '.join(seasons.untested)}.")
     projected = frame[frame["kind"] == "projection"]
     if periods and len(projected):
-        values = "; ".join(f"{r.period}: {figure(r.metric)} (95% PI "
-                           f"{interval(r.ci_low, r.ci_high)})" for r in projected.itertuples())
+        # an exact line's prediction interval is rounding noise, not uncertainty
+        values = "; ".join(f"{r.period}: {figure(r.metric)}" + (
+            "" if deterministic else f" (95% PI {interval(r.ci_low, r.ci_high)})")
+            for r in projected.itertuples())
         extended = ("the level after the last step extended" if stepped
                     else "the last trend segment extended")
         # only a line without breaks extends the whole-series slope the TREND test read;
