@@ -256,6 +256,8 @@ def test_placeholder_zeros_and_missing_values_are_profiled_through_the_guard(
             "CASE WHEN i <= 366 THEN 0 ELSE 1.5 + i % 9 END::double precision "
             "AS processing_time, CASE WHEN i <= 366 THEN NULL ELSE "
             "timestamp '2024-01-01' + i * interval '1 day' END AS processed_date, "
+            "timestamp '2024-01-01' + i * interval '1 day' + CASE WHEN i % 10 = 0 THEN "
+            "interval '5 days' ELSE interval '-3 days' END AS submitted_date, "
             'CASE WHEN i % 4 = 0 THEN 0 ELSE i END AS "Refund Cents", '
             'CASE WHEN i % 2 = 0 THEN 0 END AS "order", i % 2 = 0 AS flag, '
             "(CASE WHEN i % 4 = 0 THEN NULL WHEN i % 4 = 1 THEN 0 WHEN i % 8 = 2 THEN -i "
@@ -274,8 +276,11 @@ def test_placeholder_zeros_and_missing_values_are_profiled_through_the_guard(
         assert '"Expense Lines" (table, 500 rows)' in summary
         assert "  processing_time DOUBLE PRECISION e.g. 0.0 (0 in 73% of rows)" in summary
         # its NULLs are exactly the pending rows: one more query says so
+        # processed after submitted but in 14 of its 134 rows (a second query says so)
         assert profile_notes(summary)["processed_date"] == (
-            "(73% null: exactly where stage is 'pending')")
+            "(73% null: exactly where stage is 'pending', "
+            "before submitted_date in 14 of the 134 rows with both set)")
+        assert "submitted_date" not in profile_notes(summary)
         assert profile_notes(summary)['"Refund Cents"'] == "(0 in 25% of rows)"
         assert profile_notes(summary)['"order"'] == "(50% null, 0 in 50% of rows)"
         # below 0: in 63 of the 500 rows (with NULLs and zeros), in all, in 4 (under 1 %)

@@ -149,7 +149,9 @@ def test_placeholder_zeros_and_missing_values_are_profiled_through_the_guard(
         "CREATE OR REPLACE TEMPORARY VIEW expense_lines AS SELECT id AS line, "
         "CASE WHEN id <= 366 THEN 0.0D ELSE 1.5D + id % 9 END AS processing_time, "
         "CASE WHEN id <= 366 THEN NULL ELSE date_add(DATE'2024-01-01', CAST(id AS INT)) "
-        "END AS processed_date, CASE WHEN id % 4 = 0 THEN 0 ELSE id END AS `Refund Cents`, "
+        "END AS processed_date, date_add(DATE'2024-01-01', CAST(id + CASE WHEN id % 10 = 0 "
+        "THEN 5 ELSE -3 END AS INT)) AS submitted_date, "
+        "CASE WHEN id % 4 = 0 THEN 0 ELSE id END AS `Refund Cents`, "
         "CASE WHEN id % 2 = 0 THEN 0 END AS `order`, id % 2 = 0 AS flag, "
         "CAST((CASE WHEN id % 4 = 0 THEN NULL WHEN id % 4 = 1 THEN 0 WHEN id % 8 = 2 "
         "THEN -id ELSE id END) / 4.0 AS DECIMAL(8, 2)) AS balance, -id AS debit, "
@@ -165,7 +167,10 @@ def test_placeholder_zeros_and_missing_values_are_profiled_through_the_guard(
         assert "expense_lines (view, 500 rows)" in summary
         assert "  processing_time DOUBLE e.g. 0.0 (0 in 73% of rows)\n" in summary + "\n"
         notes = profile_notes(summary)
-        assert notes["processed_date"] == "(73% null: exactly where stage is 'pending')"
+        assert notes["processed_date"] == ("(73% null: exactly where stage is 'pending', "
+                                           "before submitted_date in 14 of the 134 rows with "
+                                           "both set)")
+        assert "submitted_date" not in notes
         assert notes['"Refund Cents"'] == "(0 in 25% of rows)"
         assert notes['"order"'] == "(50% null, 0 in 50% of rows)"
         # below 0: in 63 of the 500 rows (with NULLs and zeros), in all, in 4 (under 1 %)

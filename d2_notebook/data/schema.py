@@ -18,6 +18,7 @@ import pandas as pd
 
 from d2_notebook.data.fencing import escape_text, fence
 from d2_notebook.data.null_pattern import NullPattern, null_patterns
+from d2_notebook.data.time_order import TIME_TYPE, OutOfOrder, out_of_order
 from d2_notebook.errors import QueryFailedError, QueryTimeoutError, SQLError
 
 __all__ = ["NEGATIVE_PERCENT_SHOWN", "NULL_PERCENT_SHOWN", "ZERO_PERCENT_SHOWN", "ColumnInfo",
@@ -86,7 +87,8 @@ class ColumnInfo:
     ``greatest`` (a text column's first and last value in sort order) come from the
     table's profile (:func:`profiled`); ``None`` when not profiled. ``null_pattern``:
     the category whose values hold exactly this column's NULL rows, when one does
-    (:mod:`d2_notebook.data.null_pattern`).
+    (:mod:`d2_notebook.data.null_pattern`). ``out_of_order``: the date or time columns
+    this one is usually after but in some rows before (:mod:`d2_notebook.data.time_order`).
     """
 
     name: str
@@ -99,6 +101,7 @@ class ColumnInfo:
     least: str | None = None
     greatest: str | None = None
     null_pattern: NullPattern | None = None
+    out_of_order: tuple[OutOfOrder, ...] = ()
     few_values: bool = False
     """The first rows repeat at most :data:`FEW_VALUES_SHOWN` values: ``samples`` are
     all of them (a rarer value may lie beyond those rows)."""
@@ -180,7 +183,9 @@ def profiled(query: Query, info: TableInfo, ref: str, *,
              quote: Callable[[str], str] = quote_ident, count: str = "count") -> TableInfo | None:
     """``info`` with its row count and each column's NULL count (for a numeric column,
     its counts of rows equal to 0 and below 0; for a text column, its least and greatest
-    value), from one aggregate query: one scan of the table.
+    value), from one aggregate query: one scan of the table; then the NULL patterns
+    (:mod:`~d2_notebook.data.null_pattern`) and, with two or more date or time columns, the
+    rows out of their usual order (:mod:`~d2_notebook.data.time_order`: one more scan).
 
     Every source uses it (the SQL is plain enough for each dialect); each passes its own
     quoting and, on DuckDB, the ``system.main`` count no database macro can shadow.
@@ -230,7 +235,10 @@ def profiled(query: Query, info: TableInfo, ref: str, *,
                   if c.null_count == 0 and _TEXT_TYPE.fullmatch(c.type.strip())]
     patterns = null_patterns(query, ref, rows, partly_null, categories, quote=quote,
                              count=count)
-    columns = [replace(c, null_pattern=patterns.get(c.name)) for c in columns]
+    times = [c.name for c in columns if TIME_TYPE.fullmatch(c.type.strip())]
+    orders = out_of_order(query, ref, rows, times, quote=quote, count=count)
+    columns = [replace(c, null_pattern=patterns.get(c.name), out_of_order=orders.get(c.name, ()))
+               for c in columns]
     return replace(info, row_count=rows, columns=tuple(columns))
 
 
@@ -242,7 +250,9 @@ def profile_note(column: ColumnInfo, rows: int | None) -> str:
     :data:`NEGATIVE_PERCENT_SHOWN`) or the table was not profiled; a text column holding
     a single value says so (``" (one value in every row)"``): its one sample would
     otherwise read like the first of many (a real model never grouped by such a column,
-    whose first 100 rows all held ``Computer`` of seven categories)."""
+    whose first 100 rows all held ``Computer`` of seven categories). A date or time
+    column out of its usual order with another says in how many rows
+    (``" (before opened_at in 50 of the 478 rows with both set)"``)."""
     if not rows:
         return ""
     notes = []
@@ -258,6 +268,8 @@ def profile_note(column: ColumnInfo, rows: int | None) -> str:
                      else f"below 0 in {_percent(negatives, rows)}% of rows")
     if column.least is not None and column.least == column.greatest:
         notes.append("one value in every row" if not nulls else "one value where not null")
+    notes.extend(f"before {prompt_ident(o.other)} in {o.rows} of the {o.both} rows with both set"
+                 for o in column.out_of_order)
     return f" ({', '.join(notes)})" if notes else ""
 
 
