@@ -352,6 +352,27 @@ def test_a_sole_cause_is_not_supported_by_a_share_that_leaves_the_rest_to_others
     assert given.status_label == "contradicted as the only cause"
 
 
+def test_a_point_share_below_the_sole_cause_level_asks_for_its_interval(board: Board):
+    """December's dip is ~76% Fred Luddy's absence, a share computed without an interval,
+    and the rest of the gap is within chance (flag-6): the refusal had told a real-model
+    judge to contradict "only because of him" as though the 24% were a proven other
+    factor. It now asks for the share's interval, and says when the verdict is
+    inconclusive instead."""
+    investigation = board.start_investigation("Why was December fast?")
+    hyp = board.add_hypothesis("December looks fast only because Fred's cases are open",
+                               investigation_id=investigation.id).id
+    evidence = board.add_evidence("SELECT 1 AS x", duckdb.connect().execute(
+        "SELECT 1 AS x").df(), description="one", investigation_id=investigation.id).id
+    size = Contribution(ContributionRole.MAJOR, evidence, "share of the gap", -4.38, -4.38,
+                        -4.38, 0.764, claim=FactorClaim.ONLY)
+    with pytest.raises(InvalidRecordError) as refused:
+        board.add_verdict(hyp, "supported", 0.8, "r", [evidence], author="j", contribution=size)
+    message = str(refused.value)
+    assert "given without the share's interval" in message and "share_low" in message
+    assert "inconclusive, without a size, when the rest is within chance" in message
+    assert "it is not the only cause; contradict" not in message
+
+
 def test_an_effect_the_other_way_contradicts_with_its_size_kept(board: Board, tmp_path: Path):
     """"Pulmorex ventilates more", and it ventilates less beyond chance: a real-model
     judge could give neither role minor (it supports "it matters") nor none (the

@@ -287,12 +287,21 @@ def _check_sole_cause(contribution: Contribution, status: HypothesisStatus,
     share = contribution.share
     if claim is not FactorClaim.ONLY or status is not HypothesisStatus.SUPPORTED or share is None:
         return
-    reach = contribution.share_high if contribution.share_high is not None else share
-    if reach < SOLE_CAUSE_SHARE:
+    if contribution.share_high is None and share < SOLE_CAUSE_SHARE:
+        # a point share alone cannot say whether the rest is beyond chance (a real-model
+        # judge was told to contradict where the rest's own interval held 0)
         raise InvalidRecordError(
-            f"a factor that explains ~{share:.0%} of the change (at most {reach:.0%}) leaves "
-            "the rest to other factors: it is not the only cause; contradict the claim, "
-            "its size kept on the verdict")
+            f"a factor that explains ~{share:.0%} of the change, given without the share's "
+            f"interval, is not shown to be the only cause: give share_low and share_high "
+            f"from a cited row if its interval reaches {SOLE_CAUSE_SHARE:.0%}; otherwise "
+            "contradict the claim (its size kept on the verdict) when the rest of the change "
+            "is real, or give the verdict inconclusive, without a size, when the rest is "
+            "within chance")
+    if contribution.share_high is not None and contribution.share_high < SOLE_CAUSE_SHARE:
+        raise InvalidRecordError(
+            f"a factor that explains ~{share:.0%} of the change (at most "
+            f"{contribution.share_high:.0%}) leaves the rest to other factors: it is not the "
+            "only cause; contradict the claim, its size kept on the verdict")
 
 
 def _check_share(contribution: Contribution) -> None:
