@@ -294,7 +294,12 @@ def test_segments_named_apart_come_last_in_the_table() -> None:
     apart = frame["dimension"].str.contains("processed_date|reason")
     assert apart.any() and not apart[:int((~apart).sum())].any()  # all of them last
     assert frame.iloc[0]["dimension"] == "e.department" and frame.iloc[0]["flagged"]
-    ordinary = frame[~apart & frame["tested"]]
+    # HR and IT read lower than the rest only because Sales is in it: named in its flag,
+    # their rows between the segments left to explain and those named apart
+    pulled = (frame["dimension"] == "e.department") & frame["value"].isin(["HR", "IT"])
+    assert "only because Sales is in it" in result.flags[0].text
+    assert list(frame.index[pulled]) == [int((~apart).sum()) - 2, int((~apart).sum()) - 1]
+    ordinary = frame[~apart & ~pulled & frame["tested"]]
     assert list(ordinary["score"]) == sorted(ordinary["score"], reverse=True)
     assert "rows are kept, last in the table" in result.summary
     preview = result.preview(max_rows=8, max_chars=20_000)

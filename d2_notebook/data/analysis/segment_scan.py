@@ -16,7 +16,7 @@ near-copy, a numeric copy, a column the outcome sets:
 :func:`~d2_notebook.data.analysis.common.column_copies`) keep their rows but are not
 flagged; the summary names the dimension once.
 
-Three cases say one fact many times, and are named once instead:
+Four cases say one fact many times, and are named once instead:
 
 - A constant segment: one that would be flagged, but whose metric is 0 on every one of
   its rows, or one value on every row of a column's missing value (variance 0 to floating tolerance,
@@ -46,6 +46,11 @@ Three cases say one fact many times, and are named once instead:
   the whole outcome, by construction: none of its dimensions' segments is flagged, and
   the summary names the column once, with the counts and the check a reader makes (a
   cause that rules the outcome out looks the same).
+- An outlier in the rest of every other value of its dimension: one agent's incidents
+  take 31 days, and each of the other four reads "lower than the rest". The other values
+  gapping the other way are compared again without the outlier; those that then differ
+  by no material amount beyond chance are not flagged, and the outlier's flag names them
+  with their figures (:mod:`~d2_notebook.data.analysis.segment_pull`).
 """
 
 from __future__ import annotations
@@ -67,6 +72,7 @@ from d2_notebook.data.analysis.common import (
     run_pass,
 )
 from d2_notebook.data.analysis.result import AnalysisResult, AnalysisTool, Flag, FlagKind, capped
+from d2_notebook.data.analysis.segment_pull import pulled_line, unflag_pulled
 from d2_notebook.data.analysis.segment_repeats import (
     also_line,
     constant_line,
@@ -113,10 +119,12 @@ COLUMNS = ["dimension", "value", "n", "metric", "metric_low", "metric_high", "re
            "rest_metric", "difference",
            "ci_low", "ci_high", "p_value", "q_value", "score", "tested", "flagged"]
 
-_WORK = ["dimension_index", "is_missing", "moments", "rest_moments", "set_aside"]
+_WORK = ["dimension_index", "is_missing", "moments", "rest_moments", "set_aside", "pulled",
+         "pulled_away"]
 """Columns the call works with and drops: the dimension's index in the plan, whether the
-value is the missing one (NULL), the segment's and its rest's moments, and whether the
-segment was set aside as constant (or the complement of a constant one)."""
+value is the missing one (NULL), the segment's and its rest's moments, whether the
+segment was set aside as constant (or the complement of a constant one), the segments it
+pulled (:mod:`~d2_notebook.data.analysis.segment_pull`) and whether it was pulled."""
 
 
 def segment_scan(
@@ -216,19 +224,28 @@ def segment_scan(
     one_outcome = ([] if dimensions is not None  # named dimensions are split as asked
                    else recorded_for_one_outcome(rows, total, prepared.plan, alpha=alpha,
                                                  known={*exact, *copies, *set_by_outcome}))
+    unflag_pulled(rows, total, binary=binary, pooled=pooled, alpha=alpha, scale=scale,
+                  min_rows=support.rows,
+                  memberships={i for i, d in enumerate(prepared.plan.dimensions)
+                               if d.membership})
     frame = pd.DataFrame(rows, columns=[*COLUMNS, "material", *_WORK]).astype(
         {"tested": bool, "flagged": bool, "material": bool, "is_missing": bool,
-         "set_aside": bool})  # typed when no row was split
+         "set_aside": bool, "pulled_away": bool})  # typed when no row was split
     frame = frame.sort_values(["flagged", "tested", "score", "n"], ascending=False,
                               kind="stable").reset_index(drop=True)
     plan = prepared.plan
     flagged_rows = list(frame[frame["flagged"]].itertuples())
     few = binary or (len(flagged_rows) > 1 and has_few_values(sql, prepared))
     findings = same_row_groups(flagged_rows, total, plan, few_values=few)
-    flags = [Flag(FlagKind.SEGMENT, lead.dimension,
-                  _flag_text(lead, metric) + also_line(same, plan)) for lead, same in findings]
+    added = [also_line(same, plan) + pulled_line(
+        [p for row in (lead, *(row for row, _ in same)) for p in row.pulled], lead.value,
+        lead.difference > 0)
+        for lead, same in findings]
+    flags = [Flag(FlagKind.SEGMENT, lead.dimension, _flag_text(lead, metric) + more)
+             for (lead, _), more in zip(findings, added, strict=True)]
     # the summary's header names the metric
-    flag_lines = [_flag_text(lead, None) + also_line(same, plan) for lead, same in findings]
+    flag_lines = [_flag_text(lead, None) + more
+                  for (lead, _), more in zip(findings, added, strict=True)]
     immaterial = int((frame["tested"] & (frame["q_value"] < alpha) & ~frame["material"]).sum())
     missing = {index for index, value in scan.moments if index >= 0 and value is None}
     constants_said = constant_line(constants, prepared, missing) if constants else None
@@ -254,11 +271,14 @@ def _named_apart_last(frame: pd.DataFrame, findings: list[tuple[Any, list[tuple[
     and the segments that are the same rows as a leading one. They stay in the result,
     but a preview's first rows are then the findings and the segments left to explain:
     a column recorded for one outcome used to fill the preview with its six date parts'
-    identical missing-value rows."""
+    identical missing-value rows. The segments an outlier pulled (named in its flag) come
+    between the two."""
     repeats = {row.Index for _, same in findings for row, _ in same}
     apart = (frame["set_aside"] | frame["dimension"].isin(restating)
              | frame.index.isin(list(repeats)))
-    return pd.concat([frame[~apart], frame[apart]]).reset_index(drop=True)
+    pulled = frame["pulled_away"] & ~apart
+    return pd.concat([frame[~apart & ~pulled], frame[pulled], frame[apart]]
+                     ).reset_index(drop=True)
 
 
 def _flag_text(row: object, metric: str | None) -> str:
