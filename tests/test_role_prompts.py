@@ -83,3 +83,18 @@ def test_a_collector_links_an_interval_reaching_a_material_effect_as_weak() -> N
     assert "holds 0 but still reaches, in the claimed direction, one that would matter" in \
         _STANCE["description"]
     assert "not decisive against it" in instructions("judge")
+
+
+def test_a_claim_of_no_effect_reads_the_interval_rule_the_other_way() -> None:
+    """Collectors and a judge on flag-6 ("the other four agents do not differ
+    materially", "the closing agent does not matter") had to invert the rule for a
+    claimed effect themselves, and chose differently. The prompts and the stance say it."""
+    from d2_notebook.detective.team_tools import _STANCE
+
+    collector = instructions("collector")
+    assert "A hypothesis that claims no effect (no difference that matters) reads the rule " \
+        "the other way" in collector
+    assert "stays short of an effect that would matter supports it" in collector
+    assert "supported only when the interval stays short of an effect that would matter" in \
+        instructions("judge")
+    assert "nor for a claim of no effect" in _STANCE["description"]

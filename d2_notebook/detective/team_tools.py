@@ -42,7 +42,8 @@ def _stance_schema(weak_note: str) -> dict[str, Any]:
         "failing one thing it requires contradicts it, even when the rest agrees); weak when "
         f"it points one way on thin grounds ({weak_note}one record of the entity's own value "
         "is not thin), and when an effect's interval holds 0 but still reaches, in the "
-        "claimed direction, one that would matter (no decision against it); neutral when it "
+        "claimed direction, one that would matter (no decision against it, nor for a claim "
+        "of no effect); neutral when it "
         "bears neither way (e.g. a record that is missing)")}
 
 
