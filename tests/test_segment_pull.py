@@ -31,8 +31,10 @@ def test_values_pulled_by_the_outlier_are_named_in_its_flag_not_flagged() -> Non
     flag = result.flags[0].text
     assert flag.startswith("incidents.agent = Fred: avg(days) = ")
     assert "other values read lower than the rest only because Fred is in it" in flag
+    pulled = flag.split("only because Fred is in it, so they are not flagged; ")[1]
+    assert pulled.startswith("against the rest without Fred")
     for agent in ("Beth", "Charlie", "Luke", "Howard"):
-        assert f"{agent} " in flag.split("without it: ")[1]
+        assert f"{agent} " in pulled
     frame = result.frame
     others = frame[(frame["dimension"] == "incidents.agent") & (frame["value"] != "Fred")]
     # each still differs from the whole rest beyond chance, in the rows, unflagged and
@@ -49,7 +51,60 @@ def test_a_value_that_differs_without_the_outlier_too_stays_flagged() -> None:
     assert flagged == {("incidents.agent", "incidents.agent = Fred"),
                        ("incidents.agent", "incidents.agent = Beth")}, result.summary
     fred = next(f.text for f in result.flags if f.text.startswith("incidents.agent = Fred"))
-    assert "without it: " in fred and "Beth" not in fred.split("without it: ")[1]
+    # the middle three are compared without Fred and without Beth, who pulls their rest too
+    assert "against the rest without Fred and Beth: " in fred
+    assert "Beth" not in fred.split("without Fred and Beth: ")[1]
+    beth = next(f.text for f in result.flags if f.text.startswith("incidents.agent = Beth"))
+    assert "; against the rest without Fred: 1.30 vs " in beth and ", lower (p = " in beth
+
+
+def _agents(days: dict[str, float], rows_each: int = 400) -> GuardedSQL:
+    """One row per incident, ``rows_each`` per agent, at the agent's days plus noise; a
+    1:1 code per agent (``agent_code``)."""
+    names = ", ".join(f"'{name}'" for name in days)
+    levels = ", ".join(str(level) for level in days.values())
+    con = duckdb.connect()
+    con.execute(f"""
+        CREATE TABLE incidents AS
+        SELECT [{names}][1 + i % {len(days)}] AS agent, 'C' || i % {len(days)} AS agent_code,
+               [{levels}][1 + i % {len(days)}] + ((hash(i) % 1001)::INTEGER - 500) / 125.0
+                   AS days
+        FROM range({rows_each * len(days)}) r(i)""")
+    return GuardedSQL(con)
+
+
+def test_a_second_outlier_the_outliers_way_is_shown_not_called_an_artifact() -> None:
+    """Fred at 30, Beth at 10, three at 5: Beth reads "lower than the rest" (Fred is in
+    it), but she is twice the others: her flag says so, with the figures without Fred;
+    she is not listed as pulled (a review found her hidden as an artifact at p = 0)."""
+    result = segment_scan(_agents({"Fred": 30, "Beth": 10, "Charlie": 5, "Luke": 5,
+                                   "Howard": 5}), source="incidents", metric="avg(days)",
+                          dimensions=["incidents.agent"])
+    fred = next(f.text for f in result.flags if f.text.startswith("incidents.agent = Fred"))
+    assert "only because" not in fred
+    beth = next(f.text for f in result.flags if f.text.startswith("incidents.agent = Beth"))
+    assert ", higher (p = " in beth.split("against the rest without Fred")[1]
+
+
+def test_two_outliers_on_one_side_are_both_left_out() -> None:
+    """Fred at 30 and George at 28: the three at 5 read lower only because both are in
+    their rest (a review found them still flagged with only Fred left out)."""
+    result = segment_scan(_agents({"Fred": 30, "George": 28, "Charlie": 5, "Luke": 5,
+                                   "Howard": 5}), source="incidents", metric="avg(days)",
+                          dimensions=["incidents.agent"])
+    flagged = sorted(f.text.split(":")[0] for f in result.flags)
+    assert flagged == ["incidents.agent = Fred", "incidents.agent = George"], result.summary
+    assert "only because Fred and George are in it" in result.flags[0].text
+
+
+def test_a_dimension_of_the_same_rows_does_not_repeat_the_pulled_values() -> None:
+    result = segment_scan(_agents({"Fred": 30, "Beth": 5, "Charlie": 5, "Luke": 5}),
+                          source="incidents", metric="avg(days)",
+                          dimensions=["incidents.agent", "incidents.agent_code"])
+    assert len(result.flags) == 1, result.summary
+    text = result.flags[0].text
+    assert "also incidents.agent_code = C0 (the same rows)" in text
+    assert "only because Fred is in it" in text and "C1" not in text and "C2" not in text
 
 
 def test_a_rate_uses_the_scans_proportion_test() -> None:
@@ -65,6 +120,24 @@ def test_a_rate_uses_the_scans_proportion_test() -> None:
     assert [f.text.split(":")[0] for f in result.flags] == ["calls.team = A"], result.summary
     assert "other values read lower than the rest only because A is in it" in \
         result.flags[0].text
+
+
+def test_a_membership_dimension_is_left_alone() -> None:
+    """A 1:N attribute's segments overlap (an incident with two tags is in both): the rest
+    without one is no rest, so its flags stay as the scan gives them."""
+    from d2_notebook.data.analysis.segment_pull import unflag_pulled
+    from d2_notebook.data.analysis.stats import Moments
+
+    rows = [{"dimension_index": 0, "value": v, "n": 100, "difference": d, "flagged": True,
+             "metric": m, "moments": Moments(100.0, 100.0 * m, 100.0 * m * m + 100.0)}
+            for v, d, m in (("a", 20.0, 30.0), ("b", -5.0, 5.0), ("c", -5.0, 5.0))]
+    total = rows[0]["moments"] + rows[1]["moments"] + rows[2]["moments"]
+    unflag_pulled(rows, total, binary=False, pooled=1.0, alpha=0.001, scale=10.0,
+                  min_rows=10, memberships={0})
+    assert all(r["flagged"] and not r["pulled"] for r in rows)
+    unflag_pulled(rows, total, binary=False, pooled=1.0, alpha=0.001, scale=10.0,
+                  min_rows=10, memberships=set())
+    assert not rows[1]["flagged"] and [p.value for p in rows[0]["pulled"]] == ["b"]
 
 
 def test_two_values_have_no_rest_without_the_outlier() -> None:

@@ -47,10 +47,12 @@ Four cases say one fact many times, and are named once instead:
   the summary names the column once, with the counts and the check a reader makes (a
   cause that rules the outcome out looks the same).
 - An outlier in the rest of every other value of its dimension: one agent's incidents
-  take 31 days, and each of the other four reads "lower than the rest". The other values
-  gapping the other way are compared again without the outlier; those that then differ
-  by no material amount beyond chance are not flagged, and the outlier's flag names them
-  with their figures (:mod:`~d2_notebook.data.analysis.segment_pull`).
+  take 31 days, and each of the other four reads "lower than the rest". The flagged
+  values gapping the other way are compared again without the outlier (and the flagged
+  values on its side); those that then differ by no material amount beyond chance are
+  not flagged, and the outlier's flag names them with their figures; those that still
+  differ keep their flag with those figures added
+  (:mod:`~d2_notebook.data.analysis.segment_pull`).
 """
 
 from __future__ import annotations
@@ -72,7 +74,7 @@ from d2_notebook.data.analysis.common import (
     run_pass,
 )
 from d2_notebook.data.analysis.result import AnalysisResult, AnalysisTool, Flag, FlagKind, capped
-from d2_notebook.data.analysis.segment_pull import pulled_line, unflag_pulled
+from d2_notebook.data.analysis.segment_pull import pulled_line, unflag_pulled, without_line
 from d2_notebook.data.analysis.segment_repeats import (
     also_line,
     constant_line,
@@ -120,11 +122,12 @@ COLUMNS = ["dimension", "value", "n", "metric", "metric_low", "metric_high", "re
            "ci_low", "ci_high", "p_value", "q_value", "score", "tested", "flagged"]
 
 _WORK = ["dimension_index", "is_missing", "moments", "rest_moments", "set_aside", "pulled",
-         "pulled_away"]
+         "pull_side", "pulled_away", "without"]
 """Columns the call works with and drops: the dimension's index in the plan, whether the
 value is the missing one (NULL), the segment's and its rest's moments, whether the
 segment was set aside as constant (or the complement of a constant one), the segments it
-pulled (:mod:`~d2_notebook.data.analysis.segment_pull`) and whether it was pulled."""
+pulled (:mod:`~d2_notebook.data.analysis.segment_pull`), whether it was pulled and its
+comparison with a rest without the outlier side."""
 
 
 def segment_scan(
@@ -237,10 +240,8 @@ def segment_scan(
     flagged_rows = list(frame[frame["flagged"]].itertuples())
     few = binary or (len(flagged_rows) > 1 and has_few_values(sql, prepared))
     findings = same_row_groups(flagged_rows, total, plan, few_values=few)
-    added = [also_line(same, plan) + pulled_line(
-        [p for row in (lead, *(row for row, _ in same)) for p in row.pulled], lead.value,
-        lead.difference > 0)
-        for lead, same in findings]
+    added = [also_line(same, plan) + _pull_lines(lead, [row for row, _ in same])
+             for lead, same in findings]
     flags = [Flag(FlagKind.SEGMENT, lead.dimension, _flag_text(lead, metric) + more)
              for (lead, _), more in zip(findings, added, strict=True)]
     # the summary's header names the metric
@@ -279,6 +280,18 @@ def _named_apart_last(frame: pd.DataFrame, findings: list[tuple[Any, list[tuple[
     pulled = frame["pulled_away"] & ~apart
     return pd.concat([frame[~apart & ~pulled], frame[pulled], frame[apart]]
                      ).reset_index(drop=True)
+
+
+def _pull_lines(lead: Any, same: list[Any]) -> str:
+    """A flag's lines from :mod:`~d2_notebook.data.analysis.segment_pull`: the values the
+    segment pulled, or its own figures without the outlier side; read from the first of
+    the same rows that has them (the others are those rows again, under other names)."""
+    for row in (lead, *same):
+        if row.pulled:
+            return pulled_line(row.pulled, row.pull_side, row.difference > 0)
+        if row.without is not None:
+            return without_line(row.without)
+    return ""
 
 
 def _flag_text(row: object, metric: str | None) -> str:
