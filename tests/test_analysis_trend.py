@@ -535,3 +535,39 @@ def test_a_metric_set_by_the_calendar_date_up_to_a_second_is_deterministic() -> 
     assert "DETERMINISTIC: the metric is an exact function of time" in result.summary
     assert "rises by exactly 6.09 per month" in result.summary  # 0.2 a day, 30.4 days
     assert "PI" not in result.summary and "SEASON" not in result.summary
+
+
+def test_an_exact_line_by_the_date_projects_on_the_date_with_no_interval() -> None:
+    """The date-only exact fit reads time from each date's midnight: its projection must
+    too (a review found the calendar-day index 18 projected as 18.375 from a first row at
+    09:00), and an exact line's projected rows carry no interval."""
+    con = duckdb.connect()
+    con.execute("""
+        CREATE TABLE t AS
+        SELECT TIMESTAMP '2024-01-01 09:00' + to_days(i // 3) + to_hours(i % 3 * 5) AS seen,
+               (i // 3)::DOUBLE AS v
+        FROM range(54) r(i)""")
+    result = trend(GuardedSQL(con), source="t", metric="avg(v)", time="seen", grain="day",
+                   periods=2)
+    assert "DETERMINISTIC" in result.summary
+    assert "LINEAR PROJECTION (the last trend segment extended, not a forecast model): " \
+        "2024-01-19: 18.0; 2024-01-20: 19.0" in result.summary
+    projected = result.frame[result.frame["kind"] == "projection"]
+    assert list(projected["metric"]) == pytest.approx([18.0, 19.0])
+    assert projected["ci_low"].isna().all() and projected["ci_high"].isna().all()
+
+
+def test_a_large_level_with_small_noise_is_no_exact_line() -> None:
+    """A meter near 100,000 rising 10 an hour with noise of about 1: against the level the
+    noise is 1e-5, against the spread of the weekly means it is not, so the line is a
+    TREND with its interval (a review found it called DETERMINISTIC)."""
+    con = duckdb.connect()
+    con.execute("""
+        CREATE TABLE m AS
+        SELECT TIMESTAMP '2024-01-01' + to_hours(i) AS seen,
+               100000 + 10 * i + ((hash(i) % 1001)::INTEGER - 500) / 290.0 AS kwh
+        FROM range(2000) r(i)""")
+    result = trend(GuardedSQL(con), source="m", metric="avg(kwh)", time="seen", grain="week",
+                   periods=1)
+    assert "DETERMINISTIC" not in result.summary
+    assert [f.kind for f in result.flags] == [FlagKind.TREND]

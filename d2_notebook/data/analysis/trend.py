@@ -103,11 +103,15 @@ _POSITIVE_EVIDENCE, _STRONG_EVIDENCE = 2.0, 6.0
 a straight line without breaks when their BIC is lower by at least the first; a rival
 description within the second is named beside the one reported."""
 _DETERMINISTIC = 1e-5
-"""A straight line whose residuals are below this share of the metric's scale fits exactly
-up to rounding: a duration computed from timestamps stored to the second is off by up to a
-second (a resolution time of 0.2 days per calendar day read 2.799988 for 2.8), and a test
-against that noise read a 95% interval of 6.086 to 6.094 and a weekday season at
-p = 1e-174 (InsightBench flag-6)."""
+"""A straight line whose residuals are below this share of the spread of the period
+means fits exactly up to rounding: a duration computed from timestamps stored to the
+second is off by up to a second (a resolution time of 0.2 days per calendar day read
+2.799988 for 2.8), and a test against that noise read a 95% interval of 6.086 to 6.094 and
+a weekday season at p = 1e-174 (InsightBench flag-6). The spread, not the level: a meter
+reading near 100,000 with noise of 1 is no exact line."""
+_FLOAT_NOISE = 1e-12
+"""Residuals below this share of the metric's level are floating-point noise (an exact
+constant or line at a large level)."""
 
 
 
@@ -188,14 +192,15 @@ def trend(
     # an exact function of the time, or of the date alone (rows at any hour of a day
     # share the day's value; days counted on the calendar, from midnight, not from the
     # first row's hour): no chance to test against
-    dates = buckets["t"].dt.normalize()
-    calendar_days = (dates - dates.min()).dt.days.to_numpy(dtype=float)
-    days_only = np.column_stack([np.ones_like(days), calendar_days / length])
-    for exact in (base, days_only):
+    start = buckets["t"].min()
+    on_the_date = _on_the_date(buckets["t"], start)
+    days_only = np.column_stack([np.ones_like(days), on_the_date / length])
+    for exact, date_only in ((base, False), (days_only, True)):
         line = wls(exact, y, w)
-        if _is_deterministic(line, w, scale):
-            frame = _rows(buckets, exact @ line.coef, line, _Shape(sloped=True), (None, []),
-                          grain, periods, length)
+        if _is_deterministic(line, y, w):
+            frame = _exact_projection(
+                _rows(buckets, exact @ line.coef, line, _Shape(sloped=True), (None, []),
+                      grain, periods, length), line, buckets, grain, length, date_only)
             summary = _summary(metric, time, grain, frame, [], periods,
                                _deterministic_line(line, grain), None, None, thin=thin)
             return capped(AnalysisTool.TREND, scan.sql, frame, sql.max_rows,
@@ -270,10 +275,45 @@ def _joined(*notes: str) -> str:
     return " ".join(note for note in notes if note)
 
 
-def _is_deterministic(fit: Fit, w: np.ndarray, scale: float) -> bool:
-    """Whether the line fits every bucket exactly (residuals are rounding noise)."""
-    residual = math.sqrt(max(fit.rss, 0.0) / max(float(w.sum()), 1.0))
-    return residual <= _DETERMINISTIC * max(scale, abs(float(fit.coef[0])), 1e-300)
+def _is_deterministic(fit: Fit, y: np.ndarray, w: np.ndarray) -> bool:
+    """Whether the line fits every bucket exactly: its residuals are rounding noise against
+    the spread of the bucket means (:data:`_DETERMINISTIC`), or floating-point noise
+    against their level (:data:`_FLOAT_NOISE`)."""
+    weight = max(float(w.sum()), 1.0)
+    residual = math.sqrt(max(fit.rss, 0.0) / weight)
+    mean = float(w @ y) / weight
+    spread = math.sqrt(max(float(w @ (y - mean) ** 2), 0.0) / weight)
+    return residual <= max(_DETERMINISTIC * spread, _FLOAT_NOISE * max(abs(mean), 1.0))
+
+
+def _on_the_date(times: pd.Series, start: pd.Timestamp) -> np.ndarray:
+    """Days from ``start`` to the midnight that begins each time's date: the time axis of
+    a metric set by the calendar date (rows at any hour of a day share the day's value;
+    counted from the first row's hour, a date-set metric fit nothing exactly)."""
+    return (times.dt.normalize() - start).dt.total_seconds().to_numpy() / 86400.0
+
+
+def _exact_projection(frame: pd.DataFrame, line: Fit, buckets: pd.DataFrame, grain: str,
+                      length: float, date_only: bool) -> pd.DataFrame:
+    """The projection rows of an exact line: the value it gives at the middle of each
+    projected period, as :func:`_rows` places it (on that date's midnight for a line set by
+    the date, as its fit reads time), and no interval (its width would be rounding
+    noise)."""
+    projected = (frame["kind"] == "projection").to_numpy()
+    if not projected.any():
+        return frame
+    first = buckets["t"].min()
+    last = buckets["period"].max().to_period(GRAINS[grain][0])
+    middles = pd.Series([(last + step).start_time + pd.Timedelta(days=length / 2)
+                         for step in range(1, int(projected.sum()) + 1)])
+    x = (_on_the_date(middles, first) if date_only
+         else (middles - first).dt.total_seconds().to_numpy() / 86400.0) / length
+    values = line.coef[0] + line.coef[1] * x
+    frame = frame.copy()
+    frame.loc[projected, "metric"] = values
+    frame.loc[projected, "fitted"] = values
+    frame.loc[projected, ["ci_low", "ci_high"]] = math.nan
+    return frame
 
 
 def _deterministic_line(fit: Fit, grain: str) -> str:
