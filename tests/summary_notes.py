@@ -9,7 +9,7 @@ _NULL = r"(?:\d+% null(?:: exactly where [^()]*?)?|all null)"
 _ZERO = r"(?:0 in \d+% of rows|all 0)"
 _BELOW = r"(?:below 0 in \d+% of rows|all below 0)"
 _ONE = r"(?:one value in every row|one value where not null)"
-_ORDER = r"(?:before \S+ in \d+ of the \d+ rows with both set)"
+_ORDER = r"(?:earlier than \S+ in \d+ of the \d+ rows with both set)"
 _FIRST = (rf"(?:{_NULL}(?:, {_ZERO})?(?:, {_BELOW})?(?:, {_ONE})?"
           rf"|{_ZERO}(?:, {_BELOW})?|{_BELOW}|{_ONE})")
 _NOTE = re.compile(rf'  ("[^"]+"|\S+) .*? (\((?:{_FIRST}(?:, {_ORDER})*'

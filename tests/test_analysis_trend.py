@@ -513,6 +513,9 @@ def test_interval_text_adds_digits_only_where_the_ends_would_read_alike() -> Non
     assert interval(-0.296, -0.0224) == "-0.296 to -0.0224"
     assert interval(1234.41, 1234.44) == "1234.41 to 1234.44"
     assert interval(5.0, 5.0) == "5.00 to 5.00"  # a true point stays one
+    # ends that print differently but are the same number get more digits too (a review)
+    assert interval(999.95, 1000.04) == "999.95 to 1000.0"
+    assert interval(999999.6, 1000000.4) == "999999.6 to 1000000"
 
 
 def test_a_metric_set_by_the_calendar_date_up_to_a_second_is_deterministic() -> None:

@@ -279,7 +279,7 @@ def test_placeholder_zeros_and_missing_values_are_profiled_through_the_guard(
         # processed after submitted but in 14 of its 134 rows (a second query says so)
         assert profile_notes(summary)["processed_date"] == (
             "(73% null: exactly where stage is 'pending', "
-            "before submitted_date in 14 of the 134 rows with both set)")
+            "earlier than submitted_date in 14 of the 134 rows with both set)")
         assert "submitted_date" not in profile_notes(summary)
         assert profile_notes(summary)['"Refund Cents"'] == "(0 in 25% of rows)"
         assert profile_notes(summary)['"order"'] == "(50% null, 0 in 50% of rows)"

@@ -168,7 +168,7 @@ def test_placeholder_zeros_and_missing_values_are_profiled_through_the_guard(
         assert "  processing_time DOUBLE e.g. 0.0 (0 in 73% of rows)\n" in summary + "\n"
         notes = profile_notes(summary)
         assert notes["processed_date"] == ("(73% null: exactly where stage is 'pending', "
-                                           "before submitted_date in 14 of the 134 rows with "
+                                           "earlier than submitted_date in 14 of the 134 rows with "
                                            "both set)")
         assert "submitted_date" not in notes
         assert notes['"Refund Cents"'] == "(0 in 25% of rows)"

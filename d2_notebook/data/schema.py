@@ -235,7 +235,7 @@ def profiled(query: Query, info: TableInfo, ref: str, *,
                   if c.null_count == 0 and _TEXT_TYPE.fullmatch(c.type.strip())]
     patterns = null_patterns(query, ref, rows, partly_null, categories, quote=quote,
                              count=count)
-    times = [c.name for c in columns if TIME_TYPE.fullmatch(c.type.strip())]
+    times = [(c.name, c.type) for c in columns if TIME_TYPE.fullmatch(c.type.strip())]
     orders = out_of_order(query, ref, rows, times, quote=quote, count=count)
     columns = [replace(c, null_pattern=patterns.get(c.name), out_of_order=orders.get(c.name, ()))
                for c in columns]
@@ -252,7 +252,7 @@ def profile_note(column: ColumnInfo, rows: int | None) -> str:
     otherwise read like the first of many (a real model never grouped by such a column,
     whose first 100 rows all held ``Computer`` of seven categories). A date or time
     column out of its usual order with another says in how many rows
-    (``" (before opened_at in 50 of the 478 rows with both set)"``)."""
+    (``" (earlier than opened_at in 50 of the 478 rows with both set)"``)."""
     if not rows:
         return ""
     notes = []
@@ -268,8 +268,8 @@ def profile_note(column: ColumnInfo, rows: int | None) -> str:
                      else f"below 0 in {_percent(negatives, rows)}% of rows")
     if column.least is not None and column.least == column.greatest:
         notes.append("one value in every row" if not nulls else "one value where not null")
-    notes.extend(f"before {prompt_ident(o.other)} in {o.rows} of the {o.both} rows with both set"
-                 for o in column.out_of_order)
+    notes.extend(f"earlier than {prompt_ident(o.other)} in {o.rows} of the {o.both} rows "
+                 "with both set" for o in column.out_of_order)
     return f" ({', '.join(notes)})" if notes else ""
 
 

@@ -12,10 +12,11 @@ rows where the first is before the second, after it, and the rows where both are
 A column is *usually after* another when, of the rows where their values differ, at
 least :data:`USUAL_ORDER_SHARE` have it later; the rows where it is nevertheless before
 are named when they are at least :data:`MIN_PERCENT_SHOWN` percent of the rows where both
-are set: ``closed_at TIMESTAMP ... (before opened_at in 50 of the 478 rows with both
-set)``. The summary states the fact, not a judgement: which timestamp is wrong, or whether
-the order is a rule at all, the data cannot say. The SQL is plain enough for DuckDB,
-PostgreSQL and Spark.
+are set: ``closed_at TIMESTAMP ... (earlier than opened_at in 50 of the 478 rows with both
+set)``. A date is compared with a timestamp by date. Of a wide table, the first
+:data:`MAX_COLUMNS` date and timestamp columns are compared. The summary states the
+fact, not a judgement: which timestamp is wrong, or whether the order is a rule at all,
+the data cannot say. The SQL is plain enough for DuckDB, PostgreSQL and Spark.
 """
 
 from __future__ import annotations
@@ -44,7 +45,9 @@ MAX_ROWS = 5_000_000
 
 TIME_TYPE = re.compile(r"(DATE|DATETIME|TIMESTAMP\w*)(\s*\(\d+\))?( WITH(OUT)? TIME ZONE)?",
                        re.IGNORECASE)
-"""Date and time type names of DuckDB, PostgreSQL (as SQLAlchemy writes them) and Spark."""
+"""Date and timestamp type names of DuckDB, PostgreSQL (as SQLAlchemy writes them) and
+Spark (a time of day alone, ``TIME``, is no point in time and is not compared)."""
+_DATE_TYPE = re.compile(r"DATE", re.IGNORECASE)
 
 
 @dataclass(frozen=True)
@@ -57,12 +60,13 @@ class OutOfOrder:
     both: int
 
 
-def out_of_order(query: Query, ref: str, rows: int, time_columns: Sequence[str], *,
-                 quote: Callable[[str], str], count: str = "count"
+def out_of_order(query: Query, ref: str, rows: int, time_columns: Sequence[tuple[str, str]],
+                 *, quote: Callable[[str], str], count: str = "count"
                  ) -> dict[str, tuple[OutOfOrder, ...]]:
-    """For each column of ``time_columns`` (the table's date or time columns, in table
-    order) the columns it is usually after but in some rows before (see the module
-    docstring); columns with none are left out.
+    """For each of ``time_columns`` (the table's date and timestamp columns as ``(name,
+    type)``, in table order) the columns it is usually after but in some rows before (see
+    the module docstring); columns with none are left out. A pair with a ``DATE`` is
+    compared by date (a ticket resolved at 14:00 on its due date is not after it).
 
     Args:
         query: Runs the SQL (the source's own, under its time limit and guard).
@@ -80,7 +84,10 @@ def out_of_order(query: Query, ref: str, rows: int, time_columns: Sequence[str],
         return {}
     aggregates = []
     for i, j in pairs:
-        a, b = quote(columns[i]), quote(columns[j])
+        (a, a_type), (b, b_type) = columns[i], columns[j]
+        a, b = quote(a), quote(b)
+        if _DATE_TYPE.fullmatch(a_type.strip()) or _DATE_TYPE.fullmatch(b_type.strip()):
+            a, b = f"CAST({a} AS DATE)", f"CAST({b} AS DATE)"
         aggregates += [f"{count}(CASE WHEN {a} < {b} THEN 1 END) AS d2_lt{i}_{j}",
                        f"{count}(CASE WHEN {a} > {b} THEN 1 END) AS d2_gt{i}_{j}",
                        f"{count}(CASE WHEN {a} IS NOT NULL AND {b} IS NOT NULL THEN 1 END)"
@@ -98,6 +105,6 @@ def out_of_order(query: Query, ref: str, rows: int, time_columns: Sequence[str],
             usual = before + after - against
             if (against and usual >= USUAL_ORDER_SHARE * (before + after)
                     and 100 * against >= MIN_PERCENT_SHOWN * both):
-                found.setdefault(columns[later], []).append(
-                    OutOfOrder(columns[earlier], against, both))
+                found.setdefault(columns[later][0], []).append(
+                    OutOfOrder(columns[earlier][0], against, both))
     return {column: tuple(notes) for column, notes in found.items()}

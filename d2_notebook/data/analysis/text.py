@@ -46,10 +46,19 @@ def interval(low: float, high: float) -> str:
     real-model reporter took a slope of 6.087 to 6.093 for a suspiciously perfect one).
     """
     significant = 3
-    while (figure(low, significant) == figure(high, significant) and low != high
+    while (_reads_alike(figure(low, significant), figure(high, significant)) and low != high
            and significant < _MOST_DIGITS):
         significant += 1
     return f"{figure(low, significant)} to {figure(high, significant)}"
+
+
+def _reads_alike(low: str, high: str) -> bool:
+    """Whether two printed ends are the same number ("1000.0" and "1000", "1e+06" and
+    "1000000" are)."""
+    try:
+        return float(low) == float(high)
+    except ValueError:  # "n/a"
+        return low == high
 
 
 def describe_value(value: str | None) -> str:
