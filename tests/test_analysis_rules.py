@@ -870,3 +870,39 @@ def test_a_ratio_too_thin_to_test_does_not_hide_a_difference_that_varies() -> No
         "0.32: the test cannot tell with these rows); as a difference it varies (q = " \
         "8.8e-05, below the flag level): Critical: 0.613 vs 0.206, effect 0.407" \
         in lines[at + 1]
+
+
+def test_a_segment_of_a_change_spread_evenly_sizes_no_contributor(board) -> None:
+    """flag-8: one caller's share of tickets rose in every category alike; decompose said
+    so ("its shares follow row counts and localise nothing"), yet a real-model judge sized
+    Network as a major contributor by its 48% share of the rise (its share of the rows),
+    and the reporter read it as a driver. Refused, with how to size it; its difference from
+    the rest, holding 0, is a size of none."""
+    from d2_notebook.board.records import ToolCall
+
+    con = duckdb.connect()
+    con.execute("""
+        CREATE TABLE t AS
+        SELECT ['Network', 'Software', 'Database'][1 + i % 3] AS category,
+               CASE WHEN i < 600 THEN 'H1' ELSE 'H2' END AS half,
+               (hash(i) % 100 < CASE WHEN i < 600 THEN 40 ELSE 60 END)::INT AS mine
+        FROM range(1200) r(i)""")
+    result = decompose(GuardedSQL(con), source="t", metric="avg(mine)", period="half",
+                       before="H1", after="H2", dimensions=["t.category"])
+    assert "t.category: the change is spread evenly over its segments" in result.summary
+    inv = board.start_investigation("q")
+    evidence = board.add_evidence(result.sql, result.frame, investigation_id=inv.id,
+                                  description=analysis_description(result, ""))
+    board.record_tool_call(evidence.id, ToolCall("decompose", {}), actor="collector")
+    row = result.frame[result.frame["segment"] == "Network"].iloc[0]
+    size = {"role": "major", "evidence_id": evidence.id, "measure": "Network's contribution",
+            "effect": row["contribution"], "ci_low": row["contribution_low"],
+            "ci_high": row["contribution_high"], "share": row["share_of_change"],
+            "share_low": row["share_low"], "share_high": row["share_high"]}
+    with pytest.raises(ValueError, match=r"spread evenly over the segments of t\.category"):
+        read_contribution(board, {"contribution": size}, [evidence.id])
+    none = {"role": "none", "evidence_id": evidence.id, "measure": "vs the rest",
+            "effect": row["vs_rest"], "ci_low": row["vs_rest_low"],
+            "ci_high": row["vs_rest_high"]}
+    assert row["vs_rest_low"] < 0 < row["vs_rest_high"]
+    assert read_contribution(board, {"contribution": none}, [evidence.id]) is not None

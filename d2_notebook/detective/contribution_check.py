@@ -174,7 +174,47 @@ def read_contribution(board: Board, args: dict[str, Any], cited: list[str]) -> C
             f"share {contribution.share:g} (with its interval, if given) is not one row of "
             "the cited evidence: copy share_of_change, share_low and share_high (fractions) "
             "from one row of a decompose result the verdict cites")
+    _refuse_spread_evenly(board, contribution)
     return contribution
+
+
+_EVEN = re.compile(r"^(.+?): the change is spread evenly over its segments \(.*\); its shares "
+                   r"follow row counts and localise nothing\.$", re.MULTILINE)
+_ALSO_EVEN = re.compile(r"^Also spread evenly over their segments \(.*?\): (.+)\.$",
+                        re.MULTILINE)
+"""decompose's lines naming the dimensions over whose segments a change is spread evenly
+(:func:`~d2_notebook.data.analysis.dimension_rest.even_lines`)."""
+
+
+def _refuse_spread_evenly(board: Board, contribution: Contribution) -> None:
+    """Refuse a segment of a decompose sized as a contributor (major or minor) when the
+    tool says the change is spread evenly over its dimension's segments: its share of the
+    change then follows its row count (Network "explains 48%" of a caller's rise because it
+    is half his tickets) and sizes no factor. A real-model judge sized such a segment as a
+    major contributor, and the reporter called it a driver (flag-8)."""
+    if contribution.role is ContributionRole.NONE:
+        return
+    call = board.tool_call_of(contribution.evidence_id)
+    if call is None or call.tool != "decompose":
+        return
+    frame = board.evidence_frame(contribution.evidence_id)
+    position = _row_holding(frame, [contribution.effect, contribution.ci_low,
+                                    contribution.ci_high])
+    if position is None or "dimension" not in frame.columns:
+        return
+    dimension = str(frame["dimension"].iloc[position])
+    summary = tool_summary(board.get_evidence(contribution.evidence_id).description)
+    even = {m.group(1) for m in _EVEN.finditer(summary)}
+    for also in _ALSO_EVEN.finditer(summary):
+        even |= {name.strip() for name in re.split(r",\s*|\s+and\s+", also.group(1))}
+    if dimension in even:
+        raise ValueError(
+            f"{contribution.evidence_id} says the change is spread evenly over the segments "
+            f"of {dimension} (none differs from the rest's beyond chance): a segment's share "
+            "of the change follows its row count and localises nothing, so it sizes no "
+            "factor. Size the segment by its difference from the rest (vs_rest with "
+            "vs_rest_low and vs_rest_high from its row: role none when that interval holds "
+            "0), or give the verdict without a size")
 
 
 def _without_removed_shares(frame: pd.DataFrame) -> pd.DataFrame:
