@@ -398,6 +398,21 @@ def test_a_gap_below_the_usual_level_that_the_scan_does_not_flag_is_named_so() -
                                              metric="avg(s.y)").summary
 
 
+def test_at_a_scan_level_of_005_the_note_names_the_correction_not_the_level() -> None:
+    """At alpha 0.05 the note read "a signal at the usual level, not at this scan's level
+    0.05", which a real-model collector called self-contradictory (flag-8): what differs
+    is the correction for the many segments tested."""
+    con = duckdb.connect()
+    con.execute("""CREATE TABLE s AS SELECT i, CASE WHEN i % 10 = 0 THEN 'b' ELSE 'a' END
+        AS g, 'k' || (i % 13) AS h,
+        (i % 7) * 1.0 + CASE WHEN i % 10 = 0 THEN 0.7 ELSE 0 END AS y FROM range(400) r(i)""")
+    result = segment_scan(GuardedSQL(con), source="s", metric="avg(s.y)", alpha=0.05)
+    assert not result.flags and "s.g = b: 3.73 vs 2.99 (n = 40, p = 0.03)" in result.summary
+    assert ("A gap above with p below 0.05 is a signal on its own, not once corrected for "
+            "the many segments tested at once") in result.summary
+    assert "usual level" not in result.summary
+
+
 def test_a_rate_from_one_event_in_a_small_segment_is_not_flagged() -> None:
     """A real-model single agent found "ci = itself: 0.0345 (n = 29) vs 0.259, q =
     3.1e-06" flagged on one declined row; its exact test gave p = 0.0058. The normal

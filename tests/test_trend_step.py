@@ -153,3 +153,19 @@ def test_pure_noise_raises_a_false_change_point_in_about_alpha_of_calls() -> Non
         if shop < 10:
             assert _weekly(sql, where=f"o.shop = {shop}").flags == ()
     assert change_points <= 6, change_points  # 3 here; at most 6 expected (a tenth of 60)
+
+
+def test_the_rival_descriptions_evidence_says_whom_it_favours() -> None:
+    """"has a BIC 3.2 higher than the line's (positive evidence; ...)" read as support for
+    the step it names (a real-model hypothesizer, flag-8): the words say for which."""
+    con = duckdb.connect()
+    con.execute("""
+        CREATE TABLE e AS
+        SELECT DATE '2023-01-01' + CAST(i % 390 AS INTEGER) AS d,
+               10 + 0.004 * (i % 390) + CASE WHEN i % 390 > 180 THEN 0.2 ELSE 0 END
+                   + ((hash(i) % 1001)::INTEGER - 500) / 100.0 AS v
+        FROM range(3000) r(i)""")
+    summary = trend(GuardedSQL(con), source="e", metric="avg(v)", time="d", grain="month",
+                    periods=0).summary
+    assert "higher than the line's (positive evidence for the line over the steps; " \
+        "each step's date counts as a parameter)." in summary, summary

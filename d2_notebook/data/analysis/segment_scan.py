@@ -344,10 +344,14 @@ def _summary(metric: str, total: Moments, frame: pd.DataFrame, flags: list[str],
             lines.append(f"- {segment_label(row.dimension, row.value)}: {figure(row.metric)} "
                          f"vs {figure(row.rest_metric)} (n = {row.n}, p = {row.p_value:.2g})")
         if (shown["p_value"] < USUAL_LEVEL).any():  # "not flagged" read as "no signal"
-            lines.append(f"A gap above with p below {USUAL_LEVEL:g} is a signal at the usual "
-                         f"level, not at this scan's level {alpha:g} (strict because many "
-                         "segments are tested at once): test it on its own (compare_within) "
-                         "before calling it noise.")
+            # at a scan level of 0.05 itself "the usual level, not this scan's" read as a
+            # contradiction (a real-model collector, flag-8): the q-value is what differs
+            level = (f"at the usual level, not at this scan's level {alpha:g} (strict "
+                     "because many segments are tested at once)" if alpha < USUAL_LEVEL
+                     else "on its own, not once corrected for the many segments tested at "
+                     f"once (its q, the scan's measure, is not below {alpha:g})")
+            lines.append(f"A gap above with p below {USUAL_LEVEL:g} is a signal {level}: test "
+                         "it on its own (compare_within) before calling it noise.")
     elif len(tested):
         lines.append("No tested segment is flagged: those beyond chance restate the metric "
                      "(see below).")

@@ -764,10 +764,14 @@ def _shape_lines(shape: _Shape, linear: Fit, flags: list[Flag], buckets: pd.Data
                     f"{_POSITIVE_EVIDENCE:g}).")
     else:
         headline = f"Shape: {base}."
-    compared = (f"a BIC {margin:.1f} lower than the line's, too little to replace it"
-                if margin >= 0 else f"a BIC {-margin:.1f} higher than the line's")
-    return headline, (f"Rival description: {steps}, has {compared} ({_evidence(margin)}; "
-                      f"each step's date counts as a parameter).")
+    # whose evidence it is said in words: "positive evidence" alone read as support for
+    # the step it names (a real-model hypothesizer, flag-8)
+    compared = (f"a BIC {margin:.1f} lower than the line's, too little to replace it "
+                f"({_evidence(margin)} for the steps"
+                if margin >= 0 else f"a BIC {-margin:.1f} higher than the line's "
+                f"({_evidence(margin)} for the line over the steps")
+    return headline, (f"Rival description: {steps}, has {compared}; each step's date counts "
+                      f"as a parameter).")
 
 
 def _summary(metric: str, time: str, grain: str, frame: pd.DataFrame, flags: list[Flag],
