@@ -30,9 +30,9 @@ def test_values_pulled_by_the_outlier_are_named_in_its_flag_not_flagged() -> Non
     assert [f.dimension for f in result.flags] == ["incidents.agent"], result.summary
     flag = result.flags[0].text
     assert flag.startswith("incidents.agent = Fred: avg(days) = ")
-    assert "other values read lower than the rest only because Fred is in it" in flag
+    assert "other values read off the rest only because Fred is in it" in flag
     pulled = flag.split("only because Fred is in it, so they are not flagged; ")[1]
-    assert pulled.startswith("against the rest without Fred")
+    assert pulled.startswith("against the rest without it: ")
     for agent in ("Beth", "Charlie", "Luke", "Howard"):
         assert f"{agent} " in pulled
     frame = result.frame
@@ -51,9 +51,10 @@ def test_a_value_that_differs_without_the_outlier_too_stays_flagged() -> None:
     assert flagged == {("incidents.agent", "incidents.agent = Fred"),
                        ("incidents.agent", "incidents.agent = Beth")}, result.summary
     fred = next(f.text for f in result.flags if f.text.startswith("incidents.agent = Fred"))
-    # the middle three are compared without Fred and without Beth, who pulls their rest too
-    assert "against the rest without Fred and Beth: " in fred
-    assert "Beth" not in fred.split("without Fred and Beth: ")[1]
+    # Beth is peeled off after Fred: the middle three are compared without both
+    assert "only because Fred and Beth are in it, so they are not flagged; against the " \
+        "rest without them: " in fred
+    assert "Beth" not in fred.split("without them: ")[1]
     beth = next(f.text for f in result.flags if f.text.startswith("incidents.agent = Beth"))
     assert "; against the rest without Fred: 1.30 vs " in beth and ", lower (p = " in beth
 
@@ -80,10 +81,12 @@ def test_a_second_outlier_the_outliers_way_is_shown_not_called_an_artifact() -> 
     result = segment_scan(_agents({"Fred": 30, "Beth": 10, "Charlie": 5, "Luke": 5,
                                    "Howard": 5}), source="incidents", metric="avg(days)",
                           dimensions=["incidents.agent"])
+    flagged = sorted(f.text.split(":")[0] for f in result.flags)
+    assert flagged == ["incidents.agent = Beth", "incidents.agent = Fred"], result.summary
     fred = next(f.text for f in result.flags if f.text.startswith("incidents.agent = Fred"))
-    assert "only because" not in fred
+    assert "only because Fred and Beth are in it" in fred  # the three at 5: no flags
     beth = next(f.text for f in result.flags if f.text.startswith("incidents.agent = Beth"))
-    assert ", higher (p = " in beth.split("against the rest without Fred")[1]
+    assert ", higher (p = " in beth.split("; against the rest without Fred: ")[1]
 
 
 def test_two_outliers_on_one_side_are_both_left_out() -> None:
@@ -107,6 +110,34 @@ def test_a_dimension_of_the_same_rows_does_not_repeat_the_pulled_values() -> Non
     assert "only because Fred is in it" in text and "C1" not in text and "C2" not in text
 
 
+def test_three_values_with_one_outlier_are_all_compared_without_it() -> None:
+    """Fred at 30, Beth and Charlie at 5: both are pulled (an earlier rule also left an
+    'anchor' out of the other's rest and, with no rest left, kept Charlie's flag)."""
+    result = segment_scan(_agents({"Fred": 30, "Beth": 5, "Charlie": 5}),
+                          source="incidents", metric="avg(days)",
+                          dimensions=["incidents.agent"])
+    assert [f.text.split(":")[0] for f in result.flags] == ["incidents.agent = Fred"]
+    assert "without it: Beth " in result.flags[0].text or \
+        "without it: Charlie " in result.flags[0].text
+
+
+def test_a_large_typical_value_is_not_taken_for_the_outlier() -> None:
+    """Charlie at 5 on most rows, Fred at 30 on few: Fred is the outlier, the gap from
+    its rest decides (rows times gap had picked Charlie's side)."""
+    con = duckdb.connect()
+    con.execute("""
+        CREATE TABLE incidents AS
+        SELECT CASE WHEN i < 400 THEN 'Fred' WHEN i < 3400 THEN 'Charlie'
+                    WHEN i < 3800 THEN 'Beth' ELSE 'Luke' END AS agent,
+               CASE WHEN i < 400 THEN 30.0 ELSE 5.0 END
+                   + ((hash(i) % 1001)::INTEGER - 500) / 125.0 AS days
+        FROM range(4200) r(i)""")
+    result = segment_scan(GuardedSQL(con), source="incidents", metric="avg(days)",
+                          dimensions=["incidents.agent"])
+    assert [f.text.split(":")[0] for f in result.flags] == ["incidents.agent = Fred"], \
+        result.summary
+
+
 def test_a_rate_uses_the_scans_proportion_test() -> None:
     con = duckdb.connect()
     con.execute("""
@@ -118,7 +149,7 @@ def test_a_rate_uses_the_scans_proportion_test() -> None:
     result = segment_scan(GuardedSQL(con), source="calls",
                           metric="avg(CASE WHEN dropped THEN 1 ELSE 0 END)")
     assert [f.text.split(":")[0] for f in result.flags] == ["calls.team = A"], result.summary
-    assert "other values read lower than the rest only because A is in it" in \
+    assert "other values read off the rest only because A is in it" in \
         result.flags[0].text
 
 
@@ -137,7 +168,7 @@ def test_a_membership_dimension_is_left_alone() -> None:
     assert all(r["flagged"] and not r["pulled"] for r in rows)
     unflag_pulled(rows, total, binary=False, pooled=1.0, alpha=0.001, scale=10.0,
                   min_rows=10, memberships=set())
-    assert not rows[1]["flagged"] and [p.value for p in rows[0]["pulled"]] == ["b"]
+    assert not rows[1]["flagged"] and [p.value for p in rows[0]["pulled"]] == ["b", "c"]
 
 
 def test_two_values_have_no_rest_without_the_outlier() -> None:

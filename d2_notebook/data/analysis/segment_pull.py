@@ -1,4 +1,4 @@
-"""Segments flagged only because one outlier of their dimension sits in their rest.
+"""Segments flagged only because outliers of their dimension sit in their rest.
 
 segment_scan compares each segment with the rest of the population. When one value of a
 dimension is far off (one agent's incidents take 31 days, the other four agents' 5), it
@@ -7,22 +7,22 @@ then reads "lower than the rest" beyond chance, four flags for one fact. A real-
 hypothesizer read them as four findings about fast agents and spent a hypothesis to
 learn that the four do not differ (InsightBench flag-6).
 
-So, per dimension (not a 1:N membership, whose segments overlap), the flagged segment
-that pulls the rest the most (rows times gap) names the *outlier side*: it and every other
-flagged value whose gap goes its way (two slow agents). Each flagged value whose gap is the
-other way is compared again, by the scan's own test, with the rest without the outlier
-side and without the value that pulls most on its own side (unless it is that value: a
-second outlier the other way would pull the middle values' rest too):
+So, per dimension (not a 1:N membership, whose segments overlap) with two or more flagged
+values, the outliers are peeled off one at a time:
 
-- one that then differs by less than a material amount, or not beyond chance at the
-  scan's level (its p at or above ``alpha``, so it could not be flagged by any
-  correction), is *pulled*: it is not flagged, and the outlier's flag names it with its
-  figures, so that nothing is lost;
-- one that still differs keeps its flag, which adds those figures: its gap against the
-  whole rest was inflated, or, when it now goes the outlier's way, reversed.
+1. the first is the flagged value farthest from its rest (the largest gap);
+2. every other flagged value is compared again, by the scan's own test, with the rest
+   without the values left out so far;
+3. while some still differ by a material amount beyond chance (p below ``alpha``), the
+   one farthest from that reduced rest's mean is left out too (a second slow agent, or a
+   fast one beside a slow one) and step 2 runs again.
 
-No rule of this kind is right for every mix of outliers; the figures are always given,
-with the values left out of the rest they were compared with.
+The values left out after the first keep their flags, with their figures against the
+rest without the values left out before them (their gap against the whole rest was
+inflated, or reversed: a value between the outlier and the others). The values that no
+longer differ are *pulled*: not flagged, and named in the first outlier's flag with their
+figures against the final reduced rest, so that nothing is lost. A value whose reduced
+rest has too few rows keeps its flag as the scan gave it.
 """
 
 from __future__ import annotations
@@ -33,14 +33,14 @@ from typing import Any
 from d2_notebook.data.analysis.stats import Moments, compare, compare_proportions, is_material
 from d2_notebook.data.analysis.text import figure
 
-__all__ = ["Pulled", "pulled_line", "unflag_pulled", "without_line"]
+__all__ = ["Recompared", "pulled_line", "unflag_pulled", "without_line"]
 
 _NAMED = 5
-"""Pulled segments an outlier's line names one by one; the others are counted."""
+"""Pulled values an outlier's line names one by one; the others are counted."""
 
 
 @dataclass(frozen=True)
-class Pulled:
+class Recompared:
     """A flagged value compared again with a rest without some values: its value and
     metric, the values left out (``without``), that rest's metric and the p-value."""
 
@@ -54,11 +54,10 @@ class Pulled:
 def unflag_pulled(rows: list[dict[str, Any]], total: Moments, *, binary: bool,
                   pooled: float | None, alpha: float, scale: float,
                   min_rows: int, memberships: set[int]) -> None:
-    """Unflag the pulled segments of ``rows`` (segment_scan's row records, flags set),
-    marking them ``"pulled_away"`` and listing them under the outlier's ``"pulled"`` key
-    (its side's values under ``"pull_side"``);
-    a flagged value on the other side that still differs gets its comparison under its
-    own ``"without"`` key (see the module docstring).
+    """Peel each dimension's outliers off (see the module docstring): unflag the pulled
+    values of ``rows`` (segment_scan's row records, flags set), marking them
+    ``"pulled_away"`` and listing them under the first outlier's ``"pulled"`` key; a value
+    left out after the first gets its comparison under its own ``"without"`` key.
 
     Args:
         rows: One record per segment, with its dimension index, value, moments, flag.
@@ -67,43 +66,42 @@ def unflag_pulled(rows: list[dict[str, Any]], total: Moments, *, binary: bool,
         pooled: The variance used for a group whose own is 0 (the scan's).
         alpha: The scan's false-discovery level.
         scale: The metric's scale, for materiality.
-        min_rows: The fewest rows the rest a value is compared with again needs.
+        min_rows: The fewest rows a reduced rest needs for a value to be compared with it.
         memberships: Indexes of the 1:N membership dimensions, left alone.
     """
     by_dimension: dict[int, list[dict[str, Any]]] = {}
     for row in rows:
-        row.update(pulled=[], pull_side=(), pulled_away=False, without=None)
+        row.update(pulled=[], pulled_away=False, without=None)
         if row["flagged"] and row["dimension_index"] not in memberships:
             by_dimension.setdefault(row["dimension_index"], []).append(row)
     for flagged in by_dimension.values():
-        outlier = max(flagged, key=_pull)
-        up = outlier["difference"] > 0
-        side = [r for r in flagged if (r["difference"] > 0) == up]
-        others = [r for r in flagged if (r["difference"] > 0) != up]
-        if not others:
+        if len(flagged) < 2:
             continue
-        anchor = max(others, key=_pull)
-        for row in others:
-            left_out = side if row is anchor else [*side, anchor]
-            rest = total - row["moments"] - sum((r["moments"] for r in left_out[1:]),
-                                                 left_out[0]["moments"])
-            if rest.n < min_rows:
-                continue
-            test = (compare_proportions(row["moments"], rest) if binary
-                    else compare(row["moments"], rest, pooled_var=pooled))
-            found = Pulled(row["value"], row["metric"], tuple(r["value"] for r in left_out),
-                           rest.mean, test.p_value)
-            if test.p_value >= alpha or not is_material(test.difference, scale):
-                row["flagged"], row["pulled_away"] = False, True
-                outlier["pulled"].append(found)
-                outlier["pull_side"] = tuple(r["value"] for r in side)
-            else:
-                row["without"] = found
-
-
-def _pull(row: dict[str, Any]) -> float:
-    """How far a value moves its rest's mean: its rows times its gap."""
-    return row["n"] * abs(row["difference"])
+        left_out = [max(flagged, key=lambda r: abs(r["difference"]))]
+        while True:
+            reduced = total - sum((r["moments"] for r in left_out[1:]), left_out[0]["moments"])
+            without = tuple(r["value"] for r in left_out)
+            compared = {}
+            for row in flagged:
+                rest = reduced - row["moments"]
+                if any(row is out for out in left_out) or rest.n < min_rows:
+                    continue
+                test = (compare_proportions(row["moments"], rest) if binary
+                        else compare(row["moments"], rest, pooled_var=pooled))
+                compared[id(row)] = (row, Recompared(row["value"], row["metric"], without,
+                                                     rest.mean, test.p_value),
+                                     test.p_value < alpha and is_material(test.difference,
+                                                                          scale))
+            differing = [(row, found) for row, found, differs in compared.values() if differs]
+            if not differing:
+                break
+            row, found = max(differing, key=lambda d: abs(d[0]["metric"] - reduced.mean))
+            row["without"] = found
+            left_out.append(row)
+        outlier = left_out[0]
+        for row, found, _ in compared.values():
+            row["flagged"], row["pulled_away"] = False, True
+            outlier["pulled"].append(found)
 
 
 def _names(values: tuple[str, ...]) -> str:
@@ -111,29 +109,24 @@ def _names(values: tuple[str, ...]) -> str:
     return values[0] if len(values) == 1 else f"{', '.join(values[:-1])} and {values[-1]}"
 
 
-def pulled_line(pulled: list[Pulled], side: tuple[str, ...], higher: bool) -> str:
-    """What an outlier's flag adds for the values it pulled (empty without any), grouped
-    by the values left out of their rest; ``side``: the outlier side's values,
-    ``higher``: the outlier is above its rest."""
+def pulled_line(pulled: list[Recompared]) -> str:
+    """What the first outlier's flag adds for the values it and the others left out
+    pulled (empty without any)."""
     if not pulled:
         return ""
-    groups: dict[tuple[str, ...], list[Pulled]] = {}
-    for found in pulled[:_NAMED]:
-        groups.setdefault(found.without, []).append(found)
-    named = "; ".join(
-        f"without {_names(without)}: " + ", ".join(
-            f"{p.value} {figure(p.metric)} vs {figure(p.rest_metric)} (p = {p.p_value:.2g})"
-            for p in found)
-        for without, found in groups.items())
-    more = f"; and {len(pulled) - _NAMED} more" if len(pulled) > _NAMED else ""
-    return (f"; other values read {'lower' if higher else 'higher'} than the rest only "
-            f"because {_names(side)} {'is' if len(side) == 1 else 'are'} in it, so they are "
-            f"not flagged; against the rest {named}{more}")
+    without = pulled[0].without
+    named = ", ".join(f"{p.value} {figure(p.metric)} vs {figure(p.rest_metric)} (p = "
+                      f"{p.p_value:.2g})" for p in pulled[:_NAMED])
+    more = f" and {len(pulled) - _NAMED} more" if len(pulled) > _NAMED else ""
+    return (f"; other values read off the rest only because {_names(without)} "
+            f"{'is' if len(without) == 1 else 'are'} in it, so they are not flagged; "
+            f"against the rest without {'it' if len(without) == 1 else 'them'}: "
+            f"{named}{more}")
 
 
-def without_line(found: Pulled | None) -> str:
-    """What a kept flag on the other side adds: its comparison with the rest without the
-    outlier side (empty when it has none)."""
+def without_line(found: Recompared | None) -> str:
+    """What the flag of a value left out after the first outlier adds: its comparison
+    with the rest without the values left out before it (empty when it has none)."""
     if found is None:
         return ""
     direction = "higher" if found.metric > found.rest_metric else "lower"

@@ -47,11 +47,11 @@ Four cases say one fact many times, and are named once instead:
   the summary names the column once, with the counts and the check a reader makes (a
   cause that rules the outcome out looks the same).
 - An outlier in the rest of every other value of its dimension: one agent's incidents
-  take 31 days, and each of the other four reads "lower than the rest". The flagged
-  values gapping the other way are compared again without the outlier (and the flagged
-  values on its side); those that then differ by no material amount beyond chance are
-  not flagged, and the outlier's flag names them with their figures; those that still
-  differ keep their flag with those figures added
+  take 31 days, and each of the other four reads "lower than the rest". The outliers
+  are peeled off one at a time and the other flagged values compared again without
+  them; those that then differ by no material amount beyond chance are not flagged, and
+  the first outlier's flag names them with their figures; an outlier peeled off later
+  keeps its flag with its figures without those before it
   (:mod:`~d2_notebook.data.analysis.segment_pull`).
 """
 
@@ -122,7 +122,7 @@ COLUMNS = ["dimension", "value", "n", "metric", "metric_low", "metric_high", "re
            "ci_low", "ci_high", "p_value", "q_value", "score", "tested", "flagged"]
 
 _WORK = ["dimension_index", "is_missing", "moments", "rest_moments", "set_aside", "pulled",
-         "pull_side", "pulled_away", "without"]
+         "pulled_away", "without"]
 """Columns the call works with and drops: the dimension's index in the plan, whether the
 value is the missing one (NULL), the segment's and its rest's moments, whether the
 segment was set aside as constant (or the complement of a constant one), the segments it
@@ -284,11 +284,12 @@ def _named_apart_last(frame: pd.DataFrame, findings: list[tuple[Any, list[tuple[
 
 def _pull_lines(lead: Any, same: list[Any]) -> str:
     """A flag's lines from :mod:`~d2_notebook.data.analysis.segment_pull`: the values the
-    segment pulled, or its own figures without the outlier side; read from the first of
-    the same rows that has them (the others are those rows again, under other names)."""
+    segment's outliers pulled, or its own figures without the values left out before it;
+    read from the first of the same rows that has them (the others are those rows again,
+    under other names)."""
     for row in (lead, *same):
         if row.pulled:
-            return pulled_line(row.pulled, row.pull_side, row.difference > 0)
+            return pulled_line(row.pulled)
         if row.without is not None:
             return without_line(row.without)
     return ""
