@@ -400,3 +400,31 @@ def test_a_dimension_of_nearly_one_value_is_not_ranked_as_a_contribution() -> No
     assert "tickets.grp" in ranked and "closed_when" not in ranked
     # the rows keep it: only the ranking in the text leaves it out
     assert "tickets.closed_when" in set(result.frame["dimension"])
+
+
+def test_a_dimension_with_a_mix_shift_keeps_its_own_even_line() -> None:
+    """Beyond four evenly spread dimensions the rest are named on one 'Also spread evenly
+    ... their shares follow row counts' line; one whose mix shift is flagged had been
+    merged there too, though its shares are no mere row counts (a review)."""
+    con = duckdb.connect()
+    con.execute("""
+        CREATE TABLE t AS
+        SELECT ['x', 'y'][1 + i % 2] AS a, ['p', 'q'][1 + i % 5 % 2] AS b,
+               ['u', 'v'][1 + i % 7 % 2] AS c, ['m', 'n'][1 + i % 11 % 2] AS d,
+               ['r', 's'][1 + i % 13 % 2] AS e,
+               CASE WHEN i < 1500 THEN 'H1' ELSE 'H2' END AS half,
+               CASE WHEN (i < 1500 AND i % 5 = 0) OR (i >= 1500 AND i % 5 < 3) THEN 'hi'
+                    ELSE 'lo' END AS z,
+               (hash(i) % 100 < CASE WHEN i < 1500 THEN 30 ELSE 45 END
+                   + CASE WHEN (i < 1500 AND i % 5 = 0) OR (i >= 1500 AND i % 5 < 3)
+                          THEN 30 ELSE 0 END)::INT AS mine
+        FROM range(3000) r(i)""")
+    result = decompose(GuardedSQL(con), source="t", metric="avg(mine)", period="half",
+                       before="H1", after="H2",
+                       dimensions=["t.z", "t.a", "t.b", "t.c", "t.d", "t.e"])
+    lines = result.summary.splitlines()
+    assert any(f.kind is FlagKind.MIX_SHIFT and f.dimension == "t.z" for f in result.flags)
+    also = next(line for line in lines if line.startswith("Also spread evenly"))
+    assert "t.z" not in also
+    assert any(line.startswith("t.z: the change is spread evenly") and
+               line.endswith("(its mix shift is flagged above).") for line in lines)

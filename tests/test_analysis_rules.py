@@ -906,3 +906,56 @@ def test_a_segment_of_a_change_spread_evenly_sizes_no_contributor(board) -> None
             "ci_high": row["vs_rest_high"]}
     assert row["vs_rest_low"] < 0 < row["vs_rest_high"]
     assert read_contribution(board, {"contribution": none}, [evidence.id]) is not None
+
+
+def _recorded(board, result):
+    """``result`` as a decompose evidence with its tool call, as the team records it."""
+    from d2_notebook.board.records import ToolCall
+
+    inv = board.start_investigation("q")
+    evidence = board.add_evidence(result.sql, result.frame, investigation_id=inv.id,
+                                  description=analysis_description(result, ""))
+    board.record_tool_call(evidence.id, ToolCall("decompose", {}), actor="collector")
+    return evidence
+
+
+def test_sizes_the_spread_evenly_refusal_leaves_alone(board) -> None:
+    """A review found the refusal blocked a segment's difference from the rest that
+    excludes 0 (the size it recommends) and a mix row: both pass; a dimension named on the
+    'Also spread evenly' line is refused like one with its own line."""
+    con = duckdb.connect()
+    con.execute("""
+        CREATE TABLE t AS
+        SELECT ['Network', 'Software', 'Database'][1 + i % 3] AS category,
+               ['x', 'y'][1 + i % 2] AS a, ['p', 'q'][1 + i % 5 % 2] AS b,
+               ['u', 'v'][1 + i % 7 % 2] AS c, ['m', 'n'][1 + i % 11 % 2] AS d,
+               CASE WHEN i < 600 THEN 'H1' ELSE 'H2' END AS half,
+               (hash(i) % 100 < CASE WHEN i < 600 THEN 40 ELSE 60 END)::INT AS mine
+        FROM range(1200) r(i)""")
+    result = decompose(GuardedSQL(con), source="t", metric="avg(mine)", period="half",
+                       before="H1", after="H2",
+                       dimensions=["t.category", "t.a", "t.b", "t.c", "t.d"])
+    also = next(line for line in result.summary.splitlines()
+                if line.startswith("Also spread evenly over their segments"))
+    named = [d for d in ("t.a", "t.b", "t.c", "t.d", "t.category") if d in also]
+    assert len(named) >= 2, result.summary
+    evidence = _recorded(board, result)
+    frame = result.frame
+    for dimension in named:
+        row = frame[(frame["dimension"] == dimension)
+                    & (frame["segment"] != "(mix of all segments)")].iloc[0]
+        size = {"role": "major", "evidence_id": evidence.id, "measure": "its share",
+                "effect": row["contribution"], "ci_low": row["contribution_low"],
+                "ci_high": row["contribution_high"]}
+        with pytest.raises(ValueError, match="spread evenly over the segments of"):
+            read_contribution(board, {"contribution": size}, [evidence.id])
+    mix = frame[frame["segment"] == "(mix of all segments)"].iloc[0]
+    by_mix = {"role": "minor", "evidence_id": evidence.id, "measure": "mix part",
+              "effect": mix["contribution"], "ci_low": mix["contribution_low"],
+              "ci_high": mix["contribution_high"]}
+    assert read_contribution(board, {"contribution": by_mix}, [evidence.id]) is not None
+    segment = frame[frame["segment"] == "Network"].iloc[0]
+    by_rest = {"role": "minor", "evidence_id": evidence.id, "measure": "vs the rest",
+               "effect": segment["vs_rest"], "ci_low": segment["vs_rest_low"],
+               "ci_high": segment["vs_rest_high"]}
+    assert read_contribution(board, {"contribution": by_rest}, [evidence.id]) is not None

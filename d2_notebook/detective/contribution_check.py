@@ -23,6 +23,8 @@ import pandas as pd
 
 from d2_notebook.board import Board, Contribution, ContributionRole, FactorClaim
 from d2_notebook.board.records import MINOR_SHARE_LIMIT, NEGLIGIBLE_SHARE
+from d2_notebook.data.analysis.decompose import MIX_OF_ALL
+from d2_notebook.data.analysis.dimension_rest import EVEN_NOTE
 from d2_notebook.detective.evidence_view import tool_summary
 
 __all__ = ["CONTRIBUTION_PROPERTIES", "MATCH_TOLERANCE", "SIZE_RULE", "read_contribution",
@@ -178,8 +180,8 @@ def read_contribution(board: Board, args: dict[str, Any], cited: list[str]) -> C
     return contribution
 
 
-_EVEN = re.compile(r"^(.+?): the change is spread evenly over its segments \(.*\); its shares "
-                   r"follow row counts and localise nothing\.$", re.MULTILINE)
+_EVEN = re.compile(rf"^(.+?): the change is spread evenly over its segments \(.*\); "
+                   rf"{re.escape(EVEN_NOTE)}\.$", re.MULTILINE)
 _ALSO_EVEN = re.compile(r"^Also spread evenly over their segments \(.*?\): (.+)\.$",
                         re.MULTILINE)
 """decompose's lines naming the dimensions over whose segments a change is spread evenly
@@ -187,34 +189,41 @@ _ALSO_EVEN = re.compile(r"^Also spread evenly over their segments \(.*?\): (.+)\
 
 
 def _refuse_spread_evenly(board: Board, contribution: Contribution) -> None:
-    """Refuse a segment of a decompose sized as a contributor (major or minor) when the
-    tool says the change is spread evenly over its dimension's segments: its share of the
-    change then follows its row count (Network "explains 48%" of a caller's rise because it
-    is half his tickets) and sizes no factor. A real-model judge sized such a segment as a
-    major contributor, and the reporter called it a driver (flag-8)."""
+    """Refuse a segment's contribution or share of a change sized as a contributor (major
+    or minor) when decompose says the change is spread evenly over its dimension's
+    segments: the share then follows the segment's row count (Network "explains 48%" of a
+    caller's rise because it is half his tickets) and sizes no factor. A real-model judge
+    sized such a segment as a major contributor, and the reporter called it a driver
+    (flag-8). Its difference from the rest (``vs_rest``) and a dimension's mix row are not
+    refused; a dimension the summary does not name one by one is not either."""
     if contribution.role is ContributionRole.NONE:
         return
     call = board.tool_call_of(contribution.evidence_id)
     if call is None or call.tool != "decompose":
         return
     frame = board.evidence_frame(contribution.evidence_id)
-    position = _row_holding(frame, [contribution.effect, contribution.ci_low,
-                                    contribution.ci_high])
-    if position is None or "dimension" not in frame.columns:
+    if not {"dimension", "segment", "contribution", "share_of_change"} <= set(frame.columns):
         return
-    dimension = str(frame["dimension"].iloc[position])
     summary = tool_summary(board.get_evidence(contribution.evidence_id).description)
     even = {m.group(1) for m in _EVEN.finditer(summary)}
-    for also in _ALSO_EVEN.finditer(summary):
-        even |= {name.strip() for name in re.split(r",\s*|\s+and\s+", also.group(1))}
-    if dimension in even:
-        raise ValueError(
-            f"{contribution.evidence_id} says the change is spread evenly over the segments "
-            f"of {dimension} (none differs from the rest's beyond chance): a segment's share "
-            "of the change follows its row count and localises nothing, so it sizes no "
-            "factor. Size the segment by its difference from the rest (vs_rest with "
-            "vs_rest_low and vs_rest_high from its row: role none when that interval holds "
-            "0), or give the verdict without a size")
+    listed = [f", {m.group(1)}," for m in _ALSO_EVEN.finditer(summary)]
+    for row in frame.itertuples(index=False):
+        if row.segment == MIX_OF_ALL or not (
+                row.dimension in even or any(f", {row.dimension}," in text for text in listed)):
+            continue
+        sized = ([contribution.effect, contribution.ci_low, contribution.ci_high],
+                 [row.contribution, row.contribution_low, row.contribution_high])
+        shared = contribution.share is not None and _same(contribution.share,
+                                                         row.share_of_change)
+        if shared or all(_same(given, stored) for given, stored in zip(*sized, strict=True)):
+            raise ValueError(
+                f"{contribution.evidence_id} says the change is spread evenly over the "
+                f"segments of {row.dimension} (none differs from the rest's beyond chance): "
+                "a segment's contribution or share of the change follows its row count and "
+                "localises nothing, so it sizes no factor. Size the segment by its "
+                "difference from the rest (vs_rest with vs_rest_low and vs_rest_high from "
+                "its row: role none when that interval holds 0), or give the verdict "
+                "without a size")
 
 
 def _without_removed_shares(frame: pd.DataFrame) -> pd.DataFrame:

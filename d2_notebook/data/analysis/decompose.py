@@ -84,7 +84,12 @@ from d2_notebook.data.analysis.common import (
     prepare,
     run_pass,
 )
-from d2_notebook.data.analysis.dimension_rest import NO_REST, even_lines, flag_drivers
+from d2_notebook.data.analysis.dimension_rest import (
+    MIX_FLAGGED_NOTE,
+    NO_REST,
+    even_lines,
+    flag_drivers,
+)
 from d2_notebook.data.analysis.inputs import literal
 from d2_notebook.data.analysis.one_outcome import one_outcome_columns
 from d2_notebook.data.analysis.result import AnalysisResult, AnalysisTool, Flag, FlagKind, capped
@@ -588,10 +593,13 @@ def _summary(metric: str, period: str, before: str, after: str, first: Moments,
         lines.append("No segment's rate change is beyond chance and beyond its rest's with a "
                      "material contribution, and no dimension's mix shifted materially beyond "
                      "chance.")
-    if len(even) > _DIMENSIONS_SHOWN:
+    # a dimension whose mix shift is flagged keeps its own line: its shares are no mere
+    # row counts (a review found it merged into "their shares follow row counts")
+    merged = [line for line in even[_DIMENSIONS_SHOWN - 1:] if MIX_FLAGGED_NOTE not in line]
+    if len(merged) > 1:
         named = [line.split(": the change is spread evenly", 1)[0]  # a name may hold ":"
-                 for line in even[_DIMENSIONS_SHOWN - 1:]]
-        even = [*even[:_DIMENSIONS_SHOWN - 1],
+                 for line in merged]
+        even = [*(line for line in even if line not in merged),
                 f"Also spread evenly over their segments (none differs from the rest's beyond "
                 f"chance; their shares follow row counts and localise nothing): "
                 f"{name_list(named)}."]

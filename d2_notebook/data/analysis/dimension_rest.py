@@ -101,6 +101,14 @@ def _stands_out(row: dict, alpha: float, scale: float) -> bool:
                 and is_material(row["vs_rest"], scale))
 
 
+EVEN_NOTE = "its shares follow row counts and localise nothing"
+"""How :func:`even_lines` ends the line of a dimension over which the change is spread
+evenly (and no mix shift is flagged)."""
+MIX_FLAGGED_NOTE = ("its rate parts follow row counts and localise nothing (its mix shift is "
+                    "flagged above)")
+"""How it ends the line of such a dimension whose mix shift is flagged."""
+
+
 def even_lines(body: pd.DataFrame, mixed: set[str], scale: float) -> list[str]:
     """One line per dimension over which the change is spread evenly: at least two of
     its segments were compared with their rest, none stands out, and its rate parts add
@@ -116,9 +124,7 @@ def even_lines(body: pd.DataFrame, mixed: set[str], scale: float) -> list[str]:
         low, high = (figure(compared["rate_change"].min()),
                      figure(compared["rate_change"].max()))
         changes = f"rate change {low} in each" if low == high else f"rate changes {low} to {high}"
-        follows = ("its rate parts follow row counts and localise nothing (its mix shift "
-                   "is flagged above)" if dimension in mixed
-                   else "its shares follow row counts and localise nothing")
+        follows = MIX_FLAGGED_NOTE if dimension in mixed else EVEN_NOTE
         lines.append(f"{dimension}: the change is spread evenly over its segments "
                      f"({changes}; none differs from the rest's beyond chance); {follows}.")
     return lines
