@@ -455,3 +455,15 @@ def test_two_events_of_a_rare_outcome_in_ten_rows_are_not_flagged() -> None:
     assert tiny["metric"] == pytest.approx(0.1) and tiny["tested"] and not tiny["flagged"]
     assert 1e-3 < tiny["p_value"] < 0.01  # Fisher's, not the score test's 4e-06
     assert tiny["score"] == pytest.approx(tiny["ci_low"])  # the interval's end nearest 0
+
+
+def test_the_note_is_not_given_for_a_gap_beyond_chance_but_immaterial() -> None:
+    """A review: "its q ... is not below 0.05" was said of a gap at q = 1.8e-83 that is
+    only immaterial (said on its own line)."""
+    con = duckdb.connect()
+    con.execute("""CREATE TABLE s AS SELECT i, CASE WHEN i % 2 = 0 THEN 'b' ELSE 'a' END
+        AS g, 1000.0 + (i % 7) * 0.001 + CASE WHEN i % 2 = 0 THEN 0.002 ELSE 0 END AS y
+        FROM range(20000) r(i)""")
+    result = segment_scan(GuardedSQL(con), source="s", metric="avg(s.y)", alpha=0.05)
+    assert "differ beyond chance by less than" in result.summary, result.summary
+    assert "A gap above with p below" not in result.summary

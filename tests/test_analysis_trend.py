@@ -574,3 +574,35 @@ def test_a_large_level_with_small_noise_is_no_exact_line() -> None:
                    periods=1)
     assert "DETERMINISTIC" not in result.summary
     assert [f.kind for f in result.flags] == [FlagKind.TREND]
+
+
+def test_exact_lines_on_dates_rates_and_two_dates() -> None:
+    """A second review: data stored as dates projected half a day off (18.5 for 18); an
+    exact rate projected past 1; two dates were called an exact line (any line runs
+    through two points); a constant read "a straight line that constant"."""
+    con = duckdb.connect()
+    con.execute("""
+        CREATE TABLE d AS SELECT DATE '2024-01-01' + CAST(i // 3 AS INTEGER) AS day,
+                                 (i // 3)::DOUBLE AS v,
+                                 (i // 3 >= 12)::INT AS done, 7.5 AS flat
+        FROM range(54) r(i)""")
+    on_dates = trend(GuardedSQL(con), source="d", metric="avg(v)", time="day", grain="day",
+                     periods=2)
+    assert "2024-01-19: 18.0; 2024-01-20: 19.0" in on_dates.summary, on_dates.summary
+    flat = trend(GuardedSQL(con), source="d", metric="avg(flat)", time="day", grain="day")
+    assert "DETERMINISTIC: the metric is an exact function of time — constant at 7.50 (" \
+        in flat.summary
+    con.execute("""
+        CREATE TABLE r AS SELECT DATE '2024-01-01' + CAST(i // 4 AS INTEGER) AS day,
+                                 (i % 4 < 1 + i // 20)::INT AS hit
+        FROM range(72) r(i)""")
+    rate = trend(GuardedSQL(con), source="r", metric="avg(hit)", time="day", grain="day",
+                 periods=3)
+    projected = rate.frame[rate.frame["kind"] == "projection"]["metric"]
+    assert ((projected >= 0) & (projected <= 1)).all(), rate.summary
+    con.execute("""
+        CREATE TABLE h AS
+        SELECT TIMESTAMP '2024-01-01 21:00' + to_hours(i % 6) AS seen, (i * 7 % 2)::DOUBLE AS v
+        FROM range(60) r(i)""")
+    hours = trend(GuardedSQL(con), source="h", metric="avg(v)", time="seen", grain="hour")
+    assert "DETERMINISTIC" not in hours.summary

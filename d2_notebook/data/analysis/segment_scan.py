@@ -344,7 +344,9 @@ def _summary(metric: str, total: Moments, frame: pd.DataFrame, flags: list[str],
         for row in shown.itertuples():
             lines.append(f"- {segment_label(row.dimension, row.value)}: {figure(row.metric)} "
                          f"vs {figure(row.rest_metric)} (n = {row.n}, p = {row.p_value:.2g})")
-        if (shown["p_value"] < USUAL_LEVEL).any():  # "not flagged" read as "no signal"
+        # "not flagged" read as "no signal"; a gap beyond chance but immaterial (q below
+        # alpha) is said below, not here (a review found "its q is not below" beside 1e-83)
+        if ((shown["p_value"] < USUAL_LEVEL) & ~(shown["q_value"] < alpha)).any():
             # at a scan level of 0.05 itself "the usual level, not this scan's" read as a
             # contradiction (a real-model collector, flag-8): the q-value is what differs
             level = (f"at the usual level, not at this scan's level {alpha:g} (strict "

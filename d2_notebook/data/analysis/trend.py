@@ -103,11 +103,11 @@ _POSITIVE_EVIDENCE, _STRONG_EVIDENCE = 2.0, 6.0
 a straight line without breaks when their BIC is lower by at least the first; a rival
 description within the second is named beside the one reported."""
 _DETERMINISTIC = 1e-5
-"""A straight line whose residuals are below this share of the spread of the period
-means fits exactly up to rounding: a duration computed from timestamps stored to the
-second is off by up to a second (a resolution time of 0.2 days per calendar day read
-2.799988 for 2.8), and a test against that noise read a 95% interval of 6.086 to 6.094 and
-a weekday season at p = 1e-174 (InsightBench flag-6). The spread, not the level: a meter
+"""A straight line whose residuals are below this share of the spread of the bucket
+means (hourly or daily) fits exactly up to rounding: a duration computed from timestamps
+stored to the second is off by up to a second (a resolution time of 0.2 days per calendar
+day read 2.799988 for 2.8), and a test against that noise read a 95% interval of 6.086 to
+6.094 and a weekday season at p = 1e-174 (InsightBench flag-6). The spread, not the level: a meter
 reading near 100,000 with noise of 1 is no exact line."""
 _FLOAT_NOISE = 1e-12
 """Residuals below this share of the metric's level are floating-point noise (an exact
@@ -196,6 +196,8 @@ def trend(
     on_the_date = _on_the_date(buckets["t"], start)
     days_only = np.column_stack([np.ones_like(days), on_the_date / length])
     for exact, date_only in ((base, False), (days_only, True)):
+        if len(np.unique(exact[:, 1])) < 3:  # any line runs through two points
+            continue
         line = wls(exact, y, w)
         if _is_deterministic(line, y, w):
             frame = _exact_projection(
@@ -297,18 +299,22 @@ def _exact_projection(frame: pd.DataFrame, line: Fit, buckets: pd.DataFrame, gra
                       length: float, date_only: bool) -> pd.DataFrame:
     """The projection rows of an exact line: the value it gives at the middle of each
     projected period, as :func:`_rows` places it (on that date's midnight for a line set by
-    the date, as its fit reads time), and no interval (its width would be rounding
-    noise)."""
+    the date, or for data stored as dates, as its fit reads time; a rate kept within 0 to
+    1), and no interval (its width would be rounding noise)."""
     projected = (frame["kind"] == "projection").to_numpy()
     if not projected.any():
         return frame
-    first = buckets["t"].min()
+    times = buckets["t"]
+    first = times.min()
     last = buckets["period"].max().to_period(GRAINS[grain][0])
     middles = pd.Series([(last + step).start_time + pd.Timedelta(days=length / 2)
                          for step in range(1, int(projected.sum()) + 1)])
-    x = (_on_the_date(middles, first) if date_only
+    on_dates = date_only or bool((times == times.dt.normalize()).all())
+    x = (_on_the_date(middles, first) if on_dates
          else (middles - first).dt.total_seconds().to_numpy() / 86400.0) / length
     values = line.coef[0] + line.coef[1] * x
+    if np.allclose(buckets["s2"], buckets["s1"], rtol=1e-9, atol=1e-9):  # a 0/1 rate
+        values = np.clip(values, 0.0, 1.0)
     frame = frame.copy()
     frame.loc[projected, "metric"] = values
     frame.loc[projected, "fitted"] = values
@@ -317,12 +323,13 @@ def _exact_projection(frame: pd.DataFrame, line: Fit, buckets: pd.DataFrame, gra
 
 
 def _deterministic_line(fit: Fit, grain: str) -> str:
-    slope = float(fit.coef[1])
-    change = "constant" if abs(slope) <= 1e-12 * max(1.0, abs(float(fit.coef[0]))) else (
-        f"{'rises' if slope > 0 else 'falls'} by exactly {figure(abs(slope))} per {grain}")
-    return (f"DETERMINISTIC: the metric is an exact function of time — a straight line that "
-            f"{change} (no residual variance beyond rounding: no interval, p-value, change "
-            f"point or season test applies).")
+    slope, level = float(fit.coef[1]), float(fit.coef[0])
+    line = (f"constant at {figure(level)}" if abs(slope) <= 1e-12 * max(1.0, abs(level))
+            else f"a straight line that {'rises' if slope > 0 else 'falls'} by exactly "
+            f"{figure(abs(slope))} per {grain}")
+    return (f"DETERMINISTIC: the metric is an exact function of time — {line} (no residual "
+            f"variance beyond rounding: no interval, p-value, change point or season test "
+            f"applies).")
 
 
 def _buckets(moments: dict) -> pd.DataFrame:
