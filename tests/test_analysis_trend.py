@@ -590,7 +590,7 @@ def test_exact_lines_on_dates_rates_and_two_dates() -> None:
                      periods=2)
     assert "2024-01-19: 18.0; 2024-01-20: 19.0" in on_dates.summary, on_dates.summary
     flat = trend(GuardedSQL(con), source="d", metric="avg(flat)", time="day", grain="day")
-    assert "DETERMINISTIC: the metric is an exact function of time — constant at 7.50 (" \
+    assert "DETERMINISTIC: the metric is an exact function of time — constant at 7.50 through " \
         in flat.summary
     con.execute("""
         CREATE TABLE r AS SELECT DATE '2024-01-01' + CAST(i // 4 AS INTEGER) AS day,

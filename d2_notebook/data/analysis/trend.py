@@ -42,7 +42,10 @@ extra day-to-day dispersion):
   reported when its amplitude is material;
 - **projection**: the last trend segment, or the level after the last step (plus the
   season), extended over the next periods, with 95% prediction intervals, labelled as a
-  linear projection.
+  linear projection;
+- **metric not set**: the periods where many rows have no metric value yet (a duration of
+  cases still open), which the means leave out, are named
+  (:mod:`~d2_notebook.data.analysis.unset_rows`).
 
 The three families share ``alpha`` (each gets a third), so pure noise raises a flag in
 about ``alpha`` of calls. Every flag must also be material
@@ -63,7 +66,13 @@ import numpy as np
 import pandas as pd
 from scipy import stats
 
-from d2_notebook.data.analysis.common import DEFAULT_ALPHA, check_settings, prepare, run_pass
+from d2_notebook.data.analysis.common import (
+    DEFAULT_ALPHA,
+    Prepared,
+    check_settings,
+    prepare,
+    run_pass,
+)
 from d2_notebook.data.analysis.least_squares import Fit, nested_p, wls
 from d2_notebook.data.analysis.result import AnalysisResult, AnalysisTool, Flag, FlagKind, capped
 from d2_notebook.data.analysis.season import (
@@ -82,6 +91,7 @@ from d2_notebook.data.analysis.stats import (
     wilson_interval,
 )
 from d2_notebook.data.analysis.text import figure, interval
+from d2_notebook.data.analysis.unset_rows import unset_note
 from d2_notebook.data.catalog_access import dialect_sql
 
 if TYPE_CHECKING:
@@ -206,7 +216,8 @@ def trend(
             summary = _summary(metric, time, grain, frame, [], periods,
                                _deterministic_line(line, grain), None, None, thin=thin)
             return capped(AnalysisTool.TREND, scan.sql, frame, sql.max_rows,
-                          scan.duration_s, summary, [])
+                          scan.duration_s, _with_unset(summary, sql, prepared, where, time,
+                                                       grain, buckets), [])
     shape = _shape(t, y, w, buckets["period"], [], each, scale)
     seasons = find_season(buckets, np.column_stack(shape.columns(t)), y, w, each, scale,
                           defined=seasons_defined_by(metric, time))
@@ -227,7 +238,17 @@ def trend(
                                    unbroken=shape.sloped and not shape.breaks
                                    and season is None), thin=thin)
     return capped(AnalysisTool.TREND, scan.sql, frame, sql.max_rows, scan.duration_s,
-                  summary, flags)
+                  _with_unset(summary, sql, prepared, where, time, grain, buckets), flags)
+
+
+def _with_unset(summary: str, sql: GuardedSQL, prepared: Prepared, where: str | None,
+                time: str, grain: str, buckets: pd.DataFrame) -> str:
+    """``summary`` with the line naming the fitted periods where many rows have no metric
+    value yet (:func:`~d2_notebook.data.analysis.unset_rows.unset_note`), when any has."""
+    note = unset_note(sql, prepared, where, time, grain,
+                      lambda start: _period_label(start, grain),
+                      set(buckets["period"].unique()))
+    return f"{summary}\n{note}" if note else summary
 
 
 def _thin_periods(left_out: pd.DataFrame, grain: str, min_support: int) -> str:
@@ -327,9 +348,10 @@ def _deterministic_line(fit: Fit, grain: str) -> str:
     line = (f"constant at {figure(level)}" if abs(slope) <= 1e-12 * max(1.0, abs(level))
             else f"a straight line that {'rises' if slope > 0 else 'falls'} by exactly "
             f"{figure(abs(slope))} per {grain}")
-    return (f"DETERMINISTIC: the metric is an exact function of time — {line} (no residual "
-            f"variance beyond rounding: no interval, p-value, change point or season test "
-            f"applies).")
+    return (f"DETERMINISTIC: the metric is an exact function of time — {line} through every "
+            f"hour's or day's mean (no residual variance beyond rounding: no interval, "
+            f"p-value, change point or season test applies to the line; a period's interval "
+            f"in the rows is the spread of its rows within it).")
 
 
 def _buckets(moments: dict) -> pd.DataFrame:
