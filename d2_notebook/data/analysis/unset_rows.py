@@ -10,10 +10,10 @@ finding before a later query showed the censoring (InsightBench flag-6).
 :func:`unset_note` counts, per period of the trend's grain, the rows of the population
 and those whose metric value is set, with the population's filter but without its
 conjuncts that only require a metric column to be set (they are what hides the open
-rows), and names the periods whose share of rows without a value is at least
-:data:`SHARE_OVER_USUAL` times the share over all periods and at least
-:data:`MIN_UNSET_SHARE`, and the periods after the fit whose rows all have none (the slow
-agent's open December and January).
+rows), and names the fitted periods whose share of rows without a value stands out from
+the other fitted periods' (:func:`_stands_out`), and the periods after the fit with rows
+without one (the slow agent's open December and January). The note says what it means
+only if the empty values are unfinished rows: a value empty by design reads otherwise.
 """
 
 from __future__ import annotations
@@ -25,8 +25,8 @@ import pandas as pd
 from sqlglot import exp, parse_one
 from sqlglot.errors import ParseError, TokenError
 
-from d2_notebook.data.analysis.inputs import metric_columns
-from d2_notebook.errors import QueryFailedError, SQLError
+from d2_notebook.data.analysis.inputs import metric_columns, optional_where
+from d2_notebook.errors import SQLError
 
 if TYPE_CHECKING:
     from d2_notebook.data.analysis.common import Prepared
@@ -35,11 +35,15 @@ if TYPE_CHECKING:
 __all__ = ["unset_note"]
 
 SHARE_OVER_USUAL = 2.0
-"""How many times the overall share of rows without a value a period's share must be."""
+"""How many times the other periods' share of rows without a value a period's must be
+(or a quarter of its rows above it)."""
 MIN_UNSET_SHARE = 0.1
 """The least share of a period's rows without a value that is named."""
 _NAMED = 3
 """Periods named at most (the latest)."""
+_MAX_PERIODS = 1_000_000
+"""Periods counted at most, as many as the trend's own pass groups (a count cut short
+gives no note)."""
 
 
 def unset_note(sql: GuardedSQL, prepared: Prepared, where: str | None, time: str,
@@ -51,50 +55,82 @@ def unset_note(sql: GuardedSQL, prepared: Prepared, where: str | None, time: str
     Args:
         sql: The guarded connection (the tool's own).
         prepared: The trend's prepared metric and source.
-        where: The caller's filter, as given.
+        where: The caller's filter, as given (a leading ``WHERE`` is dropped).
         time: The time expression.
         grain: The trend's grain (a ``date_trunc`` part).
         label: Writes a period's start as the trend's rows do.
-        fitted: The starts of the periods the trend fit (others are not named).
+        fitted: The starts of the periods the trend fit (others are not compared).
     """
-    condition = _without_set_checks(where, prepared)
-    value = prepared.value_sql
+    condition = _without_set_checks(optional_where(where), prepared)
     filtered = f" WHERE {condition}" if condition else ""
     try:
-        counts = sql.run(
+        result = sql.run(
             f"SELECT date_trunc('{grain}', ({time})::TIMESTAMP) AS d2_period, count(*) AS "
-            f"d2_rows, count({value}) AS d2_set FROM {prepared.source.sql}{filtered} "
-            f"GROUP BY 1", max_rows=10_000).frame
-    except (SQLError, QueryFailedError, ValueError):
+            f"d2_rows, count({prepared.value_sql}) AS d2_set FROM {prepared.source.sql}"
+            f"{filtered} GROUP BY 1", max_rows=_MAX_PERIODS)
+    except (SQLError, ValueError):
         return None
-    counts = counts.dropna(subset=["d2_period"])
-    counts["d2_period"] = pd.to_datetime(counts["d2_period"])
-    after = counts[(counts["d2_period"] > max(fitted)) & (counts["d2_set"] == 0)]
+    if result.truncated or not fitted:
+        return None
+    counts = result.frame.dropna(subset=["d2_period"])
+    counts = counts.assign(d2_period=pd.to_datetime(counts["d2_period"]),
+                           d2_unset=counts["d2_rows"] - counts["d2_set"])
+    after = counts[(counts["d2_period"] > max(fitted)) & ~counts["d2_period"].isin(fitted)
+                   & (counts["d2_unset"] > 0)]
     counts = counts[counts["d2_period"].isin(fitted)]
-    rows, unset = int(counts["d2_rows"].sum()), int((counts["d2_rows"] - counts["d2_set"]).sum())
-    usual = unset / rows if rows else 0.0
-    share = (counts["d2_rows"] - counts["d2_set"]) / counts["d2_rows"]
-    high = counts[(share >= max(SHARE_OVER_USUAL * usual, MIN_UNSET_SHARE))
-                  & (counts["d2_rows"] > counts["d2_set"])].sort_values("d2_period")
+    high = counts[[_stands_out(row, counts) for row in counts.itertuples()]]
     parts = []
     if not high.empty:
-        named = [f"{label(r.d2_period)} ({r.d2_rows - r.d2_set} of {r.d2_rows} rows)"
-                 for r in high.tail(_NAMED).itertuples()]
+        rows, unset = int(counts["d2_rows"].sum()), int(counts["d2_unset"].sum())
+        named = [f"{label(r.d2_period)} ({r.d2_unset} of {r.d2_rows} rows)"
+                 for r in high.sort_values("d2_period").tail(_NAMED).itertuples()]
         more = f" and {len(high) - _NAMED} earlier period(s)" if len(high) > _NAMED else ""
         parts.append(f"its value is empty (left out of the means) on many rows of "
-                     f"{', '.join(named)}{more}, against {usual:.0%} over all periods")
+                     f"{', '.join(named)}{more}, against {unset / rows:.0%} of the rows of "
+                     "all the periods fitted")
     if not after.empty:
-        named = [f"{label(r.d2_period)} ({r.d2_rows} rows)"
+        named = [f"{label(r.d2_period)} ({r.d2_set} of {r.d2_rows} rows set)"
                  for r in after.sort_values("d2_period").head(_NAMED).itertuples()]
         more = f" and {len(after) - _NAMED} later period(s)" if len(after) > _NAMED else ""
-        parts.append(f"the fit ends before {', '.join(named)}{more}, whose rows all have "
-                     "no value yet")
+        parts.append(f"the fit ends before {', '.join(named)}{more}")
     if not parts:
         return None
-    return (f"METRIC NOT SET: {'; '.join(parts)}. Those periods are measured on the rows "
-            "already set only, or not at all (a duration on the cases already closed reads "
-            "short where many are still open): compare them on a measure every row has (the "
-            "share still open, the age of the open ones) before reading a change there.")
+    return (f"METRIC NOT SET: {'; '.join(parts)}. If these are rows not finished yet (a case "
+            "still open), those periods are measured on the finished rows only, or not at "
+            "all, and a duration reads short there: compare them on a measure every row has "
+            "(the share still open, the age of the open ones) before reading a change there.")
+
+
+def _stands_out(row: object, counts: pd.DataFrame) -> bool:
+    """Whether a fitted period's share of rows without a value stands out from the other
+    fitted periods': at least :data:`MIN_UNSET_SHARE`, that much above theirs, and
+    :data:`SHARE_OVER_USUAL` times it or a quarter of the rows above it (when most rows
+    are empty everywhere no period can be twice the rest)."""
+    if row.d2_rows <= 0 or row.d2_unset <= 0:
+        return False
+    share = row.d2_unset / row.d2_rows
+    rest_rows = int(counts["d2_rows"].sum()) - row.d2_rows
+    others = (int(counts["d2_unset"].sum()) - row.d2_unset) / rest_rows if rest_rows else 0.0
+    return (share >= MIN_UNSET_SHARE and share - others >= MIN_UNSET_SHARE
+            and share >= min(SHARE_OVER_USUAL * others, others + 0.25))
+
+
+def _conjuncts(node: exp.Expression) -> list[exp.Expression]:
+    """The top-level AND terms of a condition, inside any parentheses around them."""
+    node = node.unnest()
+    if isinstance(node, exp.And):
+        return [*_conjuncts(node.left), *_conjuncts(node.right)]
+    return [node]
+
+
+def _requires_set(node: exp.Expression) -> exp.Expression | None:
+    """The expression ``node`` requires to be set (``X IS NOT NULL``, ``NOT (X IS NULL)``),
+    or None."""
+    if isinstance(node, exp.Not):
+        inner = node.this.unnest()
+        if isinstance(inner, exp.Is) and isinstance(inner.expression, exp.Null):
+            return inner.this
+    return None
 
 
 def _without_set_checks(where: str | None, prepared: Prepared) -> str | None:
@@ -109,11 +145,10 @@ def _without_set_checks(where: str | None, prepared: Prepared) -> str | None:
         return where
     measured = metric_columns(prepared.value_sql, prepared.source)
     kept = []
-    for conjunct in tree.flatten() if isinstance(tree, exp.And) else [tree]:
-        inner = conjunct.this if isinstance(conjunct, exp.Paren) else conjunct
-        if (isinstance(inner, exp.Not) and isinstance(inner.this, exp.Is)
-                and isinstance(inner.this.expression, exp.Null)):
-            checked = metric_columns(inner.this.this.sql(dialect="duckdb"), prepared.source)
+    for conjunct in _conjuncts(tree):
+        required = _requires_set(conjunct)
+        if required is not None:
+            checked = metric_columns(required.sql(dialect="duckdb"), prepared.source)
             if checked and checked <= measured:
                 continue
         kept.append(conjunct.sql(dialect="duckdb"))
