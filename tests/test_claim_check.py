@@ -378,3 +378,15 @@ def test_an_analysis_evidence_with_its_tool_summary_keeps_its_totals() -> None:
     summaries = {"E1": "Scanned every closer."}
     listed = "The 385 incidents are closed by C 92, F 84, L 78, H 71 and B 60 [E1].\n"
     assert check_claims(listed, {"E1": closers}, [], tool_summaries=summaries).unverified == ()
+
+
+def test_a_figure_the_tool_summary_prints_in_scientific_notation_is_found() -> None:
+    """flag-4: a trend's interval ended at "-7.16e-05" in its summary only, and the
+    rationale's "-0.00007" copying it was marked unverified."""
+    rows = pd.DataFrame({"period": ["2023-01", "2023-02"], "metric": [0.41, 0.42]})
+    summaries = {"E1": "The straight line's slope: 0.009 per month (95% CI -7.16e-05 to "
+                       "0.018; p = 0.052)."}
+    text = "The slope is 0.009 a month (95% CI -0.00007 to 0.018) [E1]."
+    assert check_claims(text, {"E1": rows}, [], tool_summaries=summaries).unverified == ()
+    assert [c.number for c in check_claims(text, {"E1": rows}, []).unverified] == \
+        ["0.009", "-0.00007", "0.018"]

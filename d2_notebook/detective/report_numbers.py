@@ -151,13 +151,21 @@ def _parse(match: re.Match[str], approximate: bool = False,
                         value, decimals, percent, multiplier, approximate, small_count)
 
 
+_SCIENTIFIC = re.compile(r"(?<![\w.])\d+(?:\.\d+)?[eE][-+]?\d+(?![\w.])")
+"""A number in scientific notation, as the tools print very small or large figures
+("95% CI -7.16e-05 to 0.018")."""
+
+
 def numbers_in_text(text: str) -> list[float]:
-    """The plain values of every number written in ``text`` (for evidence text cells and
-    verdict texts: "the plate had 42 in it" gives 42.0)."""
+    """The plain values of every number written in ``text`` (for evidence text cells,
+    verdict texts and tool summaries: "the plate had 42 in it" gives 42.0), a number in
+    scientific notation too ("-7.16e-05": a reporter's "-0.00007" copies it; it had been
+    marked unverified)."""
     values = []
     for match in _NUMBER.finditer(text):
         digits = match.group("digits").replace(",", "")
         values.append(float(digits))
+    values += [float(match.group(0)) for match in _SCIENTIFIC.finditer(text)]
     return values
 
 
