@@ -210,9 +210,11 @@ def trend(
             continue
         line = wls(exact, y, w)
         if _is_deterministic(line, y, w):
-            frame = _exact_projection(
-                _rows(buckets, exact @ line.coef, line, _Shape(sloped=True), (None, []),
-                      grain, periods, length), line, buckets, grain, length, date_only)
+            # the line reads time as its fit does: on the date for a line set by the date
+            # or for data stored as dates (18.5 had been projected for 18)
+            on_dates = date_only or bool((buckets["t"] == buckets["t"].dt.normalize()).all())
+            frame = _rows(buckets, exact @ line.coef, line, _Shape(sloped=True), (None, []),
+                          grain, periods, length, exact_on_dates=on_dates)
             summary = _summary(metric, time, grain, frame, [], periods,
                                _deterministic_line(line, grain), None, None, thin=thin)
             return capped(AnalysisTool.TREND, scan.sql, frame, sql.max_rows,
@@ -314,33 +316,6 @@ def _on_the_date(times: pd.Series, start: pd.Timestamp) -> np.ndarray:
     a metric set by the calendar date (rows at any hour of a day share the day's value;
     counted from the first row's hour, a date-set metric fit nothing exactly)."""
     return (times.dt.normalize() - start).dt.total_seconds().to_numpy() / 86400.0
-
-
-def _exact_projection(frame: pd.DataFrame, line: Fit, buckets: pd.DataFrame, grain: str,
-                      length: float, date_only: bool) -> pd.DataFrame:
-    """The projection rows of an exact line: the value it gives at the middle of each
-    projected period, as :func:`_rows` places it (on that date's midnight for a line set by
-    the date, or for data stored as dates, as its fit reads time; a rate kept within 0 to
-    1), and no interval (its width would be rounding noise)."""
-    projected = (frame["kind"] == "projection").to_numpy()
-    if not projected.any():
-        return frame
-    times = buckets["t"]
-    first = times.min()
-    last = buckets["period"].max().to_period(GRAINS[grain][0])
-    middles = pd.Series([(last + step).start_time + pd.Timedelta(days=length / 2)
-                         for step in range(1, int(projected.sum()) + 1)])
-    on_dates = date_only or bool((times == times.dt.normalize()).all())
-    x = (_on_the_date(middles, first) if on_dates
-         else (middles - first).dt.total_seconds().to_numpy() / 86400.0) / length
-    values = line.coef[0] + line.coef[1] * x
-    if np.allclose(buckets["s2"], buckets["s1"], rtol=1e-9, atol=1e-9):  # a 0/1 rate
-        values = np.clip(values, 0.0, 1.0)
-    frame = frame.copy()
-    frame.loc[projected, "metric"] = values
-    frame.loc[projected, "fitted"] = values
-    frame.loc[projected, ["ci_low", "ci_high"]] = math.nan
-    return frame
 
 
 def _deterministic_line(fit: Fit, grain: str) -> str:
@@ -685,7 +660,12 @@ def _segment_mean(buckets: pd.DataFrame, t: np.ndarray, shape: _Shape, j: int) -
 
 def _rows(buckets: pd.DataFrame, fitted: np.ndarray, fit: Fit, shape: _Shape,
           season: tuple[str | None, list], grain: str, periods: int,
-          length: float) -> pd.DataFrame:
+          length: float, exact_on_dates: bool | None = None) -> pd.DataFrame:
+    """One row per observed period, then ``periods`` projected ones, each at the middle of
+    its period. ``exact_on_dates``: None for a fitted line, whose projections carry their
+    95% prediction interval; for an exact line, whether its fit read time on the dates
+    (each time's midnight), and its projections carry no interval (its width would be
+    rounding noise)."""
     frame = buckets.assign(fitted_sum=fitted * buckets["n"])
     grouped = frame.groupby("period").agg(n=("n", "sum"), s1=("s1", "sum"), s2=("s2", "sum"),
                                           fitted_sum=("fitted_sum", "sum"))
@@ -708,16 +688,21 @@ def _rows(buckets: pd.DataFrame, fitted: np.ndarray, fit: Fit, shape: _Shape,
         rows_per = float(grouped["n"].tail(3).mean())
         sigma2 = fit.rss / fit.dof
         t_crit = stats.t.ppf(0.975, fit.dof)
+        first = buckets["t"].min()
         for step in range(1, periods + 1):
             start = (last + step).start_time
-            t = (start - buckets["t"].min()).total_seconds() / 86400.0 / length + 0.5
+            middle = start + pd.Timedelta(days=length / 2)
+            read = middle.normalize() if exact_on_dates else middle
+            t = (read - first).total_seconds() / 86400.0 / length
             x = np.concatenate([[float(c[0]) for c in shape.columns(np.array([t]))],
                                 _season_row(start, season)])
             value = float(x @ fit.coef)
-            half = t_crit * math.sqrt(max(0.0, x @ fit.cov @ x) + sigma2 / max(rows_per, 1))
+            half = (math.nan if exact_on_dates is not None else t_crit * math.sqrt(
+                max(0.0, x @ fit.cov @ x) + sigma2 / max(rows_per, 1)))
             low, high = value - half, value + half
-            if binary:  # a projected rate stays a rate
-                value, low, high = (min(1.0, max(0.0, v)) for v in (value, low, high))
+            if binary:  # a projected rate stays a rate (an exact line's NaN ends stay NaN)
+                value, low, high = (v if math.isnan(v) else min(1.0, max(0.0, v))
+                                    for v in (value, low, high))
             rows.append({"period": _period_label(start, grain), "kind": "projection", "n": 0,
                          "metric": value, "ci_low": low, "ci_high": high, "fitted": value})
     return pd.DataFrame(rows, columns=COLUMNS)
