@@ -81,25 +81,24 @@ def unflag_pulled(rows: list[dict[str, Any]], total: Moments, *, binary: bool,
         while True:
             reduced = total - sum((r["moments"] for r in left_out[1:]), left_out[0]["moments"])
             without = tuple(r["value"] for r in left_out)
-            compared = {}
+            compared = []  # (row, its comparison with the reduced rest, whether it differs)
             for row in flagged:
                 rest = reduced - row["moments"]
                 if any(row is out for out in left_out) or rest.n < min_rows:
                     continue
                 test = (compare_proportions(row["moments"], rest) if binary
                         else compare(row["moments"], rest, pooled_var=pooled))
-                compared[id(row)] = (row, Recompared(row["value"], row["metric"], without,
-                                                     rest.mean, test.p_value),
-                                     test.p_value < alpha and is_material(test.difference,
-                                                                          scale))
-            differing = [(row, found) for row, found, differs in compared.values() if differs]
+                compared.append((row, Recompared(row["value"], row["metric"], without,
+                                                 rest.mean, test.p_value),
+                                 test.p_value < alpha and is_material(test.difference, scale)))
+            differing = [(row, found) for row, found, differs in compared if differs]
             if not differing:
                 break
             row, found = max(differing, key=lambda d: abs(d[0]["metric"] - reduced.mean))
             row["without"] = found
             left_out.append(row)
         outlier = left_out[0]
-        for row, found, _ in compared.values():
+        for row, found, _ in compared:
             row["flagged"], row["pulled_away"] = False, True
             outlier["pulled"].append(found)
 

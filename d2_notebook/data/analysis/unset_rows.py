@@ -21,6 +21,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import TYPE_CHECKING
 
+import numpy as np
 import pandas as pd
 from sqlglot import exp, parse_one
 from sqlglot.errors import ParseError, TokenError
@@ -75,10 +76,9 @@ def unset_note(sql: GuardedSQL, prepared: Prepared, where: str | None, time: str
     counts = result.frame.dropna(subset=["d2_period"])
     counts = counts.assign(d2_period=pd.to_datetime(counts["d2_period"]),
                            d2_unset=counts["d2_rows"] - counts["d2_set"])
-    after = counts[(counts["d2_period"] > max(fitted)) & ~counts["d2_period"].isin(fitted)
-                   & (counts["d2_unset"] > 0)]
+    after = counts[(counts["d2_period"] > max(fitted)) & (counts["d2_unset"] > 0)]
     counts = counts[counts["d2_period"].isin(fitted)]
-    high = counts[[_stands_out(row, counts) for row in counts.itertuples()]]
+    high = counts[_stands_out(counts)]
     parts = []
     if not high.empty:
         rows, unset = int(counts["d2_rows"].sum()), int(counts["d2_unset"].sum())
@@ -101,18 +101,18 @@ def unset_note(sql: GuardedSQL, prepared: Prepared, where: str | None, time: str
             "(the share still open, the age of the open ones) before reading a change there.")
 
 
-def _stands_out(row: object, counts: pd.DataFrame) -> bool:
-    """Whether a fitted period's share of rows without a value stands out from the other
+def _stands_out(counts: pd.DataFrame) -> pd.Series:
+    """Which fitted periods' share of rows without a value stands out from the other
     fitted periods': at least :data:`MIN_UNSET_SHARE`, that much above theirs, and
     :data:`SHARE_OVER_USUAL` times it or a quarter of the rows above it (when most rows
-    are empty everywhere no period can be twice the rest)."""
-    if row.d2_rows <= 0 or row.d2_unset <= 0:
-        return False
-    share = row.d2_unset / row.d2_rows
-    rest_rows = int(counts["d2_rows"].sum()) - row.d2_rows
-    others = (int(counts["d2_unset"].sum()) - row.d2_unset) / rest_rows if rest_rows else 0.0
-    return (share >= MIN_UNSET_SHARE and share - others >= MIN_UNSET_SHARE
-            and share >= min(SHARE_OVER_USUAL * others, others + 0.25))
+    are empty everywhere no period can be twice the rest). One pass over the periods: the
+    others' share is the totals' less each period's own."""
+    rows, unset = counts["d2_rows"], counts["d2_unset"]
+    share = unset / rows.where(rows > 0)
+    rest_rows = rows.sum() - rows
+    others = ((unset.sum() - unset) / rest_rows.where(rest_rows > 0)).fillna(0.0)
+    return ((unset > 0) & (share >= MIN_UNSET_SHARE) & (share - others >= MIN_UNSET_SHARE)
+            & (share >= np.minimum(SHARE_OVER_USUAL * others, others + 0.25)))
 
 
 def _conjuncts(node: exp.Expression) -> list[exp.Expression]:
